@@ -8,7 +8,7 @@
 #   make test         every test suite CI runs
 #   make test-kernel  boot, run usertests in the guest, power off
 #   make test-spec    SPIN model checks + rule traceability
-#   make test-unit    transport core: Check suites, sanitizers, short fuzz
+#   make test-unit    transport core: Check suites, sanitizers, short fuzz, simulator
 #   make test-net     two guests over linkemu (issue: network)
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
 #   make bench        RDMA benchmarks in guests -> bench/results/
@@ -38,11 +38,18 @@ include tests/tests.mk
 include proto-spec/spec.mk
 include kernel/transport/transport.mk
 include netem/netem.mk
+include tests/sim/sim.mk
 
 all: deps kernel/kernel fs.img
 
 # The suites CI runs, quickest first so a broken build fails early.
 TEST_SUITES := test-spec test-unit test-kernel
+
+# Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
+# kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,
+# tests/sim/sim.mk).
+test-unit: deps test-core test-sim
+.PHONY: test-unit
 test: deps
 	@set -e; for t in $(TEST_SUITES); do \
 	  echo "=== make $$t"; $(MAKE) --no-print-directory $$t; done
