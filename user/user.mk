@@ -1,1 +1,69 @@
-# placeholder: the owner of this fragment replaces it
+# user/user.mk: builds the user-space C library and every user program.
+#
+# Included by the top-level Makefile. Defines UPROGS (the binaries that
+# kernel/kernel.mk installs into fs.img, with the leading '_' stripped) and
+# the rules that build them with the RISC-V cross compiler. Objects go under
+# $(BUILD)/user. user/usys.S is generated from the SYS_* lines of
+# kernel/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
+#
+#   make user-progs     build every program in UPROGS
+#   make user-clean     remove generated files and objects
+
+U_TOOLPREFIX = $(if $(TOOLPREFIX),$(TOOLPREFIX),riscv64-unknown-elf-)
+U_CC      = $(U_TOOLPREFIX)gcc
+U_LD      = $(U_TOOLPREFIX)ld
+U_OBJDUMP = $(U_TOOLPREFIX)objdump
+U_OBJDIR  := $(BUILD)/user
+
+U_CFLAGS := -Wall -Werror -O2 -g -std=gnu11 \
+  -march=rv64gc -mabi=lp64d -mcmodel=medany \
+  -ffreestanding -fno-builtin -nostdlib -fno-common \
+  -fno-stack-protector -fno-pie -fno-omit-frame-pointer \
+  -I. -Iuser -MMD -MP
+U_LDFLAGS := -nostdlib -z max-page-size=4096 --no-relax -T user/user.ld
+
+# The C library every program links against. crt0 must come first.
+U_LIB_SRCS := user/crt0.c user/string.c user/printf.c user/malloc.c \
+  user/readline.c
+U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
+  $(U_OBJDIR)/usys.o
+
+# Programs built from one source file each: user/<name>.c -> user/_<name>.
+U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free
+
+# usertests is a runner plus one file per tested module.
+U_USERTESTS_SRCS := $(wildcard user/usertests/*.c)
+U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS))
+
+UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
+
+user/usys.S: kernel/uapi.h user/gen_usys.py
+	python3 user/gen_usys.py kernel/uapi.h > $@.tmp && mv $@.tmp $@
+
+$(U_OBJDIR)/usys.o: user/usys.S
+	@mkdir -p $(dir $@)
+	$(U_CC) $(U_CFLAGS) -c -o $@ $<
+
+$(U_OBJDIR)/%.o: user/%.c
+	@mkdir -p $(dir $@)
+	$(U_CC) $(U_CFLAGS) -c -o $@ $<
+
+user/_%: $(U_OBJDIR)/%.o $(U_LIB_OBJS) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $<
+	$(U_OBJDUMP) -S $@ > $(U_OBJDIR)/$*.asm
+
+user/_usertests: $(U_USERTESTS_OBJS) $(U_LIB_OBJS) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_USERTESTS_OBJS)
+
+# Keep objects: they are reused by the next build.
+.SECONDARY: $(U_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_SIMPLE_PROGS))
+
+user-progs: $(UPROGS)
+
+user-clean:
+	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
+
+-include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d)
+
+CLEAN_TARGETS += user-clean
+.PHONY: user-progs user-clean

@@ -1,0 +1,124 @@
+// malloc.c: the user heap, carved out of memory obtained with sbrk.
+//
+// Free memory is a singly linked list of chunks kept in address order, so
+// free() can merge a chunk with its neighbours and the heap does not
+// fragment into slivers. Every chunk starts with a header holding its size
+// in bytes (header included); malloc returns the byte after the header.
+// Allocation is first fit; the heap grows by at least HEAP_GROW bytes.
+#include "user.h"
+
+struct chunk {
+  size_t size;          // bytes, including this header
+  struct chunk *next;   // next free chunk by address (free chunks only)
+};
+
+#define HEAP_GROW (64 * 1024)
+#define ALIGN 16
+
+static struct chunk *free_list;
+
+static size_t round_up(size_t n, size_t to)
+{
+  return (n + to - 1) / to * to;
+}
+
+// Put c back into the address-ordered free list, merging with neighbours.
+static void insert_free(struct chunk *c)
+{
+  struct chunk **link = &free_list;
+  while (*link && *link < c)
+    link = &(*link)->next;
+  c->next = *link;
+  *link = c;
+  if (c->next && (char *)c + c->size == (char *)c->next) {
+    c->size += c->next->size;
+    c->next = c->next->next;
+  }
+  // Merge with the predecessor: find it again (the list is short).
+  for (struct chunk *p = free_list; p && p != c; p = p->next) {
+    if (p->next == c && (char *)p + p->size == (char *)c) {
+      p->size += c->size;
+      p->next = c->next;
+      break;
+    }
+  }
+}
+
+static int grow_heap(size_t need)
+{
+  size_t n = need > HEAP_GROW ? round_up(need, 4096) : HEAP_GROW;
+  if (n > 0x7fffffff)
+    return -1;
+  char *mem = sbrk((int)n);
+  if (mem == (char *)-1)
+    return -1;
+  // sbrk keeps whatever alignment the break had; skip to ALIGN.
+  size_t skew = round_up((size_t)mem, ALIGN) - (size_t)mem;
+  struct chunk *c = (struct chunk *)(mem + skew);
+  c->size = n - skew;
+  insert_free(c);
+  return 0;
+}
+
+// Take `size` bytes from the first chunk big enough; split off the rest.
+static void *take_first_fit(size_t size)
+{
+  for (struct chunk **link = &free_list; *link; link = &(*link)->next) {
+    struct chunk *c = *link;
+    if (c->size < size)
+      continue;
+    if (c->size - size >= sizeof(struct chunk) + ALIGN) {
+      struct chunk *rest = (struct chunk *)((char *)c + size);
+      rest->size = c->size - size;
+      rest->next = c->next;
+      c->size = size;
+      *link = rest;
+    } else {
+      *link = c->next;
+    }
+    return (char *)c + ALIGN;
+  }
+  return NULL;
+}
+
+void *malloc(size_t n)
+{
+  if (n == 0 || n > 0x7fff0000)
+    return NULL;
+  size_t size = round_up(n, ALIGN) + ALIGN;   // header padded to ALIGN
+  void *p = take_first_fit(size);
+  if (p == NULL && grow_heap(size) == 0)
+    p = take_first_fit(size);
+  return p;
+}
+
+void free(void *p)
+{
+  if (p)
+    insert_free((struct chunk *)((char *)p - ALIGN));
+}
+
+void *calloc(size_t count, size_t size)
+{
+  if (size != 0 && count > 0x7fff0000 / size)
+    return NULL;
+  void *p = malloc(count * size);
+  if (p)
+    memset(p, 0, count * size);
+  return p;
+}
+
+void *realloc(void *p, size_t n)
+{
+  if (p == NULL)
+    return malloc(n);
+  size_t have = ((struct chunk *)((char *)p - ALIGN))->size - ALIGN;
+  if (n <= have)
+    return p;
+  void *q = malloc(n);
+  if (q) {
+    memcpy(q, p, have);
+    free(p);
+  }
+  return q;
+}

@@ -1,0 +1,88 @@
+// user.h: everything a user program can call.
+//
+// Owns the prototypes of the system calls (stubs generated into user/usys.S
+// from kernel/uapi.h) and of the small C library in user/: strings
+// (string.c), formatted output (printf.c), the heap (malloc.c) and line
+// input (readline.c). Programs include only this file; it pulls in the ABI.
+#ifndef USER_H
+#define USER_H
+
+#include "kernel/uapi.h"
+
+typedef unsigned long size_t;
+typedef unsigned char uint8;
+typedef unsigned int uint32;
+typedef unsigned long uint64;
+
+#define NULL ((void *)0)
+#define STDIN  0
+#define STDOUT 1
+#define STDERR 2
+
+typedef __builtin_va_list va_list;
+#define va_start(ap, last) __builtin_va_start(ap, last)
+#define va_arg(ap, type)   __builtin_va_arg(ap, type)
+#define va_end(ap)         __builtin_va_end(ap)
+
+// System calls (user/usys.S).
+int fork(void);
+void exit(int status) __attribute__((noreturn));
+int wait(int *status);
+int pipe(int *fds);
+int read(int fd, void *buf, int n);
+int write(int fd, const void *buf, int n);
+int close(int fd);
+int kill(int pid);
+int exec(const char *path, char **argv);
+int open(const char *path, int flags);
+int mknod(const char *path, short major, short minor);
+int unlink(const char *path);
+int fstat(int fd, struct stat *st);
+int link(const char *oldpath, const char *newpath);
+int mkdir(const char *path);
+int chdir(const char *path);
+int dup(int fd);
+int getpid(void);
+char *sbrk(int increment);
+int sleep(int ticks);
+int uptime(void);
+unsigned long clock_ns(void);
+int halt(int status);
+int sysinfo(struct sysinfo *info);
+
+// Strings and memory (string.c).
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+int strncmp(const char *a, const char *b, size_t n);
+char *strcpy(char *dst, const char *src);
+char *strncpy_z(char *dst, const char *src, size_t size);
+char *strchr(const char *s, int c);
+char *strstr(const char *haystack, const char *needle);
+void *memset(void *dst, int c, size_t n);
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+int atoi(const char *s);
+int itoa(long value, char *buf, int base);
+int stat(const char *path, struct stat *st);
+
+// Formatted output (printf.c): %d %i %u %x %lx %ld %lu %p %s %c %%,
+// with optional '-', '0' and a field width.
+int printf(const char *fmt, ...);
+int fprintf(int fd, const char *fmt, ...);
+int vfprintf(int fd, const char *fmt, va_list ap);
+int snprintf(char *buf, int size, const char *fmt, ...);
+int vsnprintf(char *buf, int size, const char *fmt, va_list ap);
+
+// Heap on top of sbrk (malloc.c).
+void *malloc(size_t n);
+void free(void *p);
+void *calloc(size_t count, size_t size);
+void *realloc(void *p, size_t n);
+
+// Line input (readline.c). readline returns the line length without the
+// newline, or -1 at end of input with nothing read.
+int readline(int fd, char *buf, int size);
+char *gets(char *buf, int size);
+
+#endif
