@@ -1,0 +1,219 @@
+// badptr.c: every system call that takes a pointer must fail with -1 when
+// the pointer is not the caller's memory, and the kernel must survive.
+//
+// The bad addresses (bad_addresses) cover: null, the unmapped page just
+// past the break, the kernel's RAM, the top of the user address space
+// (where the kernel keeps its trampoline and trap frame, not user pages),
+// MAXVA itself and beyond, and addresses whose range wraps past 2^64.
+#include "ut.h"
+
+#define NBAD 12
+
+static int bad_addresses(unsigned long *out)
+{
+  unsigned long brk = PGROUNDUP((unsigned long)sbrk(0));
+  unsigned long list[NBAD] = {
+    0, 8, brk, brk + 16 * PGSIZE, KERNBASE, KERNBASE + 0x201000,
+    MAXVA - PGSIZE, MAXVA - 2 * PGSIZE, MAXVA - 8, MAXVA,
+    1UL << 63, 0xfffffffffffff000UL,
+  };
+  memcpy(out, list, sizeof list);
+  return NBAD;
+}
+
+static int open_scratch(const char *name, int with_data)
+{
+  int fd = open(name, O_CREATE | O_RDWR | O_TRUNC);
+  UT_CHECK(fd >= 0, "cannot create %s", name);
+  if (with_data) {
+    UT_CHECK(write(fd, "0123456789abcdef", 16) == 16, "write");
+    close(fd);
+    fd = open(name, O_RDONLY);
+  }
+  return fd;
+}
+
+static void test_badptr_read_fails(void)
+{
+  unsigned long bad[NBAD];
+  int n = bad_addresses(bad);
+  for (int i = 0; i < n; i++) {
+    int fd = open_scratch("ut_badread", 1);
+    int r = read(fd, (void *)bad[i], 16);
+    close(fd);
+    UT_CHECK(r == -1, "read into %p returned %d", (void *)bad[i], r);
+  }
+  for (int i = 0; i < n; i++) {
+    int p[2];
+    UT_CHECK(pipe(p) == 0, "pipe");
+    write(p[1], "xy", 2);
+    int r = read(p[0], (void *)bad[i], 2);
+    close(p[0]);
+    close(p[1]);
+    UT_CHECK(r == -1, "pipe read into %p returned %d", (void *)bad[i], r);
+  }
+  unlink("ut_badread");
+}
+
+static void test_badptr_write_fails(void)
+{
+  unsigned long bad[NBAD];
+  int n = bad_addresses(bad);
+  int fd = open_scratch("ut_badwrite", 0);
+  int p[2];
+  UT_CHECK(pipe(p) == 0, "pipe");
+  for (int i = 0; i < n; i++) {
+    int r = write(fd, (void *)bad[i], 16);
+    UT_CHECK(r == -1, "file write from %p returned %d", (void *)bad[i], r);
+    r = write(p[1], (void *)bad[i], 16);
+    UT_CHECK(r == -1, "pipe write from %p returned %d", (void *)bad[i], r);
+    r = write(STDOUT, (void *)bad[i], 16);
+    UT_CHECK(r == -1, "console write from %p returned %d", (void *)bad[i], r);
+  }
+  struct stat st;
+  UT_CHECK(fstat(fd, &st) == 0 && st.size == 0, "file grew to %lu bytes",
+           st.size);
+  close(fd);
+  unlink("ut_badwrite");
+}
+
+// Every syscall taking a path, at every bad address.
+static void test_badptr_paths_fail(void)
+{
+  unsigned long bad[NBAD];
+  int n = bad_addresses(bad);
+  char *argv[] = { "x", NULL };
+  ut_write_file("ut_badpath", "x", 1);
+  for (int i = 0; i < n; i++) {
+    const char *p = (const char *)bad[i];
+    UT_CHECK(open(p, O_RDONLY) == -1, "open(%p)", p);
+    UT_CHECK(open(p, O_CREATE | O_RDWR) == -1, "open(%p, O_CREATE)", p);
+    UT_CHECK(mkdir(p) == -1, "mkdir(%p)", p);
+    UT_CHECK(mknod(p, DEV_CONSOLE, 0) == -1, "mknod(%p)", p);
+    UT_CHECK(unlink(p) == -1, "unlink(%p)", p);
+    UT_CHECK(chdir(p) == -1, "chdir(%p)", p);
+    UT_CHECK(link(p, "ut_badlink") == -1, "link(%p, name)", p);
+    UT_CHECK(link("ut_badpath", p) == -1, "link(name, %p)", p);
+    UT_CHECK(ut_exec_status(p, argv) == UT_EXEC_REFUSED, "exec(%p)", p);
+  }
+  unlink("ut_badpath");
+  unlink("ut_badlink");
+}
+
+// Pointers to results: pipe's fd array, fstat's stat, sysinfo, wait's
+// status (0 is allowed for wait: it means "don't care").
+static void test_badptr_out_params_fail(void)
+{
+  unsigned long bad[NBAD];
+  int n = bad_addresses(bad);
+  int fd = open("/", O_RDONLY);
+  UT_CHECK(fd >= 0, "open /");
+  for (int i = 0; i < n; i++) {
+    void *p = (void *)bad[i];
+    UT_CHECK(pipe(p) == -1, "pipe(%p)", p);
+    UT_CHECK(fstat(fd, p) == -1, "fstat(fd, %p)", p);
+    UT_CHECK(sysinfo(p) == -1, "sysinfo(%p)", p);
+    if (bad[i] == 0)
+      continue;
+    int pid = ut_fork();
+    if (pid == 0)
+      exit(0);
+    UT_CHECK(wait(p) == -1, "wait(%p) succeeded", p);
+    int again = wait(NULL);   // the kernel may or may not have reaped it
+    UT_CHECK(again == pid || again == -1, "wait after a failed wait(%p) "
+             "returned %d", p, again);
+  }
+  close(fd);
+  int probe = open("/", O_RDONLY);
+  UT_CHECK(probe == fd, "pipe() with a bad array leaked fds (next fd %d)",
+           probe);
+  close(probe);
+}
+
+// exec argv arrays that are, or point to, bad memory.
+static void test_badptr_exec_argv_fails(void)
+{
+  unsigned long bad[NBAD];
+  int n = bad_addresses(bad);
+  for (int i = 1; i < n; i++) {   // argv == 0 may mean "no arguments"
+    UT_CHECK(ut_exec_status("/echo", (char **)bad[i]) == UT_EXEC_REFUSED,
+             "exec argv=%p", (void *)bad[i]);
+    char *argv[] = { "/echo", (char *)bad[i], NULL };
+    UT_CHECK(ut_exec_status("/echo", argv) == UT_EXEC_REFUSED,
+             "exec argv[1]=%p", (void *)bad[i]);
+  }
+  // An argv array that runs into unmapped memory with no terminator.
+  UT_CHECK(sbrk(PGSIZE) != (char *)-1, "sbrk");
+  char **end = (char **)PGROUNDUP((unsigned long)sbrk(0));
+  char **argv = end - 64;
+  for (char **a = argv; a < end; a++)
+    *a = "x";
+  UT_CHECK(ut_exec_status("/echo", argv) == UT_EXEC_REFUSED,
+           "exec of an unterminated argv");
+}
+
+// Strings that run off the end of mapped memory without a NUL.
+static void test_badptr_unterminated_path_fails(void)
+{
+  char *mem = sbrk(PGSIZE);
+  UT_CHECK(mem != (char *)-1, "sbrk");
+  char *end = (char *)PGROUNDUP((unsigned long)sbrk(0));
+  char *path = end - 64;
+  memset(path, 'a', 64);   // no terminator before the unmapped page
+  UT_CHECK(open(path, O_CREATE | O_RDWR) == -1, "open of an unterminated path");
+  UT_CHECK(mkdir(path) == -1, "mkdir of an unterminated path");
+  UT_CHECK(unlink(path) == -1, "unlink of an unterminated path");
+}
+
+// Ranges that start in valid memory and run into invalid memory, or whose
+// end wraps past 2^64 or crosses MAXVA.
+static void test_badptr_ranges_fail(void)
+{
+  int fd = open_scratch("ut_badrange", 1);
+  UT_CHECK(read(fd, (void *)0xfffffffffffff000UL, 0x2000) == -1,
+           "read range wrapping past 2^64");
+  UT_CHECK(read(fd, (void *)(MAXVA - 0x800), 0x1000) == -1,
+           "read range crossing MAXVA");
+  close(fd);
+  fd = open_scratch("ut_badrange", 0);
+  char *brk = sbrk(0);
+  char *start = (char *)PGROUNDUP((unsigned long)brk) - 64;
+  int r = write(fd, start, 0x10000);   // 64 valid bytes, then unmapped
+  struct stat st;
+  UT_CHECK(fstat(fd, &st) == 0, "fstat");
+  UT_CHECK(r == -1 || (r >= 0 && r <= 64), "write across the break gave %d",
+           r);
+  UT_CHECK(st.size == (unsigned long)(r < 0 ? st.size : r),
+           "write returned %d but the file has %lu bytes", r, st.size);
+  char stackbuf[16];
+  r = write(fd, stackbuf, 0x7fffffff);   // runs off the top of the stack
+  UT_CHECK(r == -1 || (r >= 0 && r < 0x7fffffff), "huge write returned %d", r);
+  close(fd);
+  unlink("ut_badrange");
+}
+
+// read() into our own read-only text must fail and leave it unchanged.
+static void test_badptr_read_into_text_fails(void)
+{
+  unsigned char before[32];
+  unsigned char *text = (unsigned char *)test_badptr_ranges_fail;
+  memcpy(before, text, sizeof before);
+  int fd = open_scratch("ut_badtext", 1);
+  int r = read(fd, text, 16);
+  close(fd);
+  unlink("ut_badtext");
+  UT_CHECK(r == -1, "read into text returned %d", r);
+  UT_CHECK(memcmp(before, text, sizeof before) == 0, "text was modified");
+}
+
+const struct ut_test ut_badptr_tests[] = {
+  { "badptr_read_fails", test_badptr_read_fails, UT_QUICK, 0 },
+  { "badptr_write_fails", test_badptr_write_fails, UT_QUICK, 0 },
+  { "badptr_paths_fail", test_badptr_paths_fail, UT_QUICK, 0 },
+  { "badptr_out_params_fail", test_badptr_out_params_fail, UT_QUICK, 0 },
+  { "badptr_exec_argv_fails", test_badptr_exec_argv_fails, UT_QUICK, 0 },
+  { "badptr_unterminated_path_fails", test_badptr_unterminated_path_fails, UT_QUICK, 0 },
+  { "badptr_ranges_fail", test_badptr_ranges_fail, UT_QUICK, 0 },
+  { "badptr_read_into_text_fails", test_badptr_read_into_text_fails, UT_QUICK, 0 },
+  { NULL },
+};

@@ -1,0 +1,168 @@
+// mem.c: tests of sbrk, running out of memory, the heap and page protection.
+#include "ut.h"
+
+static void test_mem_sbrk_grow_shrink(void)
+{
+  char *start = sbrk(0);
+  char *p = sbrk(3 * PGSIZE + 100);
+  UT_CHECK(p == start, "sbrk returned %p, the old break was %p", p, start);
+  UT_CHECK(sbrk(0) == start + 3 * PGSIZE + 100, "break did not move");
+  memset(p, 0x5a, 3 * PGSIZE + 100);
+  UT_CHECK(p[3 * PGSIZE + 99] == 0x5a, "new memory not writable");
+  UT_CHECK(sbrk(-(3 * PGSIZE + 100)) == start + 3 * PGSIZE + 100,
+           "shrinking sbrk must return the old break");
+  UT_CHECK(sbrk(0) == start, "break did not come back");
+  // Pages that were released and come back must be zero; only the part of
+  // the old break's page that stayed mapped may keep our bytes.
+  char *again = sbrk(2 * PGSIZE);
+  UT_CHECK(again == start, "regrow at %p", again);
+  char *fresh = (char *)PGROUNDUP((unsigned long)start);
+  for (char *c = fresh; c < fresh + PGSIZE; c++)
+    UT_CHECK(*c == 0, "regrown page not zeroed at %p", c);
+}
+
+// After shrinking, touching the released memory kills the process.
+static void test_mem_sbrk_shrink_unmaps(void)
+{
+  char *p = sbrk(0);
+  p = sbrk((int)(PGROUNDUP((unsigned long)p) - (unsigned long)p) + 4 * PGSIZE);
+  char *released = (char *)PGROUNDUP((unsigned long)p);
+  released[0] = 1;
+  sbrk(-4 * (int)PGSIZE);
+  int pid = ut_fork();
+  if (pid == 0) {
+    *(volatile char *)(released + PGSIZE) = 2;
+    exit(0);
+  }
+  UT_CHECK(ut_wait_for(pid) != 0, "wrote to memory released by sbrk");
+}
+
+// Grows until the kernel says no, in the child; then frees everything.
+static void test_mem_out_of_memory(void)
+{
+  unsigned long before = ut_freepages();
+  int p[2];
+  UT_CHECK(pipe(p) == 0, "pipe");
+  int pid = ut_fork();
+  if (pid == 0) {
+    long got = 0;
+    char *q;
+    while ((q = sbrk(1 << 20)) != (char *)-1) {
+      for (long off = 0; off < (1 << 20); off += PGSIZE)
+        q[off] = 1;   // make sure the pages are real
+      got += 1 << 20;
+    }
+    unsigned long at_limit = ut_freepages();
+    sbrk(-(int)got);   // release it again while still alive
+    unsigned long released = ut_freepages();
+    write(p[1], &got, sizeof got);
+    write(p[1], &at_limit, sizeof at_limit);
+    write(p[1], &released, sizeof released);
+    exit(0);
+  }
+  close(p[1]);
+  long got = 0;
+  unsigned long at_limit = 0, released = 0;
+  read(p[0], &got, sizeof got);
+  read(p[0], &at_limit, sizeof at_limit);
+  read(p[0], &released, sizeof released);
+  close(p[0]);
+  UT_CHECK(ut_wait_for(pid) == 0, "child died while exhausting memory");
+  unsigned long after = ut_settle_freepages(before);
+  UT_CHECK(got >= (8 << 20), "only %ld bytes before sbrk failed", got);
+  UT_CHECK(at_limit < 1024, "%lu pages still free when sbrk failed", at_limit);
+  UT_CHECK(released + 16 >= before, "shrinking returned only to %lu of %lu",
+           released, before);
+  UT_CHECK(after >= before, "%lu pages lost after exit", before - after);
+}
+
+static void test_mem_sbrk_hostile_sizes(void)
+{
+  char *start = sbrk(0);
+  UT_CHECK(sbrk(0x7fffffff) == (char *)-1, "sbrk(2 GiB) succeeded");
+  UT_CHECK(sbrk(-0x7fffffff) == (char *)-1, "sbrk(-2 GiB) succeeded");
+  UT_CHECK(sbrk(0) == start, "failed sbrk moved the break");
+  char *p = malloc(100);
+  UT_CHECK(p != NULL, "heap unusable after failed sbrk");
+}
+
+static void test_mem_write_to_text_faults(void)
+{
+  int pid = ut_fork();
+  if (pid == 0) {
+    *(volatile unsigned char *)test_mem_sbrk_hostile_sizes = 0;
+    exit(0);
+  }
+  UT_CHECK(ut_wait_for(pid) != 0, "wrote into the text segment");
+}
+
+static void test_mem_null_deref_faults(void)
+{
+  int pid = ut_fork();
+  if (pid == 0) {
+    volatile int *null = (volatile int *)0;
+    exit(*null + 77 == 0 ? 0 : 0);
+  }
+  UT_CHECK(ut_wait_for(pid) != 0, "read from address 0 did not fault");
+}
+
+static void test_mem_kernel_address_faults(void)
+{
+  int pid = ut_fork();
+  if (pid == 0) {
+    *(volatile int *)KERNBASE = 1;
+    exit(0);
+  }
+  UT_CHECK(ut_wait_for(pid) != 0, "wrote to the kernel's memory");
+}
+
+// Random malloc/free/realloc; every block keeps its own pattern.
+static void test_mem_malloc_stress(void)
+{
+  enum { SLOTS = 64 };
+  unsigned char *blocks[SLOTS] = { 0 };
+  int sizes[SLOTS] = { 0 };
+  unsigned x = 12345;
+  for (int round = 0; round < 2000; round++) {
+    x = x * 1103515245u + 12345u;
+    int i = (x >> 8) % SLOTS;
+    if (blocks[i]) {
+      UT_CHECK(blocks[i][0] == (unsigned char)sizes[i] &&
+               blocks[i][sizes[i] - 1] == (unsigned char)i,
+               "block %d (%d bytes) corrupted", i, sizes[i]);
+      if (x & 1) {
+        free(blocks[i]);
+        blocks[i] = NULL;
+        continue;
+      }
+      int grown = sizes[i] * 2;
+      blocks[i] = realloc(blocks[i], grown);
+      UT_CHECK(blocks[i] && blocks[i][0] == (unsigned char)sizes[i],
+               "realloc lost the contents");
+      sizes[i] = grown;
+    } else {
+      sizes[i] = 1 + (x >> 16) % 3000;
+      blocks[i] = malloc(sizes[i]);
+      UT_CHECK(blocks[i] != NULL, "malloc(%d) failed", sizes[i]);
+    }
+    memset(blocks[i], 0xee, sizes[i]);
+    blocks[i][0] = (unsigned char)sizes[i];
+    blocks[i][sizes[i] - 1] = (unsigned char)i;
+  }
+  unsigned char *z = calloc(100, 40);
+  UT_CHECK(z != NULL, "calloc");
+  for (int i = 0; i < 4000; i++)
+    UT_CHECK(z[i] == 0, "calloc memory not zero at %d", i);
+}
+
+const struct ut_test ut_mem_tests[] = {
+  { "mem_sbrk_grow_shrink", test_mem_sbrk_grow_shrink, UT_QUICK, 0 },
+  { "mem_sbrk_shrink_unmaps", test_mem_sbrk_shrink_unmaps, UT_QUICK, 0 },
+  { "mem_out_of_memory", test_mem_out_of_memory, UT_QUICK, 120 },
+  { "mem_sbrk_hostile_sizes", test_mem_sbrk_hostile_sizes, UT_QUICK, 0 },
+  { "mem_write_to_text_faults", test_mem_write_to_text_faults, UT_QUICK, 0 },
+  { "mem_null_deref_faults", test_mem_null_deref_faults, UT_QUICK, 0 },
+  { "mem_kernel_address_faults", test_mem_kernel_address_faults, UT_QUICK, 0 },
+  { "mem_malloc_stress", test_mem_malloc_stress, UT_QUICK, 0 },
+  { NULL },
+};

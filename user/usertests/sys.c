@@ -1,0 +1,99 @@
+// sys.c: tests of the system call layer itself and of sysinfo/getpid.
+#include "ut.h"
+
+// Traps with an arbitrary syscall number; the stubs can't do that.
+static long raw_syscall(long number, long arg0)
+{
+  register long a0 asm("a0") = arg0;
+  register long a7 asm("a7") = number;
+  asm volatile("ecall" : "+r"(a0) : "r"(a7) : "memory");
+  return a0;
+}
+
+static void test_sys_unknown_number_fails(void)
+{
+  long numbers[] = { 0, 25, 39, 999, 100000, -1, 0x7fffffff, 1L << 40 };
+  for (int i = 0; i < (int)(sizeof numbers / sizeof numbers[0]); i++) {
+    long r = raw_syscall(numbers[i], 0);
+    UT_CHECK(r == -1, "syscall %ld returned %ld, expected -1", numbers[i], r);
+  }
+  UT_CHECK(getpid() > 0, "process unusable after bad syscalls");
+}
+
+static void test_sys_sysinfo_sane(void)
+{
+  struct sysinfo info;
+  UT_CHECK(sysinfo(&info) == 0, "sysinfo failed");
+  UT_CHECK(info.totalpages >= 1000 && info.totalpages <= (1UL << 24),
+           "totalpages %lu implausible", info.totalpages);
+  UT_CHECK(info.freepages > 0 && info.freepages < info.totalpages,
+           "freepages %lu of %lu", info.freepages, info.totalpages);
+  UT_CHECK(info.nproc >= 3, "nproc %u: init, sh, usertests and this test "
+           "should be running", info.nproc);
+  UT_CHECK(info.ncpu >= 1 && info.ncpu <= 64, "ncpu %u", info.ncpu);
+}
+
+// nproc follows fork and wait.
+static void test_sys_sysinfo_counts_procs(void)
+{
+  unsigned int before = ut_nproc();
+  int p[2];
+  UT_CHECK(pipe(p) == 0, "pipe");
+  int pid = ut_fork();
+  if (pid == 0) {
+    char c;
+    read(p[0], &c, 1);   // park until the parent has looked
+    exit(0);
+  }
+  unsigned int during = ut_nproc();
+  close(p[1]);
+  ut_wait_for(pid);
+  unsigned int after = ut_settle_nproc(before);
+  UT_CHECK(during == before + 1, "nproc %u with a child, %u without",
+           during, before);
+  UT_CHECK(after == before, "nproc %u after wait, %u before", after, before);
+}
+
+// sysinfo's freepages moves when memory is allocated and freed.
+static void test_sys_sysinfo_tracks_sbrk(void)
+{
+  unsigned long before = ut_freepages();
+  char *p = sbrk(64 * PGSIZE);
+  UT_CHECK(p != (char *)-1, "sbrk failed");
+  for (int i = 0; i < 64; i++)
+    p[i * PGSIZE] = 1;   // touch, in case the kernel allocates lazily
+  unsigned long during = ut_freepages();
+  sbrk(-64 * PGSIZE);
+  unsigned long after = ut_freepages();
+  UT_CHECK(during + 64 <= before, "freepages %lu -> %lu after 64 pages",
+           before, during);
+  UT_CHECK(after >= before - 2, "freepages %lu, baseline %lu", after, before);
+}
+
+static void test_sys_getpid_distinct(void)
+{
+  int p[2], child_pid = 0;
+  UT_CHECK(pipe(p) == 0, "pipe");
+  int me = getpid();
+  int pid = ut_fork();
+  if (pid == 0) {
+    int mine = getpid();
+    write(p[1], &mine, sizeof mine);
+    exit(0);
+  }
+  UT_CHECK(read(p[0], &child_pid, sizeof child_pid) == sizeof child_pid,
+           "no pid from child");
+  ut_wait_for(pid);
+  UT_CHECK(me > 0 && getpid() == me, "getpid not stable");
+  UT_CHECK(child_pid == pid, "child says %d, fork said %d", child_pid, pid);
+  UT_CHECK(child_pid != me, "child has the parent's pid");
+}
+
+const struct ut_test ut_sys_tests[] = {
+  { "sys_unknown_number_fails", test_sys_unknown_number_fails, UT_QUICK, 0 },
+  { "sys_sysinfo_sane", test_sys_sysinfo_sane, UT_QUICK, 0 },
+  { "sys_sysinfo_counts_procs", test_sys_sysinfo_counts_procs, UT_QUICK, 0 },
+  { "sys_sysinfo_tracks_sbrk", test_sys_sysinfo_tracks_sbrk, UT_QUICK, 0 },
+  { "sys_getpid_distinct", test_sys_getpid_distinct, UT_QUICK, 0 },
+  { NULL },
+};

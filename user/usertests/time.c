@@ -1,0 +1,69 @@
+// time.c: tests of clock_ns, sleep and uptime, and how they agree.
+//
+// Tolerances are wide because QEMU's timer runs on a busy host; they still
+// catch a clock that is off by a factor, stalls or runs backwards.
+#include "ut.h"
+
+static void test_time_clock_monotonic(void)
+{
+  unsigned long prev = clock_ns();
+  for (int i = 0; i < 20000; i++) {
+    unsigned long now = clock_ns();
+    UT_CHECK(now >= prev, "clock went back from %lu to %lu", prev, now);
+    prev = now;
+  }
+  sleep(2);
+  UT_CHECK(clock_ns() > prev, "clock did not advance across a sleep");
+}
+
+static void test_time_sleep_matches_clock(void)
+{
+  for (int i = 0; i < 3; i++) {
+    unsigned long t0 = clock_ns();
+    UT_CHECK(sleep(10) == 0, "sleep returned nonzero");
+    unsigned long ms = (clock_ns() - t0) / MS;
+    UT_CHECK(ms >= 90 && ms <= 300, "sleep(10) took %lu ms", ms);
+  }
+}
+
+static void test_time_uptime_matches_clock(void)
+{
+  int u0 = uptime();
+  unsigned long c0 = clock_ns();
+  sleep(50);
+  int u1 = uptime();
+  unsigned long c1 = clock_ns();
+  long ticks_ns = (long)(u1 - u0) * (long)TICK_NS;
+  long clock_delta = (long)(c1 - c0);
+  long diff = ticks_ns > clock_delta ? ticks_ns - clock_delta
+                                     : clock_delta - ticks_ns;
+  UT_CHECK(u1 - u0 >= 50, "uptime advanced %d ticks over sleep(50)", u1 - u0);
+  UT_CHECK(diff <= 3 * (long)TICK_NS, "uptime says %ld ms, clock_ns %ld ms",
+           ticks_ns / (long)MS, clock_delta / (long)MS);
+}
+
+// sleep(0) and a negative sleep return at once instead of hanging.
+static void test_time_sleep_zero_and_negative(void)
+{
+  unsigned long t0 = ut_now_ms();
+  sleep(0);
+  UT_CHECK(ut_now_ms() - t0 < 100, "sleep(0) took %lu ms", ut_now_ms() - t0);
+  int pid = ut_fork();
+  if (pid == 0) {
+    sleep(-1);
+    sleep(-2147483647 - 1);
+    exit(7);
+  }
+  sleep(100);
+  kill(pid);   // fails harmlessly if the child is already done
+  int status = ut_wait_for(pid);
+  UT_CHECK(status == 7, "negative sleep did not return within 1 s");
+}
+
+const struct ut_test ut_time_tests[] = {
+  { "time_clock_monotonic", test_time_clock_monotonic, UT_QUICK, 0 },
+  { "time_sleep_matches_clock", test_time_sleep_matches_clock, UT_QUICK, 0 },
+  { "time_uptime_matches_clock", test_time_uptime_matches_clock, UT_QUICK, 0 },
+  { "time_sleep_zero_and_negative", test_time_sleep_zero_and_negative, UT_QUICK, 0 },
+  { NULL },
+};
