@@ -1,0 +1,246 @@
+"""guest.py: boot an xv6-rdma kernel in QEMU and drive its serial console.
+
+Owns the Guest class that every in-guest test uses (usertests, network and
+RDMA tests). A Guest
+
+  * boots qemu-system-riscv64 (virt machine, no firmware) on a PRIVATE COPY
+    of fs.img, so any number of guests can run at the same time;
+  * reads the console in its own thread and keeps the whole transcript,
+    both in memory and in tests/logs/<name>.log;
+  * offers send(line), expect(regex, timeout), run(cmd, until, timeout)
+    and wait_exit(timeout);
+  * always kills QEMU when the test ends, fails, or the interpreter exits.
+
+Typical use (see README.md for a two-guest example):
+
+    with Guest("g1", cpus=3) as g:
+        g.boot()                       # waits for the "$ " prompt
+        out = g.run("echo hi")         # text printed by the command
+        g.send("halt 0")
+        assert g.wait_exit(30) == 0
+
+Python standard library only.
+"""
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PROMPT = r"\$ $"                       # the shell's prompt at the end of output
+PANIC = r"panic|PANIC"                 # kernel death; expect() fails at once
+QEMU = os.environ.get("QEMU", "qemu-system-riscv64")
+
+_live_guests = set()
+
+
+class GuestError(Exception):
+    """The guest did not do what the test expected (timeout, panic, exit)."""
+
+
+def progress(name, message):
+    """One progress line on stdout, prefixed with a timestamp and the guest."""
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {message}", flush=True)
+
+
+class Guest:
+    """One QEMU guest and its console transcript.
+
+    cpus, memory: QEMU -smp / -m. extra_args: more QEMU arguments (for
+    example -netdev/-device for network tests). append: kernel boot
+    arguments (-append). kernel, fs_img: paths relative to the repository.
+    """
+
+    def __init__(self, name, cpus=3, memory="128M", extra_args=(),
+                 append=None, kernel="kernel/kernel", fs_img="fs.img",
+                 log_dir="tests/logs", eol="\n"):
+        self.name = name
+        self.cpus = cpus
+        self.memory = memory
+        self.extra_args = list(extra_args)
+        self.append = append
+        self.kernel = os.path.join(REPO, kernel)
+        self.fs_img = os.path.join(REPO, fs_img)
+        self.log_path = os.path.join(REPO, log_dir, f"{name}.log")
+        self.eol = eol
+        self.proc = None
+        self.boot_seconds = None
+        self._text = ""          # everything the guest printed, \r removed
+        self._pos = 0            # expect() searches from here
+        self._cond = threading.Condition()
+        self._eof = False
+        self._tmpdir = None
+        self._log = None
+        self._reader = None
+        self._started_at = None
+
+    # ---- lifecycle --------------------------------------------------------
+
+    def qemu_command(self, disk):
+        cmd = [QEMU, "-machine", "virt", "-bios", "none",
+               "-kernel", self.kernel, "-m", self.memory,
+               "-smp", str(self.cpus), "-nographic",
+               "-global", "virtio-mmio.force-legacy=false",
+               "-drive", f"file={disk},if=none,format=raw,id=disk0",
+               "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0"]
+        if self.append is not None:
+            cmd += ["-append", self.append]
+        return cmd + self.extra_args
+
+    def start(self):
+        """Copy the disk image and start QEMU; returns self."""
+        for path in (self.kernel, self.fs_img):
+            if not os.path.exists(path):
+                raise GuestError(f"{path} does not exist (run make first)")
+        self._tmpdir = tempfile.mkdtemp(prefix=f"guest-{self.name}-")
+        disk = os.path.join(self._tmpdir, "fs.img")
+        shutil.copyfile(self.fs_img, disk)
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        self._log = open(self.log_path, "wb")
+        cmd = self.qemu_command(disk)
+        self._log.write(("# " + " ".join(cmd) + "\n").encode())
+        progress(self.name, f"starting QEMU, {self.cpus} cpus, log {self.log_path}")
+        self._started_at = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, cwd=REPO)
+        _live_guests.add(self)
+        self._reader = threading.Thread(target=self._read_console,
+                                        name=f"console-{self.name}",
+                                        daemon=True)
+        self._reader.start()
+        return self
+
+    def _read_console(self):
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            self._log.write(chunk)
+            self._log.flush()
+            text = chunk.decode("utf-8", errors="replace").replace("\r", "")
+            with self._cond:
+                self._text += text
+                self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def boot(self, timeout=60, prompt=PROMPT):
+        """Start QEMU if needed and wait for the first shell prompt.
+
+        Returns (and keeps in self.boot_seconds) the boot-to-prompt time.
+        """
+        if self.proc is None:
+            self.start()
+        self.expect(prompt, timeout)
+        self.boot_seconds = time.monotonic() - self._started_at
+        progress(self.name, f"shell prompt after {self.boot_seconds:.2f} s")
+        return self.boot_seconds
+
+    def wait_exit(self, timeout=30):
+        """Wait for QEMU to exit by itself; returns its exit status."""
+        try:
+            status = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise GuestError(f"{self.name}: QEMU still running after {timeout} s")
+        if self._reader:
+            self._reader.join(5)
+        progress(self.name, f"QEMU exited with status {status}")
+        return status
+
+    def kill(self):
+        """Stop QEMU (if still running) and remove the private disk copy."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self._reader:
+            self._reader.join(5)
+        if self._log and not self._log.closed:
+            self._log.close()
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+        _live_guests.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False
+
+    # ---- console ----------------------------------------------------------
+
+    def send(self, line):
+        """Type one line (a newline is added) on the guest's console."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise GuestError(f"{self.name}: cannot send, QEMU is not running")
+        self.proc.stdin.write((line + self.eol).encode())
+        self.proc.stdin.flush()
+
+    def expect(self, pattern, timeout=30, fail=PANIC):
+        """Wait until `pattern` appears in output not yet consumed.
+
+        Returns the re.Match (on the transcript) and consumes output up to
+        its end. Raises GuestError on timeout, on QEMU exiting, or when the
+        `fail` pattern (a kernel panic by default) shows up first.
+        """
+        want = re.compile(pattern, re.MULTILINE)
+        bad = re.compile(fail, re.MULTILINE) if fail else None
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                match = want.search(self._text, self._pos)
+                failed = bad.search(self._text, self._pos) if bad else None
+                if failed and (not match or failed.start() < match.start()):
+                    raise GuestError(self._why(f"saw /{fail}/ while waiting "
+                                               f"for /{pattern}/"))
+                if match:
+                    self._pos = match.end()
+                    return match
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    what = "QEMU exited" if self._eof else f"timeout {timeout} s"
+                    raise GuestError(self._why(f"{what} waiting for /{pattern}/"))
+                self._cond.wait(min(left, 1.0))
+
+    def _why(self, message):
+        tail = self._text[-600:]
+        return f"{self.name}: {message}; last output:\n{tail}"
+
+    def run(self, cmd, until=PROMPT, timeout=30):
+        """Type cmd, wait for `until` (the next prompt); return the output.
+
+        The returned text is what the guest printed after the echoed command
+        line and before the match.
+        """
+        start = len(self.output())
+        self.send(cmd)
+        match = self.expect(until, timeout)
+        text = self._text[start:match.start()]
+        first, _, rest = text.partition("\n")
+        return rest if first.strip() == cmd.strip() else text
+
+    def output(self):
+        """The whole transcript so far."""
+        with self._cond:
+            return self._text
+
+
+def _kill_all():
+    for guest in list(_live_guests):
+        guest.kill()
+
+
+atexit.register(_kill_all)

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""test_kernel.py: `make test-kernel` — usertests in guests of several sizes.
+
+For each CPU count (default: 1, then 3) this boots a guest, reports the
+boot-to-prompt time, runs usertests in it, halts it and checks QEMU's exit
+status. It fails on any FAILED test, a missing summary, a timeout, a panic
+or a non-zero QEMU status. The last line printed is the sum over all runs,
+exactly "<passed> passed, <failed> failed".
+
+Usage: tests/harness/test_kernel.py [--cpus 1 3] [--quick] [--parallel]
+                                     [--timeout SECONDS] [--tests NAME ...]
+--parallel boots all guests at once (each has its own disk copy).
+"""
+import argparse
+import os
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from guest import Guest, GuestError, progress  # noqa: E402
+
+TEST_LINE = re.compile(r"^test (\S+): (OK|FAILED.*)$", re.MULTILINE)
+SUMMARY = r"^(\d+) passed, (\d+) failed$"
+
+
+class RunResult:
+    """What one guest's usertests run produced."""
+
+    def __init__(self, cpus):
+        self.cpus = cpus
+        self.passed = 0
+        self.failed = 0
+        self.failures = []        # "name: FAILED (...)" lines
+        self.error = None         # harness-level problem, or None
+        self.boot_seconds = None
+        self.run_seconds = None
+        self.qemu_status = None
+
+    def ok(self):
+        return self.error is None and self.failed == 0 and self.qemu_status == 0
+
+
+def usertests_command(args):
+    cmd = "usertests"
+    if args.quick:
+        cmd += " -q"
+    return " ".join([cmd] + args.tests)
+
+
+def run_guest(cpus, args, result):
+    """Boot, run usertests, halt; fills result (never raises)."""
+    name = f"usertests-cpus{cpus}"
+    try:
+        with Guest(name, cpus=cpus) as guest:
+            result.boot_seconds = guest.boot(timeout=60)
+            started = time.monotonic()
+            guest.send(usertests_command(args))
+            summary = guest.expect(SUMMARY, timeout=args.timeout)
+            result.run_seconds = time.monotonic() - started
+            result.passed, result.failed = int(summary[1]), int(summary[2])
+            transcript = guest.output()
+            result.failures = [m.group(0) for m in TEST_LINE.finditer(transcript)
+                               if m.group(2) != "OK"]
+            guest.expect(r"\$ $", timeout=30)
+            guest.send("halt 0")
+            result.qemu_status = guest.wait_exit(timeout=30)
+    except GuestError as err:
+        result.error = str(err)
+    progress(name, describe(result))
+
+
+def describe(r):
+    boot = f"{r.boot_seconds:.2f} s" if r.boot_seconds is not None else "-"
+    run = f"{r.run_seconds:.0f} s" if r.run_seconds is not None else "-"
+    return (f"cpus={r.cpus}: {r.passed} passed, {r.failed} failed; "
+            f"boot-to-prompt {boot}; usertests {run}; "
+            f"qemu status {r.qemu_status}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpus", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parallel", action="store_true")
+    parser.add_argument("--timeout", type=float, default=420)
+    parser.add_argument("--tests", nargs="*", default=[])
+    args = parser.parse_args()
+
+    results = [RunResult(c) for c in args.cpus]
+    threads = [threading.Thread(target=run_guest, args=(r.cpus, args, r))
+               for r in results]
+    for t in threads:
+        t.start()
+        if not args.parallel:
+            t.join()
+    for t in threads:
+        t.join()
+
+    print("==== test-kernel summary")
+    for r in results:
+        print(("PASS " if r.ok() else "FAIL ") + describe(r))
+        for line in r.failures:
+            print(f"  cpus={r.cpus} {line}")
+        if r.error:
+            print(f"  cpus={r.cpus} harness: {r.error}")
+    passed = sum(r.passed for r in results)
+    failed = sum(r.failed for r in results)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if all(r.ok() for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
