@@ -1,0 +1,101 @@
+// console.c: line discipline between the UART and readers of the console.
+// Editing: backspace/DEL erase a character, ^U erases the line, ^D ends
+// input (a read returns what precedes it, or 0 at line start), ^P lists
+// processes. A read returns at most one line, after newline or ^D.
+#include "types.h"
+#include "lock.h"
+#include "proc.h"
+#include "uart.h"
+#include "console.h"
+#include "file.h"
+#include "vm.h"
+#include "irq.h"
+#include "memlayout.h"
+
+#define CTRL(x) ((x) - '@')
+#define BACKSPACE 0x100              // tells echo() to erase a character
+#define LINE_MAX_BYTES 128
+
+static struct {
+  struct spinlock lock;
+  char buf[LINE_MAX_BYTES];
+  uint64 rd;    // next byte a reader takes
+  uint64 wr;    // end of completed lines (readers may take up to here)
+  uint64 ed;    // end of the line being edited
+} cons;
+
+static void echo(int c) {
+  if (c == BACKSPACE) {
+    uart_putc_sync('\b'); uart_putc_sync(' '); uart_putc_sync('\b');
+  } else {
+    uart_putc_sync(c);
+  }
+}
+
+// Called from the UART interrupt with interrupts off.
+void console_input(int c) {
+  spin_lock(&cons.lock);
+  switch (c) {
+  case CTRL('P'):
+    proc_dump();
+    break;
+  case CTRL('U'):
+    while (cons.ed != cons.wr && cons.buf[(cons.ed - 1) % LINE_MAX_BYTES] != '\n') {
+      cons.ed--;
+      echo(BACKSPACE);
+    }
+    break;
+  case '\b': case 0x7f:
+    if (cons.ed != cons.wr) { cons.ed--; echo(BACKSPACE); }
+    break;
+  default:
+    if (c == 0 || cons.ed - cons.rd >= LINE_MAX_BYTES) break;
+    if (c == '\r') c = '\n';
+    if (c != CTRL('D')) echo(c);
+    cons.buf[cons.ed++ % LINE_MAX_BYTES] = c;
+    if (c == '\n' || c == CTRL('D') || cons.ed - cons.rd == LINE_MAX_BYTES) {
+      cons.wr = cons.ed;          // a whole line is ready for readers
+      proc_wakeup(&cons.rd);
+    }
+  }
+  spin_unlock(&cons.lock);
+}
+
+// Device read: copies at most one line to user (or kernel) memory.
+static int console_read(int to_user, uint64 dst, int n) {
+  int want = n;
+  spin_lock(&cons.lock);
+  while (n > 0) {
+    while (cons.rd == cons.wr) {
+      if (proc_killed(current())) { spin_unlock(&cons.lock); return -1; }
+      proc_sleep(&cons.rd, &cons.lock);
+    }
+    char c = cons.buf[cons.rd++ % LINE_MAX_BYTES];
+    if (c == CTRL('D')) {
+      if (n < want) cons.rd--;    // keep ^D so the next read returns 0
+      break;
+    }
+    if (copy_to(to_user, dst, &c, 1) < 0) break;
+    dst++; n--;
+    if (c == '\n') break;
+  }
+  spin_unlock(&cons.lock);
+  return want - n;
+}
+
+static int console_write(int from_user, uint64 src, int n) {
+  int i;
+  for (i = 0; i < n; i++) {
+    char c;
+    if (copy_from(from_user, &c, src + i, 1) < 0) break;
+    uart_putc(c);
+  }
+  return i;
+}
+
+void console_init(void) {
+  spin_init(&cons.lock, "console");
+  uart_init();
+  devsw[DEV_CONSOLE].read = console_read;
+  devsw[DEV_CONSOLE].write = console_write;
+}

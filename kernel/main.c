@@ -1,0 +1,70 @@
+// main.c: supervisor-mode boot. Hart 0 initializes every subsystem in
+// dependency order and creates the first process; the other harts wait
+// for it, then set up their own page-table register, trap vector, PLIC
+// context and timer. Every hart ends in scheduler().
+#include "types.h"
+#include "riscv.h"
+#include "param.h"
+#include "lock.h"
+#include "proc.h"
+#include "printk.h"
+#include "pmem.h"
+#include "vm.h"
+#include "trap.h"
+#include "irq.h"
+#include "timer.h"
+#include "console.h"
+#include "uart.h"
+#include "buf.h"
+#include "blkdev.h"
+#include "fs.h"
+#include "file.h"
+#include "bootarg.h"
+#include "selftest.h"
+#include "memlayout.h"
+
+extern uint64 boot_dtb;
+static volatile int boot_done;
+int ncpu_started;
+
+static void hart_local_init(void) {
+  kvm_hart_init();
+  trap_hart_init();
+  plic_hart_init();
+  timer_hart_init();
+  __sync_fetch_and_add(&ncpu_started, 1);
+}
+
+static void boot_hart0(void) {
+  console_init();
+  printk_init();
+  fdt_scan(boot_dtb);           // before pmem_init hands the DTB's RAM out
+  kprintf("\nxv6-rdma kernel booting (bootargs \"%s\")\n", bootargs_all());
+  pmem_init();
+  kvm_init();
+  proc_table_init();            // maps kernel stacks into the kernel table
+  timer_init(fdt_timebase_hz());
+  irq_register(UART0_IRQ, uart_interrupt, NULL);
+  bcache_init();
+  inode_table_init();
+  file_table_init();
+  blk_init();
+  proc_start_init();
+  hart_local_init();
+  selftest_start();
+  kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
+  __sync_synchronize();
+  boot_done = 1;
+}
+
+void kernel_main(void) {
+  if (hart_id() == 0) {
+    boot_hart0();
+  } else {
+    while (!boot_done)
+      ;
+    __sync_synchronize();
+    hart_local_init();
+  }
+  scheduler();
+}

@@ -1,0 +1,37 @@
+// memlayout.h: physical addresses of QEMU virt devices and RAM, and the
+// fixed virtual addresses the kernel uses (trampoline, trap frame, kernel
+// stacks). Drivers take their base addresses from here.
+#ifndef MEMLAYOUT_H
+#define MEMLAYOUT_H
+
+#define TEST_FINISHER 0x00100000ULL   // sifive test device: poweroff / fail
+#define CLINT_BASE    0x02000000ULL   // unused by S-mode: Sstc replaces it
+#define PLIC_BASE     0x0c000000ULL
+#define PLIC_SIZE     0x00400000ULL
+#define UART0_BASE    0x10000000ULL
+#define UART0_IRQ     10
+#define VIRTIO_MMIO_BASE  0x10001000ULL   // 8 slots, 4 KiB apart
+#define VIRTIO_MMIO_SLOTS 8
+#define VIRTIO_MMIO_IRQ0  1               // slot i raises IRQ 1 + i
+#define PCI_ECAM_BASE 0x30000000ULL
+#define PCI_ECAM_SIZE 0x10000000ULL       // 256 MiB
+#define PCI_MMIO_BASE 0x40000000ULL
+#define PCI_MMIO_SIZE 0x40000000ULL       // 1 GiB
+
+#define RAM_BASE 0x80000000ULL
+#define RAM_SIZE (128ULL * 1024 * 1024)
+#define RAM_END  (RAM_BASE + RAM_SIZE)
+
+// Top of every address space: the trampoline page (user<->kernel switch
+// code), then each process's trap frame just below it in user tables.
+#define TRAMPOLINE (MAXVA - PGSIZE)
+#define TRAPFRAME  (TRAMPOLINE - PGSIZE)
+
+// Kernel stacks sit below the trampoline in the kernel page table, each
+// followed (downwards) by an unmapped guard page that catches overflow.
+#define KSTACK_PAGES 2
+#define KSTACK_STRIDE ((KSTACK_PAGES + 1) * PGSIZE)
+#define KSTACK_TOP(slot) (TRAMPOLINE - (slot) * KSTACK_STRIDE - PGSIZE)
+#define KSTACK_BASE(slot) (KSTACK_TOP(slot) - KSTACK_PAGES * PGSIZE)
+
+#endif

@@ -1,0 +1,32 @@
+// mstart.c: the only machine-mode C code. Each hart configures delegation,
+// physical memory protection, counter access and the Sstc timer, then
+// mret's into kernel_main() in supervisor mode. Machine mode never runs
+// again: every trap and interrupt goes to S-mode, and the S-mode timer is
+// stimecmp (Sstc, present in QEMU 7.2's rv64 CPU), so no M-mode timer
+// handler is needed.
+#include "types.h"
+#include "riscv.h"
+#include "param.h"
+
+void kernel_main(void);
+__attribute__((aligned(16))) char boot_stacks[BOOT_STACK_SIZE * NCPU];
+uint64 boot_dtb;     // device-tree blob address QEMU passed to hart 0
+
+void machine_start(uint64 hartid, uint64 dtb) {
+  if (hartid >= NCPU)
+    for (;;) asm volatile("wfi");
+  if (hartid == 0) boot_dtb = dtb;
+  uint64 ms = csr_read(mstatus);
+  csr_write(mstatus, (ms & ~MSTATUS_MPP_MASK) | MSTATUS_MPP_S);
+  csr_write(mepc, (uint64)kernel_main);
+  csr_write(satp, 0);
+  csr_write(medeleg, 0xffff);
+  csr_write(mideleg, (1 << IRQ_SSOFT) | (1 << IRQ_STIMER) | (1 << IRQ_SEXT));
+  csr_write(pmpaddr0, 0x3fffffffffffffULL);   // S/U may access all memory
+  csr_write(pmpcfg0, 0xf);                     // TOR, R|W|X
+  csr_write(mcounteren, 0x7);                  // S may read cycle/time/instret
+  csr_set(0x30a, MENVCFG_STCE);                // menvcfg.STCE: enable stimecmp
+  csr_write(0x14d, ~0ULL);                     // stimecmp: no deadline yet
+  write_tp(hartid);
+  asm volatile("mret");
+}

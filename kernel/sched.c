@@ -1,0 +1,101 @@
+// sched.c: per-hart scheduling. Each hart runs scheduler(), which picks a
+// P_RUNNABLE process round-robin and swtch'es to it; the process comes
+// back through sched_switch_out() when it yields, sleeps or exits.
+// Sleep/wakeup use a channel (any address) and a condition lock so that a
+// wakeup between "check the condition" and "sleep" cannot be lost.
+#include "types.h"
+#include "riscv.h"
+#include "param.h"
+#include "lock.h"
+#include "proc.h"
+#include "printk.h"
+
+struct cpu cpus[NCPU];
+extern struct proc proc_table[NPROC];
+
+struct proc *current(void) {
+  intr_push();
+  struct proc *p = this_cpu()->running;
+  intr_pop();
+  return p;
+}
+
+// One pass over the table with interrupts off; returns 1 if anything ran.
+static int run_pass(struct cpu *c) {
+  int ran = 0;
+  for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
+    spin_lock(&p->lock);
+    if (p->state == P_RUNNABLE) {
+      p->state = P_RUNNING;
+      c->running = p;
+      swtch(&c->sched_ctx, &p->ctx);
+      c->running = NULL;       // the process changed its state before coming back
+      ran = 1;
+    }
+    spin_unlock(&p->lock);
+  }
+  return ran;
+}
+
+void scheduler(void) {
+  struct cpu *c = this_cpu();
+  c->running = NULL;
+  for (;;) {
+    intr_on();                 // take pending interrupts (they may wake someone)
+    intr_off();
+    if (!run_pass(c))
+      asm volatile("wfi");     // resumes on any enabled pending interrupt
+  }
+}
+
+// Precondition: caller holds p->lock and nothing else, and has already
+// moved p out of P_RUNNING.
+void sched_switch_out(void) {
+  struct proc *p = current();
+  struct cpu *c = this_cpu();
+  if (!spin_holding(&p->lock)) panic("sched_switch_out: p->lock not held");
+  if (c->intr_depth != 1) panic("sched_switch_out: other locks held");
+  if (p->state == P_RUNNING) panic("sched_switch_out: process still running");
+  if (intr_enabled()) panic("sched_switch_out: interrupts on");
+  int was_on = c->intr_was_on;   // belongs to this thread, not the hart
+  swtch(&p->ctx, &c->sched_ctx);
+  this_cpu()->intr_was_on = was_on;
+}
+
+void proc_yield(void) {
+  struct proc *p = current();
+  spin_lock(&p->lock);
+  p->state = P_RUNNABLE;
+  sched_switch_out();
+  spin_unlock(&p->lock);
+}
+
+// Precondition: caller holds lk. Atomically releases lk and sleeps on chan;
+// reacquires lk before returning. Wakeups may be spurious: recheck.
+void proc_sleep(void *chan, struct spinlock *lk) {
+  struct proc *p = current();
+  if (lk != &p->lock) {
+    spin_lock(&p->lock);       // wakeup needs p->lock, so it cannot slip in
+    spin_unlock(lk);
+  }
+  p->wait_chan = chan;
+  p->state = P_SLEEPING;
+  sched_switch_out();
+  p->wait_chan = NULL;
+  if (lk != &p->lock) {
+    spin_unlock(&p->lock);
+    spin_lock(lk);
+  }
+}
+
+// Makes every process sleeping on chan runnable. Safe from interrupts.
+void proc_wakeup(void *chan) {
+  struct proc *self = current();
+  for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
+    if (p == self) continue;
+    spin_lock(&p->lock);
+    if (p->state == P_SLEEPING && p->wait_chan == chan)
+      p->state = P_RUNNABLE;
+    spin_unlock(&p->lock);
+  }
+}

@@ -1,0 +1,61 @@
+// sysproc.c: system calls about processes, time and the machine.
+#include "types.h"
+#include "riscv.h"
+#include "param.h"
+#include "proc.h"
+#include "printk.h"
+#include "pmem.h"
+#include "vm.h"
+#include "timer.h"
+#include "power.h"
+#include "syscall.h"
+#include "uapi.h"
+
+int64 sys_fork(void) { return proc_fork(); }
+int64 sys_exit(void) { proc_exit(arg_int(0)); }
+int64 sys_wait(void) { return proc_wait(arg_addr(0)); }
+int64 sys_kill(void) { return proc_kill(arg_int(0)); }
+int64 sys_getpid(void) { return current()->pid; }
+int64 sys_clock_ns(void) { return clock_ns(); }
+
+int64 sys_sbrk(void) {
+  uint64 old = current()->heap_end;
+  if (proc_grow(arg_raw(0)) < 0) return -1;
+  return old;
+}
+
+// Sleeps n ticks; -1 if killed meanwhile.
+int64 sys_sleep(void) {
+  int n = arg_int(0);
+  if (n < 0) n = 0;
+  spin_lock(&tick_lock);
+  uint64 start = ticks;
+  while (ticks - start < (uint64)n) {
+    if (proc_killed(current())) { spin_unlock(&tick_lock); return -1; }
+    proc_sleep(&ticks, &tick_lock);
+  }
+  spin_unlock(&tick_lock);
+  return 0;
+}
+
+int64 sys_uptime(void) {
+  spin_lock(&tick_lock);
+  uint64 t = ticks;
+  spin_unlock(&tick_lock);
+  return t;
+}
+
+int64 sys_halt(void) {
+  int status = arg_int(0);
+  kprintf("halt: powering off with status %d\n", status);
+  power_off(status);
+}
+
+int64 sys_sysinfo(void) {
+  struct sysinfo si;
+  si.freepages = pmem_free_pages();
+  si.totalpages = pmem_total_pages();
+  si.nproc = proc_count();
+  si.ncpu = ncpu_started;
+  return copy_out(current()->pagetable, arg_addr(0), &si, sizeof si);
+}

@@ -1,0 +1,124 @@
+// timer.c: the time CSR as a nanosecond clock, scheduler ticks, and the
+// ktimer deadline list (see timer.h). Deadlines are programmed through
+// the Sstc stimecmp CSR; writing it also clears a pending timer interrupt.
+#include "types.h"
+#include "riscv.h"
+#include "param.h"
+#include "lock.h"
+#include "proc.h"
+#include "printk.h"
+#include "timer.h"
+#include "uapi.h"
+
+#define NS_PER_SEC 1000000000ULL
+
+uint64 ticks;
+struct spinlock tick_lock;
+static uint64 timebase_hz = 10000000;        // QEMU virt: 10 MHz
+static uint64 tick_cycles;                   // TICK_NS in time-CSR units
+static uint64 next_tick[NCPU];               // per hart, in time-CSR units
+static struct spinlock ktimer_lock;
+static struct ktimer *pending_list;          // sorted, earliest first
+
+static uint64 cycles_to_ns(uint64 c) {
+  return (c / timebase_hz) * NS_PER_SEC + (c % timebase_hz) * NS_PER_SEC / timebase_hz;
+}
+
+static uint64 ns_to_cycles(uint64 ns) {      // rounds up: never early
+  uint64 whole = ns / NS_PER_SEC, rest = ns % NS_PER_SEC;
+  return whole * timebase_hz + (rest * timebase_hz + NS_PER_SEC - 1) / NS_PER_SEC;
+}
+
+uint64 clock_ns(void) { return cycles_to_ns(read_time()); }
+
+void timer_init(uint64 hz) {
+  if (hz) timebase_hz = hz;
+  tick_cycles = ns_to_cycles(TICK_NS);
+  spin_init(&tick_lock, "ticks");
+  spin_init(&ktimer_lock, "ktimer");
+}
+
+// Interrupts off. Sets this hart's stimecmp to its next event.
+static void program_deadline(void) {
+  uint64 when = next_tick[hart_id()];
+  spin_lock(&ktimer_lock);
+  if (pending_list) {
+    uint64 t = ns_to_cycles(pending_list->deadline_ns);
+    if (t < when) when = t;
+  }
+  spin_unlock(&ktimer_lock);
+  csr_write(0x14d, when);                    // stimecmp
+}
+
+void timer_hart_init(void) {
+  intr_push();
+  next_tick[hart_id()] = read_time() + tick_cycles;
+  program_deadline();
+  csr_set(sie, 1 << IRQ_STIMER);
+  intr_pop();
+}
+
+// Caller holds ktimer_lock.
+static void unlink_timer(struct ktimer *t) {
+  for (struct ktimer **pp = &pending_list; *pp; pp = &(*pp)->next) {
+    if (*pp == t) { *pp = t->next; t->pending = 0; t->next = NULL; return; }
+  }
+  panic("ktimer: pending timer missing from the list");
+}
+
+void ktimer_arm(struct ktimer *t, uint64 deadline_ns, void (*fn)(void *), void *arg) {
+  spin_lock(&ktimer_lock);
+  if (t->pending) unlink_timer(t);
+  t->deadline_ns = deadline_ns;
+  t->fn = fn;
+  t->arg = arg;
+  struct ktimer **pp = &pending_list;
+  while (*pp && (*pp)->deadline_ns <= deadline_ns)
+    pp = &(*pp)->next;
+  t->next = *pp;
+  *pp = t;
+  t->pending = 1;
+  spin_unlock(&ktimer_lock);
+  intr_push();
+  program_deadline();                        // this hart will catch it
+  intr_pop();
+}
+
+int ktimer_cancel(struct ktimer *t) {
+  spin_lock(&ktimer_lock);
+  int was = t->pending;
+  if (was) unlink_timer(t);
+  spin_unlock(&ktimer_lock);
+  return was;
+}
+
+// Runs every expired callback, one at a time, without ktimer_lock held.
+static void run_expired(void) {
+  for (;;) {
+    spin_lock(&ktimer_lock);
+    struct ktimer *t = pending_list;
+    if (!t || t->deadline_ns > clock_ns()) { spin_unlock(&ktimer_lock); return; }
+    unlink_timer(t);
+    spin_unlock(&ktimer_lock);
+    t->fn(t->arg);
+  }
+}
+
+int timer_interrupt(void) {
+  int hart = hart_id(), tick = 0;
+  uint64 now = read_time();
+  if (now >= next_tick[hart]) {
+    tick = 1;
+    next_tick[hart] += tick_cycles;
+    if (next_tick[hart] <= now) next_tick[hart] = now + tick_cycles;  // fell behind
+    if (hart == 0) {
+      spin_lock(&tick_lock);
+      ticks++;
+      proc_wakeup(&ticks);
+      spin_unlock(&tick_lock);
+    }
+  }
+  run_expired();
+  program_deadline();
+  return tick;
+}

@@ -1,0 +1,45 @@
+// timer.h: time keeping and the kernel timer facility (timer.c).
+//
+// clock_ns(): monotonic nanoseconds since boot, from the `time` CSR.
+// ticks: scheduler ticks of TICK_NS (uapi.h) since boot; sleep() and
+// uptime() count these. Each hart also preempts its process every tick.
+//
+// ktimer: a one-shot deadline. ktimer_arm(t, deadline_ns, fn, arg) makes
+// fn(arg) run once clock_ns() >= deadline_ns (re-arming a pending timer
+// moves it). Each hart programs its Sstc stimecmp with the earlier of its
+// next tick and the earliest pending ktimer, so precision is the interrupt
+// latency (microseconds), not the tick.
+//
+// Callback context: interrupt context on whichever hart's timer interrupt
+// notices the expiry first; interrupts are off and no timer lock is held.
+// A callback must not sleep; it may take spin locks, call proc_wakeup,
+// and arm or cancel timers (including its own).
+//
+// ktimer_cancel(t) returns 1 if it removed a pending timer, 0 if the timer
+// was not pending (already fired, running now, or never armed). It does
+// not wait for a running callback: if that matters, the owner's callback
+// must check its own state under the owner's lock.
+#ifndef TIMER_H
+#define TIMER_H
+#include "types.h"
+#include "lock.h"
+
+struct ktimer {
+  uint64 deadline_ns;
+  void (*fn)(void *);
+  void *arg;
+  struct ktimer *next;     // in the pending list, sorted by deadline
+  int pending;
+};
+
+uint64 clock_ns(void);
+void   ktimer_arm(struct ktimer *t, uint64 deadline_ns, void (*fn)(void *), void *arg);
+int    ktimer_cancel(struct ktimer *t);
+
+extern uint64 ticks;              // under tick_lock
+extern struct spinlock tick_lock;
+
+void timer_init(uint64 timebase_hz);   // hart 0, once
+void timer_hart_init(void);            // every hart
+int  timer_interrupt(void);            // trap.c; returns 1 if a tick elapsed
+#endif

@@ -1,0 +1,185 @@
+// virtio_blk.c: virtio block device over virtio-mmio, modern interface
+// (virtio 1.x, MMIO version 2; QEMU needs -global
+// virtio-mmio.force-legacy=false). Owns the device's one request queue.
+// Each request is a chain of three descriptors: header, data, status.
+// blk_rw sleeps until the interrupt handler sees the request completed.
+#include "types.h"
+#include "riscv.h"
+#include "memlayout.h"
+#include "param.h"
+#include "lock.h"
+#include "proc.h"
+#include "printk.h"
+#include "klib.h"
+#include "pmem.h"
+#include "irq.h"
+#include "buf.h"
+#include "blkdev.h"
+
+// virtio-mmio register offsets (virtio spec 4.2.2)
+enum {
+  VM_MAGIC = 0x000, VM_VERSION = 0x004, VM_DEVICE_ID = 0x008,
+  VM_DEV_FEATURES = 0x010, VM_DEV_FEATURES_SEL = 0x014,
+  VM_DRV_FEATURES = 0x020, VM_DRV_FEATURES_SEL = 0x024,
+  VM_QUEUE_SEL = 0x030, VM_QUEUE_NUM_MAX = 0x034, VM_QUEUE_NUM = 0x038,
+  VM_QUEUE_READY = 0x044, VM_QUEUE_NOTIFY = 0x050,
+  VM_INTR_STATUS = 0x060, VM_INTR_ACK = 0x064, VM_STATUS = 0x070,
+  VM_DESC_LO = 0x080, VM_DESC_HI = 0x084, VM_DRIVER_LO = 0x090, VM_DRIVER_HI = 0x094,
+  VM_DEVICE_LO = 0x0a0, VM_DEVICE_HI = 0x0a4,
+};
+#define VIRTIO_MAGIC 0x74726976      // "virt"
+#define VIRTIO_DEV_BLOCK 2
+#define ST_ACK 1
+#define ST_DRIVER 2
+#define ST_DRIVER_OK 4
+#define ST_FEATURES_OK 8
+#define FEATURE_HI_VERSION_1 (1u << 0)   // feature bit 32
+#define DESC_F_NEXT 1
+#define DESC_F_WRITE 2                   // device writes this buffer
+#define BLK_T_IN 0
+#define BLK_T_OUT 1
+#define QSIZE 16
+
+struct vq_desc { uint64 addr; uint32 len; uint16 flags; uint16 next; };
+struct vq_avail { uint16 flags, idx, ring[QSIZE], used_event; };
+struct vq_used_elem { uint32 id, len; };
+struct vq_used { uint16 flags, idx; struct vq_used_elem ring[QSIZE]; uint16 avail_event; };
+struct blk_req_header { uint32 type, reserved; uint64 sector; };
+
+static struct {
+  struct spinlock lock;
+  uint64 base;
+  struct vq_desc *desc;
+  struct vq_avail *avail;
+  struct vq_used *used;
+  uint8 desc_free[QSIZE];
+  uint16 used_seen;                       // used->idx already processed
+  struct { struct buf *b; uint8 status; struct blk_req_header hdr; } req[QSIZE];
+} vblk;
+
+static volatile uint32 *reg(int off) { return (volatile uint32 *)(vblk.base + off); }
+
+static void set_addr(int lo, uint64 addr) { *reg(lo) = (uint32)addr; *reg(lo + 4) = (uint32)(addr >> 32); }
+
+// Returns the slot of the first virtio-mmio block device, or -1.
+static int find_device(void) {
+  for (int slot = 0; slot < VIRTIO_MMIO_SLOTS; slot++) {
+    vblk.base = VIRTIO_MMIO_BASE + slot * PGSIZE;
+    if (*reg(VM_MAGIC) != VIRTIO_MAGIC || *reg(VM_DEVICE_ID) != VIRTIO_DEV_BLOCK) continue;
+    if (*reg(VM_VERSION) != 2)
+      panic("virtio_blk: legacy device; run QEMU with -global virtio-mmio.force-legacy=false");
+    return slot;
+  }
+  return -1;
+}
+
+static void negotiate_features(void) {
+  *reg(VM_STATUS) = 0;                                 // reset
+  *reg(VM_STATUS) = ST_ACK;
+  *reg(VM_STATUS) = ST_ACK | ST_DRIVER;
+  *reg(VM_DEV_FEATURES_SEL) = 1;
+  if (!(*reg(VM_DEV_FEATURES) & FEATURE_HI_VERSION_1)) panic("virtio_blk: no VERSION_1 feature");
+  *reg(VM_DRV_FEATURES_SEL) = 0;
+  *reg(VM_DRV_FEATURES) = 0;                           // nothing optional
+  *reg(VM_DRV_FEATURES_SEL) = 1;
+  *reg(VM_DRV_FEATURES) = FEATURE_HI_VERSION_1;
+  *reg(VM_STATUS) = ST_ACK | ST_DRIVER | ST_FEATURES_OK;
+  if (!(*reg(VM_STATUS) & ST_FEATURES_OK)) panic("virtio_blk: device refused our features");
+}
+
+static void setup_queue(void) {
+  *reg(VM_QUEUE_SEL) = 0;
+  if (*reg(VM_QUEUE_READY)) panic("virtio_blk: queue 0 already in use");
+  if (*reg(VM_QUEUE_NUM_MAX) < QSIZE) panic("virtio_blk: queue smaller than %d", QSIZE);
+  vblk.desc = page_alloc();
+  vblk.avail = page_alloc();
+  vblk.used = page_alloc();
+  if (!vblk.desc || !vblk.avail || !vblk.used) panic("virtio_blk: out of memory");
+  *reg(VM_QUEUE_NUM) = QSIZE;
+  set_addr(VM_DESC_LO, (uint64)vblk.desc);
+  set_addr(VM_DRIVER_LO, (uint64)vblk.avail);
+  set_addr(VM_DEVICE_LO, (uint64)vblk.used);
+  *reg(VM_QUEUE_READY) = 1;
+  for (int i = 0; i < QSIZE; i++) vblk.desc_free[i] = 1;
+}
+
+static void blk_interrupt(void *arg);
+
+void blk_init(void) {
+  spin_init(&vblk.lock, "virtio_blk");
+  int slot = find_device();
+  if (slot < 0) panic("virtio_blk: no disk (is fs.img attached?)");
+  negotiate_features();
+  setup_queue();
+  *reg(VM_STATUS) = ST_ACK | ST_DRIVER | ST_FEATURES_OK | ST_DRIVER_OK;
+  irq_register(VIRTIO_MMIO_IRQ0 + slot, blk_interrupt, NULL);
+}
+
+// Caller holds vblk.lock. Takes three free descriptors, or returns 0.
+static int take_descs(int idx[3]) {
+  int got = 0;
+  for (int i = 0; i < QSIZE && got < 3; i++)
+    if (vblk.desc_free[i]) idx[got++] = i;
+  if (got < 3) return 0;
+  for (int i = 0; i < 3; i++) vblk.desc_free[idx[i]] = 0;
+  return 1;
+}
+
+// Caller holds vblk.lock.
+static void free_chain(int head) {
+  for (int i = head;;) {
+    vblk.desc_free[i] = 1;
+    if (!(vblk.desc[i].flags & DESC_F_NEXT)) break;
+    i = vblk.desc[i].next;
+  }
+  proc_wakeup(&vblk.desc_free);
+}
+
+static void fill_desc(int i, void *addr, uint32 len, uint16 flags, int next) {
+  vblk.desc[i].addr = (uint64)addr;
+  vblk.desc[i].len = len;
+  vblk.desc[i].flags = flags;
+  vblk.desc[i].next = next;
+}
+
+void blk_rw(struct buf *b, int write) {
+  int d[3];
+  spin_lock(&vblk.lock);
+  while (!take_descs(d))
+    proc_sleep(&vblk.desc_free, &vblk.lock);
+  vblk.req[d[0]].hdr = (struct blk_req_header){ write ? BLK_T_OUT : BLK_T_IN, 0,
+                                                (uint64)b->blockno * (FS_BLOCK_SIZE / 512) };
+  vblk.req[d[0]].status = 0xff;
+  vblk.req[d[0]].b = b;
+  fill_desc(d[0], &vblk.req[d[0]].hdr, sizeof(struct blk_req_header), DESC_F_NEXT, d[1]);
+  fill_desc(d[1], b->data, FS_BLOCK_SIZE, DESC_F_NEXT | (write ? 0 : DESC_F_WRITE), d[2]);
+  fill_desc(d[2], &vblk.req[d[0]].status, 1, DESC_F_WRITE, 0);
+  b->disk_busy = 1;
+  vblk.avail->ring[vblk.avail->idx % QSIZE] = d[0];
+  __sync_synchronize();                   // ring entry before the index
+  vblk.avail->idx++;
+  __sync_synchronize();
+  *reg(VM_QUEUE_NOTIFY) = 0;
+  while (b->disk_busy)
+    proc_sleep(b, &vblk.lock);
+  spin_unlock(&vblk.lock);
+}
+
+static void blk_interrupt(void *arg) {
+  (void)arg;
+  spin_lock(&vblk.lock);
+  *reg(VM_INTR_ACK) = *reg(VM_INTR_STATUS) & 3;
+  __sync_synchronize();
+  while (vblk.used_seen != vblk.used->idx) {
+    __sync_synchronize();
+    int head = vblk.used->ring[vblk.used_seen % QSIZE].id;
+    if (vblk.req[head].status != 0)
+      panic("virtio_blk: request for block %d failed", vblk.req[head].b->blockno);
+    struct buf *b = vblk.req[head].b;
+    b->disk_busy = 0;
+    proc_wakeup(b);
+    free_chain(head);
+    vblk.used_seen++;
+  }
+  spin_unlock(&vblk.lock);
+}
