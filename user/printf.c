@@ -114,7 +114,9 @@ static const char *parse_spec(const char *f, struct spec *sp)
   return f;
 }
 
-static void format(struct sink *s, const char *f, va_list ap)
+// ap points to a local va_list (see run_format) so that helpers can
+// consume arguments through it portably.
+static void format(struct sink *s, const char *f, va_list *ap)
 {
   struct spec sp;
   for (; *f; f++) {
@@ -126,15 +128,15 @@ static void format(struct sink *s, const char *f, va_list ap)
     if (*f == 0)
       break;
     if (*f == 's') {
-      const char *str = va_arg(ap, const char *);
+      const char *str = va_arg(*ap, const char *);
       if (str == NULL)
         str = "(null)";
       put_padded(s, str, strlen(str), &sp);
     } else if (*f == 'c') {
-      char c = (char)va_arg(ap, int);
+      char c = (char)va_arg(*ap, int);
       put_padded(s, &c, 1, &sp);
     } else if (strchr("diuxp", *f)) {
-      put_number(s, *f, &ap, &sp);
+      put_number(s, *f, ap, &sp);
     } else {
       sink_put(s, '%');   // unknown or %%: print literally
       if (*f != '%')
@@ -143,11 +145,19 @@ static void format(struct sink *s, const char *f, va_list ap)
   }
 }
 
+static void run_format(struct sink *s, const char *fmt, va_list ap)
+{
+  va_list args;
+  va_copy(args, ap);
+  format(s, fmt, &args);
+  va_end(args);
+}
+
 int vfprintf(int fd, const char *fmt, va_list ap)
 {
   char buf[256];
   struct sink s = { buf, sizeof buf, 0, fd, 0 };
-  format(&s, fmt, ap);
+  run_format(&s, fmt, ap);
   sink_flush(&s);
   return s.total;
 }
@@ -173,7 +183,7 @@ int printf(const char *fmt, ...)
 int vsnprintf(char *buf, int size, const char *fmt, va_list ap)
 {
   struct sink s = { buf, size, 0, -1, 0 };
-  format(&s, fmt, ap);
+  run_format(&s, fmt, ap);
   if (size > 0)
     buf[s.used] = 0;
   return s.total;
