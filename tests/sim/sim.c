@@ -1,0 +1,290 @@
+/*
+ * sim.c: the two simulated endpoints and the virtual-time event loop (sim.h).
+ */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const sim_result_name[5] = {"done", "stall", "time-limit", "check-failed", "livelock"};
+
+/* ---- the MR interface the core calls ---- */
+
+static int sim_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint64_t va,
+                         uint32_t len, uint32_t access, struct rct_iov *out, int max)
+{
+  struct sim_ep *ep = ctx;
+  for (int i = 0; i < ep->nmr; i++) {
+    const struct sim_mr *m = &ep->mr[i];
+    if ((is_remote ? m->rkey : m->lkey) != key)
+      continue;
+    if (m->pd != pd)
+      return RCT_MR_EPD;
+    if ((m->access & access) != access)
+      return RCT_MR_EACCESS;
+    uint64_t start = (uint64_t)(uintptr_t)m->base;
+    if (va < start || va - start > m->len || len > m->len - (va - start))
+      return RCT_MR_EBOUNDS;
+    if (len == 0)
+      return 0;
+    if (max < 1)
+      return RCT_MR_ESEGS;
+    out[0].base = m->base + (va - start);
+    out[0].len = len;
+    return 1;
+  }
+  return RCT_MR_EKEY;
+}
+
+static const struct rct_mr_ops sim_mr_ops = {.translate = sim_translate};
+
+static struct rct_qp *sim_lookup(void *ctx, uint32_t qpn)
+{
+  struct sim_ep *ep = ctx;
+  return ep->qp.init.qpn == qpn ? &ep->qp : NULL;
+}
+
+const struct sim_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access)
+{
+  if (ep->nmr == SIM_MAX_MR) {
+    fprintf(stderr, "sim: too many MRs\n");
+    exit(1);
+  }
+  struct sim_mr *m = &ep->mr[ep->nmr];
+  m->base = base;
+  m->len = len;
+  m->access = access;
+  m->pd = ep->pd;
+  /* Keys differ between endpoints and MRs so a wrong key is caught. */
+  m->lkey = 0x1000u + (uint32_t)ep->nmr * 0x10u + ep->pd;
+  m->rkey = 0x80000u + (uint32_t)ep->nmr * 0x100u + ep->pd * 7u;
+  ep->nmr++;
+  return m;
+}
+
+/* ---- setup ---- */
+
+void sim_default_params(struct sim_params *p)
+{
+  memset(p, 0, sizeof *p);
+  p->mtu = RCT_MTU_4096;
+  p->timeout = 10;                   /* 4.19 ms */
+  p->retry_cnt = 7;
+  p->rnr_retry = RCT_RETRY_INFINITE;
+  p->min_rnr_timer = 1;
+  p->psn_a = 0x100;
+  p->psn_b = 0x200000;
+  p->sq_size = 64;
+  p->rq_size = 64;
+  p->seed = 1;
+}
+
+static void *zalloc(size_t n)
+{
+  void *p = calloc(1, n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "sim: out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static int ep_init(struct sim_ep *ep, int id, const struct sim_params *p, char *err, size_t errlen)
+{
+  struct rct_dev_attr da = {
+    .mac = {0x52, 0x54, 0x00, 0x00, 0x00, (uint8_t)(0x0a + id)},
+    .ipv4 = 0x0a000001u + (uint32_t)id,
+    .flags = p->dev_flags,
+    .mr_ops = &sim_mr_ops, .mr_ctx = ep,
+    .qp_lookup = sim_lookup, .lookup_ctx = ep,
+  };
+  ep->pd = 3u + (uint32_t)id;
+  rct_dev_init(&ep->dev, &da);
+  ep->sq = zalloc(sizeof *ep->sq * p->sq_size);
+  ep->rq = zalloc(sizeof *ep->rq * p->rq_size);
+  ep->rd = zalloc(sizeof *ep->rd * 16);
+  uint32_t cqsize = p->sq_size + p->rq_size;
+  ep->scq_ring = zalloc(sizeof *ep->scq_ring * cqsize);
+  ep->rcq_ring = zalloc(sizeof *ep->rcq_ring * cqsize);
+  rct_cq_init(&ep->scq, ep->scq_ring, cqsize);
+  rct_cq_init(&ep->rcq, ep->rcq_ring, cqsize);
+  struct rct_qp_init_attr ia = {
+    .qpn = (uint32_t)((p->seed * 0x9e3779b1u + (uint64_t)id * 0x51ed27u) & 0xffff00u) | (uint32_t)(0x11 * (id + 1)),
+    .pd = ep->pd,
+    .sq = ep->sq, .sq_size = p->sq_size,
+    .rq = ep->rq, .rq_size = p->rq_size,
+    .rd = ep->rd, .rd_size = 16,
+    .send_cq = &ep->scq, .recv_cq = &ep->rcq,
+  };
+  int rc = rct_qp_init(&ep->dev, &ep->qp, &ia);
+  if (rc != RCT_OK) {
+    snprintf(err, errlen, "rct_qp_init: %d", rc);
+    return -1;
+  }
+  return 0;
+}
+
+static int modify(struct rct_qp *qp, struct rct_qp_attr *a, uint32_t mask, const char *what,
+                  char *err, size_t errlen)
+{
+  int rc = rct_qp_modify(qp, a, mask);
+  if (rc != RCT_OK)
+    snprintf(err, errlen, "rct_qp_modify %s: %d", what, rc);
+  return rc == RCT_OK ? 0 : -1;
+}
+
+/* RESET -> INIT -> RTR -> RTS toward the peer. */
+static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const struct sim_params *p,
+                      char *err, size_t errlen)
+{
+  struct rct_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = RCT_QPS_INIT;
+  a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ;
+  if (modify(&ep->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX, "INIT", err, errlen))
+    return -1;
+
+  memset(&a, 0, sizeof a);
+  a.qp_state = RCT_QPS_RTR;
+  memcpy(a.ah.dmac, peer->dev.attr.mac, 6);
+  a.ah.dipv4 = peer->dev.attr.ipv4;
+  a.path_mtu = p->mtu;
+  a.dest_qp_num = peer->qp.init.qpn;
+  a.rq_psn = id == 0 ? p->psn_b : p->psn_a;
+  a.max_dest_rd_atomic = 16;
+  a.min_rnr_timer = p->min_rnr_timer;
+  a.sr_enable = p->sr;
+  uint32_t mask = RCT_QP_STATE | RCT_QP_AV | RCT_QP_PATH_MTU | RCT_QP_DEST_QPN | RCT_QP_RQ_PSN |
+                  RCT_QP_MAX_DEST_RD_ATOMIC | RCT_QP_MIN_RNR_TIMER | RCT_QP_SR;
+  if (modify(&ep->qp, &a, mask, "RTR", err, errlen))
+    return -1;
+
+  memset(&a, 0, sizeof a);
+  a.qp_state = RCT_QPS_RTS;
+  a.sq_psn = id == 0 ? p->psn_a : p->psn_b;
+  a.timeout = p->timeout;
+  a.retry_cnt = p->retry_cnt;
+  a.rnr_retry = p->rnr_retry;
+  a.max_rd_atomic = 16;
+  a.adaptive_rto = p->adaptive_rto;
+  a.min_rto_ns = p->min_rto_ns;
+  a.max_inflight = p->max_inflight;
+  mask = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |
+         RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_MAX_INFLIGHT;
+  if (p->adaptive_rto)
+    mask |= RCT_QP_ADAPTIVE_RTO;
+  return modify(&ep->qp, &a, mask, "RTS", err, errlen);
+}
+
+int sim_init(struct sim *s, const struct sim_params *p, const char *a2b, const char *b2a,
+             char *err, size_t errlen)
+{
+  memset(s, 0, sizeof *s);
+  if (sim_link_init(&s->link, a2b, b2a, err, errlen) < 0)
+    return -1;
+  for (int i = 0; i < 2; i++)
+    if (ep_init(&s->ep[i], i, p, err, errlen) < 0)
+      return -1;
+  for (int i = 0; i < 2; i++)
+    if (ep_connect(&s->ep[i], &s->ep[!i], i, p, err, errlen) < 0)
+      return -1;
+  return 0;
+}
+
+void sim_free(struct sim *s)
+{
+  for (int i = 0; i < 2; i++) {
+    struct sim_ep *ep = &s->ep[i];
+    rct_qp_destroy(&ep->qp);
+    free(ep->sq); free(ep->rq); free(ep->rd);
+    free(ep->scq_ring); free(ep->rcq_ring);
+  }
+  sim_link_free(&s->link);
+}
+
+/* ---- the event loop ---- */
+
+static uint64_t mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Hand every frame endpoint i has ready to the link. */
+static void flush_tx(struct sim *s, int i)
+{
+  struct sim_ep *ep = &s->ep[i];
+  for (;;) {
+    uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
+    int got = rct_dev_poll_transmit(&ep->dev, s->now, &s->frame);
+    if (s->measure_cpu)
+      ep->cpu_ns += mono_ns() - t0;
+    if (!got)
+      return;
+    int len = rct_frame_linearize(&s->frame, s->txbuf, sizeof s->txbuf);
+    if (len < 0) {
+      fprintf(stderr, "sim: frame too long to linearize (%u bytes)\n", s->frame.len);
+      exit(1);
+    }
+    ep->frames_tx++;
+    ep->copy_bytes += s->frame.len - s->frame.hdr_len - s->frame.trailer_len;
+    sim_link_send(&s->link, i == 0 ? SIM_A2B : SIM_B2A, s->now, s->txbuf, (uint32_t)len);
+  }
+}
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+#define SIM_LIVELOCK_ITERS 1000000
+
+int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
+{
+  uint64_t last_now = s->now, still = 0;
+  for (;;) {
+    s->iterations++;
+    if (s->now != last_now)
+      last_now = s->now, still = 0;
+    else if (++still > SIM_LIVELOCK_ITERS)
+      return SIM_LIVELOCK;
+    flush_tx(s, 0);
+    flush_tx(s, 1);
+    int r = step(s, ctx);
+    if (r > 0)
+      return SIM_DONE;
+    if (r < 0)
+      return SIM_STEPFAIL;
+    flush_tx(s, 0);                  /* the step may have posted work */
+    flush_tx(s, 1);
+    uint64_t next = min64(sim_link_next(&s->link),
+                          min64(rct_dev_next_timeout(&s->ep[0].dev),
+                                rct_dev_next_timeout(&s->ep[1].dev)));
+    if (next == RCT_NEVER) {
+      if (step(s, ctx) > 0)
+        return SIM_DONE;
+      return SIM_STALL;
+    }
+    if (next > limit_ns)
+      return SIM_TIMELIMIT;
+    if (next > s->now)
+      s->now = next;
+    struct sim_pkt p;
+    while (sim_link_pop(&s->link, s->now, &p)) {
+      struct sim_ep *dst = &s->ep[p.dir == SIM_A2B ? 1 : 0];
+      dst->frames_rx++;
+      uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
+      rct_handle_frame(&dst->dev, s->now, p.data, p.len);
+      if (s->measure_cpu)
+        dst->cpu_ns += mono_ns() - t0;
+      free(p.data);
+    }
+    for (int i = 0; i < 2; i++)
+      if (rct_dev_next_timeout(&s->ep[i].dev) <= s->now) {
+        uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
+        rct_dev_handle_timeout(&s->ep[i].dev, s->now);
+        if (s->measure_cpu)
+          s->ep[i].cpu_ns += mono_ns() - t0;
+      }
+  }
+}

@@ -1,0 +1,97 @@
+/*
+ * sim.h: the host simulator: two RC transport endpoints (kernel/transport,
+ * rct.h) wired through the virtual-time lossy link (sim_link.h).
+ *
+ * Each endpoint is an rct device with one QP, a send and a receive CQ, and a
+ * small table of host-buffer MRs. The event loop (sim_run) owns the clock: it
+ * drains both endpoints' transmit queues into the link, lets the caller's
+ * step function post work and poll completions, then jumps the clock to the
+ * next event (a frame departure or either endpoint's next timeout), delivers
+ * due frames and runs expired timers. It never sleeps; virtual time is free.
+ *
+ * Endpoint 0 ("a") sends on SIM_A2B, endpoint 1 ("b") on SIM_B2A.
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rct.h"
+#include "sim_link.h"
+
+#define SIM_MAX_MR 4
+#define SIM_FRAME_MAX 16384
+
+struct sim_mr {
+  uint32_t lkey, rkey, access, pd;
+  uint8_t *base;
+  uint64_t len;                 /* VA = (uintptr_t)base */
+};
+
+struct sim_ep {
+  struct rct_dev dev;
+  struct rct_qp qp;
+  struct rct_send_wqe *sq;
+  struct rct_recv_wqe *rq;
+  struct rct_rd_res *rd;
+  struct rct_wc *scq_ring, *rcq_ring;
+  struct rct_cq scq, rcq;
+  struct sim_mr mr[SIM_MAX_MR];
+  int nmr;
+  uint32_t pd;
+  uint64_t cpu_ns;              /* time inside the core (when measuring) */
+  uint64_t copy_bytes;          /* payload bytes the core placed or sent */
+  uint64_t frames_tx, frames_rx;
+};
+
+/* QP parameters both endpoints share. */
+struct sim_params {
+  enum rct_mtu mtu;
+  uint8_t timeout;              /* IBTA local ACK timeout code */
+  uint8_t retry_cnt, rnr_retry, min_rnr_timer;
+  bool sr;                      /* selective repeat on both ends */
+  bool adaptive_rto;
+  uint64_t min_rto_ns;
+  uint32_t max_inflight;        /* 0 = core default */
+  uint32_t psn_a, psn_b;        /* starting PSNs of a's and b's send queues */
+  uint32_t dev_flags;           /* RCT_DEV_* (ICRC offload) */
+  uint32_t sq_size, rq_size;    /* powers of 2 */
+  uint64_t seed;                /* QPNs and keys are derived from it */
+};
+
+struct sim {
+  struct sim_ep ep[2];
+  struct sim_link link;
+  uint64_t now;
+  uint64_t iterations;
+  bool measure_cpu;
+  uint8_t txbuf[SIM_FRAME_MAX];
+  struct rct_frame frame;
+};
+
+/* Results of sim_run. */
+enum { SIM_DONE = 0, SIM_STALL = -1, SIM_TIMELIMIT = -2, SIM_STEPFAIL = -3, SIM_LIVELOCK = -4 };
+extern const char *const sim_result_name[5];   /* index: -result */
+
+void sim_default_params(struct sim_params *p);
+
+/* Create both endpoints (QPs in RTS) and the link. Returns 0 or -1 + err. */
+int sim_init(struct sim *s, const struct sim_params *p, const char *a2b, const char *b2a,
+             char *err, size_t errlen);
+void sim_free(struct sim *s);
+
+/* Register host memory on an endpoint; returns the MR (lkey and rkey set). */
+const struct sim_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access);
+
+/* The step callback: post work, poll CQs. Returns 0 to continue, 1 when the
+ * scenario is complete, -1 on a failed check (sim_run stops). */
+typedef int (*sim_step_fn)(struct sim *s, void *ctx);
+
+/* Run until step says done, nothing can happen any more (stall), or the
+ * clock would pass `limit_ns`. Returns SIM_DONE / SIM_STALL / SIM_TIMELIMIT /
+ * SIM_STEPFAIL, or SIM_LIVELOCK if the clock stops advancing (a deadline in
+ * the past that handle_timeout never moves). */
+int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns);
+
+#endif

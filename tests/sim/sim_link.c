@@ -1,0 +1,123 @@
+/*
+ * sim_link.c: the virtual-time lossy link (see sim_link.h).
+ */
+#include "sim_link.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t sim_hash(const void *data, size_t len)
+{
+  const uint8_t *p = data;
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+int sim_link_init(struct sim_link *l, const char *a2b, const char *b2a, char *err, size_t errlen)
+{
+  memset(l, 0, sizeof *l);
+  l->trace_hash = 0xcbf29ce484222325ULL;
+  if (impair_parse(&l->dir[SIM_A2B], a2b, SIM_A2B, err, errlen) < 0)
+    return -1;
+  if (impair_parse(&l->dir[SIM_B2A], b2a, SIM_B2A, err, errlen) < 0) {
+    impair_free(&l->dir[SIM_A2B]);
+    return -1;
+  }
+  return 0;
+}
+
+void sim_link_free(struct sim_link *l)
+{
+  for (uint32_t i = 0; i < l->n; i++)
+    free(l->heap[i].data);
+  free(l->heap);
+  impair_free(&l->dir[0]);
+  impair_free(&l->dir[1]);
+}
+
+static int pkt_less(const struct sim_pkt *a, const struct sim_pkt *b)
+{
+  return a->depart < b->depart || (a->depart == b->depart && a->seq < b->seq);
+}
+
+/* Queue a copy; returns the copy's bytes (owned by the link). */
+static uint8_t *push(struct sim_link *l, int dir, uint64_t when, const uint8_t *data, uint32_t len)
+{
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 1024;
+    l->heap = realloc(l->heap, sizeof *l->heap * l->cap);
+    if (!l->heap) {
+      fprintf(stderr, "sim_link: out of memory\n");
+      exit(1);
+    }
+  }
+  struct sim_pkt p = {when, l->seq++, dir, len, malloc(len ? len : 1)};
+  if (!p.data) {
+    fprintf(stderr, "sim_link: out of memory\n");
+    exit(1);
+  }
+  memcpy(p.data, data, len);
+  uint32_t i = l->n++;
+  l->heap[i] = p;
+  while (i && pkt_less(&l->heap[i], &l->heap[(i - 1) / 2])) {
+    struct sim_pkt t = l->heap[i];
+    l->heap[i] = l->heap[(i - 1) / 2];
+    l->heap[(i - 1) / 2] = t;
+    i = (i - 1) / 2;
+  }
+  return p.data;
+}
+
+static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair_verdict *v,
+                  uint32_t len, uint64_t h)
+{
+  uint64_t rec[8] = {now, (uint64_t)dir, v->index, (uint64_t)v->drop, len, h,
+                     v->drop ? 0 : v->depart_ns, v->dup ? v->dup_depart_ns : 0};
+  rec[4] |= (uint64_t)v->corrupt << 32 | (uint64_t)v->corrupt_byte << 40;
+  for (size_t i = 0; i < sizeof rec; i++)
+    l->trace_hash = (l->trace_hash ^ ((const uint8_t *)rec)[i]) * 0x100000001b3ULL;
+  if (l->trace)
+    fprintf(l->trace, "%llu %s %llu %s%s%s len=%u hash=%016llx depart=%llu\n",
+            (unsigned long long)now, dir == SIM_A2B ? "a2b" : "b2a",
+            (unsigned long long)v->index, impair_cause_name[v->drop], v->dup ? "+dup" : "",
+            v->corrupt ? "+corrupt" : "", len, (unsigned long long)h,
+            (unsigned long long)rec[6]);
+}
+
+void sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len)
+{
+  struct impair_verdict v;
+  impair_decide(&l->dir[dir], l->index[dir]++, now, len, &v);
+  trace(l, now, dir, &v, len, sim_hash(data, len));
+  if (v.drop != IMPAIR_KEEP)
+    return;
+  if (v.dup)
+    push(l, dir, v.dup_depart_ns, data, len);
+  uint8_t *copy = push(l, dir, v.depart_ns, data, len);
+  impair_apply_corrupt(&v, copy, len);     /* only the original is corrupted */
+}
+
+uint64_t sim_link_next(const struct sim_link *l)
+{
+  return l->n ? l->heap[0].depart : IMPAIR_NEVER;
+}
+
+int sim_link_pop(struct sim_link *l, uint64_t now, struct sim_pkt *out)
+{
+  if (!l->n || l->heap[0].depart > now)
+    return 0;
+  *out = l->heap[0];
+  l->heap[0] = l->heap[--l->n];
+  for (uint32_t i = 0;;) {
+    uint32_t a = 2 * i + 1, m = i;
+    if (a < l->n && pkt_less(&l->heap[a], &l->heap[m])) m = a;
+    if (a + 1 < l->n && pkt_less(&l->heap[a + 1], &l->heap[m])) m = a + 1;
+    if (m == i) break;
+    struct sim_pkt t = l->heap[i]; l->heap[i] = l->heap[m]; l->heap[m] = t;
+    i = m;
+  }
+  l->delivered[out->dir]++;
+  return 1;
+}
