@@ -16,7 +16,7 @@ SIM_OUT    := $(BUILD)/sim
 SIM_SEED   ?= 1
 SIM_JOBS   ?= 2
 SIM_FILTER ?=
-SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra $(RCT_CFLAGS)
+SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Wno-format-truncation $(RCT_CFLAGS)
 SIM_KNOWN  := $(SIM_DIR)/known_failures.txt
 
 SIM_CORE_SRCS := $(SIM_DIR)/sim.c $(SIM_DIR)/sim_link.c $(SIM_DIR)/scenario.c $(NETEM_IMPAIR_SRC)
