@@ -1,1 +1,114 @@
-# placeholder: the owner of this fragment replaces it
+# transport.mk: build and test rules of the RC transport core (kernel/transport).
+#
+# Owns: the host static library of the core (for tests/sim and tests/unit),
+# the Check suites (gcc, and clang with ASan/UBSan), and the libFuzzer targets.
+#
+# For other fragments (e.g. tests/sim/sim.mk):
+#   RCT_CFLAGS   compile flags incl. -I for rct.h (#include "rct.h")
+#   RCT_LIB      the host static library, build it as a prerequisite
+#   RCT_SRCS     the core's sources (the kernel build compiles these too)
+#
+# Targets: test-core (suites under gcc + ASan/UBSan + a short fuzz run),
+#          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
+
+RCT_DIR     := kernel/transport
+RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c qp.c req.c resp.c comp.c cq.c cm.c names.c)
+RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
+RCT_CFLAGS  := -std=c99 -I$(RCT_DIR)
+RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+RCT_OUT     := $(BUILD)/transport
+RCT_LIB     := $(RCT_OUT)/librct.a
+RCT_OBJS    := $(patsubst $(RCT_DIR)/%.c,$(RCT_OUT)/%.o,$(RCT_SRCS))
+
+# Sanitizer build of the core (clang, ASan+UBSan) for the suites and fuzzers.
+RCT_SAN_OUT   := $(BUILD)/transport-san
+RCT_SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+RCT_SAN_LIB   := $(RCT_SAN_OUT)/librct.a
+RCT_SAN_OBJS  := $(patsubst $(RCT_DIR)/%.c,$(RCT_SAN_OUT)/%.o,$(RCT_SRCS))
+
+RCT_UNIT_SRCS := $(wildcard tests/unit/*.c)
+RCT_UNIT_HDRS := $(wildcard tests/unit/*.h)
+RCT_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+RCT_CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+RCT_UNIT_BIN     := $(RCT_OUT)/unit-tests
+RCT_UNIT_SAN_BIN := $(RCT_SAN_OUT)/unit-tests
+RCT_BENCH_BIN    := $(RCT_OUT)/rct-bench
+
+RCT_FUZZ_OUT     := $(BUILD)/fuzz
+RCT_FUZZ_TARGETS := fuzz_parser fuzz_responder
+RCT_FUZZ_BINS    := $(addprefix $(RCT_FUZZ_OUT)/,$(RCT_FUZZ_TARGETS))
+RCT_FUZZ_SMOKE   ?= 10
+FUZZ_SECONDS     ?= 60
+
+$(RCT_OUT)/%.o: $(RCT_DIR)/%.c $(RCT_HDRS)
+	@mkdir -p $(@D)
+	gcc $(RCT_CFLAGS) $(RCT_WARN) -O2 -g -c $< -o $@
+
+$(RCT_LIB): $(RCT_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(RCT_SAN_OUT)/%.o: $(RCT_DIR)/%.c $(RCT_HDRS)
+	@mkdir -p $(@D)
+	clang $(RCT_CFLAGS) $(RCT_WARN) $(RCT_SAN_FLAGS) -c $< -o $@
+
+$(RCT_SAN_LIB): $(RCT_SAN_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+rct-lib: $(RCT_LIB)
+.PHONY: rct-lib
+
+RCT_UNIT_MAIN := $(filter-out tests/unit/bench.c,$(RCT_UNIT_SRCS))
+
+$(RCT_UNIT_BIN): $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(RCT_LIB)
+	gcc $(RCT_CFLAGS) -Itests/unit $(RCT_WARN) -O1 -g $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(RCT_LIB) $(RCT_CHECK_LIBS) -o $@
+
+$(RCT_UNIT_SAN_BIN): $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(RCT_SAN_LIB)
+	clang $(RCT_CFLAGS) -Itests/unit $(RCT_WARN) $(RCT_SAN_FLAGS) $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(RCT_SAN_LIB) $(RCT_CHECK_LIBS) -o $@
+
+$(RCT_BENCH_BIN): tests/unit/bench.c $(RCT_UNIT_HDRS) $(RCT_SRCS) $(RCT_HDRS)
+	@mkdir -p $(@D)
+	gcc $(RCT_CFLAGS) -Itests/unit -O2 -march=native tests/unit/bench.c $(RCT_SRCS) -o $@
+
+# Fuzzers: clang libFuzzer + ASan/UBSan, the core compiled in.
+$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(RCT_SRCS) $(RCT_HDRS)
+	@mkdir -p $(@D)
+	clang $(RCT_CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(RCT_SRCS) -o $@
+
+# Seed corpus from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus.
+RCT_VECTORS := ../shared/vectors
+
+# The suites: Check prints "N%: Checks: X, Failures: Y, Errors: Z" per binary.
+test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
+	@echo "=== transport: Check suites (gcc -O1)"
+	@cd $(CURDIR) && CK_FORK=yes RCT_VECTORS=$(RCT_VECTORS) ./$(RCT_UNIT_BIN)
+	@echo "=== transport: Check suites (clang ASan+UBSan)"
+	@cd $(CURDIR) && CK_FORK=no RCT_VECTORS=$(RCT_VECTORS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./$(RCT_UNIT_SAN_BIN)
+	@echo "=== transport: fuzz smoke ($(RCT_FUZZ_SMOKE)s per target)"
+	@set -e; for t in $(RCT_FUZZ_TARGETS); do \
+	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
+	  ./$(RCT_FUZZ_OUT)/$$t -max_total_time=$(RCT_FUZZ_SMOKE) -print_final_stats=1 \
+	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus 2>&1 \
+	    | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
+	  test $${PIPESTATUS[0]} -eq 0; done
+	@echo "=== transport: test-core passed"
+.PHONY: test-core
+
+fuzz: $(RCT_FUZZ_BINS)
+	@set -e; for t in $(RCT_FUZZ_TARGETS); do \
+	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
+	  echo "=== fuzz $$t for $(FUZZ_SECONDS)s"; \
+	  ./$(RCT_FUZZ_OUT)/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus; done
+.PHONY: fuzz
+
+# Header processing rate (frames/s per core), with and without software ICRC.
+bench-core: $(RCT_BENCH_BIN)
+	./$(RCT_BENCH_BIN)
+.PHONY: bench-core
+
+clean-transport:
+	rm -rf $(RCT_OUT) $(RCT_SAN_OUT) $(RCT_FUZZ_OUT)
+.PHONY: clean-transport
+CLEAN_TARGETS += clean-transport

@@ -1,0 +1,460 @@
+/*
+ * comp.c: the completer role. Consumes ACKs, NAKs, selective NAKs and READ
+ * responses; advances una; completes send WQEs in posting order; owns the
+ * retransmission and RNR timers, the retry counters and the adaptive RTO;
+ * tells the requester where to resend from (req_rewind, or the SR scan).
+ * [REQ-ACK-*] [REQ-TMO-*] [REQ-RETRY-*] [REQ-RNR-*] [REQ-GBN-*] [REQ-READ-*]
+ * [REQ-CMPL-*] [SR-REQ-*]
+ */
+#include "rct_int.h"
+
+void comp_reset(struct rct_qp *qp)
+{
+	qp->comp_state = RCT_COMP_IDLE;
+	qp->una = qp->attr.sq_psn;
+	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
+	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-3] */
+	qp->srtt = qp->rttvar = qp->rto = 0;
+	qp->rtt_armed = 0;
+	qp->last_msn = 0;
+	bm_clear_all(qp->sr_sacked);
+	bm_clear_all(qp->sr_retxd);
+	qp->sr_scan = qp->sr_scan_end = qp->una;
+}
+
+/* Current RTO [REQ-TMO-1] [REQ-TMO-4]. */
+uint64_t comp_rto(const struct rct_qp *qp)
+{
+	uint64_t ibta = rct_ack_timeout_ns(qp->attr.timeout);
+	uint64_t lo = qp->attr.min_rto_ns ? qp->attr.min_rto_ns : RCT_MIN_RTO_DEFAULT_NS;
+	uint64_t r;
+	if (!qp->attr.adaptive_rto || !qp->rto || ibta == RCT_NEVER)
+		return ibta;
+	r = qp->rto < lo ? lo : qp->rto;
+	return r > ibta ? ibta : r;
+}
+
+static void rtt_sample(struct rct_qp *qp, uint64_t r)
+{
+	if (!qp->srtt) {
+		qp->srtt = r ? r : 1;
+		qp->rttvar = r / 2;
+	} else {
+		uint64_t d = qp->srtt > r ? qp->srtt - r : r - qp->srtt;
+		qp->rttvar = (3 * qp->rttvar + d) / 4;
+		qp->srtt = (7 * qp->srtt + r) / 8;
+	}
+	qp->rto = qp->srtt + (4 * qp->rttvar > 1000 ? 4 * qp->rttvar : 1000);  /* G = 1 us */
+}
+
+static bool outstanding(const struct rct_qp *qp)
+{
+	return psn_lt(qp->una, qp->next_psn);
+}
+
+static void restart_timer(struct rct_qp *qp, uint64_t now)
+{
+	uint64_t rto = comp_rto(qp);
+	if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
+		timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-4] */
+		return;
+	}
+	timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
+}
+
+/* Called by the requester for every request packet it sends [REQ-TMO-2]. */
+void comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
+{
+	if (retransmit || qp->timer[RCT_TIMER_RETRANS] == RCT_NEVER) {
+		uint64_t rto = comp_rto(qp);
+		qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
+	}
+	if (!retransmit && qp->attr.adaptive_rto && !qp->rtt_armed) {
+		qp->rtt_armed = 1;
+		qp->rtt_psn = psn;
+		qp->rtt_start = now;
+	}
+	qp->comp_state = RCT_COMP_WAIT_ACK;
+}
+
+static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
+{
+	bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->init.sq_sig_all;
+	if (w->wr.opcode == RCT_WR_RDMA_READ && qp->rd_outstanding)
+		qp->rd_outstanding--;
+	w->state = RCT_WQE_DONE;
+	if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] [REQ-CMPL-4] */
+		struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
+			.opcode = wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->init.qpn,
+			.src_qp = qp->attr.dest_qp_num, .vendor_err = w->vendor_err };
+		wc.byte_len = w->status == RCT_WC_SUCCESS ? w->length : 0;   /* [WC-STATUS-4] */
+		cq_push(qp, qp->init.send_cq, &wc);
+	}
+	qp->sq_head++;
+}
+
+/* On ERR: the failed WR (if any) with its status, then every other one
+ * flushed, in posting order [QP-ERR-2] [REQ-CMPL-5]. */
+void comp_flush(struct rct_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
+		if (w->status == RCT_WC_SUCCESS) {
+			w->status = RCT_WC_WR_FLUSH_ERR;
+			qp->cnt.flushed++;
+		}
+		complete_wqe(qp, w);
+	}
+	qp->sq_next = qp->sq_head;
+	qp->rd_outstanding = 0;
+}
+
+/* Fail the WR containing psn (or the oldest) and move the QP to ERR. */
+static void fail_wr(struct rct_qp *qp, uint32_t psn, bool by_psn, enum rct_wc_status st, uint8_t syn)
+{
+	struct rct_send_wqe *w = by_psn ? req_wqe_of_psn(qp, psn, 0) : 0;
+	if (!w && qp->sq_head != qp->sq_tail)
+		w = SQ_AT(qp, qp->sq_head);
+	if (w) {
+		w->status = st;
+		w->vendor_err = syn;
+	}
+	qp_to_err(qp);
+}
+
+/* una moved forward: reset retries, sample the RTT, re-arm the timer. */
+static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
+{
+	uint32_t n = (uint32_t)psn_diff(new_una, qp->una);
+	if (qp->rtt_armed && psn_lt(qp->rtt_psn, new_una)) {
+		rtt_sample(qp, now - qp->rtt_start);
+		qp->rtt_armed = 0;
+	}
+	if (qp->sr) {
+		bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+		bm_shift(qp->sr_retxd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+	}
+	qp->una = new_una;
+	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
+	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-3] */
+	qp->retx_valid = 0;
+	if (psn_lt(qp->req_psn, new_una))
+		req_rewind(qp, new_una);                     /* skip what is already acked */
+	restart_timer(qp, now);
+}
+
+/*
+ * Acknowledge every outstanding PSN up to and including p [REQ-ACK-1],
+ * completing WQEs in order [REQ-CMPL-1] [REQ-CMPL-2]. A READ with missing
+ * responses before p stops the walk and is re-requested [REQ-ACK-5].
+ */
+static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
+{
+	uint32_t new_una = psn_add(p, 1);
+	bool rereq = false;
+	if (psn_lt(p, qp->una))
+		return;
+	while (qp->sq_head != qp->sq_tail) {
+		struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
+		if (!w->started || psn_gt(w->first_psn, p))
+			break;
+		if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
+			uint32_t missing = psn_add(w->first_psn, w->read_pkts);
+			if (psn_ge(p, missing) && !qp->sr) {
+				new_una = missing;
+				rereq = true;
+			}
+			break;
+		}
+		if (psn_gt(w->last_psn, p))
+			break;
+		complete_wqe(qp, w);
+	}
+	if (psn_gt(new_una, qp->una))
+		una_advanced(qp, now, new_una);
+	if (rereq)
+		req_rewind(qp, new_una);
+}
+
+/* [PSN-WIN-4] */
+static bool ack_in_window(const struct rct_qp *qp, uint32_t p)
+{
+	return psn_diff(p, psn_add(qp->una, PSN_MASK)) >= 0 && psn_diff(p, qp->next_psn) < 0;
+}
+
+static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
+{
+	qp->cnt.rx_rnr_nak++;
+	ack_through(qp, now, psn_add(p, PSN_MASK));
+	if (qp->attr.qp_state == RCT_QPS_ERR)
+		return;
+	if (qp->rnr_left == 0) {
+		fail_wr(qp, p, true, RCT_WC_RNR_RETRY_EXC_ERR, syn);   /* [REQ-RNR-1] */
+		return;
+	}
+	if (qp->rnr_left != RCT_RETRY_INFINITE)
+		qp->rnr_left--;
+	qp->rnr_psn = p;
+	timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-4] */
+	timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
+	qp->req_state = RCT_REQ_WAIT_RNR;
+	qp->comp_state = RCT_COMP_WAIT_RNR;
+	if (qp->sr) {
+		qp->sr_scan = p;                                 /* [SR-REQ-6] */
+		qp->sr_scan_end = qp->next_psn;
+		bm_clear_all(qp->sr_retxd);
+	} else {
+		req_rewind(qp, p);
+	}
+}
+
+/* Consume one retry or fail with RETRY_EXC_ERR [REQ-RETRY-2]. */
+static bool use_retry(struct rct_qp *qp)
+{
+	if (qp->retry_left == 0) {
+		fail_wr(qp, 0, false, RCT_WC_RETRY_EXC_ERR, 0);
+		return false;
+	}
+	qp->retry_left--;
+	return true;
+}
+
+static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
+{
+	uint32_t old_una = qp->una;
+	qp->cnt.rx_nak_seq++;
+	ack_through(qp, now, psn_add(p, PSN_MASK));
+	if (qp->attr.qp_state == RCT_QPS_ERR)
+		return;
+	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER && psn_le(p, qp->rnr_psn))
+		return;                                          /* [REQ-RNR-3] */
+	if (qp->retx_valid && psn_le(p, qp->retx_psn))
+		return;                                          /* [REQ-GBN-2] */
+	if (qp->una == old_una && !use_retry(qp))
+		return;
+	qp->retx_psn = p;
+	qp->retx_valid = 1;
+	req_rewind(qp, p);                                       /* [REQ-GBN-1] */
+	qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;                /* restarted by the resend */
+}
+
+static const enum rct_wc_status nak_status[5] = {
+	[1] = RCT_WC_REM_INV_REQ_ERR, [2] = RCT_WC_REM_ACCESS_ERR,
+	[3] = RCT_WC_REM_OP_ERR, [4] = RCT_WC_GENERAL_ERR,       /* [WC-STATUS-2] */
+};
+
+static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
+{
+	uint8_t code = syn & 0x1f;
+	if (code == 1) qp->cnt.rx_nak_inv++;
+	else if (code == 2) qp->cnt.rx_nak_acc++;
+	else if (code == 3) qp->cnt.rx_nak_op++;
+	ack_through(qp, now, psn_add(p, PSN_MASK));
+	if (qp->attr.qp_state != RCT_QPS_ERR)
+		fail_wr(qp, p, true, nak_status[code], syn);     /* [REQ-ACK-6] */
+}
+
+/* Selective NAK: ack before e, mark sacked PSNs, resend holes [SR-REQ-2] [SR-REQ-3]. */
+static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, uint64_t bits)
+{
+	uint32_t high = e;
+	qp->cnt.rx_sack++;
+	ack_through(qp, now, psn_add(e, PSN_MASK));
+	if (qp->attr.qp_state == RCT_QPS_ERR)
+		return;
+	for (uint32_t i = 1; i < 64; i++) {
+		uint32_t psn = psn_add(e, i), d;
+		if (!((bits >> i) & 1))
+			continue;
+		d = (uint32_t)psn_diff(psn, qp->una);
+		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW)
+			bm_set(qp->sr_sacked, d);
+		high = psn;
+	}
+	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER)
+		return;
+	if (psn_gt(high, e)) {
+		if (!psn_lt(qp->sr_scan, qp->sr_scan_end) || psn_lt(e, qp->sr_scan))
+			qp->sr_scan = e;
+		if (psn_gt(high, qp->sr_scan_end) || !psn_lt(qp->sr_scan, qp->sr_scan_end))
+			qp->sr_scan_end = high;
+	}
+}
+
+static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+{
+	uint32_t psn = p->h.bth.psn;
+	uint8_t syn = p->h.aeth.syndrome;
+	if (!ack_in_window(qp, psn)) {                           /* [REQ-ACK-2] */
+		if (psn_lt(psn, qp->una))
+			qp->cnt.rx_stale_ack++;
+		else
+			qp->cnt.rx_out_of_window++;
+		return;
+	}
+	qp->last_msn = p->h.aeth.msn;                            /* [REQ-ACK-4] */
+	if (p->opflags & OPF_SACKH) {
+		if (syn != AETH_NAK_PSN_SEQ)
+			goto bad;
+		handle_sack(qp, now, psn, p->h.sack);
+		return;
+	}
+	switch (syn & AETH_KIND_MASK) {
+	case AETH_ACK:
+		qp->cnt.rx_acks++;
+		ack_through(qp, now, psn);
+		return;
+	case AETH_RNR_NAK:
+		handle_rnr(qp, now, psn, syn);
+		return;
+	case AETH_NAK:
+		if (syn == AETH_NAK_PSN_SEQ)
+			handle_seq_nak(qp, now, psn);
+		else if ((syn & 0x1f) <= 4)
+			handle_fatal_nak(qp, now, psn, syn);
+		else
+			goto bad;
+		return;
+	default:
+		goto bad;
+	}
+bad:
+	qp->cnt.rx_bad_aeth++;                                   /* [HDR-AETH-5] */
+	fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, syn);         /* [REQ-ACK-7] */
+}
+
+/* The oldest started READ that still misses responses, if psn is one of its
+ * response PSNs or of a later READ's. */
+static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *later)
+{
+	struct rct_send_wqe *oldest = 0;
+	*later = false;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rct_send_wqe *w = SQ_AT(qp, i);
+		if (!w->started)
+			break;
+		if (w->wr.opcode != RCT_WR_RDMA_READ || w->read_pkts == w->npkts)
+			continue;
+		if (!oldest)
+			oldest = w;
+		if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
+			*later = w != oldest;
+			return oldest;
+		}
+	}
+	return 0;
+}
+
+/* Opcode and length a READ response at index idx must have [OPC-SEQ-6] [OPC-LEN-2] [OPC-LEN-3]. */
+static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t idx,
+                         const struct rct_pkt *p)
+{
+	uint32_t f = p->opflags, want, len;
+	if (w->npkts == 1)
+		want = OPF_ONLY;
+	else if (idx == 0)
+		want = OPF_FIRST;
+	else if (idx + 1 == w->npkts)
+		want = OPF_LAST;
+	else
+		want = OPF_MIDDLE;
+	if ((f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST)) != want)
+		return false;
+	len = idx + 1 == w->npkts ? w->length - (idx << qp->mtu_shift) : qp->mtu;
+	if (p->paylen != len)
+		return false;
+	if ((f & OPF_AETH) && (p->h.aeth.syndrome & AETH_KIND_MASK) != AETH_ACK)
+		return false;
+	return true;
+}
+
+static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+{
+	uint32_t psn = p->h.bth.psn, idx, expect;
+	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+	bool later;
+	struct rct_send_wqe *w = read_of_resp(qp, psn, &later);
+	int n;
+	if (!w) {                                                /* [REQ-ACK-7] outside */
+		qp->cnt.rx_unexpected++;
+		return;
+	}
+	expect = psn_add(w->first_psn, w->read_pkts);
+	if (later || psn != expect) {                            /* [REQ-READ-1] */
+		if (!later && psn_lt(psn, expect)) {
+			qp->cnt.rx_dup++;
+		} else {
+			qp->cnt.rx_out_of_seq++;
+			if (qp->sr && !(qp->retx_valid && qp->retx_psn == expect)) {
+				qp->retx_psn = expect;           /* [SR-REQ-8] once per gap */
+				qp->retx_valid = 1;
+				qp->sr_scan = expect;
+				qp->sr_scan_end = psn_add(expect, 1);
+				bm_clear_all(qp->sr_retxd);
+			}
+		}
+		return;
+	}
+	idx = w->read_pkts;
+	if (!read_resp_ok(qp, w, idx, p)) {
+		qp->cnt.rx_unexpected++;
+		fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, 0);   /* [REQ-ACK-7] */
+		return;
+	}
+	qp->cnt.rx_read_resp++;
+	ack_through(qp, now, psn_add(w->first_psn, PSN_MASK));   /* implied ACK [REQ-ACK-3] */
+	if (qp->attr.qp_state == RCT_QPS_ERR)
+		return;
+	n = qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
+	                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+	if (n < 0) {
+		fail_wr(qp, psn, true, RCT_WC_LOC_PROT_ERR, 0);
+		return;
+	}
+	qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
+	w->read_pkts++;
+	ack_through(qp, now, psn);                               /* [REQ-READ-2] */
+}
+
+void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+{
+	if (p->opflags & OPF_ACK)
+		handle_ack_packet(qp, now, p);
+	else if (p->opflags & OPF_READ)
+		handle_read_resp(qp, now, p);
+	else
+		qp->cnt.rx_unexpected++;                     /* [OPC-VAL-1] */
+}
+
+/* Retransmission timer fired [REQ-TMO-3]. */
+void comp_timeout(struct rct_qp *qp, uint64_t now)
+{
+	enum rct_qp_state s = qp->attr.qp_state;
+	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp))
+		return;
+	qp->cnt.timeouts++;
+	if (!use_retry(qp))
+		return;
+	if (qp->attr.adaptive_rto && qp->rto)
+		qp->rto *= 2;                                    /* backoff [REQ-TMO-4] */
+	qp->retx_valid = 0;
+	if (qp->sr) {
+		bm_clear_all(qp->sr_retxd);                      /* [SR-REQ-4] */
+		qp->sr_scan = qp->una;
+		qp->sr_scan_end = psn_add(qp->una, 1);
+	} else {
+		req_rewind(qp, qp->una);                         /* [REQ-GBN-1] */
+	}
+	restart_timer(qp, now);
+}
+
+/* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */
+void comp_rnr_timeout(struct rct_qp *qp, uint64_t now)
+{
+	if (qp->req_state != RCT_REQ_WAIT_RNR)
+		return;
+	qp->cnt.rnr_timeouts++;
+	qp->req_state = RCT_REQ_SENDING;
+	qp->comp_state = RCT_COMP_WAIT_ACK;
+	restart_timer(qp, now);
+}

@@ -1,0 +1,76 @@
+/*
+ * rct_int.h: private interfaces between the files of the transport core.
+ *
+ * qp.c owns the QP object, the state machine and the frame/timer plumbing;
+ * req.c (requester), comp.c (completer) and resp.c (responder) are the three
+ * roles; cq.c owns completion queues. Roles talk to each other only through
+ * the functions declared here, never through shared flags.
+ */
+#ifndef RCT_INT_H
+#define RCT_INT_H
+
+#include "rct.h"
+#include "psn.h"
+#include "wire.h"
+#include "opcode.h"
+
+#define SQ_AT(qp, i) (&(qp)->init.sq[(i) & ((qp)->init.sq_size - 1)])
+#define RQ_AT(qp, i) (&(qp)->init.rq[(i) & ((qp)->init.rq_size - 1)])
+#define RD_AT(qp, i) (&(qp)->init.rd[(i) & ((qp)->init.rd_size - 1)])
+
+/* Packets a message of len bytes takes at the QP's MTU: max(1, ceil(len/m)). */
+static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
+{
+	return len == 0 ? 1 : ((len - 1) >> qp->mtu_shift) + 1;
+}
+
+/* SR bitmap helpers (RCT_SR_WINDOW bits). */
+static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
+static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
+static inline void bm_clear_all(uint32_t *bm) { for (int i = 0; i < RCT_SR_WORDS; i++) bm[i] = 0; }
+void bm_shift(uint32_t *bm, uint32_t n);     /* drop the n lowest bits */
+int bm_any(const uint32_t *bm);
+
+/* qp.c: plumbing shared by the roles */
+void qp_to_err(struct rct_qp *qp);
+void qp_mark_ready(struct rct_qp *qp);
+/* Build a frame: headers from h (opcode etc. set by the role), Ethernet/IP/UDP
+ * addressing from the QP, payload segments already in f->seg[0..nseg). */
+void qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen);
+/* Walk an SGE list: translate [off, off+len) of the message into segments. */
+int qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
+                     uint32_t len, uint32_t access, struct rct_iov *out, int max);
+/* Copy len bytes of src into the segments. */
+void qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len);
+void timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
+void timer_stop(struct rct_qp *qp, enum rct_timer t);
+
+/* cq.c */
+void cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
+enum rct_wc_opcode wr_to_wc_opcode(enum rct_wr_opcode op);
+
+/* req.c: requester */
+void req_reset(struct rct_qp *qp);
+int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
+bool req_has_work(const struct rct_qp *qp);
+void req_rewind(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
+struct rct_send_wqe *req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx);
+int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f);
+
+/* comp.c: completer */
+void comp_reset(struct rct_qp *qp);
+void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
+void comp_timeout(struct rct_qp *qp, uint64_t now);
+void comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
+void comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
+void comp_flush(struct rct_qp *qp);
+uint64_t comp_rto(const struct rct_qp *qp);
+
+/* resp.c: responder */
+void resp_reset(struct rct_qp *qp);
+void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
+int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
+bool resp_has_work(const struct rct_qp *qp);
+void resp_flush(struct rct_qp *qp);
+
+#endif /* RCT_INT_H */

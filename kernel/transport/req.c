@@ -1,0 +1,278 @@
+/*
+ * req.c: the requester role. Turns send-queue WQEs into request packets:
+ * assigns PSNs, fragments at the path MTU, builds READ requests (and
+ * resumed READ requests), sets AckReq, respects the PSN window and the
+ * READ credit, and resends from a PSN when the completer asks
+ * (req_rewind, go-back-N) or, in SR mode, resends single PSNs from the
+ * completer's retransmit scan. It never decides *that* something is lost:
+ * that is the completer's job (comp.c). [REQ-*]
+ *
+ * State: sq_next/req_psn is the cursor (the next packet to send),
+ * next_psn the high-water mark (the next never-sent PSN).
+ */
+#include "rct_int.h"
+
+/* Step functions return whether a frame was produced. */
+
+void req_reset(struct rct_qp *qp)
+{
+	qp->req_state = RCT_REQ_IDLE;
+	qp->sq_next = qp->sq_head;
+	qp->req_psn = qp->next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
+	qp->rd_outstanding = 0;
+	qp->retx_valid = 0;
+	qp->rsn_next = 0;
+}
+
+static uint32_t window(const struct rct_qp *qp)
+{
+	uint32_t w = qp->attr.max_inflight ? qp->attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
+	if (qp->sr && w > RCT_SR_WINDOW)
+		w = RCT_SR_WINDOW;                         /* [SR-REQ-1] */
+	return w;
+}
+
+/* [REQ-WIN-1]: may PSNs [psn, psn + k) be outstanding? */
+static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
+{
+	return (uint32_t)psn_diff(psn_add(psn, k - 1), qp->una) < window(qp);
+}
+
+bool req_has_work(const struct rct_qp *qp)
+{
+	enum rct_qp_state s = qp->attr.qp_state;
+	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || qp->req_state == RCT_REQ_WAIT_RNR ||
+	    qp->req_state == RCT_REQ_ERROR)
+		return false;
+	if (qp->sr && psn_lt(qp->sr_scan, qp->sr_scan_end))
+		return true;
+	return qp->sq_next != qp->sq_tail;
+}
+
+/* The WQE whose PSNs contain psn, among the started ones. */
+struct rct_send_wqe *req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rct_send_wqe *w = SQ_AT(qp, i);
+		if (!w->started)
+			break;
+		if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
+			if (idx)
+				*idx = i;
+			return w;
+		}
+	}
+	return 0;
+}
+
+/* Go back: the next packet sent is psn [REQ-GBN-1]; a READ resumes at its
+ * first missing response [REQ-READ-3]. */
+void req_rewind(struct rct_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+	struct rct_send_wqe *w = req_wqe_of_psn(qp, psn, &i);
+	qp->rtt_armed = 0;                                 /* Karn [REQ-TMO-4] */
+	if (!w) {
+		/* nothing outstanding at psn: continue with new work */
+		if (psn_ge(psn, qp->next_psn)) {
+			qp->req_psn = qp->next_psn;
+			while (qp->sq_next != qp->sq_tail && SQ_AT(qp, qp->sq_next)->started &&
+			       psn_lt(SQ_AT(qp, qp->sq_next)->last_psn, qp->req_psn))
+				qp->sq_next++;
+		}
+		return;
+	}
+	if (w->wr.opcode == RCT_WR_RDMA_READ && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
+		psn = psn_add(w->first_psn, w->read_pkts);
+	qp->sq_next = i;
+	qp->req_psn = psn;
+}
+
+static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
+{
+	static const uint8_t send_ops[4][2] = {   /* [pos][imm]: FIRST, MIDDLE, LAST, ONLY */
+		{ OP_SEND_FIRST, OP_SEND_FIRST }, { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
+		{ OP_SEND_LAST, OP_SEND_LAST_IMM }, { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
+	static const uint8_t write_ops[4][2] = {
+		{ OP_WRITE_FIRST, OP_WRITE_FIRST }, { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
+		{ OP_WRITE_LAST, OP_WRITE_LAST_IMM }, { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
+	int pos = w->npkts == 1 ? 3 : idx == 0 ? 0 : idx + 1 == w->npkts ? 2 : 1;  /* [OPC-SEQ-1] */
+	int imm = w->wr.opcode == RCT_WR_SEND_WITH_IMM || w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM;
+	bool send = w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM;
+	return send ? send_ops[pos][imm] : write_ops[pos][imm];
+}
+
+/* Complete the WQE at the head with an error and move the QP to ERR. */
+static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_status st)
+{
+	w->status = st;
+	qp_to_err(qp);
+}
+
+/* Local checks when a WR starts [REQ-FRAG-2] [REQ-FRAG-3] [REQ-READ-4]. */
+static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
+{
+	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+	uint32_t access = w->wr.opcode == RCT_WR_RDMA_READ ? RCT_ACCESS_LOCAL_WRITE : 0;
+	if (w->status != RCT_WC_SUCCESS)
+		return w->status;
+	for (int i = 0; i < w->wr.num_sge; i++) {
+		if (!w->sge[i].length)
+			continue;
+		if (ops->translate(qp->dev->attr.mr_ctx, w->sge[i].lkey, false, qp->init.pd,
+		                   w->sge[i].addr, w->sge[i].length, access, 0, 0) < 0)
+			return RCT_WC_LOC_PROT_ERR;
+	}
+	return RCT_WC_SUCCESS;
+}
+
+/* Start the WR at sq_next: assign its PSNs. Returns false if it must wait. */
+static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
+{
+	bool read = w->wr.opcode == RCT_WR_RDMA_READ;
+	uint32_t n = qp_npkts(qp, w->length);
+	enum rct_wc_status st;
+	if (qp->attr.qp_state == RCT_QPS_SQD)
+		return false;                              /* [QP-STATE-7] */
+	if (!w->checked) {
+		st = check_local(qp, w);
+		if (st != RCT_WC_SUCCESS) {
+			/* fail in posting order: only once it is the oldest [REQ-CMPL-2] */
+			if (qp->sq_next == qp->sq_head)
+				fail_head(qp, w, st);
+			return false;
+		}
+		w->checked = 1;
+	}
+	if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
+		return false;                              /* [REQ-WIN-2] */
+	if (!window_allows(qp, qp->req_psn, read ? n : 1))
+		return false;
+	w->first_psn = qp->req_psn;
+	w->npkts = n;
+	w->last_psn = psn_add(qp->req_psn, n - 1);     /* [REQ-PSN-2] */
+	w->started = 1;
+	if (read)
+		qp->rd_outstanding++;
+	if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
+	    w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
+		w->rsn = qp->rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
+	else
+		w->rsn = qp->rsn_next & PSN_MASK;
+	return true;
+}
+
+/* Build the request packet of WQE w at PSN psn (new or again). */
+int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
+{
+	struct rct_hdr h;
+	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), paylen = 0, off;
+	bool retx = psn_lt(psn, qp->next_psn);
+	RCT_MEMSET(&h, 0, sizeof(h));
+	h.bth.psn = psn;
+	h.sreth.rsn = w->rsn;
+	f->nseg = 0;
+	off = idx << qp->mtu_shift;
+	if (w->wr.opcode == RCT_WR_RDMA_READ) {
+		h.bth.opcode = OP_READ_REQ;
+		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
+		h.reth.va = w->wr.remote_addr + off;       /* [REQ-READ-3] */
+		h.reth.rkey = w->wr.rkey;
+		h.reth.dmalen = w->length - off;
+		h.sreth.offset = off;                      /* [SR-WIRE-2] */
+	} else {
+		int r;
+		paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
+		h.bth.opcode = data_opcode(w, idx);
+		r = qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+		if (r < 0) {
+			if (SQ_AT(qp, qp->sq_head) == w)
+				fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
+			return 0;
+		}
+		f->nseg = (uint8_t)r;
+		if (idx + 1 == w->npkts) {
+			h.bth.ackreq = 1;                  /* [REQ-ACKREQ-1] */
+			h.bth.se = (w->wr.send_flags & RCT_SEND_SOLICITED) &&
+			           (op_flags(h.bth.opcode) & (OPF_SEND | OPF_IMM)) ? 1 : 0; /* [HDR-BTH-3] */
+		} else if ((idx + 1) % RCT_ACK_REQ_INTERVAL == 0) {
+			h.bth.ackreq = 1;                  /* [REQ-ACKREQ-2] */
+		}
+		h.imm = w->wr.imm_data;                    /* [HDR-IMM-1] */
+		h.reth.va = w->wr.remote_addr + (qp->sr ? off : 0);   /* [SR-WIRE-4] */
+		h.reth.rkey = w->wr.rkey;
+		h.reth.dmalen = w->length;                 /* [HDR-RETH-2] */
+		h.sreth.offset = off;
+	}
+	if (qp->sr)
+		h.bth.opcode |= OP_SR_BASE;                /* [SR-WIRE-1] */
+	if (retx && psn_add(psn, 1) == qp->next_psn)
+		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-3] end of burst */
+	qp_emit(qp, f, &h, paylen);
+	if (retx)
+		qp->cnt.tx_retransmits++;
+	return 1;
+}
+
+/* SR: resend the next PSN of the completer's retransmit scan. */
+static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+{
+	while (psn_lt(qp->sr_scan, qp->sr_scan_end)) {
+		uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una);
+		struct rct_send_wqe *w;
+		qp->sr_scan = psn_add(psn, 1);
+		if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
+		    bm_test(qp->sr_retxd, i))
+			continue;
+		w = req_wqe_of_psn(qp, psn, 0);
+		if (!w)
+			continue;
+		if (w->wr.opcode == RCT_WR_RDMA_READ) {
+			/* one re-request for the run starting here [SR-REQ-8] */
+			while (psn_lt(qp->sr_scan, qp->sr_scan_end) && psn_le(qp->sr_scan, w->last_psn))
+				qp->sr_scan = psn_add(qp->sr_scan, 1);
+		}
+		bm_set(qp->sr_retxd, i);
+		if (!req_build(qp, w, psn, f))
+			return 0;
+		comp_on_send(qp, now, psn, true);
+		return 1;
+	}
+	return 0;
+}
+
+int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+{
+	struct rct_send_wqe *w;
+	uint32_t psn;
+	if (!req_has_work(qp))
+		return 0;
+	if (qp->sr && req_poll_sr_retx(qp, now, f))
+		return 1;
+	if (qp->sq_next == qp->sq_tail)
+		return 0;
+	w = SQ_AT(qp, qp->sq_next);
+	if (!w->started) {
+		if (!start_wqe(qp, w))
+			return 0;
+	} else if (psn_ge(qp->req_psn, qp->next_psn) && !window_allows(qp, qp->req_psn, 1)) {
+		return 0;
+	}
+	psn = qp->req_psn;
+	if (!req_build(qp, w, psn, f))
+		return 0;
+	if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
+		qp->req_psn = psn_add(w->last_psn, 1);
+		qp->sq_next++;
+	} else {
+		qp->req_psn = psn_add(psn, 1);
+	}
+	if (psn_gt(qp->req_psn, qp->next_psn)) {
+		comp_on_send(qp, now, psn, false);
+		qp->next_psn = qp->req_psn;
+	} else {
+		comp_on_send(qp, now, psn, true);
+	}
+	qp->req_state = RCT_REQ_SENDING;
+	return 1;
+}
