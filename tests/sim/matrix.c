@@ -142,6 +142,33 @@ static int is_known(const char *name)
 /* Outcome codes written by workers. */
 enum { R_PASS = 'P', R_FAIL = 'F', R_KNOWN = 'K' };
 
+static int verbose;
+
+/* -v: the counters that explain a failure. */
+static void print_counters(const struct scenario_result *r)
+{
+  const struct rct_dev_counters *d[2] = {&r->da, &r->db};
+  const struct rct_qp_counters *q[2] = {&r->qa, &r->qb};
+  for (int i = 0; i < 2; i++) {
+    printf("    %c dev: rx %llu not_roce %llu trunc %llu bad_ip %llu icrc_err %llu bad_opcode %llu unknown_qp %llu\n",
+           'a' + i, (unsigned long long)d[i]->rx_frames, (unsigned long long)d[i]->rx_not_roce,
+           (unsigned long long)d[i]->rx_truncated, (unsigned long long)d[i]->rx_bad_ip,
+           (unsigned long long)d[i]->rx_icrc_err, (unsigned long long)d[i]->rx_bad_opcode,
+           (unsigned long long)d[i]->rx_unknown_qp);
+    printf("    %c qp: tx %llu rx %llu retx %llu to %llu acks %llu/%llu nakseq %llu/%llu sack %llu/%llu dup %llu stale %llu oos %llu oow %llu badstate %llu badop %llu badlen %llu icrc %llu unexp %llu\n",
+           'a' + i, (unsigned long long)q[i]->tx_frames, (unsigned long long)q[i]->rx_frames,
+           (unsigned long long)q[i]->tx_retransmits, (unsigned long long)q[i]->timeouts,
+           (unsigned long long)q[i]->tx_acks, (unsigned long long)q[i]->rx_acks,
+           (unsigned long long)q[i]->tx_nak_seq, (unsigned long long)q[i]->rx_nak_seq,
+           (unsigned long long)q[i]->tx_sack, (unsigned long long)q[i]->rx_sack,
+           (unsigned long long)q[i]->rx_dup, (unsigned long long)q[i]->rx_stale_ack,
+           (unsigned long long)q[i]->rx_out_of_seq, (unsigned long long)q[i]->rx_out_of_window,
+           (unsigned long long)q[i]->rx_bad_state, (unsigned long long)q[i]->rx_bad_opcode,
+           (unsigned long long)q[i]->rx_bad_length, (unsigned long long)q[i]->rx_icrc_err,
+           (unsigned long long)q[i]->rx_unexpected);
+  }
+}
+
 static void format_result(const struct scenario *sc, const struct scenario_result *r, char *line,
                           size_t n, char *code)
 {
@@ -212,6 +239,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--known-failures") && i + 1 < argc) known_path = argv[++i];
     else if (!strcmp(argv[i], "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--list")) list = 1;
+    else if (!strcmp(argv[i], "-v")) verbose = 1;
     else {
       fprintf(stderr, "usage: sim-matrix [--seed N] [--filter SUBSTR]... [--trace FILE] [--list] "
                       "[-j N] [--known-failures FILE]\n");
@@ -267,6 +295,8 @@ int main(int argc, char **argv)
       format_result(&scs[sel[k]], &r, line, sizeof line, &code);
       if (jobs == 1) {
         printf("%s\n", line);
+        if (verbose && code != R_PASS)
+          print_counters(&r);
         fflush(stdout);
         if (code == R_PASS) passed++;
         else if (code == R_FAIL) failed++;

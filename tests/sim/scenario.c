@@ -342,6 +342,8 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   res->frames[1] = s.link.index[1];
   res->qa = s.ep[0].qp.cnt;
   res->qb = s.ep[1].qp.cnt;
+  res->da = s.ep[0].dev.cnt;
+  res->db = s.ep[1].dev.cnt;
   res->la = s.link.dir[0].n;
   res->lb = s.link.dir[1].n;
   res->cpu_ns[0] = s.ep[0].cpu_ns;

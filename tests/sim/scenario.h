@@ -46,6 +46,7 @@ struct scenario_result {
   uint64_t trace_hash, vtime_ns, done_ns;
   uint64_t frames[2];           /* handed to the link per direction */
   struct rct_qp_counters qa, qb;
+  struct rct_dev_counters da, db;
   struct impair_counters la, lb;
   uint64_t cpu_ns[2], copy_bytes;
   double wall_s;

@@ -29,6 +29,8 @@ static int sim_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, u
       return RCT_MR_EBOUNDS;
     if (len == 0)
       return 0;
+    if (out == NULL && max == 0)
+      return 1;                        /* the core's validate-only call (req.c check_local) */
     if (max < 1)
       return RCT_MR_ESEGS;
     out[0].base = m->base + (va - start);
