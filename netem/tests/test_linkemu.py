@@ -207,7 +207,37 @@ def test_linkemu_pcap():
     link.cleanup()
 
 
-TESTS = [test_linkemu_same_seed_same_drops, test_linkemu_droplist_exact,
+def test_linkemu_learning_switch():
+    """Three guests: unknown unicast and broadcast flood; learned MACs go to one port."""
+    g = [guest_socket() for _ in range(3)]
+    lp = [free_port() for _ in range(3)]
+    d = tempfile.mkdtemp(prefix="linkemu-test-")
+    cmd = [LINKEMU, "--duration", "20", "--stats", os.path.join(d, "s.json")]
+    for i in range(3):
+        cmd += ["--port", "%d:%d" % (lp[i], g[i].getsockname()[1])]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.15)
+    mac = [bytes.fromhex("5254000000%02x" % (i + 1)) for i in range(3)]
+    link = Link.__new__(Link)             # only for drain()
+    def counts():
+        return [len(link.drain(s, quiet=0.15)) for s in g]
+    g[0].sendto(frame(mac[1], mac[0], 1), ("127.0.0.1", lp[0]))      # b unknown: flood
+    c1 = counts()
+    g[1].sendto(frame(b"\xff" * 6, mac[1], 2), ("127.0.0.1", lp[1]))  # broadcast: flood
+    c2 = counts()
+    g[0].sendto(frame(mac[1], mac[0], 3), ("127.0.0.1", lp[0]))      # b learned: only b
+    c3 = counts()
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=5)
+    for s in g:
+        s.close()
+    shutil.rmtree(d, ignore_errors=True)
+    check(c1 == [0, 1, 1], "unknown unicast reached %s, want [0, 1, 1]" % c1)
+    check(c2 == [1, 0, 1], "broadcast reached %s, want [1, 0, 1]" % c2)
+    check(c3 == [0, 1, 0], "learned unicast reached %s, want [0, 1, 0]" % c3)
+
+
+TESTS = [test_linkemu_learning_switch, test_linkemu_same_seed_same_drops, test_linkemu_droplist_exact,
          test_linkemu_stats_match, test_linkemu_control_blackhole, test_linkemu_pcap]
 
 if __name__ == "__main__":

@@ -348,6 +348,8 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   res->lb = s.link.dir[1].n;
   res->cpu_ns[0] = s.ep[0].cpu_ns;
   res->cpu_ns[1] = s.ep[1].cpu_ns;
+  res->cpu_calls[0] = s.ep[0].cpu_calls;
+  res->cpu_calls[1] = s.ep[1].cpu_calls;
   res->copy_bytes = s.ep[0].copy_bytes + s.ep[1].copy_bytes;
   sim_free(&s);
 out:

@@ -48,7 +48,7 @@ struct scenario_result {
   struct rct_qp_counters qa, qb;
   struct rct_dev_counters da, db;
   struct impair_counters la, lb;
-  uint64_t cpu_ns[2], copy_bytes;
+  uint64_t cpu_ns[2], cpu_calls[2], copy_bytes;
   double wall_s;
 };
 

@@ -223,7 +223,7 @@ static void flush_tx(struct sim *s, int i)
     uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
     int got = rct_dev_poll_transmit(&ep->dev, s->now, &s->frame);
     if (s->measure_cpu)
-      ep->cpu_ns += mono_ns() - t0;
+      ep->cpu_ns += mono_ns() - t0, ep->cpu_calls++;
     if (!got)
       return;
     int len = rct_frame_linearize(&s->frame, s->txbuf, sizeof s->txbuf);
@@ -278,7 +278,7 @@ int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
       uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
       rct_handle_frame(&dst->dev, s->now, p.data, p.len);
       if (s->measure_cpu)
-        dst->cpu_ns += mono_ns() - t0;
+        dst->cpu_ns += mono_ns() - t0, dst->cpu_calls++;
       free(p.data);
     }
     for (int i = 0; i < 2; i++)
@@ -286,7 +286,7 @@ int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
         uint64_t t0 = s->measure_cpu ? mono_ns() : 0;
         rct_dev_handle_timeout(&s->ep[i].dev, s->now);
         if (s->measure_cpu)
-          s->ep[i].cpu_ns += mono_ns() - t0;
+          s->ep[i].cpu_ns += mono_ns() - t0, s->ep[i].cpu_calls++;
       }
   }
 }

@@ -41,6 +41,7 @@ struct sim_ep {
   int nmr;
   uint32_t pd;
   uint64_t cpu_ns;              /* time inside the core (when measuring) */
+  uint64_t cpu_calls;           /* timed calls (to subtract the clock's own cost) */
   uint64_t copy_bytes;          /* payload bytes the core placed or sent */
   uint64_t frames_tx, frames_rx;
 };
