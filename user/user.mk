@@ -60,6 +60,11 @@ user/_usertests: $(U_USERTESTS_OBJS) $(U_LIB_OBJS) user/user.ld
 
 user-progs: $(UPROGS)
 
+# kernel.mk is included before this file, so its "fs.img: $(UPROGS)" sees
+# an empty list at parse time; restate the dependency here so a changed
+# program rebuilds the image.
+fs.img: $(UPROGS)
+
 user-clean:
 	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
 

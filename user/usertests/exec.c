@@ -104,7 +104,15 @@ static void test_exec_truncated_elf_fails(void)
   int n = load_echo(image);
   check_exec_refuses("ut_trunc", image, 40, "half an ELF header");
   check_exec_refuses("ut_trunc", image, 64, "only the ELF header");
-  check_exec_refuses("ut_trunc", image, n / 3, "a third of /echo");
+  // Cut the file in the middle of the first loadable segment's bytes.
+  unsigned long phoff, seg_off, seg_filesz;
+  memcpy(&phoff, image + ELF_PHOFF, 8);
+  memcpy(&seg_off, image + phoff + PH_OFFSET, 8);
+  memcpy(&seg_filesz, image + phoff + PH_FILESZ, 8);
+  UT_CHECK(seg_off + seg_filesz <= (unsigned long)n && seg_filesz > 2,
+           "unexpected /echo layout");
+  check_exec_refuses("ut_trunc", image, seg_off + seg_filesz / 2,
+                     "/echo cut inside its text");
 }
 
 static void put64(unsigned char *p, unsigned long v)

@@ -61,7 +61,7 @@ static void test_fd_dup_shares_offset(void)
 static void test_fd_lowest_free_reused(void)
 {
   int a = open("/", O_RDONLY), b = open("/", O_RDONLY), c = open("/", O_RDONLY);
-  UT_CHECK(a >= 3 && b == a + 1 && c == b + 1, "fds %d %d %d", a, b, c);
+  UT_CHECK(a >= 3 && b > a && c > b, "fds %d %d %d", a, b, c);
   close(b);
   int d = open("/", O_RDONLY);
   UT_CHECK(d == b, "lowest free fd is %d, open returned %d", b, d);

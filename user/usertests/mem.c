@@ -71,8 +71,9 @@ static void test_mem_out_of_memory(void)
   unsigned long after = ut_settle_freepages(before);
   UT_CHECK(got >= (8 << 20), "only %ld bytes before sbrk failed", got);
   UT_CHECK(at_limit < 1024, "%lu pages still free when sbrk failed", at_limit);
-  UT_CHECK(released + 16 >= before, "shrinking returned only to %lu of %lu",
-           released, before);
+  // Page-table pages may stay until exit; everything else comes back.
+  UT_CHECK(released + before / 128 >= before,
+           "shrinking returned only to %lu of %lu", released, before);
   UT_CHECK(after >= before, "%lu pages lost after exit", before - after);
 }
 
@@ -100,8 +101,10 @@ static void test_mem_null_deref_faults(void)
 {
   int pid = ut_fork();
   if (pid == 0) {
-    volatile int *null = (volatile int *)0;
-    exit(*null + 77 == 0 ? 0 : 0);
+    // Through a volatile variable: a literal null dereference would be
+    // compiled into a trap instruction and prove nothing.
+    volatile unsigned long zero = 0;
+    exit(*(volatile int *)zero == 12345 ? 0 : 0);
   }
   UT_CHECK(ut_wait_for(pid) != 0, "read from address 0 did not fault");
 }

@@ -42,7 +42,8 @@ static void test_sys_sysinfo_counts_procs(void)
   int pid = ut_fork();
   if (pid == 0) {
     char c;
-    read(p[0], &c, 1);   // park until the parent has looked
+    close(p[1]);
+    read(p[0], &c, 1);   // park until the parent closes its end
     exit(0);
   }
   unsigned int during = ut_nproc();
