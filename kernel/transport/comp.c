@@ -195,6 +195,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 	if (qp->rnr_left != RCT_RETRY_INFINITE)
 		qp->rnr_left--;
 	qp->rnr_psn = p;
+	qp->cnt.rnr_waits++;
 	timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-4] */
 	timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
 	qp->req_state = RCT_REQ_WAIT_RNR;
@@ -301,7 +302,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
 	}
 	switch (syn & AETH_KIND_MASK) {
 	case AETH_ACK:
-		qp->cnt.rx_acks++;
+		qp->cnt.rx_ack++;
 		ack_through(qp, now, psn);
 		return;
 	case AETH_RNR_NAK:

@@ -583,78 +583,78 @@ static enum rct_rx_result drop_dev(uint64_t *ctr)
 	return RCT_RX_DROPPED;
 }
 
+/* Drop at the QP level: exactly one counter per dropped frame [CNT-QP-2]. */
+static enum rct_rx_result drop_qp(uint64_t *ctr)
+{
+	(*ctr)++;
+	return RCT_RX_DROPPED;
+}
+
+/* Opcode allowed for this QP's mode? [OPC-VAL-2] [SR-WIRE-7] */
+static bool opcode_ok(const struct rct_qp *qp, uint32_t f)
+{
+	if ((f & OPF_SR) && !qp->sr)
+		return false;
+	if (qp->sr && (f & OPF_REQ) && !(f & OPF_SR))
+		return false;
+	return true;
+}
+
+/* [RX-ORDER-1]: steps 1..10 here, step 11 in the roles. */
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uint8_t *buf, size_t len)
 {
 	struct rct_pkt p;
 	struct rct_qp *qp;
 	enum rct_qp_state s;
-	int r;
+	int r, rx;
 	dev->cnt.rx_frames++;
 	if (len > 0xffff)
 		return drop_dev(&dev->cnt.rx_truncated);
 	r = wire_parse_base(&p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
 	if (r == RCT_PARSE_NOT_ROCE) {
-		dev->cnt.rx_not_roce++;
+		dev->cnt.rx_not_roce++;                  /* steps 1, 3 */
 		return RCT_RX_NOT_ROCE;
 	}
+	if (r == RCT_PARSE_BAD_IP || (r != RCT_PARSE_TRUNC && p.h.dip != dev->attr.ipv4))
+		return drop_dev(&dev->cnt.rx_bad_header);          /* step 2 */
 	if (r == RCT_PARSE_TRUNC)
-		return drop_dev(&dev->cnt.rx_truncated);
-	if (r == RCT_PARSE_BAD_IP || p.h.dip != dev->attr.ipv4)
-		return drop_dev(&dev->cnt.rx_bad_ip);
-	/* ICRC before anything beyond the BTH is believed [ICRC-CALC-5] [ICRC-CALC-6] */
-	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !wire_icrc_ok(&p)) {
-		qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
-		if (qp)
-			qp->cnt.rx_icrc_err++;
-		return drop_dev(&dev->cnt.rx_icrc_err);
-	}
-	if (r == RCT_PARSE_BAD_BTH || p.h.bth.pkey != BTH_PKEY_DEFAULT)   /* [HDR-BTH-2] [OPC-VAL-2] */
-		return drop_dev(&dev->cnt.rx_bad_opcode);
+		return drop_dev(&dev->cnt.rx_truncated);           /* step 4 */
+	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !wire_icrc_ok(&p))
+		return drop_dev(&dev->cnt.rx_icrc_err);            /* step 5 [ICRC-CALC-5] [RX-ORDER-2] */
+	if (p.h.bth.tver != BTH_TVER || p.h.bth.pkey != BTH_PKEY_DEFAULT)
+		return drop_dev(&dev->cnt.rx_bad_header);          /* step 6 [HDR-BTH-2] */
+	if (r == RCT_PARSE_BAD_BTH)
+		return drop_dev(&dev->cnt.rx_bad_opcode);          /* step 6 [OPC-VAL-2] */
+	rx = wire_parse_ext(&p);
+	if (rx == RCT_PARSE_TRUNC)
+		return drop_dev(&dev->cnt.rx_truncated);           /* step 7 [OPC-HDR-2] */
 	qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
 	if (!qp || qp->dev != dev)
-		return drop_dev(&dev->cnt.rx_unknown_qp);
+		return drop_dev(&dev->cnt.rx_unknown_qp);          /* step 8 */
 	qp->cnt.rx_frames++;
 	qp->cnt.rx_bytes += p.frame_len;
-	if (p.h.encap != qp->encap) {                                      /* [ENC-V1-3] */
-		qp->cnt.rx_wrong_encap++;
-		return RCT_RX_DROPPED;
-	}
-	if (!(p.opflags & OPF_SUPPORTED) && (p.opflags & OPF_RESP)) {
-		qp->cnt.rx_bad_opcode++;
-		return RCT_RX_DROPPED;
-	}
-	if ((p.opflags & OPF_SR) && !qp->sr) {                             /* [SR-WIRE-7] */
-		qp->cnt.rx_bad_opcode++;
-		return RCT_RX_DROPPED;
-	}
-	if (qp->sr && (p.opflags & OPF_REQ) && !(p.opflags & OPF_SR)) {
-		qp->cnt.rx_bad_opcode++;
-		return RCT_RX_DROPPED;
-	}
-	r = wire_parse_ext(&p);
-	if (r == RCT_PARSE_TRUNC) {                                        /* [OPC-HDR-2] */
-		qp->cnt.rx_truncated++;
-		return RCT_RX_DROPPED;
-	}
-	if (r == RCT_PARSE_BAD_LEN) {                                      /* [OPC-LEN-5] */
-		qp->cnt.rx_bad_length++;
-		return RCT_RX_DROPPED;
-	}
-	qp->cnt.rx_payload_bytes += p.paylen;
+	if (!opcode_ok(qp, p.opflags))
+		return drop_qp(&qp->cnt.rx_bad_opcode);
+	if (p.h.encap != qp->encap)
+		return drop_qp(&qp->cnt.rx_wrong_encap);           /* step 9 [ENC-V1-3] */
+	if (p.h.sip != qp->attr.ah.dipv4)
+		return drop_qp(&qp->cnt.rx_wrong_peer);            /* step 9 */
 	s = qp->attr.qp_state;
 	if (p.opflags & OPF_REQ) {
-		if (s != RCT_QPS_RTR && s != RCT_QPS_RTS && s != RCT_QPS_SQD) { /* [QP-STATE-6] */
-			qp->cnt.rx_bad_state++;
-			return RCT_RX_DROPPED;
-		}
-		resp_handle(qp, now, &p);
-	} else {
-		if (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE) {
-			qp->cnt.rx_bad_state++;
-			return RCT_RX_DROPPED;
-		}
-		comp_handle(qp, now, &p);
+		if (s != RCT_QPS_RTR && s != RCT_QPS_RTS && s != RCT_QPS_SQD)
+			return drop_qp(&qp->cnt.rx_bad_state);     /* step 10 [QP-STATE-6] */
+	} else if (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE) {
+		return drop_qp(&qp->cnt.rx_bad_state);
 	}
+	if (rx == RCT_PARSE_BAD_LEN)
+		return drop_qp(&qp->cnt.rx_bad_length);            /* [OPC-LEN-5] */
+	if (!(p.opflags & OPF_SUPPORTED) && (p.opflags & OPF_RESP))
+		return drop_qp(&qp->cnt.rx_unexpected);            /* [OPC-VAL-1] */
+	qp->cnt.rx_payload_bytes += p.paylen;
+	if (p.opflags & OPF_REQ)
+		resp_handle(qp, now, &p);
+	else
+		comp_handle(qp, now, &p);
 	if (req_has_work(qp) || resp_has_work(qp))
 		qp_mark_ready(qp);
 	return RCT_RX_OK;

@@ -271,7 +271,7 @@ struct rct_qp_counters {
 	uint64_t tx_retransmits;            /* request packets sent again */
 	uint64_t timeouts;                  /* retransmission-timer expiries */
 	uint64_t rnr_timeouts;              /* RNR timer expiries (retries after RNR NAK) */
-	uint64_t tx_acks, rx_acks;          /* positive ACK frames */
+	uint64_t tx_ack, rx_ack;            /* positive ACK frames (rx: inside the window) */
 	uint64_t tx_nak_seq, rx_nak_seq;    /* NAK PSN sequence error */
 	uint64_t tx_rnr_nak, rx_rnr_nak;    /* RNR NAK */
 	uint64_t tx_nak_inv, rx_nak_inv;    /* NAK invalid request */
@@ -287,8 +287,10 @@ struct rct_qp_counters {
 	uint64_t rx_bad_opcode;             /* opcode not valid here */
 	uint64_t rx_bad_length;             /* payload on a header-only packet etc. */
 	uint64_t rx_truncated;              /* shorter than its headers */
-	uint64_t rx_icrc_err;               /* bad ICRC, attributed to this QP */
+	uint64_t rx_icrc_err;               /* unused: ICRC errors are device counters [RX-ORDER-2] */
 	uint64_t rx_wrong_encap;            /* RoCE v1 frame for a v2 QP or vice versa */
+	uint64_t rx_wrong_peer;             /* source IP is not the QP's peer [RX-ORDER-1] step 9 */
+	uint64_t rnr_waits;                 /* the requester armed the RNR timer */
 	uint64_t rx_bad_aeth;               /* invalid AETH syndrome */
 	uint64_t rx_unexpected;             /* responses matching nothing outstanding */
 	uint64_t read_replays;              /* duplicate READs answered again */
@@ -302,9 +304,9 @@ struct rct_dev_counters {
 	uint64_t rx_frames;
 	uint64_t rx_not_roce;       /* not Ethernet/IPv4/UDP 4791 (or v1): handed back */
 	uint64_t rx_truncated;      /* shorter than its headers say */
-	uint64_t rx_bad_ip;         /* IPv4 header invalid, fragment, or not our address */
+	uint64_t rx_bad_header;     /* IPv4/UDP header invalid, fragment, not our address, bad TVer/P_Key */
 	uint64_t rx_icrc_err;       /* ICRC mismatch */
-	uint64_t rx_bad_opcode;     /* bad TVer/P_Key or opcode not RC */
+	uint64_t rx_bad_opcode;     /* opcode not RC / SR */
 	uint64_t rx_unknown_qp;     /* no QP with this QPN */
 	uint64_t tx_frames;
 };
@@ -614,28 +616,52 @@ enum rct_cm_type {
 	RCT_CM_DREQ = 5, RCT_CM_DREP = 6,
 };
 
-#define RCT_CM_CAP_SR 1u             /* capability: selective repeat */
+/* REJ reasons [CM-MSG-7]. */
+enum rct_cm_reject {
+	RCT_CM_REJ_CONSUMER = 1, RCT_CM_REJ_NO_LISTENER = 2, RCT_CM_REJ_NO_RESOURCES = 3,
+	RCT_CM_REJ_INVALID_PARAM = 4, RCT_CM_REJ_UNSUPPORTED_VERSION = 5, RCT_CM_REJ_TIMEOUT = 6,
+	RCT_CM_REJ_STALE_CONN = 7,
+};
+
+#define RCT_CM_MAGIC 0x7872
+#define RCT_CM_VERSION 1
+#define RCT_CM_CAP_SR 1u             /* caps bit 0: selective repeat [SR-NEG-1] */
 #define RCT_CM_PRIVATE_MAX 56        /* private data bytes */
+#define RCT_CM_LEN_HDR 12            /* RTU, DREQ, DREP */
+#define RCT_CM_LEN_REQ 108           /* REQ, REP */
+#define RCT_CM_LEN_REJ 72
 
 struct rct_cm_msg {
 	enum rct_cm_type type;
-	uint32_t local_comm_id;      /* sender's connection id */
-	uint32_t remote_comm_id;     /* peer's id (0 in REQ) */
+	uint8_t version;             /* RCT_CM_VERSION when encoding */
+	uint32_t src_conn_id;        /* sender's connection id (non-zero) */
+	uint32_t dst_conn_id;        /* receiver's id (0 in REQ) */
+	/* REQ / REP */
 	uint32_t qpn;                /* sender's QPN */
 	uint32_t start_psn;          /* sender's starting PSN */
-	enum rct_mtu path_mtu;
-	uint32_t caps;               /* RCT_CM_CAP_* */
+	uint8_t path_mtu;            /* enum rct_mtu */
+	uint8_t caps;                /* RCT_CM_CAP_* */
 	uint8_t responder_resources, initiator_depth;
-	uint8_t rnr_retry, retry_cnt;
-	uint16_t reject_reason;      /* REJ */
+	uint8_t gid[16];             /* IPv4-mapped ::ffff:a.b.c.d */
+	uint8_t mac[6];
+	/* REJ */
+	uint16_t reject_reason;      /* enum rct_cm_reject */
+	/* REQ / REP / REJ */
 	uint8_t private_len;
 	uint8_t private_data[RCT_CM_PRIVATE_MAX];
 };
 
-/* Encode into buf; returns length or a negative rct_err. */
+/* Encode into buf; returns the message length or RCT_EINVAL / RCT_ETRUNC. */
 int rct_cm_encode(const struct rct_cm_msg *m, uint8_t *buf, size_t cap);
-/* Parse; returns RCT_OK or RCT_EINVAL/RCT_ETRUNC. */
+/* Parse a datagram [CM-MSG-1] [CM-MSG-2] [CM-MSG-4]. Returns
+ *   RCT_OK                       valid message in *m;
+ *   RCT_EINVAL                   malformed: drop silently and count;
+ *   RCT_CM_REJ_INVALID_PARAM or
+ *   RCT_CM_REJ_UNSUPPORTED_VERSION (positive): *m holds the header; answer
+ *                                with a REJ of that reason. */
 int rct_cm_parse(struct rct_cm_msg *m, const uint8_t *buf, size_t len);
+/* Fill a GID from an IPv4 address (host order). */
+void rct_cm_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4);
 
 #ifdef __cplusplus
 }

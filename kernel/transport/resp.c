@@ -1,6 +1,618 @@
+/*
+ * resp.c: the responder role. Executes incoming request packets in PSN
+ * order (go-back-N) or places them within a window (selective repeat),
+ * checks opcode sequence, lengths, R_Keys and access, consumes receive
+ * WQEs, holds READ resources and answers with ACKs, NAKs, RNR NAKs,
+ * selective NAKs and READ responses. Output is pulled by resp_poll, in PSN
+ * order: a reply for PSN x leaves only after every READ response before x.
+ * [RESP-*] [SR-RESP-*]
+ */
 #include "rct_int.h"
-void resp_reset(struct rct_qp *qp) { (void)qp; }
-void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p) { (void)qp; (void)now; (void)p; }
-int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f) { return 0; }
-bool resp_has_work(const struct rct_qp *qp) { return false; }
-void resp_flush(struct rct_qp *qp) { }
+
+/* SR slot kinds: what a placed PSN ends. */
+enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM,
+       SLOT_END_WRITE_IMM_NOIMM };
+
+void resp_reset(struct rct_qp *qp)
+{
+	qp->resp_state = RCT_RESP_IDLE;
+	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
+	qp->msn = 0;                                          /* [RESP-MSN-1] */
+	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = 0;
+	qp->err_after_nak = 0;
+	qp->unacked = 0;
+	qp->rd_head = qp->rd_tail = 0;
+	for (uint32_t i = 0; i < qp->init.rd_size; i++)
+		qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
+	bm_clear_all(qp->sr_rcvd);
+	qp->rsn_done = 0;
+	for (int i = 0; i < RCT_SR_WINDOW; i++)
+		qp->sr_slot_kind[i] = SLOT_NONE;
+}
+
+static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
+{
+	struct rct_rd_res *best = 0;
+	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+		struct rct_rd_res *r = RD_AT(qp, i);
+		if (r->pending && (!best || psn_lt(r->next_psn, best->next_psn)))
+			best = r;
+	}
+	return best;
+}
+
+bool resp_has_work(const struct rct_qp *qp)
+{
+	return qp->ack_pending || qp->nak_pending || qp->sack_pending || rd_oldest_pending(qp);
+}
+
+/* ---------------------------------------------------------------- */
+/* Replies                                                           */
+/* ---------------------------------------------------------------- */
+
+static void want_ack(struct rct_qp *qp, uint32_t psn)
+{
+	qp->ack_pending = 1;
+	qp->ack_psn = psn;
+}
+
+/* A NAK for psn; fatal ones move the QP to ERR once sent [RESP-ERR-1] [RESP-ERR-2]. */
+static void want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
+{
+	qp->nak_pending = 1;
+	qp->nak_syndrome = syn;
+	qp->nak_psn = psn;
+	if (fatal) {
+		qp->err_after_nak = 1;
+		qp->resp_state = RCT_RESP_ERROR;
+	}
+}
+
+/* Complete the receive WQE at the head. */
+static void recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
+                          uint32_t len, bool has_imm, uint32_t imm)
+{
+	struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
+	struct rct_wc wc = { .wr_id = r->wr_id, .status = st, .opcode = op, .qp_num = qp->init.qpn,
+	                     .src_qp = qp->attr.dest_qp_num };
+	if (st == RCT_WC_SUCCESS) {
+		wc.byte_len = len;
+		if (has_imm) {
+			wc.wc_flags = RCT_WC_WITH_IMM;
+			wc.imm_data = imm;
+		}
+	}
+	cq_push(qp, qp->init.recv_cq, &wc);
+	qp->rq_head++;
+}
+
+/* A fatal error while executing: NAK, fail the taken receive, go to ERR. */
+static void fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
+{
+	if (recv_taken && qp->rq_head != qp->rq_tail)
+		recv_complete(qp, st, RCT_WC_RECV, 0, false, 0);
+	want_nak(qp, syn, psn, true);
+}
+
+void resp_flush(struct rct_qp *qp)
+{
+	while (qp->rq_head != qp->rq_tail) {
+		qp->cnt.flushed++;
+		recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, 0, false, 0);
+	}
+	for (uint32_t i = 0; i < qp->init.rd_size; i++)
+		qp->init.rd[i].pending = 0;
+	qp->ack_pending = qp->sack_pending = 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Checks                                                            */
+/* ---------------------------------------------------------------- */
+
+/* [OPC-SEQ-3] */
+static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
+{
+	if (qp->resp_state == RCT_RESP_IN_SEND)
+		return (f & OPF_SEND) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
+	if (qp->resp_state == RCT_RESP_IN_WRITE)
+		return (f & OPF_WRITE) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
+	return (f & OPF_FIRST) != 0;
+}
+
+/* [OPC-LEN-2] [OPC-LEN-3] */
+static bool length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
+{
+	if ((f & OPF_ONLY) == OPF_ONLY)
+		return len <= qp->mtu;
+	if (f & OPF_LAST)
+		return len >= 1 && len <= qp->mtu;
+	return len == qp->mtu;                               /* FIRST, MIDDLE */
+}
+
+/* R_Key check of a whole range [RESP-ACC-1] [RESP-ACC-2]. */
+static bool rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access)
+{
+	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+	if (!(qp->attr.qp_access_flags & access))
+		return false;
+	if (len == 0)
+		return true;
+	return ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, len, access, 0, 0) >= 0;
+}
+
+/* Does the packet take a receive WQE (SEND FIRST/ONLY, WRITE LAST/ONLY with imm)? */
+static bool takes_recv(uint32_t f)
+{
+	if (!(f & OPF_RECV))
+		return false;
+	return (f & OPF_SEND) ? (f & OPF_FIRST) != 0 : (f & OPF_LAST) != 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Execution (go-back-N, in sequence)                                */
+/* ---------------------------------------------------------------- */
+
+/* Place payload of a SEND into receive WQE r at off. Returns false after failing. */
+static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, struct rct_pkt *p)
+{
+	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+	int n;
+	if ((uint64_t)off + p->paylen > r->length) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
+		return false;
+	}
+	n = qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
+	                     seg, RCT_FRAME_MAX_SEGS);
+	if (n < 0) {
+		fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
+		return false;
+	}
+	qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	return true;
+}
+
+/* Place WRITE payload at va (already range-checked against the message). */
+static bool place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken)
+{
+	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+	int n;
+	if (!p->paylen)
+		return true;
+	n = ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, p->paylen,
+	                   RCT_ACCESS_REMOTE_WRITE, seg, RCT_FRAME_MAX_SEGS);
+	if (n < 0) {
+		fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
+		return false;
+	}
+	qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	return true;
+}
+
+static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
+{
+	uint32_t f = p->opflags;
+	if (f & OPF_FIRST)
+		qp->msg_offset = 0;
+	if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->msg_offset, p))
+		return false;
+	qp->msg_offset += p->paylen;
+	if (f & OPF_LAST) {
+		recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->msg_offset,
+		              (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
+		qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
+		qp->resp_state = RCT_RESP_IDLE;
+	} else {
+		qp->resp_state = RCT_RESP_IN_SEND;
+	}
+	return true;
+}
+
+static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
+{
+	uint32_t f = p->opflags;
+	bool taken = takes_recv(f);
+	if (f & OPF_FIRST) {
+		if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->h.reth.dmalen, RCT_ACCESS_REMOTE_WRITE)) {
+			fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
+			return false;
+		}
+		qp->wr_va = p->h.reth.va;
+		qp->wr_rkey = p->h.reth.rkey;
+		qp->wr_left = p->h.reth.dmalen;
+	}
+	if (p->paylen > qp->wr_left) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-3] */
+		return false;
+	}
+	if (!place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
+		return false;
+	qp->wr_va += p->paylen;
+	qp->wr_left -= p->paylen;
+	if (!(f & OPF_LAST)) {
+		qp->resp_state = RCT_RESP_IN_WRITE;
+		return true;
+	}
+	if (qp->wr_left) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
+		return false;
+	}
+	if (f & OPF_IMM)
+		recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true, p->h.imm);
+	qp->msn = psn_add(qp->msn, 1);
+	qp->resp_state = RCT_RESP_IDLE;
+	return true;
+}
+
+/* Execute a READ request: take a resource, queue its responses [RESP-READ-*]. */
+static bool exec_read(struct rct_qp *qp, struct rct_pkt *p)
+{
+	struct rct_rd_res *r;
+	uint32_t len = p->h.reth.dmalen;
+	if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
+		return false;
+	}
+	if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
+		if (RD_AT(qp, qp->rd_head)->pending) {
+			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);  /* busy */
+			return false;
+		}
+		RD_AT(qp, qp->rd_head)->valid = 0;
+		qp->rd_head++;                                   /* [RESP-READ-2] oldest retires */
+	}
+	if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
+		fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
+		return false;
+	}
+	r = RD_AT(qp, qp->rd_tail++);
+	r->valid = 1;
+	r->pending = 1;
+	r->first_psn = r->next_psn = p->h.bth.psn;
+	r->npkts = qp_npkts(qp, len);
+	r->va = p->h.reth.va;
+	r->rkey = p->h.reth.rkey;
+	r->length = len;
+	qp->msn = psn_add(qp->msn, 1);                           /* [RESP-MSN-1] */
+	return true;
+}
+
+/* Acknowledge an executed SEND/WRITE packet [RESP-ACK-1] [RESP-ACK-2]. */
+static void ack_policy(struct rct_qp *qp, struct rct_pkt *p, uint32_t ack_psn)
+{
+	qp->unacked++;
+	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX)
+		want_ack(qp, ack_psn);
+}
+
+static void execute(struct rct_qp *qp, struct rct_pkt *p)
+{
+	uint32_t f = p->opflags;
+	if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !length_ok(qp, f, p->paylen)) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
+		     RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-4] [OPC-LEN-2] [OPC-VAL-1] */
+		return;
+	}
+	if (takes_recv(f) && qp->rq_head == qp->rq_tail) {
+		want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
+		return;
+	}
+	if (f & OPF_READ) {
+		if (exec_read(qp, p))
+			qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
+		return;                                                  /* [RESP-ACK-3] */
+	}
+	if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
+		return;
+	qp->epsn = psn_add(qp->epsn, 1);
+	ack_policy(qp, p, p->h.bth.psn);
+}
+
+/* A duplicate request [RESP-DUP-*]. */
+static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
+{
+	uint32_t q = p->h.bth.psn;
+	qp->cnt.rx_dup++;
+	if (!(p->opflags & OPF_READ)) {
+		want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
+		return;
+	}
+	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+		struct rct_rd_res *r = RD_AT(qp, i);
+		uint32_t k = (uint32_t)psn_diff(q, r->first_psn);
+		if (!r->valid || k >= r->npkts)
+			continue;
+		if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
+			break;                                        /* [RESP-DUP-4] */
+		r->next_psn = q;                                      /* [RESP-DUP-2] replay */
+		r->pending = 1;
+		qp->cnt.read_replays++;
+		return;
+	}
+	/* no held READ matches: dropped silently [RESP-DUP-3] */
+}
+
+/* ---------------------------------------------------------------- */
+/* Selective repeat: placement within the window [SR-RESP-*]         */
+/* ---------------------------------------------------------------- */
+
+/* epsn passes placed PSNs; messages complete in order [SR-RESP-4]. */
+static void sr_advance(struct rct_qp *qp)
+{
+	uint32_t n = 0;
+	while (n < RCT_SR_WINDOW && bm_test(qp->sr_rcvd, n)) {
+		uint32_t slot = psn_add(qp->epsn, n) & (RCT_SR_WINDOW - 1);
+		uint8_t kind = qp->sr_slot_kind[slot];
+		if (kind != SLOT_NONE) {
+			if (kind == SLOT_END_RECV || kind == SLOT_END_RECV_IMM)
+				recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->sr_slot_len[slot],
+				              kind == SLOT_END_RECV_IMM, qp->sr_slot_imm[slot]);
+			else if (kind == SLOT_END_WRITE_IMM)
+				recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true,
+				              qp->sr_slot_imm[slot]);
+			if (kind != SLOT_END_PLAIN)
+				qp->rsn_done = psn_add(qp->rsn_done, 1);
+			qp->msn = psn_add(qp->msn, 1);
+			qp->sr_slot_kind[slot] = SLOT_NONE;
+		}
+		n++;
+	}
+	bm_shift(qp->sr_rcvd, n);
+	qp->epsn = psn_add(qp->epsn, n);
+}
+
+/* Place an SR SEND/WRITE packet on its own [SR-RESP-2] [SR-RESP-7] [SR-RESP-9]. */
+static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
+{
+	uint32_t f = p->opflags, slot = p->h.bth.psn & (RCT_SR_WINDOW - 1);
+	uint32_t k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->rsn_done);
+	bool recv = (f & OPF_SEND) || takes_recv(f);
+	if (!length_ok(qp, f, p->paylen)) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+		return false;
+	}
+	if (recv && k >= qp->rq_tail - qp->rq_head) {
+		if (d == 0)
+			want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false);
+		return false;                                     /* [SR-RESP-7] */
+	}
+	if (f & OPF_SEND) {
+		struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head + k);
+		struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+		int n;
+		if ((uint64_t)p->h.sreth.offset + p->paylen > r->length) {
+			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);
+			return false;
+		}
+		n = qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
+		                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+		if (n < 0) {
+			fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);
+			return false;
+		}
+		qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	} else {
+		uint64_t end = (uint64_t)p->h.sreth.offset + p->paylen;
+		if (end > p->h.reth.dmalen) {
+			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+			return false;
+		}
+		if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->paylen, RCT_ACCESS_REMOTE_WRITE)) {
+			fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);
+			return false;
+		}
+		if (!place_write(qp, p->h.reth.rkey, p->h.reth.va, p, false))
+			return false;
+	}
+	if (f & OPF_LAST) {
+		qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
+		                       : takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
+		qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
+		qp->sr_slot_imm[slot] = p->h.imm;
+	} else {
+		qp->sr_slot_kind[slot] = SLOT_NONE;
+	}
+	bm_set(qp->sr_rcvd, d);
+	if (d)
+		qp->cnt.sr_placed_ooo++;
+	return true;
+}
+
+static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
+{
+	uint32_t f = p->opflags;
+	if (d >= RCT_SR_WINDOW) {                                 /* [SR-RESP-1] */
+		qp->cnt.rx_out_of_seq++;
+		qp->sack_pending = 1;
+		return;
+	}
+	if (d == 0)
+		qp->nak_latch = 0;
+	if (bm_test(qp->sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
+		qp->cnt.rx_dup++;
+		if (p->h.bth.ackreq)
+			qp->sack_pending = 1;
+		return;
+	}
+	if (!(f & OPF_SUPPORTED)) {
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+		return;
+	}
+	if (f & OPF_READ) {
+		if (d != 0) {                                     /* [SR-RESP-6] */
+			qp->cnt.rx_out_of_seq++;
+			qp->sack_pending = 1;
+			return;
+		}
+		if (exec_read(qp, p)) {
+			uint32_t n = RD_AT(qp, qp->rd_tail - 1)->npkts;
+			bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+			qp->epsn = psn_add(qp->epsn, n);
+		}
+		return;
+	}
+	if (!sr_place(qp, p, (uint32_t)d))
+		return;
+	if (d > 0) {
+		qp->cnt.rx_out_of_seq++;
+		qp->sack_pending = 1;                             /* [SR-RESP-5] */
+		return;
+	}
+	sr_advance(qp);
+	qp->unacked++;
+	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX) {
+		if (bm_any(qp->sr_rcvd))
+			qp->sack_pending = 1;
+		else
+			want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* Entry: classify by PSN [PSN-WIN-3]                                */
+/* ---------------------------------------------------------------- */
+
+void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+{
+	int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
+	(void)now;
+	if (qp->resp_state == RCT_RESP_ERROR) {
+		qp->cnt.rx_bad_state++;                           /* [RESP-ERR-3] */
+		return;
+	}
+	if (d >= (int32_t)RCT_RESP_WINDOW || d < -(int32_t)RCT_RESP_WINDOW) {
+		qp->cnt.rx_out_of_window++;                       /* [RESP-PSN-3] */
+		return;
+	}
+	if (d < 0) {
+		duplicate(qp, p);                                 /* [SR-RESP-8] too */
+		return;
+	}
+	if (qp->sr) {
+		sr_handle(qp, p, d);
+		return;
+	}
+	if (d > 0) {
+		qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-2] */
+		if (!qp->nak_latch) {
+			want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
+			qp->nak_latch = 1;
+		}
+		return;
+	}
+	qp->nak_latch = 0;                                        /* [RESP-OOS-3] */
+	execute(qp, p);
+}
+
+/* ---------------------------------------------------------------- */
+/* Output                                                            */
+/* ---------------------------------------------------------------- */
+
+static void emit_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn)
+{
+	struct rct_hdr h;
+	RCT_MEMSET(&h, 0, sizeof(h));
+	h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-4] */
+	h.bth.psn = psn;
+	h.aeth.syndrome = syn;
+	h.aeth.msn = qp->msn;                                     /* [RESP-MSN-2] */
+	f->nseg = 0;
+	qp_emit(qp, f, &h, 0);
+}
+
+static void count_nak(struct rct_qp *qp, uint8_t syn)
+{
+	if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
+		qp->cnt.tx_rnr_nak++;
+	else if (syn == AETH_NAK_PSN_SEQ)
+		qp->cnt.tx_nak_seq++;
+	else if (syn == AETH_NAK_INV_REQ)
+		qp->cnt.tx_nak_inv++;
+	else if (syn == AETH_NAK_REM_ACC)
+		qp->cnt.tx_nak_acc++;
+	else if (syn == AETH_NAK_REM_OP)
+		qp->cnt.tx_nak_op++;
+}
+
+/* One READ response packet of r [RESP-READ-1]. Returns 0 if it had to fail. */
+static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
+{
+	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+	uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
+	uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
+	struct rct_hdr h;
+	int n = 0;
+	RCT_MEMSET(&h, 0, sizeof(h));
+	if (r->npkts == 1)
+		h.bth.opcode = OP_READ_RESP_ONLY;
+	else if (idx == 0)
+		h.bth.opcode = OP_READ_RESP_FIRST;
+	else if (idx + 1 == r->npkts)
+		h.bth.opcode = OP_READ_RESP_LAST;
+	else
+		h.bth.opcode = OP_READ_RESP_MIDDLE;
+	h.bth.psn = r->next_psn;
+	h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
+	h.aeth.msn = qp->msn;
+	if (paylen) {
+		n = ops->translate(qp->dev->attr.mr_ctx, r->rkey, true, qp->init.pd, r->va + off, paylen,
+		                   RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
+		if (n < 0) {                                      /* MR went away meanwhile */
+			r->pending = 0;
+			fail(qp, AETH_NAK_REM_ACC, r->next_psn, false, RCT_WC_SUCCESS);
+			return 0;
+		}
+	}
+	f->nseg = (uint8_t)n;
+	qp_emit(qp, f, &h, paylen);
+	qp->cnt.tx_read_resp++;
+	r->next_psn = psn_add(r->next_psn, 1);
+	if (idx + 1 >= r->npkts)
+		r->pending = 0;
+	return 1;
+}
+
+int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+{
+	struct rct_rd_res *r = rd_oldest_pending(qp);
+	(void)now;
+	/* [RESP-READ-3]: replies for later PSNs wait for earlier READ responses */
+	if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
+		uint8_t syn = qp->nak_syndrome;
+		qp->nak_pending = 0;
+		if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn))
+			qp->ack_pending = 0;                      /* the NAK implies it */
+		emit_ack(qp, f, syn, qp->nak_psn);
+		count_nak(qp, syn);
+		if (qp->err_after_nak)
+			qp_to_err(qp);                            /* [QP-ERR-1] */
+		return 1;
+	}
+	if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
+		struct rct_hdr h;
+		uint64_t bits = (uint64_t)qp->sr_rcvd[0] | ((uint64_t)qp->sr_rcvd[1] << 32);
+		RCT_MEMSET(&h, 0, sizeof(h));
+		h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
+		h.bth.psn = qp->epsn;
+		h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+		h.aeth.msn = qp->msn;
+		h.sack = bits & ~1ull;
+		f->nseg = 0;
+		qp_emit(qp, f, &h, 0);
+		qp->sack_pending = 0;
+		qp->ack_pending = 0;
+		qp->unacked = 0;
+		qp->cnt.tx_sack++;
+		return 1;
+	}
+	if (qp->ack_pending && !(r && psn_lt(r->next_psn, qp->ack_psn))) {
+		qp->ack_pending = 0;
+		qp->unacked = 0;
+		emit_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn);   /* [HDR-AETH-2] */
+		qp->cnt.tx_ack++;
+		return 1;
+	}
+	if (r)
+		return emit_read_resp(qp, r, f);
+	return 0;
+}

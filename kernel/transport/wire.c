@@ -211,7 +211,7 @@ int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1
 	get_bth(buf + p->bth_off, &p->h.bth);
 	p->icrc = wire_icrc_load(buf + end - ICRC_LEN);
 	p->opflags = op_flags(p->h.bth.opcode);
-	if (p->h.bth.tver != BTH_TVER || !(p->opflags & OPF_VALID))
+	if (!(p->opflags & OPF_VALID))
 		return RCT_PARSE_BAD_BTH;
 	return RCT_PARSE_OK;
 }
