@@ -29,7 +29,13 @@
  *
  * Compatibility note for the simulator helper: this API is extended
  * compatibly; any signature change is announced here under "API CHANGES".
- * API CHANGES: none yet.
+ * API CHANGES (newest last):
+ *   2026-11-21 05:40  counters renamed to proto-spec counters.md names:
+ *     rct_qp_counters.tx_acks/rx_acks -> tx_ack/rx_ack; rct_dev_counters.rx_bad_ip ->
+ *     rx_bad_header (plus new rx_wrong_peer, rnr_waits). Frames whose source IP
+ *     is not the QP's ah.dipv4 are now dropped (rx_wrong_peer) [RX-ORDER-1] step 9.
+ *     rct_cm_msg follows proto-spec cm.md (src_conn_id/dst_conn_id, gid, mac).
+ *     rct_mr_ops.translate: with max == 0 it only validates the range.
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
