@@ -1,0 +1,130 @@
+/*
+ * harness.h: the unit-test harness of the transport core.
+ *
+ * Owns: fake memory regions (with guard bytes checked at teardown), test
+ * endpoints (a device + one QP + rings + CQs), a two-endpoint link pumped in
+ * virtual time with a drop filter, and a scripted peer that injects
+ * hand-built frames and parses what the endpoint sends ("inject this at t,
+ * expect that at t', expect nothing until t''"). Every suite includes it.
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rct.h"
+#include "rct_int.h"
+
+#define EP_SQ 64
+#define EP_RQ 64
+#define EP_RD 16
+#define EP_CQ 512
+#define MR_MAX 8
+#define GUARD 64
+#define PAGE 4096
+
+struct test_mr {
+	uint32_t key, pd, access;
+	uint64_t va;
+	uint32_t len;
+	uint8_t *raw;              /* GUARD + len + GUARD bytes */
+	uint8_t *buf;              /* raw + GUARD */
+};
+
+struct ep {
+	struct rct_dev dev;
+	struct rct_qp qp;
+	struct rct_send_wqe sq[EP_SQ];
+	struct rct_recv_wqe rq[EP_RQ];
+	struct rct_rd_res rd[EP_RD];
+	struct rct_cq scq, rcq;
+	struct rct_wc swc[EP_CQ], rwc[EP_CQ];
+	struct test_mr mr[MR_MAX];
+	int nmr;
+	uint32_t pd;
+};
+
+/* Connection options. */
+struct conn_opts {
+	enum rct_mtu mtu;
+	uint32_t a_psn, b_psn;     /* sq_psn of A and of B */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t rd_atomic;
+	bool sr, adaptive;
+	uint32_t access;
+	uint32_t max_inflight;
+};
+
+extern const struct rct_mr_ops test_mr_ops;
+extern const uint8_t MAC_A[6], MAC_B[6];
+#define IP_A 0x0a000001u
+#define IP_B 0x0a000002u
+#define QPN_A 0x11u
+#define QPN_B 0x12u
+
+void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint32_t flags);
+void ep_free(struct ep *e);               /* checks guards; frees MRs */
+struct test_mr *ep_reg_mr(struct ep *e, uint64_t va, uint32_t len, uint32_t access);
+void conn_defaults(struct conn_opts *o);
+/* Bring e to RTS connected to the peer (mac/ip/qpn). */
+void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
+                uint32_t rq_psn, uint32_t sq_psn, const struct conn_opts *o);
+void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o);
+
+/* Posting helpers. */
+int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct test_mr *mr, uint32_t off,
+              uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm);
+int post_recv(struct ep *e, uint64_t wr_id, struct test_mr *mr, uint32_t off, uint32_t len);
+
+/* Link: deliver frames both ways until quiet, firing timers up to `until`.
+ * drop(ctx, from_a, frame_no_from_that_side, pkt) returns true to drop. */
+typedef bool (*drop_fn)(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p);
+struct link {
+	drop_fn drop;
+	void *ctx;
+	unsigned sent_a, sent_b, dropped;
+	uint64_t now;
+	uint64_t latency;          /* ns per hop */
+};
+void link_init(struct link *l);
+/* Run until nothing happens before `until`; returns the final virtual time. */
+uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until);
+
+/* Scripted peer. */
+struct peer {
+	uint8_t mac[6];
+	uint32_t ip, qpn;
+	uint16_t sport;
+	uint16_t ip_id;
+};
+void peer_for(struct peer *p, const struct ep *e);   /* the peer e is connected to */
+/* Build and inject one frame (h: opcode, psn, ackreq, reth, aeth, imm set by caller). */
+enum rct_rx_result inject(struct ep *e, const struct peer *pr, uint64_t now, struct rct_hdr *h,
+                          const void *payload, uint32_t len);
+/* Build only; returns the length in buf. */
+uint32_t build_frame(uint8_t *buf, const struct ep *e, const struct peer *pr, struct rct_hdr *h,
+                     const void *payload, uint32_t len);
+/* Poll one frame from e and parse it (ICRC checked). Returns 1 or 0. */
+int expect_frame(struct ep *e, uint64_t now, struct rct_pkt *p, uint8_t *buf);
+/* Assert that e sends nothing now. */
+void expect_nothing_(struct ep *e, uint64_t now, const char *file, int line);
+#define expect_nothing(e, now) expect_nothing_((e), (now), __FILE__, __LINE__)
+
+int cq_pop(struct rct_cq *cq, struct rct_wc *wc);   /* 1 or 0 */
+
+/* Suites. */
+Suite *suite_psn(void);
+Suite *suite_wire(void);
+Suite *suite_vectors(void);
+Suite *suite_opcode(void);
+Suite *suite_qp(void);
+Suite *suite_req(void);
+Suite *suite_resp(void);
+Suite *suite_comp(void);
+Suite *suite_sr(void);
+Suite *suite_cm(void);
+Suite *suite_rx(void);
+
+#endif
