@@ -75,7 +75,11 @@ static int console_read(int to_user, uint64 dst, int n) {
       if (n < want) cons.rd--;    // keep ^D so the next read returns 0
       break;
     }
-    if (copy_to(to_user, dst, &c, 1) < 0) break;
+    if (copy_to(to_user, dst, &c, 1) < 0) {
+      cons.rd--;                  // leave the byte for the next reader
+      if (n == want) { spin_unlock(&cons.lock); return -1; }
+      break;
+    }
     dst++; n--;
     if (c == '\n') break;
   }
@@ -87,7 +91,7 @@ static int console_write(int from_user, uint64 src, int n) {
   int i;
   for (i = 0; i < n; i++) {
     char c;
-    if (copy_from(from_user, &c, src + i, 1) < 0) break;
+    if (copy_from(from_user, &c, src + i, 1) < 0) return i > 0 ? i : -1;
     uart_putc(c);
   }
   return i;

@@ -57,12 +57,15 @@ static int load_image(pagetable_t pt, struct inode *ip, struct elf64_header *eh,
   for (int i = 0; i < eh->phnum; i++) {
     struct elf64_phdr ph;
     uint64 at = eh->phoff + (uint64)i * sizeof ph;
+    if (at + sizeof ph < at || at + sizeof ph > ip->size) return -1;
     if (inode_read(ip, 0, (uint64)&ph, at, sizeof ph) != sizeof ph) return -1;
     if (ph.type != PT_LOAD) continue;
     if (ph.memsz < ph.filesz || ph.vaddr + ph.memsz < ph.vaddr || ph.vaddr % PGSIZE) return -1;
+    if (ph.offset + ph.filesz < ph.offset || ph.offset + ph.filesz > ip->size) return -1;
     if (ph.vaddr < *end || ph.vaddr + ph.memsz > TRAPFRAME / 2) return -1;
     int perm = (ph.flags & PF_X ? PTE_X : 0) | (ph.flags & PF_W ? PTE_W : 0);
-    if (uvm_grow(pt, *end, ph.vaddr + ph.memsz, perm) < 0) return -1;
+    // Map from vaddr, not from *end: gaps (page 0 above all) stay unmapped.
+    if (uvm_grow(pt, ph.vaddr, ph.vaddr + ph.memsz, perm) < 0) return -1;
     *end = ph.vaddr + ph.memsz;
     if (load_segment(pt, ph.vaddr, ip, ph.offset, ph.filesz) < 0) return -1;
   }

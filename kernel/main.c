@@ -44,6 +44,7 @@ static void boot_hart0(void) {
   kvm_init();
   proc_table_init();            // maps kernel stacks into the kernel table
   timer_init(fdt_timebase_hz());
+  kprintf("timebase %d Hz\n", (int)fdt_timebase_hz());
   irq_register(UART0_IRQ, uart_interrupt, NULL);
   bcache_init();
   inode_table_init();

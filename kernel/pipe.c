@@ -57,7 +57,10 @@ int pipe_write(struct pipe *pi, uint64 uva, int n) {
       continue;
     }
     char c;
-    if (copy_in(p->pagetable, &c, uva + i, 1) < 0) break;
+    if (copy_in(p->pagetable, &c, uva + i, 1) < 0) {
+      if (i == 0) i = -1;            // a bad buffer fails; a partial write counts
+      break;
+    }
     pi->data[pi->nwritten++ % PIPE_BYTES] = c;
     i++;
   }
@@ -76,7 +79,10 @@ int pipe_read(struct pipe *pi, uint64 uva, int n) {
   int i;
   for (i = 0; i < n && pi->nread != pi->nwritten; i++) {
     char c = pi->data[pi->nread % PIPE_BYTES];
-    if (copy_out(p->pagetable, uva + i, &c, 1) < 0) break;
+    if (copy_out(p->pagetable, uva + i, &c, 1) < 0) {
+      if (i == 0) i = -1;            // the byte stays in the pipe
+      break;
+    }
     pi->nread++;
   }
   proc_wakeup(&pi->nwritten);
