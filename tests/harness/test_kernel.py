@@ -2,8 +2,8 @@
 """test_kernel.py: `make test-kernel` — usertests in guests of several sizes.
 
 For each CPU count (default: 1, then 3) this boots a guest, reports the
-boot-to-prompt time, runs usertests in it, halts it and checks QEMU's exit
-status. It fails on any FAILED test, a missing summary, a timeout, a panic
+boot-to-prompt time, runs the shell and tool checks (shell_checks.py) and
+then usertests in it, halts it and checks QEMU's exit status. It fails on any FAILED test, a missing summary, a timeout, a panic
 or a non-zero QEMU status. The last line printed is the sum over all runs,
 exactly "<passed> passed, <failed> failed".
 
@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from guest import Guest, GuestError, progress  # noqa: E402
+from shell_checks import run_shell_checks  # noqa: E402
 
 TEST_LINE = re.compile(r"^test (\S+): (OK|FAILED.*)$", re.MULTILINE)
 SUMMARY = r"^(\d+) passed, (\d+) failed$"
@@ -32,7 +33,7 @@ class RunResult:
         self.cpus = cpus
         self.passed = 0
         self.failed = 0
-        self.failures = []        # "name: FAILED (...)" lines
+        self.failures = []        # "test name: FAILED (...)" lines
         self.error = None         # harness-level problem, or None
         self.boot_seconds = None
         self.run_seconds = None
@@ -55,20 +56,34 @@ def run_guest(cpus, args, result):
     try:
         with Guest(name, cpus=cpus) as guest:
             result.boot_seconds = guest.boot(timeout=60)
+            if not args.tests:
+                record_shell_checks(run_shell_checks(guest, cpus), result, name)
             started = time.monotonic()
             guest.send(usertests_command(args))
             summary = guest.expect(SUMMARY, timeout=args.timeout)
             result.run_seconds = time.monotonic() - started
-            result.passed, result.failed = int(summary[1]), int(summary[2])
+            result.passed += int(summary[1])
+            result.failed += int(summary[2])
             transcript = guest.output()
-            result.failures = [m.group(0) for m in TEST_LINE.finditer(transcript)
-                               if m.group(2) != "OK"]
+            result.failures += [m.group(0) for m in TEST_LINE.finditer(transcript)
+                                if m.group(2) != "OK"]
             guest.expect(r"\$ $", timeout=30)
             guest.send("halt 0")
             result.qemu_status = guest.wait_exit(timeout=30)
     except GuestError as err:
         result.error = str(err)
     progress(name, describe(result))
+
+
+def record_shell_checks(checks, result, name):
+    for check, error in checks:
+        line = f"test {check}: " + ("OK" if error is None else f"FAILED ({error})")
+        progress(name, line)
+        if error is None:
+            result.passed += 1
+        else:
+            result.failed += 1
+            result.failures.append(line)
 
 
 def describe(r):
