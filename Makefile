@@ -39,6 +39,7 @@ include proto-spec/spec.mk
 include kernel/transport/transport.mk
 include netem/netem.mk
 include tests/sim/sim.mk
+include tests/net/net.mk
 
 all: deps kernel/kernel fs.img
 

@@ -1,0 +1,1 @@
+# placeholder: the owner of this fragment replaces it
