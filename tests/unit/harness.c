@@ -331,3 +331,72 @@ int cq_pop(struct rct_cq *cq, struct rct_wc *wc)
 {
 	return rct_poll_cq(cq, wc, 1);
 }
+
+enum rct_rx_result inject_ack(struct ep *e, const struct peer *pr, uint64_t now, uint8_t syn, uint32_t psn,
+                              uint32_t msn)
+{
+	struct rct_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = OP_ACK;
+	h.bth.psn = psn & PSN_MASK;
+	h.aeth.syndrome = syn;
+	h.aeth.msn = msn;
+	return inject(e, pr, now, &h, NULL, 0);
+}
+
+enum rct_rx_result inject_req(struct ep *e, const struct peer *pr, uint64_t now, uint8_t opcode, uint32_t psn,
+                              bool ackreq, uint32_t len, uint8_t fill, const struct rct_reth *reth, uint32_t imm)
+{
+	static uint8_t pay[8192];
+	struct rct_hdr h;
+	memset(&h, 0, sizeof(h));
+	memset(pay, fill, len);
+	h.bth.opcode = opcode;
+	h.bth.psn = psn & PSN_MASK;
+	h.bth.ackreq = ackreq;
+	if (reth)
+		h.reth = *reth;
+	h.imm = imm;
+	return inject(e, pr, now, &h, pay, len);
+}
+
+static struct ep fx_ep;
+static struct peer fx_pr;
+
+struct ep *fx_a(void) { return &fx_ep; }
+struct peer *fx_peer(void) { return &fx_pr; }
+
+void fx_setup_opts(const struct conn_opts *o)
+{
+	ep_init(&fx_ep, MAC_A, IP_A, QPN_A, 0);
+	ep_connect(&fx_ep, MAC_B, IP_B, QPN_B, o->b_psn, o->a_psn, o);
+	peer_for(&fx_pr, &fx_ep);
+}
+
+void fx_setup(void)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	fx_setup_opts(&o);
+}
+
+void fx_teardown(void)
+{
+	ep_free(&fx_ep);
+}
+
+void expect_wc_(struct rct_cq *cq, uint64_t wr_id, enum rct_wc_status st, const char *file, int line)
+{
+	struct rct_wc wc;
+	ck_assert_msg(cq_pop(cq, &wc), "%s:%d: expected a completion", file, line);
+	ck_assert_msg(wc.wr_id == wr_id && wc.status == st, "%s:%d: completion wr_id %llu status %s, "
+	              "expected wr_id %llu status %s", file, line, (unsigned long long)wc.wr_id,
+	              rct_wc_status_name(wc.status), (unsigned long long)wr_id, rct_wc_status_name(st));
+}
+
+void expect_no_wc_(struct rct_cq *cq, const char *file, int line)
+{
+	struct rct_wc wc;
+	ck_assert_msg(!cq_pop(cq, &wc), "%s:%d: unexpected completion wr_id %llu status %s", file, line,
+	              (unsigned long long)wc.wr_id, rct_wc_status_name(wc.status));
+}

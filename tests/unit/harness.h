@@ -128,3 +128,21 @@ Suite *suite_cm(void);
 Suite *suite_rx(void);
 
 #endif
+
+/* Scripted-peer shorthands. */
+enum rct_rx_result inject_ack(struct ep *e, const struct peer *pr, uint64_t now, uint8_t syn, uint32_t psn,
+                              uint32_t msn);
+/* A request packet: opcode, psn, ackreq, payload (len bytes of pattern byte `fill`). */
+enum rct_rx_result inject_req(struct ep *e, const struct peer *pr, uint64_t now, uint8_t opcode, uint32_t psn,
+                              bool ackreq, uint32_t len, uint8_t fill, const struct rct_reth *reth, uint32_t imm);
+/* Standard one-endpoint fixture: A connected to a scripted peer. */
+struct ep *fx_a(void);
+struct peer *fx_peer(void);
+void fx_setup_opts(const struct conn_opts *o);
+void fx_setup(void);
+void fx_teardown(void);
+/* Pop one completion and check status/wr_id. */
+void expect_wc_(struct rct_cq *cq, uint64_t wr_id, enum rct_wc_status st, const char *file, int line);
+#define expect_wc(cq, id, st) expect_wc_((cq), (id), (st), __FILE__, __LINE__)
+void expect_no_wc_(struct rct_cq *cq, const char *file, int line);
+#define expect_no_wc(cq) expect_no_wc_((cq), __FILE__, __LINE__)

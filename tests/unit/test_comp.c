@@ -1,6 +1,454 @@
+/*
+ * test_comp.c: the completer: ACK/NAK handling, timers, retries, RNR,
+ * go-back-N, READ responses, completions and the CQ. Scripted peer with
+ * an owned clock: "inject at t, expect at t', nothing until t''".
+ */
 #include "harness.h"
+
+#define A (fx_a())
+#define P (fx_peer())
+#define PSN0 0x123456u
+#define RTO14 (4096ull << 14)          /* 67.108864 ms */
+static uint8_t fb[8192];
+static struct test_mr *M;
+
+static void setup(void)
+{
+	fx_setup();
+	M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+}
+
+static void setup_with(struct conn_opts *o)
+{
+	fx_teardown();
+	fx_setup_opts(o);
+	M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+}
+
+static int drain(uint64_t now, uint32_t *first_psn)
+{
+	struct rct_pkt p;
+	int n = 0;
+	while (expect_frame(A, now, &p, fb)) {
+		if (!n && first_psn)
+			*first_psn = p.h.bth.psn;
+		n++;
+	}
+	return n;
+}
+
+/* [REQ-ACK-1] [REQ-CMPL-1] [REQ-CMPL-2] one coalesced ACK completes several WRs in order */
+START_TEST(test_comp_coalesced_ack)
+{
+	for (int i = 0; i < 3; i++)
+		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+	ck_assert_int_eq(drain(0, NULL), 3);
+	ck_assert_int_eq(inject_ack(A, P, 5, 0x1f, PSN0 + 2, 3), RCT_RX_OK);
+	for (int i = 0; i < 3; i++)
+		expect_wc(&A->scq, (uint64_t)i, RCT_WC_SUCCESS);
+	ck_assert_uint_eq(A->qp.cnt.rx_ack, 1);
+	ck_assert_uint_eq(A->qp.last_msn, 3);                /* [REQ-ACK-4] */
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+}
+END_TEST
+
+/* [REQ-ACK-2] [PSN-WIN-4] stale and never-sent ACKs change nothing */
+START_TEST(test_comp_stale_and_future_ack)
+{
+	post_send(A, 1, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+	post_send(A, 2, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 1, 0x1f, PSN0, 1);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	inject_ack(A, P, 2, 0x1f, PSN0, 1);                /* una - 1: in window, nothing new */
+	inject_ack(A, P, 2, 0x1f, PSN0 - 5, 0);            /* older */
+	ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 1);
+	inject_ack(A, P, 3, 0x1f, PSN0 + 7, 9);            /* never sent */
+	ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 1);
+	expect_no_wc(&A->scq);
+	ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+}
+END_TEST
+
+/* [REQ-TMO-1] [REQ-TMO-2] [REQ-TMO-3] [REQ-GBN-1] [REQ-PSN-3] [REQ-ACKREQ-3] [REQ-TMO-5]
+ * Nothing until the IBTA timeout, then everything outstanding again. */
+START_TEST(test_comp_timeout_go_back_n)
+{
+	uint8_t first[8192];
+	struct rct_pkt p, q;
+	int n;
+	post_send(A, 1, RCT_WR_RDMA_WRITE, M, 0, 3000, 0x5000, 0x77, 0);
+	ck_assert(expect_frame(A, 0, &p, first));
+	ck_assert_int_eq(drain(0, NULL), 2);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), RTO14);
+	rct_handle_timeout(&A->qp, RTO14 - 1);             /* spurious wakeup: harmless */
+	expect_nothing(A, RTO14 - 1);
+	rct_handle_timeout(&A->qp, RTO14);
+	ck_assert(expect_frame(A, RTO14, &q, fb));
+	ck_assert_uint_eq(q.h.bth.psn, PSN0);
+	/* same transport bytes; only the IPv4 ID (and so checksum and ICRC) differ */
+	ck_assert_int_eq(memcmp(fb + p.bth_off, first + p.bth_off, p.frame_len - p.bth_off - 4), 0);
+	n = 1;
+	while (expect_frame(A, RTO14, &q, fb))
+		n++;
+	ck_assert_int_eq(n, 3);
+	ck_assert(q.h.bth.ackreq);                           /* end of the burst */
+	ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
+	ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 3);
+	ck_assert_uint_eq(A->qp.retry_left, 6);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
+}
+END_TEST
+
+/* [REQ-RETRY-2] [WC-STATUS-3] [QP-ERR-2] retries exhausted: RETRY_EXC_ERR then flush */
+START_TEST(test_comp_retry_exhausted)
+{
+	struct conn_opts o;
+	uint64_t t = 0;
+	conn_defaults(&o);
+	o.retry_cnt = 2;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	for (int i = 0; i < 2; i++) {
+		t = rct_next_timeout(&A->qp);
+		rct_handle_timeout(&A->qp, t);
+		ck_assert_int_eq(drain(t, NULL), 2);
+	}
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	expect_nothing(A, t);
+	expect_wc(&A->scq, 1, RCT_WC_RETRY_EXC_ERR);
+	expect_wc(&A->scq, 2, RCT_WC_WR_FLUSH_ERR);
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);     /* [QP-ERR-3] */
+}
+END_TEST
+
+/* [REQ-RETRY-1] progress resets the retry budget */
+START_TEST(test_comp_retry_reset_on_progress)
+{
+	uint64_t t;
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	drain(t, NULL);
+	ck_assert_uint_eq(A->qp.retry_left, 6);
+	inject_ack(A, P, t + 10, 0x1f, PSN0, 1);
+	ck_assert_uint_eq(A->qp.retry_left, 7);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 10 + RTO14);   /* restarted on progress */
+}
+END_TEST
+
+/* [REQ-TMO-1] timeout 0 waits forever */
+START_TEST(test_comp_timeout_zero_is_infinite)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.timeout = 0;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+	ck_assert_uint_eq(rct_ack_timeout_ns(14), 67108864ull);
+	ck_assert_uint_eq(rct_ack_timeout_ns(1), 8192ull);
+}
+END_TEST
+
+/* [REQ-GBN-2] [REQ-RETRY-2] a sequence NAK: ack before p, resend from p once */
+START_TEST(test_comp_seq_nak_go_back)
+{
+	uint32_t first;
+	for (int i = 0; i < 5; i++)
+		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);
+	expect_wc(&A->scq, 0, RCT_WC_SUCCESS);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	ck_assert_int_eq(drain(10, &first), 3);
+	ck_assert_uint_eq(first, PSN0 + 2);
+	ck_assert_uint_eq(A->qp.retry_left, 7);             /* una advanced: no retry used */
+	inject_ack(A, P, 11, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);  /* same NAK again: ignored */
+	expect_nothing(A, 11);
+	ck_assert_uint_eq(A->qp.cnt.rx_nak_seq, 2);
+}
+END_TEST
+
+/* [REQ-RNR-1] [REQ-RNR-2] [REQ-RNR-3] [REQ-RNR-4] [HDR-AETH-3] RNR: wait the coded time, then resend */
+START_TEST(test_comp_rnr_wait_and_retry)
+{
+	uint32_t first;
+	uint64_t t0 = 1000, wait = 640000;               /* code 12 = 0.64 ms */
+	post_send(A, 1, RCT_WR_SEND, M, 0, 3000, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, t0, AETH_RNR_NAK | 12, PSN0, 3);
+	inject_ack(A, P, t0 + 1, AETH_NAK_PSN_SEQ, PSN0, 3);   /* rxe's follow-up NAK: ignored */
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), t0 + wait);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], RCT_NEVER);
+	expect_nothing(A, t0 + wait - 1);
+	rct_handle_timeout(&A->qp, t0 + wait);
+	ck_assert_int_eq(drain(t0 + wait, &first), 3);
+	ck_assert_uint_eq(first, PSN0);
+	ck_assert_uint_eq(A->qp.retry_left, 7);              /* RNR does not use retry_cnt */
+	ck_assert_uint_eq(A->qp.cnt.rnr_waits, 1);
+	ck_assert_uint_eq(rct_rnr_timer_ns(0), 655360000ull);
+	ck_assert_uint_eq(rct_rnr_timer_ns(1), 10000ull);
+	ck_assert_uint_eq(rct_rnr_timer_ns(31), 491520000ull);
+}
+END_TEST
+
+/* [REQ-RETRY-3] rnr_retry 0: the first RNR NAK fails the WR */
+START_TEST(test_comp_rnr_retry_exhausted)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.rnr_retry = 0;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 5, AETH_RNR_NAK | 1, PSN0, 0);
+	expect_wc(&A->scq, 1, RCT_WC_RNR_RETRY_EXC_ERR);
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+}
+END_TEST
+
+/* [REQ-RETRY-3] rnr_retry 7 is infinite */
+START_TEST(test_comp_rnr_retry_infinite)
+{
+	uint64_t t = 0;
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	for (int i = 0; i < 50; i++) {
+		inject_ack(A, P, t, AETH_RNR_NAK | 1, PSN0, 0);
+		t = rct_next_timeout(&A->qp);
+		rct_handle_timeout(&A->qp, t);
+		ck_assert_int_eq(drain(t, NULL), 1);
+	}
+	ck_assert_uint_eq(A->qp.rnr_left, 7);
+	inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+}
+END_TEST
+
+/* [REQ-ACK-6] [WC-STATUS-2] [WC-STATUS-4] fatal NAKs map to statuses and end the QP */
+START_TEST(test_comp_fatal_nak_status)
+{
+	static const struct { uint8_t syn; enum rct_wc_status st; } t[] = {
+		{ 0x61, RCT_WC_REM_INV_REQ_ERR }, { 0x62, RCT_WC_REM_ACCESS_ERR },
+		{ 0x63, RCT_WC_REM_OP_ERR }, { 0x64, RCT_WC_GENERAL_ERR },
+	};
+	for (int i = 0; i < 4; i++) {
+		struct rct_wc wc;
+		if (i) {
+			fx_teardown();
+			setup();
+		}
+		post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+		post_send(A, 2, RCT_WR_RDMA_WRITE, M, 0, 10, 0x5000, 0x77, 0);
+		post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+		drain(0, NULL);
+		inject_ack(A, P, 5, t[i].syn, PSN0 + 1, 1);
+		expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+		ck_assert(cq_pop(&A->scq, &wc));
+		ck_assert_int_eq(wc.status, t[i].st);
+		ck_assert_uint_eq(wc.wr_id, 2);
+		ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_WRITE);
+		ck_assert_uint_eq(wc.byte_len, 0);
+		ck_assert_uint_eq(wc.vendor_err, t[i].syn);
+		expect_wc(&A->scq, 3, RCT_WC_WR_FLUSH_ERR);
+		ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+	}
+}
+END_TEST
+
+/* [HDR-AETH-5] [REQ-ACK-7] an invalid syndrome is an unexpected response */
+START_TEST(test_comp_bad_aeth)
+{
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 5, 0x45, PSN0, 0);
+	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+	ck_assert_uint_eq(A->qp.cnt.rx_bad_aeth, 1);
+}
+END_TEST
+
+/* [REQ-READ-1] [REQ-READ-2] [OPC-SEQ-5] READ responses land in the scatter list */
+START_TEST(test_comp_read_response_placed)
+{
+	struct rct_wc wc;
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 100, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+	expect_no_wc(&A->scq);
+	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+	ck_assert(cq_pop(&A->scq, &wc));
+	ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
+	ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_READ);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	ck_assert_uint_eq(M->buf[100], 0x11);
+	ck_assert_uint_eq(M->buf[100 + 1024], 0x22);
+	ck_assert_uint_eq(M->buf[100 + 2999], 0x33);
+	ck_assert_uint_ne(M->buf[100 + 3000], 0x33);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+}
+END_TEST
+
+/* [REQ-ACK-3] a READ response acknowledges the requests before the READ */
+START_TEST(test_comp_read_implied_ack)
+{
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 10, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0 + 1, false, 10, 0x44, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+}
+END_TEST
+
+/* [OPC-SEQ-6] [OPC-LEN-2] [REQ-ACK-7] wrong opcode or length in a READ response */
+START_TEST(test_comp_read_response_unexpected)
+{
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0, false, 1024, 0x11, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+	fx_teardown();
+	setup();
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1000, 0x11, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+}
+END_TEST
+
+/* [REQ-ACK-7] a READ response matching no READ is dropped and counted */
+START_TEST(test_comp_read_response_without_read)
+{
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0, false, 10, 0x11, NULL, 0);
+	ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 1);
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+	expect_no_wc(&A->scq);
+}
+END_TEST
+
+/* [REQ-READ-1] duplicate and early READ responses are dropped */
+START_TEST(test_comp_read_response_dup_and_early)
+{
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+	ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+	expect_no_wc(&A->scq);
+}
+END_TEST
+
+/* [REQ-ACK-5] [REQ-READ-3] an ACK past a READ with missing responses re-requests the rest */
+START_TEST(test_comp_read_rerequest_after_ack)
+{
+	struct rct_pkt p;
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	inject_ack(A, P, 2, 0x1f, PSN0 + 3, 2);          /* the SEND is acked: responses 2, 3 were lost */
+	ck_assert(expect_frame(A, 2, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
+	ck_assert_uint_eq(p.h.reth.dmalen, 3000 - 1024);
+	ck_assert_uint_eq(p.h.reth.rkey, 0x55);
+	ck_assert_uint_eq(A->qp.retry_left, 7);
+	ck_assert(expect_frame(A, 2, &p, fb));              /* and the SEND again (go-back-N) */
+	inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+	inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	inject_ack(A, P, 5, 0x1f, PSN0 + 3, 2);
+	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+}
+END_TEST
+
+/* [REQ-TMO-4] adaptive RTO from un-retransmitted samples, clamped */
+START_TEST(test_comp_adaptive_rto)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	ck_assert_uint_eq(comp_rto(&A->qp), RTO14);          /* no sample yet: IBTA value */
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
+	ck_assert_uint_eq(A->qp.srtt, 4000000);
+	ck_assert_uint_eq(A->qp.rttvar, 2000000);
+	ck_assert_uint_eq(comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(5000000, NULL);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), 5000000 + 12000000);
+	rct_handle_timeout(&A->qp, 17000000);
+	ck_assert_uint_eq(comp_rto(&A->qp), 24000000);       /* backoff */
+	drain(17000000, NULL);
+	inject_ack(A, P, 18000000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample (Karn) */
+	ck_assert_uint_eq(A->qp.srtt, 4000000);
+	/* tiny RTTs are clamped to min_rto */
+	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	A->qp.rto = 1000;
+	ck_assert_uint_eq(comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
+}
+END_TEST
+
+/* CQ overflow is counted, never overwrites */
+START_TEST(test_comp_cq_overflow_counted)
+{
+	struct rct_cq small;
+	struct rct_wc ring[2];
+	rct_cq_init(&small, ring, 2);
+	A->qp.init.send_cq = &small;
+	for (int i = 0; i < 3; i++)
+		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 1, 0x1f, PSN0 + 2, 3);
+	ck_assert_uint_eq(small.overflow, 1);
+	expect_wc(&small, 0, RCT_WC_SUCCESS);
+	expect_wc(&small, 1, RCT_WC_SUCCESS);
+	A->qp.cnt.cq_overflow = 0;                            /* expected here */
+	A->qp.init.send_cq = &A->scq;
+}
+END_TEST
+
 Suite *suite_comp(void)
 {
 	Suite *s = suite_create("comp");
+	TCase *t = tcase_create("completer");
+	tcase_add_checked_fixture(t, setup, fx_teardown);
+	tcase_add_test(t, test_comp_coalesced_ack);
+	tcase_add_test(t, test_comp_stale_and_future_ack);
+	tcase_add_test(t, test_comp_timeout_go_back_n);
+	tcase_add_test(t, test_comp_retry_exhausted);
+	tcase_add_test(t, test_comp_retry_reset_on_progress);
+	tcase_add_test(t, test_comp_timeout_zero_is_infinite);
+	tcase_add_test(t, test_comp_seq_nak_go_back);
+	tcase_add_test(t, test_comp_rnr_wait_and_retry);
+	tcase_add_test(t, test_comp_rnr_retry_exhausted);
+	tcase_add_test(t, test_comp_rnr_retry_infinite);
+	tcase_add_test(t, test_comp_fatal_nak_status);
+	tcase_add_test(t, test_comp_bad_aeth);
+	tcase_add_test(t, test_comp_read_response_placed);
+	tcase_add_test(t, test_comp_read_implied_ack);
+	tcase_add_test(t, test_comp_read_response_unexpected);
+	tcase_add_test(t, test_comp_read_response_without_read);
+	tcase_add_test(t, test_comp_read_response_dup_and_early);
+	tcase_add_test(t, test_comp_read_rerequest_after_ack);
+	tcase_add_test(t, test_comp_adaptive_rto);
+	tcase_add_test(t, test_comp_cq_overflow_counted);
+	suite_add_tcase(s, t);
 	return s;
 }

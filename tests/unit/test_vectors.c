@@ -34,6 +34,7 @@ static void report(void)
 		printf("vectors: %d RoCE frames, ICRC agreed %d, headers re-encoded %d, frames rebuilt %d; "
 		       "replayed frames matched %d/%d\n", vectors_frames_total, vectors_icrc_ok, vectors_hdr_ok,
 		       vectors_full_ok, replay_matched, replay_expected);
+	fflush(stdout);
 }
 
 
