@@ -526,6 +526,12 @@ static int in_ranges(const struct impair_range *r, int n, uint64_t x)
   return 0;
 }
 
+/* Is time t inside a blackhole window (relative to the start)? */
+static int in_hole(const struct impair *im, uint64_t t)
+{
+  return im->c.nhole && t >= im->start_ns && in_ranges(im->c.hole, im->c.nhole, t - im->start_ns);
+}
+
 /* Gilbert-Elliott, as netem: the loss draw uses the state before the
  * transition draw of this frame. */
 static int ge_draw(struct impair *im)
@@ -641,7 +647,7 @@ void impair_decide(struct impair *im, uint64_t index, uint64_t now, uint32_t len
   enum impair_cause cause = IMPAIR_KEEP;
   if (in_ranges(c->drop, c->ndrop, index))
     cause = IMPAIR_DROP_LIST, copies = 0;
-  else if (c->nhole && now >= im->start_ns && in_ranges(c->hole, c->nhole, now - im->start_ns))
+  else if (in_hole(im, now))
     cause = IMPAIR_DROP_BLACKHOLE, copies = 0;
   else if (rnd_lost || ge_lost) {
     copies--;                       /* netem: a lost duplicate still sends one */
@@ -664,21 +670,39 @@ void impair_decide(struct impair *im, uint64_t index, uint64_t now, uint32_t len
     return;
   }
 
+  /* A blackhole also takes frames that would leave during it (they were on
+   * the wire when the link went dark), not only frames offered during it. */
   v->depart_ns = departure(im, now, len, &v->reordered);
+  int orig_lost = in_hole(im, v->depart_ns);
+  if (dup) {
+    int r2;
+    v->dup_depart_ns = departure(im, now, len, &r2);
+    v->dup = !in_hole(im, v->dup_depart_ns);
+  }
+  if (orig_lost && !v->dup) {
+    memset(v, 0, sizeof *v);
+    v->index = index;
+    v->drop = IMPAIR_DROP_BLACKHOLE;
+    n->dropped[IMPAIR_DROP_BLACKHOLE]++;
+    return;
+  }
+  if (orig_lost) {                  /* only the (clean) duplicate survives */
+    v->depart_ns = v->dup_depart_ns;
+    v->dup = 0;
+    v->reordered = 0;
+    corrupt = 0;
+  }
+  copies = 1 + v->dup;
+  n->duplicated += (uint64_t)dup;
   q_push(im, v->depart_ns);
+  if (v->dup)
+    q_push(im, v->dup_depart_ns);
   n->reordered += v->reordered;
   if (corrupt && len > 0) {
     v->corrupt = 1;
     v->corrupt_byte = (uint32_t)((where >> 3) % len);
     v->corrupt_bit = (uint8_t)(where & 7);
     n->corrupted++;
-  }
-  if (dup) {
-    int r2;
-    v->dup = 1;
-    v->dup_depart_ns = departure(im, now, len, &r2);
-    q_push(im, v->dup_depart_ns);
-    n->duplicated++;
   }
   n->frames_out += copies;
   n->bytes_out += (uint64_t)copies * len;

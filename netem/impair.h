@@ -75,6 +75,8 @@ struct impair_conf {
   int32_t rate_overhead;   /* bytes added (or removed) per frame for the rate */
   uint32_t limit;          /* 0 = unlimited (tc's default is 1000; see impair.c) */
   int ndrop;   struct impair_range drop[IMPAIR_MAX_RANGES];
+  /* Blackhole windows [lo, hi] in ns from the start: a frame offered, or due
+   * to leave, inside one is lost. */
   int nhole;   struct impair_range hole[IMPAIR_MAX_RANGES];
 };
 

@@ -77,11 +77,11 @@ static int post_sends(struct sim *s, struct run *r)
   while (r->posted < sc->nmsgs) {
     uint32_t i = r->posted;
     uint64_t off = region_off(r, i);
-    struct rct_sge sge = {(uint64_t)(uintptr_t)(r->abuf + off), sc->size, r->amr->lkey};
+    struct rct_sge sge = {r->amr->va + off, sc->size, r->amr->lkey};
     struct rct_send_wr wr = {
       .wr_id = SC_WRID(i), .opcode = sc->op, .send_flags = RCT_SEND_SIGNALED,
       .sg_list = &sge, .num_sge = sc->size ? 1 : 0, .imm_data = SC_IMM(i),
-      .remote_addr = (uint64_t)(uintptr_t)(r->bbuf + off), .rkey = r->bmr->rkey,
+      .remote_addr = r->bmr->va + off, .rkey = r->bmr->rkey,
     };
     int rc = rct_post_send(&s->ep[0].qp, &wr);
     if (rc == RCT_ENOSPC)
@@ -105,7 +105,7 @@ static int post_recvs(struct sim *s, struct run *r)
     return 0;
   while (r->rposted < sc->nmsgs) {
     uint32_t i = r->rposted;
-    struct rct_sge sge = {(uint64_t)(uintptr_t)(r->bbuf + region_off(r, i)), sc->size, r->bmr->lkey};
+    struct rct_sge sge = {r->bmr->va + region_off(r, i), sc->size, r->bmr->lkey};
     int is_send = sc->op != RCT_WR_RDMA_WRITE_WITH_IMM;
     struct rct_recv_wr wr = {.wr_id = SC_RWRID(i), .sg_list = &sge,
                              .num_sge = is_send && sc->size ? 1 : 0};
@@ -176,8 +176,10 @@ static int check_recv_wc(struct run *r, const struct rct_wc *wc)
   enum rct_wc_opcode want = sc->op == RCT_WR_RDMA_WRITE_WITH_IMM ? RCT_WC_RECV_RDMA_WITH_IMM : RCT_WC_RECV;
   if (wc->opcode != want)
     return failf(r, "receive #%u opcode %d, want %d", i, wc->opcode, want);
-  if (wc->byte_len != sc->size)
-    return failf(r, "receive #%u byte_len %u, want %u", i, wc->byte_len, sc->size);
+  /* [RESP-RECV-4]: byte length = the message's payload, 0 for WRITE with immediate. */
+  uint32_t want_len = sc->op == RCT_WR_RDMA_WRITE_WITH_IMM ? 0 : sc->size;
+  if (wc->byte_len != want_len)
+    return failf(r, "receive #%u byte_len %u, want %u [RESP-RECV-4]", i, wc->byte_len, want_len);
   if (!!(wc->wc_flags & RCT_WC_WITH_IMM) != imm)
     return failf(r, "receive #%u WITH_IMM flag %u", i, wc->wc_flags);
   if (imm && wc->imm_data != SC_IMM(i))

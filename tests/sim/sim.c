@@ -24,7 +24,7 @@ static int sim_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, u
       return RCT_MR_EPD;
     if ((m->access & access) != access)
       return RCT_MR_EACCESS;
-    uint64_t start = (uint64_t)(uintptr_t)m->base;
+    uint64_t start = m->va;
     if (va < start || va - start > m->len || len > m->len - (va - start))
       return RCT_MR_EBOUNDS;
     if (len == 0)
@@ -56,6 +56,7 @@ const struct sim_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, 
   }
   struct sim_mr *m = &ep->mr[ep->nmr];
   m->base = base;
+  m->va = 0x100000000ull * (uint64_t)(ep->nmr + 1) + 0x10000000ull * ep->pd;
   m->len = len;
   m->access = access;
   m->pd = ep->pd;

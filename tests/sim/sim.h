@@ -26,7 +26,8 @@
 struct sim_mr {
   uint32_t lkey, rkey, access, pd;
   uint8_t *base;
-  uint64_t len;                 /* VA = (uintptr_t)base */
+  uint64_t va, len;             /* a fixed VA, not the host pointer, so that
+                                   traces do not depend on malloc's addresses */
 };
 
 struct sim_ep {

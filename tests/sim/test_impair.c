@@ -161,6 +161,22 @@ static void test_impair_blackhole_window(void)
   impair_free(&im);
 }
 
+static void test_impair_blackhole_takes_queued_frames(void)
+{
+  /* 10 Mbit/s, 1250 B = 1 ms each, offered together at t=0 before the
+   * outage: those due to leave inside [1.5 ms, 3.5 ms) are lost too. */
+  struct impair im;
+  struct impair_verdict v;
+  mk(&im, "rate 10mbit blackhole 1500us-3500us", 0);
+  for (int i = 0; i < 5; i++) {
+    impair_decide(&im, (uint64_t)i, 0, 1250, &v);
+    int lost = i == 1 || i == 2;            /* depart 2 ms and 3 ms */
+    CHECK((v.drop == IMPAIR_DROP_BLACKHOLE) == lost, "frame %d (departs %d ms) fate %d", i, i + 1, v.drop);
+  }
+  CHECK(im.n.frames_out == 3 && im.n.dropped[IMPAIR_DROP_BLACKHOLE] == 2, "counters");
+  impair_free(&im);
+}
+
 static void test_impair_limit(void)
 {
   /* 10 Mbit/s, 1250 B = 1 ms each; limit 5: frames 5.. at t=0 overflow. */
@@ -275,6 +291,7 @@ static const struct { const char *name; void (*fn)(void); } tests[] = {
   {"test_impair_gemodel_burst", test_impair_gemodel_burst},
   {"test_impair_rate_serialization", test_impair_rate_serialization},
   {"test_impair_blackhole_window", test_impair_blackhole_window},
+  {"test_impair_blackhole_takes_queued_frames", test_impair_blackhole_takes_queued_frames},
   {"test_impair_limit", test_impair_limit},
   {"test_impair_duplicate_corrupt_reorder", test_impair_duplicate_corrupt_reorder},
   {"test_impair_parse_errors", test_impair_parse_errors},
