@@ -120,7 +120,9 @@ uint32_t wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 	}
 	put_bth(buf + bth_off, &h->bth);
 	n = put_ext(buf + bth_off + BTH_LEN, h);
-	return bth_off + BTH_LEN + n;
+	/* headers this core does not fill (AtomicETH, IETH) are sent as zeros */
+	RCT_MEMSET(buf + bth_off + BTH_LEN + n, 0, rct_opcode_table[h->bth.opcode].ext_len - n);
+	return bth_off + BTH_LEN + rct_opcode_table[h->bth.opcode].ext_len;
 }
 
 static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t *end)
