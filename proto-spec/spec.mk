@@ -5,7 +5,8 @@
 # which prints states stored, depth reached and time, and fails on any error
 # or incomplete search. The *-broken properties are negative tests: they must
 # report an error. Then trace.py prints the rule traceability report
-# (non-strict: rules without a test are warnings).
+# (non-strict: rules without a test are warnings). spec-vectors checks the
+# wire rules against the rxe captures (model/vectors_check.py).
 #
 # Budgets: SPEC_LOSS/SPEC_DUP/SPEC_REORDER bound the losses, duplications and
 # reorderings the network may perform in one run (shared by both directions).
@@ -37,7 +38,9 @@ SPEC_sr-liveness  := pass|-DSR -DLIVENESS $(SPEC_LBUDGET)|$(SPEC_CCLIVE)|$(SPEC_
 SPEC_gbn-broken   := fail|-DBROKEN_DUPWRITE|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken    := fail|-DSR -DBROKEN_DUPWRITE|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 
-test-spec: spec-models spec-trace
+SPEC_VECTORS  ?= $(firstword $(wildcard ../shared/vectors /work/shared/vectors))
+
+test-spec: spec-models spec-vectors spec-trace
 
 spec-models:
 	@command -v spin >/dev/null || { echo "spec: spin not installed"; exit 1; }
@@ -54,6 +57,14 @@ spec-models:
 	if [ $$fail = 0 ]; then echo "spec: all SPIN properties gave the expected verdict"; \
 	else echo "spec: SPIN verification FAILED"; exit 1; fi
 
+# The spec's byte-level rules against the real rxe captures.
+spec-vectors:
+	@if [ -n "$(SPEC_VECTORS)" ] && [ -d "$(SPEC_VECTORS)" ]; then \
+	  echo "spec: wire rules against the rxe captures in $(SPEC_VECTORS)"; \
+	  out=$$($(SPEC_PY) $(SPEC_DIR)/model/vectors_check.py $(SPEC_VECTORS)); rc=$$?; \
+	  echo "$$out" | grep -E 'FAIL|frames,|no pcap'; exit $$rc; \
+	else echo "spec: no rxe captures found (SPEC_VECTORS), vectors check skipped"; fi
+
 spec-trace:
 	@echo "spec: traceability report (non-strict)"
 	@$(SPEC_PY) $(SPEC_DIR)/trace.py --quiet
@@ -62,4 +73,4 @@ spec-clean:
 	rm -rf $(SPEC_BUILD)
 
 CLEAN_TARGETS += spec-clean
-.PHONY: test-spec spec-models spec-trace spec-clean
+.PHONY: test-spec spec-models spec-vectors spec-trace spec-clean
