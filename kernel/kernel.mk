@@ -22,6 +22,10 @@ K_C_SRCS  := $(wildcard kernel/*.c)
 K_S_SRCS  := $(wildcard kernel/*.S)
 K_OBJS    := $(patsubst kernel/%.S,$(K_BUILD)/%.o,$(K_S_SRCS)) \
              $(patsubst kernel/%.c,$(K_BUILD)/%.o,$(K_C_SRCS))
+# RDMA: the sans-IO transport core is linked into the kernel with the
+# kernel's flags (objects in build/kernel/transport/, same pattern rule).
+K_RCT_SRCS := $(wildcard kernel/transport/*.c)
+K_OBJS    += $(patsubst kernel/%.c,$(K_BUILD)/%.o,$(K_RCT_SRCS))
 
 $(K_BUILD)/%.o: kernel/%.c
 	@mkdir -p $(dir $@)
