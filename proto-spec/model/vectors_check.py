@@ -7,6 +7,13 @@ decodes every RoCEv2 frame with the layouts of wire.md / opcodes.md, and
 checks the rules below on every frame. It is a test of the spec itself: if a
 rule here disagrees with what rxe puts on the wire, the rule is wrong.
 
+Rules checked (every one on every frame or flow where it applies):
+[ENC-ETH-1] [ENC-IP-1] [ENC-IP-2] [ENC-UDP-1] [ENC-UDP-2] [HDR-AETH-2]
+[HDR-AETH-3] [HDR-AETH-4] [HDR-BTH-1] [HDR-BTH-2] [HDR-BTH-4] [ICRC-CALC-1]
+[ICRC-CALC-3] [OPC-HDR-1] [OPC-LEN-2] [OPC-LEN-5] [OPC-SEQ-5] [REQ-ACKREQ-1]
+[REQ-PSN-2] [REQ-RNR-1] [RESP-ACK-1] [RESP-ERR-2] [RESP-MSN-1] [RESP-OOS-1]
+[RESP-OOS-3] [RESP-READ-1] [RESP-RECV-2] [RX-PARSE-3]
+
 Usage: vectors_check.py [DIR]   (default /work/shared/vectors)
 Exit 0 when every check holds, 1 otherwise; prints one line per rule.
 """
