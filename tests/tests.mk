@@ -1,10 +1,13 @@
 # tests/tests.mk: the in-guest kernel test suite.
 #
 #   make test-kernel        build kernel/kernel and fs.img, boot with CPUS=1
-#                           and then CPUS=3, run usertests in each guest
-#                           through tests/harness/, halt; fails on any failed
-#                           test, timeout, panic or non-zero QEMU status. Ends
-#                           with "N passed, M failed" (both runs summed).
+#                           and then CPUS=3, run the shell/tool checks and
+#                           usertests in each guest through tests/harness/,
+#                           halt, and check that "halt 7" exits QEMU with 7.
+#                           Fails on any failed test, timeout, panic or
+#                           wrong QEMU status. Prints the boot-to-prompt
+#                           time and ends with "N passed, M failed" (all
+#                           runs summed).
 #   make test-kernel-quick  the same with usertests -q (skips slow tests)
 #
 # Guest transcripts go to tests/logs/<guest>.log.

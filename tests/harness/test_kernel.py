@@ -94,6 +94,18 @@ def describe(r):
             f"qemu status {r.qemu_status}")
 
 
+def check_halt_status(status=7):
+    """halt N must power off with QEMU exit status N: returns an error or None."""
+    try:
+        with Guest("halt-status", cpus=1) as guest:
+            guest.boot(timeout=60)
+            guest.send(f"halt {status}")
+            got = guest.wait_exit(timeout=30)
+        return None if got == status else f"halt {status} gave QEMU status {got}"
+    except GuestError as err:
+        return str(err).splitlines()[0]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", type=int, nargs="+", default=[1, 3])
@@ -113,6 +125,8 @@ def main():
     for t in threads:
         t.join()
 
+    halt_error = check_halt_status()
+
     print("==== test-kernel summary")
     for r in results:
         print(("PASS " if r.ok() else "FAIL ") + describe(r))
@@ -120,10 +134,12 @@ def main():
             print(f"  cpus={r.cpus} {line}")
         if r.error:
             print(f"  cpus={r.cpus} harness: {r.error}")
-    passed = sum(r.passed for r in results)
-    failed = sum(r.failed for r in results)
+    print(("PASS" if halt_error is None else "FAIL") + " halt_status_propagates"
+          + ("" if halt_error is None else f": {halt_error}"))
+    passed = sum(r.passed for r in results) + (halt_error is None)
+    failed = sum(r.failed for r in results) + (halt_error is not None)
     print(f"{passed} passed, {failed} failed")
-    return 0 if all(r.ok() for r in results) else 1
+    return 0 if all(r.ok() for r in results) and halt_error is None else 1
 
 
 if __name__ == "__main__":
