@@ -19,6 +19,7 @@
  * PNGs and writes sim-summary.md). Progress lines go to stdout.
  *
  * Usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick]
+ *                  [--inflight N100G N1G] [--timeout CODE100G CODE1G]
  */
 #include "scenario.h"
 
@@ -37,7 +38,7 @@ struct linkdef {
 /* In-flight caps hold a few BDPs; the IBTA timeout sits above the queue the
  * window can build at the bottleneck (128 x 4 KiB at 100 Gb/s = 42 us;
  * 32 x 4 KiB at 1 Gb/s = 1.05 ms). */
-static const struct linkdef links[] = {
+static struct linkdef links[] = {
   {"100g", "rate 100gbit delay 5us", 100, 10, 128, 5},    /* RTO 131 us */
   {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9},        /* RTO 2.1 ms */
 };
@@ -216,8 +217,16 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--quick")) quick = 1, mib = 16;
+    else if (!strcmp(argv[i], "--inflight") && i + 2 < argc) {
+      links[0].max_inflight = (uint32_t)atoi(argv[++i]);
+      links[1].max_inflight = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--timeout") && i + 2 < argc) {
+      links[0].timeout = (uint8_t)atoi(argv[++i]);
+      links[1].timeout = (uint8_t)atoi(argv[++i]);
+    }
     else {
-      fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick]\n");
+      fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] "
+                      "[--inflight N100G N1G] [--timeout CODE100G CODE1G]\n");
       return 2;
     }
   }

@@ -174,11 +174,11 @@ static void format_result(const struct scenario *sc, const struct scenario_resul
 {
   int known_fail = !r->ok && is_known(sc->name);
   *code = r->ok ? R_PASS : known_fail ? R_KNOWN : R_FAIL;
-  int k = snprintf(line, n, "%-10s %-52s seed=%-10llu frames=%llu/%llu retx=%llu vt=%.3fs wall=%.2fs",
+  int k = snprintf(line, n, "%-10s %-52s seed=%-10llu frames=%llu/%llu retx=%llu to=%llu vt=%.3fs wall=%.2fs",
                    r->ok ? (is_known(sc->name) ? "PASS(known-fail-fixed)" : "PASS")
                          : known_fail ? "KNOWN-FAIL" : "FAIL",
                    sc->name, (unsigned long long)sc->seed, (unsigned long long)r->frames[0],
-                   (unsigned long long)r->frames[1], (unsigned long long)r->qa.tx_retransmits,
+                   (unsigned long long)r->frames[1], (unsigned long long)r->qa.tx_retransmits, (unsigned long long)r->qa.timeouts,
                    r->vtime_ns / 1e9, r->wall_s);
   if (!r->ok && k > 0 && (size_t)k < n)
     snprintf(line + k, n - (size_t)k, " : %s", r->why);

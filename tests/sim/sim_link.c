@@ -78,27 +78,41 @@ static uint8_t *push(struct sim_link *l, int dir, uint64_t when, const uint8_t *
   return p.data;
 }
 
+/* BTH opcode and PSN of a RoCEv2 frame (Ethernet 14 + IPv4 20 + UDP 8), for
+ * the text trace only. */
+static void bth_of(const uint8_t *f, uint32_t len, unsigned *op, unsigned *psn)
+{
+  *op = *psn = 0;
+  if (len >= 54) {
+    *op = f[42];
+    *psn = (unsigned)f[51] << 16 | (unsigned)f[52] << 8 | f[53];
+  }
+}
+
 static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair_verdict *v,
-                  uint32_t len, uint64_t h)
+                  const uint8_t *data, uint32_t len, uint64_t h)
 {
   uint64_t rec[8] = {now, (uint64_t)dir, v->index, (uint64_t)v->drop, len, h,
                      v->drop ? 0 : v->depart_ns, v->dup ? v->dup_depart_ns : 0};
   rec[4] |= (uint64_t)v->corrupt << 32 | (uint64_t)v->corrupt_byte << 40;
   for (size_t i = 0; i < sizeof rec; i++)
     l->trace_hash = (l->trace_hash ^ ((const uint8_t *)rec)[i]) * 0x100000001b3ULL;
-  if (l->trace)
-    fprintf(l->trace, "%llu %s %llu %s%s%s len=%u hash=%016llx depart=%llu\n",
+  if (l->trace) {
+    unsigned op, psn;
+    bth_of(data, len, &op, &psn);
+    fprintf(l->trace, "%llu %s %llu %s%s%s len=%u op=0x%02x psn=%u hash=%016llx depart=%llu\n",
             (unsigned long long)now, dir == SIM_A2B ? "a2b" : "b2a",
             (unsigned long long)v->index, impair_cause_name[v->drop], v->dup ? "+dup" : "",
-            v->corrupt ? "+corrupt" : "", len, (unsigned long long)h,
+            v->corrupt ? "+corrupt" : "", len, op, psn, (unsigned long long)h,
             (unsigned long long)rec[6]);
+  }
 }
 
 void sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len)
 {
   struct impair_verdict v;
   impair_decide(&l->dir[dir], l->index[dir]++, now, len, &v);
-  trace(l, now, dir, &v, len, sim_hash(data, len));
+  trace(l, now, dir, &v, data, len, sim_hash(data, len));
   if (v.drop != IMPAIR_KEEP)
     return;
   if (v.dup)
