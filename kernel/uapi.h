@@ -38,6 +38,33 @@
 #define SYS_sysinfo  24   // fill a struct sysinfo
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
 
+// RDMA verbs (kernel/rdma*.c; user/ibverbs.c gives them libibverbs names).
+// Objects are named by small per-kind handles that only their creating
+// process may use; every call returns -1 on any error (bad handle, bad
+// pointer, bad argument, object busy).
+#define SYS_rdma_query_device 60  // (struct rdma_device_info *out)
+#define SYS_rdma_query_port   61  // (port 1, struct rdma_port_info *out)
+#define SYS_rdma_alloc_pd     62  // () -> pd
+#define SYS_rdma_dealloc_pd   63  // (pd); -1 while MRs/QPs use it
+#define SYS_rdma_reg_mr       64  // (pd, addr, length, access, struct rdma_mr_keys *out) -> mr
+#define SYS_rdma_dereg_mr     65  // (mr); -1 while posted WRs or the responder use it
+#define SYS_rdma_create_chan  66  // () -> completion channel
+#define SYS_rdma_destroy_chan 67  // (chan); -1 while CQs use it
+#define SYS_rdma_create_cq    68  // (cqe, chan or -1, cookie) -> cq
+#define SYS_rdma_destroy_cq   69  // (cq); -1 while QPs use it
+#define SYS_rdma_poll_cq      70  // (cq, n, struct rdma_wc *wc) -> completions copied
+#define SYS_rdma_req_notify   71  // (cq, solicited_only): arm one event
+#define SYS_rdma_get_cq_event 72  // (chan, unsigned long long *cookie) -> cq; sleeps
+#define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp
+#define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* mask)
+#define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
+#define SYS_rdma_destroy_qp   76  // (qp)
+#define SYS_rdma_post_send    77  // (qp, struct rdma_send_wr *wr, n) -> WRs accepted
+#define SYS_rdma_post_recv    78  // (qp, struct rdma_recv_wr *wr, n) -> WRs accepted
+#define SYS_rdma_get_async    79  // (struct rdma_async_event *out, block)
+#define SYS_rdma_qp_stats     80  // (i, struct rdma_qp_stats *out): i-th QP of the device
+#define SYS_rdma_set_neigh    81  // (ipv4 host order, unsigned char mac[6])
+
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
 
@@ -77,6 +104,93 @@ struct sysinfo {
 struct dirent {
   unsigned short inum;
   char name[DIRSIZ];
+};
+
+
+// ---- RDMA verbs ABI (SYS_rdma_*). Field meanings follow libibverbs. ----
+#define RDMA_MAX_SGE 4
+
+struct rdma_device_info {
+  unsigned long long node_guid, max_mr_size, page_size_cap;
+  unsigned int vendor_id, vendor_part_id, hw_ver;
+  int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+  int max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
+  int phys_port_cnt;
+};
+
+struct rdma_port_info {
+  int state;                 // IBV_PORT_ACTIVE (4)
+  int max_mtu, active_mtu;   // IBTA enum 1..5
+  int gid_tbl_len;
+  unsigned int max_msg_sz;
+  unsigned int ipv4;         // host order
+  unsigned char mac[6];
+  unsigned char gid[16];     // GID index 0: IPv4-mapped ::ffff:a.b.c.d
+};
+
+struct rdma_mr_keys { unsigned int lkey, rkey; };
+
+struct rdma_sge { unsigned long long addr; unsigned int length, lkey; };
+
+struct rdma_send_wr {        // opcode, send_flags: IBV_WR_*, IBV_SEND_* values
+  unsigned long long wr_id, remote_addr;
+  unsigned int opcode, send_flags, num_sge, imm_data, rkey, pad;
+  struct rdma_sge sg[RDMA_MAX_SGE];   // imm_data in network order
+};
+
+struct rdma_recv_wr {
+  unsigned long long wr_id;
+  unsigned int num_sge, pad;
+  struct rdma_sge sg[RDMA_MAX_SGE];
+};
+
+struct rdma_wc {             // IBV_WC_* status/opcode values
+  unsigned long long wr_id;
+  unsigned int status, opcode, vendor_err, byte_len;
+  unsigned int imm_data;     // network order
+  unsigned int qp_num, src_qp, wc_flags;
+};
+
+struct rdma_qp_create {
+  int pd, send_cq, recv_cq, sq_sig_all;
+  unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // in: wanted, out: granted
+  unsigned int qp_num;       // out
+};
+
+// Extension mask bits next to the IBV_QP_* bits of SYS_rdma_modify_qp.
+#define RDMA_QP_SR            (1u << 28)  // sr_enable
+#define RDMA_QP_ADAPTIVE_RTO  (1u << 29)  // adaptive_rto, min_rto_ns
+#define RDMA_QP_MAX_INFLIGHT  (1u << 30)  // max_inflight
+
+struct rdma_qp_attr {
+  unsigned int qp_state, cur_qp_state, path_mtu, qp_access_flags;
+  unsigned int rq_psn, sq_psn, dest_qp_num;
+  unsigned int timeout, retry_cnt, rnr_retry, min_rnr_timer;
+  unsigned int max_rd_atomic, max_dest_rd_atomic;
+  unsigned int dipv4;        // peer IPv4, host order (from the AV's GID)
+  unsigned char dmac[6];     // peer MAC; all zero = resolve in the kernel
+  unsigned char hop_limit, traffic_class;
+  unsigned int sr_enable, adaptive_rto, max_inflight;
+  unsigned long long min_rto_ns;
+  unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // query only
+};
+
+struct rdma_async_event {
+  int event_type;            // IBV_EVENT_* value
+  int handle;                // the cq or qp handle it concerns
+  unsigned long long cookie; // the cq's cookie for CQ events
+};
+
+struct rdma_qp_stats {
+  int handle, owner_pid;     // handle -1: not this process's QP
+  unsigned int qp_num, dest_qp_num, state, sr;
+  unsigned int req_state, resp_state, comp_state;
+  unsigned long long tx_frames, tx_bytes, rx_frames, rx_bytes;
+  unsigned long long tx_payload_bytes, rx_payload_bytes;
+  unsigned long long tx_retransmits, timeouts, rnr_timeouts;
+  unsigned long long tx_ack, rx_ack, tx_nak, rx_nak, tx_rnr_nak, rx_rnr_nak;
+  unsigned long long rx_dup, rx_out_of_seq, rx_out_of_window, rx_dropped;
+  unsigned long long completions, error_completions, flushed, cq_overflow;
 };
 
 #endif
