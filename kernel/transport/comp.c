@@ -122,6 +122,24 @@ static void fail_wr(struct rct_qp *qp, uint32_t psn, bool by_psn, enum rct_wc_st
 	qp_to_err(qp);
 }
 
+/* SR: the non-READ PSNs after the READ at the head that p acknowledged stay
+ * known as received, so una can pass them once the READ completes. */
+static void sr_keep_acked(struct rct_qp *qp, uint32_t p)
+{
+	for (uint32_t i = qp->sq_head + 1; i != qp->sq_tail; i++) {
+		struct rct_send_wqe *w = SQ_AT(qp, i);
+		if (!w->started || psn_gt(w->first_psn, p))
+			break;
+		if (w->wr.opcode == RCT_WR_RDMA_READ)
+			continue;
+		for (uint32_t q = w->first_psn; psn_le(q, w->last_psn) && psn_le(q, p); q = psn_add(q, 1)) {
+			uint32_t k = (uint32_t)psn_diff(q, qp->una);
+			if (k < RCT_SR_WINDOW)
+				bm_set(qp->sr_sacked, k);
+		}
+	}
+}
+
 /* una moved forward: reset retries, sample the RTT, re-arm the timer. */
 static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 {
@@ -148,19 +166,19 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
  * completing WQEs in order [REQ-CMPL-1] [REQ-CMPL-2]. A READ with missing
  * responses before p stops the walk and is re-requested [REQ-ACK-5].
  */
-static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
+static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
 	uint32_t new_una = psn_add(p, 1);
 	bool rereq = false;
 	if (psn_lt(p, qp->una))
-		return;
+		return false;
 	while (qp->sq_head != qp->sq_tail) {
 		struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
 		if (!w->started || psn_gt(w->first_psn, p))
 			break;
 		if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
 			uint32_t missing = psn_add(w->first_psn, w->read_pkts);
-			if (psn_ge(p, missing) && !qp->sr) {
+			if (psn_ge(p, missing)) {
 				new_una = missing;
 				rereq = true;
 			}
@@ -172,8 +190,55 @@ static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
 	}
 	if (psn_gt(new_una, qp->una))
 		una_advanced(qp, now, new_una);
-	if (rereq)
+	if (rereq && qp->sr)
+		sr_keep_acked(qp, p);
+	if (rereq && qp->sr) {
+		qp->sr_scan = new_una;                               /* one re-request [SR-REQ-8] */
+		qp->sr_scan_end = psn_add(new_una, 1);
+		if (psn_lt(new_una, psn_add(qp->una, RCT_SR_WINDOW)))
+			qp->sr_retxd[(uint32_t)psn_diff(new_una, qp->una) >> 5] &=
+				~(1u << ((uint32_t)psn_diff(new_una, qp->una) & 31));
+	} else if (rereq) {
 		req_rewind(qp, new_una);
+	}
+	return true;
+}
+
+/* What una may move over now without new information: a complete READ at
+ * its head (SR accepts responses of later READs), or a run of PSNs known as
+ * received (SR). Returns the PSN to acknowledge through, or false. */
+static bool settle_point(struct rct_qp *qp, uint32_t *p)
+{
+	struct rct_send_wqe *w;
+	uint32_t k = 0;
+	if (qp->sq_head == qp->sq_tail || !psn_lt(qp->una, qp->next_psn))
+		return false;
+	w = SQ_AT(qp, qp->sq_head);
+	if (w->started && w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts == w->npkts &&
+	    psn_le(w->first_psn, qp->una)) {
+		*p = w->last_psn;
+		return true;
+	}
+	if (!qp->sr)
+		return false;
+	while (k < RCT_SR_WINDOW && bm_test(qp->sr_sacked, k))
+		k++;
+	if (!k)
+		return false;
+	*p = psn_add(qp->una, k - 1);
+	return true;
+}
+
+static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
+{
+	for (int guard = 0; guard < 1 << 20; guard++) {
+		uint32_t before = qp->una;
+		ack_walk(qp, now, p);
+		if (guard && qp->una == before)
+			break;
+		if (qp->attr.qp_state == RCT_QPS_ERR || !settle_point(qp, &p))
+			break;
+	}
 }
 
 /* [PSN-WIN-4] */
@@ -339,6 +404,8 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
 		if (!oldest)
 			oldest = w;
 		if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
+			if (qp->sr)
+				return w;                 /* any outstanding READ [SR-REQ-7] */
 			*later = w != oldest;
 			return oldest;
 		}

@@ -206,7 +206,7 @@ int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rc
 	}
 	if (qp->sr)
 		h.bth.opcode |= OP_SR_BASE;                /* [SR-WIRE-1] */
-	if (retx && psn_add(psn, 1) == qp->next_psn)
+	if (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn))
 		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-3] end of burst */
 	qp_emit(qp, f, &h, paylen);
 	if (retx)
@@ -227,12 +227,16 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 		w = req_wqe_of_psn(qp, psn, 0);
 		if (!w)
 			continue;
-		if (w->wr.opcode == RCT_WR_RDMA_READ) {
-			/* one re-request for the run starting here [SR-REQ-8] */
-			while (psn_lt(qp->sr_scan, qp->sr_scan_end) && psn_le(qp->sr_scan, w->last_psn))
-				qp->sr_scan = psn_add(qp->sr_scan, 1);
-		}
 		bm_set(qp->sr_retxd, i);
+		if (w->wr.opcode == RCT_WR_RDMA_READ) {
+			/* one re-request covers the rest of the READ [SR-REQ-8] */
+			while (psn_le(qp->sr_scan, w->last_psn)) {
+				uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
+				if (k < RCT_SR_WINDOW)
+					bm_set(qp->sr_retxd, k);
+				qp->sr_scan = psn_add(qp->sr_scan, 1);
+			}
+		}
 		if (!req_build(qp, w, psn, f))
 			return 0;
 		comp_on_send(qp, now, psn, true);

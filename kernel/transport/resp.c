@@ -448,6 +448,9 @@ static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 			uint32_t n = RD_AT(qp, qp->rd_tail - 1)->npkts;
 			bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
 			qp->epsn = psn_add(qp->epsn, n);
+			sr_advance(qp);                           /* over what was placed behind it */
+			if (bm_any(qp->sr_rcvd))
+				qp->sack_pending = 1;
 		}
 		return;
 	}

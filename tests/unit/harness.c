@@ -228,8 +228,17 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until)
 				moved = true;
 				if (l->drop && l->drop(l->ctx, side == 0, n, &p)) {
 					l->dropped++;
+					if (getenv("RCT_TRACE"))
+						printf("%10llu %s DROP %-28s psn %06x\n", (unsigned long long)l->now,
+						       side == 0 ? "A>B" : "B>A", rct_opcode_name(p.h.bth.opcode), p.h.bth.psn);
 					continue;
 				}
+				if (getenv("RCT_TRACE"))
+					printf("%10llu %s %-33s psn %06x a%d syn %02x off %u sack %llx\n",
+					       (unsigned long long)l->now, side == 0 ? "A>B" : "B>A",
+					       rct_opcode_name(p.h.bth.opcode), p.h.bth.psn, p.h.bth.ackreq,
+					       (p.opflags & OPF_AETH) ? p.h.aeth.syndrome : 0, p.h.sreth.offset,
+					       (unsigned long long)p.h.sack);
 				fl->to_b = side == 0;
 				fl->at = l->now + l->latency;
 				lq_tail++;
@@ -254,8 +263,11 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until)
 			lq_head++;
 			rct_handle_frame(fl->to_b ? &b->dev : &a->dev, l->now, fl->buf, (size_t)fl->len);
 		}
-		if (rct_next_timeout(&a->qp) <= l->now)
+		if (rct_next_timeout(&a->qp) <= l->now) {
+			if (getenv("RCT_TRACE"))
+				printf("%10llu A timer (una %06x)\n", (unsigned long long)l->now, a->qp.una);
 			rct_handle_timeout(&a->qp, l->now);
+		}
 		if (rct_next_timeout(&b->qp) <= l->now)
 			rct_handle_timeout(&b->qp, l->now);
 	}

@@ -1,6 +1,341 @@
+/*
+ * test_sr.c: selective repeat, and end-to-end transfers of two endpoints
+ * over the virtual-time link with seeded loss (go-back-N and SR). Every
+ * random test prints its seed.
+ */
 #include "harness.h"
+
+static struct ep ea, eb;
+static uint8_t fb[8192];
+
+static void pair_setup(bool sr)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.sr = sr;
+	o.timeout = 8;                       /* ~1 ms */
+	ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
+	ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
+	pair_connect(&ea, &eb, &o);
+}
+
+static void pair_teardown(void)
+{
+	ep_free(&ea);
+	ep_free(&eb);
+}
+
+/* Drop frames by number from A. */
+struct drops {
+	unsigned a[8], na;
+	unsigned b[8], nb;
+	uint32_t seed;
+	unsigned pct;
+};
+
+static bool drop_listed(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p)
+{
+	struct drops *d = ctx;
+	(void)p;
+	for (unsigned i = 0; i < (from_a ? d->na : d->nb); i++)
+		if ((from_a ? d->a[i] : d->b[i]) == n)
+			return true;
+	return false;
+}
+
+static uint32_t rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static bool drop_random(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p)
+{
+	struct drops *d = ctx;
+	(void)from_a; (void)n; (void)p;
+	return rnd(&d->seed) % 100 < d->pct;
+}
+
+/* [SR-WIRE-1] [SR-WIRE-2] [SR-WIRE-3] [SR-WIRE-4] [SR-WIRE-5] [SR-NEG-2] SR request packets */
+START_TEST(test_sr_request_headers)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	pair_setup(true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_SEND, m, 0, 100, 0, 0, 0);
+	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2500, 0x5000, 0x77, 0);
+	post_send(&ea, 3, RCT_WR_SEND_WITH_IMM, m, 0, 10, 0, 0, 9);
+	ck_assert(expect_frame(&ea, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, 0xc4);
+	ck_assert_uint_eq(p.h.sreth.rsn, 0);
+	ck_assert_uint_eq(p.hdr_len, 54 + 8);
+	for (uint32_t i = 0; i < 3; i++) {
+		ck_assert(expect_frame(&ea, 0, &p, fb));
+		ck_assert_uint_eq(p.h.bth.opcode, 0xc6 + i);
+		ck_assert_uint_eq(p.h.sreth.offset, i * 1024);
+		ck_assert_uint_eq(p.h.sreth.rsn, 1);        /* the next receive-consuming message's */
+		ck_assert_uint_eq(p.h.reth.va, 0x5000 + i * 1024);
+		ck_assert_uint_eq(p.h.reth.dmalen, 2500);
+		ck_assert_uint_eq(p.h.reth.rkey, 0x77);
+		ck_assert_uint_eq(p.h.bth.padcnt, (4 - p.paylen % 4) % 4);
+	}
+	ck_assert(expect_frame(&ea, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, 0xc5);
+	ck_assert_uint_eq(p.h.sreth.rsn, 1);
+	ck_assert_uint_eq(p.h.imm, 9);
+}
+END_TEST
+
+/* [SR-RESP-2] [SR-RESP-4] [SR-RESP-5] [SR-WIRE-6] [SR-REQ-2] [SR-REQ-3] [SR-REQ-5] [SR-REQ-10]
+ * one lost packet: the receiver places the rest, a selective NAK names the hole,
+ * only the hole is resent */
+START_TEST(test_sr_single_loss_resends_only_the_hole)
+{
+	struct test_mr *src, *dst;
+	struct drops d = { .a = { 3 }, .na = 1 };
+	struct link l;
+	pair_setup(true);
+	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, src, 0, 8 * 1024, 0x40000, dst->key, 0);
+	link_init(&l);
+	l.drop = drop_listed;
+	l.ctx = &d;
+	link_run(&l, &ea, &eb, 1000000000ull);
+	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(src->buf, dst->buf, 8192), 0);
+	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 1);
+	ck_assert_uint_ge(eb.qp.cnt.tx_sack, 1);
+	ck_assert_uint_ge(ea.qp.cnt.rx_sack, 1);
+	ck_assert_uint_eq(eb.qp.cnt.sr_placed_ooo, 4);
+	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+	ck_assert_uint_eq(ea.qp.retry_left, 7);
+}
+END_TEST
+
+/* [SR-RESP-4] [RESP-RECV-5] SENDs placed out of order complete in order */
+START_TEST(test_sr_sends_complete_in_order)
+{
+	struct test_mr *src, *dst;
+	struct drops d = { .a = { 0, 2 }, .na = 2 };
+	struct link l;
+	struct rct_wc wc;
+	pair_setup(true);
+	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 4; i++)
+		post_recv(&eb, (uint64_t)(10 + i), dst, (uint32_t)i * 4096, 4096);
+	for (int i = 0; i < 4; i++)
+		post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, (uint32_t)i * 1000, 1000 + (uint32_t)i, 0, 0, 0);
+	link_init(&l);
+	l.drop = drop_listed;
+	l.ctx = &d;
+	link_run(&l, &ea, &eb, 1000000000ull);
+	for (int i = 0; i < 4; i++) {
+		expect_wc(&ea.scq, (uint64_t)i, RCT_WC_SUCCESS);
+		ck_assert(cq_pop(&eb.rcq, &wc));
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)(10 + i));
+		ck_assert_uint_eq(wc.byte_len, 1000 + (uint32_t)i);
+		ck_assert_int_eq(memcmp(dst->buf + i * 4096, src->buf + i * 1000, 1000), 0);
+	}
+}
+END_TEST
+
+/* [SR-REQ-4] a timeout in SR mode resends only the first unacknowledged PSN */
+START_TEST(test_sr_timeout_resends_first_only)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	struct peer pr;
+	uint64_t t;
+	pair_setup(true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	peer_for(&pr, &ea);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert(expect_frame(&ea, 0, &p, fb));
+	t = rct_next_timeout(&ea.qp);
+	rct_handle_timeout(&ea.qp, t);
+	ck_assert(expect_frame(&ea, t, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+	expect_nothing(&ea, t);
+}
+END_TEST
+
+/* [SR-RESP-6] a READ ahead of epsn is not executed */
+START_TEST(test_sr_read_does_not_overtake)
+{
+	struct test_mr *w;
+	struct peer pr;
+	struct rct_hdr h;
+	struct rct_pkt p;
+	pair_setup(true);
+	w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = 0xcc;
+	h.bth.psn = 0x123456 + 1;
+	h.bth.ackreq = 1;
+	h.reth.va = 0x40000;
+	h.reth.rkey = w->key;
+	h.reth.dmalen = 100;
+	inject(&eb, &pr, 0, &h, NULL, 0);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+	ck_assert_uint_eq(p.h.sack, 0);
+	expect_nothing(&eb, 0);
+	ck_assert_uint_eq(eb.qp.epsn, 0x123456);
+}
+END_TEST
+
+/* [SR-WIRE-7] [SR-NEG-3] [OPC-VAL-2] SR opcodes on a go-back-N QP, RC opcodes on an SR QP */
+START_TEST(test_sr_opcode_mode_mismatch_dropped)
+{
+	struct peer pr;
+	struct test_mr *r;
+	pair_setup(false);
+	r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_recv(&eb, 1, r, 0, 4096);
+	peer_for(&pr, &eb);
+	ck_assert_int_eq(inject_req(&eb, &pr, 0, 0xc4, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
+	ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+	expect_nothing(&eb, 0);
+	pair_teardown();
+	pair_setup(true);
+	r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_recv(&eb, 1, r, 0, 4096);
+	peer_for(&pr, &eb);
+	ck_assert_int_eq(inject_req(&eb, &pr, 0, OP_SEND_ONLY, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
+	ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+	expect_nothing(&eb, 0);
+}
+END_TEST
+
+/* [SR-RESP-3] [SR-RESP-1] duplicates in the window, packets beyond it */
+START_TEST(test_sr_duplicate_and_beyond_window)
+{
+	struct peer pr;
+	struct rct_pkt p;
+	struct test_mr *w;
+	struct rct_reth r;
+	pair_setup(true);
+	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	r.va = 0x40000 + 1024;
+	r.rkey = w->key;
+	r.dmalen = 4096;
+	{
+		struct rct_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.bth.opcode = 0xc7;                       /* WRITE MIDDLE at epsn + 1 */
+		h.bth.psn = 0x123457;
+		h.reth = r;
+		h.sreth.offset = 1024;
+		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+		ck_assert(expect_frame(&eb, 0, &p, fb));
+		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+		ck_assert_uint_eq(p.h.sack, 2);             /* bit 1: epsn + 1 held */
+		h.bth.ackreq = 1;
+		inject(&eb, &pr, 0, &h, fb + 4096, 1024);   /* again: duplicate */
+		ck_assert_uint_eq(eb.qp.cnt.rx_dup, 1);
+		ck_assert(expect_frame(&eb, 0, &p, fb));
+		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+		h.bth.psn = 0x123456 + RCT_SR_WINDOW + 3;   /* beyond the window */
+		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+		ck_assert(expect_frame(&eb, 0, &p, fb));
+		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+		ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 2);
+	}
+}
+END_TEST
+
+/* Random loss, both modes: every WR completes once, in order, data intact.
+ * [REQ-CMPL-6] [REQ-CMPL-2] [SR-REQ-10] [REQ-GBN-1] [REQ-GBN-3] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-8] [SR-REQ-9] */
+static void random_loss(bool sr, uint32_t seed, unsigned pct)
+{
+	struct test_mr *src, *dst, *rd, *rb;
+	struct drops d = { .seed = seed, .pct = pct };
+	struct link l;
+	struct rct_wc wc;
+	int n = 0;
+	printf("random_loss sr=%d seed=%u loss=%u%%\n", sr, seed, pct);
+	fflush(stdout);
+	pair_setup(sr);
+	src = ep_reg_mr(&ea, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+	rd = ep_reg_mr(&ea, 0x100000, 65536, RCT_ACCESS_LOCAL_WRITE);
+	dst = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
+	rb = ep_reg_mr(&eb, 0x200000, 65536, RCT_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 16; i++)
+		post_recv(&eb, (uint64_t)(100 + i), rb, (uint32_t)i * 4096, 4096);
+	for (int i = 0; i < 48; i++) {
+		uint32_t len = 1 + (uint32_t)(i * 977) % 4000, off = (uint32_t)i * 1024 % 60000;
+		int k = i % 3;
+		if (k == 0)
+			post_send(&ea, (uint64_t)i, RCT_WR_RDMA_WRITE, src, off, len, 0x40000 + off, dst->key, 0);
+		else if (k == 1 && i < 48)
+			post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, off, len, 0, 0, 0);
+		else
+			post_send(&ea, (uint64_t)i, RCT_WR_RDMA_READ, rd, off, len, 0x40000 + off, dst->key, 0);
+	}
+	link_init(&l);
+	l.drop = drop_random;
+	l.ctx = &d;
+	link_run(&l, &ea, &eb, 60ull * 1000000000ull);
+	while (cq_pop(&ea.scq, &wc)) {
+		ck_assert_msg(wc.wr_id == (uint64_t)n && wc.status == RCT_WC_SUCCESS,
+		              "seed %u: completion %d is wr %llu %s", seed, n, (unsigned long long)wc.wr_id,
+		              rct_wc_status_name(wc.status));
+		n++;
+	}
+	ck_assert_msg(n == 48, "seed %u: %d of 48 completed", seed, n);
+	for (int i = 0; i < 16; i++) {
+		ck_assert(cq_pop(&eb.rcq, &wc));
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)(100 + i));
+		ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
+	}
+	ck_assert_int_eq(ea.qp.attr.qp_state, RCT_QPS_RTS);
+	ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
+}
+
+START_TEST(test_sr_random_loss_go_back_n)
+{
+	random_loss(false, 12345u + (uint32_t)_i, 5);
+}
+END_TEST
+
+START_TEST(test_sr_random_loss_selective_repeat)
+{
+	random_loss(true, 777u + (uint32_t)_i, 5);
+}
+END_TEST
+
+START_TEST(test_sr_heavy_loss_both_modes)
+{
+	random_loss(_i & 1, 4242u + (uint32_t)_i, 20);
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
 	Suite *s = suite_create("sr");
+	TCase *t = tcase_create("selective-repeat");
+	tcase_add_checked_fixture(t, NULL, pair_teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_sr_request_headers);
+	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
+	tcase_add_test(t, test_sr_sends_complete_in_order);
+	tcase_add_test(t, test_sr_timeout_resends_first_only);
+	tcase_add_test(t, test_sr_read_does_not_overtake);
+	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
+	tcase_add_test(t, test_sr_duplicate_and_beyond_window);
+	/* RCT_STRESS=N runs N seeds of each (default 3) */
+	tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
+	tcase_add_loop_test(t, test_sr_random_loss_selective_repeat, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
+	tcase_add_loop_test(t, test_sr_heavy_loss_both_modes, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 4);
+	suite_add_tcase(s, t);
 	return s;
 }
