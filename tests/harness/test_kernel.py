@@ -9,6 +9,7 @@ exactly "<passed> passed, <failed> failed".
 
 Usage: tests/harness/test_kernel.py [--cpus 1 3] [--quick] [--parallel]
                                      [--timeout SECONDS] [--tests NAME ...]
+                                     [--kernel ELF] [--fs-img IMAGE]
 --parallel boots all guests at once (each has its own disk copy).
 """
 import argparse
@@ -54,7 +55,8 @@ def run_guest(cpus, args, result):
     """Boot, run usertests, halt; fills result (never raises)."""
     name = f"usertests-cpus{cpus}"
     try:
-        with Guest(name, cpus=cpus) as guest:
+        with Guest(name, cpus=cpus, kernel=args.kernel,
+                   fs_img=args.fs_img) as guest:
             result.boot_seconds = guest.boot(timeout=60)
             if not args.tests:
                 record_shell_checks(run_shell_checks(guest, cpus), result, name)
@@ -94,10 +96,11 @@ def describe(r):
             f"qemu status {r.qemu_status}")
 
 
-def check_halt_status(status=7):
+def check_halt_status(args, status=7):
     """halt N must power off with QEMU exit status N: returns an error or None."""
     try:
-        with Guest("halt-status", cpus=1) as guest:
+        with Guest("halt-status", cpus=1, kernel=args.kernel,
+                   fs_img=args.fs_img) as guest:
             guest.boot(timeout=60)
             guest.send(f"halt {status}")
             got = guest.wait_exit(timeout=30)
@@ -113,6 +116,10 @@ def main():
     parser.add_argument("--parallel", action="store_true")
     parser.add_argument("--timeout", type=float, default=420)
     parser.add_argument("--tests", nargs="*", default=[])
+    parser.add_argument("--kernel", default="kernel/kernel",
+                        help="kernel ELF to boot (default kernel/kernel)")
+    parser.add_argument("--fs-img", default="fs.img",
+                        help="disk image to copy for each guest")
     args = parser.parse_args()
 
     results = [RunResult(c) for c in args.cpus]
@@ -125,7 +132,7 @@ def main():
     for t in threads:
         t.join()
 
-    halt_error = check_halt_status()
+    halt_error = check_halt_status(args)
 
     print("==== test-kernel summary")
     for r in results:

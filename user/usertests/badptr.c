@@ -192,6 +192,42 @@ static void test_badptr_ranges_fail(void)
   unlink("ut_badrange");
 }
 
+// Finds the guard page under the stack: mapped by the kernel but not
+// user-accessible. Walks down from the current stack page until read()
+// into a page fails; returns 0 if no page within 8 fails.
+static unsigned long find_stack_guard(int fd)
+{
+  volatile char here = 0;
+  unsigned long page = (unsigned long)&here & ~(PGSIZE - 1);
+  for (int i = 1; i <= 8; i++) {
+    unsigned long below = page - i * PGSIZE;
+    if (read(fd, (void *)below, 1) < 0)
+      return below;
+  }
+  return 0;
+}
+
+static void test_badptr_stack_guard_page_fails(void)
+{
+  int fd = open_scratch("ut_badguard", 1);
+  unsigned long guard = find_stack_guard(fd);
+  close(fd);
+  UT_CHECK(guard != 0, "no inaccessible page within 8 pages under the stack");
+  fd = open_scratch("ut_badguard", 0);
+  char *g = (char *)guard;
+  UT_CHECK(write(fd, g, 16) == -1, "write from the guard page %p", g);
+  UT_CHECK(open(g, O_RDONLY) == -1, "open with a path in the guard page");
+  UT_CHECK(pipe((int *)g) == -1, "pipe() into the guard page");
+  close(fd);
+  unlink("ut_badguard");
+  int pid = ut_fork();
+  if (pid == 0) {
+    *(volatile char *)(guard + 100) = 1;   // user access must fault
+    exit(0);
+  }
+  UT_CHECK(ut_wait_for(pid) != 0, "user write to the guard page succeeded");
+}
+
 // read() into our own read-only text must fail and leave it unchanged.
 static void test_badptr_read_into_text_fails(void)
 {
@@ -215,5 +251,6 @@ const struct ut_test ut_badptr_tests[] = {
   { "badptr_unterminated_path_fails", test_badptr_unterminated_path_fails, UT_QUICK, 0 },
   { "badptr_ranges_fail", test_badptr_ranges_fail, UT_QUICK, 0 },
   { "badptr_read_into_text_fails", test_badptr_read_into_text_fails, UT_QUICK, 0 },
+  { "badptr_stack_guard_page_fails", test_badptr_stack_guard_page_fails, UT_QUICK, 0 },
   { NULL },
 };

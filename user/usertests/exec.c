@@ -79,6 +79,25 @@ static void check_exec_refuses(const char *path, const unsigned char *image,
            before - after);
 }
 
+// One argument of 3 KiB fits on the new stack; one of 64 KiB cannot.
+static void test_exec_argument_sizes(void)
+{
+  enum { FITS = 3000, TOO_BIG = 64 * 1024 };
+  char *arg = malloc(TOO_BIG + 1), *out = malloc(FITS + 16);
+  UT_CHECK(arg && out, "malloc");
+  memset(arg, 'q', FITS);
+  arg[FITS] = 0;
+  char *argv[] = { "/echo", arg, NULL };
+  int len;
+  UT_CHECK(ut_run_capture(argv, out, FITS + 16, &len) == 0, "echo failed");
+  UT_CHECK(len == FITS + 1 && out[0] == 'q' && out[FITS] == '\n',
+           "echo of a %d-byte argument printed %d bytes", FITS, len);
+  memset(arg, 'q', TOO_BIG);
+  arg[TOO_BIG] = 0;
+  UT_CHECK(ut_exec_status("/echo", argv) == UT_EXEC_REFUSED,
+           "exec with a %d-byte argument", TOO_BIG);
+}
+
 static void test_exec_missing_file_fails(void)
 {
   char *argv[] = { "nope", NULL };
@@ -185,6 +204,7 @@ static void test_exec_keeps_fds(void)
 const struct ut_test ut_exec_tests[] = {
   { "exec_many_args", test_exec_many_args, UT_QUICK, 0 },
   { "exec_too_many_args", test_exec_too_many_args, UT_QUICK, 0 },
+  { "exec_argument_sizes", test_exec_argument_sizes, UT_QUICK, 0 },
   { "exec_missing_file_fails", test_exec_missing_file_fails, UT_QUICK, 0 },
   { "exec_non_elf_fails", test_exec_non_elf_fails, UT_QUICK, 0 },
   { "exec_truncated_elf_fails", test_exec_truncated_elf_fails, UT_QUICK, 0 },

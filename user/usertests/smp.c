@@ -115,6 +115,28 @@ static void test_smp_concurrent_sbrk(void)
   UT_CHECK(after >= before, "%lu pages lost", before - after);
 }
 
+// Every worker runs echo repeatedly: exec on several harts at once.
+static void exec_worker(int id)
+{
+  char word[8], out[16];
+  int len;
+  snprintf(word, sizeof word, "w%d", id);
+  char *argv[] = { "/echo", word, NULL };
+  for (int i = 0; i < 15; i++) {
+    UT_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
+    UT_CHECK(len == (int)strlen(word) + 1 && memcmp(out, word, len - 1) == 0,
+             "worker %d got the wrong output", id);
+  }
+}
+
+static void test_smp_parallel_exec(void)
+{
+  unsigned long before = ut_freepages();
+  run_workers(exec_worker);
+  unsigned long after = ut_settle_freepages(before);
+  UT_CHECK(after >= before, "%lu pages lost", before - after);
+}
+
 static void fork_worker(int id)
 {
   (void)id;
@@ -146,5 +168,6 @@ const struct ut_test ut_smp_tests[] = {
   { "smp_concurrent_pipes", test_smp_concurrent_pipes, UT_QUICK, 0 },
   { "smp_concurrent_sbrk", test_smp_concurrent_sbrk, UT_QUICK, 0 },
   { "smp_fork_storm", test_smp_fork_storm, UT_QUICK, 0 },
+  { "smp_parallel_exec", test_smp_parallel_exec, UT_QUICK, 0 },
   { NULL },
 };

@@ -42,6 +42,39 @@ static void test_time_uptime_matches_clock(void)
            ticks_ns / (long)MS, clock_delta / (long)MS);
 }
 
+// A child reads the clock after the parent's message reached it, so its
+// reading can never be earlier than the parent's reading before sending,
+// whichever harts the two run on.
+static void test_time_clock_agrees_across_processes(void)
+{
+  int to_child[2], to_parent[2];
+  UT_CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0, "pipe");
+  int pid = ut_fork();
+  if (pid == 0) {
+    unsigned long t;
+    close(to_child[1]);   // or the loop below never sees end-of-file
+    close(to_parent[0]);
+    while (read(to_child[0], &t, sizeof t) == sizeof t) {
+      unsigned long mine = clock_ns();
+      write(to_parent[1], &mine, sizeof mine);
+    }
+    exit(0);
+  }
+  close(to_child[0]);
+  close(to_parent[1]);
+  for (int i = 0; i < 200; i++) {
+    unsigned long sent = clock_ns(), child;
+    write(to_child[1], &sent, sizeof sent);
+    UT_CHECK(read(to_parent[0], &child, sizeof child) == sizeof child, "reply");
+    unsigned long back = clock_ns();
+    UT_CHECK(sent <= child && child <= back,
+             "round %d: parent %lu, child %lu, parent again %lu", i, sent,
+             child, back);
+  }
+  close(to_child[1]);
+  ut_wait_for(pid);
+}
+
 // sleep(0) and a negative sleep return at once instead of hanging.
 static void test_time_sleep_zero_and_negative(void)
 {
@@ -65,5 +98,6 @@ const struct ut_test ut_time_tests[] = {
   { "time_sleep_matches_clock", test_time_sleep_matches_clock, UT_QUICK, 0 },
   { "time_uptime_matches_clock", test_time_uptime_matches_clock, UT_QUICK, 0 },
   { "time_sleep_zero_and_negative", test_time_sleep_zero_and_negative, UT_QUICK, 0 },
+  { "time_clock_agrees_across_processes", test_time_clock_agrees_across_processes, UT_QUICK, 0 },
   { NULL },
 };
