@@ -198,8 +198,10 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 		if (psn_lt(new_una, psn_add(qp->una, RCT_SR_WINDOW)))
 			qp->sr_retxd[(uint32_t)psn_diff(new_una, qp->una) >> 5] &=
 				~(1u << ((uint32_t)psn_diff(new_una, qp->una) & 31));
-	} else if (rereq) {
-		req_rewind(qp, new_una);
+	} else if (rereq && !(qp->retx_valid && qp->retx_psn == new_una)) {
+		req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
+		qp->retx_psn = new_una;
+		qp->retx_valid = 1;
 	}
 	return true;
 }
@@ -292,6 +294,8 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
 	ack_through(qp, now, psn_add(p, PSN_MASK));
 	if (qp->attr.qp_state == RCT_QPS_ERR)
 		return;
+	if (psn_lt(qp->una, p))
+		return;      /* stopped at a READ missing responses: re-requested from una [REQ-ACK-5] */
 	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER && psn_le(p, qp->rnr_psn))
 		return;                                          /* [REQ-RNR-3] */
 	if (qp->retx_valid && psn_le(p, qp->retx_psn))
@@ -453,7 +457,10 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 			qp->cnt.rx_dup++;
 		} else {
 			qp->cnt.rx_out_of_seq++;
-			if (qp->sr && !(qp->retx_valid && qp->retx_psn == expect)) {
+			if (!qp->sr) {
+				/* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
+				ack_through(qp, now, psn_add(psn, PSN_MASK));
+			} else if (!(qp->retx_valid && qp->retx_psn == expect)) {
 				qp->retx_psn = expect;           /* [SR-REQ-8] once per gap */
 				qp->retx_valid = 1;
 				qp->sr_scan = expect;
