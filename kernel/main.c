@@ -22,6 +22,7 @@
 #include "bootarg.h"
 #include "selftest.h"
 #include "memlayout.h"
+#include "rdma.h"
 
 extern uint64 boot_dtb;
 static volatile int boot_done;
@@ -53,6 +54,7 @@ static void boot_hart0(void) {
   proc_start_init();
   hart_local_init();
   selftest_start();
+  rdma_init();                  // RDMA verbs device and its engine thread
   kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
   __sync_synchronize();
   boot_done = 1;

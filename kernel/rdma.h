@@ -1,0 +1,137 @@
+// rdma.h: the kernel's RDMA verbs subsystem (kernel/rdma_*.c).
+//
+// Owns the one RDMA device (struct rdma_dev): the transport core's device
+// (kernel/transport/rct.h), the tables of verbs objects (PDs, MRs, CQs,
+// completion channels, QPs), the engine that drives the core (a kernel
+// thread and a ktimer), and the frame routing (loopback or NIC).
+//
+// Locking: one spin lock, rdma.lock, serializes every core call and every
+// table change (rct.h asks the caller to serialize per device). Objects are
+// static table slots; a handle is the slot index, valid only for the process
+// that created the object (owner pid). Syscalls: rdma_*.c, sys_rdma_* names.
+//
+// Files: rdma_dev.c (device, query, exit hook, random), rdma_engine.c
+// (progress loop, thread, timer, frame routing), rdma_mr.c (PD, MR,
+// translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post).
+#ifndef RDMA_H
+#define RDMA_H
+#include "types.h"
+#include "lock.h"
+#include "timer.h"
+#include "uapi.h"
+#include "transport/rct.h"
+
+// Limits (reported by ibv_query_device).
+#define RDMA_MAX_PD      64
+#define RDMA_MAX_MR      256      // key index is the low 8 bits of a key
+#define RDMA_MAX_CQ      32
+#define RDMA_MAX_CQE     1024
+#define RDMA_MAX_CHAN    32
+#define RDMA_MAX_QP      32
+#define RDMA_MAX_QP_WR   256
+#define RDMA_MAX_RD      16       // READs held as responder / outstanding
+#define RDMA_MAX_ASYNC   32
+#define RDMA_MR_DIR      32       // pages of PAs per MR: 32 * 512 pages = 64 MiB
+#define RDMA_PAS_PER_PAGE 512
+#define RDMA_MAX_MR_SIZE ((uint64)RDMA_MR_DIR * RDMA_PAS_PER_PAGE * 4096)
+#define RDMA_FRAME_MAX   (4096 + 256)
+#define RDMA_BUDGET      64       // frames moved per lock hold
+
+struct proc;
+
+struct rdma_pd {
+  int used, owner;
+  int refs;                 // MRs and QPs in this PD
+};
+
+struct rdma_mr {
+  int used, owner, pd;
+  uint32 lkey, rkey, access;
+  uint64 addr, length;
+  uint64 page0;             // PG_ROUND_DOWN(addr)
+  int npages;
+  uint64 *pas[RDMA_MR_DIR]; // pas[i / 512][i % 512] backs page0 + i * PGSIZE
+};
+
+struct rdma_chan {
+  int used, owner;
+};
+
+struct rdma_cq {
+  int used, owner, chan;
+  uint64 cookie;
+  int refs;                 // QPs using it
+  struct rct_cq cq;
+  struct rct_wc ring[RDMA_MAX_CQE];
+  int armed;                // req_notify: event on the next new completion
+  uint32 arm_tail;
+  int events;               // events raised and not yet taken by get_cq_event
+  uint32 seen_overflow;
+  int error;                // overrun: the CQ is in error [IBTA 11.4.2.1 / CQ_ERR]
+};
+
+struct rdma_qp {
+  int used, owner, pd, send_cq, recv_cq;
+  uint32 max_send_sge, max_recv_sge;
+  enum rct_qp_state last_state;     // to raise an async event on entering ERR
+  struct rct_qp qp;
+  struct rct_send_wqe sq[RDMA_MAX_QP_WR];
+  struct rct_recv_wqe rq[RDMA_MAX_QP_WR];
+  struct rct_rd_res rd[RDMA_MAX_RD];
+};
+
+struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
+#define RDMA_MAX_NEIGH 16
+
+struct rdma_dev {
+  struct spinlock lock;
+  struct rct_dev dev;
+  uint32 ipv4;
+  uint8 mac[6];
+  int kick;                 // the engine thread has work (timer, rx, budget)
+  struct ktimer timer;
+  uint64 timer_deadline;    // what the ktimer is armed for, RCT_NEVER if not
+  struct rdma_neigh neigh[RDMA_MAX_NEIGH];
+  struct rdma_async_event async[RDMA_MAX_ASYNC];
+  int async_owner[RDMA_MAX_ASYNC];
+  uint32 async_head, async_tail;
+  // the NIC seam (rdma_net.c); NULL transmit = loopback only
+  int (*nic_send)(const struct rct_frame *f);
+};
+
+extern struct rdma_dev rdma;
+extern struct rdma_pd rdma_pds[RDMA_MAX_PD];
+extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
+extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
+extern struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
+extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
+
+// rdma_dev.c
+void   rdma_init(void);
+uint32 rdma_random(void);
+int    rdma_cur_pid(void);
+int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
+
+// rdma_engine.c (all with rdma.lock held)
+int  rdma_progress(int budget);         // 1 if work was left at the budget
+void rdma_engine_start(void);
+void rdma_kick(void);                   // let the engine thread run
+
+// rdma_mr.c
+extern const struct rct_mr_ops rdma_mr_ops;
+int  rdma_pd_get(int h);                // owned, in use: h, else -1 (lock held)
+int  rdma_mr_busy(const struct rdma_mr *mr);
+void rdma_mr_release_all(int pid);
+
+// rdma_cq.c (lock held)
+struct rdma_cq *rdma_cq_get(int h);
+void rdma_cq_scan(void);
+void rdma_async_push(int owner, int type, int handle, uint64 cookie);
+void rdma_cq_release_all(int pid);
+
+// rdma_qp.c (lock held)
+struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);
+void rdma_qp_scan(void);
+void rdma_qp_release_all(int pid);
+
+#endif

@@ -1,0 +1,230 @@
+// rdma_cq.c: completion queues, completion channels and async events.
+//
+// A CQ is the core's struct rct_cq over a ring in the slot. poll copies
+// completions out in the ABI layout (libibverbs values). Notification:
+// req_notify arms the CQ; the next completion added after arming raises
+// one event on the CQ's channel, and get_cq_event sleeps until there is
+// one (IBTA 11.4.2.2). Overrun: when a completion did not fit, the CQ goes
+// to the error state (poll fails from then on) and an IBV_EVENT_CQ_ERR
+// async event is recorded for the owner (IBTA 11.4.2.1, "CQ overrun").
+#include "types.h"
+#include "param.h"
+#include "proc.h"
+#include "printk.h"
+#include "vm.h"
+#include "klib.h"
+#include "syscall.h"
+#include "rdma.h"
+
+#define IBV_EVENT_CQ_ERR 0
+
+static int chan_get(int h) {
+  if (h < 0 || h >= RDMA_MAX_CHAN) return -1;
+  return (rdma_chans[h].used && rdma_chans[h].owner == rdma_cur_pid()) ? h : -1;
+}
+
+// Lock held. A CQ of the calling process, or NULL.
+struct rdma_cq *rdma_cq_get(int h) {
+  if (h < 0 || h >= RDMA_MAX_CQ) return NULL;
+  struct rdma_cq *cq = &rdma_cqs[h];
+  return (cq->used && cq->owner == rdma_cur_pid()) ? cq : NULL;
+}
+
+int64 sys_rdma_create_chan(void) {
+  int h = -1;
+  spin_lock(&rdma.lock);
+  for (int i = 0; i < RDMA_MAX_CHAN && h < 0; i++) {
+    if (!rdma_chans[i].used) {
+      rdma_chans[i] = (struct rdma_chan){ .used = 1, .owner = rdma_cur_pid() };
+      h = i;
+    }
+  }
+  spin_unlock(&rdma.lock);
+  return h;
+}
+
+int64 sys_rdma_destroy_chan(void) {
+  int h = arg_int(0), r = -1;
+  spin_lock(&rdma.lock);
+  if (chan_get(h) >= 0) {
+    r = 0;
+    for (int i = 0; i < RDMA_MAX_CQ; i++)
+      if (rdma_cqs[i].used && rdma_cqs[i].chan == h) r = -1;
+    if (r == 0) rdma_chans[h].used = 0;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// rdma_create_cq(cqe, chan or -1, cookie) -> cq
+int64 sys_rdma_create_cq(void) {
+  int cqe = arg_int(0), ch = arg_int(1), h = -1;
+  uint64 cookie = arg_addr(2);
+  if (cqe < 1 || cqe > RDMA_MAX_CQE) return -1;
+  spin_lock(&rdma.lock);
+  if (ch == -1 || chan_get(ch) >= 0) {
+    for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
+      struct rdma_cq *cq = &rdma_cqs[i];
+      if (cq->used) continue;
+      h = i;
+      cq->used = 1;
+      cq->owner = rdma_cur_pid();
+      cq->chan = ch;
+      cq->cookie = cookie;
+      cq->refs = cq->armed = cq->events = cq->error = 0;
+      rct_cq_init(&cq->cq, cq->ring, (uint32)cqe);
+      cq->seen_overflow = cq->cq.overflow;
+    }
+  }
+  spin_unlock(&rdma.lock);
+  return h;
+}
+
+int64 sys_rdma_destroy_cq(void) {
+  int h = arg_int(0), r = -1;
+  spin_lock(&rdma.lock);
+  struct rdma_cq *cq = rdma_cq_get(h);
+  if (cq && cq->refs == 0) {
+    cq->used = 0;
+    r = 0;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+static void to_abi_wc(const struct rct_wc *w, struct rdma_wc *o) {
+  o->wr_id = w->wr_id;
+  o->status = w->status;
+  o->opcode = w->opcode;
+  o->vendor_err = w->vendor_err;
+  o->byte_len = w->byte_len;
+  o->imm_data = __builtin_bswap32(w->imm_data);   // ibv_wc.imm_data is big-endian
+  o->qp_num = w->qp_num;
+  o->src_qp = w->src_qp;
+  o->wc_flags = w->wc_flags;
+}
+
+// rdma_poll_cq(cq, n, struct rdma_wc *wc) -> completions copied
+int64 sys_rdma_poll_cq(void) {
+  int h = arg_int(0), n = arg_int(1);
+  uint64 uva = arg_addr(2);
+  pagetable_t pt = current()->pagetable;
+  if (n < 0) return -1;
+  int got = 0;
+  spin_lock(&rdma.lock);
+  if (rdma_cq_get(h) == NULL || rdma_cqs[h].error) { spin_unlock(&rdma.lock); return -1; }
+  if (rdma_progress(16)) rdma_kick();
+  while (got < n) {
+    struct rct_wc w;
+    struct rdma_wc o;
+    if (rct_poll_cq(&rdma_cqs[h].cq, &w, 1) != 1) break;
+    to_abi_wc(&w, &o);
+    // copy_out under the spin lock: user pages are resident (no paging).
+    if (copy_out(pt, uva + (uint64)got * sizeof o, &o, sizeof o) < 0) {
+      spin_unlock(&rdma.lock);
+      return -1;       // the completion is lost, as when a poller passes a bad buffer
+    }
+    got++;
+  }
+  spin_unlock(&rdma.lock);
+  return got;
+}
+
+// rdma_req_notify(cq, solicited_only). Solicited-only is treated as "any
+// completion" (a superset of the events IBTA asks for).
+int64 sys_rdma_req_notify(void) {
+  int h = arg_int(0), r = -1;
+  spin_lock(&rdma.lock);
+  struct rdma_cq *cq = rdma_cq_get(h);
+  if (cq && !cq->error) {
+    cq->armed = 1;
+    cq->arm_tail = cq->cq.tail;
+    r = 0;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// rdma_get_cq_event(chan, unsigned long long *cookie) -> cq; sleeps.
+int64 sys_rdma_get_cq_event(void) {
+  int ch = arg_int(0), h = -1;
+  uint64 cookie = 0;
+  struct proc *p = current();
+  spin_lock(&rdma.lock);
+  while (chan_get(ch) >= 0 && h < 0) {
+    for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
+      struct rdma_cq *cq = &rdma_cqs[i];
+      if (cq->used && cq->chan == ch && cq->events > 0) {
+        cq->events--;
+        h = i;
+        cookie = cq->cookie;
+      }
+    }
+    if (h >= 0 || proc_killed(p)) break;
+    proc_sleep(&rdma_chans[ch], &rdma.lock);
+  }
+  spin_unlock(&rdma.lock);
+  if (h >= 0 && copy_out(p->pagetable, arg_addr(1), &cookie, sizeof cookie) < 0) return -1;
+  return h;
+}
+
+// Lock held. Record an async event for a process (dropped when full).
+void rdma_async_push(int owner, int type, int handle, uint64 cookie) {
+  if (rdma.async_tail - rdma.async_head == RDMA_MAX_ASYNC) return;
+  uint32 i = rdma.async_tail++ % RDMA_MAX_ASYNC;
+  rdma.async[i] = (struct rdma_async_event){ .event_type = type, .handle = handle, .cookie = cookie };
+  rdma.async_owner[i] = owner;
+  proc_wakeup(&rdma.async);
+}
+
+// rdma_get_async(struct rdma_async_event *out, block) -> 0, or -1 if none.
+int64 sys_rdma_get_async(void) {
+  int block = arg_int(1), pid = rdma_cur_pid(), found = 0;
+  struct rdma_async_event ev;
+  struct proc *p = current();
+  spin_lock(&rdma.lock);
+  for (;;) {
+    for (uint32 i = rdma.async_head; i != rdma.async_tail && !found; i++) {
+      uint32 k = i % RDMA_MAX_ASYNC;
+      if (rdma.async_owner[k] != pid) continue;
+      ev = rdma.async[k];
+      rdma.async_owner[k] = 0;    // taken; the slot is skipped from now on
+      found = 1;
+    }
+    while (rdma.async_head != rdma.async_tail && rdma.async_owner[rdma.async_head % RDMA_MAX_ASYNC] == 0)
+      rdma.async_head++;
+    if (found || !block || proc_killed(p)) break;
+    proc_sleep(&rdma.async, &rdma.lock);
+  }
+  spin_unlock(&rdma.lock);
+  if (!found) return -1;
+  return copy_out(p->pagetable, arg_addr(0), &ev, sizeof ev);
+}
+
+// Lock held. After the core ran: overruns and armed CQs that got work.
+void rdma_cq_scan(void) {
+  for (int i = 0; i < RDMA_MAX_CQ; i++) {
+    struct rdma_cq *cq = &rdma_cqs[i];
+    if (!cq->used) continue;
+    if (cq->cq.overflow != cq->seen_overflow && !cq->error) {
+      cq->seen_overflow = cq->cq.overflow;
+      cq->error = 1;
+      rdma_async_push(cq->owner, IBV_EVENT_CQ_ERR, i, cq->cookie);
+    }
+    if (cq->armed && cq->cq.tail != cq->arm_tail && cq->chan >= 0) {
+      cq->armed = 0;
+      cq->events++;
+      proc_wakeup(&rdma_chans[cq->chan]);
+    }
+  }
+}
+
+// Lock held; the process's QPs are already gone.
+void rdma_cq_release_all(int pid) {
+  for (int i = 0; i < RDMA_MAX_CQ; i++)
+    if (rdma_cqs[i].used && rdma_cqs[i].owner == pid) rdma_cqs[i].used = 0;
+  for (int i = 0; i < RDMA_MAX_CHAN; i++)
+    if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
+  for (uint32 i = rdma.async_head; i != rdma.async_tail; i++)
+    if (rdma.async_owner[i % RDMA_MAX_ASYNC] == pid) rdma.async_owner[i % RDMA_MAX_ASYNC] = 0;
+}

@@ -1,0 +1,162 @@
+// rdma_dev.c: the RDMA device. Boot-time setup of the transport core's
+// device (address from the boot arguments ip= and mac=, the MR interface,
+// the QP lookup), the object tables, the random generator for keys, QPNs
+// and PSNs, the device/port queries, the neighbour table (IPv4 -> MAC for
+// address vectors) and the exit hook that frees a process's objects.
+#include "types.h"
+#include "param.h"
+#include "riscv.h"
+#include "proc.h"
+#include "printk.h"
+#include "vm.h"
+#include "klib.h"
+#include "bootarg.h"
+#include "syscall.h"
+#include "rdma.h"
+
+struct rdma_dev rdma;
+struct rdma_pd rdma_pds[RDMA_MAX_PD];
+struct rdma_mr rdma_mrs[RDMA_MAX_MR];
+struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
+struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
+struct rdma_qp rdma_qps[RDMA_MAX_QP];
+
+static uint64 rng_state;
+
+// splitmix64 over a state seeded from the time CSR at boot and stirred
+// with the clock at every draw, so keys and PSNs are not predictable from
+// the boot order alone (docs/design.md "Security"). Lock held or boot.
+uint32 rdma_random(void) {
+  rng_state += 0x9e3779b97f4a7c15ULL ^ (clock_ns() << 17);
+  uint64 z = rng_state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (uint32)(z ^ (z >> 31));
+}
+
+int rdma_cur_pid(void) { return current()->pid; }
+
+// "a.b.c.d" -> host-order address, 0 if malformed.
+static uint32 parse_ipv4(const char *s) {
+  uint32 ip = 0;
+  for (int part = 0; part < 4; part++) {
+    if (*s < '0' || *s > '9') return 0;
+    uint32 v = 0;
+    while (*s >= '0' && *s <= '9') v = v * 10 + (*s++ - '0');
+    if (v > 255 || (part < 3 && *s++ != '.')) return 0;
+    ip = (ip << 8) | v;
+  }
+  return *s ? 0 : ip;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "52:54:00:00:00:0a" -> mac; returns 0 on success.
+static int parse_mac(const char *s, uint8 mac[6]) {
+  for (int i = 0; i < 6; i++) {
+    int hi = hexval(s[0]), lo = hexval(s[1]);
+    if (hi < 0 || lo < 0 || (i < 5 && s[2] != ':')) return -1;
+    mac[i] = (uint8)(hi * 16 + lo);
+    s += 3;
+  }
+  return 0;
+}
+
+static void rdma_proc_exit(struct proc *p) {
+  spin_lock(&rdma.lock);
+  rdma_qp_release_all(p->pid);     // QPs first: they hold CQs and PDs
+  rdma_cq_release_all(p->pid);
+  rdma_mr_release_all(p->pid);
+  spin_unlock(&rdma.lock);
+}
+
+void rdma_init(void) {
+  spin_init(&rdma.lock, "rdma");
+  rng_state = clock_ns() * 0x2545f4914f6cdd1dULL + (read_time() << 32);
+  const char *ip = bootarg("ip"), *mac = bootarg("mac");
+  rdma.ipv4 = ip ? parse_ipv4(ip) : 0;
+  if (rdma.ipv4 == 0) rdma.ipv4 = 0x0a000001;                  // 10.0.0.1
+  static const uint8 default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+  if (!mac || parse_mac(mac, rdma.mac) < 0) memcpy(rdma.mac, default_mac, 6);
+  struct rct_dev_attr a;
+  memset(&a, 0, sizeof a);
+  memcpy(a.mac, rdma.mac, 6);
+  a.ipv4 = rdma.ipv4;
+  a.mr_ops = &rdma_mr_ops;
+  a.qp_lookup = rdma_qp_lookup;
+  rct_dev_init(&rdma.dev, &a);
+  rdma.timer_deadline = RCT_NEVER;
+  proc_on_exit(rdma_proc_exit);
+  rdma_engine_start();
+  kprintf("rdma: rxe0 gid ::ffff:%d.%d.%d.%d mac %x:%x:%x:%x:%x:%x\n",
+          rdma.ipv4 >> 24, (rdma.ipv4 >> 16) & 255, (rdma.ipv4 >> 8) & 255, rdma.ipv4 & 255,
+          rdma.mac[0], rdma.mac[1], rdma.mac[2], rdma.mac[3], rdma.mac[4], rdma.mac[5]);
+}
+
+// Lock held. The peer's MAC: our own for our address, else the table.
+int rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]) {
+  if (ipv4 == rdma.ipv4) { memcpy(mac, rdma.mac, 6); return 0; }
+  for (int i = 0; i < RDMA_MAX_NEIGH; i++) {
+    if (rdma.neigh[i].ipv4 == ipv4) { memcpy(mac, rdma.neigh[i].mac, 6); return 0; }
+  }
+  return -1;
+}
+
+int64 sys_rdma_set_neigh(void) {
+  uint32 ip = (uint32)arg_int(0);
+  uint8 mac[6];
+  if (ip == 0 || copy_in(current()->pagetable, mac, arg_addr(1), 6) < 0) return -1;
+  spin_lock(&rdma.lock);
+  int slot = -1;
+  for (int i = 0; i < RDMA_MAX_NEIGH && slot < 0; i++)
+    if (rdma.neigh[i].ipv4 == ip || rdma.neigh[i].ipv4 == 0) slot = i;
+  if (slot < 0) slot = rdma_random() % RDMA_MAX_NEIGH;
+  rdma.neigh[slot].ipv4 = ip;
+  memcpy(rdma.neigh[slot].mac, mac, 6);
+  spin_unlock(&rdma.lock);
+  return 0;
+}
+
+int64 sys_rdma_query_device(void) {
+  struct rdma_device_info d;
+  memset(&d, 0, sizeof d);
+  d.node_guid = ((uint64)rdma.mac[0] << 56) | ((uint64)rdma.mac[1] << 48) |
+                ((uint64)rdma.mac[2] << 40) | 0xfffe000000ULL |
+                ((uint64)rdma.mac[3] << 16) | ((uint64)rdma.mac[4] << 8) | rdma.mac[5];
+  d.max_mr_size = RDMA_MAX_MR_SIZE;
+  d.page_size_cap = PGSIZE;
+  d.vendor_id = 0x5856;          // "XV"
+  d.vendor_part_id = 1;
+  d.max_qp = RDMA_MAX_QP;
+  d.max_qp_wr = RDMA_MAX_QP_WR;
+  d.max_sge = RDMA_MAX_SGE;
+  d.max_cq = RDMA_MAX_CQ;
+  d.max_cqe = RDMA_MAX_CQE;
+  d.max_mr = RDMA_MAX_MR;
+  d.max_pd = RDMA_MAX_PD;
+  d.max_qp_rd_atom = RDMA_MAX_RD;
+  d.max_qp_init_rd_atom = RDMA_MAX_RD;
+  d.max_res_rd_atom = RDMA_MAX_RD * RDMA_MAX_QP;
+  d.phys_port_cnt = 1;
+  return copy_out(current()->pagetable, arg_addr(0), &d, sizeof d);
+}
+
+int64 sys_rdma_query_port(void) {
+  if (arg_int(0) != 1) return -1;
+  struct rdma_port_info pi;
+  memset(&pi, 0, sizeof pi);
+  pi.state = 4;                  // IBV_PORT_ACTIVE
+  pi.max_mtu = RCT_MTU_4096;
+  pi.active_mtu = RCT_MTU_1024;  // fits a 1500-byte Ethernet frame
+  pi.gid_tbl_len = 1;
+  pi.max_msg_sz = 1u << 31;
+  pi.ipv4 = rdma.ipv4;
+  memcpy(pi.mac, rdma.mac, 6);
+  rct_cm_gid_from_ipv4(pi.gid, rdma.ipv4);
+  return copy_out(current()->pagetable, arg_addr(1), &pi, sizeof pi);
+}

@@ -1,0 +1,123 @@
+// rdma_engine.c: drives the sans-IO transport core. rdma_progress() runs
+// the core's expired timers, pulls frames with rct_dev_poll_transmit and
+// routes each one: a frame addressed to our own IPv4 goes straight back
+// into rct_handle_frame (loopback: two QPs of this guest talk without the
+// NIC), any other frame goes to the NIC seam (rdma_net.c). Frames received
+// from the NIC wait in a small queue until the engine hands them to the
+// core. After moving frames it raises CQ events and re-arms the one ktimer
+// to the core's next deadline.
+//
+// Who runs it: syscalls that post work or poll (low latency, same hart),
+// and the "rdma" kernel thread, woken by the ktimer, by received frames
+// and when a syscall stopped at the budget. Everything runs under
+// rdma.lock; the thread drops the lock between budgets so interrupts and
+// other harts get in.
+#include "types.h"
+#include "param.h"
+#include "proc.h"
+#include "printk.h"
+#include "klib.h"
+#include "rdma.h"
+
+static struct rct_frame tx_frame;              // under rdma.lock
+static uint8 loop_buf[RDMA_FRAME_MAX];         // under rdma.lock
+
+// Received frames waiting for the engine (filled by rdma_net.c).
+#define RX_SLOTS 32
+struct rx_slot { uint32 len; uint8 data[RDMA_FRAME_MAX]; };
+static struct rx_slot rx_q[RX_SLOTS];
+static uint32 rx_head, rx_tail;
+
+// Lock held. Queue a frame from the NIC; drops it when the queue is full
+// (the transport recovers it like any loss). Returns 0 if queued.
+int rdma_rx_enqueue(const uint8 *buf, uint32 len) {
+  if (len > RDMA_FRAME_MAX || rx_tail - rx_head == RX_SLOTS) return -1;
+  struct rx_slot *s = &rx_q[rx_tail % RX_SLOTS];
+  memcpy(s->data, buf, len);
+  s->len = len;
+  rx_tail++;
+  return 0;
+}
+
+static int frame_is_local(const struct rct_frame *f) {
+  // Ethernet (14) + IPv4: destination address at IP offset 16.
+  if (f->hdr_len < 34) return 0;
+  const uint8 *d = f->hdr + 14 + 16;
+  uint32 dst = ((uint32)d[0] << 24) | ((uint32)d[1] << 16) | ((uint32)d[2] << 8) | d[3];
+  return dst == rdma.ipv4;
+}
+
+static void route(const struct rct_frame *f, uint64 now) {
+  if (!frame_is_local(f) && rdma.nic_send) {
+    rdma.nic_send(f);
+    return;
+  }
+  int len = rct_frame_linearize(f, loop_buf, sizeof loop_buf);
+  if (len < 0) {
+    kprintf("rdma: frame of %d bytes does not fit the loopback buffer\n", (int)f->len);
+    return;
+  }
+  rct_handle_frame(&rdma.dev, now, loop_buf, (uint64)len);
+}
+
+static void timer_fired(void *arg) {
+  spin_lock(&rdma.lock);
+  rdma.timer_deadline = RCT_NEVER;
+  rdma_kick();
+  spin_unlock(&rdma.lock);
+}
+
+static void rearm_timer(void) {
+  uint64 next = rct_dev_next_timeout(&rdma.dev);
+  if (next == rdma.timer_deadline) return;
+  if (next == RCT_NEVER) {
+    ktimer_cancel(&rdma.timer);
+  } else {
+    ktimer_arm(&rdma.timer, next, timer_fired, NULL);
+  }
+  rdma.timer_deadline = next;
+}
+
+// Lock held. Returns 1 if it stopped at the budget with work left.
+int rdma_progress(int budget) {
+  uint64 now = clock_ns();
+  int moved = 0;
+  rct_dev_handle_timeout(&rdma.dev, now);
+  while (moved < budget && rx_head != rx_tail) {
+    struct rx_slot *s = &rx_q[rx_head % RX_SLOTS];
+    rct_handle_frame(&rdma.dev, now, s->data, s->len);
+    rx_head++;
+    moved++;
+  }
+  while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
+    route(&tx_frame, now);
+    moved++;
+  }
+  rdma_cq_scan();
+  rdma_qp_scan();
+  rearm_timer();
+  return moved == budget;
+}
+
+void rdma_kick(void) {
+  rdma.kick = 1;
+  proc_wakeup(&rdma.kick);
+}
+
+static void engine_thread(void *arg) {
+  spin_lock(&rdma.lock);
+  for (;;) {
+    rdma.kick = 0;
+    if (rdma_progress(RDMA_BUDGET)) {
+      spin_unlock(&rdma.lock);    // let interrupts and syscalls in
+      proc_yield();
+      spin_lock(&rdma.lock);
+      continue;
+    }
+    if (!rdma.kick) proc_sleep(&rdma.kick, &rdma.lock);
+  }
+}
+
+void rdma_engine_start(void) {
+  if (kthread_start("rdma", engine_thread, NULL) < 0) panic("rdma: no slot for the engine thread");
+}
