@@ -18,7 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 LINKS = {"100g": "100 Gb/s, 10 us RTT", "1g": "1 Gb/s, 200 us RTT"}
-COMMAND = "make bench-sim   (build/sim/sim-bench --out bench/results; python3 bench/sim/plot.py bench/results)"
+COMMAND = "make bench-sim"
+DETAIL = "build/sim/sim-bench --out bench/results, then bench/sim/plot.py bench/results"
 
 
 def load(path):
@@ -45,12 +46,14 @@ def plot_link(rows, link, out):
             ax2.plot(x, [float(r["p99_us"]) for r in pts], style, label=label)
     ax1.axhline(90, color="grey", lw=0.8, ls=":")
     ax1.set_xscale("symlog", linthresh=0.1)
+    ax1.set_xlim(0, 12)
     ax1.set_xlabel("random loss, both directions (%)")
     ax1.set_ylabel("goodput, % of the mode's lossless goodput")
     ax1.set_ylim(0, 105)
     ax1.grid(alpha=0.3)
     ax1.legend(fontsize=8)
     ax2.set_xscale("symlog", linthresh=0.1)
+    ax2.set_xlim(0, 12)
     ax2.set_yscale("log")
     ax2.set_xlabel("random loss, both directions (%)")
     ax2.set_ylabel("p99 message completion time (us)")
@@ -72,8 +75,18 @@ def get(rows, link, mode, size, loss):
 def summary(rows, cpu, out):
     seed = rows[0]["seed"] if rows else "?"
     L = ["# Transport benchmarks in the host simulator", "",
-         "Command: `%s`, seed %s. Virtual time; loss applies to both directions; "
-         "path MTU 4096; RDMA WRITE; goodput = message payload / time to the last completion." % (COMMAND, seed), ""]
+         "Command: `%s` (%s); seed %s. Virtual time; random loss on both directions (data and ACKs); "
+         "path MTU 4096; RDMA WRITE, all signaled; goodput = message payload / time to the last completion; "
+         "completion time = post to CQE, with sq_depth messages kept posted." % (COMMAND, DETAIL, seed), ""]
+    for link in LINKS:
+        r = next((r for r in rows if r["link"] == link and "max_inflight" in r), None)
+        if r:
+            L.append("- %s: max_inflight %s packets, local ACK timeout %s us%s, sq_depth %s (64 KiB) / %s (1 MiB)." % (
+                LINKS[link], r["max_inflight"], r["ack_timeout_us"],
+                (", adaptive RTO min %s us" % r["adaptive_min_rto_us"]) if float(r["adaptive_min_rto_us"]) else "",
+                next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(64 << 10)),
+                next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(1 << 20))))
+    L.append("")
     sizes = sorted({r["size"] for r in rows}, key=int)
     # The headline: SR at 1 % on 100G as a fraction of lossless.
     L.append("## Goal: selective repeat at 1 % loss keeps >= 90 % of its lossless goodput on the 100 Gb/s link")
