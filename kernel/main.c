@@ -23,6 +23,8 @@
 #include "selftest.h"
 #include "memlayout.h"
 #include "rdma.h"
+#include "pci.h"
+#include "net.h"
 
 extern uint64 boot_dtb;
 static volatile int boot_done;
@@ -52,6 +54,9 @@ static void boot_hart0(void) {
   file_table_init();
   blk_init();
   proc_start_init();
+  pci_init();
+  net_init();                   // E1000 on PCI (kthreads: after init exists); else no network
+  sysnet_init();
   hart_local_init();
   selftest_start();
   rdma_init();                  // RDMA verbs device and its engine thread

@@ -38,9 +38,14 @@ int arg_str(int n, char *buf, int max) {
 #define DECLARE(name) int64 sys_##name(void);
 HANDLERS(DECLARE)
 
+// Network stack (sysnet.c).
+#define NET_HANDLERS(X) \
+  X(socket) X(bind) X(sendto) X(recvfrom) X(sockclose) X(netstat) X(netinfo) X(arpwait)
+NET_HANDLERS(DECLARE)
+
 struct syscall_entry { const char *name; int64 (*fn)(void); };
 #define ENTRY(name) [SYS_##name] = { #name, sys_##name },
-static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) };
+static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLERS(ENTRY) };
 
 void syscall_dispatch(void) {
   struct proc *p = current();

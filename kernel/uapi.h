@@ -37,6 +37,16 @@
 #define SYS_halt     23   // power off through the test finisher; arg = exit status
 #define SYS_sysinfo  24   // fill a struct sysinfo
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
+// Network (kernel/sysnet.c). Sockets are small handles owned by the
+// creating process (closed at its exit); addresses are host byte order.
+#define SYS_socket    40  // (SOCK_UDP | SOCK_ICMP) -> handle
+#define SYS_bind      41  // (s, port): UDP port, 0 = any ephemeral; 4791 is reserved
+#define SYS_sendto    42  // (s, buf, n, const struct net_addr *to) -> n; ICMP: to->port = seq
+#define SYS_recvfrom  43  // (s, buf, n, struct net_addr *from, timeout_ms <0 = forever) -> n, -2 timeout
+#define SYS_sockclose 44  // (s)
+#define SYS_netstat   45  // (char *buf, n) -> bytes of "name value\n" text
+#define SYS_netinfo   46  // (struct net_info *out)
+#define SYS_arpwait   47  // (ip, unsigned char mac[6], timeout_ms) -> 0, -2 timeout
 
 // RDMA verbs (kernel/rdma*.c; user/ibverbs.c gives them libibverbs names).
 // Objects are named by small per-kind handles that only their creating
@@ -192,5 +202,17 @@ struct rdma_qp_stats {
   unsigned long long rx_dup, rx_out_of_seq, rx_out_of_window, rx_dropped;
   unsigned long long completions, error_completions, flushed, cq_overflow;
 };
+
+
+// Network ABI (see SYS_socket..SYS_arpwait).
+#define SOCK_UDP  1
+#define SOCK_ICMP 2
+struct net_addr { unsigned int ip; unsigned short port; unsigned short pad; };
+struct net_info {
+  unsigned int ip, netmask;
+  unsigned char mac[6];
+  unsigned char present, link_up;
+};
+#define NET_MAX_UDP_PAYLOAD 8972   // 9000-byte MTU - IPv4 - UDP headers
 
 #endif

@@ -1,0 +1,278 @@
+// sysnet.c: sockets and the network system calls (numbers in uapi.h).
+//
+// A socket is a slot in a small table, named by its index and usable only
+// by the process that created it (fork does not share it); the exit hook
+// closes whatever a process left open. Two kinds:
+//   SOCK_UDP   bind(port) claims a UDP port through udp_register_port();
+//              sendto() picks an ephemeral port if none is bound.
+//   SOCK_ICMP  sendto() sends an echo request (to->port is the sequence
+//              number); recvfrom() returns echo replies carrying this
+//              socket's id (from->port = their sequence number).
+// Received datagrams wait in the socket's queue (at most SOCK_QMAX; more
+// are dropped and counted). recvfrom() sleeps up to timeout_ms (< 0: no
+// limit) using a ktimer to wake it, and returns -2 on timeout.
+#include "types.h"
+#include "param.h"
+#include "lock.h"
+#include "proc.h"
+#include "printk.h"
+#include "klib.h"
+#include "timer.h"
+#include "vm.h"
+#include "pmem.h"
+#include "riscv.h"
+#include "syscall.h"
+#include "uapi.h"
+#include "net.h"
+#include "netdev.h"
+
+#define NSOCK 32
+#define SOCK_QMAX 160
+#define EPHEMERAL_FIRST 49152
+
+struct sock {
+  int used;
+  int type;                   // SOCK_UDP or SOCK_ICMP
+  int owner;                  // pid
+  uint16 port;                // UDP: bound port (0 = none); ICMP: echo id
+  struct netbuf *q, *qtail;   // received, oldest first
+  int qlen;
+  struct ktimer timer;        // wakes a recvfrom that has a timeout
+};
+
+static struct sock socks[NSOCK];
+static struct spinlock sock_lock;
+static uint32 next_ephemeral = EPHEMERAL_FIRST;   // 32 bits: RISC-V has no 16-bit atomics
+
+// Caller holds sock_lock. Appends nb or drops it when the queue is full.
+static void enqueue(struct sock *s, struct netbuf *nb) {
+  if (s->qlen >= SOCK_QMAX) { net_count(NC_sock_queue_full); netbuf_free(nb); return; }
+  nb->next = NULL;
+  if (s->qtail) s->qtail->next = nb; else s->q = nb;
+  s->qtail = nb;
+  s->qlen++;
+  net_count(NC_sock_rx);
+  proc_wakeup(s);
+}
+
+static void udp_deliver(struct netbuf *nb, void *arg) {
+  struct sock *s = arg;
+  spin_lock(&sock_lock);
+  if (s->used && s->type == SOCK_UDP && s->port == nb->dst_port) enqueue(s, nb);
+  else { net_count(NC_udp_no_port); netbuf_free(nb); }
+  spin_unlock(&sock_lock);
+}
+
+void sock_icmp_deliver(struct netbuf *nb, uint16 id, uint16 seq) {
+  spin_lock(&sock_lock);
+  for (int i = 0; i < NSOCK; i++) {
+    struct sock *s = &socks[i];
+    if (s->used && s->type == SOCK_ICMP && s->port == id) {
+      nb->src_port = seq;
+      enqueue(s, nb);
+      spin_unlock(&sock_lock);
+      return;
+    }
+  }
+  spin_unlock(&sock_lock);
+  net_count(NC_icmp_other);
+  netbuf_free(nb);
+}
+
+// The caller's socket for handle argument n, or NULL.
+static struct sock *arg_sock(int n) {
+  int h = arg_int(n);
+  if (h < 0 || h >= NSOCK) return NULL;
+  struct sock *s = &socks[h];
+  return s->used && s->owner == current()->pid ? s : NULL;
+}
+
+static void sock_release(struct sock *s) {
+  if (s->type == SOCK_UDP && s->port) udp_unregister_port(s->port);
+  spin_lock(&sock_lock);
+  struct netbuf *q = s->q;
+  s->q = s->qtail = NULL;
+  s->qlen = 0;
+  s->used = 0;
+  spin_unlock(&sock_lock);
+  while (q) { struct netbuf *n = q->next; netbuf_free(q); q = n; }
+}
+
+static void on_exit(struct proc *p) {
+  for (int i = 0; i < NSOCK; i++)
+    if (socks[i].used && socks[i].owner == p->pid) sock_release(&socks[i]);
+}
+
+void sysnet_init(void) {
+  spin_init(&sock_lock, "sock");
+  proc_on_exit(on_exit);
+}
+
+int64 sys_socket(void) {
+  int type = arg_int(0);
+  if (type != SOCK_UDP && type != SOCK_ICMP) return -1;
+  spin_lock(&sock_lock);
+  for (int i = 0; i < NSOCK; i++) {
+    struct sock *s = &socks[i];
+    if (s->used) continue;
+    s->used = 1;
+    s->type = type;
+    s->owner = current()->pid;
+    s->port = type == SOCK_ICMP ? (uint16)(0x8000 | (current()->pid & 0x3ff) << 5 | i) : 0;
+    s->q = s->qtail = NULL;
+    s->qlen = 0;
+    spin_unlock(&sock_lock);
+    return i;
+  }
+  spin_unlock(&sock_lock);
+  return -1;
+}
+
+// Caller must not hold sock_lock. Claims port (0: the next free ephemeral).
+static int bind_port(struct sock *s, int port) {
+  if (s->type != SOCK_UDP || s->port || port < 0 || port > 65535) return -1;
+  if (port == UDP_PORT_ROCEV2) return -1;          // reserved for the RDMA layer
+  if (port) {
+    if (udp_register_port(port, udp_deliver, s) < 0) return -1;
+    s->port = port;
+    return 0;
+  }
+  for (int tries = 0; tries < 16384; tries++) {
+    uint16 p = EPHEMERAL_FIRST + __sync_fetch_and_add(&next_ephemeral, 1) % (65536 - EPHEMERAL_FIRST);
+    if (p < EPHEMERAL_FIRST) continue;
+    if (udp_register_port(p, udp_deliver, s) == 0) { s->port = p; return 0; }
+  }
+  return -1;
+}
+
+int64 sys_bind(void) {
+  struct sock *s = arg_sock(0);
+  return s ? bind_port(s, arg_int(1)) : -1;
+}
+
+int64 sys_sendto(void) {
+  struct sock *s = arg_sock(0);
+  uint64 buf = arg_addr(1);
+  int n = arg_int(2);
+  struct net_addr to;
+  if (!s || n < 0 || copy_in(current()->pagetable, &to, arg_addr(3), sizeof to) < 0) return -1;
+  int max = NETDEV_MTU - IP_HLEN - (s->type == SOCK_UDP ? UDP_HLEN : 8);
+  if (n > max || !netdev_present() || !netcfg.ip) return -1;
+  if (s->type == SOCK_UDP && !s->port && bind_port(s, 0) < 0) return -1;
+  struct netbuf *nb = netbuf_alloc_wait();
+  if (!nb) return -1;
+  if (copy_in(current()->pagetable, nb->data, buf, n) < 0) { netbuf_free(nb); return -1; }
+  nb->len = n;
+  netdev_tx_wait(1);                       // do not drop our own frame on a full ring
+  if (s->type == SOCK_UDP) udp_output(nb, s->port, to.ip, to.port);
+  else icmp_echo_send(to.ip, s->port, to.port, nb);
+  return n;
+}
+
+static void timer_wake(void *s) { proc_wakeup(s); }
+
+int64 sys_recvfrom(void) {
+  struct sock *s = arg_sock(0);
+  uint64 buf = arg_addr(1), from_uva = arg_addr(3);
+  int n = arg_int(2), timeout_ms = arg_int(4);
+  if (!s || n < 0) return -1;
+  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+  spin_lock(&sock_lock);
+  while (!s->q) {
+    if (clock_ns() >= deadline) { spin_unlock(&sock_lock); return -2; }
+    if (proc_killed(current())) { spin_unlock(&sock_lock); return -1; }
+    if (deadline != ~0ull) ktimer_arm(&s->timer, deadline, timer_wake, s);
+    proc_sleep(s, &sock_lock);
+  }
+  struct netbuf *nb = s->q;
+  s->q = nb->next;
+  if (!s->q) s->qtail = NULL;
+  s->qlen--;
+  spin_unlock(&sock_lock);
+  ktimer_cancel(&s->timer);
+  int len = nb->len < (uint32)n ? (int)nb->len : n;
+  struct net_addr from = { nb->src_ip, nb->src_port, 0 };
+  int bad = copy_out(current()->pagetable, buf, nb->data, len) < 0 ||
+            (from_uva && copy_out(current()->pagetable, from_uva, &from, sizeof from) < 0);
+  netbuf_free(nb);
+  return bad ? -1 : len;
+}
+
+int64 sys_sockclose(void) {
+  struct sock *s = arg_sock(0);
+  if (!s) return -1;
+  sock_release(s);
+  return 0;
+}
+
+// ---- netstat: counters as text ----
+
+static int put_str(char *b, int len, int cap, const char *s) {
+  while (*s && len < cap) b[len++] = *s++;
+  return len;
+}
+
+static int put_u64(char *b, int len, int cap, uint64 v) {
+  char d[24];
+  int k = 0;
+  do { d[k++] = '0' + v % 10; v /= 10; } while (v);
+  while (k && len < cap) b[len++] = d[--k];
+  return len;
+}
+
+static int put_kv(char *b, int len, int cap, const char *k, uint64 v) {
+  len = put_str(b, len, cap, k);
+  len = put_str(b, len, cap, " ");
+  len = put_u64(b, len, cap, v);
+  return put_str(b, len, cap, "\n");
+}
+
+// Fills a page with "name value" lines: driver statistics, the stack's
+// drop counters, buffer pool and ARP cache; copies at most n bytes out.
+int64 sys_netstat(void) {
+  uint64 uva = arg_addr(0);
+  int n = arg_int(1);
+  if (n < 0) return -1;
+  char *b = page_alloc();
+  if (!b) return -1;
+  int len = 0, cap = PGSIZE;
+  struct netdev_stats st;
+  netdev_get_stats(&st);
+  len = put_kv(b, len, cap, "dev_interrupts", st.interrupts);
+  len = put_kv(b, len, cap, "dev_rx_frames", st.rx_frames);
+  len = put_kv(b, len, cap, "dev_tx_frames", st.tx_frames);
+  len = put_kv(b, len, cap, "dev_rx_bytes", st.rx_bytes);
+  len = put_kv(b, len, cap, "dev_tx_bytes", st.tx_bytes);
+  len = put_kv(b, len, cap, "dev_rx_errors", st.rx_errors);
+  len = put_kv(b, len, cap, "dev_rx_no_buf", st.rx_no_buf);
+  len = put_kv(b, len, cap, "dev_rx_missed", st.rx_missed);
+  len = put_kv(b, len, cap, "dev_tx_ring_full", st.tx_ring_full);
+  len = put_kv(b, len, cap, "dev_max_frames_per_wakeup", st.max_frames_per_irq);
+  for (int i = 0; i < NC_COUNT; i++) len = put_kv(b, len, cap, net_counter_names[i], net_counters[i]);
+  len = put_kv(b, len, cap, "netbufs_free", netbuf_free_count());
+  len += arp_dump(b + len, cap - len);
+  if (len > n) len = n;
+  int r = copy_out(current()->pagetable, uva, b, len) < 0 ? -1 : len;
+  page_put((uint64)b);
+  return r;
+}
+
+int64 sys_netinfo(void) {
+  struct net_info ni;
+  memset(&ni, 0, sizeof ni);
+  ni.ip = netcfg.ip;
+  ni.netmask = netcfg.netmask;
+  memcpy(ni.mac, netcfg.mac, 6);
+  ni.present = netdev_present();
+  ni.link_up = netdev_link_up();
+  return copy_out(current()->pagetable, arg_addr(0), &ni, sizeof ni);
+}
+
+int64 sys_arpwait(void) {
+  uint32 ip = (uint32)arg_int(0);
+  int timeout_ms = arg_int(2);
+  uint8 mac[6];
+  if (!netdev_present() || timeout_ms < 0) return -1;
+  if (arp_resolve_wait(ip, mac, (uint64)timeout_ms * 1000000) < 0) return -2;
+  return copy_out(current()->pagetable, arg_addr(1), mac, 6);
+}
