@@ -21,5 +21,6 @@ int kthread_start(const char *name, void (*fn)(void *), void *arg) {
   spin_lock(&p->lock);
   p->state = P_RUNNABLE;
   spin_unlock(&p->lock);
+  kick_idle_hart();
   return pid;
 }

@@ -1,15 +1,19 @@
 // mstart.c: the only machine-mode C code. Each hart configures delegation,
 // physical memory protection, counter access and the Sstc timer, then
 // mret's into kernel_main() in supervisor mode. Machine mode never runs
-// again: every trap and interrupt goes to S-mode, and the S-mode timer is
-// stimecmp (Sstc, present in QEMU 7.2's rv64 CPU), so no M-mode timer
-// handler is needed.
+// again, except for machine_vector (machinevec.S), which forwards a
+// cross-hart wakeup (CLINT software interrupt) to S-mode. Every other trap
+// and interrupt goes to S-mode directly, and the S-mode timer is stimecmp
+// (Sstc, present in QEMU 7.2's rv64 CPU), so no M-mode timer handler is
+// needed.
 #include "types.h"
 #include "riscv.h"
 #include "param.h"
 
 void kernel_main(void);
+void machine_vector(void);
 __attribute__((aligned(16))) char boot_stacks[BOOT_STACK_SIZE * NCPU];
+static uint64 machine_scratch[NCPU][2];   // machine_vector's register save area
 uint64 boot_dtb;     // device-tree blob address QEMU passed to hart 0
 
 void machine_start(uint64 hartid, uint64 dtb) {
@@ -27,6 +31,9 @@ void machine_start(uint64 hartid, uint64 dtb) {
   csr_write(mcounteren, 0x7);                  // S may read cycle/time/instret
   csr_set(0x30a, MENVCFG_STCE);                // menvcfg.STCE: enable stimecmp
   csr_write(0x14d, ~0ULL);                     // stimecmp: no deadline yet
+  csr_write(mscratch, (uint64)machine_scratch[hartid]);
+  csr_write(mtvec, (uint64)machine_vector);
+  csr_set(mie, 1 << 3);                        // MSIE: wakeups from other harts
   write_tp(hartid);
   asm volatile("mret");
 }

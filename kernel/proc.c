@@ -103,6 +103,7 @@ static void first_run(void) {
   struct proc *p = current();
   spin_unlock(&p->lock);
   if (p->is_kthread) {
+    intr_on();                      // the scheduler ran us with interrupts off
     p->kthread_fn(p->kthread_arg);
     proc_exit(0);
   }
@@ -152,6 +153,7 @@ int proc_fork(void) {
   spin_lock(&child->lock);
   child->state = P_RUNNABLE;
   spin_unlock(&child->lock);
+  kick_idle_hart();
   return pid;
 }
 

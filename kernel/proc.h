@@ -35,6 +35,7 @@ struct cpu {
   int intr_depth;             // intr_push nesting
   int intr_was_on;            // interrupts enabled before the first push
   int hartid;
+  volatile int idle;          // in the scheduler with nothing to run
 };
 
 enum proc_state { P_FREE, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_SLEEPING, P_ZOMBIE };
@@ -97,6 +98,7 @@ void sched_switch_out(void);            // caller holds p->lock, state set
 void proc_yield(void);
 void proc_sleep(void *chan, struct spinlock *lk);
 void proc_wakeup(void *chan);
+void kick_idle_hart(void);               // after making something runnable
 void swtch(struct context *save, struct context *load);
 
 // kthread.c: a kernel-only thread running fn(arg) on its own stack with

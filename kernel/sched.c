@@ -3,12 +3,16 @@
 // back through sched_switch_out() when it yields, sleeps or exits.
 // Sleep/wakeup use a channel (any address) and a condition lock so that a
 // wakeup between "check the condition" and "sleep" cannot be lost.
+// An idle hart waits in wfi; proc_wakeup kicks one idle hart through the
+// CLINT (machinevec.S turns that into a supervisor software interrupt) so
+// a newly runnable process does not wait for that hart's next tick.
 #include "types.h"
 #include "riscv.h"
 #include "param.h"
 #include "lock.h"
 #include "proc.h"
 #include "printk.h"
+#include "memlayout.h"
 
 struct cpu cpus[NCPU];
 extern struct proc proc_table[NPROC];
@@ -26,6 +30,7 @@ static int run_pass(struct cpu *c) {
   for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
     spin_lock(&p->lock);
     if (p->state == P_RUNNABLE) {
+      c->idle = 0;
       p->state = P_RUNNING;
       c->running = p;
       swtch(&c->sched_ctx, &p->ctx);
@@ -43,6 +48,8 @@ void scheduler(void) {
   for (;;) {
     intr_on();                 // take pending interrupts (they may wake someone)
     intr_off();
+    c->idle = 1;               // before the pass: a wakeup after it kicks us
+    __sync_synchronize();
     if (!run_pass(c))
       asm volatile("wfi");     // resumes on any enabled pending interrupt
   }
@@ -88,14 +95,34 @@ void proc_sleep(void *chan, struct spinlock *lk) {
   }
 }
 
+// Wakes one idle hart other than this one, if there is one.
+void kick_idle_hart(void) {
+  intr_push();
+  int me = hart_id();
+  for (int h = 0; h < NCPU; h++) {
+    if (h != me && cpus[h].idle) {
+      *(volatile uint32 *)CLINT_MSIP(h) = 1;
+      break;
+    }
+  }
+  intr_pop();
+}
+
 // Makes every process sleeping on chan runnable. Safe from interrupts.
 void proc_wakeup(void *chan) {
   struct proc *self = current();
+  int woke = 0;
   for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
     if (p == self) continue;
     spin_lock(&p->lock);
-    if (p->state == P_SLEEPING && p->wait_chan == chan)
+    if (p->state == P_SLEEPING && p->wait_chan == chan) {
       p->state = P_RUNNABLE;
+      woke = 1;
+    }
     spin_unlock(&p->lock);
+  }
+  if (woke) {
+    __sync_synchronize();      // runnable before we look at idle flags
+    kick_idle_hart();
   }
 }

@@ -20,7 +20,7 @@ enum irq_kind { NOT_AN_IRQ, IRQ_HANDLED, IRQ_TICK };
 
 void trap_hart_init(void) {
   csr_write(stvec, (uint64)kernel_vector);
-  csr_set(sie, (1 << IRQ_SEXT) | (1 << IRQ_STIMER));
+  csr_set(sie, (1 << IRQ_SEXT) | (1 << IRQ_STIMER) | (1 << IRQ_SSOFT));
 }
 
 static enum irq_kind handle_interrupt(uint64 scause) {
@@ -28,6 +28,9 @@ static enum irq_kind handle_interrupt(uint64 scause) {
   switch (scause & 0xff) {
   case IRQ_SEXT:   plic_dispatch(); return IRQ_HANDLED;
   case IRQ_STIMER: return timer_interrupt() ? IRQ_TICK : IRQ_HANDLED;
+  case IRQ_SSOFT:                   // hart_kick: only needed to leave wfi
+    csr_clear(sip, 1 << IRQ_SSOFT);
+    return IRQ_HANDLED;
   default:         return NOT_AN_IRQ;
   }
 }
