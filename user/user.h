@@ -50,6 +50,15 @@ int uptime(void);
 unsigned long clock_ns(void);
 int halt(int status);
 int sysinfo(struct sysinfo *info);
+// Network (kernel/sysnet.c; see uapi.h). Addresses in host byte order.
+int socket(int type);
+int bind(int s, int port);
+int sendto(int s, const void *buf, int n, const struct net_addr *to);
+int recvfrom(int s, void *buf, int n, struct net_addr *from, int timeout_ms);
+int sockclose(int s);
+int netstat(char *buf, int n);
+int netinfo(struct net_info *info);
+int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);
 
 // Strings and memory (string.c).
 size_t strlen(const char *s);

@@ -37,6 +37,11 @@ U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS))
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
 
+# Network tools (network helper): ping, UDP echo, the guest side of tests/net.
+U_NET_PROGS := ping udpecho nettest
+UPROGS += $(addprefix user/_,$(U_NET_PROGS))
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/%.o,$(U_NET_PROGS))
+
 user/usys.S: kernel/uapi.h user/gen_usys.py
 	python3 user/gen_usys.py kernel/uapi.h > $@.tmp && mv $@.tmp $@
 

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""launch.py: N xv6-rdma guests on one Ethernet link through linkemu.
+
+Owns the test bed every network and RDMA test uses: it starts
+netem/linkemu (a learning switch with per-direction impairments), then one
+QEMU guest per port through tests/harness/guest.py, each with an E1000 NIC
+on a `-netdev dgram` socket pointed at its linkemu port, and its own
+address from the boot arguments:
+
+    guest i: ip=10.0.0.(i+1)  mac=52:54:00:00:00:(i+1 in hex)
+
+As a module:
+
+    from launch import Testbed
+    with Testbed(2, a2b="loss 5% seed 7", pcap_dir="/tmp/cap") as tb:
+        tb.boot()                       # both guests in parallel
+        g0, g1 = tb.guests
+        print(g0.run("ping -c 3 " + tb.ip(1)))
+        print(tb.stats()["directions"][0]["frames_out"])
+        tb.set_spec("a2b", "loss 20%")   # change impairments mid-run
+
+By hand (a console multiplexer: lines go to the current guest; `:N`
+switches to guest N, `:stats` prints linkemu's counters, `:q` quits):
+
+    python3 tests/net/launch.py --guests 2 --a2b "loss 1%" --pcap /tmp/cap
+    python3 tests/net/launch.py --run "0:ping -c 3 10.0.0.2" --run "1:nettest stat"
+
+Python standard library only.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
+from guest import Guest, GuestError, progress  # noqa: E402
+
+LINKEMU = os.environ.get("LINKEMU", os.path.join(REPO, "build", "netem", "linkemu"))
+
+
+def free_udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def guest_ip(i):
+    return f"10.0.0.{i + 1}"
+
+
+def guest_mac(i):
+    return "52:54:00:00:00:%02x" % (i + 1)
+
+
+class Testbed:
+    """linkemu plus n guests; use as a context manager (kills everything).
+
+    specs: {port_index: netem spec}; a2b/b2a are shorthands for ports 0/1;
+    both applies one spec to every port. extra_append: more boot arguments
+    (e.g. "itr=0"). pcap_dir: linkemu writes portN.pcap there.
+    """
+
+    def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
+                 cpus=2, memory="128M", name="net", extra_append="", quiet_linkemu=True):
+        self.n = n
+        self.specs = dict(specs or {})
+        if a2b:
+            self.specs[0] = a2b
+        if b2a:
+            self.specs[1] = b2a
+        self.both = both
+        self.pcap_dir = pcap_dir
+        self.name = name
+        self.listen = [free_udp_port() for _ in range(n)]
+        self.gport = [free_udp_port() for _ in range(n)]
+        self.ctl_port = free_udp_port()
+        self.stats_path = os.path.join(REPO, "tests", "logs", f"{name}-linkemu-stats.json")
+        self.linkemu_log = os.path.join(REPO, "tests", "logs", f"{name}-linkemu.log")
+        self.linkemu = None
+        self.guests = []
+        for i in range(n):
+            append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
+            args = ["-netdev", f"dgram,id=n0,remote.type=inet,remote.host=127.0.0.1,"
+                               f"remote.port={self.listen[i]},local.type=inet,"
+                               f"local.host=127.0.0.1,local.port={self.gport[i]}",
+                    "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile="]
+            self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
+                                     append=append, extra_args=args))
+
+    @staticmethod
+    def ip(i):
+        return guest_ip(i)
+
+    @staticmethod
+    def mac(i):
+        return guest_mac(i)
+
+    # ---- lifecycle ----
+
+    def start_linkemu(self):
+        if not os.path.exists(LINKEMU):
+            raise GuestError(f"{LINKEMU} missing (make {os.path.relpath(LINKEMU, REPO)})")
+        cmd = [LINKEMU]
+        for i in range(self.n):
+            cmd += ["--port", f"{self.listen[i]}:{self.gport[i]}"]
+        if self.both:
+            cmd += ["--both", self.both]
+        for port, spec in sorted(self.specs.items()):
+            cmd += ["--in", str(port), spec]
+        if self.pcap_dir:
+            os.makedirs(self.pcap_dir, exist_ok=True)
+            cmd += ["--pcap", self.pcap_dir]
+        cmd += ["--stats", self.stats_path, "--control", str(self.ctl_port)]
+        os.makedirs(os.path.dirname(self.linkemu_log), exist_ok=True)
+        log = open(self.linkemu_log, "w")
+        progress(self.name, "linkemu " + " ".join(f"'{c}'" if " " in c else c for c in cmd[1:]))
+        self.linkemu = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        for _ in range(50):                       # until the control socket answers
+            try:
+                self.control("stats", timeout=0.2)
+                return
+            except OSError:
+                if self.linkemu.poll() is not None:
+                    raise GuestError(f"linkemu exited; see {self.linkemu_log}")
+        raise GuestError("linkemu control socket does not answer")
+
+    def boot(self, timeout=90):
+        """Starts linkemu and every guest, waits for every shell prompt."""
+        if not self.linkemu:
+            self.start_linkemu()
+        for g in self.guests:
+            g.start()
+        for g in self.guests:
+            g.boot(timeout)
+        return self
+
+    def halt(self, timeout=30):
+        """Powers every guest off cleanly; returns their exit statuses."""
+        statuses = []
+        for g in self.guests:
+            if g.proc and g.proc.poll() is None:
+                g.send("halt 0")
+        for g in self.guests:
+            statuses.append(g.wait_exit(timeout))
+        return statuses
+
+    def kill(self):
+        for g in self.guests:
+            g.kill()
+        if self.linkemu and self.linkemu.poll() is None:
+            self.linkemu.terminate()
+            try:
+                self.linkemu.wait(5)
+            except subprocess.TimeoutExpired:
+                self.linkemu.kill()
+                self.linkemu.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False
+
+    # ---- linkemu ----
+
+    def control(self, message, timeout=2.0):
+        """One request on linkemu's control socket; returns the reply text."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.settimeout(timeout)
+            s.sendto(message.encode(), ("127.0.0.1", self.ctl_port))
+            return s.recv(65536).decode()
+        finally:
+            s.close()
+
+    def stats(self):
+        """linkemu's counters now (the --stats JSON)."""
+        return json.loads(self.control("stats"))
+
+    def set_spec(self, target, spec):
+        """Change impairments now: target 'a2b', 'b2a', 'both' or a port."""
+        reply = self.control(f"set {target} {spec}")
+        if not reply.startswith("ok"):
+            raise GuestError(f"linkemu: {reply}")
+
+    def delivered_to(self, i, st=None):
+        """Frames linkemu has sent to guest i (its port's tx counter)."""
+        st = st or self.stats()
+        return st["directions"][i]["tx"]
+
+
+# ---- command line ----
+
+def console(tb):
+    """Multiplexes the guests' consoles on this terminal."""
+    current = [0]
+    seen = [len(g.output()) for g in tb.guests]
+    stop = threading.Event()
+
+    def pump():
+        while not stop.is_set():
+            for i, g in enumerate(tb.guests):
+                text = g.output()
+                if len(text) > seen[i]:
+                    new, seen[i] = text[seen[i]:], len(text)
+                    for line in new.splitlines(True):
+                        sys.stdout.write(f"[{i}] {line}")
+                    sys.stdout.flush()
+            time.sleep(0.05)
+
+    threading.Thread(target=pump, daemon=True).start()
+    print("console: lines go to guest 0; ':N' switches guest, ':stats', ':q' quits")
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if line == ":q":
+            break
+        if line == ":stats":
+            print(json.dumps(tb.stats(), indent=1))
+        elif line[:1] == ":" and line[1:].isdigit() and int(line[1:]) < tb.n:
+            current[0] = int(line[1:])
+            print(f"console: now guest {current[0]}")
+        else:
+            tb.guests[current[0]].send(line)
+    stop.set()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--guests", type=int, default=2)
+    ap.add_argument("--a2b", help="netem spec for frames from guest 0")
+    ap.add_argument("--b2a", help="netem spec for frames from guest 1")
+    ap.add_argument("--both", help="netem spec on every port")
+    ap.add_argument("--in", dest="ins", nargs=2, action="append", metavar=("N", "SPEC"),
+                    default=[], help="netem spec for frames entering port N")
+    ap.add_argument("--pcap", help="directory for linkemu's portN.pcap captures")
+    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--append", default="", help="extra boot arguments for every guest")
+    ap.add_argument("--run", action="append", default=[], metavar="N:CMD",
+                    help="run CMD on guest N and print its output (repeatable, in order)")
+    ap.add_argument("--timeout", type=int, default=120, help="seconds per --run command")
+    args = ap.parse_args()
+    specs = {int(n): s for n, s in args.ins}
+    with Testbed(args.guests, a2b=args.a2b, b2a=args.b2a, both=args.both, specs=specs,
+                 pcap_dir=args.pcap, cpus=args.cpus, name="launch",
+                 extra_append=args.append) as tb:
+        tb.boot()
+        for item in args.run:
+            n, _, cmd = item.partition(":")
+            print(f"--- guest {n}: {cmd}")
+            print(tb.guests[int(n)].run(cmd, timeout=args.timeout), end="")
+        if not args.run:
+            console(tb)
+        print(json.dumps(tb.stats(), indent=1))
+        tb.halt()
+    if args.pcap:
+        print(f"captures: {args.pcap}/port*.pcap (tshark -r {args.pcap}/port0.pcap)")
+
+
+if __name__ == "__main__":
+    main()

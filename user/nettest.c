@@ -1,0 +1,241 @@
+// nettest.c: the guest side of the network tests and benchmarks
+// (tests/net/, bench/net/). Each mode prints one result line that the host
+// parses; numbers are decimal, rates are integers or fixed-point.
+//
+//   nettest info                          our ip, mac, link
+//   nettest arp IP [timeout_ms]           resolve IP: "arp IP is-at MAC"
+//   nettest stat                          the kernel's network counters
+//   nettest send IP PORT SIZE COUNT RATE  COUNT datagrams, RATE per second (0: no pacing)
+//   nettest recv PORT IDLE_MS [FIRST_MS]  count datagrams until IDLE_MS of silence
+//   nettest sweep IP PORT MIN MAX [STEP]  echo every size MIN..MAX off `udpecho -s PORT`
+//   nettest blast IP PORT SIZE SECONDS    send as fast as possible
+//   nettest sink PORT IDLE_MS             receive a blast: frames/s, MB/s, interrupts/frame
+//   nettest lat IP PORT SIZE COUNT        echo round trips: min/avg RTT, one-way = RTT/2
+#include "user.h"
+
+#define NS 1000000000ul
+
+static unsigned int parse_ip(const char *s) {
+  unsigned int ip = 0;
+  for (int part = 0; part < 4; part++) {
+    int v = 0, digits = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) v = v * 10 + (*s - '0');
+    if (!digits || v > 255 || (part < 3 && *s++ != '.')) return 0;
+    ip = ip << 8 | v;
+  }
+  return *s ? 0 : ip;
+}
+
+static void print_ip(unsigned int ip) {
+  printf("%d.%d.%d.%d", ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255);
+}
+
+static void print_mac(const unsigned char *m) {
+  for (int i = 0; i < 6; i++) printf("%s%x%x", i ? ":" : "", m[i] >> 4, m[i] & 15);
+}
+
+__attribute__((noreturn)) static void die(const char *msg) { fprintf(STDERR, "nettest: %s\n", msg); exit(1); }
+
+static int udp_socket(int port) {
+  int s = socket(SOCK_UDP);
+  if (s < 0 || bind(s, port) < 0) die("cannot open or bind the socket");
+  return s;
+}
+
+// The value of one "name value" line of netstat, or 0.
+static unsigned long stat_value(const char *name) {
+  static char buf[4096];
+  int n = netstat(buf, sizeof buf - 1);
+  if (n < 0) return 0;
+  buf[n] = 0;
+  int len = strlen(name);
+  for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
+    if (!strncmp(p, name, len) && p[len] == ' ') {
+      unsigned long v = 0;
+      for (char *d = p + len + 1; *d >= '0' && *d <= '9'; d++) v = v * 10 + (*d - '0');
+      return v;
+    }
+  return 0;
+}
+
+static int cmd_info(void) {
+  struct net_info ni;
+  if (netinfo(&ni) < 0 || !ni.present) { printf("no network device\n"); return 1; }
+  printf("ip "); print_ip(ni.ip); printf(" mac "); print_mac(ni.mac);
+  printf(" link %s\n", ni.link_up ? "up" : "down");
+  return 0;
+}
+
+static int cmd_arp(unsigned int ip, int timeout_ms) {
+  unsigned char mac[6];
+  int r = arpwait(ip, mac, timeout_ms);
+  printf("arp "); print_ip(ip);
+  if (r < 0) { printf(" timeout\n"); return 1; }
+  printf(" is-at "); print_mac(mac); printf("\n");
+  return 0;
+}
+
+static int cmd_stat(void) {
+  static char buf[4096];
+  int n = netstat(buf, sizeof buf);
+  if (n < 0) return 1;
+  write(STDOUT, buf, n);
+  return 0;
+}
+
+// Fills a payload: a 4-byte sequence number, then a pattern.
+static void fill(char *p, int size, unsigned int seq) {
+  for (int k = 0; k < size; k++) p[k] = (char)(seq + k * 13);
+  if (size >= 4) memcpy(p, &seq, 4);
+}
+
+static int cmd_send(unsigned int ip, int port, int size, int count, int rate) {
+  int s = udp_socket(0);
+  char *buf = malloc(size + 1);
+  struct net_addr to = { ip, (unsigned short)port, 0 };
+  unsigned long t0 = clock_ns();
+  for (int i = 0; i < count; i++) {
+    if (rate > 0)                          // pace: never ahead of rate * elapsed
+      while ((unsigned long)i * NS / rate > clock_ns() - t0) sleep(1);
+    fill(buf, size, i);
+    if (sendto(s, buf, size, &to) < 0) die("send failed");
+  }
+  unsigned long ms = (clock_ns() - t0) / 1000000;
+  printf("sent %d datagrams of %d bytes in %lu ms\n", count, size, ms);
+  return 0;
+}
+
+static int cmd_recv(int port, int idle_ms, int first_ms) {
+  int s = udp_socket(port);
+  char *buf = malloc(NET_MAX_UDP_PAYLOAD);
+  unsigned long count = 0, bytes = 0;
+  struct net_addr from;
+  printf("recv: ready on port %d\n", port);
+  for (;;) {
+    int n = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, count ? idle_ms : first_ms);
+    if (n == -2) break;
+    if (n < 0) die("receive failed");
+    count++;
+    bytes += n;
+  }
+  printf("received %lu datagrams %lu bytes\n", count, bytes);
+  return 0;
+}
+
+static int echo_once(int s, struct net_addr *to, char *out, char *in, int size) {
+  struct net_addr from;
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (sendto(s, out, size, to) < 0) return -1;
+    int n;
+    do n = recvfrom(s, in, NET_MAX_UDP_PAYLOAD, &from, 1000);
+    while (n >= 4 && size >= 4 && memcmp(in, out, 4) != 0);   // a stale echo
+    if (n == -2) continue;
+    return n == size && !memcmp(in, out, size) ? 0 : -1;
+  }
+  return -1;
+}
+
+static int cmd_sweep(unsigned int ip, int port, int min, int max, int step) {
+  int s = udp_socket(0);
+  char *out = malloc(NET_MAX_UDP_PAYLOAD), *in = malloc(NET_MAX_UDP_PAYLOAD);
+  struct net_addr to = { ip, (unsigned short)port, 0 };
+  int n = 0;
+  unsigned long t0 = clock_ns();
+  for (int size = min; size <= max; size += step, n++) {
+    fill(out, size, 0x5a000000u | size);
+    if (echo_once(s, &to, out, in, size) < 0) { printf("sweep FAIL at size %d\n", size); return 1; }
+  }
+  printf("sweep ok sizes %d..%d step %d: %d echoes in %lu ms\n", min, max, step, n,
+         (clock_ns() - t0) / 1000000);
+  return 0;
+}
+
+static void print_rate(const char *what, unsigned long frames, unsigned long bytes, unsigned long ns) {
+  unsigned long us = ns / 1000 ? ns / 1000 : 1;
+  unsigned long fps = frames * 1000000ul / us, mbps_milli = bytes * 1000ul / us;
+  printf("%s %lu frames %lu bytes in %lu us: %lu frames/s %lu.%03lu MB/s\n", what, frames, bytes,
+         us, fps, mbps_milli / 1000, mbps_milli % 1000);
+}
+
+static int cmd_blast(unsigned int ip, int port, int size, int seconds) {
+  int s = udp_socket(0);
+  char *buf = malloc(size + 1);
+  struct net_addr to = { ip, (unsigned short)port, 0 };
+  unsigned long t0 = clock_ns(), end = t0 + (unsigned long)seconds * NS, n = 0;
+  while (clock_ns() < end) {
+    fill(buf, size, n);
+    if (sendto(s, buf, size, &to) < 0) die("send failed");
+    n++;
+  }
+  print_rate("blast sent", n, n * size, clock_ns() - t0);
+  return 0;
+}
+
+static int cmd_sink(int port, int idle_ms) {
+  int s = udp_socket(port);
+  char *buf = malloc(NET_MAX_UDP_PAYLOAD);
+  struct net_addr from;
+  unsigned long n = 0, bytes = 0, first = 0, last = 0, irq0 = 0, rx0 = 0;
+  printf("sink: ready on port %d\n", port);
+  for (;;) {
+    int len = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, n ? idle_ms : 60000);
+    if (len == -2) break;
+    if (len < 0) die("receive failed");
+    last = clock_ns();
+    if (n++ == 0) { first = last; irq0 = stat_value("dev_interrupts"); rx0 = stat_value("dev_rx_frames"); }
+    else bytes += len;                      // the first datagram starts the clock
+  }
+  unsigned long irqs = stat_value("dev_interrupts") - irq0, frames = stat_value("dev_rx_frames") - rx0;
+  if (n < 2) { printf("sink got %lu datagrams\n", n); return 1; }
+  print_rate("sink received", n - 1, bytes, last - first);
+  printf("sink interrupts %lu for %lu frames: %lu.%03lu interrupts/frame\n", irqs, frames,
+         frames ? irqs / frames : 0, frames ? irqs * 1000 / frames % 1000 : 0);
+  return 0;
+}
+
+static int cmd_lat(unsigned int ip, int port, int size, int count) {
+  int s = udp_socket(0);
+  char *out = malloc(NET_MAX_UDP_PAYLOAD), *in = malloc(NET_MAX_UDP_PAYLOAD);
+  struct net_addr to = { ip, (unsigned short)port, 0 };
+  unsigned long min = ~0ul, sum = 0;
+  int ok = 0;
+  for (int i = 0; i < count; i++) {
+    fill(out, size, 0x1a000000u | i);
+    unsigned long t0 = clock_ns();
+    if (echo_once(s, &to, out, in, size) < 0) continue;
+    unsigned long rtt = clock_ns() - t0;
+    ok++;
+    sum += rtt;
+    if (rtt < min) min = rtt;
+  }
+  if (!ok) { printf("lat: no echoes\n"); return 1; }
+  unsigned long avg = sum / ok;
+  printf("lat %d echoes of %d bytes: rtt min %lu us avg %lu us, one-way min %lu us avg %lu us\n",
+         ok, size, min / 1000, avg / 1000, min / 2000, avg / 2000);
+  return 0;
+}
+
+__attribute__((noreturn)) static void usage(void) {
+  fprintf(STDERR, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
+                  "  recv PORT IDLE_MS [FIRST_MS] | sweep IP PORT MIN MAX [STEP] |\n"
+                  "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) usage();
+  const char *m = argv[1];
+  int a[6] = {0};
+  for (int i = 3; i < argc && i < 9; i++) a[i - 3] = atoi(argv[i]);
+  unsigned int ip = argc > 2 ? parse_ip(argv[2]) : 0;
+  if (!strcmp(m, "info")) exit(cmd_info());
+  if (!strcmp(m, "stat")) exit(cmd_stat());
+  if (!strcmp(m, "arp") && ip) exit(cmd_arp(ip, argc > 3 ? a[0] : 3000));
+  if (!strcmp(m, "send") && ip && argc == 7) exit(cmd_send(ip, a[0], a[1], a[2], a[3]));
+  if (!strcmp(m, "recv") && argc >= 4) exit(cmd_recv(atoi(argv[2]), a[0], argc > 4 ? a[1] : 60000));
+  if (!strcmp(m, "sweep") && ip && argc >= 6) exit(cmd_sweep(ip, a[0], a[1], a[2], argc > 6 && a[3] > 0 ? a[3] : 1));
+  if (!strcmp(m, "blast") && ip && argc == 6) exit(cmd_blast(ip, a[0], a[1], a[2]));
+  if (!strcmp(m, "sink") && argc == 4) exit(cmd_sink(atoi(argv[2]), a[0]));
+  if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));
+  usage();
+}
