@@ -27,6 +27,7 @@
 #include "net.h"
 
 extern uint64 boot_dtb;
+extern int sstc_missing;
 static volatile int boot_done;
 int ncpu_started;
 
@@ -41,6 +42,7 @@ static void hart_local_init(void) {
 static void boot_hart0(void) {
   console_init();
   printk_init();
+  if (sstc_missing) panic("CPU lacks the Sstc extension (stimecmp); QEMU 7.1 or newer needed");
   fdt_scan(boot_dtb);           // before pmem_init hands the DTB's RAM out
   kprintf("\nxv6-rdma kernel booting (bootargs \"%s\")\n", bootargs_all());
   pmem_init();

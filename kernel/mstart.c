@@ -15,6 +15,7 @@ void machine_vector(void);
 __attribute__((aligned(16))) char boot_stacks[BOOT_STACK_SIZE * NCPU];
 static uint64 machine_scratch[NCPU][2];   // machine_vector's register save area
 uint64 boot_dtb;     // device-tree blob address QEMU passed to hart 0
+int sstc_missing;    // the CPU has no Sstc: the kernel cannot keep time
 
 void machine_start(uint64 hartid, uint64 dtb) {
   if (hartid >= NCPU)
@@ -30,7 +31,10 @@ void machine_start(uint64 hartid, uint64 dtb) {
   csr_write(pmpcfg0, 0xf);                     // TOR, R|W|X
   csr_write(mcounteren, 0x7);                  // S may read cycle/time/instret
   csr_set(0x30a, MENVCFG_STCE);                // menvcfg.STCE: enable stimecmp
-  csr_write(0x14d, ~0ULL);                     // stimecmp: no deadline yet
+  if (csr_read(0x30a) & MENVCFG_STCE)
+    csr_write(0x14d, ~0ULL);                   // stimecmp: no deadline yet
+  else
+    sstc_missing = 1;                          // kernel_main reports it
   csr_write(mscratch, (uint64)machine_scratch[hartid]);
   csr_write(mtvec, (uint64)machine_vector);
   csr_set(mie, 1 << 3);                        // MSIE: wakeups from other harts
