@@ -76,7 +76,7 @@ $(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(RCT_SRCS) $(RCT_HDR
 	@mkdir -p $(@D)
 	clang $(RCT_CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(RCT_SRCS) -o $@
 
-# Seed corpus from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus.
+# Seed corpora from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus/{parser,responder}.
 RCT_VECTORS := ../shared/vectors
 
 # The suites: Check prints "N%: Checks: X, Failures: Y, Errors: Z" per binary.
@@ -89,7 +89,7 @@ test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
 	@set -e; for t in $(RCT_FUZZ_TARGETS); do \
 	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
 	  ./$(RCT_FUZZ_OUT)/$$t -max_total_time=$(RCT_FUZZ_SMOKE) -print_final_stats=1 \
-	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus 2>&1 \
+	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus/$${t#fuzz_} 2>&1 \
 	    | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
 	  test $${PIPESTATUS[0]} -eq 0; done
 	@echo "=== transport: test-core passed"
@@ -100,7 +100,7 @@ fuzz: $(RCT_FUZZ_BINS)
 	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
 	  echo "=== fuzz $$t for $(FUZZ_SECONDS)s"; \
 	  ./$(RCT_FUZZ_OUT)/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus; done
+	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus/$${t#fuzz_}; done
 .PHONY: fuzz
 
 # Header processing rate (frames/s per core), with and without software ICRC.
