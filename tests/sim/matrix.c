@@ -4,7 +4,9 @@
  * Scenarios, each in go-back-N and in selective-repeat mode:
  *  - WRITE / READ / SEND / WRITE_WITH_IMM x sizes {0, 1, MTU-1, MTU, MTU+1,
  *    1 MiB, 8 MiB} x random loss {0, 0.1, 1, 5, 30 %} (both directions);
- *  - 5 % duplication, reordering, 2 % corruption (sizes MTU+1 and 1 MiB);
+ *  - 5 % duplication, reordering (delay jitter + netem reorder), 2 % corruption,
+ *    Gilbert-Elliott burst loss, and a drop list of named frames in both
+ *    directions (sizes MTU+1 and 1 MiB);
  *  - a 2 s blackhole in both directions that the retry budget survives;
  *  - a blackhole that outlasts it: RETRY_EXC_ERR, then WR_FLUSH_ERR;
  *  - a PSN wrap: starting PSNs within 100 of 2^24, at 1 % loss;
@@ -83,10 +85,16 @@ static void build(void)
         {"duplicate=5%", BASE_LINK " duplicate 5%"},
         {"reorder=10%", BASE_LINK " delay 20us 5us reorder 10%"},
         {"corrupt=2%", BASE_LINK " corrupt 2%"},
+        {"gemodel=1%,25%", BASE_LINK " loss gemodel 1% 25%"},      /* bursts of ~4 */
+        {"droplist", BASE_LINK " drop 0,3,10-12,29"},               /* b2a: see below */
       };
-      for (unsigned e = 0; e < 3; e++) {
-        add(sr, ops[o], MTU + 1, extra[e].what, extra[e].link);
-        add(sr, ops[o], 1u << 20, extra[e].what, extra[e].link);
+      for (unsigned e = 0; e < sizeof extra / sizeof extra[0]; e++) {
+        struct scenario *x = add(sr, ops[o], MTU + 1, extra[e].what, extra[e].link);
+        struct scenario *y = add(sr, ops[o], 1u << 20, extra[e].what, extra[e].link);
+        if (e == 4) {   /* drop named frames: the first request, a run, and early ACKs/responses */
+          snprintf(x->link_b2a, sizeof x->link_b2a, "%s", BASE_LINK " drop 1,4,5");
+          snprintf(y->link_b2a, sizeof y->link_b2a, "%s", BASE_LINK " drop 1,4,5");
+        }
       }
       /* 2 s blackhole; timeout 17 = 537 ms, so 7 retries span ~4.3 s. */
       struct scenario *sc = add(sr, ops[o], 1u << 20, "blackhole=2s(recovers)",
