@@ -254,7 +254,8 @@ int main(int argc, char **argv)
       return 2;
     }
   }
-  if (jobs < 1) jobs = 1;
+  if (jobs < 1 || trace_path)
+    jobs = 1;                              /* one trace file, one writer */
   if (known_path)
     load_known(known_path);
   build();
