@@ -1,0 +1,505 @@
+// ibverbs.c: the verbs library (see ibverbs.h) over the SYS_rdma_* calls.
+//
+// Each verbs object is a malloc'd struct with the libibverbs fields; its
+// `handle` is the kernel's handle. The library turns linked WR lists into
+// arrays for one system call, converts between libibverbs' structs and the
+// kernel ABI (kernel/uapi.h), and maps kernel handles back to the caller's
+// objects for events.
+#include "user.h"
+#include "ibverbs.h"
+#include "rdma_sys.h"
+
+__attribute__((weak)) int errno;
+
+#define MAX_HANDLES 64
+static struct ibv_qp *qp_by_handle[MAX_HANDLES];
+
+static struct ibv_device rxe0 = {
+  .node_type = IBV_NODE_CA, .transport_type = IBV_TRANSPORT_IB,
+  .name = "rxe0", .dev_name = "rxe0",
+};
+
+static void *fail_null(int e) { errno = e; return NULL; }
+
+struct ibv_device **ibv_get_device_list(int *num_devices) {
+  struct rdma_device_info info;
+  int n = rdma_query_device(&info) == 0 ? 1 : 0;
+  struct ibv_device **list = malloc(2 * sizeof *list);
+  if (!list) return fail_null(ENOMEM);
+  list[0] = n ? &rxe0 : NULL;
+  list[1] = NULL;
+  if (num_devices) *num_devices = n;
+  return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list) { free(list); }
+
+const char *ibv_get_device_name(struct ibv_device *device) { return device ? device->name : NULL; }
+
+struct ibv_context *ibv_open_device(struct ibv_device *device) {
+  if (device != &rxe0) return fail_null(ENODEV);
+  struct ibv_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return fail_null(ENOMEM);
+  ctx->device = device;
+  ctx->cmd_fd = ctx->async_fd = -1;
+  ctx->num_comp_vectors = 1;
+  return ctx;
+}
+
+int ibv_close_device(struct ibv_context *context) {
+  free(context);
+  return 0;
+}
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a) {
+  struct rdma_device_info d;
+  if (!context || !a || rdma_query_device(&d) < 0) return EINVAL;
+  memset(a, 0, sizeof *a);
+  strcpy(a->fw_ver, "xv6-rdma 1.0");
+  a->node_guid = a->sys_image_guid = htobe64(d.node_guid);
+  a->max_mr_size = d.max_mr_size;
+  a->page_size_cap = d.page_size_cap;
+  a->vendor_id = d.vendor_id;
+  a->vendor_part_id = d.vendor_part_id;
+  a->hw_ver = d.hw_ver;
+  a->max_qp = d.max_qp;
+  a->max_qp_wr = d.max_qp_wr;
+  a->max_sge = a->max_sge_rd = d.max_sge;
+  a->max_cq = d.max_cq;
+  a->max_cqe = d.max_cqe;
+  a->max_mr = d.max_mr;
+  a->max_pd = d.max_pd;
+  a->max_qp_rd_atom = d.max_qp_rd_atom;
+  a->max_qp_init_rd_atom = d.max_qp_init_rd_atom;
+  a->max_res_rd_atom = d.max_res_rd_atom;
+  a->atomic_cap = IBV_ATOMIC_NONE;
+  a->max_pkeys = 1;
+  a->local_ca_ack_delay = 15;
+  a->phys_port_cnt = (uint8_t)d.phys_port_cnt;
+  return 0;
+}
+
+int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a) {
+  struct rdma_port_info p;
+  if (!context || !a || rdma_query_port(port_num, &p) < 0) return EINVAL;
+  memset(a, 0, sizeof *a);
+  a->state = (enum ibv_port_state)p.state;
+  a->max_mtu = (enum ibv_mtu)p.max_mtu;
+  a->active_mtu = (enum ibv_mtu)p.active_mtu;
+  a->gid_tbl_len = p.gid_tbl_len;
+  a->max_msg_sz = p.max_msg_sz;
+  a->pkey_tbl_len = 1;
+  a->phys_state = 5;                  // LinkUp
+  a->link_layer = IBV_LINK_LAYER_ETHERNET;
+  return 0;
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid) {
+  struct rdma_port_info p;
+  if (!context || !gid || index != 0 || rdma_query_port(port_num, &p) < 0) return -1;
+  memcpy(gid->raw, p.gid, 16);
+  return 0;
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event) {
+  struct rdma_async_event e;
+  if (!context || !event || rdma_get_async(&e, 1) < 0) return -1;
+  event->event_type = (enum ibv_event_type)e.event_type;
+  if (e.event_type == IBV_EVENT_CQ_ERR) event->element.cq = (struct ibv_cq *)(uint64_t)e.cookie;
+  else event->element.qp = (e.handle >= 0 && e.handle < MAX_HANDLES) ? qp_by_handle[e.handle] : NULL;
+  return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event) {
+  if (event && event->event_type == IBV_EVENT_CQ_ERR && event->element.cq)
+    event->element.cq->async_events_completed++;
+}
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context) {
+  if (!context) return fail_null(EINVAL);
+  struct ibv_pd *pd = malloc(sizeof *pd);
+  if (!pd) return fail_null(ENOMEM);
+  int h = rdma_alloc_pd();
+  if (h < 0) { free(pd); return fail_null(ENOMEM); }
+  pd->context = context;
+  pd->handle = (uint32_t)h;
+  return pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd) {
+  if (!pd) return EINVAL;
+  if (rdma_dealloc_pd((int)pd->handle) < 0) return EBUSY;
+  free(pd);
+  return 0;
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access) {
+  if (!pd) return fail_null(EINVAL);
+  struct ibv_mr *mr = malloc(sizeof *mr);
+  if (!mr) return fail_null(ENOMEM);
+  struct rdma_mr_keys k;
+  int h = rdma_reg_mr((int)pd->handle, addr, length, access, &k);
+  if (h < 0) { free(mr); return fail_null(EINVAL); }
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->handle = (uint32_t)h;
+  mr->lkey = k.lkey;
+  mr->rkey = k.rkey;
+  return mr;
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr) {
+  if (!mr) return EINVAL;
+  if (rdma_dereg_mr((int)mr->handle) < 0) return EBUSY;
+  free(mr);
+  return 0;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context) {
+  if (!context) return fail_null(EINVAL);
+  struct ibv_comp_channel *ch = malloc(sizeof *ch);
+  if (!ch) return fail_null(ENOMEM);
+  ch->fd = rdma_create_chan();
+  if (ch->fd < 0) { free(ch); return fail_null(ENOMEM); }
+  ch->context = context;
+  ch->refcnt = 0;
+  return ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel) {
+  if (!channel) return EINVAL;
+  if (rdma_destroy_chan(channel->fd) < 0) return EBUSY;
+  free(channel);
+  return 0;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                             struct ibv_comp_channel *channel, int comp_vector) {
+  if (!context || cqe < 1) return fail_null(EINVAL);
+  struct ibv_cq *cq = calloc(1, sizeof *cq);
+  if (!cq) return fail_null(ENOMEM);
+  int h = rdma_create_cq(cqe, channel ? channel->fd : -1, cq);
+  if (h < 0) { free(cq); return fail_null(EINVAL); }
+  cq->context = context;
+  cq->channel = channel;
+  cq->cq_context = cq_context;
+  cq->handle = (uint32_t)h;
+  cq->cqe = cqe;
+  if (channel) channel->refcnt++;
+  return cq;
+}
+
+int ibv_destroy_cq(struct ibv_cq *cq) {
+  if (!cq) return EINVAL;
+  if (rdma_destroy_cq((int)cq->handle) < 0) return EBUSY;
+  if (cq->channel) cq->channel->refcnt--;
+  free(cq);
+  return 0;
+}
+
+int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc) {
+  struct rdma_wc kw[16];
+  int total = 0;
+  if (!cq || num_entries < 0) return -1;
+  while (total < num_entries) {
+    int want = num_entries - total > 16 ? 16 : num_entries - total;
+    int got = rdma_poll_cq((int)cq->handle, want, kw);
+    if (got < 0) return total > 0 ? total : -1;
+    for (int i = 0; i < got; i++) {
+      struct ibv_wc *w = &wc[total + i];
+      memset(w, 0, sizeof *w);
+      w->wr_id = kw[i].wr_id;
+      w->status = (enum ibv_wc_status)kw[i].status;
+      w->opcode = (enum ibv_wc_opcode)kw[i].opcode;
+      w->vendor_err = kw[i].vendor_err;
+      w->byte_len = kw[i].byte_len;
+      w->imm_data = kw[i].imm_data;
+      w->qp_num = kw[i].qp_num;
+      w->src_qp = kw[i].src_qp;
+      w->wc_flags = kw[i].wc_flags;
+    }
+    total += got;
+    if (got < want) break;
+  }
+  return total;
+}
+
+int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only) {
+  if (!cq || rdma_req_notify((int)cq->handle, solicited_only) < 0) return EINVAL;
+  return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
+  unsigned long long cookie;
+  if (!channel || !cq || !cq_context) return -1;
+  if (rdma_get_cq_event(channel->fd, &cookie) < 0) return -1;
+  *cq = (struct ibv_cq *)(uint64_t)cookie;
+  *cq_context = (*cq)->cq_context;
+  return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
+  if (cq) cq->comp_events_completed += nevents;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
+  if (!pd || !ia || !ia->send_cq || !ia->recv_cq) return fail_null(EINVAL);
+  if (ia->qp_type != IBV_QPT_RC || ia->srq) return fail_null(ENOSYS);
+  struct ibv_qp *qp = calloc(1, sizeof *qp);
+  if (!qp) return fail_null(ENOMEM);
+  struct rdma_qp_create c = {
+    .pd = (int)pd->handle, .send_cq = (int)ia->send_cq->handle, .recv_cq = (int)ia->recv_cq->handle,
+    .sq_sig_all = ia->sq_sig_all,
+    .max_send_wr = ia->cap.max_send_wr, .max_recv_wr = ia->cap.max_recv_wr,
+    .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
+  };
+  int h = rdma_create_qp(&c);
+  if (h < 0) { free(qp); return fail_null(EINVAL); }
+  ia->cap.max_send_wr = c.max_send_wr;
+  ia->cap.max_recv_wr = c.max_recv_wr;
+  ia->cap.max_send_sge = c.max_send_sge;
+  ia->cap.max_recv_sge = c.max_recv_sge;
+  ia->cap.max_inline_data = 0;
+  qp->context = pd->context;
+  qp->qp_context = ia->qp_context;
+  qp->pd = pd;
+  qp->send_cq = ia->send_cq;
+  qp->recv_cq = ia->recv_cq;
+  qp->handle = (uint32_t)h;
+  qp->qp_num = c.qp_num;
+  qp->state = IBV_QPS_RESET;
+  qp->qp_type = IBV_QPT_RC;
+  if (h < MAX_HANDLES) qp_by_handle[h] = qp;
+  return qp;
+}
+
+uint32_t ibvx_gid_to_ipv4(const union ibv_gid *g) {
+  for (int i = 0; i < 10; i++)
+    if (g->raw[i] != 0) return 0;
+  if (g->raw[10] != 0xff || g->raw[11] != 0xff) return 0;
+  return ((uint32_t)g->raw[12] << 24) | ((uint32_t)g->raw[13] << 16) |
+         ((uint32_t)g->raw[14] << 8) | g->raw[15];
+}
+
+void ibvx_gid_from_ipv4(union ibv_gid *g, uint32_t ip) {
+  memset(g, 0, sizeof *g);
+  g->raw[10] = g->raw[11] = 0xff;
+  g->raw[12] = ip >> 24;
+  g->raw[13] = ip >> 16;
+  g->raw[14] = ip >> 8;
+  g->raw[15] = ip;
+}
+
+int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                   const struct ibvx_qp_ext *ext, int ext_mask) {
+  if (!qp || !attr) return EINVAL;
+  struct rdma_qp_attr k;
+  memset(&k, 0, sizeof k);
+  k.qp_state = attr->qp_state;
+  k.cur_qp_state = attr->cur_qp_state;
+  k.path_mtu = attr->path_mtu;
+  k.qp_access_flags = attr->qp_access_flags;
+  k.rq_psn = attr->rq_psn;
+  k.sq_psn = attr->sq_psn;
+  k.dest_qp_num = attr->dest_qp_num;
+  k.timeout = attr->timeout;
+  k.retry_cnt = attr->retry_cnt;
+  k.rnr_retry = attr->rnr_retry;
+  k.min_rnr_timer = attr->min_rnr_timer;
+  k.max_rd_atomic = attr->max_rd_atomic;
+  k.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  if (attr_mask & IBV_QP_AV) {
+    // RoCE: the AV names the peer by its GID, which carries its IPv4.
+    if (!attr->ah_attr.is_global) return EINVAL;
+    k.dipv4 = ibvx_gid_to_ipv4(&attr->ah_attr.grh.dgid);
+    if (k.dipv4 == 0) return EINVAL;
+    k.hop_limit = attr->ah_attr.grh.hop_limit;
+    k.traffic_class = attr->ah_attr.grh.traffic_class;
+  }
+  if (ext) {
+    k.sr_enable = ext->sr_enable;
+    k.adaptive_rto = ext->adaptive_rto;
+    k.min_rto_ns = ext->min_rto_ns;
+    k.max_inflight = ext->max_inflight;
+    memcpy(k.dmac, ext->dmac, 6);
+  }
+  unsigned int mask = (unsigned int)attr_mask | (ext ? (unsigned int)ext_mask : 0);
+  if (rdma_modify_qp((int)qp->handle, &k, mask) < 0) return EINVAL;
+  if (attr_mask & IBV_QP_STATE) qp->state = attr->qp_state;
+  return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask) {
+  return ibvx_modify_qp(qp, attr, attr_mask, NULL, 0);
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                 struct ibv_qp_init_attr *init_attr) {
+  struct rdma_qp_attr k;
+  if (!qp || !attr || rdma_query_qp((int)qp->handle, &k) < 0) return EINVAL;
+  memset(attr, 0, sizeof *attr);
+  attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)k.qp_state;
+  attr->path_mtu = (enum ibv_mtu)k.path_mtu;
+  attr->qp_access_flags = k.qp_access_flags;
+  attr->rq_psn = k.rq_psn;
+  attr->sq_psn = k.sq_psn;
+  attr->dest_qp_num = k.dest_qp_num;
+  attr->timeout = (uint8_t)k.timeout;
+  attr->retry_cnt = (uint8_t)k.retry_cnt;
+  attr->rnr_retry = (uint8_t)k.rnr_retry;
+  attr->min_rnr_timer = (uint8_t)k.min_rnr_timer;
+  attr->max_rd_atomic = (uint8_t)k.max_rd_atomic;
+  attr->max_dest_rd_atomic = (uint8_t)k.max_dest_rd_atomic;
+  attr->port_num = 1;
+  attr->cap.max_send_wr = k.max_send_wr;
+  attr->cap.max_recv_wr = k.max_recv_wr;
+  attr->cap.max_send_sge = k.max_send_sge;
+  attr->cap.max_recv_sge = k.max_recv_sge;
+  attr->ah_attr.is_global = 1;
+  attr->ah_attr.port_num = 1;
+  attr->ah_attr.grh.hop_limit = k.hop_limit;
+  attr->ah_attr.grh.traffic_class = k.traffic_class;
+  ibvx_gid_from_ipv4(&attr->ah_attr.grh.dgid, k.dipv4);
+  qp->state = attr->qp_state;
+  if (init_attr) {
+    memset(init_attr, 0, sizeof *init_attr);
+    init_attr->qp_context = qp->qp_context;
+    init_attr->send_cq = qp->send_cq;
+    init_attr->recv_cq = qp->recv_cq;
+    init_attr->cap = attr->cap;
+    init_attr->qp_type = IBV_QPT_RC;
+  }
+  return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp) {
+  if (!qp || rdma_destroy_qp((int)qp->handle) < 0) return EINVAL;
+  if (qp->handle < MAX_HANDLES) qp_by_handle[qp->handle] = NULL;
+  free(qp);
+  return 0;
+}
+
+#define POST_BATCH 16
+
+static int sges_in(struct rdma_sge *out, const struct ibv_sge *in, int n) {
+  if (n < 0 || n > RDMA_MAX_SGE || (n > 0 && !in)) return -1;
+  for (int i = 0; i < n; i++) {
+    out[i].addr = in[i].addr;
+    out[i].length = in[i].length;
+    out[i].lkey = in[i].lkey;
+  }
+  return 0;
+}
+
+int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
+  struct rdma_send_wr k[POST_BATCH];
+  struct ibv_send_wr *first[POST_BATCH];
+  if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  while (wr) {
+    int n = 0, bad_arg = 0;
+    for (; wr && n < POST_BATCH; wr = wr->next, n++) {
+      memset(&k[n], 0, sizeof k[n]);
+      first[n] = wr;
+      if ((unsigned)wr->opcode > IBV_WR_RDMA_READ || sges_in(k[n].sg, wr->sg_list, wr->num_sge) < 0) {
+        bad_arg = 1;
+        break;
+      }
+      k[n].wr_id = wr->wr_id;
+      k[n].opcode = wr->opcode;
+      k[n].send_flags = wr->send_flags & ~IBV_SEND_INLINE;
+      k[n].num_sge = (unsigned)wr->num_sge;
+      k[n].imm_data = wr->imm_data;
+      k[n].remote_addr = wr->wr.rdma.remote_addr;
+      k[n].rkey = wr->wr.rdma.rkey;
+    }
+    int done = n > 0 ? rdma_post_send((int)qp->handle, k, n) : 0;
+    if (done < 0) done = 0;
+    if (done < n || bad_arg) {
+      if (bad_wr) *bad_wr = done < n ? first[done] : wr;
+      return (done < n && !bad_arg) ? ENOMEM : EINVAL;
+    }
+  }
+  return 0;
+}
+
+int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
+  struct rdma_recv_wr k[POST_BATCH];
+  struct ibv_recv_wr *first[POST_BATCH];
+  if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  while (wr) {
+    int n = 0, bad_arg = 0;
+    for (; wr && n < POST_BATCH; wr = wr->next, n++) {
+      memset(&k[n], 0, sizeof k[n]);
+      first[n] = wr;
+      if (sges_in(k[n].sg, wr->sg_list, wr->num_sge) < 0) { bad_arg = 1; break; }
+      k[n].wr_id = wr->wr_id;
+      k[n].num_sge = (unsigned)wr->num_sge;
+    }
+    int done = n > 0 ? rdma_post_recv((int)qp->handle, k, n) : 0;
+    if (done < 0) done = 0;
+    if (done < n || bad_arg) {
+      if (bad_wr) *bad_wr = done < n ? first[done] : wr;
+      return (done < n && !bad_arg) ? ENOMEM : EINVAL;
+    }
+  }
+  return 0;
+}
+
+int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]) {
+  return rdma_set_neigh(ipv4, mac) < 0 ? EINVAL : 0;
+}
+
+static const char *const wc_status_names[] = {
+  [IBV_WC_SUCCESS] = "success",
+  [IBV_WC_LOC_LEN_ERR] = "local length error",
+  [IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+  [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+  [IBV_WC_LOC_PROT_ERR] = "local protection error",
+  [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+  [IBV_WC_MW_BIND_ERR] = "memory management operation error",
+  [IBV_WC_BAD_RESP_ERR] = "bad response error",
+  [IBV_WC_LOC_ACCESS_ERR] = "local access error",
+  [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+  [IBV_WC_REM_ACCESS_ERR] = "remote access error",
+  [IBV_WC_REM_OP_ERR] = "remote operation error",
+  [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+  [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+  [IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+  [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+  [IBV_WC_REM_ABORT_ERR] = "aborted error",
+  [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+  [IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+  [IBV_WC_FATAL_ERR] = "fatal error",
+  [IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+  [IBV_WC_GENERAL_ERR] = "general error",
+};
+
+const char *ibv_wc_status_str(enum ibv_wc_status status) {
+  if ((unsigned)status >= sizeof wc_status_names / sizeof wc_status_names[0]) return "unknown";
+  return wc_status_names[status];
+}
+
+const char *ibv_node_type_str(enum ibv_node_type t) { return t == IBV_NODE_CA ? "InfiniBand channel adapter" : "unknown"; }
+
+const char *ibv_port_state_str(enum ibv_port_state s) {
+  static const char *const names[] = { "PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
+                                       "PORT_ACTIVE", "PORT_ACTIVE_DEFER" };
+  return (unsigned)s < 6 ? names[s] : "unknown";
+}
+
+const char *ibvx_qp_state_str(enum ibv_qp_state s) {
+  static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN" };
+  return (unsigned)s < 8 ? names[s] : "UNKNOWN";
+}
+
+const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op) {
+  static const char *const names[] = { "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND",
+                                       "SEND_WITH_IMM", "RDMA_READ" };
+  return (unsigned)op < 5 ? names[op] : "unknown";
+}
+
+int ibv_mtu_to_num(enum ibv_mtu mtu) {
+  return (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) ? 128 << mtu : -1;
+}

@@ -1,0 +1,455 @@
+// ibverbs.h: the RDMA verbs library for xv6-rdma user programs.
+//
+// Mirrors the names, fields, constants and meanings of libibverbs'
+// <infiniband/verbs.h> for the subset this system implements (one RoCEv2
+// device "rxe0" with one port, RC QPs, SEND / SEND_WITH_IMM / RDMA WRITE /
+// WRITE_WITH_IMM / READ), so a program written for libibverbs builds with
+// few changes: include "ibverbs.h" instead of <infiniband/verbs.h>.
+// Functions libibverbs makes static inline (ibv_poll_cq, ibv_post_send,
+// ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
+// functions returning int return 0 or an errno value; functions returning
+// a pointer return NULL and set errno. Implementation: user/ibverbs.c over
+// the SYS_rdma_* system calls (kernel/uapi.h).
+//
+// Extensions (not in libibverbs) carry the prefix ibvx_.
+#ifndef IBVERBS_H
+#define IBVERBS_H
+
+#include "user.h"
+
+typedef unsigned char      uint8_t;
+typedef unsigned short     uint16_t;
+typedef unsigned int       uint32_t;
+typedef unsigned long      uint64_t;
+typedef int                int32_t;
+typedef unsigned int       __be32;
+typedef unsigned long long __be64;
+
+#ifndef EINVAL
+#define EPERM    1
+#define ENOENT   2
+#define EAGAIN  11
+#define ENOMEM  12
+#define EFAULT  14
+#define EBUSY   16
+#define ENODEV  19
+#define EINVAL  22
+#define ENOSPC  28
+#define ENOSYS  38
+#define ETIMEDOUT 110
+#define ECONNREFUSED 111
+#endif
+extern int errno;
+
+// Byte order (no libgcc here, so no __builtin_bswap*).
+static inline uint32_t ibv_bswap32(uint32_t x) {
+  return (x >> 24) | ((x >> 8) & 0xff00) | ((x << 8) & 0xff0000) | (x << 24);
+}
+static inline uint64_t ibv_bswap64(uint64_t x) {
+  return ((uint64_t)ibv_bswap32((uint32_t)x) << 32) | ibv_bswap32((uint32_t)(x >> 32));
+}
+static inline uint16_t ibv_bswap16(uint16_t x) { return (uint16_t)((x >> 8) | (x << 8)); }
+#ifndef htonl
+#define htonl(x) ibv_bswap32(x)
+#define ntohl(x) ibv_bswap32(x)
+#define htons(x) ibv_bswap16(x)
+#define ntohs(x) ibv_bswap16(x)
+#endif
+#define htobe64(x) ibv_bswap64(x)
+#define be64toh(x) ibv_bswap64(x)
+
+union ibv_gid {
+  uint8_t raw[16];
+  struct { __be64 subnet_prefix; __be64 interface_id; } global;
+};
+
+enum ibv_node_type { IBV_NODE_UNKNOWN = -1, IBV_NODE_CA = 1 };
+enum ibv_transport_type { IBV_TRANSPORT_UNKNOWN = -1, IBV_TRANSPORT_IB = 0 };
+
+struct ibv_device {
+  enum ibv_node_type node_type;
+  enum ibv_transport_type transport_type;
+  char name[64];
+  char dev_name[64];
+};
+
+struct ibv_context {
+  struct ibv_device *device;
+  int cmd_fd, async_fd, num_comp_vectors;
+};
+
+enum ibv_atomic_cap { IBV_ATOMIC_NONE, IBV_ATOMIC_HCA, IBV_ATOMIC_GLOB };
+
+struct ibv_device_attr {
+  char fw_ver[64];
+  __be64 node_guid;
+  __be64 sys_image_guid;
+  uint64_t max_mr_size;
+  uint64_t page_size_cap;
+  uint32_t vendor_id;
+  uint32_t vendor_part_id;
+  uint32_t hw_ver;
+  int max_qp;
+  int max_qp_wr;
+  unsigned int device_cap_flags;
+  int max_sge;
+  int max_sge_rd;
+  int max_cq;
+  int max_cqe;
+  int max_mr;
+  int max_pd;
+  int max_qp_rd_atom;
+  int max_ee_rd_atom;
+  int max_res_rd_atom;
+  int max_qp_init_rd_atom;
+  int max_ee_init_rd_atom;
+  enum ibv_atomic_cap atomic_cap;
+  int max_ee, max_rdd, max_mw, max_raw_ipv6_qp, max_raw_ethy_qp;
+  int max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
+  int max_ah, max_fmr, max_map_per_fmr, max_srq, max_srq_wr, max_srq_sge;
+  uint16_t max_pkeys;
+  uint8_t local_ca_ack_delay;
+  uint8_t phys_port_cnt;
+};
+
+enum ibv_mtu {
+  IBV_MTU_256 = 1, IBV_MTU_512 = 2, IBV_MTU_1024 = 3, IBV_MTU_2048 = 4, IBV_MTU_4096 = 5
+};
+
+enum ibv_port_state {
+  IBV_PORT_NOP = 0, IBV_PORT_DOWN = 1, IBV_PORT_INIT = 2, IBV_PORT_ARMED = 3,
+  IBV_PORT_ACTIVE = 4, IBV_PORT_ACTIVE_DEFER = 5
+};
+
+enum { IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_ETHERNET };
+
+struct ibv_port_attr {
+  enum ibv_port_state state;
+  enum ibv_mtu max_mtu;
+  enum ibv_mtu active_mtu;
+  int gid_tbl_len;
+  uint32_t port_cap_flags;
+  uint32_t max_msg_sz;
+  uint32_t bad_pkey_cntr;
+  uint32_t qkey_viol_cntr;
+  uint16_t pkey_tbl_len;
+  uint16_t lid;
+  uint16_t sm_lid;
+  uint8_t lmc;
+  uint8_t max_vl_num;
+  uint8_t sm_sl;
+  uint8_t subnet_timeout;
+  uint8_t init_type_reply;
+  uint8_t active_width;
+  uint8_t active_speed;
+  uint8_t phys_state;
+  uint8_t link_layer;
+  uint8_t flags;
+};
+
+enum ibv_access_flags {
+  IBV_ACCESS_LOCAL_WRITE = 1,
+  IBV_ACCESS_REMOTE_WRITE = 1 << 1,
+  IBV_ACCESS_REMOTE_READ = 1 << 2,
+  IBV_ACCESS_REMOTE_ATOMIC = 1 << 3,
+  IBV_ACCESS_MW_BIND = 1 << 4,
+};
+
+struct ibv_pd {
+  struct ibv_context *context;
+  uint32_t handle;
+};
+
+struct ibv_mr {
+  struct ibv_context *context;
+  struct ibv_pd *pd;
+  void *addr;
+  size_t length;
+  uint32_t handle;
+  uint32_t lkey;
+  uint32_t rkey;
+};
+
+struct ibv_comp_channel {
+  struct ibv_context *context;
+  int fd;               // the kernel's channel handle
+  int refcnt;
+};
+
+struct ibv_cq {
+  struct ibv_context *context;
+  struct ibv_comp_channel *channel;
+  void *cq_context;
+  uint32_t handle;
+  int cqe;
+  uint32_t comp_events_completed;
+  uint32_t async_events_completed;
+};
+
+enum ibv_wc_status {
+  IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR,
+  IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
+  IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_LOC_RDD_VIOL_ERR,
+  IBV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_INV_EECN_ERR,
+  IBV_WC_INV_EEC_STATE_ERR, IBV_WC_FATAL_ERR, IBV_WC_RESP_TIMEOUT_ERR, IBV_WC_GENERAL_ERR,
+};
+const char *ibv_wc_status_str(enum ibv_wc_status status);
+
+enum ibv_wc_opcode {
+  IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD,
+  IBV_WC_BIND_MW, IBV_WC_LOCAL_INV, IBV_WC_TSO,
+  IBV_WC_RECV = 1 << 7,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+};
+
+enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
+
+struct ibv_wc {
+  uint64_t wr_id;
+  enum ibv_wc_status status;
+  enum ibv_wc_opcode opcode;
+  uint32_t vendor_err;
+  uint32_t byte_len;
+  union { __be32 imm_data; uint32_t invalidated_rkey; };
+  uint32_t qp_num;
+  uint32_t src_qp;
+  unsigned int wc_flags;
+  uint16_t pkey_index;
+  uint16_t slid;
+  uint8_t sl;
+  uint8_t dlid_path_bits;
+};
+
+enum ibv_qp_type { IBV_QPT_RC = 2, IBV_QPT_UC, IBV_QPT_UD };
+
+struct ibv_qp_cap {
+  uint32_t max_send_wr;
+  uint32_t max_recv_wr;
+  uint32_t max_send_sge;
+  uint32_t max_recv_sge;
+  uint32_t max_inline_data;
+};
+
+struct ibv_srq;
+
+struct ibv_qp_init_attr {
+  void *qp_context;
+  struct ibv_cq *send_cq;
+  struct ibv_cq *recv_cq;
+  struct ibv_srq *srq;
+  struct ibv_qp_cap cap;
+  enum ibv_qp_type qp_type;
+  int sq_sig_all;
+};
+
+enum ibv_qp_state {
+  IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE,
+  IBV_QPS_ERR, IBV_QPS_UNKNOWN
+};
+
+enum ibv_mig_state { IBV_MIG_MIGRATED, IBV_MIG_REARM, IBV_MIG_ARMED };
+
+struct ibv_qp {
+  struct ibv_context *context;
+  void *qp_context;
+  struct ibv_pd *pd;
+  struct ibv_cq *send_cq;
+  struct ibv_cq *recv_cq;
+  struct ibv_srq *srq;
+  uint32_t handle;
+  uint32_t qp_num;
+  enum ibv_qp_state state;
+  enum ibv_qp_type qp_type;
+  uint32_t events_completed;
+};
+
+struct ibv_global_route {
+  union ibv_gid dgid;
+  uint32_t flow_label;
+  uint8_t sgid_index;
+  uint8_t hop_limit;
+  uint8_t traffic_class;
+};
+
+struct ibv_ah_attr {
+  struct ibv_global_route grh;
+  uint16_t dlid;
+  uint8_t sl;
+  uint8_t src_path_bits;
+  uint8_t static_rate;
+  uint8_t is_global;
+  uint8_t port_num;
+};
+
+enum ibv_qp_attr_mask {
+  IBV_QP_STATE = 1 << 0,
+  IBV_QP_CUR_STATE = 1 << 1,
+  IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+  IBV_QP_ACCESS_FLAGS = 1 << 3,
+  IBV_QP_PKEY_INDEX = 1 << 4,
+  IBV_QP_PORT = 1 << 5,
+  IBV_QP_QKEY = 1 << 6,
+  IBV_QP_AV = 1 << 7,
+  IBV_QP_PATH_MIG_STATE = 1 << 8,
+  IBV_QP_TIMEOUT = 1 << 9,
+  IBV_QP_RETRY_CNT = 1 << 10,
+  IBV_QP_RNR_RETRY = 1 << 11,
+  IBV_QP_RQ_PSN = 1 << 12,
+  IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+  IBV_QP_ALT_PATH = 1 << 14,
+  IBV_QP_MIN_RNR_TIMER = 1 << 15,
+  IBV_QP_SQ_PSN = 1 << 16,
+  IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+  IBV_QP_PATH_MTU = 1 << 18,
+  IBV_QP_CAP = 1 << 19,
+  IBV_QP_DEST_QPN = 1 << 20,
+};
+
+struct ibv_qp_attr {
+  enum ibv_qp_state qp_state;
+  enum ibv_qp_state cur_qp_state;
+  enum ibv_mtu path_mtu;
+  enum ibv_mig_state path_mig_state;
+  uint32_t qkey;
+  uint32_t rq_psn;
+  uint32_t sq_psn;
+  uint32_t dest_qp_num;
+  unsigned int qp_access_flags;
+  struct ibv_qp_cap cap;
+  struct ibv_ah_attr ah_attr;
+  struct ibv_ah_attr alt_ah_attr;
+  uint16_t pkey_index;
+  uint16_t alt_pkey_index;
+  uint8_t en_sqd_async_notify;
+  uint8_t sq_draining;
+  uint8_t max_rd_atomic;
+  uint8_t max_dest_rd_atomic;
+  uint8_t min_rnr_timer;
+  uint8_t port_num;
+  uint8_t timeout;
+  uint8_t retry_cnt;
+  uint8_t rnr_retry;
+  uint8_t alt_port_num;
+  uint8_t alt_timeout;
+  uint32_t rate_limit;
+};
+
+enum ibv_wr_opcode {
+  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
+  IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+enum ibv_send_flags {
+  IBV_SEND_FENCE = 1 << 0,
+  IBV_SEND_SIGNALED = 1 << 1,
+  IBV_SEND_SOLICITED = 1 << 2,
+  IBV_SEND_INLINE = 1 << 3,
+};
+
+struct ibv_sge {
+  uint64_t addr;
+  uint32_t length;
+  uint32_t lkey;
+};
+
+struct ibv_ah;
+
+struct ibv_send_wr {
+  uint64_t wr_id;
+  struct ibv_send_wr *next;
+  struct ibv_sge *sg_list;
+  int num_sge;
+  enum ibv_wr_opcode opcode;
+  unsigned int send_flags;
+  union { __be32 imm_data; uint32_t invalidate_rkey; };
+  union {
+    struct { uint64_t remote_addr; uint32_t rkey; } rdma;
+    struct { uint64_t remote_addr; uint64_t compare_add; uint64_t swap; uint32_t rkey; } atomic;
+    struct { struct ibv_ah *ah; uint32_t remote_qpn; uint32_t remote_qkey; } ud;
+  } wr;
+};
+
+struct ibv_recv_wr {
+  uint64_t wr_id;
+  struct ibv_recv_wr *next;
+  struct ibv_sge *sg_list;
+  int num_sge;
+};
+
+enum ibv_event_type {
+  IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR,
+  IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED, IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR,
+  IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
+  IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
+  IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
+};
+
+struct ibv_async_event {
+  union { struct ibv_cq *cq; struct ibv_qp *qp; struct ibv_srq *srq; int port_num; } element;
+  enum ibv_event_type event_type;
+};
+
+// Devices and contexts.
+struct ibv_device **ibv_get_device_list(int *num_devices);
+void ibv_free_device_list(struct ibv_device **list);
+const char *ibv_get_device_name(struct ibv_device *device);
+struct ibv_context *ibv_open_device(struct ibv_device *device);
+int ibv_close_device(struct ibv_context *context);
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr);
+int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *port_attr);
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid);
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event);
+void ibv_ack_async_event(struct ibv_async_event *event);
+
+// Protection domains and memory regions.
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context);
+int ibv_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
+int ibv_dereg_mr(struct ibv_mr *mr);
+
+// Completion channels and queues.
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context);
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel);
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                             struct ibv_comp_channel *channel, int comp_vector);
+int ibv_destroy_cq(struct ibv_cq *cq);
+int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context);
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
+
+// Queue pairs.
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                 struct ibv_qp_init_attr *init_attr);
+int ibv_destroy_qp(struct ibv_qp *qp);
+int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+// Names.
+const char *ibv_node_type_str(enum ibv_node_type node_type);
+const char *ibv_port_state_str(enum ibv_port_state port_state);
+const char *ibvx_qp_state_str(enum ibv_qp_state state);
+const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
+int ibv_mtu_to_num(enum ibv_mtu mtu);
+
+// Extensions (xv6-rdma): transport options beyond libibverbs, applied with
+// ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/uapi.h).
+struct ibvx_qp_ext {
+  int sr_enable;                 // selective repeat (both ends agreed in the CM)
+  int adaptive_rto;              // RFC 6298-style retransmission timeout
+  unsigned long long min_rto_ns;
+  unsigned int max_inflight;     // request packets in flight (0 = default)
+  unsigned char dmac[6];         // peer MAC for IBV_QP_AV; zero = kernel resolves
+};
+int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                   const struct ibvx_qp_ext *ext, int ext_mask);
+// Tell the kernel the MAC of a peer IPv4 address (host order) for AVs.
+int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]);
+// The IPv4 address (host order) inside an IPv4-mapped GID, 0 if not mapped.
+uint32_t ibvx_gid_to_ipv4(const union ibv_gid *gid);
+void ibvx_gid_from_ipv4(union ibv_gid *gid, uint32_t ipv4);
+
+#endif

@@ -1,0 +1,87 @@
+// rdma_util.c: see rdma_util.h.
+#include "user.h"
+#include "rdma_util.h"
+
+struct ibv_context *rdmau_open(void) {
+  int n = 0;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  if (!list || n < 1) { if (list) ibv_free_device_list(list); return NULL; }
+  struct ibv_context *ctx = ibv_open_device(list[0]);
+  ibv_free_device_list(list);
+  return ctx;
+}
+
+int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_psn,
+                  enum ibv_mtu mtu, int access, int rnr_retry, int timeout) {
+  struct ibv_qp_attr a;
+  int rc;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_INIT;
+  a.pkey_index = 0;
+  a.port_num = 1;
+  a.qp_access_flags = access;
+  rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  if (rc) return rc;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = mtu;
+  a.dest_qp_num = peer->qpn;
+  a.rq_psn = peer->psn;
+  a.max_dest_rd_atomic = 16;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 1;
+  a.ah_attr.grh.hop_limit = 64;
+  ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, peer->ipv4);
+  struct ibvx_qp_ext ext;
+  memset(&ext, 0, sizeof ext);
+  memcpy(ext.dmac, peer->mac, 6);
+  rc = ibvx_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &ext, 0);
+  if (rc) return rc;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = my_psn;
+  a.timeout = (uint8_t)timeout;
+  a.retry_cnt = 7;
+  a.rnr_retry = (uint8_t)rnr_retry;
+  a.max_rd_atomic = 16;
+  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms) {
+  uint64 deadline = clock_ns() + (uint64)timeout_ms * 1000000ULL;
+  for (;;) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n != 0) return n;
+    if (clock_ns() > deadline) return 0;
+  }
+}
+
+uint32_t rdmau_local_ipv4(struct ibv_context *ctx) {
+  union ibv_gid g;
+  if (ibv_query_gid(ctx, 1, 0, &g)) return 0;
+  return ibvx_gid_to_ipv4(&g);
+}
+
+static uint64 rnd_state;
+uint32_t rdmau_rand(void) {
+  if (rnd_state == 0) rnd_state = clock_ns() * 6364136223846793005ULL + getpid();
+  rnd_state = rnd_state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (uint32_t)(rnd_state >> 33);
+}
+
+int rdmau_parse_ipv4(const char *s, uint32_t *ip) {
+  uint32_t v = 0;
+  for (int part = 0; part < 4; part++) {
+    if (*s < '0' || *s > '9') return -1;
+    uint32_t x = 0;
+    while (*s >= '0' && *s <= '9') x = x * 10 + (uint32_t)(*s++ - '0');
+    if (x > 255 || (part < 3 && *s++ != '.')) return -1;
+    v = (v << 8) | x;
+  }
+  if (*s) return -1;
+  *ip = v;
+  return 0;
+}

@@ -1,0 +1,25 @@
+// rdma_util.h: helpers shared by the RDMA tools (rdmatest, rdma_bw,
+// rdma_lat, rdmacp, rdmanet_test): opening the device, bringing an RC QP
+// to RTS, waiting for a completion with a deadline. user/rdma_util.c.
+#ifndef RDMA_UTIL_H
+#define RDMA_UTIL_H
+#include "ibverbs.h"
+
+// The connection facts one side needs about the other.
+struct rdma_peer {
+  uint32_t qpn, psn, ipv4, rkey;
+  uint64_t addr;
+  uint32_t len;
+  uint8_t mac[6];
+};
+
+struct ibv_context *rdmau_open(void);
+// RESET -> INIT -> RTR -> RTS towards `peer`; returns 0 or an errno.
+int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_psn,
+                  enum ibv_mtu mtu, int access, int rnr_retry, int timeout);
+// Poll one completion; returns 1, or 0 after timeout_ms without one, -1 on error.
+int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
+uint32_t rdmau_rand(void);
+int rdmau_parse_ipv4(const char *s, uint32_t *ip);
+#endif

@@ -1,0 +1,638 @@
+// rdmatest: loopback self-test of the verbs layer and the transport.
+//
+// Two RC QPs in this process talk through the kernel's loopback path (no
+// NIC). Every opcode at sizes 0, 1, MTU-1, MTU, MTU+1 and 1 MiB, then the
+// error paths: bad rkey, out of bounds, missing access right, bad lkey,
+// RNR retry exhaustion, flushes, busy objects, CQ overrun, completion
+// channel, foreign handles, bad pointers to every verbs syscall, exit with
+// work in flight. Prints "test <name>: OK|FAILED" and "N passed, M failed".
+// Usage: rdmatest [-q] [name-prefix]   (-q: skip the 1 MiB sizes)
+#include "user.h"
+#include "ibverbs.h"
+#include "rdma_sys.h"
+#include "rdma_util.h"
+
+#define BIG (1024 * 1024)
+static int quick;
+static struct ibv_context *ctx;
+static int mtu_bytes;
+static enum ibv_mtu mtu;
+
+#define CHECK(cond) do { if (!(cond)) { \
+  printf("  check failed at line %d: %s\n", __LINE__, #cond); return 1; } } while (0)
+
+// ---- a loopback pair: QP a <-> QP b, each with its own CQ and buffer ----
+struct side { struct ibv_qp *qp; struct ibv_cq *cq; struct ibv_mr *mr; uint8_t *buf; void *raw; };
+struct pair { struct ibv_pd *pd; struct side a, b; uint32_t len; };
+
+struct pair_opts { int access_b; int rnr_retry; int cqe; int timeout; };
+
+static int side_open(struct pair *p, struct side *s, uint32_t len, int access, int cqe) {
+  s->raw = malloc(len + 64);
+  if (!s->raw) return -1;
+  s->buf = (uint8_t *)s->raw + 3;          // deliberately not aligned
+  s->cq = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
+  s->mr = ibv_reg_mr(p->pd, s->buf, len, access);
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = ia.recv_cq = s->cq;
+  ia.cap.max_send_wr = 64;
+  ia.cap.max_recv_wr = 64;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 4;
+  ia.qp_type = IBV_QPT_RC;
+  ia.sq_sig_all = 1;
+  s->qp = s->cq ? ibv_create_qp(p->pd, &ia) : NULL;
+  return (s->cq && s->mr && s->qp) ? 0 : -1;
+}
+
+static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *o) {
+  memset(p, 0, sizeof *p);
+  p->len = len;
+  p->pd = ibv_alloc_pd(ctx);
+  if (!p->pd) return -1;
+  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (side_open(p, &p->a, len, all, o->cqe) < 0 || side_open(p, &p->b, len, o->access_b, o->cqe) < 0)
+    return -1;
+  uint32_t ip = rdmau_local_ipv4(ctx);
+  uint32_t psn_a = rdmau_rand() & 0xffffff, psn_b = rdmau_rand() & 0xffffff;
+  struct rdma_peer to_b = { .qpn = p->b.qp->qp_num, .psn = psn_b, .ipv4 = ip };
+  struct rdma_peer to_a = { .qpn = p->a.qp->qp_num, .psn = psn_a, .ipv4 = ip };
+  if (rdmau_connect(p->a.qp, &to_b, psn_a, mtu, all, o->rnr_retry, o->timeout)) return -1;
+  if (rdmau_connect(p->b.qp, &to_a, psn_b, mtu, all, o->rnr_retry, o->timeout)) return -1;
+  return 0;
+}
+
+static int pair_open(struct pair *p, uint32_t len) {
+  struct pair_opts o = { IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, 7, 256, 14 };
+  return pair_open_opts(p, len, &o);
+}
+
+static void side_close(struct side *s) {
+  if (s->qp) ibv_destroy_qp(s->qp);
+  if (s->mr) ibv_dereg_mr(s->mr);
+  if (s->cq) ibv_destroy_cq(s->cq);
+  free(s->raw);
+}
+
+static void pair_close(struct pair *p) {
+  side_close(&p->a);
+  side_close(&p->b);
+  if (p->pd) ibv_dealloc_pd(p->pd);
+}
+
+static void fill(uint8_t *b, uint32_t n, uint32_t seed) {
+  for (uint32_t i = 0; i < n; i++) b[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+static int post_send1(struct side *s, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
+                      uint32_t rkey, uint32_t imm, uint64_t wr_id) {
+  struct ibv_sge sge = { (uint64_t)s->buf, len, s->mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = len ? 1 : 0;
+  wr.opcode = op;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.imm_data = htonl(imm);
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static int post_recv1(struct side *s, uint32_t len, uint64_t wr_id) {
+  struct ibv_sge sge = { (uint64_t)s->buf, len, s->mr->lkey };
+  struct ibv_recv_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  return ibv_post_recv(s->qp, &wr, &bad);
+}
+
+static int wait_ok(struct ibv_cq *cq, struct ibv_wc *wc) {
+  int n = rdmau_wait(cq, wc, 10000);
+  if (n != 1) { printf("  no completion (%d)\n", n); return -1; }
+  if (wc->status != IBV_WC_SUCCESS) {
+    printf("  completion status %s (%d) vendor_err 0x%x\n", ibv_wc_status_str(wc->status),
+           wc->status, wc->vendor_err);
+    return -1;
+  }
+  return 0;
+}
+
+// One message of `op` and `len` bytes from a to b; checks data and completions.
+static int transfer(enum ibv_wr_opcode op, uint32_t len) {
+  struct pair p;
+  struct ibv_wc wc;
+  uint32_t cap = len ? len : 1;
+  CHECK(pair_open(&p, cap) == 0);
+  int is_read = op == IBV_WR_RDMA_READ;
+  int is_send = op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+  int has_imm = op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+  struct side *src = is_read ? &p.b : &p.a, *dst = is_read ? &p.a : &p.b;
+  fill(src->buf, cap, 17 + len);
+  memset(dst->buf, 0xee, cap);
+  if (is_send || has_imm) CHECK(post_recv1(&p.b, is_send ? cap : 0, 77) == 0);
+  CHECK(post_send1(&p.a, op, len, (uint64_t)p.b.buf, p.b.mr->rkey, 0x12345678 + len, 42) == 0);
+  CHECK(wait_ok(p.a.cq, &wc) == 0);
+  CHECK(wc.wr_id == 42);
+  CHECK(wc.opcode == (is_read ? IBV_WC_RDMA_READ : is_send ? IBV_WC_SEND : IBV_WC_RDMA_WRITE));
+  if (is_read) CHECK(wc.byte_len == len);
+  if (is_send || has_imm) {
+    CHECK(wait_ok(p.b.cq, &wc) == 0);
+    CHECK(wc.wr_id == 77);
+    CHECK(wc.opcode == (is_send ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM));
+    CHECK(wc.qp_num == p.b.qp->qp_num);
+    CHECK(wc.src_qp == p.a.qp->qp_num);
+    if (is_send) CHECK(wc.byte_len == len);
+    if (has_imm) {
+      CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+      CHECK(ntohl(wc.imm_data) == 0x12345678 + len);
+    } else {
+      CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM));
+    }
+  }
+  CHECK(memcmp(src->buf, dst->buf, len) == 0);
+  if (len < cap || len == 0) CHECK(dst->buf[len] == 0xee || len == 0);
+  pair_close(&p);
+  return 0;
+}
+
+static int sizes[6];
+static const struct { const char *name; enum ibv_wr_opcode op; } ops[] = {
+  { "send", IBV_WR_SEND }, { "send_imm", IBV_WR_SEND_WITH_IMM }, { "write", IBV_WR_RDMA_WRITE },
+  { "write_imm", IBV_WR_RDMA_WRITE_WITH_IMM }, { "read", IBV_WR_RDMA_READ },
+};
+
+// ---- tests ----
+
+static int t_device(void) {
+  struct ibv_device_attr da;
+  struct ibv_port_attr pa;
+  union ibv_gid gid;
+  int n = 0;
+  struct ibv_device **list = ibv_get_device_list(&n);
+  CHECK(list && n == 1 && list[0] && list[1] == NULL);
+  CHECK(strcmp(ibv_get_device_name(list[0]), "rxe0") == 0);
+  ibv_free_device_list(list);
+  CHECK(ibv_query_device(ctx, &da) == 0);
+  CHECK(da.max_qp >= 16 && da.max_qp_wr >= 64 && da.max_sge >= 1 && da.max_cqe >= 256);
+  CHECK(da.max_mr >= 16 && da.max_pd >= 16 && da.max_qp_rd_atom >= 1 && da.max_mr_size >= BIG);
+  CHECK(da.phys_port_cnt == 1);
+  CHECK(ibv_query_port(ctx, 1, &pa) == 0);
+  CHECK(pa.state == IBV_PORT_ACTIVE && pa.active_mtu >= IBV_MTU_256 && pa.active_mtu <= pa.max_mtu);
+  CHECK(pa.link_layer == IBV_LINK_LAYER_ETHERNET && pa.gid_tbl_len >= 1);
+  CHECK(ibv_query_port(ctx, 2, &pa) != 0);
+  CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+  CHECK(gid.raw[10] == 0xff && gid.raw[11] == 0xff && ibvx_gid_to_ipv4(&gid) != 0);
+  printf("  max_qp %d max_qp_wr %d max_sge %d max_cqe %d max_mr %d max_pd %d rd_atom %d mtu %d gid ::ffff:%d.%d.%d.%d\n",
+         da.max_qp, da.max_qp_wr, da.max_sge, da.max_cqe, da.max_mr, da.max_pd, da.max_qp_rd_atom,
+         ibv_mtu_to_num(pa.active_mtu), gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]);
+  return 0;
+}
+
+static int t_mr(void) {
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  CHECK(pd);
+  uint8_t *b = malloc(3 * 4096 + 100);
+  struct ibv_mr *m1 = ibv_reg_mr(pd, b + 1, 3 * 4096, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_mr *m2 = ibv_reg_mr(pd, b + 1, 3 * 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+  CHECK(m1 && m2 && m1->lkey != m2->lkey && m1->rkey != m2->rkey && m1->lkey != m1->rkey);
+  CHECK(ibv_reg_mr(pd, b, 0, IBV_ACCESS_LOCAL_WRITE) == NULL);
+  CHECK(ibv_reg_mr(pd, b, 100, IBV_ACCESS_REMOTE_WRITE) == NULL);   // needs LOCAL_WRITE
+  CHECK(ibv_reg_mr(pd, (void *)0x10, 100, 0) == NULL);             // page 0 unmapped
+  CHECK(ibv_reg_mr(pd, (void *)(uint64_t)t_mr, 100, IBV_ACCESS_LOCAL_WRITE) == NULL); // text
+  CHECK(ibv_dealloc_pd(pd) == EBUSY);
+  CHECK(ibv_dereg_mr(m1) == 0 && ibv_dereg_mr(m2) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
+  free(b);
+  return 0;
+}
+
+static int t_qp_states(void) {
+  struct pair p;
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  CHECK(pair_open(&p, 64) == 0);
+  CHECK(ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, &ia) == 0);
+  CHECK(a.qp_state == IBV_QPS_RTS && a.dest_qp_num == p.b.qp->qp_num && a.path_mtu == mtu);
+  CHECK(ia.cap.max_send_wr >= 64 && ia.send_cq == p.a.cq);
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_ERR;
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) == 0);
+  CHECK(ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, NULL) == 0 && a.qp_state == IBV_QPS_ERR);
+  a.qp_state = IBV_QPS_RTS;                          // ERR -> RTS is not a transition
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) != 0);
+  a.qp_state = IBV_QPS_RESET;
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) == 0);
+  a.qp_state = IBV_QPS_RTR;                          // RESET -> RTR is not either
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) != 0);
+  a.qp_state = IBV_QPS_INIT;                         // INIT needs the access flags...
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == 0);
+  CHECK(ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, NULL) == 0 && a.qp_state == IBV_QPS_INIT);
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTR;                          // ...and RTR an AV etc.
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) != 0);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_op(int opi, int si) {
+  if (quick && sizes[si] == BIG) return 0;
+  return transfer(ops[opi].op, (uint32_t)sizes[si]);
+}
+
+// Scatter/gather: 3 SGEs out, 2 SGEs in, and many WRs in one post.
+static int t_sgl(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 8192) == 0);
+  fill(p.a.buf, 8192, 5);
+  memset(p.b.buf, 0, 8192);
+  struct ibv_sge s[3] = { { (uint64_t)p.a.buf, 100, p.a.mr->lkey },
+                          { (uint64_t)p.a.buf + 1000, 2000, p.a.mr->lkey },
+                          { (uint64_t)p.a.buf + 5000, 1, p.a.mr->lkey } };
+  struct ibv_sge r[2] = { { (uint64_t)p.b.buf, 1500, p.b.mr->lkey },
+                          { (uint64_t)p.b.buf + 4000, 4000, p.b.mr->lkey } };
+  struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = r, .num_sge = 2 }, *rbad;
+  CHECK(ibv_post_recv(p.b.qp, &rw, &rbad) == 0);
+  struct ibv_send_wr w[5], *bad;
+  memset(w, 0, sizeof w);
+  w[0].wr_id = 1; w[0].sg_list = s; w[0].num_sge = 3; w[0].opcode = IBV_WR_SEND;
+  for (int i = 1; i < 5; i++) {     // four WRITEs of 16 bytes to 6000 + 16 i
+    w[i].wr_id = 1 + i; w[i].sg_list = &s[1]; w[i].num_sge = 1; w[i].opcode = IBV_WR_RDMA_WRITE;
+    w[i].wr.rdma.remote_addr = (uint64_t)p.b.buf + 6000 + 16 * i; w[i].wr.rdma.rkey = p.b.mr->rkey;
+  }
+  for (int i = 0; i < 4; i++) w[i].next = &w[i + 1];
+  s[1].length = 2000;
+  CHECK(ibv_post_send(p.a.qp, w, &bad) == 0);
+  for (int i = 0; i < 5; i++) { CHECK(wait_ok(p.a.cq, &wc) == 0); CHECK(wc.wr_id == (uint64_t)(i + 1)); }
+  CHECK(wait_ok(p.b.cq, &wc) == 0 && wc.byte_len == 2101 && wc.wr_id == 9);
+  CHECK(memcmp(p.b.buf, p.a.buf, 100) == 0);
+  CHECK(memcmp(p.b.buf + 100, p.a.buf + 1000, 1400) == 0);
+  CHECK(memcmp(p.b.buf + 4000, p.a.buf + 2400, 600) == 0);
+  CHECK(p.b.buf[4600] == p.a.buf[5000]);
+  pair_close(&p);
+  return 0;
+}
+
+// The requester sees `want`; the QP goes to ERR and the next WR is flushed.
+static int expect_error(struct pair *p, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
+                        uint32_t len, enum ibv_wc_status want) {
+  struct ibv_wc wc;
+  struct ibv_qp_attr a;
+  CHECK(post_send1(&p->a, op, len, raddr, rkey, 0, 100) == 0);
+  CHECK(post_send1(&p->a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p->b.buf, p->b.mr->rkey, 0, 101) == 0);
+  CHECK(rdmau_wait(p->a.cq, &wc, 10000) == 1);
+  if (wc.status != want)
+    printf("  got %s, want %s\n", ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
+  CHECK(wc.wr_id == 100 && wc.status == want);
+  CHECK(rdmau_wait(p->a.cq, &wc, 10000) == 1);
+  CHECK(wc.wr_id == 101 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  CHECK(ibv_query_qp(p->a.qp, &a, IBV_QP_STATE, NULL) == 0 && a.qp_state == IBV_QPS_ERR);
+  // Posting in ERR completes at once with a flush.
+  CHECK(post_send1(&p->a, IBV_WR_SEND, 4, 0, 0, 0, 102) == 0);
+  CHECK(rdmau_wait(p->a.cq, &wc, 10000) == 1 && wc.wr_id == 102 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  return 0;
+}
+
+static int t_bad_rkey(void) {
+  struct pair p;
+  CHECK(pair_open(&p, 4096) == 0);
+  CHECK(expect_error(&p, IBV_WR_RDMA_WRITE, (uint64_t)p.b.buf, p.b.mr->rkey ^ 0x100, 64, IBV_WC_REM_ACCESS_ERR) == 0);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_out_of_bounds(void) {
+  struct pair p;
+  CHECK(pair_open(&p, 4096) == 0);
+  CHECK(expect_error(&p, IBV_WR_RDMA_WRITE, (uint64_t)p.b.buf + 4000, p.b.mr->rkey, 200, IBV_WC_REM_ACCESS_ERR) == 0);
+  pair_close(&p);
+  CHECK(pair_open(&p, 4096) == 0);
+  CHECK(expect_error(&p, IBV_WR_RDMA_READ, (uint64_t)p.b.buf - 1, p.b.mr->rkey, 16, IBV_WC_REM_ACCESS_ERR) == 0);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_no_access(void) {
+  struct pair p;
+  struct pair_opts o = { IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 7, 256, 14 };
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);      // b's MR: no REMOTE_WRITE
+  CHECK(expect_error(&p, IBV_WR_RDMA_WRITE, (uint64_t)p.b.buf, p.b.mr->rkey, 64, IBV_WC_REM_ACCESS_ERR) == 0);
+  pair_close(&p);
+  o.access_b = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);      // b's MR: no REMOTE_READ
+  CHECK(expect_error(&p, IBV_WR_RDMA_READ, (uint64_t)p.b.buf, p.b.mr->rkey, 64, IBV_WC_REM_ACCESS_ERR) == 0);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_bad_lkey(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  struct ibv_sge sge = { (uint64_t)p.a.buf, 64, p.a.mr->lkey + 0x100 };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = 5; wr.sg_list = &sge; wr.num_sge = 1; wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uint64_t)p.b.buf; wr.wr.rdma.rkey = p.b.mr->rkey;
+  CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0);
+  CHECK(rdmau_wait(p.a.cq, &wc, 10000) == 1);
+  printf("  bad lkey -> %s\n", ibv_wc_status_str(wc.status));
+  CHECK(wc.wr_id == 5 && wc.status == IBV_WC_LOC_PROT_ERR);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_rnr(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct pair_opts o = { IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2, 256, 14 };
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);
+  uint64 t0 = clock_ns();
+  CHECK(post_send1(&p.a, IBV_WR_SEND, 32, 0, 0, 0, 7) == 0);   // b has no receive posted
+  CHECK(rdmau_wait(p.a.cq, &wc, 10000) == 1);
+  CHECK(wc.wr_id == 7 && wc.status == IBV_WC_RNR_RETRY_EXC_ERR);
+  printf("  RNR retries exhausted after %d us\n", (int)((clock_ns() - t0) / 1000));
+  pair_close(&p);
+  // With a receive posted late the SEND gets through (infinite RNR retry).
+  o.rnr_retry = 7;
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);
+  CHECK(post_send1(&p.a, IBV_WR_SEND, 32, 0, 0, 0, 8) == 0);
+  sleep(2);
+  CHECK(post_recv1(&p.b, 64, 9) == 0);
+  CHECK(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 8);
+  CHECK(wait_ok(p.b.cq, &wc) == 0 && wc.wr_id == 9 && wc.byte_len == 32);
+  pair_close(&p);
+  return 0;
+}
+
+static int t_flush_recv(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct ibv_qp_attr a;
+  CHECK(pair_open(&p, 4096) == 0);
+  for (int i = 0; i < 3; i++) CHECK(post_recv1(&p.b, 64, 20 + i) == 0);
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_ERR;
+  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
+  for (int i = 0; i < 3; i++) {
+    CHECK(rdmau_wait(p.b.cq, &wc, 10000) == 1);
+    CHECK(wc.wr_id == (uint64_t)(20 + i) && wc.status == IBV_WC_WR_FLUSH_ERR);
+  }
+  pair_close(&p);
+  return 0;
+}
+
+static int t_busy(void) {
+  struct pair p;
+  CHECK(pair_open(&p, 4096) == 0);
+  CHECK(post_recv1(&p.b, 64, 1) == 0);
+  CHECK(ibv_dereg_mr(p.b.mr) == EBUSY);        // a posted receive uses it
+  CHECK(ibv_destroy_cq(p.b.cq) == EBUSY);      // a QP uses it
+  CHECK(ibv_dealloc_pd(p.pd) == EBUSY);
+  CHECK(ibv_destroy_qp(p.b.qp) == 0);
+  p.b.qp = NULL;
+  CHECK(ibv_dereg_mr(p.b.mr) == 0);
+  p.b.mr = NULL;
+  pair_close(&p);
+  return 0;
+}
+
+static int t_cq_overrun(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct ibv_async_event ev;
+  struct rdma_async_event stale;
+  struct pair_opts o = { IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 7, 2, 14 };
+  while (rdma_get_async(&stale, 0) == 0)       // QP_FATAL events of earlier tests
+    ;
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);
+  for (int i = 0; i < 4; i++)
+    CHECK(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, i) == 0);
+  CHECK(ibv_get_async_event(ctx, &ev) == 0);
+  CHECK(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == p.a.cq);
+  ibv_ack_async_event(&ev);
+  CHECK(ibv_poll_cq(p.a.cq, 1, &wc) < 0);      // the CQ is in error
+  pair_close(&p);
+  return 0;
+}
+
+static int t_channel(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+  CHECK(ch);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 16, (void *)0x1234, ch, 0);
+  CHECK(cq);
+  // A third QP whose receive CQ is the channel's CQ, connected to a.
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = p.b.cq; ia.recv_cq = cq; ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8; ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
+  CHECK(qp);
+  uint32_t ip = rdmau_local_ipv4(ctx);
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RESET;
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) == 0);
+  struct rdma_peer to_c = { .qpn = qp->qp_num, .psn = 1, .ipv4 = ip };
+  struct rdma_peer to_a = { .qpn = p.a.qp->qp_num, .psn = 2, .ipv4 = ip };
+  CHECK(rdmau_connect(p.a.qp, &to_c, 2, mtu, IBV_ACCESS_REMOTE_WRITE, 7, 14) == 0);
+  CHECK(rdmau_connect(qp, &to_a, 1, mtu, IBV_ACCESS_REMOTE_WRITE, 7, 14) == 0);
+  struct ibv_sge sge = { (uint64_t)p.b.buf, 64, p.b.mr->lkey };
+  struct ibv_recv_wr rw = { .wr_id = 55, .sg_list = &sge, .num_sge = 1 }, *rbad;
+  CHECK(ibv_post_recv(qp, &rw, &rbad) == 0);
+  CHECK(ibv_req_notify_cq(cq, 0) == 0);
+  int pid = fork();
+  if (pid == 0) {        // the child cannot use our objects, and posts nothing
+    struct rdma_wc w;
+    exit(rdma_poll_cq((int)cq->handle, 1, &w) == -1 ? 0 : 1);
+  }
+  int st = -1;
+  wait(&st);
+  CHECK(st == 0);
+  CHECK(post_send1(&p.a, IBV_WR_SEND, 16, 0, 0, 0, 56) == 0);
+  struct ibv_cq *ev_cq;
+  void *ev_ctx;
+  CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);   // sleeps in the kernel
+  CHECK(ev_cq == cq && ev_ctx == (void *)0x1234);
+  ibv_ack_cq_events(ev_cq, 1);
+  CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 55 && wc.status == IBV_WC_SUCCESS);
+  CHECK(ibv_destroy_comp_channel(ch) == EBUSY);
+  CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0);
+  pair_close(&p);
+  return 0;
+}
+
+// Another process's handles are refused.
+static int t_foreign(void) {
+  struct pair p;
+  CHECK(pair_open(&p, 4096) == 0);
+  int pid = fork();
+  if (pid == 0) {
+    struct rdma_qp_attr a;
+    struct rdma_recv_wr rw;
+    struct rdma_mr_keys k;
+    memset(&rw, 0, sizeof rw);
+    int bad = 0;
+    bad += rdma_query_qp((int)p.a.qp->handle, &a) != -1;
+    bad += rdma_post_recv((int)p.b.qp->handle, &rw, 1) != -1;
+    bad += rdma_destroy_qp((int)p.a.qp->handle) != -1;
+    bad += rdma_dereg_mr((int)p.a.mr->handle) != -1;
+    bad += rdma_destroy_cq((int)p.a.cq->handle) != -1;
+    bad += rdma_reg_mr((int)p.pd->handle, p.a.buf, 16, 0, &k) != -1;
+    bad += rdma_dealloc_pd((int)p.pd->handle) != -1;
+    exit(bad);
+  }
+  int st = -1;
+  wait(&st);
+  CHECK(st == 0);
+  pair_close(&p);
+  return 0;
+}
+
+// Every verbs syscall refuses bad pointers and bad handles with -1.
+static int t_bad_pointers(void) {
+  void *bads[] = { (void *)0, (void *)0x10, (void *)0x80000000UL, (void *)0x3fffffffffUL,
+                   (void *)-1UL };
+  struct pair p;
+  CHECK(pair_open(&p, 4096) == 0);
+  int qp = (int)p.a.qp->handle, cq = (int)p.a.cq->handle, pd = (int)p.pd->handle;
+  int ch = rdma_create_chan();
+  CHECK(ch >= 0);
+  for (unsigned i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+    void *b = bads[i];
+    CHECK(rdma_query_device(b) == -1);
+    CHECK(rdma_query_port(1, b) == -1);
+    CHECK(rdma_reg_mr(pd, b, 4096, 0, b) == -1);
+    CHECK(rdma_reg_mr(pd, p.a.buf, 16, 0, b) == -1);
+    CHECK(rdma_create_qp(b) == -1);
+    CHECK(rdma_modify_qp(qp, b, 1) == -1);
+    CHECK(rdma_query_qp(qp, b) == -1);
+    CHECK(rdma_post_send(qp, b, 1) == -1);
+    CHECK(rdma_post_recv(qp, b, 1) == -1);
+    CHECK(rdma_qp_stats(0, b) == -1);
+    CHECK(rdma_set_neigh(0x0a000063, b) == -1);
+    CHECK(rdma_get_async(b, 0) == -1);
+  }
+  // poll_cq into a bad buffer: a completion must be there to copy.
+  CHECK(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1) == 0);
+  sleep(1);
+  CHECK(rdma_poll_cq(cq, 1, (struct rdma_wc *)0x10) == -1);
+  int hs[] = { -1, 99999, 1 << 30 };
+  struct rdma_wc wc;
+  struct rdma_qp_attr a;
+  memset(&a, 0, sizeof a);
+  for (unsigned i = 0; i < 3; i++) {
+    int h = hs[i];
+    CHECK(rdma_dealloc_pd(h) == -1 && rdma_dereg_mr(h) == -1 && rdma_destroy_cq(h) == -1);
+    CHECK(rdma_destroy_chan(h) == -1 && rdma_poll_cq(h, 1, &wc) == -1 && rdma_req_notify(h, 0) == -1);
+    CHECK(rdma_get_cq_event(h, (unsigned long long *)&wc) == -1 && rdma_modify_qp(h, &a, 1) == -1);
+    CHECK(rdma_query_qp(h, &a) == -1 && rdma_destroy_qp(h) == -1);
+    CHECK(rdma_post_send(h, (struct rdma_send_wr *)&a, 1) == -1 && rdma_post_recv(h, (struct rdma_recv_wr *)&a, 1) == -1);
+    CHECK(rdma_create_cq(16, h, 0) == -1 || h == -1);
+    CHECK(rdma_qp_stats(h, (struct rdma_qp_stats *)&a) == -1 || h == 1);
+  }
+  CHECK(rdma_create_cq(0, -1, 0) == -1 && rdma_create_cq(1 << 20, -1, 0) == -1);
+  CHECK(rdma_destroy_chan(ch) == 0);
+  pair_close(&p);
+  return 0;
+}
+
+// A child exits with a 1 MiB WRITE and receives in flight; everything is
+// released (free pages come back) and the parent can use the device.
+static int t_exit_in_flight(void) {
+  struct sysinfo before, after;
+  CHECK(sysinfo(&before) == 0);
+  for (int round = 0; round < 3; round++) {
+    int pid = fork();
+    if (pid == 0) {
+      struct pair p;
+      if (pair_open(&p, BIG) != 0) exit(1);
+      post_recv1(&p.b, 64, 1);
+      post_send1(&p.a, IBV_WR_RDMA_WRITE, BIG, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 2);
+      post_send1(&p.b, IBV_WR_RDMA_READ, BIG, (uint64_t)p.a.buf, p.a.mr->rkey, 0, 3);
+      exit(0);                      // no cleanup: the exit hook does it
+    }
+    int st = -1;
+    wait(&st);
+    CHECK(st == 0);
+  }
+  sleep(5);
+  CHECK(sysinfo(&after) == 0);
+  printf("  free pages before %d after %d\n", (int)before.freepages, (int)after.freepages);
+  CHECK(after.freepages + 8 >= before.freepages);
+  CHECK(transfer(IBV_WR_RDMA_WRITE, 5000) == 0);
+  return 0;
+}
+
+// ---- runner ----
+struct test { char name[32]; int (*fn)(void); int opi, si; };
+static struct test tests[64];
+static int ntests;
+
+static void add(const char *name, int (*fn)(void)) {
+  strcpy(tests[ntests].name, name);
+  tests[ntests].fn = fn;
+  tests[ntests].opi = -1;
+  ntests++;
+}
+
+int main(int argc, char **argv) {
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-q") == 0) quick = 1;
+    else only = argv[i];
+  }
+  ctx = rdmau_open();
+  if (!ctx) { printf("rdmatest: no RDMA device\n"); exit(1); }
+  struct ibv_port_attr pa;
+  ibv_query_port(ctx, 1, &pa);
+  mtu = pa.active_mtu;
+  mtu_bytes = ibv_mtu_to_num(mtu);
+  int sz[6] = { 0, 1, mtu_bytes - 1, mtu_bytes, mtu_bytes + 1, BIG };
+  memcpy(sizes, sz, sizeof sz);
+  add("device", t_device);
+  add("mr", t_mr);
+  add("qp_states", t_qp_states);
+  for (int o = 0; o < 5; o++) {
+    for (int s = 0; s < 6; s++) {
+      snprintf(tests[ntests].name, 32, "%s_%d", ops[o].name, sizes[s]);
+      tests[ntests].fn = NULL;
+      tests[ntests].opi = o;
+      tests[ntests].si = s;
+      ntests++;
+    }
+  }
+  add("sgl", t_sgl);
+  add("bad_rkey", t_bad_rkey);
+  add("out_of_bounds", t_out_of_bounds);
+  add("no_access", t_no_access);
+  add("bad_lkey", t_bad_lkey);
+  add("rnr", t_rnr);
+  add("flush_recv", t_flush_recv);
+  add("busy", t_busy);
+  add("cq_overrun", t_cq_overrun);
+  add("channel", t_channel);
+  add("foreign_handles", t_foreign);
+  add("bad_pointers", t_bad_pointers);
+  add("exit_in_flight", t_exit_in_flight);
+  int passed = 0, failed = 0;
+  for (int i = 0; i < ntests; i++) {
+    struct test *t = &tests[i];
+    if (only && strncmp(t->name, only, strlen(only)) != 0) continue;
+    int r = t->fn ? t->fn() : t_op(t->opi, t->si);
+    printf("test %s: %s\n", t->name, r == 0 ? "OK" : "FAILED");
+    if (r == 0) passed++; else failed++;
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  ibv_close_device(ctx);
+  exit(failed ? 1 : 0);
+}
