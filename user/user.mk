@@ -42,6 +42,17 @@ U_NET_PROGS := ping udpecho nettest
 UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 .SECONDARY: $(patsubst %,$(U_OBJDIR)/%.o,$(U_NET_PROGS))
 
+# RDMA tools (RDMA helper): each links the verbs library (ibverbs.c) and the
+# shared helpers (rdma_util.c, rdma_cm.c when present) besides the libc.
+U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
+  user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c))
+U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
+  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c))
+UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
+$(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<
+.SECONDARY: $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
+
 user/usys.S: kernel/uapi.h user/gen_usys.py
 	python3 user/gen_usys.py kernel/uapi.h > $@.tmp && mv $@.tmp $@
 
