@@ -625,91 +625,115 @@ static uint64_t departure(struct impair *im, uint64_t now, uint32_t len, int *re
   return im->link_free_ns + jittered_delay(im);
 }
 
-void impair_decide(struct impair *im, uint64_t index, uint64_t now, uint32_t len,
-                   struct impair_verdict *v)
+/* One frame's random draws: each stream draws the same number of values for
+ * every frame, whatever the other impairments decide. */
+struct draws {
+  int dup, rnd_lost, ge_lost, corrupt;
+  uint64_t where;                   /* corrupt: byte (>> 3) and bit (& 7) */
+};
+
+static void draw_all(struct impair *im, struct draws *d)
 {
   const struct impair_conf *c = &im->c;
-  struct impair_counters *n = &im->n;
-  memset(v, 0, sizeof *v);
-  v->index = index;
-  n->frames_in++;
-  n->bytes_in += len;
-
-  /* Every stream that decides a per-frame fate draws exactly once here. */
-  int dup = corr_unit(&im->rng[IMPAIR_RNG_DUP], &im->c.dup_corr) < c->dup;
-  int rnd_lost = corr_unit(&im->rng[IMPAIR_RNG_LOSS], &im->c.loss_corr) < c->loss;
-  int ge_lost = ge_draw(im);
   struct impair_rng *cr = &im->rng[IMPAIR_RNG_CORRUPT];
-  int corrupt = corr_unit(cr, &im->c.corrupt_corr) < c->corrupt;
-  uint64_t where = impair_rng_next(cr);
+  d->dup = corr_unit(&im->rng[IMPAIR_RNG_DUP], &im->c.dup_corr) < c->dup;
+  d->rnd_lost = corr_unit(&im->rng[IMPAIR_RNG_LOSS], &im->c.loss_corr) < c->loss;
+  d->ge_lost = ge_draw(im);
+  d->corrupt = corr_unit(cr, &im->c.corrupt_corr) < c->corrupt;
+  d->where = impair_rng_next(cr);
+}
 
-  int copies = 1 + dup;
-  enum impair_cause cause = IMPAIR_KEEP;
-  if (in_ranges(c->drop, c->ndrop, index))
-    cause = IMPAIR_DROP_LIST, copies = 0;
-  else if (in_hole(im, now))
-    cause = IMPAIR_DROP_BLACKHOLE, copies = 0;
-  else if (rnd_lost || ge_lost) {
+/* How many copies (0..2) enter the link at `now`; if none, *cause says why.
+ * Clears d->dup when the duplicate does not enter. */
+static int admit(struct impair *im, uint64_t index, uint64_t now, struct draws *d,
+                 enum impair_cause *cause)
+{
+  const struct impair_conf *c = &im->c;
+  int copies = 1 + d->dup;
+  if (in_ranges(c->drop, c->ndrop, index)) {
+    *cause = IMPAIR_DROP_LIST;
+    return 0;
+  }
+  if (in_hole(im, now)) {
+    *cause = IMPAIR_DROP_BLACKHOLE;
+    return 0;
+  }
+  if (d->rnd_lost || d->ge_lost) {
     copies--;                       /* netem: a lost duplicate still sends one */
-    if (copies == 0)
-      cause = rnd_lost ? IMPAIR_DROP_RANDOM : IMPAIR_DROP_GEMODEL;
-    dup = 0;
+    d->dup = 0;
+    *cause = d->rnd_lost ? IMPAIR_DROP_RANDOM : IMPAIR_DROP_GEMODEL;
   }
   if (copies && c->limit) {
     q_expire(im, now);
     if (im->qlen + copies > c->limit) {
-      copies = c->limit - im->qlen;  /* the duplicate goes first */
-      dup = 0;
-      if (copies == 0)
-        cause = IMPAIR_DROP_LIMIT;
+      copies = (int)(c->limit - im->qlen);   /* the duplicate goes first */
+      d->dup = 0;
+      *cause = IMPAIR_DROP_LIMIT;
     }
   }
-  if (copies == 0) {
-    v->drop = cause;
-    n->dropped[cause]++;
-    return;
-  }
+  return copies;
+}
 
-  /* A blackhole also takes frames that would leave during it (they were on
-   * the wire when the link went dark), not only frames offered during it. */
+/* Departure times of the admitted copies. A blackhole also takes a copy that
+ * would leave during it (it was on the wire when the link went dark).
+ * Returns the number of copies that survive (0..2). */
+static int schedule(struct impair *im, uint64_t now, uint32_t len, struct draws *d,
+                    struct impair_verdict *v)
+{
   v->depart_ns = departure(im, now, len, &v->reordered);
   int orig_lost = in_hole(im, v->depart_ns);
-  if (dup) {
+  if (d->dup) {
     int r2;
     v->dup_depart_ns = departure(im, now, len, &r2);
     v->dup = !in_hole(im, v->dup_depart_ns);
   }
-  if (orig_lost && !v->dup) {
-    memset(v, 0, sizeof *v);
-    v->index = index;
-    v->drop = IMPAIR_DROP_BLACKHOLE;
-    n->dropped[IMPAIR_DROP_BLACKHOLE]++;
-    return;
-  }
+  if (orig_lost && !v->dup)
+    return 0;
   if (orig_lost) {                  /* only the (clean) duplicate survives */
     v->depart_ns = v->dup_depart_ns;
     v->dup = 0;
     v->reordered = 0;
-    corrupt = 0;
+    d->corrupt = 0;
   }
-  copies = 1 + v->dup;
-  n->duplicated += (uint64_t)dup;
+  return 1 + v->dup;
+}
+
+void impair_decide(struct impair *im, uint64_t index, uint64_t now, uint32_t len,
+                   struct impair_verdict *v)
+{
+  struct impair_counters *n = &im->n;
+  struct draws d;
+  enum impair_cause cause = IMPAIR_KEEP;
+  memset(v, 0, sizeof *v);
+  v->index = index;
+  n->frames_in++;
+  n->bytes_in += len;
+  draw_all(im, &d);
+
+  int copies = admit(im, index, now, &d, &cause);
+  if (copies > 0 && (copies = schedule(im, now, len, &d, v)) == 0)
+    cause = IMPAIR_DROP_BLACKHOLE;
+  if (copies == 0) {
+    memset(v, 0, sizeof *v);
+    v->index = index;
+    v->drop = cause;
+    n->dropped[cause]++;
+    return;
+  }
+  n->duplicated += (uint64_t)d.dup;
+  n->reordered += (uint64_t)v->reordered;
   q_push(im, v->depart_ns);
   if (v->dup)
     q_push(im, v->dup_depart_ns);
-  n->reordered += v->reordered;
-  if (corrupt && len > 0) {
+  if (d.corrupt && len > 0) {
     v->corrupt = 1;
-    v->corrupt_byte = (uint32_t)((where >> 3) % len);
-    v->corrupt_bit = (uint8_t)(where & 7);
+    v->corrupt_byte = (uint32_t)((d.where >> 3) % len);
+    v->corrupt_bit = (uint8_t)(d.where & 7);
     n->corrupted++;
   }
-  n->frames_out += copies;
+  n->frames_out += (uint64_t)copies;
   n->bytes_out += (uint64_t)copies * len;
-  if (v->depart_ns > now)
-    n->delayed_bytes += len;
-  if (v->dup && v->dup_depart_ns > now)
-    n->delayed_bytes += len;
+  n->delayed_bytes += (v->depart_ns > now ? len : 0) + (v->dup && v->dup_depart_ns > now ? len : 0);
 }
 
 void impair_apply_corrupt(const struct impair_verdict *v, uint8_t *frame, uint32_t len)
