@@ -1,6 +1,6 @@
 // arp.c: the Address Resolution Protocol for IPv4 over Ethernet.
 //
-// A small cache of ip -> mac with expiry (ARP_TTL_NS). Sending to an
+// A small cache of ip -> mac with expiry (ARP_TTL_NS, 20 min). Sending to an
 // address with no entry creates a pending entry, broadcasts a request and
 // queues the frame (at most ARP_QUEUE per entry); the reply flushes the
 // queue. The stack's timer thread calls arp_tick() to retry requests and
@@ -17,7 +17,7 @@
 
 #define NARP        32
 #define ARP_QUEUE   16
-#define ARP_TTL_NS  (60ull * 1000000000)
+#define ARP_TTL_NS  (1200ull * 1000000000)   // 20 minutes, as BSD: no mid-test refreshes
 #define ARP_RETRY_NS (300ull * 1000000)
 #define ARP_TRIES   4
 #define ARP_LEN     28

@@ -189,17 +189,16 @@ static int rx_take(struct e1000_rx_desc *d, uint8 *buf) {
     if (!nic.rx_partial) { nic.st.rx_no_buf++; net_count(NC_netbuf_none); nic.rx_partial_bad = 1; }
   }
   struct netbuf *nb = nic.rx_partial;
-  if (d->errors) nic.rx_partial_bad = 1;
+  if (d->errors && nb) { nic.st.rx_errors++; nic.rx_partial_bad = 1; }
   if (nb && !nic.rx_partial_bad) {
-    if (nb->len + d->length > NETBUF_DATA) nic.rx_partial_bad = 1;
+    if (nb->len + d->length > NETBUF_DATA) { nic.st.rx_errors++; nic.rx_partial_bad = 1; }
     else { memcpy(nb->data + nb->len, buf, d->length); nb->len += d->length; }
   }
   if (!(d->status & RXD_STAT_EOP)) return 0;
   int bad = nic.rx_partial_bad;
   nic.rx_partial = NULL;
   nic.rx_partial_bad = 0;
-  if (bad) {
-    nic.st.rx_errors++;
+  if (bad) {                         // counted above: no buffer, or a device error
     if (nb) netbuf_free(nb);
     return 0;
   }

@@ -19,8 +19,8 @@
 // ---- packet buffers ----
 #define NETBUF_HEADROOM 128     // room to prepend Ethernet + IPv4 + UDP headers
 #define NETBUF_DATA     9216    // a whole jumbo frame
-#define NNETBUF         128
-#define NETBUF_RX_RESERVE 24    // senders leave these for the receive path
+#define NNETBUF         1024    // 9.6 MiB: a starved reader may queue hundreds
+#define NETBUF_RX_RESERVE 64    // senders leave these for the receive path
 
 struct netbuf {
   struct netbuf *next;          // link in whichever queue owns it

@@ -27,7 +27,7 @@
 #include "netdev.h"
 
 #define NSOCK 32
-#define SOCK_QMAX 160
+#define SOCK_QMAX 768
 #define EPHEMERAL_FIRST 49152
 
 struct sock {

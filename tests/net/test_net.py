@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""test_net.py: `make test-net`, two guests on one link through linkemu.
+
+Checks, one line each:
+  arp         each guest resolves the other's MAC with ARP
+  ping        ICMP echo both ways, every reply back
+  jumbo       UDP echo of every datagram size 1..8972 (frames up to 9014
+              bytes, so jumbo frames) from guest 0 to a server on guest 1,
+              plus a coarser sweep the other way
+  loss        linkemu switched to "loss 5%" both ways (seeded); 10,000 UDP
+              datagrams each way at the same time; the count each guest
+              received equals exactly what linkemu delivered to it (the
+              tx counter of its port in linkemu's stats), and linkemu's drop
+              counters are near 5%
+Ends with `N passed, M failed`; exit status 1 on any failure.
+Options: --quick (sweep step 7), --seed N, --count N, --keep-pcap DIR.
+"""
+import argparse
+import os
+import random
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch import Testbed  # noqa: E402
+from guest import GuestError  # noqa: E402
+
+results = []
+
+
+def check(name, ok, detail):
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+
+def guarded(name, fn):
+    try:
+        fn()
+    except GuestError as e:
+        check(name, False, f"guest error: {str(e)[:800]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--count", type=int, default=10000)
+    ap.add_argument("--rate", type=int, default=500, help="datagrams/s per sender in the loss check")
+    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "loss"],
+                    help="run only these checks")
+    ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1, 1 << 30)
+    print(f"test-net: seed {seed} (rerun with --seed {seed})", flush=True)
+    t_start = time.monotonic()
+
+    with Testbed(2, name="net", pcap_dir=args.keep_pcap) as tb:
+        tb.boot()
+        g0, g1 = tb.guests
+
+        def arp():
+            for g, peer in ((g0, 1), (g1, 0)):
+                out = g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
+                ok = f"is-at {tb.mac(peer)}" in out
+                check(f"arp {g.name}->{tb.ip(peer)}", ok, out.strip())
+
+        def ping():
+            for g, peer in ((g0, 1), (g1, 0)):
+                out = g.run(f"ping -c 5 -i 100 {tb.ip(peer)}", timeout=60)
+                last = out.strip().splitlines()[-1] if out.strip() else ""
+                check(f"ping {g.name}->{tb.ip(peer)}", "5 transmitted, 5 received" in out, last)
+
+        def jumbo():
+            g1.run("udpecho -s 7 &")
+            g1.expect(r"serving port 7", timeout=10)
+            g0.run("udpecho -s 7 &")
+            g0.expect(r"serving port 7", timeout=10)
+            step = 7 if args.quick else 1
+            t0 = time.monotonic()
+            out = g0.run(f"nettest sweep {tb.ip(1)} 7 1 8972 {step}", timeout=400)
+            line = re.search(r"sweep (ok|FAIL).*", out)
+            check(f"jumbo echo 1..8972 step {step} {g0.name}->{g1.name}", "sweep ok" in out,
+                  f"{line.group(0) if line else out.strip()[-300:]} ({time.monotonic() - t0:.0f} s)")
+            out = g1.run(f"nettest sweep {tb.ip(0)} 7 8000 8972 1", timeout=200)
+            line = re.search(r"sweep (ok|FAIL).*", out)
+            check(f"jumbo echo 8000..8972 {g1.name}->{g0.name}", "sweep ok" in out,
+                  line.group(0) if line else out.strip()[-300:])
+
+        def loss():
+            for g, peer in ((g0, 1), (g1, 0)):        # resolve first: no ARP in the count
+                g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
+            spec = f"loss 5% seed {seed}"
+            tb.set_spec(0, spec)
+            tb.set_spec(1, f"loss 5% seed {seed + 1}")
+            before = tb.stats()
+            for g in (g0, g1):
+                g.run("nettest recv 9000 3000 120000 &")
+                g.expect(r"recv: ready on port 9000", timeout=10)
+            n, rate = args.count, args.rate
+            t0 = time.monotonic()
+            g0.send(f"nettest send {tb.ip(1)} 9000 100 {n} {rate}")
+            g1.send(f"nettest send {tb.ip(0)} 9000 100 {n} {rate}")
+            got = {}
+            for g in (g0, g1):
+                g.expect(r"sent \d+ datagrams", timeout=n / rate * 4 + 60)
+            for i, g in enumerate((g0, g1)):
+                m = g.expect(r"received (\d+) datagrams", timeout=60)
+                got[i] = int(m.group(1))
+            time.sleep(0.5)
+            after = tb.stats()
+            for i, g in enumerate((g0, g1)):
+                src = 1 - i
+                delivered = tb.delivered_to(i, after) - tb.delivered_to(i, before)
+                d_in = after["directions"][src]["frames_in"] - before["directions"][src]["frames_in"]
+                dropped = (after["directions"][src]["dropped"]["total"]
+                           - before["directions"][src]["dropped"]["total"])
+                pct = 100.0 * dropped / d_in if d_in else 0
+                ok = got[i] == delivered and d_in == n and 3.0 <= pct <= 7.0
+                check(f"loss 5% {tb.guests[src].name}->{g.name}", ok,
+                      f"guest received {got[i]}, linkemu delivered {delivered}, "
+                      f"frames in {d_in}, dropped {dropped} ({pct:.2f}%), "
+                      f"{time.monotonic() - t0:.1f} s")
+            tb.set_spec("both", "")
+
+        for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("loss", loss)):
+            if not args.only or name in args.only:
+                guarded(name, fn)
+        try:
+            for g in (g0, g1):
+                print(f"--- {g.name} netstat (non-zero)")
+                out = g.run("nettest stat", timeout=20)
+                print("  " + "  ".join(l + "\n" for l in out.splitlines() if not l.endswith(" 0")), end="")
+            tb.halt()
+        except GuestError as e:
+            check("halt", False, str(e)[:400])
+    passed = sum(results)
+    print(f"test-net: {time.monotonic() - t_start:.0f} s")
+    print(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if results and all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
