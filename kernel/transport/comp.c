@@ -13,7 +13,7 @@ void comp_reset(struct rct_qp *qp)
 	qp->comp_state = RCT_COMP_IDLE;
 	qp->una = qp->attr.sq_psn;
 	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-3] */
+	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
 	qp->srtt = qp->rttvar = qp->rto = 0;
 	qp->rtt_armed = 0;
 	qp->last_msn = 0;
@@ -56,7 +56,7 @@ static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
 	uint64_t rto = comp_rto(qp);
 	if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
-		timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-4] */
+		timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
 		return;
 	}
 	timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
@@ -83,7 +83,7 @@ static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 	if (w->wr.opcode == RCT_WR_RDMA_READ && qp->rd_outstanding)
 		qp->rd_outstanding--;
 	w->state = RCT_WQE_DONE;
-	if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] [REQ-CMPL-4] */
+	if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] */
 		struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
 			.opcode = wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->init.qpn,
 			.src_qp = qp->attr.dest_qp_num, .vendor_err = w->vendor_err };
@@ -94,7 +94,7 @@ static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 }
 
 /* On ERR: the failed WR (if any) with its status, then every other one
- * flushed, in posting order [QP-ERR-2] [REQ-CMPL-5]. */
+ * flushed, in posting order [QP-ERR-2]. */
 void comp_flush(struct rct_qp *qp)
 {
 	while (qp->sq_head != qp->sq_tail) {
@@ -154,7 +154,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 	}
 	qp->una = new_una;
 	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-3] */
+	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
 	qp->retx_valid = 0;
 	if (psn_lt(qp->req_psn, new_una))
 		req_rewind(qp, new_una);                     /* skip what is already acked */
@@ -243,10 +243,11 @@ static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
 	}
 }
 
-/* [PSN-WIN-4] */
-static bool ack_in_window(const struct rct_qp *qp, uint32_t p)
+/* [PSN-WIN-4]: an ACK may name una - 1 (nothing new), a NAK must name una or later. */
+static bool ack_in_window(const struct rct_qp *qp, uint32_t p, bool nak)
 {
-	return psn_diff(p, psn_add(qp->una, PSN_MASK)) >= 0 && psn_diff(p, qp->next_psn) < 0;
+	uint32_t lo = nak ? qp->una : psn_add(qp->una, PSN_MASK);
+	return psn_diff(p, lo) >= 0 && psn_diff(p, qp->next_psn) < 0;
 }
 
 static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
@@ -263,7 +264,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 		qp->rnr_left--;
 	qp->rnr_psn = p;
 	qp->cnt.rnr_waits++;
-	timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-4] */
+	timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
 	timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
 	qp->req_state = RCT_REQ_WAIT_RNR;
 	qp->comp_state = RCT_COMP_WAIT_RNR;
@@ -355,7 +356,8 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
 {
 	uint32_t psn = p->h.bth.psn;
 	uint8_t syn = p->h.aeth.syndrome;
-	if (!ack_in_window(qp, psn)) {                           /* [REQ-ACK-2] */
+	if (!ack_in_window(qp, psn, (syn & AETH_KIND_MASK) != AETH_ACK || (p->opflags & OPF_SACKH))) {
+		/* [REQ-ACK-2] */
 		if (psn_lt(psn, qp->una))
 			qp->cnt.rx_stale_ack++;
 		else
@@ -389,7 +391,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
 		goto bad;
 	}
 bad:
-	qp->cnt.rx_bad_aeth++;                                   /* [HDR-AETH-5] */
+	qp->cnt.rx_bad_aeth++;                                   /* [REQ-ACK-7] */
 	fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, syn);         /* [REQ-ACK-7] */
 }
 
@@ -417,22 +419,25 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
 	return 0;
 }
 
-/* Opcode and length a READ response at index idx must have [OPC-SEQ-6] [OPC-LEN-2] [OPC-LEN-3]. */
+/* Opcode and length a READ response at index idx must have [OPC-SEQ-6] [OPC-LEN-2]:
+ * positions count from the request that produced it, the original or the
+ * latest re-request [REQ-READ-3] [SR-REQ-7]. */
 static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t idx,
                          const struct rct_pkt *p)
 {
-	uint32_t f = p->opflags, want, len;
-	if (w->npkts == 1)
-		want = OPF_ONLY;
-	else if (idx == 0)
-		want = OPF_FIRST;
-	else if (idx + 1 == w->npkts)
-		want = OPF_LAST;
-	else
-		want = OPF_MIDDLE;
-	if ((f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST)) != want)
+	uint32_t f = p->opflags, pos, len;
+	uint32_t psn = psn_add(w->first_psn, idx);
+	bool start = psn == w->first_psn || psn == w->resume_psn, last = idx + 1 == w->npkts;
+	pos = f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST);
+	if (pos == OPF_ONLY && !(start && last))
 		return false;
-	len = idx + 1 == w->npkts ? w->length - (idx << qp->mtu_shift) : qp->mtu;
+	if (pos == OPF_FIRST && !(start && !last))
+		return false;
+	if (pos == OPF_MIDDLE && (last || psn == w->first_psn))
+		return false;
+	if (pos == OPF_LAST && (!last || psn == w->first_psn))
+		return false;
+	len = last ? w->length - (idx << qp->mtu_shift) : qp->mtu;
 	if (p->paylen != len)
 		return false;
 	if ((f & OPF_AETH) && (p->h.aeth.syndrome & AETH_KIND_MASK) != AETH_ACK)
@@ -488,7 +493,7 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	}
 	qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
 	w->read_pkts++;
-	ack_through(qp, now, psn);                               /* [REQ-READ-2] */
+	ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
 }
 
 void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
@@ -501,7 +506,7 @@ void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		qp->cnt.rx_unexpected++;                     /* [OPC-VAL-1] */
 }
 
-/* Retransmission timer fired [REQ-TMO-3]. */
+/* Retransmission timer fired [REQ-TMO-2]. */
 void comp_timeout(struct rct_qp *qp, uint64_t now)
 {
 	enum rct_qp_state s = qp->attr.qp_state;

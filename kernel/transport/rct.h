@@ -437,6 +437,7 @@ struct rct_send_wqe {
 	uint32_t first_psn, last_psn; /* PSNs it occupies (READ: its response PSNs) */
 	uint32_t npkts;
 	uint32_t read_pkts;         /* READ (go-back-N): response packets placed, in order */
+	uint32_t resume_psn;        /* READ: start of the latest re-request [REQ-READ-3] */
 	uint32_t rsn;               /* SR: receive sequence number of its message */
 	uint8_t state;              /* enum rct_wqe_state */
 	uint8_t started;            /* first packet sent at least once (PSNs assigned) */
@@ -461,6 +462,7 @@ struct rct_rd_res {
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t next_psn;          /* next response PSN to send */
+	uint32_t start_psn;         /* PSN the current response sequence started at [REQ-READ-3] */
 };
 
 /* Timers of a QP, a small table indexed by this enum. */

@@ -109,7 +109,7 @@ static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_sta
 	qp_to_err(qp);
 }
 
-/* Local checks when a WR starts [REQ-FRAG-2] [REQ-FRAG-3] [REQ-READ-4]. */
+/* Local checks when a WR starts [REQ-FRAG-2]. */
 static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
 {
 	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
@@ -148,7 +148,7 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 		return false;                              /* [REQ-WIN-2] */
 	if (!window_allows(qp, qp->req_psn, read ? n : 1))
 		return false;
-	w->first_psn = qp->req_psn;
+	w->first_psn = w->resume_psn = qp->req_psn;
 	w->npkts = n;
 	w->last_psn = psn_add(qp->req_psn, n - 1);     /* [REQ-PSN-2] */
 	w->started = 1;
@@ -174,6 +174,8 @@ int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rc
 	f->nseg = 0;
 	off = idx << qp->mtu_shift;
 	if (w->wr.opcode == RCT_WR_RDMA_READ) {
+		if (retx)
+			w->resume_psn = psn;                   /* responses restart here [REQ-READ-3] */
 		h.bth.opcode = OP_READ_REQ;
 		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
 		h.reth.va = w->wr.remote_addr + off;       /* [REQ-READ-3] */
@@ -201,13 +203,13 @@ int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rc
 		h.imm = w->wr.imm_data;                    /* [HDR-IMM-1] */
 		h.reth.va = w->wr.remote_addr + (qp->sr ? off : 0);   /* [SR-WIRE-4] */
 		h.reth.rkey = w->wr.rkey;
-		h.reth.dmalen = w->length;                 /* [HDR-RETH-2] */
+		h.reth.dmalen = w->length;                 /* [HDR-RETH-1] */
 		h.sreth.offset = off;
 	}
 	if (qp->sr)
 		h.bth.opcode |= OP_SR_BASE;                /* [SR-WIRE-1] */
 	if (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn))
-		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-3] end of burst */
+		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] end of burst */
 	qp_emit(qp, f, &h, paylen);
 	if (retx)
 		qp->cnt.tx_retransmits++;

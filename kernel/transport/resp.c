@@ -119,7 +119,7 @@ static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
 	return (f & OPF_FIRST) != 0;
 }
 
-/* [OPC-LEN-2] [OPC-LEN-3] */
+/* [OPC-LEN-2] */
 static bool length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
 {
 	if ((f & OPF_ONLY) == OPF_ONLY)
@@ -222,7 +222,7 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		qp->wr_left = p->h.reth.dmalen;
 	}
 	if (p->paylen > qp->wr_left) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-3] */
+		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
 		return false;
 	}
 	if (!place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
@@ -268,7 +268,7 @@ static bool exec_read(struct rct_qp *qp, struct rct_pkt *p)
 	r = RD_AT(qp, qp->rd_tail++);
 	r->valid = 1;
 	r->pending = 1;
-	r->first_psn = r->next_psn = p->h.bth.psn;
+	r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
 	r->npkts = qp_npkts(qp, len);
 	r->va = p->h.reth.va;
 	r->rkey = p->h.reth.rkey;
@@ -290,7 +290,7 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
 	uint32_t f = p->opflags;
 	if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !length_ok(qp, f, p->paylen)) {
 		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
-		     RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-4] [OPC-LEN-2] [OPC-VAL-1] */
+		     RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
 		return;
 	}
 	if (takes_recv(f) && qp->rq_head == qp->rq_tail) {
@@ -300,7 +300,7 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
 	if (f & OPF_READ) {
 		if (exec_read(qp, p))
 			qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
-		return;                                                  /* [RESP-ACK-3] */
+		return;                                                  /* [RESP-ACK-1] */
 	}
 	if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
 		return;
@@ -323,8 +323,8 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 		if (!r->valid || k >= r->npkts)
 			continue;
 		if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
-			break;                                        /* [RESP-DUP-4] */
-		r->next_psn = q;                                      /* [RESP-DUP-2] replay */
+			break;                                        /* [RESP-DUP-3] */
+		r->next_psn = r->start_psn = q;                       /* [RESP-DUP-2] replay */
 		r->pending = 1;
 		qp->cnt.read_replays++;
 		return;
@@ -461,8 +461,14 @@ static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 		qp->sack_pending = 1;                             /* [SR-RESP-5] */
 		return;
 	}
-	sr_advance(qp);
-	qp->unacked++;
+	{
+		uint32_t before = qp->epsn;
+		sr_advance(qp);
+		qp->unacked++;
+		/* AckReq, or epsn passed packets placed earlier [SR-RESP-5] */
+		if (psn_diff(qp->epsn, before) > 1)
+			qp->unacked = RCT_ACK_COALESCE_MAX;
+	}
 	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX) {
 		if (bm_any(qp->sr_rcvd))
 			qp->sack_pending = 1;
@@ -480,7 +486,7 @@ void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
 	(void)now;
 	if (qp->resp_state == RCT_RESP_ERROR) {
-		qp->cnt.rx_bad_state++;                           /* [RESP-ERR-3] */
+		qp->cnt.rx_bad_state++;                           /* [QP-ERR-3] */
 		return;
 	}
 	if (d >= (int32_t)RCT_RESP_WINDOW || d < -(int32_t)RCT_RESP_WINDOW) {
@@ -488,7 +494,7 @@ void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		return;
 	}
 	if (d < 0) {
-		duplicate(qp, p);                                 /* [SR-RESP-8] too */
+		duplicate(qp, p);                                 /*  too */
 		return;
 	}
 	if (qp->sr) {
@@ -496,7 +502,7 @@ void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		return;
 	}
 	if (d > 0) {
-		qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-2] */
+		qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
 		if (!qp->nak_latch) {
 			want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
 			qp->nak_latch = 1;
@@ -515,10 +521,10 @@ static void emit_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32
 {
 	struct rct_hdr h;
 	RCT_MEMSET(&h, 0, sizeof(h));
-	h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-4] */
+	h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
 	h.bth.psn = psn;
 	h.aeth.syndrome = syn;
-	h.aeth.msn = qp->msn;                                     /* [RESP-MSN-2] */
+	h.aeth.msn = qp->msn;                                     /* [RESP-MSN-1] */
 	f->nseg = 0;
 	qp_emit(qp, f, &h, 0);
 }
@@ -543,14 +549,16 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
 	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
 	uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
 	uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
+	bool first = r->next_psn == r->start_psn, last = idx + 1 >= r->npkts;
 	struct rct_hdr h;
 	int n = 0;
 	RCT_MEMSET(&h, 0, sizeof(h));
-	if (r->npkts == 1)
+	/* positions count from where this response sequence started [REQ-READ-3] */
+	if (first && last)
 		h.bth.opcode = OP_READ_RESP_ONLY;
-	else if (idx == 0)
+	else if (first)
 		h.bth.opcode = OP_READ_RESP_FIRST;
-	else if (idx + 1 == r->npkts)
+	else if (last)
 		h.bth.opcode = OP_READ_RESP_LAST;
 	else
 		h.bth.opcode = OP_READ_RESP_MIDDLE;
@@ -579,7 +587,7 @@ int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	struct rct_rd_res *r = rd_oldest_pending(qp);
 	(void)now;
-	/* [RESP-READ-3]: replies for later PSNs wait for earlier READ responses */
+	/* [RESP-READ-2]: replies for later PSNs wait for earlier READ responses */
 	if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
 		uint8_t syn = qp->nak_syndrome;
 		qp->nak_pending = 0;

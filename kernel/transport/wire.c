@@ -54,7 +54,7 @@ static void get_bth(const uint8_t *b, struct rct_bth *t)
 }
 
 /* Extension headers in the order the opcode table implies: SRXH, RETH,
- * AETH, ImmDt, SACKH [HDR-ORDER-1] [SR-WIRE-1]. */
+ * AETH, ImmDt, SACKH [OPC-HDR-1] [SR-WIRE-1]. */
 static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 {
 	uint32_t f = op_flags(h->bth.opcode), n = 0;
@@ -218,7 +218,7 @@ int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1
 	return RCT_PARSE_OK;
 }
 
-/* Second stage: extension headers, payload bounds, pad [OPC-HDR-2] [OPC-LEN-4]. */
+/* Second stage: extension headers, payload bounds, pad [OPC-HDR-2] [OPC-LEN-2]. */
 int wire_parse_ext(struct rct_pkt *p)
 {
 	const uint8_t *b = p->frame + p->bth_off + BTH_LEN;

@@ -70,7 +70,7 @@ START_TEST(test_comp_stale_and_future_ack)
 }
 END_TEST
 
-/* [REQ-TMO-1] [REQ-TMO-2] [REQ-TMO-3] [REQ-GBN-1] [REQ-PSN-3] [REQ-ACKREQ-3] [REQ-TMO-5]
+/* [REQ-TMO-1] [REQ-TMO-2] [REQ-GBN-1] [REQ-PSN-3] [REQ-ACKREQ-1] 
  * Nothing until the IBTA timeout, then everything outstanding again. */
 START_TEST(test_comp_timeout_go_back_n)
 {
@@ -177,7 +177,7 @@ START_TEST(test_comp_seq_nak_go_back)
 }
 END_TEST
 
-/* [REQ-RNR-1] [REQ-RNR-2] [REQ-RNR-3] [REQ-RNR-4] [HDR-AETH-3] RNR: wait the coded time, then resend */
+/* [REQ-RNR-1] [REQ-RNR-2] [REQ-RNR-3] [HDR-AETH-3] RNR: wait the coded time, then resend */
 START_TEST(test_comp_rnr_wait_and_retry)
 {
 	uint32_t first;
@@ -200,7 +200,7 @@ START_TEST(test_comp_rnr_wait_and_retry)
 }
 END_TEST
 
-/* [REQ-RETRY-3] rnr_retry 0: the first RNR NAK fails the WR */
+/* [REQ-RETRY-1] rnr_retry 0: the first RNR NAK fails the WR */
 START_TEST(test_comp_rnr_retry_exhausted)
 {
 	struct conn_opts o;
@@ -215,7 +215,7 @@ START_TEST(test_comp_rnr_retry_exhausted)
 }
 END_TEST
 
-/* [REQ-RETRY-3] rnr_retry 7 is infinite */
+/* [REQ-RETRY-1] rnr_retry 7 is infinite */
 START_TEST(test_comp_rnr_retry_infinite)
 {
 	uint64_t t = 0;
@@ -264,7 +264,7 @@ START_TEST(test_comp_fatal_nak_status)
 }
 END_TEST
 
-/* [HDR-AETH-5] [REQ-ACK-7] an invalid syndrome is an unexpected response */
+/* [REQ-ACK-7] an invalid syndrome is an unexpected response */
 START_TEST(test_comp_bad_aeth)
 {
 	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
@@ -275,7 +275,7 @@ START_TEST(test_comp_bad_aeth)
 }
 END_TEST
 
-/* [REQ-READ-1] [REQ-READ-2] [OPC-SEQ-5] READ responses land in the scatter list */
+/* [REQ-READ-1] [REQ-CMPL-1] [OPC-SEQ-5] READ responses land in the scatter list */
 START_TEST(test_comp_read_response_placed)
 {
 	struct rct_wc wc;
@@ -368,11 +368,47 @@ START_TEST(test_comp_read_rerequest_after_ack)
 	ck_assert_uint_eq(p.h.reth.rkey, 0x55);
 	ck_assert_uint_eq(A->qp.retry_left, 7);
 	ck_assert(expect_frame(A, 2, &p, fb));              /* and the SEND again (go-back-N) */
-	inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+	inject_req(A, P, 3, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x22, NULL, 0);  /* relative to the re-request */
 	inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
 	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 	inject_ack(A, P, 5, 0x1f, PSN0 + 3, 2);
 	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+}
+END_TEST
+
+/* [PSN-WIN-4] a NAK naming una - 1 is outside the window */
+START_TEST(test_comp_nak_before_una_ignored)
+{
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 1, 0x1f, PSN0, 1);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	inject_ack(A, P, 2, AETH_NAK_PSN_SEQ, PSN0, 1);     /* una - 1 */
+	inject_ack(A, P, 2, AETH_NAK_REM_ACC, PSN0, 1);
+	expect_nothing(A, 2);
+	expect_no_wc(&A->scq);
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+	ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 2);
+}
+END_TEST
+
+/* [REQ-READ-3] [OPC-SEQ-6] an old in-flight MIDDLE is still accepted after a re-request */
+START_TEST(test_comp_read_old_middle_after_rerequest)
+{
+	struct rct_pkt p;
+	uint64_t t;
+	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	ck_assert(expect_frame(A, t, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+	inject_req(A, P, t + 2, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 }
 END_TEST
 
@@ -448,6 +484,8 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_response_dup_and_early);
 	tcase_add_test(t, test_comp_read_rerequest_after_ack);
 	tcase_add_test(t, test_comp_adaptive_rto);
+	tcase_add_test(t, test_comp_nak_before_una_ignored);
+	tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
 	tcase_add_test(t, test_comp_cq_overflow_counted);
 	suite_add_tcase(s, t);
 	return s;

@@ -3,7 +3,7 @@
  */
 #include "harness.h"
 
-/* [OPC-VAL-1] [OPC-HDR-1] [OPC-TAB-1] header lengths per opcode */
+/* [OPC-VAL-1] [OPC-HDR-1]  header lengths per opcode */
 START_TEST(test_opcode_header_lengths)
 {
 	static const struct { uint8_t op; uint8_t ext; } t[] = {

@@ -26,7 +26,7 @@ START_TEST(test_psn_diff_range)
 }
 END_TEST
 
-/* [PSN-ARITH-3] [PSN-ARITH-4] ordering only through psn_diff, across the wrap */
+/* [PSN-ARITH-3] ordering only through psn_diff, across the wrap */
 START_TEST(test_psn_compare_across_wrap)
 {
 	ck_assert(psn_lt(0xfffffe, 1));

@@ -150,7 +150,7 @@ START_TEST(test_qp_reset_discards_work)
 }
 END_TEST
 
-/* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] [REQ-CMPL-5] [REQ-CMPL-4] modify to ERR flushes everything */
+/* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] [REQ-CMPL-3] modify to ERR flushes everything */
 START_TEST(test_qp_err_flushes_in_order)
 {
 	struct test_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);

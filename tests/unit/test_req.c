@@ -9,7 +9,7 @@
 #define P (fx_peer())
 static uint8_t fb[8192];
 
-/* [REQ-FRAG-1] [OPC-SEQ-1] [OPC-SEQ-2] [REQ-PSN-1] [REQ-ACKREQ-1] [HDR-RETH-2] [HDR-BTH-2] [ENC-ETH-2] */
+/* [REQ-FRAG-1] [OPC-SEQ-1] [OPC-SEQ-2] [REQ-PSN-1] [REQ-ACKREQ-1] [HDR-RETH-1] [HDR-BTH-2] [ENC-ETH-1] */
 START_TEST(test_req_write_fragments_at_mtu)
 {
 	struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
@@ -52,7 +52,7 @@ START_TEST(test_req_zero_length_send)
 }
 END_TEST
 
-/* [REQ-FRAG-3] an SGE reaching beyond its MR fails before anything is sent */
+/* [REQ-FRAG-2] an SGE reaching beyond its MR fails before anything is sent */
 START_TEST(test_req_sge_beyond_mr)
 {
 	struct test_mr *m = ep_reg_mr(A, 0x10000, 40 * 256, RCT_ACCESS_LOCAL_WRITE);
@@ -118,7 +118,7 @@ START_TEST(test_req_window_limits_outstanding)
 }
 END_TEST
 
-/* [REQ-WIN-2] [REQ-WIN-3] READ credit: a later WR waits behind a READ */
+/* [REQ-WIN-2] READ credit: a later WR waits behind a READ */
 START_TEST(test_req_read_credit)
 {
 	struct conn_opts o;
@@ -144,7 +144,7 @@ START_TEST(test_req_read_credit)
 }
 END_TEST
 
-/* [PSN-WIN-5] [PSN-ARITH-1] starting just below the wrap */
+/* [SEC-RAND-3] [PSN-ARITH-1] starting just below the wrap */
 START_TEST(test_req_psn_wrap)
 {
 	struct conn_opts o;
@@ -168,7 +168,7 @@ START_TEST(test_req_psn_wrap)
 }
 END_TEST
 
-/* [REQ-FRAG-3] [WC-STATUS-1] [WC-STATUS-3] a bad lkey fails before anything is sent */
+/* [REQ-FRAG-2] [WC-STATUS-1] [WC-STATUS-3] a bad lkey fails before anything is sent */
 START_TEST(test_req_bad_lkey_loc_prot_err)
 {
 	struct rct_sge sge = { 0x10000, 100, 0xdead };
@@ -191,7 +191,7 @@ START_TEST(test_req_too_long_loc_len_err)
 }
 END_TEST
 
-/* [REQ-READ-4] a READ into memory without local write access */
+/* [REQ-FRAG-2] a READ into memory without local write access */
 START_TEST(test_req_read_needs_local_write)
 {
 	struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, 0);
@@ -238,7 +238,7 @@ START_TEST(test_req_solicited_and_immediate)
 }
 END_TEST
 
-/* [REQ-WIN-3] [REQ-CMPL-6] WRs leave in posting order, each completes once */
+/* [REQ-WIN-2] [REQ-CMPL-6] WRs leave in posting order, each completes once */
 START_TEST(test_req_posting_order)
 {
 	struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);

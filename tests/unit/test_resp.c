@@ -34,12 +34,12 @@ static void expect_ack_(uint64_t now, uint8_t syn, uint32_t psn, uint32_t msn, i
 	              p.h.aeth.msn == msn, "line %d: got opcode %x syn %x psn %x msn %u, want syn %x psn %x msn %u",
 	              line, p.h.bth.opcode, p.h.aeth.syndrome, p.h.bth.psn, p.h.aeth.msn, syn, psn, msn);
 	ck_assert_uint_eq(p.paylen, 0);
-	ck_assert_uint_eq(p.udp_len, 28);                    /* [RESP-ACK-4] */
+	ck_assert_uint_eq(p.udp_len, 28);                    /* [RESP-ACK-1] */
 	ck_assert_uint_eq(p.h.bth.ackreq, 0);
 }
 #define expect_ack(now, syn, psn, msn) expect_ack_((now), (syn), (psn), (msn), __LINE__)
 
-/* [RESP-PSN-1] [RESP-PSN-2] [RESP-RECV-1] [RESP-RECV-4] [RESP-ACK-1] [RESP-MSN-1] [RESP-MSN-2] [OPC-TAB-2] */
+/* [RESP-PSN-1] [RESP-PSN-2] [RESP-RECV-1] [RESP-RECV-4] [RESP-ACK-1] [RESP-MSN-1] [OPC-TAB-2] */
 START_TEST(test_resp_send_in_order)
 {
 	struct rct_wc wc;
@@ -84,7 +84,7 @@ START_TEST(test_resp_ack_coalescing)
 }
 END_TEST
 
-/* [RESP-OOS-1] [RESP-OOS-2] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
+/* [RESP-OOS-1] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
 START_TEST(test_resp_out_of_sequence_nak_once)
 {
 	struct rct_reth r = reth(0x40000, W->key, 4096);
@@ -133,7 +133,7 @@ START_TEST(test_resp_outside_window_silent)
 }
 END_TEST
 
-/* [RESP-RECV-2] [RESP-OOS-4] [HDR-AETH-3] no receive posted: RNR NAK, nothing executed */
+/* [RESP-RECV-2] [RESP-OOS-3] [HDR-AETH-3] no receive posted: RNR NAK, nothing executed */
 START_TEST(test_resp_rnr_nak)
 {
 	inject_req(A, P, 0, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
@@ -233,7 +233,7 @@ START_TEST(test_resp_zero_length_write)
 }
 END_TEST
 
-/* [RESP-ACC-3] [OPC-LEN-6] payload beyond the DMA length, or short of it */
+/* [RESP-ACC-1] [OPC-LEN-6] payload beyond the DMA length, or short of it */
 START_TEST(test_resp_write_length_mismatch)
 {
 	struct rct_reth r = reth(0x40000, W->key, 1500);
@@ -261,7 +261,7 @@ START_TEST(test_resp_write_imm_access_error_fails_receive)
 }
 END_TEST
 
-/* [OPC-SEQ-3] [OPC-SEQ-4] [RESP-ERR-1] [RESP-ERR-3] [QP-ERR-1] invalid opcode sequence */
+/* [OPC-SEQ-3] [RESP-ERR-1] [QP-ERR-3] [QP-ERR-1] invalid opcode sequence */
 START_TEST(test_resp_bad_opcode_sequence)
 {
 	struct rct_reth r = reth(0x40000, W->key, 4096);
@@ -276,7 +276,7 @@ START_TEST(test_resp_bad_opcode_sequence)
 }
 END_TEST
 
-/* [OPC-LEN-2] [OPC-LEN-3] FIRST shorter than the MTU; LAST with no payload */
+/* [OPC-LEN-2] FIRST shorter than the MTU; LAST with no payload */
 START_TEST(test_resp_bad_packet_lengths)
 {
 	post_recv(A, 1, R, 0, 4096);
@@ -309,7 +309,7 @@ START_TEST(test_resp_atomic_unsupported)
 }
 END_TEST
 
-/* [RESP-READ-1] [RESP-READ-2] [RESP-ACK-3] [RESP-MSN-1] [OPC-SEQ-5] a READ answered in MTU pieces */
+/* [RESP-READ-1] [RESP-READ-2] [RESP-ACK-1] [RESP-MSN-1] [OPC-SEQ-5] a READ answered in MTU pieces */
 START_TEST(test_resp_read_responses)
 {
 	struct rct_reth r = reth(0x40000 + 10, W->key, 3000);
@@ -332,7 +332,7 @@ START_TEST(test_resp_read_responses)
 }
 END_TEST
 
-/* [RESP-READ-3] a reply to a later request waits for the READ's responses */
+/* [RESP-READ-2] a reply to a later request waits for the READ's responses */
 START_TEST(test_resp_read_then_write_ordering)
 {
 	struct rct_reth r = reth(0x40000, W->key, 2048), w = reth(0x41000, W->key, 8);
@@ -347,7 +347,7 @@ START_TEST(test_resp_read_then_write_ordering)
 }
 END_TEST
 
-/* [RESP-DUP-2] [RESP-DUP-4] [RESP-DUP-3] duplicate READs are replayed from memory */
+/* [RESP-DUP-2] [RESP-DUP-3] duplicate READs are replayed from memory */
 START_TEST(test_resp_duplicate_read_replay)
 {
 	struct rct_reth r = reth(0x40000, W->key, 3000);
@@ -361,7 +361,8 @@ START_TEST(test_resp_duplicate_read_replay)
 	inject_req(A, P, 1, OP_READ_REQ, E0 + 1, true, 0, 0, &resumed, 0);
 	ck_assert(expect_frame(A, 1, &p, fb));
 	ck_assert_uint_eq(p.h.bth.psn, E0 + 1);
-	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_MIDDLE);
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_FIRST);   /* a new sequence from q [REQ-READ-3] */
+	ck_assert_uint_eq(p.h.aeth.msn, 1);
 	ck_assert_uint_eq(p.payload[0], 0x5a);              /* re-read */
 	ck_assert(expect_frame(A, 1, &p, fb));
 	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_LAST);
@@ -409,7 +410,7 @@ START_TEST(test_resp_write_with_immediate)
 }
 END_TEST
 
-/* [RESP-RECV-5] receives are consumed and completed in order */
+/* [RESP-RECV-4] receives are consumed and completed in order */
 START_TEST(test_resp_receives_in_order)
 {
 	for (int i = 0; i < 4; i++)
@@ -422,7 +423,7 @@ START_TEST(test_resp_receives_in_order)
 }
 END_TEST
 
-/* [PSN-WIN-5] the responder across the wrap */
+/* [SEC-RAND-3] the responder across the wrap */
 START_TEST(test_resp_psn_wrap)
 {
 	struct conn_opts o;

@@ -136,7 +136,7 @@ START_TEST(test_rx_unknown_qp)
 }
 END_TEST
 
-/* [QP-ERR-3] [QP-STATE-6] [RESP-ERR-3] a QP in ERR (or RESET) takes nothing */
+/* [QP-ERR-3] [QP-STATE-6] a QP in ERR (or RESET) takes nothing */
 START_TEST(test_rx_errored_qp)
 {
 	struct rct_qp_attr a = { .qp_state = RCT_QPS_ERR };
@@ -242,7 +242,7 @@ START_TEST(test_rx_not_roce_and_bad_ip)
 }
 END_TEST
 
-/* [ENC-ETH-3] [RX-PARSE-1] [ENC-UDP-3] Ethernet padding after the ICRC is ignored; a UDP checksum is not checked */
+/* [RX-PARSE-1] [ENC-UDP-3] Ethernet padding after the ICRC is ignored; a UDP checksum is not checked */
 START_TEST(test_rx_ethernet_padding_and_udp_csum)
 {
 	uint32_t n = good_frame(0);

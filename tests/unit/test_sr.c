@@ -58,7 +58,7 @@ static bool drop_random(void *ctx, bool from_a, unsigned n, const struct rct_pkt
 	return rnd(&d->seed) % 100 < d->pct;
 }
 
-/* [SR-WIRE-1] [SR-WIRE-2] [SR-WIRE-3] [SR-WIRE-4] [SR-WIRE-5] [SR-NEG-2] SR request packets */
+/* [SR-WIRE-1] [SR-WIRE-2] [SR-WIRE-3] [SR-WIRE-4] [SR-NEG-2] SR request packets */
 START_TEST(test_sr_request_headers)
 {
 	struct test_mr *m;
@@ -89,7 +89,7 @@ START_TEST(test_sr_request_headers)
 }
 END_TEST
 
-/* [SR-RESP-2] [SR-RESP-4] [SR-RESP-5] [SR-WIRE-6] [SR-REQ-2] [SR-REQ-3] [SR-REQ-5] [SR-REQ-10]
+/* [SR-RESP-2] [SR-RESP-4] [SR-RESP-5] [SR-WIRE-6] [SR-REQ-2] [SR-REQ-3] [REQ-CMPL-2]
  * one lost packet: the receiver places the rest, a selective NAK names the hole,
  * only the hole is resent */
 START_TEST(test_sr_single_loss_resends_only_the_hole)
@@ -116,7 +116,7 @@ START_TEST(test_sr_single_loss_resends_only_the_hole)
 }
 END_TEST
 
-/* [SR-RESP-4] [RESP-RECV-5] SENDs placed out of order complete in order */
+/* [SR-RESP-4] [RESP-RECV-4] SENDs placed out of order complete in order */
 START_TEST(test_sr_sends_complete_in_order)
 {
 	struct test_mr *src, *dst;
@@ -192,7 +192,7 @@ START_TEST(test_sr_read_does_not_overtake)
 }
 END_TEST
 
-/* [SR-WIRE-7] [SR-NEG-3] [OPC-VAL-2] SR opcodes on a go-back-N QP, RC opcodes on an SR QP */
+/* [SR-WIRE-7] [SR-NEG-1] [OPC-VAL-2] SR opcodes on a go-back-N QP, RC opcodes on an SR QP */
 START_TEST(test_sr_opcode_mode_mismatch_dropped)
 {
 	struct peer pr;
@@ -253,8 +253,34 @@ START_TEST(test_sr_duplicate_and_beyond_window)
 }
 END_TEST
 
+/* [SR-RESP-9] an SR WRITE packet failing the R_Key check: NAK with its own PSN, QP to ERR */
+START_TEST(test_sr_write_access_error_per_packet)
+{
+	struct peer pr;
+	struct rct_pkt p;
+	struct test_mr *w;
+	struct rct_hdr h;
+	pair_setup(true);
+	w = ep_reg_mr(&eb, 0x40000, 4096, RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = 0xc7;                               /* MIDDLE placed ahead, bad rkey */
+	h.bth.psn = 0x123458;
+	h.reth.va = 0x40000 + 2048;
+	h.reth.rkey = w->key + 1;
+	h.reth.dmalen = 4096;
+	h.sreth.offset = 2048;
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
+	ck_assert_uint_eq(p.h.aeth.syndrome, AETH_NAK_REM_ACC);
+	ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+	ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_ERR);
+}
+END_TEST
+
 /* Random loss, both modes: every WR completes once, in order, data intact.
- * [REQ-CMPL-6] [REQ-CMPL-2] [SR-REQ-10] [REQ-GBN-1] [REQ-GBN-3] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-8] [SR-REQ-9] */
+ * [REQ-CMPL-6] [REQ-CMPL-2] [REQ-GBN-1] [SR-NEG-1] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-8] */
 static void random_loss(bool sr, uint32_t seed, unsigned pct)
 {
 	struct test_mr *src, *dst, *rd, *rb;
@@ -332,6 +358,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
 	tcase_add_test(t, test_sr_duplicate_and_beyond_window);
+	tcase_add_test(t, test_sr_write_access_error_per_packet);
 	/* RCT_STRESS=N runs N seeds of each (default 3) */
 	tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
 	tcase_add_loop_test(t, test_sr_random_loss_selective_repeat, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);

@@ -85,8 +85,8 @@ static void free_frames(void)
 	nvf = 0;
 }
 
-/* [RX-PARSE-1] [RX-PARSE-3] [ICRC-CALC-1] [ICRC-CALC-2] [ICRC-CALC-3] [HDR-BTH-1] [HDR-RETH-1]
- * [HDR-AETH-1] [HDR-IMM-1] [HDR-ORDER-1] [ENC-ETH-1] [ENC-IP-1] [ENC-UDP-1] [ENC-UDP-2] [HDR-BTH-4] */
+/* [RX-PARSE-1] [RX-PARSE-3] [ICRC-CALC-1] [ICRC-CALC-3] [HDR-BTH-1] [HDR-RETH-1]
+ * [HDR-AETH-1] [HDR-IMM-1] [OPC-HDR-1] [ENC-ETH-1] [ENC-IP-1] [ENC-UDP-1] [ENC-UDP-2] [HDR-BTH-4] */
 static void check_frames(const char *name)
 {
 	char path[512];
@@ -291,8 +291,8 @@ again:
 	ep_free(&s);
 }
 
-/* [RESP-ACK-1] [RESP-ACK-4] [RESP-MSN-1] [RESP-MSN-2] [RESP-READ-1] [RESP-RECV-2] [RESP-OOS-1]
- * [RESP-OOS-4] [HDR-AETH-2] [HDR-AETH-3] [HDR-AETH-4] [RESP-ACC-1] [ENC-UDP-2] [ENC-IP-1] */
+/* [RESP-ACK-1] [RESP-MSN-1] [RESP-READ-1] [RESP-RECV-2] [RESP-OOS-1]
+ * [RESP-OOS-3] [HDR-AETH-2] [HDR-AETH-3] [HDR-AETH-4] [RESP-ACC-1] [ENC-UDP-2] [ENC-IP-1] */
 START_TEST(test_vectors_responder_replay_perftest)
 {
 	char path[512];
@@ -333,7 +333,7 @@ END_TEST
 /* ---------------------------------------------------------------- */
 
 /* [REQ-PSN-1] [REQ-FRAG-1] [OPC-SEQ-1] [REQ-ACKREQ-1] [REQ-PSN-3] [REQ-RNR-1] [REQ-RNR-3]
- * [HDR-IMM-1] [HDR-RETH-2] [ENC-UDP-2] */
+ * [HDR-IMM-1] [HDR-RETH-1] [ENC-UDP-2] */
 START_TEST(test_vectors_requester_replay_imm_rnr)
 {
 	char path[512];

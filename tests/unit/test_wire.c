@@ -55,7 +55,7 @@ START_TEST(test_wire_crc32_check_value)
 }
 END_TEST
 
-/* [ICRC-CALC-2] [ICRC-CALC-3] [ICRC-CALC-6] masked fields do not change the ICRC, others do */
+/* [ICRC-CALC-1] [ICRC-CALC-3] [ICRC-CALC-5] masked fields do not change the ICRC, others do */
 START_TEST(test_wire_icrc_masks)
 {
 	uint8_t buf[256];
@@ -84,7 +84,7 @@ START_TEST(test_wire_icrc_masks)
 }
 END_TEST
 
-/* [HDR-BTH-4] [OPC-LEN-4] pad count and payload length */
+/* [HDR-BTH-4] [OPC-LEN-2] pad count and payload length */
 START_TEST(test_wire_pad_and_lengths)
 {
 	uint8_t buf[256];
@@ -101,7 +101,7 @@ START_TEST(test_wire_pad_and_lengths)
 }
 END_TEST
 
-/* [HDR-BTH-1] [HDR-RETH-1] [HDR-AETH-1] [HDR-BTH-5] [ENC-IP-1] field layout round trip */
+/* [HDR-BTH-1] [HDR-RETH-1] [HDR-AETH-1] [ENC-IP-1] field layout round trip */
 START_TEST(test_wire_field_layout)
 {
 	uint8_t buf[256];
@@ -128,7 +128,7 @@ START_TEST(test_wire_field_layout)
 }
 END_TEST
 
-/* [ENC-V1-1] [ENC-V1-2] [ICRC-CALC-4] RoCE v1: GRH instead of IPv4/UDP */
+/* [ENC-V1-1] [ICRC-CALC-4] RoCE v1: GRH instead of IPv4/UDP */
 START_TEST(test_wire_roce_v1)
 {
 	uint8_t buf[256];
