@@ -52,7 +52,8 @@ struct scenario_result {
   double wall_s;
 };
 
-/* Run one scenario. trace: optional FILE for the per-frame trace. */
+/* Run one scenario. trace: optional FILE for the per-frame trace;
+ * measure_cpu: 0 or an enum sim_clock to time the core's calls. */
 void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *trace,
                   int measure_cpu);
 

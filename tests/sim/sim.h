@@ -67,10 +67,15 @@ struct sim {
   struct sim_link link;
   uint64_t now;
   uint64_t iterations;
-  bool measure_cpu;
+  int measure_cpu;              /* 0, or the clock timing each core call (sim_clock) */
   uint8_t txbuf[SIM_FRAME_MAX];
   struct rct_frame frame;
 };
+
+/* Clocks for measure_cpu: wall time (cheap to read, counts preemption) or
+ * the thread's CPU time (a system call per read, ignores preemption). */
+enum sim_clock { SIM_CLOCK_NONE = 0, SIM_CLOCK_WALL, SIM_CLOCK_THREAD };
+uint64_t sim_clock_ns(int clock);
 
 /* Results of sim_run. */
 enum { SIM_DONE = 0, SIM_STALL = -1, SIM_TIMELIMIT = -2, SIM_STEPFAIL = -3, SIM_LIVELOCK = -4 };
