@@ -96,7 +96,7 @@ struct rdma_dev {
   int async_owner[RDMA_MAX_ASYNC];
   uint32 async_head, async_tail;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
-  int (*nic_send)(const struct rct_frame *f);
+  int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
 };
 
 extern struct rdma_dev rdma;
@@ -116,6 +116,11 @@ int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
 int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
+
+// rdma_net.c
+void rdma_net_init(void);               // boot, before the core's device
+int  rdma_net_retry(void);              // lock held; -1 while the ring is full
+int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
 
 // rdma_mr.c
 extern const struct rct_mr_ops rdma_mr_ops;

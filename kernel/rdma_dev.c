@@ -83,6 +83,7 @@ void rdma_init(void) {
   if (rdma.ipv4 == 0) rdma.ipv4 = 0x0a000001;                  // 10.0.0.1
   static const uint8 default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
   if (!mac || parse_mac(mac, rdma.mac) < 0) memcpy(rdma.mac, default_mac, 6);
+  rdma_net_init();                 // with a NIC: the stack's address and port 4791
   struct rct_dev_attr a;
   memset(&a, 0, sizeof a);
   memcpy(a.mac, rdma.mac, 6);

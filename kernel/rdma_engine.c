@@ -47,17 +47,19 @@ static int frame_is_local(const struct rct_frame *f) {
   return dst == rdma.ipv4;
 }
 
-static void route(const struct rct_frame *f, uint64 now) {
-  if (!frame_is_local(f) && rdma.nic_send) {
-    rdma.nic_send(f);
-    return;
+// Returns -1 when the NIC's ring is full (stop pulling frames for now).
+static int route(const struct rct_frame *f, uint64 now) {
+  if (!frame_is_local(f)) {
+    if (rdma.nic_send) return rdma.nic_send(f);
+    return 0;                       // no NIC: the frame is lost, as on a dead link
   }
   int len = rct_frame_linearize(f, loop_buf, sizeof loop_buf);
   if (len < 0) {
     kprintf("rdma: frame of %d bytes does not fit the loopback buffer\n", (int)f->len);
-    return;
+    return 0;
   }
   rct_handle_frame(&rdma.dev, now, loop_buf, (uint64)len);
+  return 0;
 }
 
 static void timer_fired(void *arg) {
@@ -89,9 +91,11 @@ int rdma_progress(int budget) {
     rx_head++;
     moved++;
   }
-  while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
-    route(&tx_frame, now);
-    moved++;
+  if (rdma_net_retry() == 0) {
+    while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
+      moved++;
+      if (route(&tx_frame, now) < 0) break;     // done() kicks us when there is room
+    }
   }
   rdma_cq_scan();
   rdma_qp_scan();

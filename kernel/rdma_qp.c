@@ -206,6 +206,17 @@ static int abi_to_rct_attr(const struct rdma_qp_attr *a, uint32 ibv_mask,
   return 0;
 }
 
+// Fill a->dmac when the caller left it zero: our own address, the
+// neighbour table, else ARP through the network stack (may sleep).
+static void resolve_peer(struct rdma_qp_attr *a) {
+  static const uint8 zero[6];
+  if (memcmp(a->dmac, zero, 6) != 0) return;
+  spin_lock(&rdma.lock);
+  int known = rdma_neigh_lookup(a->dipv4, a->dmac) == 0;
+  spin_unlock(&rdma.lock);
+  if (!known && rdma_net_resolve(a->dipv4, a->dmac) < 0) memset(a->dmac, 0, 6);
+}
+
 // rdma_modify_qp(qp, struct rdma_qp_attr *attr, IBV_QP_* mask)
 int64 sys_rdma_modify_qp(void) {
   int h = arg_int(0);
@@ -214,6 +225,7 @@ int64 sys_rdma_modify_qp(void) {
   struct rct_qp_attr r;
   uint32 rmask;
   if (copy_in(current()->pagetable, &a, arg_addr(1), sizeof a) < 0) return -1;
+  if (mask & IBV_QP_AV) resolve_peer(&a);
   spin_lock(&rdma.lock);
   struct rdma_qp *q = qp_get(h);
   int rc = -1;

@@ -47,7 +47,11 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
   user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
-  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c))
+  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o
+# The transport core's portable CM message codec, compiled for user space.
+$(U_OBJDIR)/rct_cm.o: kernel/transport/cm.c
+	@mkdir -p $(dir $@)
+	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
 $(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<

@@ -1,0 +1,151 @@
+// rdma_net.c: RoCEv2 over the network stack's seams (kernel/netdev.h,
+// kernel/net.h).
+//
+// Out: the core's frames are complete Ethernet/IPv4/UDP/BTH frames, so
+// they go straight to the driver with netdev_tx(): fragment 0 is the
+// header block, then the payload segments that point into pinned MR pages
+// (zero copy), then the pad + ICRC trailer. A TX slot keeps the header and
+// trailer and holds a reference on every payload page until the driver's
+// done() callback, so deregistering an MR or exiting cannot free a page
+// the NIC is still reading. When the ring is full the frame stays in its
+// slot and the engine stops pulling frames until a done() frees room.
+//
+// In: UDP port 4791's handler gets the datagram payload; the Ethernet,
+// IPv4 (no options) and UDP headers are still in the buffer just before
+// it, so the whole frame is handed to rct_handle_frame, which validates it
+// again in its own order [RX-ORDER-1]. It runs in the driver thread with
+// rdma.lock, and then lets the engine send what the frame caused (ACKs,
+// READ responses).
+#include "types.h"
+#include "param.h"
+#include "riscv.h"
+#include "proc.h"
+#include "printk.h"
+#include "pmem.h"
+#include "klib.h"
+#include "net.h"
+#include "netdev.h"
+#include "rdma.h"
+
+#define TX_SLOTS 256
+#define TX_MAX_PAGES 24
+
+struct tx_slot {
+  int used;
+  int nfrags;
+  struct netdev_frag frags[RCT_FRAME_MAX_SEGS + 2];
+  uint8 hdr[RCT_HDR_MAX];
+  uint8 trailer[8];
+  uint64 pages[TX_MAX_PAGES];     // payload pages held until done()
+  int npages;
+};
+
+static struct spinlock tx_lock;   // the slot pool (done() runs without rdma.lock)
+static struct tx_slot tx_slots[TX_SLOTS];
+static struct tx_slot *stalled;   // under rdma.lock: a frame the ring refused
+static int tx_waiting;            // the engine waits for ring room
+uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
+
+static struct tx_slot *slot_alloc(void) {
+  struct tx_slot *s = NULL;
+  spin_lock(&tx_lock);
+  for (int i = 0; i < TX_SLOTS && !s; i++)
+    if (!tx_slots[i].used) { s = &tx_slots[i]; s->used = 1; }
+  spin_unlock(&tx_lock);
+  return s;
+}
+
+static void slot_free(struct tx_slot *s) {
+  for (int i = 0; i < s->npages; i++) page_put(s->pages[i]);
+  s->npages = 0;
+  spin_lock(&tx_lock);
+  s->used = 0;
+  spin_unlock(&tx_lock);
+}
+
+// Driver thread, no driver lock: the device has read the frame.
+static void tx_done(void *arg) {
+  slot_free((struct tx_slot *)arg);
+  spin_lock(&rdma.lock);
+  if (tx_waiting) { tx_waiting = 0; rdma_kick(); }
+  spin_unlock(&rdma.lock);
+}
+
+// Build a slot from a core frame: copy header and trailer, hold pages.
+static int slot_fill(struct tx_slot *s, const struct rct_frame *f) {
+  memcpy(s->hdr, f->hdr, f->hdr_len);
+  memcpy(s->trailer, f->trailer, f->trailer_len);
+  s->nfrags = 0;
+  s->npages = 0;
+  s->frags[s->nfrags++] = (struct netdev_frag){ (uint64)s->hdr, f->hdr_len };
+  for (int i = 0; i < f->nseg; i++) {
+    uint64 base = (uint64)f->seg[i].base;
+    if (f->seg[i].len == 0) continue;
+    for (uint64 pg = PG_ROUND_DOWN(base); pg < base + f->seg[i].len; pg += PGSIZE) {
+      if (s->npages == TX_MAX_PAGES) return -1;
+      page_hold(pg);
+      s->pages[s->npages++] = pg;
+    }
+    s->frags[s->nfrags++] = (struct netdev_frag){ base, f->seg[i].len };
+  }
+  if (f->trailer_len) s->frags[s->nfrags++] = (struct netdev_frag){ (uint64)s->trailer, f->trailer_len };
+  return 0;
+}
+
+// rdma.lock held. Returns 0 if sent or dropped, -1 if the ring is full
+// (the frame waits in `stalled`; call rdma_net_retry before pulling more).
+static int net_send(const struct rct_frame *f) {
+  struct tx_slot *s = slot_alloc();
+  if (!s) { rdma_net_tx_full++; tx_waiting = 1; return -1; }   // frame lost; retransmission recovers it
+  if (slot_fill(s, f) < 0) { slot_free(s); return 0; }
+  if (netdev_tx(s->frags, s->nfrags, tx_done, s) == 0) { rdma_net_tx_frames++; return 0; }
+  rdma_net_tx_full++;
+  stalled = s;
+  tx_waiting = 1;
+  return -1;
+}
+
+// rdma.lock held. 0 when nothing is stalled any more.
+int rdma_net_retry(void) {
+  if (!stalled) return 0;
+  if (netdev_tx(stalled->frags, stalled->nfrags, tx_done, stalled) < 0) { tx_waiting = 1; return -1; }
+  rdma_net_tx_frames++;
+  stalled = NULL;
+  return 0;
+}
+
+// Driver thread: a UDP datagram for port 4791; we own nb.
+static void roce_rx(struct netbuf *nb, void *arg) {
+  uint8 *frame = nb->data - UDP_HLEN - IP_HLEN - ETH_HLEN;
+  if (frame < nb->space || frame[ETH_HLEN] != 0x45) {   // IPv4 with options: not RoCEv2 as we send it
+    rdma_net_rx_bad++;
+    netbuf_free(nb);
+    return;
+  }
+  uint32 len = nb->len + UDP_HLEN + IP_HLEN + ETH_HLEN;
+  spin_lock(&rdma.lock);
+  rdma_net_rx_frames++;
+  rct_handle_frame(&rdma.dev, clock_ns(), frame, len);
+  if (rdma_progress(RDMA_BUDGET)) rdma_kick();
+  spin_unlock(&rdma.lock);
+  netbuf_free(nb);
+}
+
+// Process context, rdma.lock NOT held: the MAC of a peer for an AV.
+int rdma_net_resolve(uint32 ip, uint8 mac[6]) {
+  if (!netdev_present()) return -1;
+  return arp_resolve_wait(ip, mac, 2000000000ULL);
+}
+
+// Boot: use the stack's addresses and hook port 4791 when there is a NIC.
+void rdma_net_init(void) {
+  spin_init(&tx_lock, "rdma_tx");
+  if (!netdev_present() || netcfg.ip == 0) return;
+  rdma.ipv4 = netcfg.ip;
+  memcpy(rdma.mac, netcfg.mac, 6);
+  if (udp_register_port(UDP_PORT_ROCEV2, roce_rx, NULL) < 0) {
+    kprintf("rdma: UDP port %d is taken; RoCEv2 over the NIC disabled\n", UDP_PORT_ROCEV2);
+    return;
+  }
+  rdma.nic_send = net_send;
+}

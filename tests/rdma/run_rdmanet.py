@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""run_rdmanet.py: two guests over linkemu (tests/net/launch.py), RoCEv2
+through the E1000s: rdmanet_test host_a on guest 0, host_b on guest 1,
+once per loss rate (default 0 % and 1 %, both directions). Prints one
+line per run and "N passed, M failed"; exit 0 only if every run printed
+"rdmanet_test: OK" on both guests.
+
+Usage: python3 tests/rdma/run_rdmanet.py [--loss 0 1] [--size N] [--iters N] [--sr]
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "net"))
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+from launch import Testbed  # noqa: E402
+from guest import GuestError  # noqa: E402
+
+
+def one_run(loss, size, iters, sr):
+    spec = f"loss {loss}% seed 7" if loss else None
+    name = f"rdmanet-loss{loss}" + ("-sr" if sr else "")
+    flags = f"-s {size} -n {iters}" + (" --sr" if sr else "")
+    with Testbed(2, both=spec, name=name) as tb:
+        tb.boot()
+        a, b = tb.guests
+        a.send(f"rdmanet_test host_a {flags}")
+        a.expect(r"listening", timeout=30)
+        b.send(f"rdmanet_test host_b {tb.ip(0)} {flags}")
+        mb = b.expect(r"rdmanet_test: (OK|FAILED[^\n]*)", timeout=300)
+        ma = a.expect(r"rdmanet_test: (OK|FAILED[^\n]*)", timeout=120)
+        a.expect(r"\$ $", timeout=30)
+        b.expect(r"\$ $", timeout=30)
+        out_b = b.output()
+        rate = [l for l in out_b.splitlines() if "MB/s" in l or l.startswith("qp ")]
+        ok = ma[1] == "OK" and mb[1] == "OK"
+        for g in (a, b):
+            g.send("halt 0")
+        for g in (a, b):
+            g.wait_exit(30)
+        return ok, f"host_a {ma[1]}, host_b {mb[1]}; " + " | ".join(rate)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
+    ap.add_argument("--size", type=int, default=65536)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--sr", action="store_true")
+    args = ap.parse_args()
+    passed = failed = 0
+    for loss in args.loss:
+        loss_s = f"{loss:g}"
+        try:
+            ok, info = one_run(loss_s, args.size, args.iters, args.sr)
+        except GuestError as e:
+            ok, info = False, f"guest error: {e}"
+        print(f"test rdmanet_loss{loss_s}: {'OK' if ok else 'FAILED'} ({info})")
+        passed += ok
+        failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
