@@ -51,7 +51,7 @@ def plot_link(rows, link, out):
     ax1.set_ylabel("goodput, % of the mode's lossless goodput")
     ax1.set_ylim(0, 105)
     ax1.grid(alpha=0.3)
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, loc="center left")
     ax2.set_xscale("symlog", linthresh=0.1)
     ax2.set_xlim(0, 12)
     ax2.set_yscale("log")
@@ -60,7 +60,18 @@ def plot_link(rows, link, out):
     ax2.grid(alpha=0.3)
     seed = rows[0]["seed"] if rows else "?"
     fig.suptitle("RDMA WRITE over a simulated %s link, MTU 4096 (seed %s)" % (LINKS[link], seed))
-    fig.tight_layout()
+    # The headline number: SR at 1 % loss as a fraction of its lossless goodput.
+    notes = []
+    for size in sorted({r["size"] for r in rows}, key=int):
+        sr, gbn = get(rows, link, "sr", size, 1.0), get(rows, link, "gbn", size, 1.0)
+        if sr and gbn:
+            notes.append("%s at 1%% loss: SR %.1f%% of lossless, GBN %.1f%%" % (
+                size_name(size), 100 * float(sr["fraction_of_lossless"]),
+                100 * float(gbn["fraction_of_lossless"])))
+    ax1.text(0.03, 0.03, "\n".join(notes), transform=ax1.transAxes, fontsize=8,
+             va="bottom", bbox=dict(boxstyle="round", fc="white", alpha=0.8))
+    fig.text(0.01, 0.005, "command: %s; seed %s" % (COMMAND, seed), fontsize=7, color="grey")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
 

@@ -7,7 +7,7 @@
 #
 # Knobs: SIM_SEED (base seed, default 1), SIM_JOBS (matrix workers, default 2),
 # SIM_FILTER (run only scenarios whose name contains it),
-# BENCH_SIM_ARGS (extra arguments to sim-bench, e.g. --quick).
+# SIM_BENCH_ARGS (extra arguments to sim-bench, e.g. --quick).
 # The transport core comes from kernel/transport/transport.mk (RCT_LIB,
 # RCT_CFLAGS); the impairment engine and linkemu from netem/netem.mk.
 
@@ -57,7 +57,7 @@ test-sim: test-impair test-linkemu sim-matrix
 
 bench-sim: $(DEPS_STAMP) $(SIM_BENCH)
 	@mkdir -p bench/results
-	$(SIM_BENCH) --out bench/results $(BENCH_SIM_ARGS)
+	$(SIM_BENCH) --out bench/results $(SIM_BENCH_ARGS)
 	$(SIM_PYTHON) bench/sim/plot.py bench/results
 .PHONY: bench-sim
 
