@@ -25,6 +25,7 @@ import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,9 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROMPT = r"\$ $"                       # the shell's prompt at the end of output
 PANIC = r"panic|PANIC"                 # kernel death; expect() fails at once
 QEMU = os.environ.get("QEMU", "qemu-system-riscv64")
+# Where transcripts go; set GUEST_LOG_DIR when several people or suites run
+# guests with the same names at the same time.
+LOG_DIR = os.environ.get("GUEST_LOG_DIR", "tests/logs")
 
 _live_guests = set()
 
@@ -58,7 +62,7 @@ class Guest:
 
     def __init__(self, name, cpus=3, memory="128M", extra_args=(),
                  append=None, kernel="kernel/kernel", fs_img="fs.img",
-                 log_dir="tests/logs", eol="\n"):
+                 log_dir=None, eol="\n"):
         self.name = name
         self.cpus = cpus
         self.memory = memory
@@ -66,7 +70,7 @@ class Guest:
         self.append = append
         self.kernel = os.path.join(REPO, kernel)
         self.fs_img = os.path.join(REPO, fs_img)
-        self.log_path = os.path.join(REPO, log_dir, f"{name}.log")
+        self.log_path = os.path.join(REPO, log_dir or LOG_DIR, f"{name}.log")
         self.eol = eol
         self.proc = None
         self.boot_seconds = None
@@ -106,6 +110,7 @@ class Guest:
         self._log.write(("# " + " ".join(cmd) + "\n").encode())
         progress(self.name, f"starting QEMU, {self.cpus} cpus, log {self.log_path}")
         self._started_at = time.monotonic()
+        _cleanup_on_sigterm()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, cwd=REPO)
@@ -241,6 +246,18 @@ class Guest:
 def _kill_all():
     for guest in list(_live_guests):
         guest.kill()
+
+
+def _cleanup_on_sigterm():
+    """Make SIGTERM (timeout, make being stopped) run the atexit cleanup.
+
+    Only possible from the main thread, and only if nobody else installed
+    a handler; otherwise the caller keeps responsibility.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
 
 
 atexit.register(_kill_all)

@@ -29,6 +29,8 @@ CHECKS = [
     ("shell_comment", "echo visible # hidden", r"^visible\n$"),
     ("tool_grep_regex", "echo hello > ut_g; grep '^h.l*o$' ut_g", r"^hello\n$"),
     ("tool_grep_count", "grep -c l ut_g", r"^1\n$"),
+    ("tool_grep_stdin_star", "echo xaaab | grep 'xa*b$'", r"^xaaab\n$"),
+    ("tool_grep_no_match", "echo abc | grep '^b'", r"^$"),
     ("tool_wc_file", "wc ut_g", r"^1 1 6 ut_g\n$"),
     ("tool_ls_root", "ls /", r"(?m)^usertests +file +\d+ +\d+$"),
     ("tool_ls_dir", "ls ut_shd", r"(?m)^f +file +\d+ +3$"),

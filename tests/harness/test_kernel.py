@@ -20,6 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guest as guest_module  # noqa: E402
 from guest import Guest, GuestError, progress  # noqa: E402
 from shell_checks import run_shell_checks  # noqa: E402
 
@@ -109,7 +110,13 @@ def check_halt_status(args, status=7):
         return str(err).splitlines()[0]
 
 
+def _join(thread):
+    while thread.is_alive():   # a timed join keeps signals deliverable
+        thread.join(0.5)
+
+
 def main():
+    guest_module._cleanup_on_sigterm()   # guests start in worker threads
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpus", type=int, nargs="+", default=[1, 3])
     parser.add_argument("--quick", action="store_true")
@@ -123,14 +130,17 @@ def main():
     args = parser.parse_args()
 
     results = [RunResult(c) for c in args.cpus]
-    threads = [threading.Thread(target=run_guest, args=(r.cpus, args, r))
+    # Daemon threads: on SIGTERM the main thread exits at once and the
+    # atexit hook in guest.py kills the QEMUs these threads are waiting on.
+    threads = [threading.Thread(target=run_guest, args=(r.cpus, args, r),
+                                daemon=True)
                for r in results]
     for t in threads:
         t.start()
         if not args.parallel:
-            t.join()
+            _join(t)
     for t in threads:
-        t.join()
+        _join(t)
 
     halt_error = check_halt_status(args)
 
