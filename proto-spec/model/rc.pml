@@ -10,6 +10,7 @@
  *   BROKEN_DUPWRITE  negative test: the responder executes a duplicate WRITE
  *                    again, violating [RESP-DUP-1]; verification MUST fail.
  *   MAXLOSS, MAXDUP, MAXREORD  impairment budgets (default 1 each)
+ *   MAXSPUR          premature retransmission timeouts (default 1)
  *
  * Workload: three WRs posted on the requester's send queue, in order:
  *   WR0  RDMA WRITE of 2 packets (FIRST, LAST)        PSN index 0, 1
@@ -25,8 +26,9 @@
  * The responder keeps only modular state.
  *
  * Abstractions: payload is one byte per packet (the data value); path MTU is
- * one "unit"; the retransmission timer is Promela's timeout (it fires only
- * when nothing else can move, i.e. never prematurely); the RNR timer is an
+ * one "unit"; the retransmission timer is Promela's timeout (it fires when
+ * nothing else can move) plus up to MAXSPUR premature expiries while packets
+ * are outstanding; the RNR timer is an
  * action the requester may take at any time while it waits; retry_cnt and
  * rnr_retry are infinite (7); MSN, ICRC, keys and counters are not modelled.
  *
@@ -58,6 +60,9 @@
 #ifndef MAXREORD
 #define MAXREORD 1
 #endif
+#ifndef MAXSPUR
+#define MAXSPUR 1        /* premature (spurious) retransmission timeouts */
+#endif
 
 #define D0 1             /* WRITE FIRST payload */
 #define D1 2             /* WRITE LAST payload */
@@ -78,6 +83,7 @@ bool  slR_full; mtype slR_op; byte slR_psn; byte slR_x; bit slR_a;
 bool  slQ_full; mtype slQ_k;  byte slQ_psn; byte slQ_x;
 
 byte losses, dups, reords;     /* impairment budgets used so far (both directions) */
+byte spur;                     /* premature timeouts used so far */
 
 /* responder memory and delivery, global so the requester's asserts can see them */
 byte mem[2];                   /* WRITE target, READ source */
@@ -328,6 +334,9 @@ active proctype Req() {
   :: atomic { timeout && ncmpl < NWR ->
        nxt = una                                   /* [REQ-TMO-2], [REQ-GBN-1] */
      }
+  :: atomic { spur < MAXSPUR && una < hi && !rnr_wait && ncmpl < NWR ->
+       spur++; nxt = una                           /* the timer expired too early */
+     }
   :: atomic { rnr_wait -> rnr_wait = 0; nxt = rnrp }   /* RNR timer fired, [REQ-RNR-1] */
 #else
   :: atomic {
@@ -366,6 +375,11 @@ active proctype Req() {
      }
   :: atomic { timeout && ncmpl < NWR ->
        /* [SR-REQ-4]: only the first unacknowledged packet */
+       rtxd = 0; rreq = 0;
+       need = need | (1 << ((una == 3) -> 2 : una))
+     }
+  :: atomic { spur < MAXSPUR && una < hi && !rnr_wait && ncmpl < NWR ->
+       spur++;                                     /* the timer expired too early */
        rtxd = 0; rreq = 0;
        need = need | (1 << ((una == 3) -> 2 : una))
      }
