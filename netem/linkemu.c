@@ -337,8 +337,10 @@ int main(int argc, char **argv)
     else if (!strcmp(a, "--b2a")) specs[nspecs++] = (struct spec_opt){1, v};
     else if (!strcmp(a, "--both")) specs[nspecs++] = (struct spec_opt){-1, v};
     else if (!strcmp(a, "--in")) {
-      if (i + 1 >= argc) usage();
-      specs[nspecs++] = (struct spec_opt){atoi(v), argv[++i]};
+      char *end;
+      long port = strtol(v, &end, 10);
+      if (i + 1 >= argc || end == v || *end || port < 0) usage();
+      specs[nspecs++] = (struct spec_opt){(int)port, argv[++i]};
     } else if (!strcmp(a, "--pcap")) le.pcap_dir = v;
     else if (!strcmp(a, "--stats")) le.stats_path = v;
     else if (!strcmp(a, "--control")) ctl_port = strtol(v, NULL, 10);
