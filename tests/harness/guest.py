@@ -75,6 +75,8 @@ class Guest:
         self.proc = None
         self.boot_seconds = None
         self._text = ""          # everything the guest printed, \r removed
+        self._lines = []         # (monotonic time, line) of complete lines
+        self._partial = ""       # the line being received
         self._pos = 0            # expect() searches from here
         self._cond = threading.Condition()
         self._eof = False
@@ -133,8 +135,11 @@ class Guest:
             self._log.write(chunk)
             self._log.flush()
             text = chunk.decode("utf-8", errors="replace").replace("\r", "")
+            now = time.monotonic()
             with self._cond:
                 self._text += text
+                *complete, self._partial = (self._partial + text).split("\n")
+                self._lines += [(now, line) for line in complete]
                 self._cond.notify_all()
         with self._cond:
             self._eof = True
@@ -241,6 +246,11 @@ class Guest:
         """The whole transcript so far."""
         with self._cond:
             return self._text
+
+    def timed_lines(self):
+        """Complete lines so far as (seconds since QEMU started, line)."""
+        with self._cond:
+            return [(t - self._started_at, line) for t, line in self._lines]
 
 
 def _kill_all():

@@ -40,6 +40,7 @@ class RunResult:
         self.boot_seconds = None
         self.run_seconds = None
         self.qemu_status = None
+        self.slowest = []         # (seconds, test name), slowest first
 
     def ok(self):
         return self.error is None and self.failed == 0 and self.qemu_status == 0
@@ -70,12 +71,26 @@ def run_guest(cpus, args, result):
             transcript = guest.output()
             result.failures += [m.group(0) for m in TEST_LINE.finditer(transcript)
                                 if m.group(2) != "OK"]
+            result.slowest = test_durations(guest.timed_lines())[:5]
             guest.expect(r"\$ $", timeout=30)
             guest.send("halt 0")
             result.qemu_status = guest.wait_exit(timeout=30)
     except GuestError as err:
         result.error = str(err)
     progress(name, describe(result))
+
+
+def test_durations(timed_lines):
+    """Seconds each usertests test took, from when its line arrived after the
+    previous one; slowest first."""
+    durations, previous = [], None
+    for when, line in timed_lines:
+        match = TEST_LINE.match(line)
+        if match and previous is not None:
+            durations.append((when - previous, match[1]))
+        if match or line.startswith("$ usertests"):
+            previous = when
+    return sorted(durations, reverse=True)
 
 
 def record_shell_checks(checks, result, name):
@@ -149,6 +164,9 @@ def main():
         print(("PASS " if r.ok() else "FAIL ") + describe(r))
         for line in r.failures:
             print(f"  cpus={r.cpus} {line}")
+        if r.slowest:
+            print(f"  cpus={r.cpus} slowest: " + ", ".join(
+                f"{name} {secs:.1f} s" for secs, name in r.slowest))
         if r.error:
             print(f"  cpus={r.cpus} harness: {r.error}")
     print(("PASS" if halt_error is None else "FAIL") + " halt_status_propagates"
