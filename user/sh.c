@@ -203,31 +203,56 @@ static void exec_stage(struct stage *st)
   exit(127);
 }
 
-// Forks every stage with pipes between them; waits for all of them.
-// Returns the exit status of the last stage.
+// Forks stage st with stdin from in_fd and stdout to out_fd (-1: keep the
+// shell's own); the child also closes close_fd, the pipe end it must not
+// hold. Returns the pid, or -1.
+static int start_stage(struct stage *st, int in_fd, int out_fd, int close_fd)
+{
+  int pid = fork();
+  if (pid == 0) {
+    if (close_fd >= 0)
+      close(close_fd);
+    if (in_fd >= 0)
+      move_fd(in_fd, STDIN);
+    if (out_fd >= 0)
+      move_fd(out_fd, STDOUT);
+    exec_stage(st);
+  }
+  if (pid < 0)
+    fprintf(STDERR, "sh: fork failed\n");
+  return pid;
+}
+
+// Waits until every pid in pids has exited; returns the status of `last`.
+// Background jobs that finish meanwhile are reaped along the way.
+static int wait_for_all(int *pids, int n, int last)
+{
+  int status = 0, last_status = 0, left = 0;
+  for (int i = 0; i < n; i++)
+    left += pids[i] > 0;
+  while (left > 0) {
+    int pid = wait(&status);
+    if (pid < 0)
+      break;
+    if (pid == last)
+      last_status = status;
+    for (int i = 0; i < n; i++)
+      left -= pids[i] == pid;
+  }
+  return last_status;
+}
+
+// Runs the stages connected by pipes; returns the last stage's status.
 static int run_pipeline(struct job *job)
 {
-  int pids[MAX_STAGES], prev_read = -1, status = 0, last_status = 0;
-  for (int i = 0; i < MAX_STAGES; i++)
-    pids[i] = -1;
-  for (int i = 0; i < job->nstages; i++) {
+  int pids[MAX_STAGES], prev_read = -1, n = 0;
+  for (; n < job->nstages; n++) {
     int p[2] = { -1, -1 };
-    if (i + 1 < job->nstages && pipe(p) < 0) {
+    if (n + 1 < job->nstages && pipe(p) < 0) {
       fprintf(STDERR, "sh: pipe failed\n");
       break;
     }
-    pids[i] = fork();
-    if (pids[i] == 0) {
-      if (prev_read >= 0)
-        move_fd(prev_read, STDIN);
-      if (p[1] >= 0) {
-        close(p[0]);
-        move_fd(p[1], STDOUT);
-      }
-      exec_stage(&job->stages[i]);
-    }
-    if (pids[i] < 0)
-      fprintf(STDERR, "sh: fork failed\n");
+    pids[n] = start_stage(&job->stages[n], prev_read, p[1], p[0]);
     if (prev_read >= 0)
       close(prev_read);
     if (p[1] >= 0)
@@ -236,19 +261,7 @@ static int run_pipeline(struct job *job)
   }
   if (prev_read >= 0)
     close(prev_read);
-  for (int left = job->nstages; left > 0; left--) {
-    int pid = wait(&status);
-    if (pid < 0)
-      break;
-    if (pid == pids[job->nstages - 1])
-      last_status = status;
-    int ours = 0;
-    for (int i = 0; i < job->nstages; i++)
-      ours |= pids[i] == pid;
-    if (!ours)
-      left++;   // a background job finished; keep waiting for ours
-  }
-  return last_status;
+  return wait_for_all(pids, n, n > 0 ? pids[n - 1] : -1);
 }
 
 // Returns 1 if the job was a builtin (and ran it).
