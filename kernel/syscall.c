@@ -40,7 +40,8 @@ HANDLERS(DECLARE)
 
 // Network stack (sysnet.c).
 #define NET_HANDLERS(X) \
-  X(socket) X(bind) X(sendto) X(recvfrom) X(sockclose) X(netstat) X(netinfo) X(arpwait)
+  X(socket) X(bind) X(sendto) X(recvfrom) X(sockclose) X(netstat) X(netinfo) X(arpwait) \
+  X(sendzc)
 NET_HANDLERS(DECLARE)
 
 struct syscall_entry { const char *name; int64 (*fn)(void); };

@@ -7,7 +7,8 @@
 //   nettest stat                          the kernel's network counters
 //   nettest send IP PORT SIZE COUNT RATE  COUNT datagrams, RATE per second (0: no pacing)
 //   nettest recv PORT IDLE_MS [FIRST_MS]  count datagrams until IDLE_MS of silence
-//   nettest sweep IP PORT MIN MAX [STEP]  echo every size MIN..MAX off `udpecho -s PORT`
+//   nettest sweep IP PORT MIN MAX [STEP] [zc]  echo every size MIN..MAX off `udpecho -s PORT`;
+//                                        zc: send with sendzc (payload DMA'd from our pages)
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
 //   nettest sink PORT IDLE_MS             receive a blast: frames/s, MB/s, interrupts/frame
 //   nettest lat IP PORT SIZE COUNT        echo round trips: min/avg RTT, one-way = RTT/2
@@ -122,10 +123,12 @@ static int cmd_recv(int port, int idle_ms, int first_ms) {
   return 0;
 }
 
+static int zero_copy;          // sweep ... zc
+
 static int echo_once(int s, struct net_addr *to, char *out, char *in, int size) {
   struct net_addr from;
   for (int attempt = 0; attempt < 4; attempt++) {
-    if (sendto(s, out, size, to) < 0) return -1;
+    if ((zero_copy ? sendzc(s, out, size, to) : sendto(s, out, size, to)) < 0) return -1;
     int n;
     do n = recvfrom(s, in, NET_MAX_UDP_PAYLOAD, &from, 1000);
     while (n >= 4 && size >= 4 && memcmp(in, out, 4) != 0);   // a stale echo
@@ -145,7 +148,8 @@ static int cmd_sweep(unsigned int ip, int port, int min, int max, int step) {
     fill(out, size, 0x5a000000u | size);
     if (echo_once(s, &to, out, in, size) < 0) { printf("sweep FAIL at size %d\n", size); return 1; }
   }
-  printf("sweep ok sizes %d..%d step %d: %d echoes in %lu ms\n", min, max, step, n,
+  printf("sweep ok sizes %d..%d step %d%s: %d echoes in %lu ms\n", min, max, step,
+         zero_copy ? " zero-copy" : "", n,
          (clock_ns() - t0) / 1000000);
   return 0;
 }
@@ -217,7 +221,7 @@ static int cmd_lat(unsigned int ip, int port, int size, int count) {
 
 __attribute__((noreturn)) static void usage(void) {
   fprintf(STDERR, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
-                  "  recv PORT IDLE_MS [FIRST_MS] | sweep IP PORT MIN MAX [STEP] |\n"
+                  "  recv PORT IDLE_MS [FIRST_MS] | sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT\n");
   exit(2);
 }
@@ -233,7 +237,10 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "arp") && ip) exit(cmd_arp(ip, argc > 3 ? a[0] : 3000));
   if (!strcmp(m, "send") && ip && argc == 7) exit(cmd_send(ip, a[0], a[1], a[2], a[3]));
   if (!strcmp(m, "recv") && argc >= 4) exit(cmd_recv(atoi(argv[2]), a[0], argc > 4 ? a[1] : 60000));
-  if (!strcmp(m, "sweep") && ip && argc >= 6) exit(cmd_sweep(ip, a[0], a[1], a[2], argc > 6 && a[3] > 0 ? a[3] : 1));
+  if (!strcmp(m, "sweep") && ip && argc >= 6) {
+    zero_copy = !strcmp(argv[argc - 1], "zc");
+    exit(cmd_sweep(ip, a[0], a[1], a[2], argc > 6 && a[3] > 0 ? a[3] : 1));
+  }
   if (!strcmp(m, "blast") && ip && argc == 6) exit(cmd_blast(ip, a[0], a[1], a[2]));
   if (!strcmp(m, "sink") && argc == 4) exit(cmd_sink(atoi(argv[2]), a[0]));
   if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));

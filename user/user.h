@@ -59,6 +59,7 @@ int sockclose(int s);
 int netstat(char *buf, int n);
 int netinfo(struct net_info *info);
 int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);
+int sendzc(int s, const void *buf, int n, const struct net_addr *to);
 
 // Strings and memory (string.c).
 size_t strlen(const char *s);

@@ -43,7 +43,6 @@ def one_run(tb, src, dst, frame, seconds):
     m = RATE.search(out)
     sink = gd.expect(r"sink received " + RATE.pattern, timeout=60)
     irq = gd.expect(r"sink interrupts (\d+) for (\d+) frames: (\d+)\.(\d+) interrupts/frame", timeout=10)
-    gd.expect(r"\$ $", timeout=10)
     after = tb.stats()
     delivered = tb.delivered_to(dst, after) - tb.delivered_to(dst, before)
     return {
