@@ -347,6 +347,24 @@ int rdma_disconnect(struct rdma_cm_id *id) {
   return 0;
 }
 
+int rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms) {
+  if (!id || id->state != RDMA_CM_ESTABLISHED) return RDMA_CM_EINVAL;
+  struct rct_cm_msg m;
+  struct net_addr from;
+  int r;
+  while ((r = recv_msg(id, &m, &from, timeout_ms)) == 1) {
+    if (m.dst_conn_id != id->local_conn_id) continue;
+    if (m.type == RCT_CM_REP) { send_hdr_only(id, RCT_CM_RTU); continue; }   // [CM-TMO-3]
+    if (m.type != RCT_CM_DREQ) continue;
+    struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+    ibv_modify_qp(id->qp, &a, IBV_QP_STATE);       // [CM-STATE-6]
+    send_hdr_only(id, RCT_CM_DREP);
+    id->state = RDMA_CM_CLOSED;
+    return 0;
+  }
+  return r == 0 ? RDMA_CM_ETIMEDOUT : r;
+}
+
 void rdma_cm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len) {
   for (int i = 0; i < 8; i++) out[i] = (uint8_t)(addr >> (56 - 8 * i));
   for (int i = 0; i < 4; i++) out[8 + i] = (uint8_t)(rkey >> (24 - 8 * i));

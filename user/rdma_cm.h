@@ -72,6 +72,8 @@ int  rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len);
 int  rdma_connect(struct rdma_cm_id *id, uint32_t ip, int port, const struct rdma_conn_param *param);
 // Both: QP to ERR, DREQ/DREP.
 int  rdma_disconnect(struct rdma_cm_id *id);
+// Wait up to timeout_ms (<0 forever) for the peer's DREQ; answer DREP, QP to ERR.
+int  rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
 
 void rdma_cm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
 void rdma_cm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);

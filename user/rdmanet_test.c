@@ -67,7 +67,10 @@ static void print_stats(struct res *r, uint64 ns, uint64 bytes) {
     printf("qp 0x%x: tx %lu rx %lu frames, retransmits %lu, timeouts %lu, naks tx %lu rx %lu, dup %lu, oos %lu\n",
            s.qp_num, s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.tx_nak, s.rx_nak,
            s.rx_dup, s.rx_out_of_seq);
-  if (ns > 0) printf("%lu bytes in %lu us: %lu MB/s\n", bytes, ns / 1000, bytes * 1000 / ns);
+  if (ns > 0) {
+    uint64 kbps = bytes * 1000000 / ns;            // KB/s (1 KB = 1000 bytes)
+    printf("%lu bytes in %lu us: %lu.%03lu MB/s\n", bytes, ns / 1000, kbps / 1000, kbps % 1000);
+  }
 }
 
 static int host_a(struct ibv_context *ctx) {
@@ -103,7 +106,7 @@ static int host_a(struct ibv_context *ctx) {
   }
   uint64 ns = clock_ns() - t0;
   // host_b READs the buffer back, then disconnects.
-  rdma_disconnect(id);
+  if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
   print_stats(&r, ns, (uint64)size * iters);
   printf("rdmanet_test: OK\n");
   return 0;
@@ -151,7 +154,7 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   uint8_t *want = malloc(size);
   pattern(want, size, iters);
   if (memcmp(want, r.buf, size) != 0) fail("read-back mismatch");
-  // Wait for host_a's DREQ (it disconnects after the last round).
+  rdma_disconnect(id);
   print_stats(&r, ns, (uint64)size * iters);
   printf("rdmanet_test: OK\n");
   return 0;

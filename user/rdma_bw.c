@@ -1,0 +1,125 @@
+// rdma_bw: bandwidth test in the manner of perftest's ib_write_bw /
+// ib_read_bw / ib_send_bw.
+//
+//   rdma_bw [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [--sr]
+//           (-L | <server ip>)        client side / loopback
+//   rdma_bw                           server side (parameters come from the client)
+//
+// The client keeps up to `depth` WRs outstanding (every WR signaled).
+// Columns as perftest prints them, MB = 2^20 bytes:
+//   BW average = bytes / (last completion - first post)
+//   BW peak    = best rate over any max(16, iters/8) consecutive completions
+//   MsgRate    = iterations / elapsed time, in millions per second
+#include "user.h"
+#include "rdma_perf.h"
+#include "rdma_util.h"
+
+static uint64 *done_at;   // completion time of WR i
+
+static void fail(const char *m) { printf("rdma_bw: %s\n", m); exit(1); }
+
+static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *t_start, uint64 *t_end) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  struct ibv_wc wc[16];
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = o->op == PERF_READ ? IBV_WR_RDMA_READ : o->op == PERF_SEND ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = c->raddr;
+  wr.wr.rdma.rkey = c->rkey;
+  uint32_t posted = 0, completed = 0;
+  *t_start = clock_ns();
+  uint64 last_progress = *t_start;
+  while (completed < o->iters) {
+    while (posted < o->iters && posted - completed < (uint32_t)o->tx_depth) {
+      wr.wr_id = posted;
+      if (ibv_post_send(c->qp, &wr, &bad)) fail("post_send");
+      posted++;
+    }
+    int n = ibv_poll_cq(c->cq, 16, wc);
+    if (n < 0) fail("poll_cq");
+    uint64 now = clock_ns();
+    for (int i = 0; i < n; i++) {
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        printf("rdma_bw: completion %s\n", ibv_wc_status_str(wc[i].status));
+        exit(1);
+      }
+      done_at[completed++] = now;
+    }
+    if (n > 0) last_progress = now;
+    else if (now - last_progress > 30000000000ULL) fail("no completion for 30 s");
+  }
+  *t_end = clock_ns();
+}
+
+static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+  struct ibv_wc wc[16];
+  uint32_t posted = 0, got = 0;
+  while (got < o->iters) {
+    while (posted < o->iters && posted - got < 200) {
+      if (ibv_post_recv(c->qp, &wr, &bad)) fail("post_recv");
+      posted++;
+    }
+    int n = ibv_poll_cq(c->cq, 16, wc);
+    if (n < 0) fail("poll_cq");
+    for (int i = 0; i < n; i++) {
+      if (wc[i].status != IBV_WC_SUCCESS) fail("receive completion");
+      if (wc[i].opcode == IBV_WC_RECV) got++;
+    }
+  }
+}
+
+static uint64 mb_x100(uint64 bytes, uint64 ns) {   // MB/s * 100, MB = 2^20
+  uint64 bytes_per_s = bytes * 1000000ULL / (ns / 1000 + 1);   // microsecond resolution
+  return bytes_per_s * 100 / 1048576ULL;
+}
+
+int main(int argc, char **argv) {
+  struct perf_opts o;
+  struct perf_conn c;
+  perf_parse(&o, argc, argv, "rdma_bw");
+  perf_connect(&c, &o);
+  done_at = malloc(sizeof(uint64) * o.iters);
+  if (!done_at) fail("memory");
+  int client = !c.is_server;
+  if (client) {
+    printf("---------------------------------------------------------------------------------------\n");
+    printf("                    %s BW Test (xv6-rdma, RC, %s)\n", perf_op_name(o.op), o.loopback ? "loopback" : "RoCEv2");
+    printf(" TX depth: %d   SR: %s\n", o.tx_depth, o.sr ? "on" : "off");
+    printf("---------------------------------------------------------------------------------------\n");
+    printf(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
+  }
+  for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
+    if (client) {
+      uint64 t0, t1;
+      run_client(&c, &o, size, &t0, &t1);
+      uint64 peak = 0;
+      // Completions arrive in bursts; a window of an eighth of the run
+      // (at least 16) keeps one burst from looking like the link's rate.
+      uint32_t win = o.iters / 8 < 16 ? 16 : o.iters / 8;
+      for (uint32_t i = 0; i + win < o.iters; i++) {
+        uint64 dt = done_at[i + win] - done_at[i];
+        uint64 r = mb_x100((uint64)size * win, dt ? dt : 1);
+        if (r > peak) peak = r;
+      }
+      uint64 avg = mb_x100((uint64)size * o.iters, t1 - t0);
+      if (peak < avg) peak = avg;
+      uint64 mpps_x100000 = (uint64)o.iters * 100000ULL / ((t1 - t0) / 1000 + 1);   // Mpps * 1e5
+      printf(" %-10u %-14u ", size, o.iters);
+      perf_print_fixed(peak, 15);
+      printf("    ");
+      perf_print_fixed(avg, 18);
+      printf("   %lu.%05lu\n", mpps_x100000 / 100000, mpps_x100000 % 100000);
+    } else if (o.op == PERF_SEND) {
+      run_send_server(&c, &o, size);
+    }
+    perf_sync(&c);
+  }
+  if (client) printf("---------------------------------------------------------------------------------------\n");
+  perf_close(&c);
+  exit(0);
+}

@@ -1,0 +1,225 @@
+// rdma_perf.c: see rdma_perf.h.
+#include "user.h"
+#include "rdma_perf.h"
+#include "rdma_util.h"
+
+#define PERF_MAGIC 0x70657266u   // "perf"
+
+const char *perf_op_name(int op) {
+  static const char *const n[] = { "RDMA_Write", "RDMA_Read", "Send" };
+  return op >= 0 && op <= 2 ? n[op] : "?";
+}
+
+static void usage(const char *what) {
+  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-p port] [--sr] [-L | <server ip>]\n", what);
+  exit(2);
+}
+
+void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
+  memset(o, 0, sizeof *o);
+  o->op = PERF_WRITE;
+  o->size = 65536;
+  o->iters = 1000;
+  o->tx_depth = 64;
+  o->port = RDMA_CM_PORT;
+  int size_set = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "-t") == 0 && i + 1 < argc) {
+      const char *t = argv[++i];
+      o->op = strcmp(t, "read") == 0 ? PERF_READ : strcmp(t, "send") == 0 ? PERF_SEND :
+              strcmp(t, "write") == 0 ? PERF_WRITE : -1;
+      if (o->op < 0) usage(what);
+    } else if (strcmp(a, "-s") == 0 && i + 1 < argc) { o->size = (uint32_t)atoi(argv[++i]); size_set = 1; }
+    else if (strcmp(a, "-n") == 0 && i + 1 < argc) o->iters = (uint32_t)atoi(argv[++i]);
+    else if (strcmp(a, "-d") == 0 && i + 1 < argc) o->tx_depth = atoi(argv[++i]);
+    else if (strcmp(a, "-p") == 0 && i + 1 < argc) o->port = atoi(argv[++i]);
+    else if (strcmp(a, "-a") == 0) o->all = 1;
+    else if (strcmp(a, "--sr") == 0) o->sr = 1;
+    else if (strcmp(a, "-L") == 0) o->loopback = 1;
+    else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
+    else usage(what);
+  }
+  if (o->all && !size_set) o->size = 1u << 23;
+  if (o->size < 1 || o->size > (1u << 23) || o->iters < 1 || o->tx_depth < 1 || o->tx_depth > 128) usage(what);
+}
+
+static void die(const char *m) { printf("perf: %s\n", m); exit(1); }
+
+static void resources(struct perf_conn *c, uint32_t len) {
+  c->ctx = rdmau_open();
+  if (!c->ctx) die("no RDMA device");
+  c->pd = ibv_alloc_pd(c->ctx);
+  c->cq = ibv_create_cq(c->ctx, 512, NULL, NULL, 0);
+  c->buf_len = len;
+  c->buf = malloc(len);
+  if (!c->pd || !c->cq || !c->buf) die("resources");
+  memset(c->buf, 0, len);
+  c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = ia.recv_cq = c->cq;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 256;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.qp_type = IBV_QPT_RC;
+  c->qp = ibv_create_qp(c->pd, &ia);
+  if (!c->mr || !c->qp) die("MR/QP");
+}
+
+// Private data of the REQ: magic, op, size, iters, all, then the MR (16 bytes).
+static void pack_params(uint8_t *p, const struct perf_opts *o) {
+  uint32_t v[5] = { PERF_MAGIC, (uint32_t)o->op, o->size, o->iters, (uint32_t)o->all };
+  for (int i = 0; i < 5; i++)
+    for (int k = 0; k < 4; k++) p[i * 4 + k] = (uint8_t)(v[i] >> (24 - 8 * k));
+}
+
+static int unpack_params(const uint8_t *p, struct perf_opts *o) {
+  uint32_t v[5];
+  for (int i = 0; i < 5; i++) v[i] = (uint32_t)p[i * 4] << 24 | (uint32_t)p[i * 4 + 1] << 16 | (uint32_t)p[i * 4 + 2] << 8 | p[i * 4 + 3];
+  if (v[0] != PERF_MAGIC) return -1;
+  o->op = (int)v[1]; o->size = v[2]; o->iters = v[3]; o->all = (int)v[4];
+  return 0;
+}
+
+static void write_all(int fd, const void *b, int n) { if (write(fd, b, n) != n) die("pipe write"); }
+static void read_all(int fd, void *b, int n) {
+  for (int got = 0; got < n;) {
+    int k = read(fd, (char *)b + got, n - got);
+    if (k <= 0) die("pipe read");
+    got += k;
+  }
+}
+
+static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
+  int p2c[2], c2p[2];
+  if (pipe(p2c) < 0 || pipe(c2p) < 0) die("pipe");
+  int pid = fork();
+  if (pid < 0) die("fork");
+  c->is_server = pid == 0;
+  c->to_peer = c->is_server ? c2p[1] : p2c[1];
+  c->from_peer = c->is_server ? p2c[0] : c2p[0];
+  close(c->is_server ? c2p[0] : p2c[0]);
+  close(c->is_server ? p2c[1] : c2p[1]);
+  resources(c, o->size);
+  struct ibv_port_attr pa;
+  ibv_query_port(c->ctx, 1, &pa);
+  struct rdma_peer me = { .qpn = c->qp->qp_num, .psn = rdmau_rand() & 0xffffff,
+                          .ipv4 = rdmau_local_ipv4(c->ctx), .addr = (uint64_t)c->buf,
+                          .rkey = c->mr->rkey, .len = c->buf_len }, peer;
+  write_all(c->to_peer, &me, sizeof me);
+  read_all(c->from_peer, &peer, sizeof peer);
+  c->raddr = peer.addr;
+  c->rkey = peer.rkey;
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, access, 7, 14)) die("connect (loopback)");
+}
+
+static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
+  uint8_t pd[RDMA_CM_PRIVATE_MAX];
+  c->is_server = o->server_ip == 0;
+  if (c->is_server) {
+    struct ibv_context *ctx = rdmau_open();
+    struct rdma_cm_id *lid = rdma_create_id(ctx);
+    if (rdma_listen(lid, o->port)) die("listen");
+    printf("waiting for a client on port %d\n", o->port);
+    if (rdma_get_request(lid, &c->id, -1)) die("no request");
+    if (c->id->private_data_len < 36 || unpack_params(c->id->private_data, o) < 0) {
+      rdma_reject(c->id, NULL, 0);
+      die("bad parameters");
+    }
+    rdma_cm_unpack_mr(c->id->private_data + 20, &c->raddr, &c->rkey, &c->buf_len);
+    resources(c, o->size);
+    c->id->verbs = c->ctx;
+    c->id->qp = c->qp;
+    rdma_cm_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)o->sr };
+    if (rdma_accept(c->id, &p)) die("accept");
+    rdma_destroy_id(lid);
+  } else {
+    resources(c, o->size);
+    c->id = rdma_create_id(c->ctx);
+    c->id->qp = c->qp;
+    pack_params(pd, o);
+    rdma_cm_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36, .sr = (uint8_t)o->sr };
+    if (rdma_connect(c->id, o->server_ip, o->port, &p)) die("connect");
+    uint32_t len;
+    rdma_cm_unpack_mr(c->id->private_data, &c->raddr, &c->rkey, &len);
+  }
+}
+
+int perf_connect(struct perf_conn *c, struct perf_opts *o) {
+  memset(c, 0, sizeof *c);
+  c->to_peer = c->from_peer = -1;
+  if (o->loopback) connect_loopback(c, o);
+  else connect_cm(c, o);
+  perf_sync(c);
+  return 0;
+}
+
+// A SEND each way (the receive is posted before we send, and RNR retry
+// is infinite, so the order of arrival does not matter).
+void perf_sync(struct perf_conn *c) {
+  struct ibv_wc wc;
+  struct ibv_sge rs = { (uint64_t)c->buf, 0, c->mr->lkey };
+  struct ibv_recv_wr rw = { .wr_id = 0x5151, .sg_list = &rs, .num_sge = 1 }, *rbad;
+  struct ibv_send_wr sw = { .wr_id = 0x5152, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+  if (ibv_post_recv(c->qp, &rw, &rbad) || ibv_post_send(c->qp, &sw, &sbad)) die("sync post");
+  for (int got = 0; got < 2;) {
+    if (rdmau_wait(c->cq, &wc, 60000) != 1 || wc.status != IBV_WC_SUCCESS) die("sync");
+    if (wc.wr_id == 0x5151 || wc.wr_id == 0x5152) got++;
+  }
+}
+
+void perf_close(struct perf_conn *c) {
+  if (c->id) {
+    if (c->is_server) rdma_wait_disconnect(c->id, 10000);
+    else rdma_disconnect(c->id);
+    rdma_destroy_id(c->id);
+  }
+  ibv_destroy_qp(c->qp);
+  ibv_dereg_mr(c->mr);
+  ibv_destroy_cq(c->cq);
+  ibv_dealloc_pd(c->pd);
+  if (c->to_peer >= 0) { close(c->to_peer); close(c->from_peer); }
+  if (c->is_server && c->to_peer >= 0) exit(0);      // the loopback child ends here
+  if (!c->is_server && c->to_peer >= 0) wait(NULL);
+}
+
+static void sort_u64(uint64 *v, int n) {          // shell sort: no recursion, no libc qsort
+  for (int gap = n / 2; gap > 0; gap /= 2)
+    for (int i = gap; i < n; i++)
+      for (int j = i; j >= gap && v[j - gap] > v[j]; j -= gap) { uint64 t = v[j]; v[j] = v[j - gap]; v[j - gap] = t; }
+}
+
+static uint64 isqrt(uint64 x) {
+  uint64 r = 0, b = 1ULL << 62;
+  while (b > x) b >>= 2;
+  while (b) { if (x >= r + b) { x -= r + b; r = (r >> 1) + b; } else r >>= 1; b >>= 2; }
+  return r;
+}
+
+void perf_stats(uint64 *v, int n, struct perf_stats *s) {
+  memset(s, 0, sizeof *s);
+  if (n <= 0) return;
+  sort_u64(v, n);
+  uint64 sum = 0;
+  for (int i = 0; i < n; i++) sum += v[i];
+  s->min = v[0];
+  s->max = v[n - 1];
+  s->median = v[n / 2];
+  s->avg = sum / n;
+  uint64 var = 0;
+  for (int i = 0; i < n; i++) { uint64 d = v[i] > s->avg ? v[i] - s->avg : s->avg - v[i]; var += d * d / n; }
+  s->stdev = isqrt(var);
+  s->p99 = v[(int)((uint64)n * 99 / 100 < (uint64)n ? (uint64)n * 99 / 100 : (uint64)n - 1)];
+  s->p999 = v[(int)((uint64)n * 999 / 1000 < (uint64)n ? (uint64)n * 999 / 1000 : (uint64)n - 1)];
+}
+
+void perf_print_fixed(uint64 x100, int width) {
+  char b[32];
+  snprintf(b, sizeof b, "%lu.%02lu", x100 / 100, x100 % 100);
+  int pad = width - (int)strlen(b);
+  while (pad-- > 0) printf(" ");
+  printf("%s", b);
+}

@@ -1,0 +1,60 @@
+// rdma_perf.h: what rdma_bw and rdma_lat share (user/rdma_perf.c): the
+// perftest-like options, bringing up one connected RC QP with a buffer on
+// each side, and the statistics of a list of samples.
+//
+// Three ways to connect:
+//   server:   rdma_bw [opts]            listens on the CM port (two guests)
+//   client:   rdma_bw [opts] <ip>       connects with rdma_cm
+//   loopback: rdma_bw [opts] -L         forks; parent = client, child =
+//             server, QP facts exchanged over a pipe (no NIC needed)
+// The client sends the test parameters in the REQ's private data, so the
+// server needs no options.
+#ifndef RDMA_PERF_H
+#define RDMA_PERF_H
+#include "ibverbs.h"
+#include "rdma_cm.h"
+
+enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
+
+struct perf_opts {
+  int op;              // enum perf_op
+  uint32_t size;       // -s bytes (largest with -a)
+  uint32_t iters;      // -n
+  int all;             // -a: sizes 2, 4, ... 2^23 (up to -s if given)
+  int tx_depth;        // -t outstanding WRs (bw)
+  int port;            // -p CM port
+  int sr;              // --sr selective repeat
+  int loopback;        // -L
+  uint32_t server_ip;  // 0 = server role
+};
+
+struct perf_conn {
+  struct ibv_context *ctx;
+  struct ibv_pd *pd;
+  struct ibv_cq *cq;
+  struct ibv_qp *qp;
+  struct ibv_mr *mr;
+  uint8_t *buf;
+  uint32_t buf_len;
+  uint64_t raddr;      // the peer's buffer
+  uint32_t rkey;
+  int is_server;
+  struct rdma_cm_id *id;
+  int to_peer, from_peer;   // loopback: pipes for a tiny barrier
+};
+
+// Parses argv; exits with a usage line on errors. `what` names the tool.
+void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what);
+// Connects (and in loopback mode forks). Returns 0 or exits.
+int perf_connect(struct perf_conn *c, struct perf_opts *o);
+// Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
+void perf_sync(struct perf_conn *c);
+void perf_close(struct perf_conn *c);
+const char *perf_op_name(int op);
+
+// Statistics over n samples (ns); sorts v.
+struct perf_stats { uint64 min, max, median, avg, stdev, p99, p999; };
+void perf_stats(uint64 *v, int n, struct perf_stats *s);
+// "123.45" with 2 decimals from a value scaled by 100.
+void perf_print_fixed(uint64 x100, int width);
+#endif
