@@ -146,7 +146,9 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 	}
 	if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
 		return false;                              /* [REQ-WIN-2] */
-	if (!window_allows(qp, qp->req_psn, read ? n : 1))
+	/* A READ longer than the whole window goes alone, when nothing is outstanding
+	 * (else it could never start; proto-spec [REQ-WIN-1] gap, see report). */
+	if (!window_allows(qp, qp->req_psn, read ? n : 1) && !(read && qp->req_psn == qp->una))
 		return false;
 	w->first_psn = w->resume_psn = qp->req_psn;
 	w->npkts = n;
