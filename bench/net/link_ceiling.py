@@ -84,10 +84,13 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 1500, 4200, 9000])
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--itr", type=int, default=None,
+                    help="E1000 ITR (256 ns units; 0 = no moderation) via the itr= boot argument")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows, lat = [], {}
-    with Testbed(2, name="bench") as tb:
+    append = f"itr={args.itr}" if args.itr is not None else ""
+    with Testbed(2, name="bench", extra_append=append) as tb:
         tb.boot()
         g0, g1 = tb.guests
         for g, peer in ((g0, 1), (g1, 0)):
@@ -95,6 +98,7 @@ def main():
         for frame in args.sizes:
             for src, dst in ((0, 1), (1, 0)):
                 r = one_run(tb, src, dst, frame, args.seconds)
+                r["itr"] = args.itr if args.itr is not None else 195
                 print(f"  {r['direction']} {frame:5d} B: sent {r['sent_fps']} f/s, "
                       f"received {r['recv_fps']} f/s {r['payload_MBps']} MB/s, "
                       f"{r['interrupts_per_frame']} irq/frame", flush=True)

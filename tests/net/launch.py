@@ -25,6 +25,12 @@ switches to guest N, `:stats` prints linkemu's counters, `:q` quits):
     python3 tests/net/launch.py --guests 2 --a2b "loss 1%" --pcap /tmp/cap
     python3 tests/net/launch.py --run "0:ping -c 3 10.0.0.2" --run "1:nettest stat"
 
+With the host's tc netem instead of linkemu (netem/netem.sh makes the taps
+xrtap0/xrtap1 on a bridge in a namespace; exit status 2 if the host kernel
+has no sch_netem):
+
+    netem/netem.sh --a2b "loss 1%" -- python3 tests/net/launch.py --tap --run ...
+
 Python standard library only.
 """
 import argparse
@@ -69,7 +75,7 @@ class Testbed:
     """
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
-                 cpus=2, memory="128M", name="net", extra_append="", quiet_linkemu=True):
+                 cpus=2, memory="128M", name="net", extra_append="", tap=False):
         self.n = n
         self.specs = dict(specs or {})
         if a2b:
@@ -85,12 +91,17 @@ class Testbed:
         self.stats_path = os.path.join(REPO, "tests", "logs", f"{name}-linkemu-stats.json")
         self.linkemu_log = os.path.join(REPO, "tests", "logs", f"{name}-linkemu.log")
         self.linkemu = None
+        self.tap = tap                  # tap i = xrtap<i> (netem/netem.sh); no linkemu
         self.guests = []
         for i in range(n):
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
-            args = ["-netdev", f"dgram,id=n0,remote.type=inet,remote.host=127.0.0.1,"
-                               f"remote.port={self.listen[i]},local.type=inet,"
-                               f"local.host=127.0.0.1,local.port={self.gport[i]}",
+            if tap:
+                netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
+            else:
+                netdev = (f"dgram,id=n0,remote.type=inet,remote.host=127.0.0.1,"
+                          f"remote.port={self.listen[i]},local.type=inet,"
+                          f"local.host=127.0.0.1,local.port={self.gport[i]}")
+            args = ["-netdev", netdev,
                     "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile="]
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
                                      append=append, extra_args=args))
@@ -134,7 +145,7 @@ class Testbed:
 
     def boot(self, timeout=90):
         """Starts linkemu and every guest, waits for every shell prompt."""
-        if not self.linkemu:
+        if not self.linkemu and not self.tap:
             self.start_linkemu()
         for g in self.guests:
             g.start()
@@ -223,7 +234,7 @@ def console(tb):
         line = line.rstrip("\n")
         if line == ":q":
             break
-        if line == ":stats":
+        if line == ":stats" and not tb.tap:
             print(json.dumps(tb.stats(), indent=1))
         elif line[:1] == ":" and line[1:].isdigit() and int(line[1:]) < tb.n:
             current[0] = int(line[1:])
@@ -243,6 +254,8 @@ def main():
     ap.add_argument("--in", dest="ins", nargs=2, action="append", metavar=("N", "SPEC"),
                     default=[], help="netem spec for frames entering port N")
     ap.add_argument("--pcap", help="directory for linkemu's portN.pcap captures")
+    ap.add_argument("--tap", action="store_true",
+                    help="NICs on taps xrtap0/xrtap1 (run under netem/netem.sh), no linkemu")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--append", default="", help="extra boot arguments for every guest")
     ap.add_argument("--run", action="append", default=[], metavar="N:CMD",
@@ -252,7 +265,7 @@ def main():
     specs = {int(n): s for n, s in args.ins}
     with Testbed(args.guests, a2b=args.a2b, b2a=args.b2a, both=args.both, specs=specs,
                  pcap_dir=args.pcap, cpus=args.cpus, name="launch",
-                 extra_append=args.append) as tb:
+                 extra_append=args.append, tap=args.tap) as tb:
         tb.boot()
         for item in args.run:
             n, _, cmd = item.partition(":")
@@ -260,7 +273,8 @@ def main():
             print(tb.guests[int(n)].run(cmd, timeout=args.timeout), end="")
         if not args.run:
             console(tb)
-        print(json.dumps(tb.stats(), indent=1))
+        if not args.tap:
+            print(json.dumps(tb.stats(), indent=1))
         tb.halt()
     if args.pcap:
         print(f"captures: {args.pcap}/port*.pcap (tshark -r {args.pcap}/port0.pcap)")
