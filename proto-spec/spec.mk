@@ -31,7 +31,7 @@ SPEC_PANLIVE  := -m100000 -a -f
 
 # name | expected verdict | spin -D flags | cc flags | pan flags
 SPEC_PROPS := gbn-safety sr-safety gbn-reorder sr-reorder gbn-liveness sr-liveness \
-              gbn-broken sr-broken
+              gbn-broken sr-broken sr-broken-read
 SPEC_gbn-safety   := pass|$(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-safety    := pass|-DSR $(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_gbn-reorder  := pass|$(SPEC_B_REORD)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
@@ -40,6 +40,7 @@ SPEC_gbn-liveness := pass|-DLIVENESS $(SPEC_B_LIVE)|$(SPEC_CCLIVE)|$(SPEC_PANLIV
 SPEC_sr-liveness  := pass|-DSR -DLIVENESS $(SPEC_B_LIVE)|$(SPEC_CCLIVE)|$(SPEC_PANLIVE)
 SPEC_gbn-broken   := fail|-DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken    := fail|-DSR -DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
+SPEC_sr-broken-read := fail|-DSR -DBROKEN_SR_READ_EARLY $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 
 test-spec: spec-models spec-vectors spec-trace
 

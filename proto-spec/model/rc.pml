@@ -9,6 +9,9 @@
  *   LIVENESS         adds the LTL property "every WR eventually completes"
  *   BROKEN_DUPWRITE  negative test: the responder executes a duplicate WRITE
  *                    again, violating [RESP-DUP-1]; verification MUST fail.
+ *   BROKEN_SR_READ_EARLY  negative test (with SR): the responder answers a
+ *                    READ that arrives ahead of epsn, violating [SR-RESP-6];
+ *                    the READ can return data older than the WRITE before it.
  *   MAXLOSS, MAXDUP, MAXREORD  impairment budgets (default 1 each)
  *   MAXSPUR          premature retransmission timeouts (default 1)
  *
@@ -258,7 +261,14 @@ end:
           net_toQ(RRESP, p, mem[0]);
           net_toQ(RRESP, (p + 1) % PMOD, mem[1]);
           sr_advance()
-       :: else -> net_toQ(SACK, epsn, bm)           /* [SR-RESP-6] */
+       :: else ->
+#ifdef BROKEN_SR_READ_EARLY
+          /* NEGATIVE TEST: answers a READ that is ahead of epsn at once,
+           * before the earlier WRITE packets have been placed */
+          net_toQ(RRESP, p, mem[0]);
+          net_toQ(RRESP, (p + 1) % PMOD, mem[1]);
+#endif
+          net_toQ(SACK, epsn, bm)                   /* [SR-RESP-6] */
        fi
     :: d >= 0 && d < WIN && op == SENDONLY && !posted ->
        if
