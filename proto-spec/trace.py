@@ -6,7 +6,7 @@ Collects every rule ID defined in proto-spec/*.md (a line that starts with
 reports, per rule, which code files and which test files cite it.
 
 A file is a *test* if it lies under tests/ or proto-spec/model/, otherwise
-*code*. Exit status:
+*code*; Markdown files are documentation and are not scanned. Exit status:
   0  every citation names a defined rule (uncited rules are only warned about)
   1  a citation names an unknown rule, a spec file cross-references an unknown
      rule, a rule ID is defined twice, or (with --strict) a rule has no test.
@@ -26,7 +26,8 @@ SCAN_DIRS = ["kernel", "user", "tests", "netem", "bench", "proto-spec/model"]
 TEST_DIRS = ["tests", "proto-spec/model"]
 SKIP_DIRS = {".git", "build", "__pycache__", "node_modules"}
 SKIP_EXT = {".o", ".a", ".so", ".img", ".bin", ".elf", ".png", ".pcap", ".d",
-            ".gz", ".xz", ".pdf", ".trail"}
+            ".gz", ".xz", ".pdf", ".trail",
+            ".md"}  # prose that mentions a rule neither implements nor tests it
 
 
 def spec_files(root):
