@@ -8,7 +8,7 @@
  */
 #include "rct_int.h"
 
-void comp_reset(struct rct_qp *qp)
+void rct_comp_reset(struct rct_qp *qp)
 {
 	qp->comp_state = RCT_COMP_IDLE;
 	qp->una = qp->attr.sq_psn;
@@ -23,7 +23,7 @@ void comp_reset(struct rct_qp *qp)
 }
 
 /* Current RTO [REQ-TMO-1] [REQ-TMO-4]. */
-uint64_t comp_rto(const struct rct_qp *qp)
+uint64_t rct_comp_rto(const struct rct_qp *qp)
 {
 	uint64_t ibta = rct_ack_timeout_ns(qp->attr.timeout);
 	uint64_t lo = qp->attr.min_rto_ns ? qp->attr.min_rto_ns : RCT_MIN_RTO_DEFAULT_NS;
@@ -54,19 +54,19 @@ static bool outstanding(const struct rct_qp *qp)
 
 static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
-	uint64_t rto = comp_rto(qp);
+	uint64_t rto = rct_comp_rto(qp);
 	if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
-		timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
+		rct_timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
 		return;
 	}
-	timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
+	rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
 }
 
 /* Called by the requester for every request packet it sends [REQ-TMO-2]. */
-void comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
+void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
 {
 	if (retransmit || qp->timer[RCT_TIMER_RETRANS] == RCT_NEVER) {
-		uint64_t rto = comp_rto(qp);
+		uint64_t rto = rct_comp_rto(qp);
 		qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
 	}
 	if (!retransmit && qp->attr.adaptive_rto && !qp->rtt_armed) {
@@ -85,17 +85,17 @@ static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 	w->state = RCT_WQE_DONE;
 	if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] */
 		struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-			.opcode = wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->init.qpn,
+			.opcode = rct_wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->init.qpn,
 			.src_qp = qp->attr.dest_qp_num, .vendor_err = w->vendor_err };
 		wc.byte_len = w->status == RCT_WC_SUCCESS ? w->length : 0;   /* [WC-STATUS-4] */
-		cq_push(qp, qp->init.send_cq, &wc);
+		rct_cq_push(qp, qp->init.send_cq, &wc);
 	}
 	qp->sq_head++;
 }
 
 /* On ERR: the failed WR (if any) with its status, then every other one
  * flushed, in posting order [QP-ERR-2]. */
-void comp_flush(struct rct_qp *qp)
+void rct_comp_flush(struct rct_qp *qp)
 {
 	while (qp->sq_head != qp->sq_tail) {
 		struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
@@ -112,14 +112,14 @@ void comp_flush(struct rct_qp *qp)
 /* Fail the WR containing psn (or the oldest) and move the QP to ERR. */
 static void fail_wr(struct rct_qp *qp, uint32_t psn, bool by_psn, enum rct_wc_status st, uint8_t syn)
 {
-	struct rct_send_wqe *w = by_psn ? req_wqe_of_psn(qp, psn, 0) : 0;
+	struct rct_send_wqe *w = by_psn ? rct_req_wqe_of_psn(qp, psn, 0) : 0;
 	if (!w && qp->sq_head != qp->sq_tail)
 		w = SQ_AT(qp, qp->sq_head);
 	if (w) {
 		w->status = st;
 		w->vendor_err = syn;
 	}
-	qp_to_err(qp);
+	rct_qp_to_err(qp);
 }
 
 /* SR: the non-READ PSNs after the READ at the head that p acknowledged stay
@@ -149,15 +149,15 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 		qp->rtt_armed = 0;
 	}
 	if (qp->sr) {
-		bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
-		bm_shift(qp->sr_retxd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+		rct_bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+		rct_bm_shift(qp->sr_retxd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
 	}
 	qp->una = new_una;
 	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
 	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
 	qp->retx_valid = 0;
 	if (psn_lt(qp->req_psn, new_una))
-		req_rewind(qp, new_una);                     /* skip what is already acked */
+		rct_req_rewind(qp, new_una);                     /* skip what is already acked */
 	restart_timer(qp, now);
 }
 
@@ -199,7 +199,7 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 			qp->sr_retxd[(uint32_t)psn_diff(new_una, qp->una) >> 5] &=
 				~(1u << ((uint32_t)psn_diff(new_una, qp->una) & 31));
 	} else if (rereq && !(qp->retx_valid && qp->retx_psn == new_una)) {
-		req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
+		rct_req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
 		qp->retx_psn = new_una;
 		qp->retx_valid = 1;
 	}
@@ -264,8 +264,8 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 		qp->rnr_left--;
 	qp->rnr_psn = p;
 	qp->cnt.rnr_waits++;
-	timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
-	timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
+	rct_timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
+	rct_timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
 	qp->req_state = RCT_REQ_WAIT_RNR;
 	qp->comp_state = RCT_COMP_WAIT_RNR;
 	if (qp->sr) {
@@ -273,7 +273,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 		qp->sr_scan_end = qp->next_psn;
 		bm_clear_all(qp->sr_retxd);
 	} else {
-		req_rewind(qp, p);
+		rct_req_rewind(qp, p);
 	}
 }
 
@@ -305,7 +305,7 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
 		return;
 	qp->retx_psn = p;
 	qp->retx_valid = 1;
-	req_rewind(qp, p);                                       /* [REQ-GBN-1] */
+	rct_req_rewind(qp, p);                                       /* [REQ-GBN-1] */
 	qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;                /* restarted by the resend */
 }
 
@@ -485,18 +485,18 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	ack_through(qp, now, psn_add(w->first_psn, PSN_MASK));   /* implied ACK [REQ-ACK-3] */
 	if (qp->attr.qp_state == RCT_QPS_ERR)
 		return;
-	n = qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
+	n = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
 	                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
 	if (n < 0) {
 		fail_wr(qp, psn, true, RCT_WC_LOC_PROT_ERR, 0);
 		return;
 	}
-	qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
+	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
 	w->read_pkts++;
 	ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
 }
 
-void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
 	if (p->opflags & OPF_ACK)
 		handle_ack_packet(qp, now, p);
@@ -507,7 +507,7 @@ void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 }
 
 /* Retransmission timer fired [REQ-TMO-2]. */
-void comp_timeout(struct rct_qp *qp, uint64_t now)
+void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 {
 	enum rct_qp_state s = qp->attr.qp_state;
 	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp))
@@ -523,13 +523,13 @@ void comp_timeout(struct rct_qp *qp, uint64_t now)
 		qp->sr_scan = qp->una;
 		qp->sr_scan_end = psn_add(qp->una, 1);
 	} else {
-		req_rewind(qp, qp->una);                         /* [REQ-GBN-1] */
+		rct_req_rewind(qp, qp->una);                         /* [REQ-GBN-1] */
 	}
 	restart_timer(qp, now);
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */
-void comp_rnr_timeout(struct rct_qp *qp, uint64_t now)
+void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now)
 {
 	if (qp->req_state != RCT_REQ_WAIT_RNR)
 		return;

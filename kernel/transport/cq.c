@@ -13,7 +13,7 @@ void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
 	cq->overflow = 0;
 }
 
-void cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
+void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
 {
 	if (wc->status == RCT_WC_SUCCESS)
 		qp->cnt.completions++;
@@ -38,7 +38,7 @@ int rct_poll_cq(struct rct_cq *cq, struct rct_wc *wc, int n)
 	return got;
 }
 
-enum rct_wc_opcode wr_to_wc_opcode(enum rct_wr_opcode op)
+enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op)
 {
 	static const enum rct_wc_opcode map[RCT_WR_COUNT] = {
 		[RCT_WR_RDMA_WRITE] = RCT_WC_RDMA_WRITE,

@@ -87,12 +87,12 @@ uint32_t rct_icrc_compute(const uint8_t *hdr, uint32_t hdr_len, uint32_t l3_off,
 	return ~crc;
 }
 
-void wire_icrc_store(uint8_t *p, uint32_t v)
+void rct_wire_icrc_store(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
 }
 
-uint32_t wire_icrc_load(const uint8_t *p)
+uint32_t rct_wire_icrc_load(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }

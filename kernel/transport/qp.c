@@ -33,7 +33,7 @@ uint16_t rct_udp_sport(uint32_t src_qpn, uint32_t dst_qpn)
 	return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ (fl >> 14)));
 }
 
-void bm_shift(uint32_t *bm, uint32_t n)
+void rct_bm_shift(uint32_t *bm, uint32_t n)
 {
 	while (n >= 32) {
 		for (int i = 0; i < RCT_SR_WORDS - 1; i++)
@@ -48,7 +48,7 @@ void bm_shift(uint32_t *bm, uint32_t n)
 	}
 }
 
-int bm_any(const uint32_t *bm)
+int rct_bm_any(const uint32_t *bm)
 {
 	for (int i = 0; i < RCT_SR_WORDS; i++)
 		if (bm[i])
@@ -56,12 +56,12 @@ int bm_any(const uint32_t *bm)
 	return 0;
 }
 
-void timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline)
+void rct_timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline)
 {
 	qp->timer[t] = deadline;
 }
 
-void timer_stop(struct rct_qp *qp, enum rct_timer t)
+void rct_timer_stop(struct rct_qp *qp, enum rct_timer t)
 {
 	qp->timer[t] = RCT_NEVER;
 }
@@ -77,7 +77,7 @@ void rct_dev_init(struct rct_dev *dev, const struct rct_dev_attr *attr)
 	rct_crc32_update(0, 0, 0);           /* build the CRC tables now */
 }
 
-void qp_mark_ready(struct rct_qp *qp)
+void rct_qp_mark_ready(struct rct_qp *qp)
 {
 	struct rct_dev *dev = qp->dev;
 	if (qp->on_ready)
@@ -239,9 +239,9 @@ static void apply_attrs(struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t
 /* Entering RESET discards everything but the counters [QP-STATE-3]. */
 static void qp_reset(struct rct_qp *qp)
 {
-	req_reset(qp);
-	comp_reset(qp);
-	resp_reset(qp);
+	rct_req_reset(qp);
+	rct_comp_reset(qp);
+	rct_resp_reset(qp);
 	qp->sq_head = qp->sq_next = qp->sq_tail = 0;
 	qp->rq_head = qp->rq_tail = 0;
 	for (int t = 0; t < RCT_TIMER_COUNT; t++)
@@ -267,7 +267,7 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
 		return RCT_OK;
 	}
 	if (to == RCT_QPS_ERR) {
-		qp_to_err(qp);
+		rct_qp_to_err(qp);
 		return RCT_OK;
 	}
 	tr = find_transition(cur, to);
@@ -286,16 +286,16 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
 		            ? RCT_ENCAP_V1 : RCT_ENCAP_V2;   /* [ENC-V1-3] */
 		qp->sport = qp->attr.ah.udp_sport ? qp->attr.ah.udp_sport
 		            : rct_udp_sport(qp->init.qpn, qp->attr.dest_qp_num);
-		resp_reset(qp);
+		rct_resp_reset(qp);
 		qp->epsn = qp->attr.rq_psn;          /* [RESP-PSN-1] */
 	}
 	if (cur == RCT_QPS_RTR && to == RCT_QPS_RTS) {
-		req_reset(qp);
-		comp_reset(qp);
+		rct_req_reset(qp);
+		rct_comp_reset(qp);
 	}
 	qp->attr.qp_state = to;
 	if (to == RCT_QPS_RTS)
-		qp_mark_ready(qp);
+		rct_qp_mark_ready(qp);
 	return RCT_OK;
 }
 #undef M
@@ -310,7 +310,7 @@ int rct_qp_query(const struct rct_qp *qp, struct rct_qp_attr *attr)
 }
 
 /* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] */
-void qp_to_err(struct rct_qp *qp)
+void rct_qp_to_err(struct rct_qp *qp)
 {
 	if (qp->attr.qp_state == RCT_QPS_ERR)
 		return;
@@ -320,8 +320,8 @@ void qp_to_err(struct rct_qp *qp)
 	qp->resp_state = RCT_RESP_ERROR;
 	for (int t = 0; t < RCT_TIMER_COUNT; t++)
 		qp->timer[t] = RCT_NEVER;
-	comp_flush(qp);
-	resp_flush(qp);
+	rct_comp_flush(qp);
+	rct_resp_flush(qp);
 }
 
 /* ---------------------------------------------------------------- */
@@ -333,7 +333,7 @@ static void flush_one(struct rct_qp *qp, struct rct_cq *cq, uint64_t wr_id, enum
 	struct rct_wc wc = { .wr_id = wr_id, .status = RCT_WC_WR_FLUSH_ERR, .opcode = op,
 	                     .qp_num = qp->init.qpn };
 	qp->cnt.flushed++;
-	cq_push(qp, cq, &wc);
+	rct_cq_push(qp, cq, &wc);
 }
 
 /* [QP-STATE-4] [REQ-FRAG-2] */
@@ -348,7 +348,7 @@ int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr)
 	    (wr->num_sge && !wr->sg_list))
 		return RCT_EINVAL;
 	if (s == RCT_QPS_ERR || s == RCT_QPS_SQE) {
-		flush_one(qp, qp->init.send_cq, wr->wr_id, wr_to_wc_opcode(wr->opcode));
+		flush_one(qp, qp->init.send_cq, wr->wr_id, rct_wr_to_wc_opcode(wr->opcode));
 		return RCT_OK;
 	}
 	if (qp->sq_tail - qp->sq_head >= qp->init.sq_size)
@@ -369,7 +369,7 @@ int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr)
 	w->length = (uint32_t)total;
 	w->state = RCT_WQE_POSTED;
 	qp->sq_tail++;
-	qp_mark_ready(qp);
+	rct_qp_mark_ready(qp);
 	return RCT_OK;
 }
 
@@ -408,7 +408,7 @@ int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr)
 /* Translate bytes [off, off+len) of the message described by an SGE list
  * into at most `max` segments. Returns the segment count or a negative
  * rct_mr_err (RCT_MR_EBOUNDS when the list is shorter than off+len). */
-int qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
+int rct_qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
                      uint32_t len, uint32_t access, struct rct_iov *out, int max)
 {
 	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
@@ -436,7 +436,7 @@ int qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uin
 	return len ? RCT_MR_EBOUNDS : n;
 }
 
-void qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len)
+void rct_qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len)
 {
 	for (int i = 0; i < nseg && len; i++) {
 		uint32_t n = seg[i].len < len ? seg[i].len : len;
@@ -450,7 +450,7 @@ void qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, ui
 /* Frames out                                                        */
 /* ---------------------------------------------------------------- */
 
-void qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
+void rct_qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
 {
 	struct rct_dev *dev = qp->dev;
 	uint32_t pad, l3_off = ETH_HLEN;
@@ -465,11 +465,11 @@ void qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t
 	h->sport = qp->sport;
 	h->bth.pkey = BTH_PKEY_DEFAULT;      /* [HDR-BTH-2] */
 	h->bth.dqpn = qp->attr.dest_qp_num;
-	f->hdr_len = (uint16_t)wire_build(f->hdr, h, paylen);
+	f->hdr_len = (uint16_t)rct_wire_build(f->hdr, h, paylen);
 	pad = h->bth.padcnt;
 	RCT_MEMSET(f->trailer, 0, sizeof(f->trailer));
 	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD))
-		wire_icrc_store(f->trailer + pad,
+		rct_wire_icrc_store(f->trailer + pad,
 		                rct_icrc_compute(f->hdr, f->hdr_len, l3_off, h->encap, f->seg, f->nseg,
 		                                 f->trailer, pad));
 	f->trailer_len = (uint8_t)(pad + ICRC_LEN);
@@ -504,10 +504,10 @@ int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
 	out->nseg = 0;
 	if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_ERR)
 		return 0;                    /* [QP-ERR-3] */
-	if (resp_poll(qp, now, out))
+	if (rct_resp_poll(qp, now, out))
 		return 1;
 	if (s == RCT_QPS_RTS || s == RCT_QPS_SQD)
-		return req_poll(qp, now, out);
+		return rct_req_poll(qp, now, out);
 	return 0;
 }
 
@@ -519,7 +519,7 @@ int rct_dev_poll_transmit(struct rct_dev *dev, uint64_t now, struct rct_frame *o
 			/* round robin: move it to the tail */
 			if (qp->ready_next) {
 				ready_remove_head(dev);
-				qp_mark_ready(qp);
+				rct_qp_mark_ready(qp);
 			}
 			return 1;
 		}
@@ -545,14 +545,14 @@ void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
 {
 	if (qp->timer[RCT_TIMER_RNR] <= now) {
 		qp->timer[RCT_TIMER_RNR] = RCT_NEVER;
-		comp_rnr_timeout(qp, now);
+		rct_comp_rnr_timeout(qp, now);
 	}
 	if (qp->timer[RCT_TIMER_RETRANS] <= now) {
 		qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;
-		comp_timeout(qp, now);
+		rct_comp_timeout(qp, now);
 	}
-	if (req_has_work(qp) || resp_has_work(qp))
-		qp_mark_ready(qp);
+	if (rct_req_has_work(qp) || rct_resp_has_work(qp))
+		rct_qp_mark_ready(qp);
 }
 
 void rct_dev_handle_timeout(struct rct_dev *dev, uint64_t now)
@@ -610,7 +610,7 @@ enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uin
 	dev->cnt.rx_frames++;
 	if (len > 0xffff)
 		return drop_dev(&dev->cnt.rx_truncated);
-	r = wire_parse_base(&p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
+	r = rct_wire_parse_base(&p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
 	if (r == RCT_PARSE_NOT_ROCE) {
 		dev->cnt.rx_not_roce++;                  /* steps 1, 3 */
 		return RCT_RX_NOT_ROCE;
@@ -619,13 +619,13 @@ enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uin
 		return drop_dev(&dev->cnt.rx_bad_header);          /* step 2 */
 	if (r == RCT_PARSE_TRUNC)
 		return drop_dev(&dev->cnt.rx_truncated);           /* step 4 */
-	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !wire_icrc_ok(&p))
+	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !rct_wire_icrc_ok(&p))
 		return drop_dev(&dev->cnt.rx_icrc_err);            /* step 5 [ICRC-CALC-5] [RX-ORDER-2] */
 	if (p.h.bth.tver != BTH_TVER || p.h.bth.pkey != BTH_PKEY_DEFAULT)
 		return drop_dev(&dev->cnt.rx_bad_header);          /* step 6 [HDR-BTH-2] */
 	if (r == RCT_PARSE_BAD_BTH)
 		return drop_dev(&dev->cnt.rx_bad_opcode);          /* step 6 [OPC-VAL-2] */
-	rx = wire_parse_ext(&p);
+	rx = rct_wire_parse_ext(&p);
 	if (rx == RCT_PARSE_TRUNC)
 		return drop_dev(&dev->cnt.rx_truncated);           /* step 7 [OPC-HDR-2] */
 	qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
@@ -652,10 +652,10 @@ enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uin
 		return drop_qp(&qp->cnt.rx_unexpected);            /* [OPC-VAL-1] */
 	qp->cnt.rx_payload_bytes += p.paylen;
 	if (p.opflags & OPF_REQ)
-		resp_handle(qp, now, &p);
+		rct_resp_handle(qp, now, &p);
 	else
-		comp_handle(qp, now, &p);
-	if (req_has_work(qp) || resp_has_work(qp))
-		qp_mark_ready(qp);
+		rct_comp_handle(qp, now, &p);
+	if (rct_req_has_work(qp) || rct_resp_has_work(qp))
+		rct_qp_mark_ready(qp);
 	return RCT_RX_OK;
 }

@@ -28,49 +28,49 @@ static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
 static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
 static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
 static inline void bm_clear_all(uint32_t *bm) { for (int i = 0; i < RCT_SR_WORDS; i++) bm[i] = 0; }
-void bm_shift(uint32_t *bm, uint32_t n);     /* drop the n lowest bits */
-int bm_any(const uint32_t *bm);
+void rct_bm_shift(uint32_t *bm, uint32_t n);     /* drop the n lowest bits */
+int rct_bm_any(const uint32_t *bm);
 
 /* qp.c: plumbing shared by the roles */
-void qp_to_err(struct rct_qp *qp);
-void qp_mark_ready(struct rct_qp *qp);
+void rct_qp_to_err(struct rct_qp *qp);
+void rct_qp_mark_ready(struct rct_qp *qp);
 /* Build a frame: headers from h (opcode etc. set by the role), Ethernet/IP/UDP
  * addressing from the QP, payload segments already in f->seg[0..nseg). */
-void qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen);
+void rct_qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen);
 /* Walk an SGE list: translate [off, off+len) of the message into segments. */
-int qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
+int rct_qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
                      uint32_t len, uint32_t access, struct rct_iov *out, int max);
 /* Copy len bytes of src into the segments. */
-void qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len);
-void timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
-void timer_stop(struct rct_qp *qp, enum rct_timer t);
+void rct_qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len);
+void rct_timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
+void rct_timer_stop(struct rct_qp *qp, enum rct_timer t);
 
 /* cq.c */
-void cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
-enum rct_wc_opcode wr_to_wc_opcode(enum rct_wr_opcode op);
+void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
+enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op);
 
 /* req.c: requester */
-void req_reset(struct rct_qp *qp);
-int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
-bool req_has_work(const struct rct_qp *qp);
-void req_rewind(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
-struct rct_send_wqe *req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx);
-int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f);
+void rct_req_reset(struct rct_qp *qp);
+int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
+bool rct_req_has_work(const struct rct_qp *qp);
+void rct_req_rewind(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
+struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx);
+int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f);
 
 /* comp.c: completer */
-void comp_reset(struct rct_qp *qp);
-void comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
-void comp_timeout(struct rct_qp *qp, uint64_t now);
-void comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
-void comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
-void comp_flush(struct rct_qp *qp);
-uint64_t comp_rto(const struct rct_qp *qp);
+void rct_comp_reset(struct rct_qp *qp);
+void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
+void rct_comp_timeout(struct rct_qp *qp, uint64_t now);
+void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
+void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
+void rct_comp_flush(struct rct_qp *qp);
+uint64_t rct_comp_rto(const struct rct_qp *qp);
 
 /* resp.c: responder */
-void resp_reset(struct rct_qp *qp);
-void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
-int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
-bool resp_has_work(const struct rct_qp *qp);
-void resp_flush(struct rct_qp *qp);
+void rct_resp_reset(struct rct_qp *qp);
+void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
+int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
+bool rct_resp_has_work(const struct rct_qp *qp);
+void rct_resp_flush(struct rct_qp *qp);
 
 #endif /* RCT_INT_H */

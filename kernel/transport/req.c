@@ -14,7 +14,7 @@
 
 /* Step functions return whether a frame was produced. */
 
-void req_reset(struct rct_qp *qp)
+void rct_req_reset(struct rct_qp *qp)
 {
 	qp->req_state = RCT_REQ_IDLE;
 	qp->sq_next = qp->sq_head;
@@ -38,7 +38,7 @@ static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
 	return (uint32_t)psn_diff(psn_add(psn, k - 1), qp->una) < window(qp);
 }
 
-bool req_has_work(const struct rct_qp *qp)
+bool rct_req_has_work(const struct rct_qp *qp)
 {
 	enum rct_qp_state s = qp->attr.qp_state;
 	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || qp->req_state == RCT_REQ_WAIT_RNR ||
@@ -50,7 +50,7 @@ bool req_has_work(const struct rct_qp *qp)
 }
 
 /* The WQE whose PSNs contain psn, among the started ones. */
-struct rct_send_wqe *req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx)
+struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx)
 {
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct rct_send_wqe *w = SQ_AT(qp, i);
@@ -67,10 +67,10 @@ struct rct_send_wqe *req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *i
 
 /* Go back: the next packet sent is psn [REQ-GBN-1]; a READ resumes at its
  * first missing response [REQ-READ-3]. */
-void req_rewind(struct rct_qp *qp, uint32_t psn)
+void rct_req_rewind(struct rct_qp *qp, uint32_t psn)
 {
 	uint32_t i;
-	struct rct_send_wqe *w = req_wqe_of_psn(qp, psn, &i);
+	struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, psn, &i);
 	qp->rtt_armed = 0;                                 /* Karn [REQ-TMO-4] */
 	if (!w) {
 		/* nothing outstanding at psn: continue with new work */
@@ -106,7 +106,7 @@ static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
 static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_status st)
 {
 	w->status = st;
-	qp_to_err(qp);
+	rct_qp_to_err(qp);
 }
 
 /* Local checks when a WR starts [REQ-FRAG-2]. */
@@ -165,7 +165,7 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 }
 
 /* Build the request packet of WQE w at PSN psn (new or again). */
-int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
+int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
 {
 	struct rct_hdr h;
 	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), paylen = 0, off;
@@ -188,7 +188,7 @@ int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rc
 		int r;
 		paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
 		h.bth.opcode = data_opcode(w, idx);
-		r = qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+		r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
 		if (r < 0) {
 			if (SQ_AT(qp, qp->sq_head) == w)
 				fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
@@ -212,7 +212,7 @@ int req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rc
 		h.bth.opcode |= OP_SR_BASE;                /* [SR-WIRE-1] */
 	if (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn))
 		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] end of burst */
-	qp_emit(qp, f, &h, paylen);
+	rct_qp_emit(qp, f, &h, paylen);
 	if (retx)
 		qp->cnt.tx_retransmits++;
 	return 1;
@@ -228,7 +228,7 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 		if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
 		    bm_test(qp->sr_retxd, i))
 			continue;
-		w = req_wqe_of_psn(qp, psn, 0);
+		w = rct_req_wqe_of_psn(qp, psn, 0);
 		if (!w)
 			continue;
 		bm_set(qp->sr_retxd, i);
@@ -241,19 +241,19 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 				qp->sr_scan = psn_add(qp->sr_scan, 1);
 			}
 		}
-		if (!req_build(qp, w, psn, f))
+		if (!rct_req_build(qp, w, psn, f))
 			return 0;
-		comp_on_send(qp, now, psn, true);
+		rct_comp_on_send(qp, now, psn, true);
 		return 1;
 	}
 	return 0;
 }
 
-int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	struct rct_send_wqe *w;
 	uint32_t psn;
-	if (!req_has_work(qp))
+	if (!rct_req_has_work(qp))
 		return 0;
 	if (qp->sr && req_poll_sr_retx(qp, now, f))
 		return 1;
@@ -267,7 +267,7 @@ int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		return 0;
 	}
 	psn = qp->req_psn;
-	if (!req_build(qp, w, psn, f))
+	if (!rct_req_build(qp, w, psn, f))
 		return 0;
 	if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
 		qp->req_psn = psn_add(w->last_psn, 1);
@@ -276,10 +276,10 @@ int req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		qp->req_psn = psn_add(psn, 1);
 	}
 	if (psn_gt(qp->req_psn, qp->next_psn)) {
-		comp_on_send(qp, now, psn, false);
+		rct_comp_on_send(qp, now, psn, false);
 		qp->next_psn = qp->req_psn;
 	} else {
-		comp_on_send(qp, now, psn, true);
+		rct_comp_on_send(qp, now, psn, true);
 	}
 	qp->req_state = RCT_REQ_SENDING;
 	return 1;

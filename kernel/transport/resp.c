@@ -13,7 +13,7 @@
 enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM,
        SLOT_END_WRITE_IMM_NOIMM };
 
-void resp_reset(struct rct_qp *qp)
+void rct_resp_reset(struct rct_qp *qp)
 {
 	qp->resp_state = RCT_RESP_IDLE;
 	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
@@ -41,7 +41,7 @@ static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 	return best;
 }
 
-bool resp_has_work(const struct rct_qp *qp)
+bool rct_resp_has_work(const struct rct_qp *qp)
 {
 	return qp->ack_pending || qp->nak_pending || qp->sack_pending || rd_oldest_pending(qp);
 }
@@ -82,7 +82,7 @@ static void recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_
 			wc.imm_data = imm;
 		}
 	}
-	cq_push(qp, qp->init.recv_cq, &wc);
+	rct_cq_push(qp, qp->init.recv_cq, &wc);
 	qp->rq_head++;
 }
 
@@ -94,7 +94,7 @@ static void fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, 
 	want_nak(qp, syn, psn, true);
 }
 
-void resp_flush(struct rct_qp *qp)
+void rct_resp_flush(struct rct_qp *qp)
 {
 	while (qp->rq_head != qp->rq_tail) {
 		qp->cnt.flushed++;
@@ -161,13 +161,13 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
 		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
 		return false;
 	}
-	n = qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
+	n = rct_qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
 	                     seg, RCT_FRAME_MAX_SEGS);
 	if (n < 0) {
 		fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
 		return false;
 	}
-	qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
 	return true;
 }
 
@@ -185,7 +185,7 @@ static bool place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rc
 		fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
 		return false;
 	}
-	qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
 	return true;
 }
 
@@ -357,7 +357,7 @@ static void sr_advance(struct rct_qp *qp)
 		}
 		n++;
 	}
-	bm_shift(qp->sr_rcvd, n);
+	rct_bm_shift(qp->sr_rcvd, n);
 	qp->epsn = psn_add(qp->epsn, n);
 }
 
@@ -384,13 +384,13 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);
 			return false;
 		}
-		n = qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
+		n = rct_qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
 		                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
 		if (n < 0) {
 			fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);
 			return false;
 		}
-		qp_copy_to_segs(seg, n, p->payload, p->paylen);
+		rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
 	} else {
 		uint64_t end = (uint64_t)p->h.sreth.offset + p->paylen;
 		if (end > p->h.reth.dmalen) {
@@ -446,10 +446,10 @@ static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 		}
 		if (exec_read(qp, p)) {
 			uint32_t n = RD_AT(qp, qp->rd_tail - 1)->npkts;
-			bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+			rct_bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
 			qp->epsn = psn_add(qp->epsn, n);
 			sr_advance(qp);                           /* over what was placed behind it */
-			if (bm_any(qp->sr_rcvd))
+			if (rct_bm_any(qp->sr_rcvd))
 				qp->sack_pending = 1;
 		}
 		return;
@@ -470,7 +470,7 @@ static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 			qp->unacked = RCT_ACK_COALESCE_MAX;
 	}
 	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX) {
-		if (bm_any(qp->sr_rcvd))
+		if (rct_bm_any(qp->sr_rcvd))
 			qp->sack_pending = 1;
 		else
 			want_ack(qp, psn_add(qp->epsn, PSN_MASK));
@@ -481,7 +481,7 @@ static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 /* Entry: classify by PSN [PSN-WIN-3]                                */
 /* ---------------------------------------------------------------- */
 
-void resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
+void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
 	int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
 	(void)now;
@@ -526,7 +526,7 @@ static void emit_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32
 	h.aeth.syndrome = syn;
 	h.aeth.msn = qp->msn;                                     /* [RESP-MSN-1] */
 	f->nseg = 0;
-	qp_emit(qp, f, &h, 0);
+	rct_qp_emit(qp, f, &h, 0);
 }
 
 static void count_nak(struct rct_qp *qp, uint8_t syn)
@@ -575,7 +575,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
 		}
 	}
 	f->nseg = (uint8_t)n;
-	qp_emit(qp, f, &h, paylen);
+	rct_qp_emit(qp, f, &h, paylen);
 	qp->cnt.tx_read_resp++;
 	r->next_psn = psn_add(r->next_psn, 1);
 	if (idx + 1 >= r->npkts)
@@ -583,7 +583,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
 	return 1;
 }
 
-int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	struct rct_rd_res *r = rd_oldest_pending(qp);
 	(void)now;
@@ -596,7 +596,7 @@ int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		emit_ack(qp, f, syn, qp->nak_psn);
 		count_nak(qp, syn);
 		if (qp->err_after_nak)
-			qp_to_err(qp);                            /* [QP-ERR-1] */
+			rct_qp_to_err(qp);                            /* [QP-ERR-1] */
 		return 1;
 	}
 	if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
@@ -609,7 +609,7 @@ int resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		h.aeth.msn = qp->msn;
 		h.sack = bits & ~1ull;
 		f->nseg = 0;
-		qp_emit(qp, f, &h, 0);
+		rct_qp_emit(qp, f, &h, 0);
 		qp->sack_pending = 0;
 		qp->ack_pending = 0;
 		qp->unacked = 0;

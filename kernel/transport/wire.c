@@ -10,7 +10,7 @@
 #include "wire.h"
 #include "opcode.h"
 
-uint16_t wire_ipv4_csum(const uint8_t *ip)
+uint16_t rct_wire_ipv4_csum(const uint8_t *ip)
 {
 	uint32_t sum = 0;
 	for (int i = 0; i < IPV4_HLEN; i += 2)
@@ -21,7 +21,7 @@ uint16_t wire_ipv4_csum(const uint8_t *ip)
 	return (uint16_t)~sum;
 }
 
-uint32_t wire_hdr_len(enum rct_encap encap, uint8_t opcode)
+uint32_t rct_wire_hdr_len(enum rct_encap encap, uint8_t opcode)
 {
 	uint32_t l3 = encap == RCT_ENCAP_V1 ? GRH_LEN : IPV4_HLEN + UDP_HLEN;
 	return ETH_HLEN + l3 + BTH_LEN + rct_opcode_table[opcode].ext_len;
@@ -81,7 +81,7 @@ static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 	return n;
 }
 
-uint32_t wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
+uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 {
 	uint32_t pad = (4 - (payload_len & 3)) & 3;
 	uint32_t bth_off, n;
@@ -112,7 +112,7 @@ uint32_t wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 		ip[8] = h->ttl ? h->ttl : 64;
 		ip[9] = IPPROTO_UDP_;
 		st32(ip + 12, h->sip); st32(ip + 16, h->dip);
-		st16(ip + 10, wire_ipv4_csum(ip));
+		st16(ip + 10, rct_wire_ipv4_csum(ip));
 		st16(udp, h->sport); st16(udp + 2, RCT_ROCEV2_PORT);
 		st16(udp + 4, (uint16_t)(tot - IPV4_HLEN));
 		st16(udp + 6, 0);                    /* UDP checksum 0 [WIRE] */
@@ -142,7 +142,7 @@ static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_
 	if (frag & 0x3fff)
 		return RCT_PARSE_BAD_IP;     /* fragments are not RoCE */
 	p->ip_csum = ld16(ip + 10);
-	if (wire_ipv4_csum(ip) != p->ip_csum)
+	if (rct_wire_ipv4_csum(ip) != p->ip_csum)
 		return RCT_PARSE_BAD_IP;
 	p->ip_flags_df = (frag & 0x4000) != 0;
 	p->h.tos = ip[1];
@@ -187,7 +187,7 @@ static int parse_v1(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_
 	return RCT_PARSE_OK;
 }
 
-int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok)
+int rct_wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok)
 {
 	uint32_t end = 0;
 	uint16_t et;
@@ -211,7 +211,7 @@ int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1
 		return RCT_PARSE_TRUNC;
 	p->frame_len = end;                  /* drop Ethernet padding */
 	get_bth(buf + p->bth_off, &p->h.bth);
-	p->icrc = wire_icrc_load(buf + end - ICRC_LEN);
+	p->icrc = rct_wire_icrc_load(buf + end - ICRC_LEN);
 	p->opflags = op_flags(p->h.bth.opcode);
 	if (!(p->opflags & OPF_VALID))
 		return RCT_PARSE_BAD_BTH;
@@ -219,7 +219,7 @@ int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1
 }
 
 /* Second stage: extension headers, payload bounds, pad [OPC-HDR-2] [OPC-LEN-2]. */
-int wire_parse_ext(struct rct_pkt *p)
+int rct_wire_parse_ext(struct rct_pkt *p)
 {
 	const uint8_t *b = p->frame + p->bth_off + BTH_LEN;
 	uint32_t f = p->opflags, xl = rct_opcode_table[p->h.bth.opcode].ext_len;
@@ -256,7 +256,7 @@ int wire_parse_ext(struct rct_pkt *p)
 	return RCT_PARSE_OK;
 }
 
-bool wire_icrc_ok(const struct rct_pkt *p)
+bool rct_wire_icrc_ok(const struct rct_pkt *p)
 {
 	uint32_t hl = p->bth_off + BTH_LEN;
 	struct rct_iov rest = { (uint8_t *)(uintptr_t)(p->frame + hl), p->frame_len - hl - ICRC_LEN };

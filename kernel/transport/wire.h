@@ -120,19 +120,19 @@ enum rct_parse_err {
  * header and the BTH version/opcode. The ICRC is checked by the caller
  * (wire_icrc_ok) so that offload can skip it. Then wire_parse_ext parses
  * the extension headers the opcode table lists and bounds the payload. */
-int wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok);
-int wire_parse_ext(struct rct_pkt *p);
-bool wire_icrc_ok(const struct rct_pkt *p);
+int rct_wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok);
+int rct_wire_parse_ext(struct rct_pkt *p);
+bool rct_wire_icrc_ok(const struct rct_pkt *p);
 
 /* Write headers for h (opcode decides which extension headers) into buf;
  * returns the header length. payload_len (without pad) sets the IP/UDP
  * lengths and PadCnt. */
-uint32_t wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len);
+uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len);
 
 /* Header length for an opcode (Ethernet through the last extension header). */
-uint32_t wire_hdr_len(enum rct_encap encap, uint8_t opcode);
+uint32_t rct_wire_hdr_len(enum rct_encap encap, uint8_t opcode);
 
-uint16_t wire_ipv4_csum(const uint8_t *iphdr);
+uint16_t rct_wire_ipv4_csum(const uint8_t *iphdr);
 
 /* ICRC (icrc.c): CRC-32 (IEEE 802.3 polynomial) over the masked pseudo
  * packet. crc32_update is slice-by-8. */
@@ -142,7 +142,7 @@ uint32_t rct_crc32_update(uint32_t crc, const uint8_t *p, size_t n);
 uint32_t rct_icrc_compute(const uint8_t *hdr, uint32_t hdr_len, uint32_t l3_off,
                           enum rct_encap encap, const struct rct_iov *seg, int nseg,
                           const uint8_t *pad, uint32_t padlen);
-void wire_icrc_store(uint8_t *p, uint32_t icrc);
-uint32_t wire_icrc_load(const uint8_t *p);
+void rct_wire_icrc_store(uint8_t *p, uint32_t icrc);
+uint32_t rct_wire_icrc_load(const uint8_t *p);
 
 #endif /* RCT_WIRE_H */

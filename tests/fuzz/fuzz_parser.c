@@ -15,9 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* copy into an exact-size block so ASan sees any overread */
 	uint8_t *buf = malloc(size ? size : 1);
 	memcpy(buf, data, size);
-	if (size <= 0xffff && wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
-		(void)wire_icrc_ok(&p);
-		if (wire_parse_ext(&p) == RCT_PARSE_OK) {
+	if (size <= 0xffff && rct_wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
+		(void)rct_wire_icrc_ok(&p);
+		if (rct_wire_parse_ext(&p) == RCT_PARSE_OK) {
 			if (p.payload < buf || p.payload + p.paylen > buf + size)
 				abort();
 			if (p.hdr_len + p.paylen + p.h.bth.padcnt + 4 != p.frame_len)
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				/* BTH and extension headers re-encode byte for byte */
 				struct rct_hdr h = p.h;
 				uint8_t pc = p.h.bth.padcnt;
-				uint32_t hl = wire_build(out, &h, p.paylen);
+				uint32_t hl = rct_wire_build(out, &h, p.paylen);
 				if (hl != p.hdr_len)
 					abort();
 				if (h.bth.padcnt == pc && memcmp(out + p.bth_off, buf + p.bth_off, hl - p.bth_off) != 0)

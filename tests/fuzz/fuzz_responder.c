@@ -31,14 +31,14 @@ static void fixup(uint8_t *f, uint32_t n)
 	f[43] &= 0xf0;                       /* TVer 0 */
 	st16(f + 44, 0xffff);
 	st24(f + 47, 0x11);
-	st16(f + 24, wire_ipv4_csum(f + 14));
-	if (wire_parse_base(&p, f, n, false) != RCT_PARSE_OK)
+	st16(f + 24, rct_wire_ipv4_csum(f + 14));
+	if (rct_wire_parse_base(&p, f, n, false) != RCT_PARSE_OK)
 		return;
 	end = p.frame_len;
 	hl = p.bth_off + 12;
 	seg.base = f + hl;
 	seg.len = end - hl - 4;
-	wire_icrc_store(f + end - 4, rct_icrc_compute(f, hl, 14, RCT_ENCAP_V2, &seg, 1, 0, 0));
+	rct_wire_icrc_store(f + end - 4, rct_icrc_compute(f, hl, 14, RCT_ENCAP_V2, &seg, 1, 0, 0));
 }
 
 static void check_out(struct fz_ep *e, uint64_t now)
@@ -48,8 +48,8 @@ static void check_out(struct fz_ep *e, uint64_t now)
 	for (int k = 0; k < 256 && rct_poll_transmit(&e->qp, now, &f); k++) {
 		struct rct_pkt p;
 		int n = rct_frame_linearize(&f, out, sizeof(out));
-		if (n < 0 || wire_parse_base(&p, out, (uint32_t)n, false) != RCT_PARSE_OK || !wire_icrc_ok(&p) ||
-		    wire_parse_ext(&p) != RCT_PARSE_OK)
+		if (n < 0 || rct_wire_parse_base(&p, out, (uint32_t)n, false) != RCT_PARSE_OK || !rct_wire_icrc_ok(&p) ||
+		    rct_wire_parse_ext(&p) != RCT_PARSE_OK)
 			abort();
 		if (p.paylen > e->qp.mtu)
 			abort();

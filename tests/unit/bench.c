@@ -151,8 +151,8 @@ static void run(uint32_t payload, bool offload)
 			h.bth.opcode = OP_ACK; h.bth.pkey = 0xffff; h.bth.dqpn = 0x11;
 			h.bth.psn = psn_add(a.qp.next_psn, PSN_MASK);
 			h.aeth.syndrome = 0x1f;
-			hl = wire_build(ack, &h, 0);
-			wire_icrc_store(ack + hl, rct_icrc_compute(ack, hl, 14, RCT_ENCAP_V2, &none, 0, 0, 0));
+			hl = rct_wire_build(ack, &h, 0);
+			rct_wire_icrc_store(ack + hl, rct_icrc_compute(ack, hl, 14, RCT_ENCAP_V2, &none, 0, 0, 0));
 			rct_handle_frame(&a.dev, 0, ack, hl + 4);
 			a.scq.head = a.scq.tail;
 		}

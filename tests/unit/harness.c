@@ -222,9 +222,9 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until)
 				unsigned n = side == 0 ? l->sent_a++ : l->sent_b++;
 				fl->len = rct_frame_linearize(&f, fl->buf, sizeof(fl->buf));
 				ck_assert_int_gt(fl->len, 0);
-				ck_assert_int_eq(wire_parse_base(&p, fl->buf, (uint32_t)fl->len, false), RCT_PARSE_OK);
-				ck_assert(wire_icrc_ok(&p));
-				wire_parse_ext(&p);
+				ck_assert_int_eq(rct_wire_parse_base(&p, fl->buf, (uint32_t)fl->len, false), RCT_PARSE_OK);
+				ck_assert(rct_wire_icrc_ok(&p));
+				rct_wire_parse_ext(&p);
 				moved = true;
 				if (l->drop && l->drop(l->ctx, side == 0, n, &p)) {
 					l->dropped++;
@@ -299,12 +299,12 @@ uint32_t build_frame(uint8_t *buf, const struct ep *e, const struct peer *pr, st
 		h->bth.pkey = 0xffff;
 	if (!h->bth.dqpn)
 		h->bth.dqpn = e->qp.init.qpn;
-	hl = wire_build(buf, h, len);
+	hl = rct_wire_build(buf, h, len);
 	pad = h->bth.padcnt;
 	if (len)
 		memcpy(buf + hl, payload, len);
 	memset(buf + hl + len, 0, pad);
-	wire_icrc_store(buf + hl + len + pad,
+	rct_wire_icrc_store(buf + hl + len + pad,
 	                rct_icrc_compute(buf, hl, ETH_HLEN, h->encap, &seg, len ? 1 : 0, zeros, pad));
 	return hl + len + pad + 4;
 }
@@ -325,9 +325,9 @@ int expect_frame(struct ep *e, uint64_t now, struct rct_pkt *p, uint8_t *buf)
 		return 0;
 	n = rct_frame_linearize(&f, buf, 8192);
 	ck_assert_int_gt(n, 0);
-	ck_assert_int_eq(wire_parse_base(p, buf, (uint32_t)n, true), RCT_PARSE_OK);
-	ck_assert_msg(wire_icrc_ok(p), "frame with bad ICRC");
-	ck_assert_int_eq(wire_parse_ext(p), RCT_PARSE_OK);
+	ck_assert_int_eq(rct_wire_parse_base(p, buf, (uint32_t)n, true), RCT_PARSE_OK);
+	ck_assert_msg(rct_wire_icrc_ok(p), "frame with bad ICRC");
+	ck_assert_int_eq(rct_wire_parse_ext(p), RCT_PARSE_OK);
 	return 1;
 }
 

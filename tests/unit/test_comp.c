@@ -419,25 +419,25 @@ START_TEST(test_comp_adaptive_rto)
 	conn_defaults(&o);
 	o.adaptive = true;
 	setup_with(&o);
-	ck_assert_uint_eq(comp_rto(&A->qp), RTO14);          /* no sample yet: IBTA value */
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), RTO14);          /* no sample yet: IBTA value */
 	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(0, NULL);
 	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
 	ck_assert_uint_eq(A->qp.srtt, 4000000);
 	ck_assert_uint_eq(A->qp.rttvar, 2000000);
-	ck_assert_uint_eq(comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(5000000, NULL);
 	ck_assert_uint_eq(rct_next_timeout(&A->qp), 5000000 + 12000000);
 	rct_handle_timeout(&A->qp, 17000000);
-	ck_assert_uint_eq(comp_rto(&A->qp), 24000000);       /* backoff */
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
 	drain(17000000, NULL);
 	inject_ack(A, P, 18000000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample (Karn) */
 	ck_assert_uint_eq(A->qp.srtt, 4000000);
 	/* tiny RTTs are clamped to min_rto */
 	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	A->qp.rto = 1000;
-	ck_assert_uint_eq(comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
 }
 END_TEST
 

@@ -14,7 +14,7 @@ START_TEST(test_opcode_header_lengths)
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		ck_assert_msg(op_flags(t[i].op) & OPF_SUPPORTED, "op %x", t[i].op);
 		ck_assert_uint_eq(rct_opcode_table[t[i].op].ext_len, t[i].ext);
-		ck_assert_uint_eq(wire_hdr_len(RCT_ENCAP_V2, t[i].op), 54u + t[i].ext);
+		ck_assert_uint_eq(rct_wire_hdr_len(RCT_ENCAP_V2, t[i].op), 54u + t[i].ext);
 	}
 }
 END_TEST

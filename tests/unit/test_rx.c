@@ -34,10 +34,10 @@ static uint32_t good_frame(uint32_t paylen)
 static void fix(uint32_t n)
 {
 	struct rct_iov seg;
-	st16(buf + 24, wire_ipv4_csum(buf + 14));
+	st16(buf + 24, rct_wire_ipv4_csum(buf + 14));
 	seg.base = buf + 54;
 	seg.len = n - 54 - 4;
-	wire_icrc_store(buf + n - 4, rct_icrc_compute(buf, 54, 14, RCT_ENCAP_V2, &seg, 1, 0, 0));
+	rct_wire_icrc_store(buf + n - 4, rct_icrc_compute(buf, 54, 14, RCT_ENCAP_V2, &seg, 1, 0, 0));
 }
 
 static uint64_t drops_total(void)

@@ -63,12 +63,12 @@ static int load_pcap(const char *path)
 		struct rct_pkt p;
 		ck_assert_int_eq(fread(b, 1, cl, f), cl);
 		total++;
-		if (wire_parse_base(&p, b, cl, false) == RCT_PARSE_NOT_ROCE) {
+		if (rct_wire_parse_base(&p, b, cl, false) == RCT_PARSE_NOT_ROCE) {
 			free(b);
 			continue;
 		}
 		ck_assert_int_lt(nvf, MAXF);
-		ck_assert_int_eq(wire_parse_ext(&p), RCT_PARSE_OK);
+		ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
 		vf[nvf].buf = b;
 		vf[nvf].len = cl;
 		vf[nvf].p = p;
@@ -101,16 +101,16 @@ static void check_frames(const char *name)
 		struct rct_iov seg;
 		uint8_t zeros[4] = { 0 };
 		vectors_frames_total++;
-		ck_assert_int_eq(wire_parse_base(p, vf[i].buf, vf[i].len, false), RCT_PARSE_OK);
-		ck_assert_msg(wire_icrc_ok(p), "%s frame %d: ICRC mismatch", name, i);
+		ck_assert_int_eq(rct_wire_parse_base(p, vf[i].buf, vf[i].len, false), RCT_PARSE_OK);
+		ck_assert_msg(rct_wire_icrc_ok(p), "%s frame %d: ICRC mismatch", name, i);
 		vectors_icrc_ok++;
-		ck_assert_int_eq(wire_parse_ext(p), RCT_PARSE_OK);
+		ck_assert_int_eq(rct_wire_parse_ext(p), RCT_PARSE_OK);
 		ck_assert_uint_eq(p->udp_csum, 0);
 		ck_assert(p->ip_flags_df);
 		ck_assert_uint_eq(p->h.ttl, 64);
 		/* re-encode the headers */
 		h = p->h;
-		hl = wire_build(out, &h, p->paylen);
+		hl = rct_wire_build(out, &h, p->paylen);
 		ck_assert_uint_eq(hl, p->hdr_len);
 		ck_assert_msg(memcmp(out, vf[i].buf, hl) == 0, "%s frame %d: header re-encode differs", name, i);
 		vectors_hdr_ok++;
@@ -120,7 +120,7 @@ static void check_frames(const char *name)
 		memset(out + hl + p->paylen, 0, pad);
 		seg.base = out + hl;
 		seg.len = p->paylen;
-		wire_icrc_store(out + hl + p->paylen + pad,
+		rct_wire_icrc_store(out + hl + p->paylen + pad,
 		                rct_icrc_compute(out, hl, ETH_HLEN, RCT_ENCAP_V2, &seg, 1, zeros, pad));
 		ck_assert_uint_eq(hl + p->paylen + pad + 4, p->frame_len);
 		ck_assert_msg(memcmp(out, vf[i].buf, p->frame_len) == 0, "%s frame %d: rebuild differs", name, i);

@@ -26,11 +26,11 @@ static uint32_t sample(uint8_t *buf, uint8_t opcode, uint32_t paylen, enum rct_e
 	h.reth.va = 0x1122334455667788ull;
 	h.reth.rkey = 0xaabbccdd;
 	h.reth.dmalen = 3;
-	hl = wire_build(buf, &h, paylen);
+	hl = rct_wire_build(buf, &h, paylen);
 	pad = h.bth.padcnt;
 	memcpy(buf + hl, pay, paylen);
 	memset(buf + hl + paylen, 0, pad);
-	wire_icrc_store(buf + hl + paylen + pad, rct_icrc_compute(buf, hl, ETH_HLEN, encap, &seg, 1, zeros, pad));
+	rct_wire_icrc_store(buf + hl + paylen + pad, rct_icrc_compute(buf, hl, ETH_HLEN, encap, &seg, 1, zeros, pad));
 	return hl + paylen + pad + 4;
 }
 
@@ -62,11 +62,11 @@ START_TEST(test_wire_icrc_masks)
 	struct rct_pkt p;
 	uint32_t n = sample(buf, OP_WRITE_ONLY, 3, RCT_ENCAP_V2);
 	static const int masked[] = { 14 + 1, 14 + 8, 14 + 10, 14 + 11, 34 + 6, 34 + 7, 42 + 4 };
-	ck_assert_int_eq(wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
-	ck_assert(wire_icrc_ok(&p));
+	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+	ck_assert(rct_wire_icrc_ok(&p));
 	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
 		buf[masked[i]] ^= 0x5a;
-		ck_assert(wire_icrc_ok(&p));
+		ck_assert(rct_wire_icrc_ok(&p));
 		buf[masked[i]] ^= 0x5a;
 	}
 	for (uint32_t i = 14; i < n - 4; i++) {
@@ -76,7 +76,7 @@ START_TEST(test_wire_icrc_masks)
 		if (m)
 			continue;
 		buf[i] ^= 1;
-		ck_assert_msg(!wire_icrc_ok(&p), "byte %u not covered", i);
+		ck_assert_msg(!rct_wire_icrc_ok(&p), "byte %u not covered", i);
 		buf[i] ^= 1;
 	}
 	/* least significant byte first */
@@ -91,8 +91,8 @@ START_TEST(test_wire_pad_and_lengths)
 	struct rct_pkt p;
 	for (uint32_t len = 0; len < 9; len++) {
 		uint32_t n = sample(buf, OP_SEND_ONLY, len, RCT_ENCAP_V2);
-		ck_assert_int_eq(wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
-		ck_assert_int_eq(wire_parse_ext(&p), RCT_PARSE_OK);
+		ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+		ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
 		ck_assert_uint_eq(p.h.bth.padcnt, (4 - len % 4) % 4);
 		ck_assert_uint_eq(p.paylen, len);
 		ck_assert_uint_eq((p.paylen + p.h.bth.padcnt) % 4, 0);
@@ -119,9 +119,9 @@ START_TEST(test_wire_field_layout)
 	ck_assert_uint_eq(buf[14 + 6], 0x40);                /* DF */
 	ck_assert_uint_eq(buf[14 + 8], 64);
 	ck_assert_uint_eq(buf[14 + 9], 17);
-	ck_assert_uint_eq(wire_ipv4_csum(buf + 14), ld16(buf + 14 + 10));
-	ck_assert_int_eq(wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
-	ck_assert_int_eq(wire_parse_ext(&p), RCT_PARSE_OK);
+	ck_assert_uint_eq(rct_wire_ipv4_csum(buf + 14), ld16(buf + 14 + 10));
+	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+	ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
 	ck_assert_uint_eq(p.h.reth.va, 0x1122334455667788ull);
 	ck_assert_uint_eq(p.h.reth.rkey, 0xaabbccdd);
 	ck_assert_uint_eq(p.h.bth.psn, 0xabcdef);
@@ -138,13 +138,13 @@ START_TEST(test_wire_roce_v1)
 	ck_assert_uint_eq(buf[14] >> 4, 6);
 	ck_assert_uint_eq(buf[14 + 6], 0x1b);
 	ck_assert_uint_eq(ld16(buf + 14 + 4), 12 + 5 + 3 + 4);
-	ck_assert_int_eq(wire_parse_base(&p, buf, n, false), RCT_PARSE_NOT_ROCE);
-	ck_assert_int_eq(wire_parse_base(&p, buf, n, true), RCT_PARSE_OK);
-	ck_assert(wire_icrc_ok(&p));
+	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_NOT_ROCE);
+	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, true), RCT_PARSE_OK);
+	ck_assert(rct_wire_icrc_ok(&p));
 	buf[14 + 7] = 3;                                     /* hop limit is masked */
 	buf[14 + 1] ^= 0xff;                                 /* traffic class / flow label too */
-	ck_assert(wire_icrc_ok(&p));
-	ck_assert_int_eq(wire_parse_ext(&p), RCT_PARSE_OK);
+	ck_assert(rct_wire_icrc_ok(&p));
+	ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
 	ck_assert_uint_eq(p.paylen, 5);
 	ck_assert_uint_eq(p.h.sip, IP_A);
 }
