@@ -111,6 +111,15 @@ void ep_free(struct ep *e)
 	}
 	e->nmr = 0;
 	ck_assert_msg(e->qp.cnt.cq_overflow == 0, "CQ overflow");
+	/* no counter surprise: malformed-frame counters stay 0 unless the test wanted them */
+	if (!e->allow_bad_frames) {
+		ck_assert_msg(e->dev.cnt.rx_icrc_err == 0, "unexpected ICRC errors");
+		ck_assert_msg(e->dev.cnt.rx_truncated == 0, "unexpected truncated frames");
+		ck_assert_msg(e->dev.cnt.rx_bad_header == 0, "unexpected bad headers");
+		ck_assert_msg(e->dev.cnt.rx_unknown_qp == 0, "unexpected unknown-QP frames");
+		ck_assert_msg(e->qp.cnt.rx_truncated == 0 && e->qp.cnt.rx_bad_length == 0, "unexpected bad lengths");
+		ck_assert_msg(e->qp.cnt.rx_wrong_peer == 0 && e->qp.cnt.rx_wrong_encap == 0, "unexpected foreign frames");
+	}
 	ck_assert_msg(e->scq.tail - e->scq.head <= EP_CQ, "CQ indices");
 	if (e->qp.dev)
 		rct_qp_destroy(&e->qp);

@@ -44,6 +44,7 @@ struct ep {
 	struct test_mr mr[MR_MAX];
 	int nmr;
 	uint32_t pd;
+	bool allow_bad_frames;     /* the test injects malformed frames on purpose */
 };
 
 /* Connection options. */

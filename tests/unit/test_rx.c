@@ -13,6 +13,7 @@ static struct test_mr *R;
 static void setup(void)
 {
 	fx_setup();
+	A->allow_bad_frames = true;
 	R = ep_reg_mr(A, 0x80000, 8192, RCT_ACCESS_LOCAL_WRITE);
 	post_recv(A, 1, R, 0, 4096);
 }
