@@ -105,7 +105,8 @@ int ut_read_file(const char *path, void *buf, int size)
   return total;
 }
 
-// Runs argv[0] with stdout captured into out; returns its exit status.
+// Runs argv[0] with stdout captured into out (at most size bytes are kept,
+// the rest is drained); returns its exit status.
 int ut_run_capture(char **argv, char *out, int size, int *out_len)
 {
   int p[2];
@@ -121,10 +122,15 @@ int ut_run_capture(char **argv, char *out, int size, int *out_len)
   }
   close(p[1]);
   int total = 0, n;
-  char discard[64];
-  while ((n = read(p[0], total < size ? out + total : discard,
-                   total < size ? size - total : (int)sizeof discard)) > 0)
-    total += total < size ? n : 0;
+  char spill[64];
+  for (;;) {
+    char *to = total < size ? out + total : spill;
+    int room = total < size ? size - total : (int)sizeof spill;
+    if ((n = read(p[0], to, room)) <= 0)
+      break;
+    if (to != spill)
+      total += n;
+  }
   close(p[0]);
   *out_len = total;
   return ut_wait_for(pid);
