@@ -161,7 +161,7 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
 // is infinite, so the order of arrival does not matter).
 void perf_sync(struct perf_conn *c) {
   struct ibv_wc wc;
-  struct ibv_sge rs = { (uint64_t)c->buf, 0, c->mr->lkey };
+  struct ibv_sge rs = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };   // the sync SEND has 0 bytes
   struct ibv_recv_wr rw = { .wr_id = 0x5151, .sg_list = &rs, .num_sge = 1 }, *rbad;
   struct ibv_send_wr sw = { .wr_id = 0x5152, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
   if (ibv_post_recv(c->qp, &rw, &rbad) || ibv_post_send(c->qp, &sw, &sbad)) die("sync post");

@@ -278,6 +278,50 @@ static int t_sgl(void) {
   return 0;
 }
 
+// Unsignaled WRs (sq_sig_all = 0) complete silently; a signaled one after
+// them completes alone, and every byte arrived.
+static int t_unsignaled(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = ia.recv_cq = p.a.cq;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.qp_type = IBV_QPT_RC;
+  ia.sq_sig_all = 0;
+  struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
+  CHECK(q);
+  uint32_t ip = rdmau_local_ipv4(ctx);
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RESET;
+  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
+  struct rdma_peer to_b = { .qpn = p.b.qp->qp_num, .psn = 100, .ipv4 = ip };
+  struct rdma_peer to_q = { .qpn = q->qp_num, .psn = 200, .ipv4 = ip };
+  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  CHECK(rdmau_connect(q, &to_b, 200, mtu, all, 7, 14) == 0);
+  CHECK(rdmau_connect(p.b.qp, &to_q, 100, mtu, all, 7, 14) == 0);
+  fill(p.a.buf, 4096, 3);
+  memset(p.b.buf, 0, 4096);
+  struct ibv_sge sge = { (uint64_t)p.a.buf, 100, p.a.mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  for (int i = 0; i < 3; i++) {
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = 300 + i; wr.sg_list = &sge; wr.num_sge = 1; wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = i == 2 ? IBV_SEND_SIGNALED : 0;
+    wr.wr.rdma.remote_addr = (uint64_t)p.b.buf + 100 * i; wr.wr.rdma.rkey = p.b.mr->rkey;
+    CHECK(ibv_post_send(q, &wr, &bad) == 0);
+  }
+  CHECK(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 302);
+  CHECK(ibv_poll_cq(p.a.cq, 1, &wc) == 0);
+  for (int i = 0; i < 3; i++) CHECK(memcmp(p.b.buf + 100 * i, p.a.buf, 100) == 0);
+  CHECK(ibv_destroy_qp(q) == 0);
+  pair_close(&p);
+  return 0;
+}
+
 // The requester sees `want`; the QP goes to ERR and the next WR is flushed.
 static int expect_error(struct pair *p, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
                         uint32_t len, enum ibv_wc_status want) {
@@ -612,6 +656,7 @@ int main(int argc, char **argv) {
     }
   }
   add("sgl", t_sgl);
+  add("unsignaled", t_unsignaled);
   add("bad_rkey", t_bad_rkey);
   add("out_of_bounds", t_out_of_bounds);
   add("no_access", t_no_access);

@@ -1,0 +1,162 @@
+// rdma_lat: latency test in the manner of perftest's ib_write_lat /
+// ib_read_lat / ib_send_lat.
+//
+//   rdma_lat [-t write|read|send] [-s size] [-n iters] [-a] [--sr] (-L | <server ip>)
+//   rdma_lat                      server side
+//
+// write: ping-pong; each side WRITEs `size` bytes into the other's buffer
+//        and polls its own buffer's last byte for the iteration tag.
+// send:  ping-pong with SEND / RECV.
+// read:  the client READs `size` bytes; the server only waits.
+// write and send report half the round trip, read the whole operation, as
+// perftest does. Columns (usec): t_min t_max t_typical (median) t_avg
+// t_stdev, 99% and 99.9% percentiles.
+#include "user.h"
+#include "rdma_perf.h"
+#include "rdma_util.h"
+
+static void fail(const char *m) { printf("rdma_lat: %s\n", m); exit(1); }
+
+static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  wr.wr.rdma.remote_addr = c->raddr;
+  wr.wr.rdma.rkey = c->rkey;
+  if (ibv_post_send(c->qp, &wr, &bad)) fail("post write");
+}
+
+static void reap(struct perf_conn *c, int want_opcode) {
+  struct ibv_wc wc;
+  uint64 end = clock_ns() + 30000000000ULL;
+  for (;;) {
+    int n = ibv_poll_cq(c->cq, 1, &wc);
+    if (n < 0) fail("poll_cq");
+    if (n == 1) {
+      if (wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+      if ((int)wc.opcode == want_opcode) return;
+    } else if (clock_ns() > end) {
+      fail("no completion for 30 s");
+    }
+  }
+}
+
+// The tag of round i in the last byte: never 0, never the previous one.
+static uint8_t tag(uint32_t i) { return (uint8_t)(i % 255 + 1); }
+
+static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t) {
+  volatile uint8_t *last = c->buf + size - 1;
+  uint64 end = clock_ns() + 30000000000ULL;
+  while (*last != t) {
+    if (clock_ns() > end) fail("no data for 30 s");
+    struct ibv_wc wc;          // keep our own send completions from piling up
+    ibv_poll_cq(c->cq, 1, &wc);
+  }
+}
+
+static void post_recv(struct perf_conn *c, uint32_t size) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+  if (ibv_post_recv(c->qp, &wr, &bad)) fail("post recv");
+}
+
+static void post_send(struct perf_conn *c, uint32_t size) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED }, *bad;
+  if (ibv_post_send(c->qp, &wr, &bad)) fail("post send");
+}
+
+static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *samples) {
+  int client = !c->is_server;
+  memset(c->buf, 0, size);
+  perf_sync(c);                   // both buffers clear
+  if (o->op == PERF_SEND && c->is_server) post_recv(c, size);   // RNR covers the client's head start
+  for (uint32_t i = 0; i < o->iters; i++) {
+    uint64 t0 = clock_ns();
+    if (o->op == PERF_READ) {
+      if (!client) continue;
+      struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+      struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+                                .send_flags = IBV_SEND_SIGNALED }, *bad;
+      wr.wr.rdma.remote_addr = c->raddr;
+      wr.wr.rdma.rkey = c->rkey;
+      if (ibv_post_send(c->qp, &wr, &bad)) fail("post read");
+      reap(c, IBV_WC_RDMA_READ);
+      samples[i] = clock_ns() - t0;
+    } else if (o->op == PERF_WRITE) {
+      // The client sends tag(i), the server answers tag(i) ^ 0x80, so
+      // neither side mistakes its own outgoing byte for the answer.
+      if (client) {
+        c->buf[size - 1] = tag(i);
+        post_write(c, size, 0);
+        wait_tag(c, size, tag(i) ^ 0x80);
+        samples[i] = (clock_ns() - t0) / 2;
+      } else {
+        wait_tag(c, size, tag(i));
+        c->buf[size - 1] = tag(i) ^ 0x80;
+        post_write(c, size, 0);
+      }
+    } else {
+      // Each side posts the receive for the next message before it sends,
+      // and none is left over at the end (the final sync must not meet one).
+      if (client) {
+        post_recv(c, size);
+        post_send(c, size);
+        reap(c, IBV_WC_RECV);
+        samples[i] = (clock_ns() - t0) / 2;
+      } else {
+        reap(c, IBV_WC_RECV);
+        if (i + 1 < o->iters) post_recv(c, size);
+        post_send(c, size);
+      }
+    }
+  }
+  // Unsignaled WRITEs still need their completions drained from the SQ's
+  // point of view: one signaled WRITE of 0 bytes settles everything before it.
+  if (o->op == PERF_WRITE) {
+    struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+    wr.wr.rdma.remote_addr = c->raddr;
+    wr.wr.rdma.rkey = c->rkey;
+    if (ibv_post_send(c->qp, &wr, &bad)) fail("post final write");
+    reap(c, IBV_WC_RDMA_WRITE);
+  }
+  perf_sync(c);
+}
+
+static void print_us(uint64 ns, int width) { perf_print_fixed(ns / 10, width); }
+
+int main(int argc, char **argv) {
+  struct perf_opts o;
+  struct perf_conn c;
+  perf_parse(&o, argc, argv, "rdma_lat");
+  if (!o.all && o.size == 65536) o.size = 2;      // perftest's default latency size
+  if (o.all && o.size == (1u << 23)) o.size = 1u << 16;
+  perf_connect(&c, &o);
+  uint64 *samples = malloc(sizeof(uint64) * o.iters);
+  if (!samples) fail("memory");
+  int client = !c.is_server;
+  if (client) {
+    printf("---------------------------------------------------------------------------------------\n");
+    printf("                    %s Latency Test (xv6-rdma, RC, %s)\n", perf_op_name(o.op), o.loopback ? "loopback" : "RoCEv2");
+    printf("---------------------------------------------------------------------------------------\n");
+    printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
+  }
+  for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
+    one_size(&c, &o, size, samples);
+    if (!client) continue;
+    struct perf_stats s;
+    perf_stats(samples, (int)o.iters, &s);
+    printf(" %-6u %-11u", size, o.iters);
+    print_us(s.min, 14); print_us(s.max, 15); print_us(s.median, 17); print_us(s.avg, 15);
+    print_us(s.stdev, 17); print_us(s.p99, 23); print_us(s.p999, 25);
+    printf("\n");
+  }
+  if (client) printf("---------------------------------------------------------------------------------------\n");
+  perf_close(&c);
+  exit(0);
+}
