@@ -72,5 +72,20 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
 bool rct_resp_has_work(const struct rct_qp *qp);
 void rct_resp_flush(struct rct_qp *qp);
+/* checks and replies shared with the SR responder (sr_resp.c) */
+void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn);
+void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal);
+void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st);
+void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
+                            uint32_t len, bool has_imm, uint32_t imm);
+bool rct_resp_length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len);
+bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access);
+bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken);
+bool rct_resp_takes_recv(uint32_t f);
+bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p);
+
+/* sr_resp.c: selective-repeat placement */
+enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM };
+void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d);
 
 #endif /* RCT_INT_H */

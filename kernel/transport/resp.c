@@ -9,10 +9,6 @@
  */
 #include "rct_int.h"
 
-/* SR slot kinds: what a placed PSN ends. */
-enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM,
-       SLOT_END_WRITE_IMM_NOIMM };
-
 void rct_resp_reset(struct rct_qp *qp)
 {
 	qp->resp_state = RCT_RESP_IDLE;
@@ -50,14 +46,14 @@ bool rct_resp_has_work(const struct rct_qp *qp)
 /* Replies                                                           */
 /* ---------------------------------------------------------------- */
 
-static void want_ack(struct rct_qp *qp, uint32_t psn)
+void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
 {
 	qp->ack_pending = 1;
 	qp->ack_psn = psn;
 }
 
 /* A NAK for psn; fatal ones move the QP to ERR once sent [RESP-ERR-1] [RESP-ERR-2]. */
-static void want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
+void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 {
 	qp->nak_pending = 1;
 	qp->nak_syndrome = syn;
@@ -69,7 +65,7 @@ static void want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 }
 
 /* Complete the receive WQE at the head. */
-static void recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
+void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
                           uint32_t len, bool has_imm, uint32_t imm)
 {
 	struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
@@ -87,18 +83,18 @@ static void recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_
 }
 
 /* A fatal error while executing: NAK, fail the taken receive, go to ERR. */
-static void fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
+void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
 {
 	if (recv_taken && qp->rq_head != qp->rq_tail)
-		recv_complete(qp, st, RCT_WC_RECV, 0, false, 0);
-	want_nak(qp, syn, psn, true);
+		rct_resp_recv_complete(qp, st, RCT_WC_RECV, 0, false, 0);
+	rct_resp_want_nak(qp, syn, psn, true);
 }
 
 void rct_resp_flush(struct rct_qp *qp)
 {
 	while (qp->rq_head != qp->rq_tail) {
 		qp->cnt.flushed++;
-		recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, 0, false, 0);
+		rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, 0, false, 0);
 	}
 	for (uint32_t i = 0; i < qp->init.rd_size; i++)
 		qp->init.rd[i].pending = 0;
@@ -120,7 +116,7 @@ static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
 }
 
 /* [OPC-LEN-2] */
-static bool length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
+bool rct_resp_length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
 {
 	if ((f & OPF_ONLY) == OPF_ONLY)
 		return len <= qp->mtu;
@@ -130,7 +126,7 @@ static bool length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
 }
 
 /* R_Key check of a whole range [RESP-ACC-1] [RESP-ACC-2]. */
-static bool rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access)
+bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access)
 {
 	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
 	if (!(qp->attr.qp_access_flags & access))
@@ -141,7 +137,7 @@ static bool rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len,
 }
 
 /* Does the packet take a receive WQE (SEND FIRST/ONLY, WRITE LAST/ONLY with imm)? */
-static bool takes_recv(uint32_t f)
+bool rct_resp_takes_recv(uint32_t f)
 {
 	if (!(f & OPF_RECV))
 		return false;
@@ -158,13 +154,13 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
 	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
 	int n;
 	if ((uint64_t)off + p->paylen > r->length) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
 		return false;
 	}
 	n = rct_qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
 	                     seg, RCT_FRAME_MAX_SEGS);
 	if (n < 0) {
-		fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
+		rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
 		return false;
 	}
 	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
@@ -172,7 +168,7 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
 }
 
 /* Place WRITE payload at va (already range-checked against the message). */
-static bool place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken)
+bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken)
 {
 	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
 	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
@@ -182,7 +178,7 @@ static bool place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rc
 	n = ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, p->paylen,
 	                   RCT_ACCESS_REMOTE_WRITE, seg, RCT_FRAME_MAX_SEGS);
 	if (n < 0) {
-		fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
+		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
 		return false;
 	}
 	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
@@ -198,7 +194,7 @@ static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
 		return false;
 	qp->msg_offset += p->paylen;
 	if (f & OPF_LAST) {
-		recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->msg_offset,
+		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->msg_offset,
 		              (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
 		qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
 		qp->resp_state = RCT_RESP_IDLE;
@@ -211,10 +207,10 @@ static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
 static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 {
 	uint32_t f = p->opflags;
-	bool taken = takes_recv(f);
+	bool taken = rct_resp_takes_recv(f);
 	if (f & OPF_FIRST) {
-		if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->h.reth.dmalen, RCT_ACCESS_REMOTE_WRITE)) {
-			fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
+		if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->h.reth.dmalen, RCT_ACCESS_REMOTE_WRITE)) {
+			rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
 			return false;
 		}
 		qp->wr_va = p->h.reth.va;
@@ -222,10 +218,10 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		qp->wr_left = p->h.reth.dmalen;
 	}
 	if (p->paylen > qp->wr_left) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
 		return false;
 	}
-	if (!place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
+	if (!rct_resp_place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
 		return false;
 	qp->wr_va += p->paylen;
 	qp->wr_left -= p->paylen;
@@ -234,35 +230,35 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		return true;
 	}
 	if (qp->wr_left) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
 		return false;
 	}
 	if (f & OPF_IMM)
-		recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true, p->h.imm);
+		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true, p->h.imm);
 	qp->msn = psn_add(qp->msn, 1);
 	qp->resp_state = RCT_RESP_IDLE;
 	return true;
 }
 
 /* Execute a READ request: take a resource, queue its responses [RESP-READ-*]. */
-static bool exec_read(struct rct_qp *qp, struct rct_pkt *p)
+bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
 {
 	struct rct_rd_res *r;
 	uint32_t len = p->h.reth.dmalen;
 	if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
 		return false;
 	}
 	if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
 		if (RD_AT(qp, qp->rd_head)->pending) {
-			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);  /* busy */
+			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);  /* busy */
 			return false;
 		}
 		RD_AT(qp, qp->rd_head)->valid = 0;
 		qp->rd_head++;                                   /* [RESP-READ-2] oldest retires */
 	}
-	if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
-		fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
+	if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
+		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
 		return false;
 	}
 	r = RD_AT(qp, qp->rd_tail++);
@@ -282,23 +278,23 @@ static void ack_policy(struct rct_qp *qp, struct rct_pkt *p, uint32_t ack_psn)
 {
 	qp->unacked++;
 	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX)
-		want_ack(qp, ack_psn);
+		rct_resp_want_ack(qp, ack_psn);
 }
 
 static void execute(struct rct_qp *qp, struct rct_pkt *p)
 {
 	uint32_t f = p->opflags;
-	if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !length_ok(qp, f, p->paylen)) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
+	if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !rct_resp_length_ok(qp, f, p->paylen)) {
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
 		     RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
 		return;
 	}
-	if (takes_recv(f) && qp->rq_head == qp->rq_tail) {
-		want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
+	if (rct_resp_takes_recv(f) && qp->rq_head == qp->rq_tail) {
+		rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
 		return;
 	}
 	if (f & OPF_READ) {
-		if (exec_read(qp, p))
+		if (rct_resp_exec_read(qp, p))
 			qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
 		return;                                                  /* [RESP-ACK-1] */
 	}
@@ -314,7 +310,7 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 	uint32_t q = p->h.bth.psn;
 	qp->cnt.rx_dup++;
 	if (!(p->opflags & OPF_READ)) {
-		want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
+		rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
 		return;
 	}
 	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
@@ -330,151 +326,6 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 		return;
 	}
 	/* no held READ matches: dropped silently [RESP-DUP-3] */
-}
-
-/* ---------------------------------------------------------------- */
-/* Selective repeat: placement within the window [SR-RESP-*]         */
-/* ---------------------------------------------------------------- */
-
-/* epsn passes placed PSNs; messages complete in order [SR-RESP-4]. */
-static void sr_advance(struct rct_qp *qp)
-{
-	uint32_t n = 0;
-	while (n < RCT_SR_WINDOW && bm_test(qp->sr_rcvd, n)) {
-		uint32_t slot = psn_add(qp->epsn, n) & (RCT_SR_WINDOW - 1);
-		uint8_t kind = qp->sr_slot_kind[slot];
-		if (kind != SLOT_NONE) {
-			if (kind == SLOT_END_RECV || kind == SLOT_END_RECV_IMM)
-				recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->sr_slot_len[slot],
-				              kind == SLOT_END_RECV_IMM, qp->sr_slot_imm[slot]);
-			else if (kind == SLOT_END_WRITE_IMM)
-				recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true,
-				              qp->sr_slot_imm[slot]);
-			if (kind != SLOT_END_PLAIN)
-				qp->rsn_done = psn_add(qp->rsn_done, 1);
-			qp->msn = psn_add(qp->msn, 1);
-			qp->sr_slot_kind[slot] = SLOT_NONE;
-		}
-		n++;
-	}
-	rct_bm_shift(qp->sr_rcvd, n);
-	qp->epsn = psn_add(qp->epsn, n);
-}
-
-/* Place an SR SEND/WRITE packet on its own [SR-RESP-2] [SR-RESP-7] [SR-RESP-9]. */
-static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
-{
-	uint32_t f = p->opflags, slot = p->h.bth.psn & (RCT_SR_WINDOW - 1);
-	uint32_t k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->rsn_done);
-	bool recv = (f & OPF_SEND) || takes_recv(f);
-	if (!length_ok(qp, f, p->paylen)) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-		return false;
-	}
-	if (recv && k >= qp->rq_tail - qp->rq_head) {
-		if (d == 0)
-			want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false);
-		return false;                                     /* [SR-RESP-7] */
-	}
-	if (f & OPF_SEND) {
-		struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head + k);
-		struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-		int n;
-		if ((uint64_t)p->h.sreth.offset + p->paylen > r->length) {
-			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);
-			return false;
-		}
-		n = rct_qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
-		                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
-		if (n < 0) {
-			fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);
-			return false;
-		}
-		rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
-	} else {
-		uint64_t end = (uint64_t)p->h.sreth.offset + p->paylen;
-		if (end > p->h.reth.dmalen) {
-			fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-			return false;
-		}
-		if (!rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->paylen, RCT_ACCESS_REMOTE_WRITE)) {
-			fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);
-			return false;
-		}
-		if (!place_write(qp, p->h.reth.rkey, p->h.reth.va, p, false))
-			return false;
-	}
-	if (f & OPF_LAST) {
-		qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
-		                       : takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
-		qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
-		qp->sr_slot_imm[slot] = p->h.imm;
-	} else {
-		qp->sr_slot_kind[slot] = SLOT_NONE;
-	}
-	bm_set(qp->sr_rcvd, d);
-	if (d)
-		qp->cnt.sr_placed_ooo++;
-	return true;
-}
-
-static void sr_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
-{
-	uint32_t f = p->opflags;
-	if (d >= RCT_SR_WINDOW) {                                 /* [SR-RESP-1] */
-		qp->cnt.rx_out_of_seq++;
-		qp->sack_pending = 1;
-		return;
-	}
-	if (d == 0)
-		qp->nak_latch = 0;
-	if (bm_test(qp->sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
-		qp->cnt.rx_dup++;
-		if (p->h.bth.ackreq)
-			qp->sack_pending = 1;
-		return;
-	}
-	if (!(f & OPF_SUPPORTED)) {
-		fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-		return;
-	}
-	if (f & OPF_READ) {
-		if (d != 0) {                                     /* [SR-RESP-6] */
-			qp->cnt.rx_out_of_seq++;
-			qp->sack_pending = 1;
-			return;
-		}
-		if (exec_read(qp, p)) {
-			uint32_t n = RD_AT(qp, qp->rd_tail - 1)->npkts;
-			rct_bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
-			qp->epsn = psn_add(qp->epsn, n);
-			sr_advance(qp);                           /* over what was placed behind it */
-			if (rct_bm_any(qp->sr_rcvd))
-				qp->sack_pending = 1;
-		}
-		return;
-	}
-	if (!sr_place(qp, p, (uint32_t)d))
-		return;
-	if (d > 0) {
-		qp->cnt.rx_out_of_seq++;
-		qp->sack_pending = 1;                             /* [SR-RESP-5] */
-		return;
-	}
-	{
-		uint32_t before = qp->epsn;
-		sr_advance(qp);
-		qp->unacked++;
-		/* AckReq, or epsn passed packets placed earlier [SR-RESP-5] */
-		if (psn_diff(qp->epsn, before) > 1)
-			qp->unacked = RCT_ACK_COALESCE_MAX;
-	}
-	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX) {
-		if (rct_bm_any(qp->sr_rcvd))
-			qp->sack_pending = 1;
-		else
-			want_ack(qp, psn_add(qp->epsn, PSN_MASK));
-	}
 }
 
 /* ---------------------------------------------------------------- */
@@ -498,13 +349,13 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		return;
 	}
 	if (qp->sr) {
-		sr_handle(qp, p, d);
+		rct_sr_resp_handle(qp, p, d);
 		return;
 	}
 	if (d > 0) {
 		qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
 		if (!qp->nak_latch) {
-			want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
+			rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
 			qp->nak_latch = 1;
 		}
 		return;
@@ -570,7 +421,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
 		                   RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
 		if (n < 0) {                                      /* MR went away meanwhile */
 			r->pending = 0;
-			fail(qp, AETH_NAK_REM_ACC, r->next_psn, false, RCT_WC_SUCCESS);
+			rct_resp_fail(qp, AETH_NAK_REM_ACC, r->next_psn, false, RCT_WC_SUCCESS);
 			return 0;
 		}
 	}
