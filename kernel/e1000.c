@@ -27,7 +27,7 @@
 #include "e1000_regs.h"
 
 #define TX_RING 256
-#define RX_RING 256
+#define RX_RING 1024           // 4 MiB of buffers: rides out a guest descheduled by a busy host
 #define RX_BUF  4096
 #define DEFAULT_ITR 195        // 195 * 256 ns = 50 us: at most 20,000 interrupts/s
 

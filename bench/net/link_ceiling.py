@@ -36,7 +36,7 @@ RATE = re.compile(r"(\d+) frames (\d+) bytes in (\d+) us: (\d+) frames/s (\d+)\.
 def one_run(tb, src, dst, frame, seconds):
     gs, gd = tb.guests[src], tb.guests[dst]
     payload = frame - HEADERS
-    gd.run("nettest sink 9001 2000 &")
+    gd.send("nettest sink 9001 2000 &")   # background: its output may share the prompt line
     gd.expect(r"sink: ready on port 9001", timeout=10)
     before = tb.stats()
     out = gs.run(f"nettest blast {tb.ip(dst)} 9001 {payload} {seconds}", timeout=seconds + 120)
@@ -103,7 +103,7 @@ def main():
                       f"received {r['recv_fps']} f/s {r['payload_MBps']} MB/s, "
                       f"{r['interrupts_per_frame']} irq/frame", flush=True)
                 rows.append(r)
-        g1.run("udpecho -s 7 &")
+        g1.send("udpecho -s 7 &")   # background: its output may share the prompt line
         g1.expect(r"serving port 7", timeout=10)
         out = g0.run(f"nettest lat {tb.ip(1)} 7 18 300", timeout=120)
         m = re.search(r"rtt min (\d+) us avg (\d+) us, one-way min (\d+) us avg (\d+) us", out)

@@ -270,6 +270,10 @@ def main():
         for item in args.run:
             n, _, cmd = item.partition(":")
             print(f"--- guest {n}: {cmd}")
+            if cmd.rstrip().endswith("&"):        # background job: its output may
+                tb.guests[int(n)].send(cmd)       # share the prompt's line, so do
+                time.sleep(1.5)                   # not wait for a bare prompt
+                continue
             print(tb.guests[int(n)].run(cmd, timeout=args.timeout), end="")
         if not args.run:
             console(tb)
