@@ -42,6 +42,8 @@ SPEC_gbn-broken   := fail|-DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SP
 SPEC_sr-broken    := fail|-DSR -DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken-read := fail|-DSR -DBROKEN_SR_READ_EARLY $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 
+SPEC_VECTORS  ?= $(firstword $(wildcard ../shared/vectors /work/shared/vectors))
+
 test-spec: spec-models spec-vectors spec-trace
 
 spec-models:
