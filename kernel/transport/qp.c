@@ -208,6 +208,17 @@ static bool attr_values_ok(const struct rct_qp_attr *a, uint32_t mask)
 	return true;
 }
 
+/* [ENC-IP-3] the largest frame of the QP must fit the interface MTU:
+ * IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 (+ SRXH 8) + path MTU + ICRC 4. */
+static bool frame_fits(const struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t mask)
+{
+	uint32_t lim = qp->dev->attr.ip_mtu;
+	bool sr = (mask & M(SR)) ? a->sr_enable : qp->attr.sr_enable;
+	if (!lim)
+		return true;
+	return 20 + 8 + 12 + 16 + 4 + (sr ? SRETH_LEN : 0) + rct_mtu_bytes(a->path_mtu) + 4 <= lim;
+}
+
 static void apply_attrs(struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t mask)
 {
 	struct rct_qp_attr *q = &qp->attr;
@@ -278,6 +289,8 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
 	if (!attr_values_ok(attr, mask))
 		return RCT_EINVAL;
 	if (to == RCT_QPS_RTR && qp->init.rd_size < attr->max_dest_rd_atomic)
+		return RCT_EINVAL;
+	if (to == RCT_QPS_RTR && !frame_fits(qp, attr, mask))
 		return RCT_EINVAL;
 	apply_attrs(qp, attr, mask);
 	if (cur == RCT_QPS_INIT && to == RCT_QPS_RTR) {

@@ -36,6 +36,8 @@
  *     is not the QP's ah.dipv4 are now dropped (rx_wrong_peer) [RX-ORDER-1] step 9.
  *     rct_cm_msg follows proto-spec cm.md (src_conn_id/dst_conn_id, gid, mac).
  *     rct_mr_ops.translate: with max == 0 it only validates the range.
+ *   2026-11-21 05:55  rct_dev_attr.ip_mtu (new, 0 = no limit): INIT->RTR refuses a
+ *     path MTU whose largest frame exceeds it [ENC-IP-3]. Set it in the kernel (1500).
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -331,6 +333,7 @@ struct rct_dev_attr {
 	uint8_t mac[6];             /* local MAC */
 	uint32_t ipv4;              /* local IPv4, host order (10.0.0.1 = 0x0a000001) */
 	uint32_t flags;             /* RCT_DEV_* */
+	uint32_t ip_mtu;            /* interface IP MTU (1500 on plain Ethernet); 0 = no limit [ENC-IP-3] */
 	const struct rct_mr_ops *mr_ops;
 	void *mr_ctx;
 	/* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */

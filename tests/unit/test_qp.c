@@ -96,6 +96,21 @@ START_TEST(test_qp_modify_checks)
 }
 END_TEST
 
+/* [ENC-IP-3] a path MTU whose frames exceed the interface MTU is refused */
+START_TEST(test_qp_path_mtu_fits_interface)
+{
+	struct rct_qp_attr a = good(RCT_QPS_RTR);
+	e.dev.attr.ip_mtu = 1500;
+	ck_assert_int_eq(to_init(), RCT_OK);
+	a.path_mtu = RCT_MTU_2048;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask()), RCT_EINVAL);
+	a.path_mtu = RCT_MTU_1024;
+	a.sr_enable = true;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask() | RCT_QP_SR), RCT_OK);   /* 1100 <= 1500 */
+	ck_assert_uint_eq(e.qp.mtu, 1024);
+}
+END_TEST
+
 /* [QP-STATE-8] SQE cannot be entered */
 START_TEST(test_qp_no_sqe)
 {
@@ -271,6 +286,7 @@ Suite *suite_qp(void)
 	tcase_add_test(t, test_qp_new_is_reset);
 	tcase_add_test(t, test_qp_modify_checks);
 	tcase_add_test(t, test_qp_no_sqe);
+	tcase_add_test(t, test_qp_path_mtu_fits_interface);
 	tcase_add_test(t, test_qp_post_per_state);
 	tcase_add_test(t, test_qp_reset_discards_work);
 	tcase_add_test(t, test_qp_err_flushes_in_order);

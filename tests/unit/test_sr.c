@@ -75,6 +75,8 @@ START_TEST(test_sr_request_headers)
 	for (uint32_t i = 0; i < 3; i++) {
 		ck_assert(expect_frame(&ea, 0, &p, fb));
 		ck_assert_uint_eq(p.h.bth.opcode, 0xc6 + i);
+		ck_assert_uint_eq(p.hdr_len, 78);           /* SRXH at 54, RETH at 62, payload at 78 */
+		ck_assert_uint_eq(p.udp_len, 48 + p.paylen + p.h.bth.padcnt);
 		ck_assert_uint_eq(p.h.sreth.offset, i * 1024);
 		ck_assert_uint_eq(p.h.sreth.rsn, 1);        /* the next receive-consuming message's */
 		ck_assert_uint_eq(p.h.reth.va, 0x5000 + i * 1024);
@@ -239,6 +241,8 @@ START_TEST(test_sr_duplicate_and_beyond_window)
 		ck_assert(expect_frame(&eb, 0, &p, fb));
 		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
 		ck_assert_uint_eq(p.h.sack, 2);             /* bit 1: epsn + 1 held */
+		ck_assert_uint_eq(p.udp_len, 36);           /* [SR-WIRE-6] AETH at 54, SACKH at 58 */
+		ck_assert_uint_eq(p.hdr_len, 66);
 		h.bth.ackreq = 1;
 		inject(&eb, &pr, 0, &h, fb + 4096, 1024);   /* again: duplicate */
 		ck_assert_uint_eq(eb.qp.cnt.rx_dup, 1);
