@@ -31,16 +31,22 @@ void bcache_init(void) {
   }
 }
 
+// Caller holds cache.lock. The cached buffer for the block, or NULL.
+static struct buf *lookup(uint32 dev, uint32 blockno) {
+  for (struct buf *b = cache.lru.next; b != &cache.lru; b = b->next)
+    if (b->dev == dev && b->blockno == blockno && (b->refs > 0 || b->valid)) return b;
+  return NULL;
+}
+
 // Finds or recycles the buffer for (dev, blockno); returns it locked.
 static struct buf *buf_get(uint32 dev, uint32 blockno) {
   spin_lock(&cache.lock);
-  for (struct buf *b = cache.lru.next; b != &cache.lru; b = b->next) {
-    if (b->dev == dev && b->blockno == blockno && (b->refs > 0 || b->valid)) {
-      b->refs++;
-      spin_unlock(&cache.lock);
-      sleeplock_acquire(&b->lock);
-      return b;
-    }
+  struct buf *hit = lookup(dev, blockno);
+  if (hit) {
+    hit->refs++;
+    spin_unlock(&cache.lock);
+    sleeplock_acquire(&hit->lock);
+    return hit;
   }
   for (struct buf *b = cache.lru.prev; b != &cache.lru; b = b->prev) {
     if (b->refs == 0) {
@@ -56,6 +62,29 @@ static struct buf *buf_get(uint32 dev, uint32 blockno) {
   panic("buf_get: every buffer is in use (NBUF %d too small)", NBUF);
 }
 
+// Reads the listed blocks that are not cached yet, all in one batch.
+// Only freshly recycled buffers are used: nobody else can hold their
+// locks, so this never waits on a lock and cannot deadlock.
+void buf_prefetch(uint32 dev, const uint32 *blocknos, int n) {
+  struct buf *batch[PREFETCH_MAX];
+  int k = 0;
+  for (int i = 0; i < n && i < PREFETCH_MAX; i++) {
+    spin_lock(&cache.lock);
+    struct buf *b = NULL;
+    if (blocknos[i] != 0 && !lookup(dev, blocknos[i])) {
+      for (b = cache.lru.prev; b != &cache.lru && b->refs != 0; b = b->prev)
+        ;
+      if (b == &cache.lru) b = NULL;         // everything busy: skip
+    }
+    if (b) { b->dev = dev; b->blockno = blocknos[i]; b->valid = 0; b->refs = 1; }
+    spin_unlock(&cache.lock);
+    if (b) { sleeplock_acquire(&b->lock); batch[k++] = b; }
+  }
+  if (k == 0) return;
+  blk_rw_batch(batch, k, 0);
+  for (int i = 0; i < k; i++) { batch[i]->valid = 1; buf_release(batch[i]); }
+}
+
 struct buf *buf_read(uint32 dev, uint32 blockno) {
   struct buf *b = buf_get(dev, blockno);
   if (!b->valid) {
@@ -68,6 +97,12 @@ struct buf *buf_read(uint32 dev, uint32 blockno) {
 void buf_write(struct buf *b) {
   if (!sleeplock_holding(&b->lock)) panic("buf_write: buffer not locked");
   blk_rw(b, 1);
+}
+
+void buf_write_batch(struct buf **bs, int n) {
+  for (int i = 0; i < n; i++)
+    if (!sleeplock_holding(&bs[i]->lock)) panic("buf_write_batch: buffer not locked");
+  blk_rw_batch(bs, n, 1);
 }
 
 void buf_release(struct buf *b) {

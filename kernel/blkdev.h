@@ -6,4 +6,6 @@
 struct buf;
 void blk_init(void);
 void blk_rw(struct buf *b, int write);
+// The same for n buffers at once, all in flight together (each locked).
+void blk_rw_batch(struct buf **bufs, int n, int write);
 #endif

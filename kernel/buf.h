@@ -22,7 +22,12 @@ struct buf {
 void bcache_init(void);
 struct buf *buf_read(uint32 dev, uint32 blockno);
 void buf_write(struct buf *b);      // caller holds b->lock
+void buf_write_batch(struct buf **bs, int n);   // caller holds every lock
 void buf_release(struct buf *b);
+#define PREFETCH_MAX 32
+// Starts nothing, waits for all: reads up to PREFETCH_MAX uncached
+// blocks (0 entries are skipped) into the cache in one batch.
+void buf_prefetch(uint32 dev, const uint32 *blocknos, int n);
 void buf_pin(struct buf *b);
 void buf_unpin(struct buf *b);
 #endif

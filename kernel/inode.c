@@ -38,20 +38,40 @@ static void block_zero(uint32 dev, uint32 bno) {
   buf_release(b);
 }
 
+// Where the last allocation happened: the next search starts there, so
+// growing a big file does not rescan the full start of the bitmap each
+// time. Only a hint: a stale value costs time, not correctness.
+static uint32 alloc_hint;
+
+// Caller holds b->lock (a bitmap block whose first bit is block base).
+// Claims the first free bit at or after bit `from`; returns it or -1.
+static int claim_bit(struct buf *b, uint32 base, uint32 from) {
+  for (uint32 bit = from; bit < BITS_PER_BLOCK && base + bit < superblock.total_blocks; bit++) {
+    if (bit % 8 == 0 && b->data[bit / 8] == 0xff) { bit += 7; continue; }
+    uint8 mask = 1 << (bit % 8);
+    if (b->data[bit / 8] & mask) continue;
+    b->data[bit / 8] |= mask;
+    log_write(b);
+    return bit;
+  }
+  return -1;
+}
+
 // Returns a zeroed free block marked in use, or 0 if the disk is full.
 static uint32 block_alloc(uint32 dev) {
-  for (uint32 base = 0; base < superblock.total_blocks; base += BITS_PER_BLOCK) {
+  uint32 nbitmap = (superblock.total_blocks + BITS_PER_BLOCK - 1) / BITS_PER_BLOCK;
+  uint32 hint = alloc_hint < superblock.total_blocks ? alloc_hint : 0;
+  for (uint32 k = 0; k <= nbitmap; k++) {          // one extra: the hint's block again
+    uint32 base = ((hint / BITS_PER_BLOCK + k) % nbitmap) * BITS_PER_BLOCK;
+    uint32 from = (k == 0) ? hint % BITS_PER_BLOCK : 0;
     struct buf *b = buf_read(dev, superblock.bitmap_start + base / BITS_PER_BLOCK);
-    for (uint32 bit = 0; bit < BITS_PER_BLOCK && base + bit < superblock.total_blocks; bit++) {
-      uint8 mask = 1 << (bit % 8);
-      if (b->data[bit / 8] & mask) continue;
-      b->data[bit / 8] |= mask;
-      log_write(b);
-      buf_release(b);
+    int bit = claim_bit(b, base, from);
+    buf_release(b);
+    if (bit >= 0) {
+      alloc_hint = base + bit + 1;
       block_zero(dev, base + bit);
       return base + bit;
     }
-    buf_release(b);
   }
   kprintf("fs: out of blocks\n");
   return 0;
@@ -244,12 +264,25 @@ void inode_truncate(struct inode *ip) {
 
 // ---- contents ----
 
+// Caller holds ip->lock. Brings the blocks behind [off, off+n) into the
+// cache in one disk batch, so a big read waits for the disk once.
+static void prefetch_range(struct inode *ip, uint32 off, uint32 n) {
+  uint32 bnos[PREFETCH_MAX];
+  uint32 first = off / FS_BLOCK_SIZE, last = (off + n - 1) / FS_BLOCK_SIZE;
+  int k = 0;
+  for (uint32 fbn = first; fbn <= last && k < PREFETCH_MAX; fbn++)
+    bnos[k++] = block_of(ip, fbn, 0);
+  if (k > 1) buf_prefetch(ip->dev, bnos, k);
+}
+
 // Caller holds ip->lock. Returns bytes read, or -1 on a bad destination.
 int inode_read(struct inode *ip, int to_user, uint64 dst, uint32 off, uint32 n) {
   if (off > ip->size || off + n < off) return 0;
   if (off + n > ip->size) n = ip->size - off;
   uint32 done = 0;
   while (done < n) {
+    if (n - done > FS_BLOCK_SIZE && (done == 0 || off % (PREFETCH_MAX * FS_BLOCK_SIZE) == 0))
+      prefetch_range(ip, off, n - done);   // the next PREFETCH_MAX blocks at once
     uint32 bno = block_of(ip, off / FS_BLOCK_SIZE, 0);
     uint32 chunk = FS_BLOCK_SIZE - off % FS_BLOCK_SIZE;
     if (chunk > n - done) chunk = n - done;

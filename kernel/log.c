@@ -20,26 +20,44 @@ static struct {
   struct log_header lh;      // in-memory copy: blocks logged so far
 } wal;
 
+#define BATCH 16      // blocks written together (two buffers each held)
+
+// Copies the logged home blocks into the log area, BATCH at a time, each
+// batch written to disk in one go.
 static void copy_blocks_to_log(void) {
-  for (uint32 i = 0; i < wal.lh.count; i++) {
-    struct buf *to = buf_read(wal.dev, wal.start + 1 + i);
-    struct buf *from = buf_read(wal.dev, wal.lh.home[i]);
-    memmove(to->data, from->data, FS_BLOCK_SIZE);
-    buf_write(to);
-    buf_release(from);
-    buf_release(to);
+  struct buf *to[BATCH];
+  for (uint32 first = 0; first < wal.lh.count; first += BATCH) {
+    int n = wal.lh.count - first < BATCH ? wal.lh.count - first : BATCH;
+    for (int i = 0; i < n; i++) {
+      struct buf *from = buf_read(wal.dev, wal.lh.home[first + i]);
+      to[i] = buf_read(wal.dev, wal.start + 1 + first + i);
+      memmove(to[i]->data, from->data, FS_BLOCK_SIZE);
+      buf_release(from);
+    }
+    buf_write_batch(to, n);
+    for (int i = 0; i < n; i++) buf_release(to[i]);
   }
 }
 
-// Copies logged blocks to their home locations. During normal commits
-// the home buffers were pinned by log_write; recovery pins nothing.
-static void install_blocks(int recovering) {
+// Commit: the cached home buffers already hold the committed data (and
+// log_write pinned them), so install writes them where they belong.
+static void install_from_cache(void) {
+  struct buf *home[BATCH];
+  for (uint32 first = 0; first < wal.lh.count; first += BATCH) {
+    int n = wal.lh.count - first < BATCH ? wal.lh.count - first : BATCH;
+    for (int i = 0; i < n; i++) home[i] = buf_read(wal.dev, wal.lh.home[first + i]);
+    buf_write_batch(home, n);
+    for (int i = 0; i < n; i++) { buf_unpin(home[i]); buf_release(home[i]); }
+  }
+}
+
+// Recovery after a crash: copies each logged block to its home location.
+static void install_from_log(void) {
   for (uint32 i = 0; i < wal.lh.count; i++) {
     struct buf *logged = buf_read(wal.dev, wal.start + 1 + i);
     struct buf *home = buf_read(wal.dev, wal.lh.home[i]);
     memmove(home->data, logged->data, FS_BLOCK_SIZE);
     buf_write(home);
-    if (!recovering) buf_unpin(home);
     buf_release(logged);
     buf_release(home);
   }
@@ -67,7 +85,7 @@ void log_init(int dev, struct fs_super *sb) {
   wal.start = sb->log_start;
   read_header();
   if (wal.lh.count > 0) kprintf("fs: replaying %d logged blocks\n", wal.lh.count);
-  install_blocks(1);
+  install_from_log();
   wal.lh.count = 0;
   write_header();
 }
@@ -76,7 +94,7 @@ static void commit(void) {
   if (wal.lh.count == 0) return;
   copy_blocks_to_log();
   write_header();
-  install_blocks(0);
+  install_from_cache();
   wal.lh.count = 0;
   write_header();
 }

@@ -2,7 +2,8 @@
 // (virtio 1.x, MMIO version 2; QEMU needs -global
 // virtio-mmio.force-legacy=false). Owns the device's one request queue.
 // Each request is a chain of three descriptors: header, data, status.
-// blk_rw sleeps until the interrupt handler sees the request completed.
+// blk_rw and blk_rw_batch sleep until the interrupt handler has seen
+// every request they queued complete.
 #include "types.h"
 #include "riscv.h"
 #include "memlayout.h"
@@ -38,7 +39,7 @@ enum {
 #define DESC_F_WRITE 2                   // device writes this buffer
 #define BLK_T_IN 0
 #define BLK_T_OUT 1
-#define QSIZE 16
+#define QSIZE 64                  // descriptors; 3 per request
 
 struct vq_desc { uint64 addr; uint32 len; uint16 flags; uint16 next; };
 struct vq_avail { uint16 flags, idx, ring[QSIZE], used_event; };
@@ -142,11 +143,9 @@ static void fill_desc(int i, void *addr, uint32 len, uint16 flags, int next) {
   vblk.desc[i].next = next;
 }
 
-void blk_rw(struct buf *b, int write) {
-  int d[3];
-  spin_lock(&vblk.lock);
-  while (!take_descs(d))
-    proc_sleep(&vblk.desc_free, &vblk.lock);
+// Caller holds vblk.lock and three free descriptors d. Queues one request
+// (without notifying the device).
+static void queue_request(struct buf *b, int write, int d[3]) {
   vblk.req[d[0]].hdr = (struct blk_req_header){ write ? BLK_T_OUT : BLK_T_IN, 0,
                                                 (uint64)b->blockno * (FS_BLOCK_SIZE / 512) };
   vblk.req[d[0]].status = 0xff;
@@ -158,11 +157,35 @@ void blk_rw(struct buf *b, int write) {
   vblk.avail->ring[vblk.avail->idx % QSIZE] = d[0];
   __sync_synchronize();                   // ring entry before the index
   vblk.avail->idx++;
+}
+
+static void notify_device(void) {
   __sync_synchronize();
   *reg(VM_QUEUE_NOTIFY) = 0;
-  while (b->disk_busy)
-    proc_sleep(b, &vblk.lock);
+}
+
+// Reads or writes n buffers (each locked by the caller), keeping as many
+// requests in flight as the queue allows, and sleeps until all are done.
+// One notification and one interrupt can then cover many blocks.
+void blk_rw_batch(struct buf **bufs, int n, int write) {
+  int d[3];
+  spin_lock(&vblk.lock);
+  for (int i = 0; i < n; i++) {
+    while (!take_descs(d)) {
+      notify_device();                    // what is queued must move first
+      proc_sleep(&vblk.desc_free, &vblk.lock);
+    }
+    queue_request(bufs[i], write, d);
+  }
+  notify_device();
+  for (int i = 0; i < n; i++)
+    while (bufs[i]->disk_busy)
+      proc_sleep(bufs[i], &vblk.lock);
   spin_unlock(&vblk.lock);
+}
+
+void blk_rw(struct buf *b, int write) {
+  blk_rw_batch(&b, 1, write);
 }
 
 static void blk_interrupt(void *arg) {
