@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """run_rdmanet.py: two guests over linkemu (tests/net/launch.py), RoCEv2
 through the E1000s: rdmanet_test host_a on guest 0, host_b on guest 1,
-once per loss rate (default 0 % and 1 %, both directions). Prints one
+then rdmacp of /rdmatest from guest 1 to guest 0 (checksum checked by the
+receiver), once per loss rate (default 0 % and 1 %, both directions). Prints one
 line per run and "N passed, M failed"; exit 0 only if every run printed
 "rdmanet_test: OK" on both guests.
 
@@ -35,6 +36,20 @@ def one_run(loss, size, iters, sr):
         out_b = b.output()
         rate = [l for l in out_b.splitlines() if "MB/s" in l or l.startswith("qp ")]
         ok = ma[1] == "OK" and mb[1] == "OK"
+        # rdmacp: copy a ~200 KB binary to host_a, checksum verified there.
+        a.send("rdmacp recv")
+        a.expect(r"rdmacp: waiting", timeout=30)
+        b.send(f"rdmacp send /rdmatest {tb.ip(0)} copy")
+        cb = b.expect(r"rdmacp: (sent[^\n]*|[^\n]*)\n", timeout=300)
+        ca = a.expect(r"rdmacp: (received[^\n]*|[^\n]*)\n", timeout=120)
+        a.expect(r"\$ $", timeout=30)
+        b.expect(r"\$ $", timeout=30)
+        cp_ok = ": OK" in ca[1] and ": OK" in cb[1]
+        if cp_ok:
+            size = a.run("ls copy", timeout=30)
+            stat = a.run("rdmastat", timeout=30)
+            rate.append(ca[1].strip())
+        ok = ok and cp_ok
         for g in (a, b):
             g.send("halt 0")
         for g in (a, b):

@@ -1,0 +1,235 @@
+// rdmacp: copy a file to another guest over RDMA.
+//
+//   rdmacp recv [-p port]                          on the receiving guest
+//   rdmacp send <file> <ip> [dest-name] [-c chunk] [-p port]
+//
+// The sender connects with rdma_cm, giving the file's size and name in the
+// REQ's private data; the receiver creates the file, exposes a ring of
+// RING slots of `chunk` bytes in the REP, posts one receive per slot and
+// sends READY. Each chunk goes with RDMA WRITE_WITH_IMM into slot
+// seq % RING (imm = seq); the receiver writes the slot to the file and
+// returns a CREDIT (a SEND naming seq). The sender needs a credit to reuse
+// a slot. At the end the sender SENDs DONE with an FNV-1a 64 checksum of
+// the file; the receiver compares it with its own and answers OK or BAD.
+#include "user.h"
+#include "ibverbs.h"
+#include "rdma_cm.h"
+#include "rdma_util.h"
+
+#define RING 4
+#define MSG_READY 1
+#define MSG_CREDIT 2
+#define MSG_DONE 3
+#define MSG_RESULT 4
+
+struct msg { uint32_t type, seq; uint64_t value; };   // value: checksum / result
+
+static uint32_t chunk = 65536;
+static int port = RDMA_CM_PORT;
+
+static void fail(const char *m) { printf("rdmacp: %s\n", m); exit(1); }
+
+static uint64_t fnv(uint64_t h, const uint8_t *p, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+  return h;
+}
+#define FNV_INIT 14695981039346656037ULL
+
+struct side {
+  struct ibv_context *ctx;
+  struct ibv_pd *pd;
+  struct ibv_cq *scq, *rcq;     // sends and writes / receives
+  struct ibv_qp *qp;
+  struct ibv_mr *mr, *msg_mr;
+  uint8_t *ring;
+  struct msg msgs[RING + 2];     // receive slots [0, RING], send slot RING + 1
+};
+
+static void setup(struct side *s) {
+  s->ctx = rdmau_open();
+  if (!s->ctx) fail("no RDMA device");
+  s->pd = ibv_alloc_pd(s->ctx);
+  s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+  s->rcq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+  s->ring = malloc((size_t)chunk * RING);
+  if (!s->pd || !s->scq || !s->rcq || !s->ring) fail("resources");
+  s->mr = ibv_reg_mr(s->pd, s->ring, (size_t)chunk * RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  s->msg_mr = ibv_reg_mr(s->pd, s->msgs, sizeof s->msgs, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = s->scq;
+  ia.recv_cq = s->rcq;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 16;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.qp_type = IBV_QPT_RC;
+  s->qp = ibv_create_qp(s->pd, &ia);
+  if (!s->mr || !s->msg_mr || !s->qp) fail("MR/QP");
+}
+
+static void post_msg_recv(struct side *s, int slot) {
+  struct ibv_sge sge = { (uint64_t)&s->msgs[slot], sizeof(struct msg), s->msg_mr->lkey };
+  struct ibv_recv_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+  if (ibv_post_recv(s->qp, &wr, &bad)) fail("post_recv");
+}
+
+static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value) {
+  struct msg *m = &s->msgs[RING + 1];
+  m->type = type; m->seq = seq; m->value = value;
+  struct ibv_sge sge = { (uint64_t)m, sizeof *m, s->msg_mr->lkey };
+  struct ibv_send_wr wr = { .wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED }, *bad;
+  if (ibv_post_send(s->qp, &wr, &bad)) fail("post_send");
+  struct ibv_wc wc;            // the message buffer is reused: wait for it
+  for (;;) {                   // (WRITE completions may come first: they carry nothing new)
+    if (rdmau_wait(s->scq, &wc, 60000) != 1) fail("no send completion");
+    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if (wc.wr_id == 1000) return;
+  }
+}
+
+static int do_recv(void) {
+  struct side s;
+  setup(&s);
+  struct rdma_cm_id *lid = rdma_create_id(s.ctx), *id;
+  if (rdma_listen(lid, port)) fail("listen");
+  printf("rdmacp: waiting on port %d\n", port);
+  if (rdma_get_request(lid, &id, -1)) fail("no request");
+  uint64_t size = 0;
+  for (int i = 0; i < 8; i++) size = (size << 8) | id->private_data[i];
+  char name[RDMA_CM_PRIVATE_MAX];
+  int nlen = id->private_data_len - 8;
+  if (nlen <= 0 || nlen >= (int)sizeof name) { rdma_reject(id, NULL, 0); fail("bad request"); }
+  memcpy(name, id->private_data + 8, nlen);
+  name[nlen] = 0;
+  int fd = open(name, O_CREATE | O_WRONLY | O_TRUNC);
+  if (fd < 0) { rdma_reject(id, NULL, 0); fail("cannot create the file"); }
+  uint8_t pd[20];
+  rdma_cm_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
+  for (int i = 0; i < 4; i++) pd[16 + i] = (uint8_t)(chunk >> (24 - 8 * i));
+  id->qp = s.qp;
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20 };
+  if (rdma_accept(id, &p)) fail("accept");
+  for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
+  send_msg(&s, MSG_READY, RING, 0);
+  uint64_t got = 0, sum = FNV_INIT;
+  uint32_t next = 0;
+  uint64 t0 = clock_ns();
+  for (;;) {
+    struct ibv_wc wc;
+    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("stalled");
+    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    int slot = (int)wc.wr_id;
+    if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      uint32_t seq = ntohl(wc.imm_data);
+      if (seq != next) fail("chunk out of order");
+      uint32_t len = size - got < chunk ? (uint32_t)(size - got) : chunk;
+      uint8_t *data = s.ring + (size_t)(seq % RING) * chunk;
+      if (write(fd, data, (int)len) != (int)len) fail("file write");
+      sum = fnv(sum, data, len);
+      got += len;
+      next++;
+      post_msg_recv(&s, slot);
+      send_msg(&s, MSG_CREDIT, seq, 0);
+    } else if (wc.opcode == IBV_WC_RECV && s.msgs[slot].type == MSG_DONE) {
+      int ok = got == size && s.msgs[slot].value == sum;
+      close(fd);
+      send_msg(&s, MSG_RESULT, 0, ok);
+      uint64 us = (clock_ns() - t0) / 1000 + 1;
+      printf("rdmacp: received %s: %lu bytes in %lu chunks, checksum %lx: %s (%lu KB/s)\n", name, got,
+             (uint64)next, sum, ok ? "OK" : "BAD", got * 1000 / us);
+      rdma_wait_disconnect(id, 10000);
+      exit(ok ? 0 : 1);
+    }
+  }
+}
+
+static int do_send(const char *path, uint32_t ip, const char *dest) {
+  struct stat st;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0 || fstat(fd, &st) < 0) fail("cannot open the file");
+  struct side s;
+  setup(&s);
+  uint8_t pd[RDMA_CM_PRIVATE_MAX];
+  int nlen = (int)strlen(dest);
+  if (nlen < 1 || nlen > RDMA_CM_PRIVATE_MAX - 9) fail("destination name too long");
+  for (int i = 0; i < 8; i++) pd[i] = (uint8_t)(st.size >> (56 - 8 * i));
+  memcpy(pd + 8, dest, nlen);
+  struct rdma_cm_id *id = rdma_create_id(s.ctx);
+  id->qp = s.qp;
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen) };
+  if (rdma_connect(id, ip, port, &p)) fail("connect");
+  uint64_t raddr;
+  uint32_t rkey, rlen;
+  rdma_cm_unpack_mr(id->private_data, &raddr, &rkey, &rlen);
+  uint32_t rchunk = 0;
+  for (int i = 0; i < 4; i++) rchunk = (rchunk << 8) | id->private_data[16 + i];
+  if (rchunk > chunk || rlen != rchunk * RING) fail("the receiver's chunk is larger than ours (-c)");
+  chunk = rchunk;                                          // the receiver's ring decides
+  for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
+  int credits = 0, ready = 0, inflight = 0;
+  uint32_t seq = 0;
+  uint64_t sent = 0, sum = FNV_INIT;
+  uint64 t0 = clock_ns();
+  while (!ready || sent < st.size || inflight > 0) {
+    if (ready && sent < st.size && credits > 0) {
+      uint8_t *slot = s.ring + (size_t)(seq % RING) * chunk;
+      uint32_t len = st.size - sent < chunk ? (uint32_t)(st.size - sent) : chunk;
+      if (read(fd, slot, (int)len) != (int)len) fail("file read");
+      sum = fnv(sum, slot, len);
+      struct ibv_sge sge = { (uint64_t)slot, len, s.mr->lkey };
+      struct ibv_send_wr wr = { .wr_id = 2000 + seq, .sg_list = &sge, .num_sge = 1,
+                                .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED }, *bad;
+      wr.imm_data = htonl(seq);
+      wr.wr.rdma.remote_addr = raddr + (uint64_t)(seq % RING) * chunk;
+      wr.wr.rdma.rkey = rkey;
+      if (ibv_post_send(s.qp, &wr, &bad)) fail("post write");
+      seq++; sent += len; credits--; inflight++;
+      continue;
+    }
+    struct ibv_wc wc;
+    while (ibv_poll_cq(s.scq, 1, &wc) == 1)                // WRITE completions: errors only matter
+      if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("stalled");
+    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if (wc.opcode != IBV_WC_RECV) continue;
+    struct msg *m = &s.msgs[wc.wr_id];
+    if (m->type == MSG_READY) { ready = 1; credits = (int)m->seq; }
+    else if (m->type == MSG_CREDIT) { credits++; inflight--; }
+    post_msg_recv(&s, (int)wc.wr_id);
+  }
+  send_msg(&s, MSG_DONE, seq, sum);
+  struct ibv_wc wc;
+  for (;;) {
+    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("no result");
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) continue;
+    if (s.msgs[wc.wr_id].type == MSG_RESULT) break;
+  }
+  int ok = s.msgs[wc.wr_id].value == 1;
+  uint64 us = (clock_ns() - t0) / 1000 + 1;
+  printf("rdmacp: sent %s as %s: %lu bytes in %u chunks, checksum %lx: %s (%lu KB/s)\n", path, dest,
+         sent, seq, sum, ok ? "OK" : "BAD", sent * 1000 / us);
+  rdma_disconnect(id);
+  exit(ok ? 0 : 1);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    printf("usage: rdmacp recv [-p port] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port]\n");
+    exit(2);
+  }
+  const char *pos[3] = { 0, 0, 0 };
+  int npos = 0;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) chunk = (uint32_t)atoi(argv[++i]);
+    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
+    else if (npos < 3) pos[npos++] = argv[i];
+  }
+  if (chunk < 64 || chunk > (1u << 22)) fail("chunk must be 64..4194304");
+  if (strcmp(argv[1], "recv") == 0) return do_recv();
+  if (strcmp(argv[1], "send") != 0 || npos < 2) fail("usage: rdmacp send <file> <ip> [dest]");
+  uint32_t ip;
+  if (rdmau_parse_ipv4(pos[1], &ip) < 0) fail("bad ip");
+  const char *dest = pos[2] ? pos[2] : pos[0];
+  if (!pos[2]) { const char *b = strchr(dest, '/'); while (b) { dest = b + 1; b = strchr(dest, '/'); } }
+  return do_send(pos[0], ip, dest);
+}
