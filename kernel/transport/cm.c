@@ -98,3 +98,30 @@ int rct_cm_parse(struct rct_cm_msg *m, const uint8_t *buf, size_t len)
 	}
 	return RCT_OK;
 }
+
+int rct_cm_qp_attr(const struct rct_cm_msg *self, const struct rct_cm_msg *peer,
+                   struct rct_qp_attr *attr, uint32_t *rtr_mask, uint32_t *rts_mask)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	uint8_t mtu = self->path_mtu < peer->path_mtu ? self->path_mtu : peer->path_mtu;
+	for (int i = 0; i < 12; i++)
+		if (peer->gid[i] != mapped[i])
+			return RCT_EINVAL;
+	if (!rct_mtu_bytes((enum rct_mtu)mtu))
+		return RCT_EINVAL;
+	attr->path_mtu = (enum rct_mtu)mtu;                                   /* [CM-PARAM-1] */
+	attr->max_rd_atomic = self->initiator_depth < peer->responder_resources ?
+	                      self->initiator_depth : peer->responder_resources;  /* [CM-PARAM-2] */
+	attr->max_dest_rd_atomic = self->responder_resources;
+	attr->dest_qp_num = peer->qpn & RCT_QPN_MASK;                         /* [CM-PARAM-3] */
+	attr->rq_psn = peer->start_psn & PSN_MASK;
+	attr->sq_psn = self->start_psn & PSN_MASK;
+	RCT_MEMCPY(attr->ah.dmac, peer->mac, 6);
+	attr->ah.dipv4 = ld32(peer->gid + 12);
+	attr->sr_enable = (self->caps & peer->caps & RCT_CM_CAP_SR) != 0;    /* [SR-NEG-1] */
+	*rtr_mask = RCT_QP_STATE | RCT_QP_AV | RCT_QP_PATH_MTU | RCT_QP_DEST_QPN | RCT_QP_RQ_PSN |
+	            RCT_QP_MAX_DEST_RD_ATOMIC | RCT_QP_MIN_RNR_TIMER | RCT_QP_SR;
+	*rts_mask = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |
+	            RCT_QP_MAX_QP_RD_ATOMIC;
+	return RCT_OK;
+}

@@ -674,6 +674,18 @@ int rct_cm_parse(struct rct_cm_msg *m, const uint8_t *buf, size_t len);
 /* Fill a GID from an IPv4 address (host order). */
 void rct_cm_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4);
 
+/* Connection parameters from the exchange [CM-PARAM-1] [CM-PARAM-2] [CM-PARAM-3]
+ * [SR-NEG-1]: `self` is the message this side sent (REQ or REP), `peer` the one
+ * it received. Path MTU = the smaller of the two (the REP already carries it);
+ * max_rd_atomic = min(own initiator_depth, peer responder_resources);
+ * max_dest_rd_atomic = own responder_resources; dest QPN, rq_psn, AV from the
+ * peer; sq_psn = own start_psn; SR only if both set CAP_SR. Fills the INIT->RTR
+ * and RTR->RTS attributes and their masks (timeouts and retries are the
+ * caller's: set attr->timeout, retry_cnt, rnr_retry, min_rnr_timer). Returns
+ * RCT_OK or RCT_EINVAL (peer GID not IPv4-mapped, bad MTU). */
+int rct_cm_qp_attr(const struct rct_cm_msg *self, const struct rct_cm_msg *peer,
+                   struct rct_qp_attr *attr, uint32_t *rtr_mask, uint32_t *rts_mask);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,6 +131,58 @@ START_TEST(test_cm_rej_rtu_dreq_drep)
 }
 END_TEST
 
+/* [CM-PARAM-1] [CM-PARAM-2] [CM-PARAM-3] [SR-NEG-1] QP attributes from REQ and REP */
+START_TEST(test_cm_parameters_to_qp)
+{
+	struct rct_cm_msg r = req(), p = req();
+	struct rct_qp_attr a;
+	uint32_t m1, m2;
+	p.type = RCT_CM_REP;
+	p.qpn = 0x777;
+	p.start_psn = 0x10;
+	p.path_mtu = RCT_MTU_512;
+	p.responder_resources = 2;
+	p.initiator_depth = 1;
+	p.caps = 0;
+	rct_cm_gid_from_ipv4(p.gid, IP_B);
+	memcpy(p.mac, MAC_B, 6);
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(rct_cm_qp_attr(&r, &p, &a, &m1, &m2), RCT_OK);
+	ck_assert_int_eq(a.path_mtu, RCT_MTU_512);
+	ck_assert_uint_eq(a.max_rd_atomic, 2);          /* min(16, 2) */
+	ck_assert_uint_eq(a.max_dest_rd_atomic, 4);
+	ck_assert_uint_eq(a.dest_qp_num, 0x777);
+	ck_assert_uint_eq(a.rq_psn, 0x10);
+	ck_assert_uint_eq(a.sq_psn, 0xfffffe);
+	ck_assert_uint_eq(a.ah.dipv4, IP_B);
+	ck_assert_int_eq(memcmp(a.ah.dmac, MAC_B, 6), 0);
+	ck_assert(!a.sr_enable);                        /* the REP did not set CAP_SR */
+	p.caps = RCT_CM_CAP_SR;
+	rct_cm_qp_attr(&r, &p, &a, &m1, &m2);
+	ck_assert(a.sr_enable);
+	/* the masks drive a real QP to RTS */
+	{
+		struct ep e;
+		ep_init(&e, MAC_A, IP_A, QPN_A, 0);
+		a.qp_state = RCT_QPS_INIT;
+		a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE;
+		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS), RCT_OK);
+		a.qp_state = RCT_QPS_RTR;
+		a.min_rnr_timer = 12;
+		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, m1), RCT_OK);
+		a.qp_state = RCT_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, m2), RCT_OK);
+		ck_assert(e.qp.sr);
+		ep_free(&e);
+	}
+	p.gid[0] = 1;
+	ck_assert_int_eq(rct_cm_qp_attr(&r, &p, &a, &m1, &m2), RCT_EINVAL);
+}
+END_TEST
+
 Suite *suite_cm(void)
 {
 	Suite *s = suite_create("cm");
@@ -139,6 +191,7 @@ Suite *suite_cm(void)
 	tcase_add_test(t, test_cm_malformed_dropped);
 	tcase_add_test(t, test_cm_invalid_param_and_version);
 	tcase_add_test(t, test_cm_rej_rtu_dreq_drep);
+	tcase_add_test(t, test_cm_parameters_to_qp);
 	suite_add_tcase(s, t);
 	return s;
 }
