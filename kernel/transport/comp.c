@@ -161,6 +161,33 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 	restart_timer(qp, now);
 }
 
+/* SR tracks READ responses received out of order in sr_sacked when the
+ * whole READ fits the bitmap [SR-REQ-7]; otherwise responses are taken in
+ * order and read_pkts counts them. */
+static bool sr_tracked(const struct rct_qp *qp, const struct rct_send_wqe *w)
+{
+	return qp->sr && (uint32_t)psn_diff(w->last_psn, qp->una) < RCT_SR_WINDOW &&
+	       psn_ge(w->first_psn, psn_add(qp->una, 0u - RCT_SR_WINDOW));
+}
+
+static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t psn)
+{
+	if (!sr_tracked(qp, w))
+		return psn_lt(psn, psn_add(w->first_psn, w->read_pkts));
+	return psn_lt(psn, qp->una) || bm_test(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));
+}
+
+/* First response PSN of READ w not received yet (last_psn + 1 if none). */
+static uint32_t read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
+{
+	uint32_t q = w->first_psn;
+	if (!sr_tracked(qp, w))
+		return psn_add(w->first_psn, w->read_pkts);
+	while (psn_le(q, w->last_psn) && read_received(qp, w, q))
+		q = psn_add(q, 1);
+	return q;
+}
+
 /*
  * Acknowledge every outstanding PSN up to and including p [REQ-ACK-1],
  * completing WQEs in order [REQ-CMPL-1] [REQ-CMPL-2]. A READ with missing
@@ -177,7 +204,7 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 		if (!w->started || psn_gt(w->first_psn, p))
 			break;
 		if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
-			uint32_t missing = psn_add(w->first_psn, w->read_pkts);
+			uint32_t missing = read_first_missing(qp, w);
 			if (psn_ge(p, missing)) {
 				new_una = missing;
 				rereq = true;
@@ -193,11 +220,11 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 	if (rereq && qp->sr)
 		sr_keep_acked(qp, p);
 	if (rereq && qp->sr) {
-		qp->sr_scan = new_una;                               /* one re-request [SR-REQ-8] */
-		qp->sr_scan_end = psn_add(new_una, 1);
-		if (psn_lt(new_una, psn_add(qp->una, RCT_SR_WINDOW)))
-			qp->sr_retxd[(uint32_t)psn_diff(new_una, qp->una) >> 5] &=
-				~(1u << ((uint32_t)psn_diff(new_una, qp->una) & 31));
+		uint32_t k = (uint32_t)psn_diff(new_una, qp->una);
+		if (k >= RCT_SR_WINDOW || !bm_test(qp->sr_retxd, k)) {
+			qp->sr_scan = new_una;                       /* once until the next timeout [SR-REQ-8] */
+			qp->sr_scan_end = psn_add(new_una, 1);
+		}
 	} else if (rereq && !(qp->retx_valid && qp->retx_psn == new_una)) {
 		rct_req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
 		qp->retx_psn = new_una;
@@ -456,8 +483,14 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		qp->cnt.rx_unexpected++;
 		return;
 	}
-	expect = psn_add(w->first_psn, w->read_pkts);
-	if (later || psn != expect) {                            /* [REQ-READ-1] */
+	expect = read_first_missing(qp, w);
+	if (sr_tracked(qp, w)) {
+		/* SR: any order within the READ [SR-REQ-7] */
+		if (read_received(qp, w, psn)) {
+			qp->cnt.rx_dup++;
+			return;
+		}
+	} else if (later || psn != expect) {                     /* [REQ-READ-1] */
 		if (!later && psn_lt(psn, expect)) {
 			qp->cnt.rx_dup++;
 		} else {
@@ -475,7 +508,7 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		}
 		return;
 	}
-	idx = w->read_pkts;
+	idx = (uint32_t)psn_diff(psn, w->first_psn);
 	if (!read_resp_ok(qp, w, idx, p)) {
 		qp->cnt.rx_unexpected++;
 		fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, 0);   /* [REQ-ACK-7] */
@@ -493,6 +526,8 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	}
 	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
 	w->read_pkts++;
+	if (sr_tracked(qp, w) && psn_ge(psn, qp->una))
+		bm_set(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));
 	ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
 }
 
