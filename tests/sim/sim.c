@@ -82,6 +82,7 @@ void sim_default_params(struct sim_params *p)
   p->sq_size = 64;
   p->rq_size = 64;
   p->seed = 1;
+  p->tx_ring_bytes = SIM_TX_RING_DEFAULT;
 }
 
 static void *zalloc(size_t n)
@@ -185,6 +186,7 @@ int sim_init(struct sim *s, const struct sim_params *p, const char *a2b, const c
              char *err, size_t errlen)
 {
   memset(s, 0, sizeof *s);
+  s->tx_ring_bytes = p->tx_ring_bytes;
   if (sim_link_init(&s->link, a2b, b2a, err, errlen) < 0)
     return -1;
   for (int i = 0; i < 2; i++)
@@ -216,26 +218,68 @@ uint64_t sim_clock_ns(int clock)
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Hand every frame endpoint i has ready to the link. */
+/* The NIC transmit ring: an endpoint hands a frame to the link only while
+ * the link's serialization backlog in its direction is under tx_ring_bytes.
+ * Otherwise the frame it already produced waits in `staged` (as a driver
+ * holds a frame when its ring is full) and the core is not polled again, so
+ * it cannot bury the link under an unbounded queue. */
+static uint64_t ring_ns(const struct sim *s, int dir)
+{
+  uint64_t rate = s->link.dir[dir].c.rate_bps;
+  if (rate == 0 || s->tx_ring_bytes == 0)
+    return UINT64_MAX;
+  return s->tx_ring_bytes * 8ull * 1000000000ull / rate;
+}
+
+/* When the ring of direction dir has room again (<= now: it has room). */
+static uint64_t ring_free_at(const struct sim *s, int dir)
+{
+  uint64_t busy = s->link.dir[dir].link_free_ns, r = ring_ns(s, dir);
+  if (r == UINT64_MAX || busy <= r)
+    return 0;
+  return busy - r;
+}
+
+/* Hand every frame endpoint i has ready to the link, while its ring has room. */
 static void flush_tx(struct sim *s, int i)
 {
   struct sim_ep *ep = &s->ep[i];
+  int dir = i == 0 ? SIM_A2B : SIM_B2A;
   for (;;) {
-    uint64_t t0 = s->measure_cpu ? sim_clock_ns(s->measure_cpu) : 0;
-    int got = rct_dev_poll_transmit(&ep->dev, s->now, &s->frame);
-    if (s->measure_cpu)
-      ep->cpu_ns += sim_clock_ns(s->measure_cpu) - t0, ep->cpu_calls++;
-    if (!got)
-      return;
-    int len = rct_frame_linearize(&s->frame, s->txbuf, sizeof s->txbuf);
-    if (len < 0) {
-      fprintf(stderr, "sim: frame too long to linearize (%u bytes)\n", s->frame.len);
-      exit(1);
+    if (!ep->staged_len) {
+      uint64_t t0 = s->measure_cpu ? sim_clock_ns(s->measure_cpu) : 0;
+      int got = rct_dev_poll_transmit(&ep->dev, s->now, &s->frame);
+      if (s->measure_cpu)
+        ep->cpu_ns += sim_clock_ns(s->measure_cpu) - t0, ep->cpu_calls++;
+      if (!got)
+        return;
+      int len = rct_frame_linearize(&s->frame, ep->staged, sizeof ep->staged);
+      if (len <= 0) {
+        fprintf(stderr, "sim: frame too long to linearize (%u bytes)\n", s->frame.len);
+        exit(1);
+      }
+      ep->staged_len = (uint32_t)len;
+      ep->frames_tx++;
+      ep->copy_bytes += s->frame.len - s->frame.hdr_len - s->frame.trailer_len;
     }
-    ep->frames_tx++;
-    ep->copy_bytes += s->frame.len - s->frame.hdr_len - s->frame.trailer_len;
-    sim_link_send(&s->link, i == 0 ? SIM_A2B : SIM_B2A, s->now, s->txbuf, (uint32_t)len);
+    if (ring_free_at(s, dir) > s->now)
+      return;
+    sim_link_send(&s->link, dir, s->now, ep->staged, ep->staged_len);
+    ep->staged_len = 0;
   }
+}
+
+/* The earliest time a staged frame can enter its ring. */
+static uint64_t next_ring_event(const struct sim *s)
+{
+  uint64_t t = RCT_NEVER;
+  for (int i = 0; i < 2; i++)
+    if (s->ep[i].staged_len) {
+      uint64_t f = ring_free_at(s, i == 0 ? SIM_A2B : SIM_B2A);
+      if (f < t)
+        t = f;
+    }
+  return t;
 }
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -260,7 +304,7 @@ int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
       return SIM_STEPFAIL;
     flush_tx(s, 0);                  /* the step may have posted work */
     flush_tx(s, 1);
-    uint64_t next = min64(sim_link_next(&s->link),
+    uint64_t next = min64(min64(sim_link_next(&s->link), next_ring_event(s)),
                           min64(rct_dev_next_timeout(&s->ep[0].dev),
                                 rct_dev_next_timeout(&s->ep[1].dev)));
     if (next == RCT_NEVER) {

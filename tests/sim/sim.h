@@ -8,6 +8,10 @@
  * step function post work and poll completions, then jumps the clock to the
  * next event (a frame departure or either endpoint's next timeout), delivers
  * due frames and runs expired timers. It never sleeps; virtual time is free.
+ * Each endpoint has a bounded NIC transmit ring (tx_ring_bytes of
+ * serialization backlog on its direction of the link): the core is polled
+ * for its next frame only when the ring has room, as a driver would, so a
+ * responder cannot bury the link under an unbounded queue of responses.
  *
  * Endpoint 0 ("a") sends on SIM_A2B, endpoint 1 ("b") on SIM_B2A.
  */
@@ -22,6 +26,7 @@
 
 #define SIM_MAX_MR 4
 #define SIM_FRAME_MAX 16384
+#define SIM_TX_RING_DEFAULT (256u << 10)   /* bytes of serialization backlog per NIC */
 
 struct sim_mr {
   uint32_t lkey, rkey, access, pd;
@@ -45,6 +50,8 @@ struct sim_ep {
   uint64_t cpu_calls;           /* timed calls (to subtract the clock's own cost) */
   uint64_t copy_bytes;          /* payload bytes the core placed or sent */
   uint64_t frames_tx, frames_rx;
+  uint8_t staged[SIM_FRAME_MAX];  /* a polled frame waiting for ring space */
+  uint32_t staged_len;            /* 0 = none */
 };
 
 /* QP parameters both endpoints share. */
@@ -60,6 +67,7 @@ struct sim_params {
   uint32_t dev_flags;           /* RCT_DEV_* (ICRC offload) */
   uint32_t sq_size, rq_size;    /* powers of 2 */
   uint64_t seed;                /* QPNs and keys are derived from it */
+  uint64_t tx_ring_bytes;       /* NIC ring: link backlog limit per direction; 0 = unbounded */
 };
 
 struct sim {
@@ -67,8 +75,8 @@ struct sim {
   struct sim_link link;
   uint64_t now;
   uint64_t iterations;
+  uint64_t tx_ring_bytes;
   int measure_cpu;              /* 0, or the clock timing each core call (sim_clock) */
-  uint8_t txbuf[SIM_FRAME_MAX];
   struct rct_frame frame;
 };
 

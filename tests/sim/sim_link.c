@@ -100,10 +100,18 @@ static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair
   if (l->trace) {
     unsigned op, psn;
     bth_of(data, len, &op, &psn);
-    fprintf(l->trace, "%llu %s %llu %s%s%s len=%u op=0x%02x psn=%u hash=%016llx depart=%llu\n",
+    char extra[64] = "";
+    if ((op == 0x0c && len >= 70) || (op == 0xcc && len >= 78)) {   /* READ request: RETH */
+      const uint8_t *reth = data + (op == 0xcc ? 62 : 54);
+      uint32_t dmalen = (uint32_t)reth[12] << 24 | (uint32_t)reth[13] << 16 | (uint32_t)reth[14] << 8 | reth[15];
+      uint32_t off = op == 0xcc ? (uint32_t)data[54] << 24 | (uint32_t)data[55] << 16 |
+                                  (uint32_t)data[56] << 8 | data[57] : 0;
+      snprintf(extra, sizeof extra, " read_off=%u read_len=%u", off, dmalen);
+    }
+    fprintf(l->trace, "%llu %s %llu %s%s%s len=%u op=0x%02x psn=%u%s hash=%016llx depart=%llu\n",
             (unsigned long long)now, dir == SIM_A2B ? "a2b" : "b2a",
             (unsigned long long)v->index, impair_cause_name[v->drop], v->dup ? "+dup" : "",
-            v->corrupt ? "+corrupt" : "", len, op, psn, (unsigned long long)h,
+            v->corrupt ? "+corrupt" : "", len, op, psn, extra, (unsigned long long)h,
             (unsigned long long)rec[6]);
   }
 }
