@@ -181,8 +181,12 @@ int64 sys_recvfrom(void) {
   uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
   spin_lock(&sock_lock);
   while (!s->q) {
-    if (clock_ns() >= deadline) { spin_unlock(&sock_lock); return -2; }
-    if (proc_killed(current())) { spin_unlock(&sock_lock); return -1; }
+    int why = clock_ns() >= deadline ? -2 : proc_killed(current()) ? -1 : 0;
+    if (why) {
+      spin_unlock(&sock_lock);
+      ktimer_cancel(&s->timer);
+      return why;
+    }
     if (deadline != ~0ull) ktimer_arm(&s->timer, deadline, timer_wake, s);
     proc_sleep(s, &sock_lock);
   }

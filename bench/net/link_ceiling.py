@@ -98,7 +98,7 @@ def main():
         for frame in args.sizes:
             for src, dst in ((0, 1), (1, 0)):
                 r = one_run(tb, src, dst, frame, args.seconds)
-                r["itr"] = args.itr if args.itr is not None else 195
+                r["itr"] = args.itr if args.itr is not None else 977
                 print(f"  {r['direction']} {frame:5d} B: sent {r['sent_fps']} f/s, "
                       f"received {r['recv_fps']} f/s {r['payload_MBps']} MB/s, "
                       f"{r['interrupts_per_frame']} irq/frame", flush=True)
