@@ -270,6 +270,21 @@ static int verify_data(struct run *r)
   return 0;
 }
 
+/* After the quiet period: both QPs still RTS, or a's in ERR after RETRY_EXC. */
+static int check_states(struct sim *s, struct run *r)
+{
+  enum rct_qp_state want_a = r->sc->expect == SC_EXPECT_RETRY_EXC ? RCT_QPS_ERR : RCT_QPS_RTS;
+  struct rct_qp_attr a, b;
+  rct_qp_query(&s->ep[0].qp, &a);
+  rct_qp_query(&s->ep[1].qp, &b);
+  if (a.qp_state != want_a)
+    return failf(r, "requester QP ends in %s, want %s", rct_qp_state_name(a.qp_state),
+                 rct_qp_state_name(want_a));
+  if (b.qp_state != RCT_QPS_RTS)
+    return failf(r, "responder QP ends in %s, want RTS", rct_qp_state_name(b.qp_state));
+  return 0;
+}
+
 static void link_specs(const struct scenario *sc, char *a2b, char *b2a, size_t n)
 {
   snprintf(a2b, n, "%s seed %llu", sc->link, (unsigned long long)sc->seed);
@@ -331,6 +346,8 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   }
   if (res->sim_rc == SIM_DONE && !sc->no_verify_data)
     verify_data(&r);
+  if (res->sim_rc == SIM_DONE && !res->why[0])
+    check_states(&s, &r);
   if (res->sim_rc != SIM_DONE && !res->why[0])
     snprintf(res->why, sizeof res->why, "%s: %u/%u send and %u/%u receive completions by t=%.6fs",
              sim_result_name[-res->sim_rc], r.scomp, sc->nmsgs, r.rcomp,

@@ -12,7 +12,8 @@
  *    period is simulated to catch late duplicates);
  *  - when the link outlasts the retry budget (expect = SC_EXPECT_RETRY_EXC):
  *    SUCCESS* then exactly one RETRY_EXC_ERR then WR_FLUSH_ERR for the rest,
- *    and a WR posted afterwards is flushed too.
+ *    and a WR posted afterwards is flushed too;
+ *  - the QPs end in RTS (the requester in ERR after RETRY_EXC_ERR).
  */
 #ifndef SCENARIO_H
 #define SCENARIO_H
