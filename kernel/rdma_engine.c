@@ -2,14 +2,13 @@
 // the core's expired timers, pulls frames with rct_dev_poll_transmit and
 // routes each one: a frame addressed to our own IPv4 goes straight back
 // into rct_handle_frame (loopback: two QPs of this guest talk without the
-// NIC), any other frame goes to the NIC seam (rdma_net.c). Frames received
-// from the NIC wait in a small queue until the engine hands them to the
-// core. After moving frames it raises CQ events and re-arms the one ktimer
-// to the core's next deadline.
+// NIC), any other frame goes to the NIC seam (rdma_net.c), which hands
+// received frames to the core itself. After moving frames it raises CQ
+// events and re-arms the one ktimer to the core's next deadline.
 //
 // Who runs it: syscalls that post work or poll (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
-// and when a syscall stopped at the budget. Everything runs under
+// and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
 // rdma.lock; the thread drops the lock between budgets so interrupts and
 // other harts get in.
 #include "types.h"
@@ -21,23 +20,6 @@
 
 static struct rct_frame tx_frame;              // under rdma.lock
 static uint8 loop_buf[RDMA_FRAME_MAX];         // under rdma.lock
-
-// Received frames waiting for the engine (filled by rdma_net.c).
-#define RX_SLOTS 32
-struct rx_slot { uint32 len; uint8 data[RDMA_FRAME_MAX]; };
-static struct rx_slot rx_q[RX_SLOTS];
-static uint32 rx_head, rx_tail;
-
-// Lock held. Queue a frame from the NIC; drops it when the queue is full
-// (the transport recovers it like any loss). Returns 0 if queued.
-int rdma_rx_enqueue(const uint8 *buf, uint32 len) {
-  if (len > RDMA_FRAME_MAX || rx_tail - rx_head == RX_SLOTS) return -1;
-  struct rx_slot *s = &rx_q[rx_tail % RX_SLOTS];
-  memcpy(s->data, buf, len);
-  s->len = len;
-  rx_tail++;
-  return 0;
-}
 
 static int frame_is_local(const struct rct_frame *f) {
   // Ethernet (14) + IPv4: destination address at IP offset 16.
@@ -85,12 +67,6 @@ int rdma_progress(int budget) {
   uint64 now = clock_ns();
   int moved = 0;
   rct_dev_handle_timeout(&rdma.dev, now);
-  while (moved < budget && rx_head != rx_tail) {
-    struct rx_slot *s = &rx_q[rx_head % RX_SLOTS];
-    rct_handle_frame(&rdma.dev, now, s->data, s->len);
-    rx_head++;
-    moved++;
-  }
   if (rdma_net_retry() == 0) {
     while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
       moved++;
