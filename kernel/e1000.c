@@ -2,8 +2,8 @@
 //
 // Rings: TX_RING legacy transmit descriptors and RX_RING receive
 // descriptors in static memory (RAM is mapped 1:1, so an address is both
-// virtual and physical). Each receive descriptor owns one 4096-byte buffer
-// (RCTL.BSEX + BSIZE); a jumbo frame (up to 9018 bytes, RCTL.LPE) spans
+// virtual and physical). Each receive descriptor owns one 4096-byte buffer,
+// a page from the page allocator (RCTL.BSEX + BSIZE); a jumbo frame (up to 9018 bytes, RCTL.LPE) spans
 // several descriptors and ends at the one with EOP. Transmit is
 // scatter-gather: one descriptor per fragment of the caller's frame.
 //
@@ -18,6 +18,7 @@
 #include "proc.h"
 #include "printk.h"
 #include "klib.h"
+#include "pmem.h"
 #include "irq.h"
 #include "pci.h"
 #include "bootarg.h"
@@ -33,7 +34,7 @@
 
 static struct e1000_tx_desc tx_ring[TX_RING] __attribute__((aligned(4096)));
 static struct e1000_rx_desc rx_ring[RX_RING] __attribute__((aligned(4096)));
-static uint8 rx_bufs[RX_RING][RX_BUF] __attribute__((aligned(4096)));
+static uint8 *rx_bufs[RX_RING];      // one page each, allocated only when a NIC is found
 
 struct tx_slot {               // per descriptor; meaningful at a frame's first one
   uint16 eop;                  // index of the frame's last descriptor
@@ -88,6 +89,7 @@ static void read_mac(void) {
 
 static void rx_setup(void) {
   for (int i = 0; i < RX_RING; i++) {
+    if (!(rx_bufs[i] = page_alloc())) panic("e1000: no memory for RX buffer %d", i);
     rx_ring[i].addr = (uint64)rx_bufs[i];
     rx_ring[i].status = 0;
   }

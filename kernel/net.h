@@ -11,6 +11,9 @@
 // Buffer ownership: a netbuf has exactly one owner. A receive layer either
 // passes the buffer up (the next layer owns it) or frees it at its single
 // exit; an output function always consumes the buffer it is given.
+// Receive layers strip headers with netbuf_pull, which only moves `data`:
+// the Ethernet, IPv4 and UDP headers stay in place just before it (the
+// RoCEv2 handler reads the whole frame back from there).
 #ifndef NET_H
 #define NET_H
 #include "types.h"

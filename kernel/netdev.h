@@ -14,7 +14,9 @@
 //
 // Contexts: net_rx and every done() run in the driver's kernel thread
 // ("e1000"), never in interrupt context, with no driver lock held; they may
-// take spin locks and call netdev_tx, but must not sleep.
+// take spin locks and call netdev_tx, but must not sleep. When done() runs,
+// the frame's descriptors are already free, so a sender that found the ring
+// full can retry from its done().
 #ifndef NETDEV_H
 #define NETDEV_H
 #include "types.h"
