@@ -14,7 +14,7 @@
 
 #define CTRL(x) ((x) - '@')
 #define BACKSPACE 0x100              // tells echo() to erase a character
-#define LINE_MAX_BYTES 128
+#define LINE_MAX_BYTES 1024            // longest input line; more is dropped
 
 static struct {
   struct spinlock lock;

@@ -24,13 +24,13 @@ int64 sys_sbrk(void) {
   return old;
 }
 
-// Sleeps n ticks; -1 if killed meanwhile.
+// Sleeps at least n ticks; -1 if killed meanwhile.
 int64 sys_sleep(void) {
   int n = arg_int(0);
-  if (n < 0) n = 0;
+  if (n <= 0) return 0;
+  uint64 until = ticks_after(n);
   spin_lock(&tick_lock);
-  uint64 start = ticks;
-  while (ticks - start < (uint64)n) {
+  while (ticks < until) {
     if (proc_killed(current())) { spin_unlock(&tick_lock); return -1; }
     proc_sleep(&ticks, &tick_lock);
   }
@@ -38,12 +38,7 @@ int64 sys_sleep(void) {
   return 0;
 }
 
-int64 sys_uptime(void) {
-  spin_lock(&tick_lock);
-  uint64 t = ticks;
-  spin_unlock(&tick_lock);
-  return t;
-}
+int64 sys_uptime(void) { return clock_ticks(); }
 
 int64 sys_halt(void) {
   int status = arg_int(0);

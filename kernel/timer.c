@@ -52,7 +52,7 @@ static void program_deadline(void) {
 
 void timer_hart_init(void) {
   intr_push();
-  next_tick[hart_id()] = read_time() + tick_cycles;
+  next_tick[hart_id()] = (read_time() / tick_cycles + 1) * tick_cycles;
   program_deadline();
   csr_set(sie, 1 << IRQ_STIMER);
   intr_pop();
@@ -104,21 +104,34 @@ static void run_expired(void) {
   }
 }
 
+// Every hart's tick catches `ticks` up with the clock, so a hart that QEMU
+// did not run for a while (host load) loses no ticks and uptime() stays
+// in step with clock_ns().
+static void advance_ticks(uint64 now) {
+  uint64 t = now / tick_cycles;
+  spin_lock(&tick_lock);
+  if (t > ticks) {
+    ticks = t;
+    proc_wakeup(&ticks);
+  }
+  spin_unlock(&tick_lock);
+}
+
 int timer_interrupt(void) {
   int hart = hart_id(), tick = 0;
   uint64 now = read_time();
   if (now >= next_tick[hart]) {
     tick = 1;
-    next_tick[hart] += tick_cycles;
-    if (next_tick[hart] <= now) next_tick[hart] = now + tick_cycles;  // fell behind
-    if (hart == 0) {
-      spin_lock(&tick_lock);
-      ticks++;
-      proc_wakeup(&ticks);
-      spin_unlock(&tick_lock);
-    }
+    next_tick[hart] = (now / tick_cycles + 1) * tick_cycles;   // next boundary
+    advance_ticks(now);
   }
   run_expired();
   program_deadline();
   return tick;
+}
+
+uint64 clock_ticks(void) { return read_time() / tick_cycles; }
+
+uint64 ticks_after(uint64 n) {
+  return (read_time() + tick_cycles - 1) / tick_cycles + n;
 }

@@ -1,8 +1,11 @@
 // timer.h: time keeping and the kernel timer facility (timer.c).
 //
 // clock_ns(): monotonic nanoseconds since boot, from the `time` CSR.
-// ticks: scheduler ticks of TICK_NS (uapi.h) since boot; sleep() and
-// uptime() count these. Each hart also preempts its process every tick.
+// ticks: scheduler ticks of TICK_NS (uapi.h) since boot, derived from the
+// clock (clock_ticks() is the exact value, `ticks` catches up at every
+// tick interrupt and wakes sleepers on &ticks). ticks_after(n) is the
+// tick value at which at least n whole ticks from now have passed. Each
+// hart also preempts its process every tick.
 //
 // ktimer: a one-shot deadline. ktimer_arm(t, deadline_ns, fn, arg) makes
 // fn(arg) run once clock_ns() >= deadline_ns (re-arming a pending timer
@@ -36,6 +39,8 @@ uint64 clock_ns(void);
 void   ktimer_arm(struct ktimer *t, uint64 deadline_ns, void (*fn)(void *), void *arg);
 int    ktimer_cancel(struct ktimer *t);
 
+uint64 clock_ticks(void);
+uint64 ticks_after(uint64 n);
 extern uint64 ticks;              // under tick_lock
 extern struct spinlock tick_lock;
 
