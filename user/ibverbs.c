@@ -14,6 +14,19 @@ __attribute__((weak)) int errno;
 #define MAX_HANDLES 64
 static struct ibv_qp *qp_by_handle[MAX_HANDLES];
 
+// IBV_SEND_INLINE: the library copies the payload into a registered ring
+// of its own at post time, so the caller's buffer and lkey do not matter.
+// The ring has 2 * max_send_wr slots: a slot is reused only after that
+// many later posts succeeded, and at most max_send_wr WRs are outstanding,
+// so the WR that used it has completed.
+#define MAX_INLINE 128
+struct qp_priv {
+  struct ibv_qp qp;             // first: a struct ibv_qp * points here
+  uint8_t *inl;                 // slots of MAX_INLINE bytes
+  struct ibv_mr *inl_mr;
+  uint32_t inl_slots, inl_next;
+};
+
 static struct ibv_device rxe0 = {
   .node_type = IBV_NODE_CA, .transport_type = IBV_TRANSPORT_IB,
   .name = "rxe0", .dev_name = "rxe0",
@@ -247,8 +260,10 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   if (!pd || !ia || !ia->send_cq || !ia->recv_cq) return fail_null(EINVAL);
   if (ia->qp_type != IBV_QPT_RC || ia->srq) return fail_null(ENOSYS);
-  struct ibv_qp *qp = calloc(1, sizeof *qp);
-  if (!qp) return fail_null(ENOMEM);
+  if (ia->cap.max_inline_data > MAX_INLINE) return fail_null(EINVAL);
+  struct qp_priv *priv = calloc(1, sizeof *priv);
+  if (!priv) return fail_null(ENOMEM);
+  struct ibv_qp *qp = &priv->qp;
   struct rdma_qp_create c = {
     .pd = (int)pd->handle, .send_cq = (int)ia->send_cq->handle, .recv_cq = (int)ia->recv_cq->handle,
     .sq_sig_all = ia->sq_sig_all,
@@ -256,12 +271,23 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
     .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
   };
   int h = rdma_create_qp(&c);
-  if (h < 0) { free(qp); return fail_null(EINVAL); }
+  if (h < 0) { free(priv); return fail_null(EINVAL); }
+  if (ia->cap.max_inline_data > 0) {
+    priv->inl_slots = 2 * c.max_send_wr;
+    priv->inl = malloc((size_t)priv->inl_slots * MAX_INLINE);
+    priv->inl_mr = priv->inl ? ibv_reg_mr(pd, priv->inl, (size_t)priv->inl_slots * MAX_INLINE, 0) : NULL;
+    if (!priv->inl_mr) {
+      rdma_destroy_qp(h);
+      free(priv->inl);
+      free(priv);
+      return fail_null(ENOMEM);
+    }
+  }
   ia->cap.max_send_wr = c.max_send_wr;
   ia->cap.max_recv_wr = c.max_recv_wr;
   ia->cap.max_send_sge = c.max_send_sge;
   ia->cap.max_recv_sge = c.max_recv_sge;
-  ia->cap.max_inline_data = 0;
+  ia->cap.max_inline_data = priv->inl ? MAX_INLINE : 0;
   qp->context = pd->context;
   qp->qp_context = ia->qp_context;
   qp->pd = pd;
@@ -377,7 +403,10 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 int ibv_destroy_qp(struct ibv_qp *qp) {
   if (!qp || rdma_destroy_qp((int)qp->handle) < 0) return EINVAL;
   if (qp->handle < MAX_HANDLES) qp_by_handle[qp->handle] = NULL;
-  free(qp);
+  struct qp_priv *priv = (struct qp_priv *)qp;
+  if (priv->inl_mr) ibv_dereg_mr(priv->inl_mr);
+  free(priv->inl);
+  free(priv);
   return 0;
 }
 
@@ -393,12 +422,32 @@ static int sges_in(struct rdma_sge *out, const struct ibv_sge *in, int n) {
   return 0;
 }
 
+// Gather the WR's SGEs into the next inline slot; one SGE replaces them.
+static int inline_copy(struct qp_priv *priv, const struct ibv_send_wr *wr, struct rdma_send_wr *k,
+                       uint32_t ahead) {
+  uint32_t total = 0;
+  for (int i = 0; i < wr->num_sge; i++) total += wr->sg_list[i].length;
+  if (!priv->inl || total > MAX_INLINE) return -1;
+  uint8_t *slot = priv->inl + (size_t)((priv->inl_next + ahead) % priv->inl_slots) * MAX_INLINE;
+  uint32_t off = 0;
+  for (int i = 0; i < wr->num_sge; i++) {
+    memcpy(slot + off, (const void *)wr->sg_list[i].addr, wr->sg_list[i].length);
+    off += wr->sg_list[i].length;
+  }
+  k->num_sge = total ? 1 : 0;
+  k->sg[0].addr = (uint64_t)slot;
+  k->sg[0].length = total;
+  k->sg[0].lkey = priv->inl_mr->lkey;
+  return 0;
+}
+
 int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
   struct rdma_send_wr k[POST_BATCH];
   struct ibv_send_wr *first[POST_BATCH];
   if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
   while (wr) {
     int n = 0, bad_arg = 0;
+    uint32_t inl_in_batch = 0;
     for (; wr && n < POST_BATCH; wr = wr->next, n++) {
       memset(&k[n], 0, sizeof k[n]);
       first[n] = wr;
@@ -413,9 +462,17 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
       k[n].imm_data = wr->imm_data;
       k[n].remote_addr = wr->wr.rdma.remote_addr;
       k[n].rkey = wr->wr.rdma.rkey;
+      if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
+          inline_copy((struct qp_priv *)qp, wr, &k[n], inl_in_batch++) < 0) {
+        bad_arg = 1;
+        break;
+      }
     }
     int done = n > 0 ? rdma_post_send((int)qp->handle, k, n) : 0;
     if (done < 0) done = 0;
+    for (int i = 0; i < done; i++)              // the slots of accepted inline WRs are taken
+      if ((first[i]->send_flags & IBV_SEND_INLINE) && first[i]->opcode != IBV_WR_RDMA_READ)
+        ((struct qp_priv *)qp)->inl_next++;
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;
       return (done < n && !bad_arg) ? ENOMEM : EINVAL;

@@ -322,6 +322,60 @@ static int t_unsignaled(void) {
   return 0;
 }
 
+// IBV_SEND_INLINE: the payload is taken at post time from any memory,
+// with no lkey; changing the buffer right after the post changes nothing.
+static int t_inline(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  struct ibv_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.send_cq = ia.recv_cq = p.a.cq;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 2;
+  ia.cap.max_inline_data = 64;
+  ia.qp_type = IBV_QPT_RC;
+  ia.sq_sig_all = 1;
+  struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
+  CHECK(q && ia.cap.max_inline_data >= 64);
+  uint32_t ip = rdmau_local_ipv4(ctx);
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RESET;
+  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
+  struct rdma_peer to_b = { .qpn = p.b.qp->qp_num, .psn = 7, .ipv4 = ip };
+  struct rdma_peer to_q = { .qpn = q->qp_num, .psn = 9, .ipv4 = ip };
+  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  CHECK(rdmau_connect(q, &to_b, 9, mtu, all, 7, 14) == 0);
+  CHECK(rdmau_connect(p.b.qp, &to_q, 7, mtu, all, 7, 14) == 0);
+  memset(p.b.buf, 0, 4096);
+  for (int round = 0; round < 12; round++) {   // more posts than slots: the ring wraps
+    char msg[40], part2[8];
+    snprintf(msg, sizeof msg, "inline message %d", round);
+    strcpy(part2, "+tail");
+    struct ibv_sge sg[2] = { { (uint64_t)msg, (uint32_t)strlen(msg), 0 }, { (uint64_t)part2, 6, 0 } };
+    CHECK(post_recv1(&p.b, 64, 50 + round) == 0);
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = 60 + round; wr.sg_list = sg; wr.num_sge = 2; wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    CHECK(ibv_post_send(q, &wr, &bad) == 0);
+    memset(msg, 'X', sizeof msg);
+    CHECK(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == (uint64_t)(60 + round));
+    CHECK(wait_ok(p.b.cq, &wc) == 0 && wc.wr_id == (uint64_t)(50 + round));
+    char want[48];
+    snprintf(want, sizeof want, "inline message %d+tail", round);
+    CHECK(wc.byte_len == strlen(want) + 1 && memcmp(p.b.buf, want, wc.byte_len) == 0);
+  }
+  char big[200];
+  struct ibv_sge sg = { (uint64_t)big, sizeof big, 0 };
+  struct ibv_send_wr wr = { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE }, *bad;
+  CHECK(ibv_post_send(q, &wr, &bad) == EINVAL && bad == &wr);   // more than max_inline_data
+  CHECK(ibv_destroy_qp(q) == 0);
+  pair_close(&p);
+  return 0;
+}
+
 // The requester sees `want`; the QP goes to ERR and the next WR is flushed.
 static int expect_error(struct pair *p, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
                         uint32_t len, enum ibv_wc_status want) {
@@ -657,6 +711,7 @@ int main(int argc, char **argv) {
   }
   add("sgl", t_sgl);
   add("unsignaled", t_unsignaled);
+  add("inline", t_inline);
   add("bad_rkey", t_bad_rkey);
   add("out_of_bounds", t_out_of_bounds);
   add("no_access", t_no_access);
