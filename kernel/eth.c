@@ -82,12 +82,12 @@ static void sg_done(void *p) {
 int eth_output_sg(struct netbuf *hdr, const uint8 dst[6], uint16 type,
                   const struct netdev_frag *frags, int nfrags,
                   void (*done)(void *), void *arg) {
-  if (nfrags + 1 > NETDEV_MAX_FRAGS) return -1;
+  struct sg_done *d = (struct sg_done *)(hdr->space + sizeof hdr->space - sizeof *d);
+  if (nfrags + 1 > NETDEV_MAX_FRAGS || hdr->data + hdr->len > (uint8 *)d) return -1;
   write_header(netbuf_push(hdr, ETH_HLEN), dst, type);
   struct netdev_frag all[NETDEV_MAX_FRAGS];
   all[0] = (struct netdev_frag){ (uint64)hdr->data, hdr->len };
   for (int i = 0; i < nfrags; i++) all[i + 1] = frags[i];
-  struct sg_done *d = (struct sg_done *)(hdr->space + sizeof hdr->space - sizeof *d);
   *d = (struct sg_done){ done, arg, hdr };
   if (netdev_tx(all, nfrags + 1, sg_done, d) < 0) {
     netbuf_pull(hdr, ETH_HLEN);          // give the caller back what it passed
