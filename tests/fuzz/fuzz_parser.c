@@ -7,14 +7,10 @@
  */
 #include "fuzz_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void parse_one(uint8_t *buf, size_t size)
 {
 	struct rct_pkt p;
-	struct rct_cm_msg m;
 	uint8_t out[256];
-	/* copy into an exact-size block so ASan sees any overread */
-	uint8_t *buf = malloc(size ? size : 1);
-	memcpy(buf, data, size);
 	if (size <= 0xffff && rct_wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
 		(void)rct_wire_icrc_ok(&p);
 		if (rct_wire_parse_ext(&p) == RCT_PARSE_OK) {
@@ -34,6 +30,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 			}
 		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rct_cm_msg m;
+	/* copy into an exact-size block so ASan sees any overread */
+	uint8_t *buf = malloc(size ? size : 1);
+	memcpy(buf, data, size);
+	parse_one(buf, size);
+	if (size >= 34 && buf[12] == 0x08 && buf[13] == 0x00) {
+		/* again with a valid IPv4 header checksum, so the BTH and extension parsing run */
+		st16(buf + 24, rct_wire_ipv4_csum(buf + 14));
+		parse_one(buf, size);
+		memcpy(buf, data, size);
 	}
 	if (rct_cm_parse(&m, buf, size) == RCT_OK) {
 		uint8_t enc[128];
