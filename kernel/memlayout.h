@@ -30,7 +30,7 @@
 
 // Kernel stacks sit below the trampoline in the kernel page table, each
 // followed (downwards) by an unmapped guard page that catches overflow.
-#define KSTACK_PAGES 2
+#define KSTACK_PAGES 4         // 16 KiB: room for deep driver and RDMA paths
 #define KSTACK_STRIDE ((KSTACK_PAGES + 1) * PGSIZE)
 #define KSTACK_TOP(slot) (TRAMPOLINE - (slot) * KSTACK_STRIDE - PGSIZE)
 #define KSTACK_BASE(slot) (KSTACK_TOP(slot) - KSTACK_PAGES * PGSIZE)
