@@ -427,15 +427,20 @@ bad:
 static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *later)
 {
 	struct rct_send_wqe *oldest = 0;
+	/* start at the remembered oldest incomplete READ: no per-frame walk over
+	 * the SENDs and WRITEs in front of it */
+	uint32_t i = qp->rd_hint - qp->sq_head < qp->sq_tail - qp->sq_head ? qp->rd_hint : qp->sq_head;
 	*later = false;
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+	for (; i != qp->sq_tail; i++) {
 		struct rct_send_wqe *w = SQ_AT(qp, i);
 		if (!w->started)
 			break;
 		if (w->wr.opcode != RCT_WR_RDMA_READ || w->read_pkts == w->npkts)
 			continue;
-		if (!oldest)
+		if (!oldest) {
 			oldest = w;
+			qp->rd_hint = i;
+		}
 		if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
 			if (qp->sr)
 				return w;                 /* any outstanding READ [SR-REQ-7] */

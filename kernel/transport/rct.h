@@ -502,6 +502,7 @@ struct rct_qp {
 	uint32_t req_psn;           /* PSN of the next packet the requester sends */
 	uint32_t next_psn;          /* next never-sent PSN (high-water mark) */
 	uint32_t rd_outstanding;    /* READ WRs started and not complete */
+	uint32_t rd_hint;           /* SQ index at or before the oldest incomplete READ */
 	uint32_t retx_psn;          /* start of the last go-back-N retransmission */
 	uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
 	uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
