@@ -158,18 +158,26 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
   return bad;
 }
 
-/* ns per byte of memcpy for frame-sized copies (the placement the core does). */
+/* ns per byte of memcpy for frame-sized copies into a 4 MiB destination
+ * (the payload placement the core does), thread CPU time, best of 7. */
 static double memcpy_ns_per_byte(void)
 {
-  enum { SZ = 4096, N = 200000 };
-  static uint8_t a[SZ * 64], b[SZ * 64];
-  memset(a, 1, sizeof a);
-  double t0 = wall();
-  for (int i = 0; i < N; i++) {
-    memcpy(b + (i % 64) * SZ, a + ((i * 7) % 64) * SZ, SZ);
-    __asm__ volatile("" ::"r"(b) : "memory");
+  enum { SZ = 4096, SLOTS = 1024, N = 16384 };
+  static uint8_t src[SZ * 16], dst[SZ * SLOTS];
+  double best = 1e9;
+  memset(src, 1, sizeof src);
+  memset(dst, 2, sizeof dst);
+  for (int k = 0; k < 7; k++) {
+    uint64_t t0 = sim_clock_ns(SIM_CLOCK_THREAD);
+    for (int i = 0; i < N; i++) {
+      memcpy(dst + (size_t)((i * 7) % SLOTS) * SZ, src + (i % 16) * SZ, SZ);
+      __asm__ volatile("" ::"r"(dst) : "memory");
+    }
+    double per = (double)(sim_clock_ns(SIM_CLOCK_THREAD) - t0) / ((double)N * SZ);
+    if (per < best)
+      best = per;
   }
-  return (wall() - t0) * 1e9 / ((double)N * SZ);
+  return best;
 }
 
 /* ns one clock read adds to a timed call (half the cost of a read pair,
@@ -231,6 +239,8 @@ static int cpu_cost(const char *out, uint64_t seed, uint64_t total)
         double cpu = ((double)(r.cpu_ns[0] + r.cpu_ns[1]) - clk * (double)calls) / 1e9;
         uint64_t placed = r.qa.rx_payload_bytes + r.qb.rx_payload_bytes;
         double cpu_nocopy = cpu - placed * cpb / 1e9;
+        if (cpu_nocopy < cpu * 0.05)
+          cpu_nocopy = 0;                 /* the estimate is not meaningful */
         fprintf(f, "%s,%s,%u,%llu,%.6f,%.0f,%llu,%.4f,%.0f,%.1f,%llu,%llu\n", clocks[c].name,
                 modes[m].name, sc.size, (unsigned long long)frames, cpu, frames / cpu,
                 (unsigned long long)placed, cpb, cpu_nocopy > 0 ? frames / cpu_nocopy : 0, clk,

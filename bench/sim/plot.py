@@ -135,14 +135,16 @@ def summary(rows, cpu, out):
                  "(both endpoints, every frame sent or received counts once per endpoint) on the 100 Gb/s "
                  "lossless SR run; the simulated link and frame linearization are not counted; the cost of the "
                  "clock reads is subtracted. 'Excl. copy' also subtracts the payload placement memcpy at the "
-                 "measured (cache-warm) ns/byte, so it is an upper estimate. The thread-CPU clock ignores "
+                 "measured ns/byte (4 KiB copies into a 4 MiB buffer), so it is an estimate; n/a where the copy "
+                 "estimate is as large as the measured time. The thread-CPU clock ignores "
                  "preemption by other jobs on this shared 2-core host; the wall clock does not. Best of several runs.")
         L.append("")
         L.append("| clock | ICRC | WRITE size | frames | core CPU s | frames/s per core | frames/s excl. copy |")
         L.append("| --- | --- | --- | --- | --- | --- | --- |")
         for r in cpu:
             L.append("| %s | %s | %s | %s | %s | %s | %s |" % (r.get("clock", "wall"), r["icrc"], size_name(r["size"]),
-                     r["frames"], r["core_cpu_s"], r["frames_per_s"], r["frames_per_s_excl_copy"]))
+                     r["frames"], r["core_cpu_s"], r["frames_per_s"],
+                     r["frames_per_s_excl_copy"] if float(r["frames_per_s_excl_copy"]) > 0 else "n/a"))
         L.append("")
     L.append("Plots: sim-goodput-100g.png, sim-goodput-1g.png. Data: sim-goodput.csv, sim-cpu.csv.")
     with open(out, "w") as f:
