@@ -278,6 +278,86 @@ START_TEST(test_qp_every_mtu)
 }
 END_TEST
 
+/* Two QPs on one device: lookup by QPN, round-robin transmit, device-wide timers, destroy. */
+static struct rct_qp *two_lookup(void *ctx, uint32_t qpn)
+{
+	struct rct_qp **q = ctx;
+	for (int i = 0; i < 2; i++)
+		if (q[i] && q[i]->init.qpn == qpn)
+			return q[i];
+	return NULL;
+}
+
+START_TEST(test_qp_device_wide_calls)
+{
+	static struct ep x;
+	static struct rct_qp q2;
+	static struct rct_send_wqe sq2[8];
+	static struct rct_recv_wqe rq2[8];
+	struct rct_qp *tab[2] = { &x.qp, &q2 };
+	struct rct_qp_init_attr ia;
+	struct conn_opts o;
+	struct rct_frame f;
+	struct test_mr *m;
+	int from1 = 0, from2 = 0, last = 0, alternations = 0;
+	uint64_t t;
+	ep_init(&x, MAC_A, IP_A, QPN_A, 0);
+	x.dev.attr.qp_lookup = two_lookup;
+	x.dev.attr.lookup_ctx = tab;
+	memset(&ia, 0, sizeof(ia));
+	ia.qpn = 0x99; ia.pd = x.pd;
+	ia.sq = sq2; ia.sq_size = 8; ia.rq = rq2; ia.rq_size = 8;
+	ia.send_cq = &x.scq; ia.recv_cq = &x.rcq;
+	ck_assert_int_eq(rct_qp_init(&x.dev, &q2, &ia), RCT_OK);
+	conn_defaults(&o);
+	ep_connect(&x, MAC_B, IP_B, QPN_B, 1, 100, &o);
+	{
+		struct rct_qp_attr a = good(RCT_QPS_INIT);
+		a.qp_access_flags = 0;
+		rct_qp_modify(&q2, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS);
+		a = good(RCT_QPS_RTR);
+		a.max_dest_rd_atomic = 0;
+		rct_qp_modify(&q2, &a, rtr_mask());
+		a = good(RCT_QPS_RTS);
+		a.sq_psn = 500;
+		a.timeout = 10;
+		ck_assert_int_eq(rct_qp_modify(&q2, &a, rts_mask()), RCT_OK);
+	}
+	m = ep_reg_mr(&x, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&x, 1, RCT_WR_SEND, m, 0, 4096, 0, 0, 0);
+	{
+		struct rct_sge sge = { m->va, 4096, m->key };
+		struct rct_send_wr wr = { .wr_id = 2, .opcode = RCT_WR_SEND, .send_flags = RCT_SEND_SIGNALED,
+		                          .sg_list = &sge, .num_sge = 1 };
+		ck_assert_int_eq(rct_post_send(&q2, &wr), RCT_OK);
+	}
+	while (rct_dev_poll_transmit(&x.dev, 0, &f)) {
+		int who = f.qpn == QPN_A ? 1 : 2;
+		from1 += who == 1;
+		from2 += who == 2;
+		alternations += last && last != who;
+		last = who;
+	}
+	ck_assert_int_eq(from1, 4);
+	ck_assert_int_eq(from2, 4);
+	ck_assert_int_ge(alternations, 6);                   /* round robin */
+	t = rct_dev_next_timeout(&x.dev);
+	ck_assert_uint_eq(t, 4096ull << 10);                /* q2's shorter timeout */
+	rct_dev_handle_timeout(&x.dev, t);
+	ck_assert_uint_eq(q2.cnt.timeouts, 1);
+	ck_assert_uint_eq(x.qp.cnt.timeouts, 0);
+	ck_assert(rct_dev_poll_transmit(&x.dev, t, &f));
+	ck_assert_uint_eq(f.qpn, 0x99);
+	ck_assert_uint_eq(f.psn, 500);
+	rct_qp_destroy(&q2);
+	tab[1] = NULL;
+	ck_assert_uint_eq(rct_dev_next_timeout(&x.dev), 4096ull << 14);
+	while (rct_dev_poll_transmit(&x.dev, t, &f))
+		ck_assert_uint_eq(f.qpn, QPN_A);
+	ep_free(&x);
+}
+END_TEST
+
 Suite *suite_qp(void)
 {
 	Suite *s = suite_create("qp");
@@ -293,6 +373,7 @@ Suite *suite_qp(void)
 	tcase_add_test(t, test_qp_sqd_drains);
 	tcase_add_test(t, test_qp_query_and_names);
 	tcase_add_loop_test(t, test_qp_every_mtu, 1, 6);
+	tcase_add_test(t, test_qp_device_wide_calls);
 	suite_add_tcase(s, t);
 	return s;
 }
