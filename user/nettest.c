@@ -11,7 +11,7 @@
 //                                        zc: send with sendzc (payload DMA'd from our pages)
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
 //   nettest sink PORT IDLE_MS             receive a blast: frames/s, MB/s, interrupts/frame
-//   nettest lat IP PORT SIZE COUNT        echo round trips: min/avg RTT, one-way = RTT/2
+//   nettest lat IP PORT SIZE COUNT        echo round trips: min/median/p90/avg RTT, one-way = RTT/2
 #include "user.h"
 
 #define NS 1000000000ul
@@ -200,22 +200,25 @@ static int cmd_sink(int port, int idle_ms) {
 static int cmd_lat(unsigned int ip, int port, int size, int count) {
   int s = udp_socket(0);
   char *out = malloc(NET_MAX_UDP_PAYLOAD), *in = malloc(NET_MAX_UDP_PAYLOAD);
+  unsigned long *rtt = malloc(sizeof(unsigned long) * (count > 0 ? count : 1));
   struct net_addr to = { ip, (unsigned short)port, 0 };
-  unsigned long min = ~0ul, sum = 0;
+  unsigned long sum = 0;
   int ok = 0;
   for (int i = 0; i < count; i++) {
     fill(out, size, 0x1a000000u | i);
     unsigned long t0 = clock_ns();
     if (echo_once(s, &to, out, in, size) < 0) continue;
-    unsigned long rtt = clock_ns() - t0;
-    ok++;
-    sum += rtt;
-    if (rtt < min) min = rtt;
+    unsigned long r = clock_ns() - t0;
+    int k = ok++;                            // insertion sort: count is small
+    for (; k > 0 && rtt[k - 1] > r; k--) rtt[k] = rtt[k - 1];
+    rtt[k] = r;
+    sum += r;
   }
   if (!ok) { printf("lat: no echoes\n"); return 1; }
-  unsigned long avg = sum / ok;
-  printf("lat %d echoes of %d bytes: rtt min %lu us avg %lu us, one-way min %lu us avg %lu us\n",
-         ok, size, min / 1000, avg / 1000, min / 2000, avg / 2000);
+  unsigned long avg = sum / ok, med = rtt[ok / 2], p90 = rtt[ok * 9 / 10];
+  printf("lat %d echoes of %d bytes: rtt min %lu us median %lu us p90 %lu us avg %lu us, "
+         "one-way min %lu us median %lu us avg %lu us\n", ok, size, rtt[0] / 1000, med / 1000,
+         p90 / 1000, avg / 1000, rtt[0] / 2000, med / 2000, avg / 2000);
   return 0;
 }
 

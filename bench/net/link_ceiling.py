@@ -14,6 +14,7 @@ half the round trip of small UDP echoes (`nettest lat` against
 Writes bench/results/link-ceiling.csv, link-ceiling.png (matplotlib, from
 the Debian python3 if this interpreter lacks it), link-latency.csv, and
 prints a table. Usage: link_ceiling.py [--seconds N] [--sizes 64 1500 ...]
+[--itr N] [--echoes N] [--out DIR]; --seconds 0 measures only the latency.
 """
 import argparse
 import csv
@@ -84,6 +85,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 1500, 4200, 9000])
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--echoes", type=int, default=300, help="round trips for the latency")
     ap.add_argument("--itr", type=int, default=None,
                     help="E1000 ITR (256 ns units; 0 = no moderation) via the itr= boot argument")
     args = ap.parse_args()
@@ -95,7 +97,7 @@ def main():
         g0, g1 = tb.guests
         for g, peer in ((g0, 1), (g1, 0)):
             g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
-        for frame in args.sizes:
+        for frame in (args.sizes if args.seconds > 0 else []):
             for src, dst in ((0, 1), (1, 0)):
                 r = one_run(tb, src, dst, frame, args.seconds)
                 r["itr"] = args.itr if args.itr is not None else 977
@@ -105,12 +107,14 @@ def main():
                 rows.append(r)
         g1.send("udpecho -s 7 &")   # background: its output may share the prompt line
         g1.expect(r"serving port 7", timeout=10)
-        out = g0.run(f"nettest lat {tb.ip(1)} 7 18 300", timeout=120)
-        m = re.search(r"rtt min (\d+) us avg (\d+) us, one-way min (\d+) us avg (\d+) us", out)
+        out = g0.run(f"nettest lat {tb.ip(1)} 7 18 {args.echoes}", timeout=300)
+        m = re.search(r"rtt min (\d+) us median (\d+) us p90 (\d+) us avg (\d+) us, "
+                      r"one-way min (\d+) us median (\d+) us avg (\d+) us", out)
         if m:
-            lat = {"size": 18, "frame_bytes": 60, "rtt_min_us": int(m.group(1)),
-                   "rtt_avg_us": int(m.group(2)), "one_way_min_us": int(m.group(3)),
-                   "one_way_avg_us": int(m.group(4))}
+            v = [int(x) for x in m.groups()]
+            lat = {"size": 18, "frame_bytes": 60, "rtt_min_us": v[0], "rtt_median_us": v[1],
+                   "rtt_p90_us": v[2], "rtt_avg_us": v[3], "one_way_min_us": v[4],
+                   "one_way_median_us": v[5], "one_way_avg_us": v[6]}
         ping = g0.run(f"ping -c 20 -i 50 {tb.ip(1)}", timeout=60)
         pm = re.search(r"rtt min/avg/max (\S+) ms / (\S+) ms / (\S+) ms", ping)
         if pm:
@@ -118,17 +122,19 @@ def main():
         tb.halt()
 
     path = os.path.join(args.out, "link-ceiling.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
+    png = os.path.join(args.out, "link-ceiling.png")
+    plotted = False
+    if rows:                                   # --seconds 0: latency only
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+        plotted = plot(path, png)
     if lat:
         with open(os.path.join(args.out, "link-latency.csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(lat.keys()))
             w.writeheader()
             w.writerow(lat)
-    png = os.path.join(args.out, "link-ceiling.png")
-    plotted = plot(path, png)
 
     print()
     print(f"{'dir':5} {'frame':>6} {'payload':>7} {'sent f/s':>9} {'recv f/s':>9} "
@@ -139,9 +145,11 @@ def main():
               f"{r['recv_frames'] + 1:9d} {r['interrupts_per_frame']:9.3f}")
     if lat:
         print(f"one-way latency (half the RTT of an 18-byte UDP echo): min {lat['one_way_min_us']} us, "
-              f"avg {lat['one_way_avg_us']} us; ping RTT min/avg {lat.get('ping_rtt_min_ms')} / "
+              f"median {lat['one_way_median_us']} us, avg {lat['one_way_avg_us']} us; "
+              f"ping RTT min/avg {lat.get('ping_rtt_min_ms')} / "
               f"{lat.get('ping_rtt_avg_ms')} ms")
-    print(f"wrote {path}" + (f", {png}" if plotted else " (no matplotlib: no PNG)"))
+    if rows:
+        print(f"wrote {path}" + (f", {png}" if plotted else " (no matplotlib: no PNG)"))
 
 
 if __name__ == "__main__":
