@@ -477,40 +477,57 @@ static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, 
 	return true;
 }
 
+/* A response that is not the next one expected (in-order READs) [REQ-READ-1]. */
+static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, uint32_t expect, bool later)
+{
+	if (!later && psn_lt(psn, expect)) {
+		qp->cnt.rx_dup++;
+		return;
+	}
+	qp->cnt.rx_out_of_seq++;
+	if (!qp->sr) {
+		/* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
+		ack_through(qp, now, psn_add(psn, PSN_MASK));
+	} else if (!(qp->retx_valid && qp->retx_psn == expect)) {
+		qp->retx_psn = expect;                               /* [SR-REQ-8] once per gap */
+		qp->retx_valid = 1;
+		qp->sr_scan = expect;
+		qp->sr_scan_end = psn_add(expect, 1);
+		bm_clear_all(qp->sr_retxd);
+	}
+}
+
+/* Copy a response's payload into the READ's scatter list at its offset. */
+static bool place_read_resp(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, struct rct_pkt *p)
+{
+	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+	int n = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
+	                             RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+	if (n < 0) {
+		fail_wr(qp, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR, 0);
+		return false;
+	}
+	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);      /* [REQ-READ-1] */
+	return true;
+}
+
 static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
 	uint32_t psn = p->h.bth.psn, idx, expect;
-	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
 	bool later;
 	struct rct_send_wqe *w = read_of_resp(qp, psn, &later);
-	int n;
 	if (!w) {                                                /* [REQ-ACK-7] outside */
 		qp->cnt.rx_unexpected++;
 		return;
 	}
 	expect = read_first_missing(qp, w);
 	if (sr_tracked(qp, w)) {
-		/* SR: any order within the READ [SR-REQ-7] */
-		if (read_received(qp, w, psn)) {
+		if (read_received(qp, w, psn)) {                 /* any order [SR-REQ-7] */
 			qp->cnt.rx_dup++;
 			return;
 		}
-	} else if (later || psn != expect) {                     /* [REQ-READ-1] */
-		if (!later && psn_lt(psn, expect)) {
-			qp->cnt.rx_dup++;
-		} else {
-			qp->cnt.rx_out_of_seq++;
-			if (!qp->sr) {
-				/* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
-				ack_through(qp, now, psn_add(psn, PSN_MASK));
-			} else if (!(qp->retx_valid && qp->retx_psn == expect)) {
-				qp->retx_psn = expect;           /* [SR-REQ-8] once per gap */
-				qp->retx_valid = 1;
-				qp->sr_scan = expect;
-				qp->sr_scan_end = psn_add(expect, 1);
-				bm_clear_all(qp->sr_retxd);
-			}
-		}
+	} else if (later || psn != expect) {
+		read_resp_misordered(qp, now, psn, expect, later);
 		return;
 	}
 	idx = (uint32_t)psn_diff(psn, w->first_psn);
@@ -521,15 +538,8 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	}
 	qp->cnt.rx_read_resp++;
 	ack_through(qp, now, psn_add(w->first_psn, PSN_MASK));   /* implied ACK [REQ-ACK-3] */
-	if (qp->attr.qp_state == RCT_QPS_ERR)
+	if (qp->attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
 		return;
-	n = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
-	                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
-	if (n < 0) {
-		fail_wr(qp, psn, true, RCT_WC_LOC_PROT_ERR, 0);
-		return;
-	}
-	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);          /* [REQ-READ-1] */
 	w->read_pkts++;
 	if (sr_tracked(qp, w) && psn_ge(psn, qp->una))
 		bm_set(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));

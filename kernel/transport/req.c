@@ -164,54 +164,67 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 	return true;
 }
 
-/* Build the request packet of WQE w at PSN psn (new or again). */
+/* READ request headers for response PSN idx of w (idx > 0: resumed) [REQ-READ-3]. */
+static void read_req_headers(struct rct_send_wqe *w, uint32_t off, struct rct_hdr *h)
+{
+	h->bth.opcode = OP_READ_REQ;
+	h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
+	h->reth.va = w->wr.remote_addr + off;
+	h->reth.rkey = w->wr.rkey;
+	h->reth.dmalen = w->length - off;
+	h->sreth.offset = off;                              /* [SR-WIRE-2] */
+}
+
+/* SEND/WRITE packet idx of w: headers, and payload segments into f. */
+static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, uint32_t off,
+                        uint32_t paylen, struct rct_hdr *h, struct rct_frame *f)
+{
+	int r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+	if (r < 0) {
+		if (SQ_AT(qp, qp->sq_head) == w)
+			fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
+		return false;
+	}
+	f->nseg = (uint8_t)r;
+	h->bth.opcode = data_opcode(w, idx);
+	if (idx + 1 == w->npkts) {
+		h->bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
+		h->bth.se = (w->wr.send_flags & RCT_SEND_SOLICITED) &&
+		            (op_flags(h->bth.opcode) & (OPF_SEND | OPF_IMM)) ? 1 : 0;   /* [HDR-BTH-3] */
+	} else if ((idx + 1) % RCT_ACK_REQ_INTERVAL == 0) {
+		h->bth.ackreq = 1;                          /* [REQ-ACKREQ-2] */
+	}
+	h->imm = w->wr.imm_data;                            /* [HDR-IMM-1] */
+	h->reth.va = w->wr.remote_addr + (qp->sr ? off : 0);    /* [SR-WIRE-4] */
+	h->reth.rkey = w->wr.rkey;
+	h->reth.dmalen = w->length;                         /* [HDR-RETH-1] */
+	h->sreth.offset = off;
+	return true;
+}
+
+/* Build the request packet of WQE w at PSN psn (new or again) [REQ-PSN-3]. */
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
 {
 	struct rct_hdr h;
-	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), paylen = 0, off;
+	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
 	bool retx = psn_lt(psn, qp->next_psn);
 	RCT_MEMSET(&h, 0, sizeof(h));
 	h.bth.psn = psn;
 	h.sreth.rsn = w->rsn;
 	f->nseg = 0;
-	off = idx << qp->mtu_shift;
 	if (w->wr.opcode == RCT_WR_RDMA_READ) {
 		if (retx)
-			w->resume_psn = psn;                   /* responses restart here [REQ-READ-3] */
-		h.bth.opcode = OP_READ_REQ;
-		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
-		h.reth.va = w->wr.remote_addr + off;       /* [REQ-READ-3] */
-		h.reth.rkey = w->wr.rkey;
-		h.reth.dmalen = w->length - off;
-		h.sreth.offset = off;                      /* [SR-WIRE-2] */
+			w->resume_psn = psn;                /* responses restart here [REQ-READ-3] */
+		read_req_headers(w, off, &h);
 	} else {
-		int r;
 		paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
-		h.bth.opcode = data_opcode(w, idx);
-		r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
-		if (r < 0) {
-			if (SQ_AT(qp, qp->sq_head) == w)
-				fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
+		if (!data_packet(qp, w, idx, off, paylen, &h, f))
 			return 0;
-		}
-		f->nseg = (uint8_t)r;
-		if (idx + 1 == w->npkts) {
-			h.bth.ackreq = 1;                  /* [REQ-ACKREQ-1] */
-			h.bth.se = (w->wr.send_flags & RCT_SEND_SOLICITED) &&
-			           (op_flags(h.bth.opcode) & (OPF_SEND | OPF_IMM)) ? 1 : 0; /* [HDR-BTH-3] */
-		} else if ((idx + 1) % RCT_ACK_REQ_INTERVAL == 0) {
-			h.bth.ackreq = 1;                  /* [REQ-ACKREQ-2] */
-		}
-		h.imm = w->wr.imm_data;                    /* [HDR-IMM-1] */
-		h.reth.va = w->wr.remote_addr + (qp->sr ? off : 0);   /* [SR-WIRE-4] */
-		h.reth.rkey = w->wr.rkey;
-		h.reth.dmalen = w->length;                 /* [HDR-RETH-1] */
-		h.sreth.offset = off;
 	}
 	if (qp->sr)
-		h.bth.opcode |= OP_SR_BASE;                /* [SR-WIRE-1] */
+		h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
 	if (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn))
-		h.bth.ackreq = 1;                          /* [REQ-ACKREQ-1] end of burst */
+		h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
 	rct_qp_emit(qp, f, &h, paylen);
 	if (retx)
 		qp->cnt.tx_retransmits++;
