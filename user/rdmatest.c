@@ -244,6 +244,24 @@ static int t_op(int opi, int si) {
   return transfer(ops[opi].op, (uint32_t)sizes[si]);
 }
 
+// Every path MTU (256 .. 4096) with SEND, WRITE_WITH_IMM and READ of a
+// few MTUs plus a remainder.
+static int t_mtus(void) {
+  enum ibv_mtu saved = mtu;
+  int rc = 0;
+  for (enum ibv_mtu m = IBV_MTU_256; m <= IBV_MTU_4096 && rc == 0; m++) {
+    mtu = m;
+    uint32_t len = (uint32_t)ibv_mtu_to_num(m) * 3 + 77;
+    if (transfer(IBV_WR_SEND, len) || transfer(IBV_WR_RDMA_WRITE_WITH_IMM, len) ||
+        transfer(IBV_WR_RDMA_READ, len)) {
+      printf("  path MTU %d failed\n", ibv_mtu_to_num(m));
+      rc = 1;
+    }
+  }
+  mtu = saved;
+  return rc;
+}
+
 // Scatter/gather: 3 SGEs out, 2 SGEs in, and many WRs in one post.
 static int t_sgl(void) {
   struct pair p;
@@ -465,6 +483,38 @@ static int t_rnr(void) {
   CHECK(post_recv1(&p.b, 64, 9) == 0);
   CHECK(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 8);
   CHECK(wait_ok(p.b.cq, &wc) == 0 && wc.wr_id == 9 && wc.byte_len == 32);
+  pair_close(&p);
+  return 0;
+}
+
+// The peer goes silent (ERR drops every frame): the send queue fills
+// (ENOMEM), the first WR ends with RETRY_EXC_ERR after retry_cnt
+// retransmissions, and the rest are flushed.
+static int t_retry_exceeded(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct ibv_qp_attr a;
+  struct pair_opts o = { IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 7, 256, 14 };  // 67 ms ACK timeout
+  CHECK(pair_open_opts(&p, 4096, &o) == 0);
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_ERR;
+  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
+  while (ibv_poll_cq(p.b.cq, 1, &wc) == 1)
+    ;
+  int posted = 0, rc = 0;
+  while (posted < 100 &&
+         (rc = post_send1(&p.a, IBV_WR_RDMA_WRITE, 64, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1000 + posted)) == 0)
+    posted++;
+  CHECK(rc == ENOMEM && posted >= 64);
+  uint64 t0 = clock_ns();
+  CHECK(rdmau_wait(p.a.cq, &wc, 20000) == 1);
+  printf("  %d WRs queued; first completion %s after %d ms\n", posted, ibv_wc_status_str(wc.status),
+         (int)((clock_ns() - t0) / 1000000));
+  CHECK(wc.wr_id == 1000 && wc.status == IBV_WC_RETRY_EXC_ERR);
+  for (int i = 1; i < posted; i++) {
+    CHECK(rdmau_wait(p.a.cq, &wc, 10000) == 1);
+    CHECK(wc.wr_id == (uint64_t)(1000 + i) && wc.status == IBV_WC_WR_FLUSH_ERR);
+  }
   pair_close(&p);
   return 0;
 }
@@ -709,6 +759,7 @@ int main(int argc, char **argv) {
       ntests++;
     }
   }
+  add("mtus", t_mtus);
   add("sgl", t_sgl);
   add("unsignaled", t_unsignaled);
   add("inline", t_inline);
@@ -717,6 +768,7 @@ int main(int argc, char **argv) {
   add("no_access", t_no_access);
   add("bad_lkey", t_bad_lkey);
   add("rnr", t_rnr);
+  add("retry_exceeded", t_retry_exceeded);
   add("flush_recv", t_flush_recv);
   add("busy", t_busy);
   add("cq_overrun", t_cq_overrun);
