@@ -619,6 +619,30 @@ static int t_channel(void) {
   return 0;
 }
 
+// A process asleep in ibv_get_cq_event can be killed; its objects go.
+static int t_kill_blocked(void) {
+  int pid = fork();
+  if (pid == 0) {
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    struct ibv_cq *cq = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
+    struct ibv_cq *ev;
+    void *evctx;
+    if (!cq || ibv_req_notify_cq(cq, 0)) exit(2);
+    ibv_get_cq_event(ch, &ev, &evctx);      // nothing will ever complete
+    exit(3);
+  }
+  sleep(20);
+  CHECK(kill(pid) == 0);
+  int st = 0;
+  CHECK(wait(&st) == pid);
+  printf("  child exit status %d\n", st);
+  CHECK(st != 2 && st != 3);
+  struct rdma_qp_stats s;
+  for (int i = 0; rdma_qp_stats(i, &s) >= 0; i++)   // no QP of that pid is left
+    CHECK(rdma_qp_stats(i, &s) != 0 || s.owner_pid != pid);
+  return 0;
+}
+
 // Another process's handles are refused.
 static int t_foreign(void) {
   struct pair p;
@@ -773,6 +797,7 @@ int main(int argc, char **argv) {
   add("busy", t_busy);
   add("cq_overrun", t_cq_overrun);
   add("channel", t_channel);
+  add("kill_blocked", t_kill_blocked);
   add("foreign_handles", t_foreign);
   add("bad_pointers", t_bad_pointers);
   add("exit_in_flight", t_exit_in_flight);
