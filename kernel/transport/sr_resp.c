@@ -36,11 +36,59 @@ static void sr_advance(struct rct_qp *qp)
 	qp->epsn = psn_add(qp->epsn, n);
 }
 
+/* SEND payload into receive WQE number k (RSN - rsn_done) at MSG_OFFSET. */
+static bool sr_place_send(struct rct_qp *qp, struct rct_pkt *p, uint32_t k)
+{
+	struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head + k);
+	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+	int n;
+	if ((uint64_t)p->h.sreth.offset + p->paylen > r->length) {
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
+		return false;
+	}
+	n = rct_qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
+	                         RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+	if (n < 0) {
+		rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
+		return false;
+	}
+	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+	return true;
+}
+
+/* WRITE payload at its own RETH VA, checked per packet [SR-WIRE-4] [SR-RESP-9]. */
+static bool sr_place_write(struct rct_qp *qp, struct rct_pkt *p, uint32_t k)
+{
+	bool taken = rct_resp_takes_recv(p->opflags) && k == 0;
+	if ((uint64_t)p->h.sreth.offset + p->paylen > p->h.reth.dmalen) {
+		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+		return false;
+	}
+	if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->paylen, RCT_ACCESS_REMOTE_WRITE)) {
+		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
+		return false;
+	}
+	return rct_resp_place_write(qp, p->h.reth.rkey, p->h.reth.va, p, taken);
+}
+
+/* Remember what a placed LAST packet ends, for completion in PSN order [SR-RESP-4]. */
+static void sr_note_end(struct rct_qp *qp, const struct rct_pkt *p)
+{
+	uint32_t f = p->opflags, slot = p->h.bth.psn & (RCT_SR_WINDOW - 1);
+	if (!(f & OPF_LAST)) {
+		qp->sr_slot_kind[slot] = SLOT_NONE;
+		return;
+	}
+	qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
+	                       : rct_resp_takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
+	qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
+	qp->sr_slot_imm[slot] = p->h.imm;
+}
+
 /* Place an SR SEND/WRITE packet on its own [SR-RESP-2] [SR-RESP-7] [SR-RESP-9]. */
 static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 {
-	uint32_t f = p->opflags, slot = p->h.bth.psn & (RCT_SR_WINDOW - 1);
-	uint32_t k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->rsn_done);
+	uint32_t f = p->opflags, k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->rsn_done);
 	bool recv = (f & OPF_SEND) || rct_resp_takes_recv(f);
 	if (!rct_resp_length_ok(qp, f, p->paylen)) {
 		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
@@ -51,42 +99,9 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 			rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false);
 		return false;                                     /* [SR-RESP-7] */
 	}
-	if (f & OPF_SEND) {
-		struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head + k);
-		struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-		int n;
-		if ((uint64_t)p->h.sreth.offset + p->paylen > r->length) {
-			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);
-			return false;
-		}
-		n = rct_qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
-		                     RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
-		if (n < 0) {
-			rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);
-			return false;
-		}
-		rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
-	} else {
-		uint64_t end = (uint64_t)p->h.sreth.offset + p->paylen;
-		if (end > p->h.reth.dmalen) {
-			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-			return false;
-		}
-		if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->paylen, RCT_ACCESS_REMOTE_WRITE)) {
-			rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);
-			return false;
-		}
-		if (!rct_resp_place_write(qp, p->h.reth.rkey, p->h.reth.va, p, false))
-			return false;
-	}
-	if (f & OPF_LAST) {
-		qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
-		                       : rct_resp_takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
-		qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
-		qp->sr_slot_imm[slot] = p->h.imm;
-	} else {
-		qp->sr_slot_kind[slot] = SLOT_NONE;
-	}
+	if (!((f & OPF_SEND) ? sr_place_send(qp, p, k) : sr_place_write(qp, p, k)))
+		return false;
+	sr_note_end(qp, p);
 	bm_set(qp->sr_rcvd, d);
 	if (d)
 		qp->cnt.sr_placed_ooo++;
