@@ -22,9 +22,12 @@ static struct rct_frame tx_frame;              // under rdma.lock
 static uint8 loop_buf[RDMA_FRAME_MAX + 8] __attribute__((aligned(8)));   // under rdma.lock
 
 static int frame_is_local(const struct rct_frame *f) {
-  // Ethernet (14) + IPv4: destination address at IP offset 16.
-  if (f->hdr_len < 34) return 0;
-  const uint8 *d = f->hdr + 14 + 16;
+  // RoCEv2: IPv4 destination at IP offset 16. RoCE v1 (EtherType 0x8915):
+  // the GRH's DGID ::ffff:a.b.c.d ends at GRH offset 40.
+  int v1 = f->hdr_len >= 14 && f->hdr[12] == 0x89 && f->hdr[13] == 0x15;
+  int off = v1 ? 14 + 36 : 14 + 16;
+  if (f->hdr_len < off + 4) return 0;
+  const uint8 *d = f->hdr + off;
   uint32 dst = ((uint32)d[0] << 24) | ((uint32)d[1] << 16) | ((uint32)d[2] << 8) | d[3];
   return dst == rdma.ipv4;
 }

@@ -10,6 +10,9 @@
 // the NIC is still reading. When the ring is full the frame stays in its
 // slot and the engine stops pulling frames until a done() frees room.
 //
+// RoCE v1 frames (EtherType 0x8915, GRH) come from the Ethernet layer's
+// type hook and go out the same way as v2 ones.
+//
 // In: UDP port 4791's handler gets the datagram payload; the Ethernet,
 // IPv4 (no options) and UDP headers are still in the buffer just before
 // it, so the whole frame is handed to rct_handle_frame, which validates it
@@ -131,6 +134,18 @@ static void roce_rx(struct netbuf *nb, void *arg) {
   netbuf_free(nb);
 }
 
+// Driver thread: a RoCE v1 frame (EtherType 0x8915); data is at the GRH.
+static void roce_v1_rx(struct netbuf *nb) {
+  uint8 *frame = nb->data - ETH_HLEN;
+  if (frame < nb->space) { rdma_net_rx_bad++; netbuf_free(nb); return; }
+  spin_lock(&rdma.lock);
+  rdma_net_rx_frames++;
+  rct_handle_frame(&rdma.dev, clock_ns(), frame, nb->len + ETH_HLEN);
+  if (rdma_progress(RDMA_BUDGET)) rdma_kick();
+  spin_unlock(&rdma.lock);
+  netbuf_free(nb);
+}
+
 // Process context, rdma.lock NOT held: the MAC of a peer for an AV.
 int rdma_net_resolve(uint32 ip, uint8 mac[6]) {
   if (!netdev_present()) return -1;
@@ -148,4 +163,6 @@ void rdma_net_init(void) {
     return;
   }
   rdma.nic_send = net_send;
+  if (eth_register_type(ETHERTYPE_ROCE, roce_v1_rx) < 0)
+    kprintf("rdma: EtherType 0x8915 is taken; RoCE v1 receive disabled\n");
 }

@@ -170,7 +170,7 @@ int64 sys_rdma_destroy_qp(void) {
 static int abi_to_rct_attr(const struct rdma_qp_attr *a, uint32 ibv_mask,
                            struct rct_qp_attr *r, uint32 *rct_mask) {
   *rct_mask = 0;
-  uint32 known = MASK_IGNORED;
+  uint32 known = MASK_IGNORED | RDMA_QP_ROCE_V1;
   for (int i = 0; i < (int)ARRAY_LEN(mask_map); i++) {
     known |= mask_map[i].ibv;
     if (ibv_mask & mask_map[i].ibv) *rct_mask |= mask_map[i].rct;
@@ -200,6 +200,7 @@ static int abi_to_rct_attr(const struct rdma_qp_attr *a, uint32 ibv_mask,
     r->ah.dipv4 = a->dipv4;
     r->ah.ttl = a->hop_limit;
     r->ah.dscp = a->traffic_class >> 2;
+    r->ah.roce_v1 = (ibv_mask & RDMA_QP_ROCE_V1) != 0;
     if (memcmp(a->dmac, zero, 6) != 0) memcpy(r->ah.dmac, a->dmac, 6);
     else if (rdma_neigh_lookup(a->dipv4, r->ah.dmac) < 0) return -1;
   }

@@ -172,6 +172,7 @@ struct rdma_qp_create {
 #define RDMA_QP_SR            (1u << 28)  // sr_enable
 #define RDMA_QP_ADAPTIVE_RTO  (1u << 29)  // adaptive_rto, min_rto_ns
 #define RDMA_QP_MAX_INFLIGHT  (1u << 30)  // max_inflight
+#define RDMA_QP_ROCE_V1       (1u << 27)  // with IBV_QP_AV: RoCE v1 (EtherType 0x8915 + GRH)
 
 struct rdma_qp_attr {
   unsigned int qp_state, cur_qp_state, path_mtu, qp_access_flags;

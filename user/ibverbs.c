@@ -352,6 +352,7 @@ int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
     memcpy(k.dmac, ext->dmac, 6);
   }
   unsigned int mask = (unsigned int)attr_mask | (ext ? (unsigned int)ext_mask : 0);
+  if (ext && ext->roce_v1 && (attr_mask & IBV_QP_AV)) mask |= RDMA_QP_ROCE_V1;
   if (rdma_modify_qp((int)qp->handle, &k, mask) < 0) return EINVAL;
   if (attr_mask & IBV_QP_STATE) qp->state = attr->qp_state;
   return 0;

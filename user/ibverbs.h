@@ -443,6 +443,7 @@ struct ibvx_qp_ext {
   unsigned long long min_rto_ns;
   unsigned int max_inflight;     // request packets in flight (0 = default)
   unsigned char dmac[6];         // peer MAC for IBV_QP_AV; zero = kernel resolves
+  int roce_v1;                   // with IBV_QP_AV: RoCE v1 (EtherType 0x8915) instead of v2
 };
 int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                    const struct ibvx_qp_ext *ext, int ext_mask);

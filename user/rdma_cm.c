@@ -153,6 +153,7 @@ static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, id->peer_ip);
   memcpy(ext.dmac, id->peer_mac, 6);
   ext.sr_enable = id->sr;
+  ext.roce_v1 = p && p->roce_v1;
   if (ibvx_modify_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
                      &ext, id->sr ? RDMA_QP_SR : 0))

@@ -38,6 +38,7 @@ struct rdma_conn_param {
   uint8_t rnr_retry_count;       // 0 = 7 (infinite)
   uint8_t timeout;               // local ACK timeout code; 0 = 14 (~67 ms)
   uint8_t sr;                    // offer selective repeat
+  uint8_t roce_v1;               // send RoCE v1 frames (a local choice; the peer accepts both)
 };
 
 struct rdma_cm_id {

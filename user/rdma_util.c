@@ -2,6 +2,8 @@
 #include "user.h"
 #include "rdma_util.h"
 
+int rdmau_roce_v1;
+
 struct ibv_context *rdmau_open(void) {
   int n = 0;
   struct ibv_device **list = ibv_get_device_list(&n);
@@ -36,6 +38,7 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
   struct ibvx_qp_ext ext;
   memset(&ext, 0, sizeof ext);
   memcpy(ext.dmac, peer->mac, 6);
+  ext.roce_v1 = rdmau_roce_v1;
   rc = ibvx_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &ext, 0);
   if (rc) return rc;

@@ -14,6 +14,8 @@ struct rdma_peer {
 };
 
 struct ibv_context *rdmau_open(void);
+// Set to 1 to make rdmau_connect choose RoCE v1 (EtherType 0x8915) AVs.
+extern int rdmau_roce_v1;
 // RESET -> INIT -> RTR -> RTS towards `peer`; returns 0 or an errno.
 int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_psn,
                   enum ibv_mtu mtu, int access, int rnr_retry, int timeout);

@@ -1,13 +1,14 @@
 // rdmanet_test: two-host RoCEv2 check over the NIC.
 //
-//   rdmanet_test host_a [-s size] [-n iters] [-p port] [--sr]
+//   rdmanet_test host_a [-s size] [-n iters] [-p port] [--sr] [--v1]
 //       passive side: listens (CM port 18515), accepts one connection,
 //       exposes a buffer in the REP's private data, and for each round
 //       checks the data host_b wrote, then answers with a SEND.
-//   rdmanet_test host_b <ip of host_a> [-s size] [-n iters] [-p port] [--sr]
+//   rdmanet_test host_b <ip of host_a> [-s size] [-n iters] [-p port] [--sr] [--v1]
 //       active side: connects, and per round WRITE_WITH_IMMs a pattern into
 //       host_a's buffer and waits for the answer; at the end READs the
 //       buffer back and compares.
+// --sr offers selective repeat; --v1 sends RoCE v1 frames (EtherType 0x8915).
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
 // transfer rate and the QP's counters.
 #include "user.h"
@@ -16,7 +17,7 @@
 #include "rdma_sys.h"
 #include "rdma_util.h"
 
-static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr;
+static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1;
 
 static void pattern(uint8_t *b, int n, int round) {
   for (int i = 0; i < n; i++) b[i] = (uint8_t)(round * 31 + i + (i >> 9));
@@ -85,7 +86,8 @@ static int host_a(struct ibv_context *ctx) {
   id->qp = r.qp;
   uint8_t pd[16];
   rdma_cm_pack_mr(pd, (uint64_t)r.buf, r.mr->rkey, (uint32_t)size);
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)use_sr };
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)use_sr,
+                               .roce_v1 = (uint8_t)use_v1 };
   if (rdma_accept(id, &p)) fail("accept");
   post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 1);   // RESET refuses receives; RNR covers the gap
   printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
@@ -118,7 +120,7 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   setup(ctx, &r);
   struct rdma_cm_id *id = rdma_create_id(ctx);
   id->qp = r.qp;
-  struct rdma_conn_param p = { .sr = (uint8_t)use_sr };
+  struct rdma_conn_param p = { .sr = (uint8_t)use_sr, .roce_v1 = (uint8_t)use_v1 };
   int rc = rdma_connect(id, ip, port, &p);
   if (rc == RDMA_CM_EREJECTED) { printf("rejected: %s\n", rdma_cm_reject_str(id->reject_reason)); fail("rejected"); }
   if (rc) fail("connect");
@@ -162,7 +164,7 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr]\n");
+    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1]\n");
     exit(2);
   }
   int is_b = strcmp(argv[1], "host_b") == 0;
@@ -179,6 +181,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) iters = atoi(argv[++i]);
     else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
     else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
+    else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
   }
   if (size < 1 || iters < 1) fail("bad size/iters");
   struct ibv_context *ctx = rdmau_open();

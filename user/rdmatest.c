@@ -262,6 +262,15 @@ static int t_mtus(void) {
   return rc;
 }
 
+// RoCE v1 encapsulation (EtherType 0x8915 + GRH) for the AV.
+static int t_roce_v1(void) {
+  rdmau_roce_v1 = 1;
+  int rc = transfer(IBV_WR_SEND_WITH_IMM, 3000) || transfer(IBV_WR_RDMA_WRITE, 5000) ||
+           transfer(IBV_WR_RDMA_READ, 5000);
+  rdmau_roce_v1 = 0;
+  return rc;
+}
+
 // Scatter/gather: 3 SGEs out, 2 SGEs in, and many WRs in one post.
 static int t_sgl(void) {
   struct pair p;
@@ -784,6 +793,7 @@ int main(int argc, char **argv) {
     }
   }
   add("mtus", t_mtus);
+  add("roce_v1", t_roce_v1);
   add("sgl", t_sgl);
   add("unsignaled", t_unsignaled);
   add("inline", t_inline);
