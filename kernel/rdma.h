@@ -10,9 +10,13 @@
 // static table slots; a handle is the slot index, valid only for the process
 // that created the object (owner pid). Syscalls: rdma_*.c, sys_rdma_* names.
 //
-// Files: rdma_dev.c (device, query, exit hook, random), rdma_engine.c
-// (progress loop, thread, timer, frame routing), rdma_mr.c (PD, MR,
-// translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post).
+// Files: rdma_dev.c (device, query, exit hook, random, neighbours),
+// rdma_engine.c (progress loop, thread, timer, loopback routing),
+// rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
+// translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
+// statistics). Lock order: rdma.lock, then the driver's and rdma_tx locks;
+// never the other way (the NIC's callbacks take rdma.lock with no driver
+// lock held).
 #ifndef RDMA_H
 #define RDMA_H
 #include "types.h"
