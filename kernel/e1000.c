@@ -54,6 +54,7 @@ static struct {
   uint32 tx_tail;              // next descriptor to fill
   uint32 tx_clean;             // first descriptor not yet reaped
   uint32 tx_used;              // descriptors owned by the device
+  int tx_waiting;              // senders asleep in netdev_tx_wait
   // receive, driver thread only
   uint32 rx_next;
   struct netbuf *rx_partial;   // frame being assembled from several descriptors
@@ -164,7 +165,7 @@ static void tx_reap(void) {
       nic.tx_used -= s->nfrags;
       nic.tx_clean = (s->eop + 1) % TX_RING;
     }
-    if (n > 0) proc_wakeup(&nic.tx_used);
+    if (n > 0 && nic.tx_waiting) proc_wakeup(&nic.tx_used);
     spin_unlock(&nic.tx_lock);
     for (int k = 0; k < n; k++)
       if (finished[k].done) finished[k].done(finished[k].arg);
@@ -175,8 +176,11 @@ static void tx_reap(void) {
 int netdev_tx_wait(int nfrags) {
   if (!nic.present) return -1;
   spin_lock(&nic.tx_lock);
-  while (nic.tx_used + nfrags > TX_RING - 1)
+  while (nic.tx_used + nfrags > TX_RING - 1) {
+    nic.tx_waiting++;
     proc_sleep(&nic.tx_used, &nic.tx_lock);
+    nic.tx_waiting--;
+  }
   spin_unlock(&nic.tx_lock);
   return 0;
 }

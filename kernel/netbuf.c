@@ -15,6 +15,7 @@ static struct {
   struct spinlock lock;
   struct netbuf *free;
   int nfree;
+  int waiting;                  // senders asleep in netbuf_alloc_wait
 } nbp;
 
 void netbuf_init(void) {
@@ -50,7 +51,9 @@ struct netbuf *netbuf_alloc_wait(void) {
   spin_lock(&nbp.lock);
   while (nbp.nfree <= NETBUF_RX_RESERVE) {
     if (proc_killed(current())) { spin_unlock(&nbp.lock); return NULL; }
+    nbp.waiting++;
     proc_sleep(&nbp.free, &nbp.lock);
+    nbp.waiting--;
   }
   struct netbuf *nb = take();
   spin_unlock(&nbp.lock);
@@ -64,7 +67,7 @@ void netbuf_free(struct netbuf *nb) {
   nbp.free = nb;
   nbp.nfree++;
   if (nbp.nfree > NNETBUF) panic("netbuf_free: freed twice");
-  proc_wakeup(&nbp.free);
+  if (nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
   spin_unlock(&nbp.lock);
 }
 

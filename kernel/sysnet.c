@@ -37,6 +37,7 @@ struct sock {
   uint16 port;                // UDP: bound port (0 = none); ICMP: echo id
   struct netbuf *q, *qtail;   // received, oldest first
   int qlen;
+  int reader_waiting;         // a recvfrom sleeps on this socket
   struct ktimer timer;        // wakes a recvfrom that has a timeout
 };
 
@@ -53,7 +54,7 @@ static void enqueue(struct sock *s, struct netbuf *nb) {
   s->qtail = nb;
   s->qlen++;
   net_count(NC_sock_rx);
-  proc_wakeup(s);
+  if (s->reader_waiting) proc_wakeup(s);
 }
 
 static void udp_deliver(struct netbuf *nb, void *arg) {
@@ -188,7 +189,9 @@ int64 sys_recvfrom(void) {
       return why;
     }
     if (deadline != ~0ull) ktimer_arm(&s->timer, deadline, timer_wake, s);
+    s->reader_waiting = 1;
     proc_sleep(s, &sock_lock);
+    s->reader_waiting = 0;
   }
   struct netbuf *nb = s->q;
   s->q = nb->next;

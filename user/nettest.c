@@ -7,6 +7,9 @@
 //   nettest stat                          the kernel's network counters
 //   nettest send IP PORT SIZE COUNT RATE  COUNT datagrams, RATE per second (0: no pacing)
 //   nettest recv PORT IDLE_MS [FIRST_MS]  count datagrams until IDLE_MS of silence
+//   nettest xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS
+//                                        both at once: bind PORT, a child sends after
+//                                        START_MS while we count (prints sent, then received)
 //   nettest sweep IP PORT MIN MAX [STEP] [zc]  echo every size MIN..MAX off `udpecho -s PORT`;
 //                                        zc: send with sendzc (payload DMA'd from our pages)
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
@@ -125,6 +128,32 @@ static int cmd_recv(int port, int idle_ms, int first_ms) {
 
 static int zero_copy;          // sweep ... zc
 
+static int cmd_xfer(unsigned int ip, int port, int size, int count, int rate, int idle_ms,
+                    int start_ms) {
+  int s = udp_socket(port);                 // bound before any peer starts sending
+  int pid = fork();
+  if (pid < 0) die("fork failed");
+  if (pid == 0) {
+    unsigned long start = clock_ns() + (unsigned long)start_ms * 1000000;
+    while (clock_ns() < start) sleep(1);
+    exit(cmd_send(ip, port, size, count, rate));
+  }
+  char *buf = malloc(NET_MAX_UDP_PAYLOAD);
+  unsigned long got = 0, bytes = 0;
+  struct net_addr from;
+  for (;;) {
+    int n = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, got ? idle_ms : start_ms + 120000);
+    if (n == -2) break;
+    if (n < 0) die("receive failed");
+    got++;
+    bytes += n;
+  }
+  int status = 1;
+  wait(&status);
+  printf("received %lu datagrams %lu bytes\n", got, bytes);
+  return status;
+}
+
 static int echo_once(int s, struct net_addr *to, char *out, char *in, int size) {
   struct net_addr from;
   for (int attempt = 0; attempt < 4; attempt++) {
@@ -224,7 +253,8 @@ static int cmd_lat(unsigned int ip, int port, int size, int count) {
 
 __attribute__((noreturn)) static void usage(void) {
   fprintf(STDERR, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
-                  "  recv PORT IDLE_MS [FIRST_MS] | sweep IP PORT MIN MAX [STEP] [zc] |\n"
+                  "  recv PORT IDLE_MS [FIRST_MS] | xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS |\n"
+                  "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT\n");
   exit(2);
 }
@@ -240,6 +270,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "arp") && ip) exit(cmd_arp(ip, argc > 3 ? a[0] : 3000));
   if (!strcmp(m, "send") && ip && argc == 7) exit(cmd_send(ip, a[0], a[1], a[2], a[3]));
   if (!strcmp(m, "recv") && argc >= 4) exit(cmd_recv(atoi(argv[2]), a[0], argc > 4 ? a[1] : 60000));
+  if (!strcmp(m, "xfer") && ip && argc == 9) exit(cmd_xfer(ip, a[0], a[1], a[2], a[3], a[4], a[5]));
   if (!strcmp(m, "sweep") && ip && argc >= 6) {
     zero_copy = !strcmp(argv[argc - 1], "zc");
     exit(cmd_sweep(ip, a[0], a[1], a[2], argc > 6 && a[3] > 0 ? a[3] : 1));

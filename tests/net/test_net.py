@@ -74,10 +74,12 @@ def main():
                 check(f"ping {g.name}->{tb.ip(peer)}", "5 transmitted, 5 received" in out, last)
 
         def jumbo():
-            g1.send("udpecho -s 7 &")   # background: its output may share the prompt line
-            g1.expect(r"serving port 7", timeout=10)
-            g0.send("udpecho -s 7 &")   # background: its output may share the prompt line
-            g0.expect(r"serving port 7", timeout=10)
+            # Background servers: their first line may interleave with the
+            # shell's, so give them time instead of matching it (the sweep
+            # retries a lost echo anyway).
+            g1.send("udpecho -s 7 &")
+            g0.send("udpecho -s 7 &")
+            time.sleep(2)
             step = 7 if args.quick else 1
             t0 = time.monotonic()
             out = g0.run(f"nettest sweep {tb.ip(1)} 7 1 8972 {step}", timeout=400)
@@ -100,17 +102,16 @@ def main():
             tb.set_spec(0, spec)
             tb.set_spec(1, f"loss 5% seed {seed + 1}")
             before = tb.stats()
-            for g in (g0, g1):
-                g.send("nettest recv 9000 3000 120000 &")   # background: its output may share the prompt line
-                g.expect(r"recv: ready on port 9000", timeout=10)
+            # Each guest binds its receiver, then sends after a 3 s start delay,
+            # so both ends listen before the first datagram (one foreground
+            # command per guest: no background output racing the prompt).
             n, rate = args.count, args.rate
             t0 = time.monotonic()
-            g0.send(f"nettest send {tb.ip(1)} 9000 100 {n} {rate}")
-            g1.send(f"nettest send {tb.ip(0)} 9000 100 {n} {rate}")
+            for g, peer in ((g0, 1), (g1, 0)):
+                g.send(f"nettest xfer {tb.ip(peer)} 9000 100 {n} {rate} 3000 3000")
             got = {}
-            for g in (g0, g1):
-                g.expect(r"sent \d+ datagrams", timeout=n / rate * 4 + 60)
             for i, g in enumerate((g0, g1)):
+                g.expect(r"sent \d+ datagrams", timeout=n / rate * 4 + 60)
                 m = g.expect(r"received (\d+) datagrams", timeout=60)
                 got[i] = int(m.group(1))
             time.sleep(0.5)
