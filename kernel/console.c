@@ -1,7 +1,8 @@
 // console.c: line discipline between the UART and readers of the console.
 // Editing: backspace/DEL erase a character, ^U erases the line, ^D ends
-// input (a read returns what precedes it, or 0 at line start), ^P lists
-// processes. A read returns at most one line, after newline or ^D.
+// input (with text on the line it passes the text on; at the start of a
+// line the next read returns 0), ^P lists processes. A read returns at
+// most one line, after newline or ^D.
 #include "types.h"
 #include "lock.h"
 #include "proc.h"
@@ -48,12 +49,20 @@ void console_input(int c) {
   case '\b': case 0x7f:
     if (cons.ed != cons.wr) { cons.ed--; echo(BACKSPACE); }
     break;
+  case CTRL('D'):
+    // With a partial line, ^D hands it to readers as it is; at the start
+    // of a line it is stored as an end-of-file mark (a read returns 0).
+    if (cons.ed == cons.wr && cons.ed - cons.rd < LINE_MAX_BYTES)
+      cons.buf[cons.ed++ % LINE_MAX_BYTES] = c;
+    cons.wr = cons.ed;
+    proc_wakeup(&cons.rd);
+    break;
   default:
     if (c == 0 || cons.ed - cons.rd >= LINE_MAX_BYTES) break;
     if (c == '\r') c = '\n';
-    if (c != CTRL('D')) echo(c);
+    echo(c);
     cons.buf[cons.ed++ % LINE_MAX_BYTES] = c;
-    if (c == '\n' || c == CTRL('D') || cons.ed - cons.rd == LINE_MAX_BYTES) {
+    if (c == '\n' || cons.ed - cons.rd == LINE_MAX_BYTES) {
       cons.wr = cons.ed;          // a whole line is ready for readers
       proc_wakeup(&cons.rd);
     }
@@ -66,6 +75,7 @@ static int console_read(int to_user, uint64 dst, int n) {
   int want = n;
   spin_lock(&cons.lock);
   while (n > 0) {
+    if (cons.rd == cons.wr && n < want) break;   // the end of what ^D pushed
     while (cons.rd == cons.wr) {
       if (proc_killed(current())) { spin_unlock(&cons.lock); return -1; }
       proc_sleep(&cons.rd, &cons.lock);
