@@ -36,7 +36,7 @@ struct rdma_conn_param {
   uint8_t initiator_depth;       // READs we want outstanding (max_rd_atomic); 0 = 16
   uint8_t retry_count;           // 0 = 7
   uint8_t rnr_retry_count;       // 0 = 7 (infinite)
-  uint8_t timeout;               // local ACK timeout code; 0 = 14 (~67 ms)
+  uint8_t timeout;               // local ACK timeout code; 0 = 17 (~0.54 s)
   uint8_t sr;                    // offer selective repeat
   uint8_t roce_v1;               // send RoCE v1 frames (a local choice; the peer accepts both)
 };

@@ -166,7 +166,12 @@ void perf_sync(struct perf_conn *c) {
   struct ibv_send_wr sw = { .wr_id = 0x5152, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
   if (ibv_post_recv(c->qp, &rw, &rbad) || ibv_post_send(c->qp, &sw, &sbad)) die("sync post");
   for (int got = 0; got < 2;) {
-    if (rdmau_wait(c->cq, &wc, 60000) != 1 || wc.status != IBV_WC_SUCCESS) die("sync");
+    int n = rdmau_wait(c->cq, &wc, 60000);
+    if (n != 1) die("sync: no completion in 60 s");
+    if (wc.status != IBV_WC_SUCCESS) {
+      printf("perf: sync: wr_id 0x%lx %s (vendor_err 0x%x)\n", wc.wr_id, ibv_wc_status_str(wc.status), wc.vendor_err);
+      exit(1);
+    }
     if (wc.wr_id == 0x5151 || wc.wr_id == 0x5152) got++;
   }
 }
