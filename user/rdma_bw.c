@@ -15,6 +15,7 @@
 #include "rdma_util.h"
 
 static uint64 *done_at;   // completion time of WR i
+static struct perf_conn *conn;
 
 static void fail(const char *m) { printf("rdma_bw: %s\n", m); exit(1); }
 
@@ -43,7 +44,9 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
     uint64 now = clock_ns();
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        printf("rdma_bw: completion %s\n", ibv_wc_status_str(wc[i].status));
+        printf("rdma_bw: completion of WR %lu: %s (vendor_err 0x%x)\n", wc[i].wr_id,
+               ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+        perf_dump_qp(conn);
         exit(1);
       }
       done_at[completed++] = now;
@@ -83,6 +86,7 @@ int main(int argc, char **argv) {
   struct perf_conn c;
   perf_parse(&o, argc, argv, "rdma_bw");
   perf_connect(&c, &o);
+  conn = &c;
   done_at = malloc(sizeof(uint64) * o.iters);
   if (!done_at) fail("memory");
   int client = !c.is_server;

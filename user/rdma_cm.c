@@ -9,6 +9,11 @@
 
 #define CM_RETRY_MS 250
 #define CM_MAX_RETRIES 5
+// Fewer READs in flight than the peer holds (16): the core's responder
+// refuses a new READ (NAK invalid request) while its oldest resource is
+// still replaying responses for a late duplicate; the slack keeps that
+// resource out of the way (see the report on resp.c exec_read "busy").
+#define DEFAULT_INITIATOR_DEPTH 8
 
 static uint32_t conn_id_new(void) {
   static uint64 s;
@@ -104,7 +109,7 @@ static void fill_local(struct rdma_cm_id *id, struct rct_cm_msg *m, const struct
   m->path_mtu = id->path_mtu ? (uint8_t)id->path_mtu : (uint8_t)pa.active_mtu;
   m->caps = p && p->sr ? RCT_CM_CAP_SR : 0;
   m->responder_resources = p && p->responder_resources ? p->responder_resources : 16;
-  m->initiator_depth = p && p->initiator_depth ? p->initiator_depth : 16;
+  m->initiator_depth = p && p->initiator_depth ? p->initiator_depth : DEFAULT_INITIATOR_DEPTH;
   memcpy(m->gid, gid.raw, 16);
   memcpy(m->mac, pi.mac, 6);
   if (p && p->private_data_len) {
@@ -131,7 +136,7 @@ static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   struct ibv_qp_attr a;
   struct ibvx_qp_ext ext;
   uint8_t own_res = p && p->responder_resources ? p->responder_resources : 16;
-  uint8_t own_depth = p && p->initiator_depth ? p->initiator_depth : 16;
+  uint8_t own_depth = p && p->initiator_depth ? p->initiator_depth : DEFAULT_INITIATOR_DEPTH;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;

@@ -33,7 +33,7 @@ struct rdma_conn_param {
   const void *private_data;
   uint8_t private_data_len;
   uint8_t responder_resources;   // READs we serve at once (max_dest_rd_atomic); 0 = 16
-  uint8_t initiator_depth;       // READs we want outstanding (max_rd_atomic); 0 = 16
+  uint8_t initiator_depth;       // READs we want outstanding (max_rd_atomic); 0 = 8
   uint8_t retry_count;           // 0 = 7
   uint8_t rnr_retry_count;       // 0 = 7 (infinite)
   uint8_t timeout;               // local ACK timeout code; 0 = 17 (~0.54 s)

@@ -2,6 +2,7 @@
 #include "user.h"
 #include "rdma_perf.h"
 #include "rdma_util.h"
+#include "rdma_sys.h"
 
 #define PERF_MAGIC 0x70657266u   // "perf"
 
@@ -170,10 +171,21 @@ void perf_sync(struct perf_conn *c) {
     if (n != 1) die("sync: no completion in 60 s");
     if (wc.status != IBV_WC_SUCCESS) {
       printf("perf: sync: wr_id 0x%lx %s (vendor_err 0x%x)\n", wc.wr_id, ibv_wc_status_str(wc.status), wc.vendor_err);
+      perf_dump_qp(c);
       exit(1);
     }
     if (wc.wr_id == 0x5151 || wc.wr_id == 0x5152) got++;
   }
+}
+
+void perf_dump_qp(const struct perf_conn *c) {
+  struct rdma_qp_stats s;
+  if (!c->qp || rdma_qp_stats((int)c->qp->handle, &s) != 0) return;
+  printf("perf: qp 0x%x state %d tx %lu rx %lu retx %lu tmo %lu rnr_tmo %lu naks tx %lu rx %lu rnr tx %lu rx %lu "
+         "dup %lu oos %lu oow %lu dropped %lu errs %lu flushed %lu\n",
+         s.qp_num, s.state, s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.rnr_timeouts,
+         s.tx_nak, s.rx_nak, s.tx_rnr_nak, s.rx_rnr_nak, s.rx_dup, s.rx_out_of_seq, s.rx_out_of_window,
+         s.rx_dropped, s.error_completions, s.flushed);
 }
 
 void perf_close(struct perf_conn *c) {

@@ -50,6 +50,8 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o);
 // Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
 void perf_sync(struct perf_conn *c);
 void perf_close(struct perf_conn *c);
+// One line of the QP's transport counters (after an error).
+void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);
 
 // Statistics over n samples (ns); sorts v.

@@ -3,8 +3,11 @@
 #   make test-rdma        rdmatest (loopback self-test of every opcode and
 #                         error path) in a 1-CPU and a 3-CPU guest, then the
 #                         two-guest RoCEv2 test over linkemu (0 % and 1 %
-#                         loss) when the network is available
+#                         loss, rdmanet_test and rdmacp), then a smoke run
+#                         of rdma_bw / rdma_lat (two guests and loopback)
 #   make test-rdma-quick  rdmatest -q (no 1 MiB transfers) in one guest
+#   make bench-rdma       rdma_bw / rdma_lat, all sizes, two guests and
+#                         loopback -> bench/results/rdma-perf.txt
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
 # Include from the top Makefile: include tests/rdma/rdma.mk
@@ -14,10 +17,13 @@ TEST_RDMA_CPUS ?= 1 3
 test-rdma: kernel/kernel fs.img
 	@set -e; for c in $(TEST_RDMA_CPUS); do \
 	  echo "=== rdmatest, $$c cpus"; python3 tests/rdma/run_rdmatest.py --cpus $$c; done
-	@if [ -f tests/rdma/run_rdmanet.py ]; then \
-	  echo "=== rdmanet_test, two guests"; python3 tests/rdma/run_rdmanet.py; fi
+	@echo "=== rdmanet_test + rdmacp, two guests"; python3 tests/rdma/run_rdmanet.py
+	@echo "=== rdma_bw / rdma_lat smoke, two guests and loopback"; python3 tests/rdma/run_perf.py --smoke
 
 test-rdma-quick: kernel/kernel fs.img
 	python3 tests/rdma/run_rdmatest.py --quick
 
-.PHONY: test-rdma test-rdma-quick
+bench-rdma: kernel/kernel fs.img
+	python3 tests/rdma/run_perf.py --out bench/results/rdma-perf.txt
+
+.PHONY: test-rdma test-rdma-quick bench-rdma
