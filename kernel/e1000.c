@@ -102,7 +102,11 @@ static void rx_setup(void) {
   wr(E1000_RDT, RX_RING - 1);        // the device owns all but one descriptor
   wr(E1000_RDTR, 0);                 // no per-frame delay: ITR does the moderation
   wr(E1000_RADV, 0);
-  wr(E1000_RCTL, RCTL_EN | RCTL_BAM | RCTL_LPE | RCTL_BSEX | RCTL_BSIZE_4096 | RCTL_SECRC);
+  // Promiscuous (UPE, MPE): the device filters nothing, eth.c decides and
+  // counts every frame it refuses (eth_not_for_us), so each frame the link
+  // delivers shows up in some counter.
+  wr(E1000_RCTL, RCTL_EN | RCTL_UPE | RCTL_MPE | RCTL_BAM | RCTL_LPE | RCTL_BSEX |
+                 RCTL_BSIZE_4096 | RCTL_SECRC);
 }
 
 static void tx_setup(void) {

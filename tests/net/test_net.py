@@ -9,6 +9,11 @@ Checks, one line each:
               the same sizes (step 13) sent zero-copy (sendzc: the E1000
               reads the payload from the sender's pinned pages, one TX
               descriptor per page piece); 8000..8972 the other way
+  corrupt     linkemu flips one random bit in every frame a->b: each of
+              300 datagrams is either dropped by a check (IPv4 or UDP
+              checksum, not-for-us MAC, unknown EtherType...) and counted,
+              or accepted (a flipped source-MAC bit, which nothing can
+              detect without the FCS); accepted + counted drops = delivered
   loss        linkemu switched to "loss 5%" both ways (seeded); 10,000 UDP
               datagrams each way at the same time; the count each guest
               received equals exactly what linkemu delivered to it (the
@@ -49,7 +54,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--rate", type=int, default=300, help="datagrams/s per sender in the loss check")
-    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "loss"],
+    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "corrupt", "loss"],
                     help="run only these checks")
     ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
     args = ap.parse_args()
@@ -95,6 +100,38 @@ def main():
             check(f"jumbo echo 8000..8972 {g1.name}->{g0.name}", "sweep ok" in out,
                   line.group(0) if line else out.strip()[-300:])
 
+        drop_counters = ("eth_short", "eth_not_for_us", "eth_unknown_type", "arp_bad",
+                         "ip_bad_header", "ip_bad_checksum", "ip_not_for_us", "ip_fragment_drop",
+                         "ip_ttl_zero", "ip_unknown_proto", "udp_bad_header", "udp_bad_checksum",
+                         "udp_no_port", "icmp_bad_checksum", "sock_queue_full")
+
+        def counters(g):
+            out = g.run("nettest stat", timeout=20)
+            return {k: int(v) for k, v in re.findall(r"^(\w+) (\d+)$", out, re.MULTILINE)}
+
+        def corrupt():
+            for g, peer in ((g0, 1), (g1, 0)):        # resolve first, on a clean link
+                g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
+            n = 300
+            c0 = counters(g1)
+            g1.send("nettest recv 9100 3000 60000 &")
+            time.sleep(2)
+            tb.set_spec("a2b", f"corrupt 100% seed {seed}")
+            before = tb.stats()
+            g0.run(f"nettest send {tb.ip(1)} 9100 100 {n} 300", timeout=120)
+            m = g1.expect(r"received (\d+) datagrams", timeout=60)
+            time.sleep(0.5)
+            delivered = tb.delivered_to(1) - tb.delivered_to(1, before)
+            tb.set_spec("a2b", "")
+            c1 = counters(g1)
+            drops = {k: c1.get(k, 0) - c0.get(k, 0) for k in drop_counters}
+            dropped = sum(drops.values())
+            got = int(m.group(1))
+            ok = got + dropped == delivered == n and got <= n // 10
+            detail = ", ".join(f"{k} {v}" for k, v in drops.items() if v)
+            check("corrupt: every corrupted frame dropped and counted, or accepted", ok,
+                  f"delivered {delivered}, accepted {got}, dropped {dropped} ({detail})")
+
         def loss():
             for g, peer in ((g0, 1), (g1, 0)):        # resolve first: no ARP in the count
                 g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
@@ -130,7 +167,8 @@ def main():
                       f"{time.monotonic() - t0:.1f} s")
             tb.set_spec("both", "")
 
-        for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("loss", loss)):
+        for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("corrupt", corrupt),
+                         ("loss", loss)):
             if not args.only or name in args.only:
                 guarded(name, fn)
         try:
