@@ -227,9 +227,10 @@ static int rx_reap(void) {
     frames += rx_take(d, rx_bufs[nic.rx_next]);
     d->status = 0;
     nic.rx_next = (nic.rx_next + 1) % RX_RING;
-    taken++;
+    if (++taken % 64 == 0)           // hand buffers back in batches, even mid-burst
+      wr(E1000_RDT, (nic.rx_next + RX_RING - 1) % RX_RING);
   }
-  if (taken)                         // hand the buffers back, once per batch
+  if (taken % 64)
     wr(E1000_RDT, (nic.rx_next + RX_RING - 1) % RX_RING);
   return frames;
 }
