@@ -9,7 +9,7 @@
 #   make test-kernel  boot, run usertests in the guest, power off
 #   make test-spec    SPIN model checks + rule traceability
 #   make test-unit    transport core: Check suites, sanitizers, short fuzz, simulator
-#   make test-net     two guests over linkemu (issue: network)
+#   make test-net     two guests over linkemu: ARP, ping, UDP echo, loss counts
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
@@ -44,7 +44,7 @@ include tests/net/net.mk
 all: deps kernel/kernel fs.img
 
 # The suites CI runs, quickest first so a broken build fails early.
-TEST_SUITES := test-spec test-unit test-kernel
+TEST_SUITES := test-spec test-unit test-kernel test-net
 
 # Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
 # kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,
