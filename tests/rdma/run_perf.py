@@ -22,7 +22,7 @@ ROW = re.compile(r"^ \d+ +\d+ +\d", re.M)
 
 
 def runs(smoke):
-    n_bw, n_lat = (50, 50) if smoke else (1000, 1000)
+    n_bw, n_lat = (50, 50) if smoke else (100, 1000)
     sizes = "-s 65536" if smoke else "-a -s 1048576"
     return [("rdma_bw", f"-t write {sizes} -n {n_bw}"),
             ("rdma_bw", f"-t read {sizes} -n {n_bw}"),
