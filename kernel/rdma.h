@@ -92,6 +92,7 @@ struct rdma_dev {
   struct rct_dev dev;
   uint32 ipv4;
   uint8 mac[6];
+  uint32 ip_mtu;            // the interface's IP MTU for the core [ENC-IP-3]; 0 = loopback only
   int kick;                 // the engine thread has work (timer, rx, budget)
   struct ktimer timer;
   uint64 timer_deadline;    // what the ktimer is armed for, RCT_NEVER if not

@@ -89,6 +89,7 @@ void rdma_init(void) {
   memcpy(a.mac, rdma.mac, 6);
   a.ipv4 = rdma.ipv4;
   a.flags = RCT_DEV_ROCE_V1;       // QPs may choose RoCE v1 in their AV [ENC-V1-3]
+  a.ip_mtu = rdma.ip_mtu;          // [ENC-IP-3]; loopback frames never meet a link
   a.mr_ops = &rdma_mr_ops;
   a.qp_lookup = rdma_qp_lookup;
   rct_dev_init(&rdma.dev, &a);

@@ -158,6 +158,7 @@ void rdma_net_init(void) {
   if (!netdev_present() || netcfg.ip == 0) return;
   rdma.ipv4 = netcfg.ip;
   memcpy(rdma.mac, netcfg.mac, 6);
+  rdma.ip_mtu = NETDEV_MTU;        // jumbo frames: every path MTU fits
   if (udp_register_port(UDP_PORT_ROCEV2, roce_rx, NULL) < 0) {
     kprintf("rdma: UDP port %d is taken; RoCEv2 over the NIC disabled\n", UDP_PORT_ROCEV2);
     return;
