@@ -40,11 +40,12 @@ include kernel/transport/transport.mk
 include netem/netem.mk
 include tests/sim/sim.mk
 include tests/net/net.mk
+include tests/rdma/rdma.mk
 
 all: deps kernel/kernel fs.img
 
 # The suites CI runs, quickest first so a broken build fails early.
-TEST_SUITES := test-spec test-unit test-kernel test-net
+TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma
 
 # Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
 # kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,
@@ -55,6 +56,14 @@ test: deps
 	@set -e; for t in $(TEST_SUITES); do \
 	  echo "=== make $$t"; $(MAKE) --no-print-directory $$t; done
 	@echo "=== all suites passed: $(TEST_SUITES)"
+
+# The main job: two guests on a lossy link copy a file with RDMA (tests/rdma/rdma.mk).
+demo: deps rdma-demo
+
+# Every benchmark that runs guests: the raw link ceiling, then the RDMA sweeps.
+bench: deps bench-net bench-rdma
+
+.PHONY: demo bench
 
 clean: $(CLEAN_TARGETS)
 	rm -rf $(BUILD) fs.img
