@@ -19,17 +19,6 @@
 
 #define NS 1000000000ul
 
-static unsigned int parse_ip(const char *s) {
-  unsigned int ip = 0;
-  for (int part = 0; part < 4; part++) {
-    int v = 0, digits = 0;
-    for (; *s >= '0' && *s <= '9'; s++, digits++) v = v * 10 + (*s - '0');
-    if (!digits || v > 255 || (part < 3 && *s++ != '.')) return 0;
-    ip = ip << 8 | v;
-  }
-  return *s ? 0 : ip;
-}
-
 static void print_ip(unsigned int ip) {
   printf("%d.%d.%d.%d", ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255);
 }
@@ -264,7 +253,7 @@ int main(int argc, char **argv) {
   const char *m = argv[1];
   int a[6] = {0};
   for (int i = 3; i < argc && i < 9; i++) a[i - 3] = atoi(argv[i]);
-  unsigned int ip = argc > 2 ? parse_ip(argv[2]) : 0;
+  unsigned int ip = argc > 2 ? inet_parse(argv[2]) : 0;
   if (!strcmp(m, "info")) exit(cmd_info());
   if (!strcmp(m, "stat")) exit(cmd_stat());
   if (!strcmp(m, "arp") && ip) exit(cmd_arp(ip, argc > 3 ? a[0] : 3000));

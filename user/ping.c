@@ -7,17 +7,6 @@
 // every request was answered.
 #include "user.h"
 
-static unsigned int parse_ip(const char *s) {
-  unsigned int ip = 0;
-  for (int part = 0; part < 4; part++) {
-    int v = 0, digits = 0;
-    for (; *s >= '0' && *s <= '9'; s++, digits++) v = v * 10 + (*s - '0');
-    if (!digits || v > 255 || (part < 3 && *s++ != '.')) return 0;
-    ip = ip << 8 | v;
-  }
-  return *s ? 0 : ip;
-}
-
 static void print_ms(unsigned long ns) {
   printf("%lu.%03lu ms", ns / 1000000, ns / 1000 % 1000);
 }
@@ -32,7 +21,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-W") && i + 1 < argc) timeout_ms = atoi(argv[++i]);
     else host = argv[i];
   }
-  unsigned int ip = host ? parse_ip(host) : 0;
+  unsigned int ip = host ? inet_parse(host) : 0;
   if (!ip || size < 0 || size > 8000) {
     fprintf(STDERR, "usage: ping [-c count] [-s size] [-i interval_ms] [-W timeout_ms] a.b.c.d\n");
     exit(2);

@@ -8,17 +8,6 @@
 // datagram came back intact (a lost one is retried up to 3 times).
 #include "user.h"
 
-static unsigned int parse_ip(const char *s) {
-  unsigned int ip = 0;
-  for (int part = 0; part < 4; part++) {
-    int v = 0, digits = 0;
-    for (; *s >= '0' && *s <= '9'; s++, digits++) v = v * 10 + (*s - '0');
-    if (!digits || v > 255 || (part < 3 && *s++ != '.')) return 0;
-    ip = ip << 8 | v;
-  }
-  return *s ? 0 : ip;
-}
-
 static int serve(int port) {
   int s = socket(SOCK_UDP);
   if (s < 0 || bind(s, port) < 0) { fprintf(STDERR, "udpecho: cannot bind port %d\n", port); return 1; }
@@ -58,7 +47,7 @@ static int client(unsigned int ip, int port, int size, int count) {
 
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "-s")) exit(serve(atoi(argv[2])));
-  unsigned int ip = argc == 5 ? parse_ip(argv[1]) : 0;
+  unsigned int ip = argc == 5 ? inet_parse(argv[1]) : 0;
   int size = argc == 5 ? atoi(argv[3]) : -1;
   if (!ip || size < 0 || size > NET_MAX_UDP_PAYLOAD) {
     fprintf(STDERR, "usage: udpecho -s port | udpecho a.b.c.d port size count\n");
