@@ -6,7 +6,9 @@
  *   every frame the guest sent (as sent, before impairment) and every frame
  *   it received (as delivered, after impairment).
  * stats: a JSON object, rewritten atomically (tmp + rename) every second, on
- *   SIGUSR1 and at exit; one entry per ingress port with the engine counters.
+ *   SIGUSR1 and at exit; one entry per port i: rx/tx/tx_errors are frames
+ *   received from / sent to guest i, the engine counters are for frames
+ *   entering at port i (for two ports: entry 0 is a2b, entry 1 is b2a).
  * control: UDP datagrams of text on 127.0.0.1:PORT, one reply each:
  *     set a2b|b2a|both|N SPEC   replace the impairments now -> "ok" | "error: ..."
  *                               (blackhole times count from this moment)
