@@ -1,7 +1,9 @@
 // rdmacp: copy a file to another guest over RDMA.
 //
-//   rdmacp recv [-p port]                          on the receiving guest
-//   rdmacp send <file> <ip> [dest-name] [-c chunk] [-p port]
+//   rdmacp recv [-p port] [--sr]                   on the receiving guest
+//   rdmacp send <file> <ip> [dest-name] [-c chunk] [-p port] [--sr]
+//   rdmacp mkfile <file> <size> [seed]             a file of pseudo-random bytes
+//   rdmacp sum <file>                              its size and FNV-1a 64 checksum
 //
 // The sender connects with rdma_cm, giving the file's size and name in the
 // REQ's private data; the receiver creates the file, exposes a ring of
@@ -11,10 +13,14 @@
 // returns a CREDIT (a SEND naming seq). The sender needs a credit to reuse
 // a slot. At the end the sender SENDs DONE with an FNV-1a 64 checksum of
 // the file; the receiver compares it with its own and answers OK or BAD.
+// Both ends print their QP's counters (the ones rdmastat shows) before the
+// QP goes away, so a script sees what the transfer cost on the wire.
+// --sr offers selective repeat (used when both ends offer it).
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_cm.h"
 #include "rdma_util.h"
+#include "rdma_sys.h"
 
 #define RING 4
 #define MSG_READY 1
@@ -26,6 +32,7 @@ struct msg { uint32_t type, seq; uint64_t value; };   // value: checksum / resul
 
 static uint32_t chunk = 65536;
 static int port = RDMA_CM_PORT;
+static int use_sr;
 
 static void fail(const char *m) { printf("rdmacp: %s\n", m); exit(1); }
 
@@ -34,6 +41,16 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, uint32_t n) {
   return h;
 }
 #define FNV_INIT 14695981039346656037ULL
+
+// One line with the counters of our QP, in rdmastat's names.
+static void print_qp_counters(struct ibv_qp *qp) {
+  struct rdma_qp_stats st;
+  if (rdma_qp_stats((int)qp->handle, &st) != 0) { printf("rdmacp: no QP counters\n"); return; }
+  printf("rdmacp: qp 0x%x sr %s tx_frames %lu rx_frames %lu retx %lu timeouts %lu tx_nak %lu rx_nak %lu "
+         "rx_dup %lu rx_out_of_seq %lu rx_out_of_window %lu rx_dropped %lu\n", st.qp_num, st.sr ? "on" : "off",
+         st.tx_frames, st.rx_frames, st.tx_retransmits, st.timeouts, st.tx_nak, st.rx_nak, st.rx_dup,
+         st.rx_out_of_seq, st.rx_out_of_window, st.rx_dropped);
+}
 
 struct side {
   struct ibv_context *ctx;
@@ -107,7 +124,7 @@ static int do_recv(void) {
   rdma_cm_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
   for (int i = 0; i < 4; i++) pd[16 + i] = (uint8_t)(chunk >> (24 - 8 * i));
   id->qp = s.qp;
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20 };
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20, .sr = (uint8_t)use_sr };
   if (rdma_accept(id, &p)) fail("accept");
   for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
   send_msg(&s, MSG_READY, RING, 0);
@@ -137,6 +154,7 @@ static int do_recv(void) {
       uint64 us = (clock_ns() - t0) / 1000 + 1;
       printf("rdmacp: received %s: %lu bytes in %lu chunks, checksum %lx: %s (%lu KB/s)\n", name, got,
              (uint64)next, sum, ok ? "OK" : "BAD", got * 1000 / us);
+      print_qp_counters(s.qp);
       rdma_wait_disconnect(id, 10000);
       exit(ok ? 0 : 1);
     }
@@ -156,7 +174,8 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   memcpy(pd + 8, dest, nlen);
   struct rdma_cm_id *id = rdma_create_id(s.ctx);
   id->qp = s.qp;
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen) };
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen),
+                                 .sr = (uint8_t)use_sr };
   if (rdma_connect(id, ip, port, &p)) fail("connect");
   uint64_t raddr;
   uint32_t rkey, rlen;
@@ -208,13 +227,46 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   uint64 us = (clock_ns() - t0) / 1000 + 1;
   printf("rdmacp: sent %s as %s: %lu bytes in %u chunks, checksum %lx: %s (%lu KB/s)\n", path, dest,
          sent, seq, sum, ok ? "OK" : "BAD", sent * 1000 / us);
+  print_qp_counters(s.qp);
   rdma_disconnect(id);
   exit(ok ? 0 : 1);
 }
 
+// xorshift64: reproducible file contents from a seed.
+static int do_mkfile(const char *path, uint64_t size, uint64_t seed) {
+  int fd = open(path, O_CREATE | O_WRONLY | O_TRUNC);
+  if (fd < 0) fail("cannot create the file");
+  static uint64_t buf[1024];
+  uint64_t x = seed * 2654435761ULL + 88172645463325252ULL, sum = FNV_INIT;
+  for (uint64_t done = 0; done < size;) {
+    for (int i = 0; i < 1024; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; buf[i] = x; }
+    uint32_t n = size - done < sizeof buf ? (uint32_t)(size - done) : (uint32_t)sizeof buf;
+    if (write(fd, buf, (int)n) != (int)n) fail("file write");
+    sum = fnv(sum, (uint8_t *)buf, n);
+    done += n;
+  }
+  close(fd);
+  printf("rdmacp: made %s: %lu bytes, checksum %lx\n", path, size, sum);
+  return 0;
+}
+
+static int do_sum(const char *path) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) fail("cannot open the file");
+  static uint8_t buf[8192];
+  uint64_t sum = FNV_INIT, size = 0;
+  int n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) { sum = fnv(sum, buf, (uint32_t)n); size += (uint64_t)n; }
+  close(fd);
+  if (n < 0) fail("file read");
+  printf("rdmacp: sum %s: %lu bytes, checksum %lx\n", path, size, sum);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    printf("usage: rdmacp recv [-p port] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port]\n");
+    printf("usage: rdmacp recv [-p port] [--sr] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port] [--sr]\n"
+           "       rdmacp mkfile <file> <size> [seed] | rdmacp sum <file>\n");
     exit(2);
   }
   const char *pos[3] = { 0, 0, 0 };
@@ -222,10 +274,14 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) chunk = (uint32_t)atoi(argv[++i]);
     else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
     else if (npos < 3) pos[npos++] = argv[i];
   }
   if (chunk < 64 || chunk > (1u << 22)) fail("chunk must be 64..4194304");
   if (strcmp(argv[1], "recv") == 0) return do_recv();
+  if (strcmp(argv[1], "mkfile") == 0 && npos >= 2)
+    return do_mkfile(pos[0], (uint64_t)atoi(pos[1]), npos > 2 ? (uint64_t)atoi(pos[2]) : 1);
+  if (strcmp(argv[1], "sum") == 0 && npos >= 1) return do_sum(pos[0]);
   if (strcmp(argv[1], "send") != 0 || npos < 2) fail("usage: rdmacp send <file> <ip> [dest]");
   uint32_t ip;
   if (rdmau_parse_ipv4(pos[1], &ip) < 0) fail("bad ip");
