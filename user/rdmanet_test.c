@@ -9,6 +9,11 @@
 //       host_a's buffer and waits for the answer; at the end READs the
 //       buffer back and compares.
 // --sr offers selective repeat; --v1 sends RoCE v1 frames (EtherType 0x8915).
+//   rdmanet_test host_a --matrix [--big]  /  host_b <ip> --matrix [--big]
+//       every opcode (WRITE, READ, SEND, WRITE_WITH_IMM) at every size class
+//       (0, 1, MTU-1, MTU, MTU+1, 1 MiB; --big adds 8 MiB), one line per case;
+//       the receiving side checks the bytes and that nothing past the end
+//       was written (host_a for WRITE/SEND/WRITE_IMM, host_b for READ).
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
 // transfer rate and the QP's counters.
 #include "user.h"
@@ -17,7 +22,8 @@
 #include "rdma_sys.h"
 #include "rdma_util.h"
 
-static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1;
+static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1, matrix, big;
+
 
 static void pattern(uint8_t *b, int n, int round) {
   for (int i = 0; i < n; i++) b[i] = (uint8_t)(round * 31 + i + (i >> 9));
@@ -29,6 +35,8 @@ static int fail(const char *why) {
 }
 
 struct res { struct ibv_pd *pd; struct ibv_cq *cq; struct ibv_qp *qp; struct ibv_mr *mr, *ack_mr; uint8_t *buf; uint8_t ack[16]; };
+static int matrix_a(struct res *r);
+static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu);
 
 static void setup(struct ibv_context *ctx, struct res *r) {
   r->pd = ibv_alloc_pd(ctx);
@@ -89,6 +97,15 @@ static int host_a(struct ibv_context *ctx) {
   struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)use_sr,
                                .roce_v1 = (uint8_t)use_v1 };
   if (rdma_accept(id, &p)) fail("accept");
+  if (matrix) {
+    printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
+           ibv_mtu_to_num(id->path_mtu), id->sr);
+    matrix_a(&r);
+    if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
+    print_stats(&r, 0, 0);
+    printf("rdmanet_test: OK\n");
+    return 0;
+  }
   post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 1);   // RESET refuses receives; RNR covers the gap
   printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
          ibv_mtu_to_num(id->path_mtu), id->sr);
@@ -130,6 +147,14 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   if (id->private_data_len < 16 || rlen != (uint32_t)size) fail("private data");
   printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
          ibv_mtu_to_num(id->path_mtu), id->sr);
+  if (matrix) {
+    int bad = matrix_b(&r, raddr, rkey, ibv_mtu_to_num(id->path_mtu));
+    rdma_disconnect(id);
+    print_stats(&r, 0, 0);
+    if (bad) fail("matrix");
+    printf("rdmanet_test: OK\n");
+    return 0;
+  }
   uint64 t0 = clock_ns();
   for (int round = 1; round <= iters; round++) {
     pattern(r.buf, size, round);
@@ -162,6 +187,149 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   return 0;
 }
 
+// ---- the opcode x size matrix ----
+// One case: host_b sends PREP (op, size, round); host_a readies its buffer
+// (guard bytes everywhere, or the pattern for a READ; a receive for SEND
+// and WRITE_WITH_IMM) and answers READY; host_b runs the operation, then
+// sends CHECK; host_a compares and answers VERDICT. Only one message
+// receive is posted at a time on each side, so a SEND's data never lands
+// in a message buffer.
+#define GUARD 64
+#define GUARD_BYTE 0xEE
+enum { M_PREP = 1, M_READY, M_CHECK, M_VERDICT };
+enum { ID_MSG_RX = 1, ID_MSG_TX, ID_DATA_RX, ID_OP, ID_MAX };
+struct mmsg { uint32_t type, op, len, round; };
+static struct mmsg mrx, mtx, mdummy;
+static struct ibv_mr *mmr_rx, *mmr_tx, *mmr_dummy;
+static struct ibv_wc seen[ID_MAX];
+static int seen_ok[ID_MAX];
+
+static const enum ibv_wr_opcode mops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND,
+                                           IBV_WR_RDMA_WRITE_WITH_IMM };
+
+// Waits for the completion of work request `id` (others are kept for later).
+static struct ibv_wc *wait_for(struct res *r, int id, const char *what) {
+  while (!seen_ok[id]) {
+    struct ibv_wc wc;
+    wait_wc(r, &wc, what);
+    if (wc.wr_id >= ID_MAX) fail("stray completion");
+    seen[wc.wr_id] = wc;
+    seen_ok[wc.wr_id] = 1;
+  }
+  seen_ok[id] = 0;
+  return &seen[id];
+}
+
+static void msg_send(struct res *r, uint32_t type, uint32_t op, uint32_t len, uint32_t round) {
+  mtx.type = type; mtx.op = op; mtx.len = len; mtx.round = round;
+  struct ibv_sge sge = { (uint64_t)&mtx, sizeof mtx, mmr_tx->lkey };
+  struct ibv_send_wr w = { .wr_id = ID_MSG_TX, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                           .send_flags = IBV_SEND_SIGNALED }, *bad;
+  if (ibv_post_send(r->qp, &w, &bad)) fail("post message");
+  wait_for(r, ID_MSG_TX, "message send");
+}
+
+static void msg_recv_post(struct res *r) { post_recv(r, mmr_rx, &mrx, sizeof mrx, ID_MSG_RX); }
+
+static struct mmsg *msg_wait(struct res *r, uint32_t type) {
+  wait_for(r, ID_MSG_RX, "message");
+  if (mrx.type != type) fail("unexpected message");
+  return &mrx;
+}
+
+static void matrix_regs(struct res *r) {
+  mmr_rx = ibv_reg_mr(r->pd, &mrx, sizeof mrx, IBV_ACCESS_LOCAL_WRITE);
+  mmr_tx = ibv_reg_mr(r->pd, &mtx, sizeof mtx, IBV_ACCESS_LOCAL_WRITE);
+  mmr_dummy = ibv_reg_mr(r->pd, &mdummy, sizeof mdummy, IBV_ACCESS_LOCAL_WRITE);
+  if (!mmr_rx || !mmr_tx || !mmr_dummy) fail("message MRs");
+}
+
+// 0 if buf[0, len) holds the round's pattern and the guard after it is intact.
+static int check_buf(const uint8_t *buf, uint32_t len, uint32_t round) {
+  static uint8_t *want;
+  if (!want) want = malloc(size);
+  pattern(want, (int)len, (int)round);
+  if (memcmp(buf, want, len) != 0) return 1;
+  for (int i = 0; i < GUARD; i++)
+    if (buf[len + i] != GUARD_BYTE) return 2;
+  return 0;
+}
+
+static int matrix_a(struct res *r) {
+  matrix_regs(r);
+  msg_recv_post(r);
+  for (;;) {
+    wait_for(r, ID_MSG_RX, "prep");
+    if (mrx.type != M_PREP) return 0;               // the end
+    struct mmsg c = mrx;
+    enum ibv_wr_opcode op = mops[c.op];
+    if (op == IBV_WR_RDMA_READ) {
+      pattern(r->buf, (int)c.len, (int)c.round);
+      memset(r->buf + c.len, GUARD_BYTE, GUARD);
+    } else {
+      memset(r->buf, GUARD_BYTE, c.len + GUARD);
+    }
+    if (op == IBV_WR_SEND) post_recv(r, r->mr, r->buf, (int)c.len, ID_DATA_RX);
+    if (op == IBV_WR_RDMA_WRITE_WITH_IMM) post_recv(r, mmr_dummy, &mdummy, sizeof mdummy, ID_DATA_RX);
+    msg_recv_post(r);
+    msg_send(r, M_READY, 0, 0, c.round);
+    int verdict = 0;
+    if (op == IBV_WR_SEND || op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+      struct ibv_wc *wc = wait_for(r, ID_DATA_RX, "data");
+      if (op == IBV_WR_SEND && (wc->opcode != IBV_WC_RECV || wc->byte_len != c.len)) verdict = 3;
+      if (op == IBV_WR_RDMA_WRITE_WITH_IMM &&
+          (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || ntohl(wc->imm_data) != c.round)) verdict = 4;
+    }
+    msg_wait(r, M_CHECK);
+    if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(r->buf, c.len, c.round);
+    if (verdict) printf("matrix: %s %u bytes: FAILED at host_a (%d)\n", ibvx_wr_opcode_str(op), c.len, verdict);
+    msg_recv_post(r);
+    msg_send(r, M_VERDICT, (uint32_t)verdict, 0, c.round);
+  }
+}
+
+// One case from host_b's side; 0 if both sides found every byte in place.
+static int matrix_case(struct res *r, uint64_t raddr, uint32_t rkey, uint32_t op_i, uint32_t len, uint32_t round) {
+  enum ibv_wr_opcode op = mops[op_i];
+  msg_recv_post(r);
+  msg_send(r, M_PREP, op_i, len, round);
+  msg_wait(r, M_READY);
+  if (op == IBV_WR_RDMA_READ) memset(r->buf, GUARD_BYTE, len + GUARD);
+  else pattern(r->buf, (int)len, (int)round);
+  uint64 t0 = clock_ns();
+  struct ibv_sge sge = { (uint64_t)r->buf, len, r->mr->lkey };
+  struct ibv_send_wr w = { .wr_id = ID_OP, .sg_list = &sge, .num_sge = 1, .opcode = op,
+                           .send_flags = IBV_SEND_SIGNALED }, *bad;
+  w.imm_data = htonl(round);
+  w.wr.rdma.remote_addr = raddr;
+  w.wr.rdma.rkey = rkey;
+  if (ibv_post_send(r->qp, &w, &bad)) fail("post operation");
+  wait_for(r, ID_OP, ibvx_wr_opcode_str(op));
+  uint64 us = (clock_ns() - t0) / 1000;
+  int mine = op == IBV_WR_RDMA_READ ? check_buf(r->buf, len, round) : 0;
+  msg_recv_post(r);
+  msg_send(r, M_CHECK, op_i, len, round);
+  int theirs = (int)msg_wait(r, M_VERDICT)->op;
+  printf("matrix: %s %u bytes: %s (%lu us)\n", ibvx_wr_opcode_str(op), len,
+         mine || theirs ? "FAILED" : "OK", us);
+  if (mine) printf("matrix: READ data at host_b wrong (%d)\n", mine);
+  return mine || theirs;
+}
+
+static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
+  matrix_regs(r);
+  uint32_t sizes[] = { 0, 1, (uint32_t)mtu - 1, (uint32_t)mtu, (uint32_t)mtu + 1, 1 << 20, 8 << 20 };
+  int nsizes = big ? 7 : 6, bad = 0, n = 0;
+  for (uint32_t op = 0; op < 4; op++)
+    for (int k = 0; k < nsizes; k++) {
+      n++;
+      bad += matrix_case(r, raddr, rkey, op, sizes[k], (uint32_t)n);
+    }
+  msg_send(r, M_VERDICT + 1, 0, 0, 0);             // tells host_a the matrix is over
+  printf("matrix: %d cases, %d failed\n", n, bad);
+  return bad;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1]\n");
@@ -182,7 +350,10 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
     else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
     else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
+    else if (strcmp(argv[i], "--matrix") == 0) matrix = 1;
+    else if (strcmp(argv[i], "--big") == 0) big = 1;
   }
+  if (matrix) size = (big ? 8 << 20 : 1 << 20) + GUARD;
   if (size < 1 || iters < 1) fail("bad size/iters");
   struct ibv_context *ctx = rdmau_open();
   if (!ctx) fail("no device");
