@@ -89,13 +89,19 @@ static void post_msg_recv(struct side *s, int slot) {
   if (ibv_post_recv(s->qp, &wr, &bad)) fail("post_recv");
 }
 
-static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value) {
+// Posts a message without waiting for its completion (the last one: the
+// peer may disconnect before our retransmission of a lost ACK'd frame).
+static void post_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value) {
   struct msg *m = &s->msgs[RING + 1];
   m->type = type; m->seq = seq; m->value = value;
   struct ibv_sge sge = { (uint64_t)m, sizeof *m, s->msg_mr->lkey };
   struct ibv_send_wr wr = { .wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                             .send_flags = IBV_SEND_SIGNALED }, *bad;
   if (ibv_post_send(s->qp, &wr, &bad)) fail("post_send");
+}
+
+static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value) {
+  post_msg(s, type, seq, value);
   struct ibv_wc wc;            // the message buffer is reused: wait for it
   for (;;) {                   // (WRITE completions may come first: they carry nothing new)
     if (rdmau_wait(s->scq, &wc, 60000) != 1) fail("no send completion");
@@ -150,7 +156,7 @@ static int do_recv(void) {
     } else if (wc.opcode == IBV_WC_RECV && s.msgs[slot].type == MSG_DONE) {
       int ok = got == size && s.msgs[slot].value == sum;
       close(fd);
-      send_msg(&s, MSG_RESULT, 0, ok);
+      post_msg(&s, MSG_RESULT, 0, ok);              // the sender disconnects when it has it
       uint64 us = (clock_ns() - t0) / 1000 + 1;
       printf("rdmacp: received %s: %lu bytes in %lu chunks, checksum %lx: %s (%lu KB/s)\n", name, got,
              (uint64)next, sum, ok ? "OK" : "BAD", got * 1000 / us);

@@ -226,7 +226,7 @@ static int ids(struct ibv_context *ctx, int n) {
 // in a message buffer.
 #define GUARD 64
 #define GUARD_BYTE 0xEE
-enum { M_PREP = 1, M_READY, M_CHECK, M_VERDICT };
+enum { M_PREP = 1, M_READY, M_CHECK, M_VERDICT, M_END, M_BYE };
 enum { ID_MSG_RX = 1, ID_MSG_TX, ID_DATA_RX, ID_OP, ID_MAX };
 struct mmsg { uint32_t type, op, len, round; };
 static struct mmsg mrx, mtx, mdummy;
@@ -250,12 +250,16 @@ static struct ibv_wc *wait_for(struct res *r, int id, const char *what) {
   return &seen[id];
 }
 
-static void msg_send(struct res *r, uint32_t type, uint32_t op, uint32_t len, uint32_t round) {
+static void msg_post(struct res *r, uint32_t type, uint32_t op, uint32_t len, uint32_t round) {
   mtx.type = type; mtx.op = op; mtx.len = len; mtx.round = round;
   struct ibv_sge sge = { (uint64_t)&mtx, sizeof mtx, mmr_tx->lkey };
   struct ibv_send_wr w = { .wr_id = ID_MSG_TX, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                            .send_flags = IBV_SEND_SIGNALED }, *bad;
   if (ibv_post_send(r->qp, &w, &bad)) fail("post message");
+}
+
+static void msg_send(struct res *r, uint32_t type, uint32_t op, uint32_t len, uint32_t round) {
+  msg_post(r, type, op, len, round);
   wait_for(r, ID_MSG_TX, "message send");
 }
 
@@ -290,7 +294,10 @@ static int matrix_a(struct res *r) {
   msg_recv_post(r);
   for (;;) {
     wait_for(r, ID_MSG_RX, "prep");
-    if (mrx.type != M_PREP) return 0;               // the end
+    if (mrx.type != M_PREP) {                       // the end: BYE, not waited for, since
+      msg_post(r, M_BYE, 0, 0, 0);                  // host_b disconnects once it has it
+      return 0;                                     // and our ACK wait would outlive the QP
+    }
     struct mmsg c = mrx;
     enum ibv_wr_opcode op = mops[c.op];
     if (op == IBV_WR_RDMA_READ) {
@@ -355,7 +362,9 @@ static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
       n++;
       bad += matrix_case(r, raddr, rkey, op, sizes[k], (uint32_t)n);
     }
-  msg_send(r, M_VERDICT + 1, 0, 0, 0);             // tells host_a the matrix is over
+  msg_recv_post(r);
+  msg_send(r, M_END, 0, 0, 0);
+  msg_wait(r, M_BYE);                               // host_a has every ACK it waits for
   printf("matrix: %d cases, %d failed\n", n, bad);
   return bad;
 }
