@@ -111,7 +111,7 @@ def run(size, loss, seed, sr):
 def main():
     env = os.environ
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=int, default=int(env.get("DEMO_SIZE", 4 << 20)))
+    ap.add_argument("--size", type=int, default=int(env.get("DEMO_SIZE", 16 << 20)))
     ap.add_argument("--loss", type=float, default=float(env.get("DEMO_LOSS", 1)))
     ap.add_argument("--seed", type=int, default=int(env.get("DEMO_SEED", random.randrange(1, 1 << 30))))
     ap.add_argument("--sr", action="store_true", default=env.get("DEMO_SR", "") not in ("", "0"))

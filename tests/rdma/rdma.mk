@@ -9,8 +9,10 @@
 #   make rdma-demo        (make demo) tests/rdma/demo.py: two guests, 1 % loss
 #                         (seeded), rdmacp of a DEMO_SIZE file, checksums on
 #                         both sides, a summary of rate and counters
-#   make bench-rdma       rdma_bw / rdma_lat, all sizes, two guests and
-#                         loopback -> bench/results/rdma-perf.txt
+#   make bench-rdma       bench/rdma/rdma_sweep.py: rdma_bw / rdma_lat sweeps
+#                         (2 B..8 MiB, loss 0/0.1/1/5 %, GBN vs SR, MTU 1024
+#                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,
+#                         rdma-perf.txt, rdma-summary.md
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
 # Include from the top Makefile: include tests/rdma/rdma.mk
@@ -22,10 +24,10 @@ test-rdma-quick: kernel/kernel fs.img
 	python3 tests/rdma/run_rdmatest.py --quick
 
 bench-rdma: kernel/kernel fs.img $(LINKEMU)
-	python3 tests/rdma/run_perf.py --out bench/results/rdma-perf.txt
+	python3 bench/rdma/rdma_sweep.py
 
 .PHONY: test-rdma test-rdma-quick bench-rdma rdma-demo
 
-DEMO_SIZE ?= 4194304
+DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)
 	DEMO_SIZE=$(DEMO_SIZE) python3 tests/rdma/demo.py
