@@ -18,6 +18,12 @@
 //       registers n MRs and creates min(n, 24) QPs, prints every lkey, rkey
 //       and QPN ("ids: mr <lkey> <rkey>", "ids: qp <qpn>") for
 //       tests/rdma/run_security.py to judge ([SEC-RAND-1], [SEC-RAND-4]).
+//   rdmanet_test victim  /  rdmanet_test holder <ip of victim>
+//       for tests/rdma/run_forge.py: the victim accepts one connection and
+//       prints its QPN, expected PSN, a 4 KiB buffer's VA and R_Key; then per
+//       console line "check" prints whether the buffer still holds its
+//       pattern, the QP state and counters; "quit" ends both (the holder
+//       just keeps the connection up until its console says "quit").
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
 // transfer rate and the QP's counters.
 #include "user.h"
@@ -217,6 +223,68 @@ static int ids(struct ibv_context *ctx, int n) {
   return 0;                       // exit releases everything
 }
 
+// ---- a connected QP for forged frames to hit ----
+static int console_word(char *buf, int n) {
+  int i = 0;
+  while (i < n - 1) {
+    char c;
+    if (read(0, &c, 1) != 1) break;
+    if (c == '\n' || c == '\r') { if (i) break; else continue; }
+    buf[i++] = c;
+  }
+  buf[i] = 0;
+  return i;
+}
+
+static int victim(struct ibv_context *ctx) {
+  struct res r;
+  size = 4096;
+  setup(ctx, &r);
+  pattern(r.buf, size, 7);
+  struct rdma_cm_id *lid = rdma_create_id(ctx), *id;
+  if (rdma_listen(lid, port)) fail("listen");
+  printf("rdmanet_test: listening on port %d\n", port);
+  if (rdma_get_request(lid, &id, 120000)) fail("no connect request");
+  id->qp = r.qp;
+  struct rdma_conn_param p = { 0 };
+  if (rdma_accept(id, &p)) fail("accept");
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  if (ibv_query_qp(r.qp, &qa, IBV_QP_RQ_PSN, &qi)) fail("query_qp");
+  printf("victim: qpn %x epsn %x va %lx rkey %x len %d\n", r.qp->qp_num, qa.rq_psn, (uint64)r.buf,
+         r.mr->rkey, size);
+  char line[32];
+  while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
+    uint8_t *want = malloc(size);
+    pattern(want, size, 7);
+    struct rdma_qp_stats st;
+    if (rdma_qp_stats((int)r.qp->handle, &st) != 0) fail("stats");
+    printf("victim: buffer %s state %s rx_frames %lu tx_frames %lu tx_nak %lu rx_out_of_window %lu "
+           "rx_out_of_seq %lu rx_dup %lu rx_dropped %lu\n", memcmp(want, r.buf, size) ? "CHANGED" : "intact",
+           ibvx_qp_state_str((enum ibv_qp_state)st.state), st.rx_frames, st.tx_frames, st.tx_nak,
+           st.rx_out_of_window, st.rx_out_of_seq, st.rx_dup, st.rx_dropped);
+    free(want);
+  }
+  rdma_disconnect(id);
+  printf("rdmanet_test: OK\n");
+  return 0;
+}
+
+static int holder(struct ibv_context *ctx, uint32_t ip) {
+  struct res r;
+  size = 4096;
+  setup(ctx, &r);
+  struct rdma_cm_id *id = rdma_create_id(ctx);
+  id->qp = r.qp;
+  struct rdma_conn_param p = { 0 };
+  if (rdma_connect(id, ip, port, &p)) fail("connect");
+  printf("holder: connected, qpn %x\n", r.qp->qp_num);
+  char line[32];
+  while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {}
+  printf("rdmanet_test: OK\n");
+  return 0;                      // exit tears the QP down
+}
+
 // ---- the opcode x size matrix ----
 // One case: host_b sends PREP (op, size, round); host_a readies its buffer
 // (guard bytes everywhere, or the pattern for a READ; a receive for SEND
@@ -378,6 +446,14 @@ int main(int argc, char **argv) {
     struct ibv_context *c = rdmau_open();
     if (!c) fail("no device");
     return ids(c, argc > 2 ? atoi(argv[2]) : 64);
+  }
+  if (strcmp(argv[1], "victim") == 0 || strcmp(argv[1], "holder") == 0) {
+    struct ibv_context *c = rdmau_open();
+    uint32_t vip = 0;
+    if (!c) fail("no device");
+    if (argv[1][0] == 'v') return victim(c);
+    if (argc < 3 || rdmau_parse_ipv4(argv[2], &vip) < 0) fail("bad ip");
+    return holder(c, vip);
   }
   int is_b = strcmp(argv[1], "host_b") == 0;
   uint32_t ip = 0;

@@ -11,6 +11,8 @@ Steps (times measured on the 2-core build machine, TCG):
                              5 % with selective repeat, duplication,
                              reordering, corruption, a mid-run blackhole
   security                   [SEC-RAND-1]/[SEC-RAND-4] ids, kill mid-transfer
+  forge                      forged frames from a third linkemu port: bad ICRC,
+                             PSN out of window, wrong R_Key ([SEC-FORGE-*])
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
 Usage: python3 tests/rdma/run_all.py [--skip NAME ...]
@@ -33,6 +35,7 @@ def steps():
         ("rdmanet", [PY, f"{HERE}/run_rdmanet.py"]),
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
         ("security", [PY, f"{HERE}/run_security.py"]),
+        ("forge", [PY, f"{HERE}/run_forge.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),

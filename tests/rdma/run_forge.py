@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""run_forge.py: forged RoCEv2 frames from a third party on the link.
+
+Two guests through linkemu, which here has a third port with no guest
+behind it: the host writes Ethernet frames into that port, and linkemu
+switches them to the victim like frames of a third machine (own MAC
+52:54:00:00:00:03, the victim's connected peer's IP forged as source).
+Guest 1 runs `rdmanet_test victim` (one RC connection to guest 0's
+`rdmanet_test holder`, a 4 KiB MR with remote write access, filled with a
+known pattern), which prints its QPN, expected PSN, the buffer's VA and
+R_Key. The host then sends, one at a time, RDMA WRITE ONLY requests of 64
+bytes, and after each asks the victim (console line "check") whether the
+buffer still holds its pattern, and for its QP state and counters:
+
+  bad_icrc       right QPN, PSN, R_Key, VA -- everything a real WRITE needs --
+                 but a wrong ICRC. [ICRC-CALC-5] [RX-ORDER-2] [SEC-FORGE-1]:
+                 dropped before any QP state is consulted: buffer intact, QP
+                 RTS, no response (tx_frames, tx_nak unchanged).
+  out_of_window  right R_Key and ICRC, PSN = ePSN + 2^22 (outside both the
+                 2^16 ahead and 2^16 duplicate windows). [RESP-PSN-3]
+                 [SEC-FORGE-1]: dropped without a response, rx_out_of_window
+                 + 1, buffer intact, QP RTS.
+  wrong_rkey     in-sequence PSN, valid ICRC, an R_Key the victim never
+                 issued. [SEC-FORGE-3] [RESP-ACC-1]: no memory touched, one NAK
+                 remote access error (tx_nak + 1); [QP-ERR-1]: that NAK moves
+                 the responder's QP to ERR -- exactly what a legitimate frame
+                 with the same fields may do ([SEC-FORGE-4]).
+
+The first two also show the forged frames really arrive and are parsed: a
+valid-ICRC frame moves a counter (out_of_window), so the bad_icrc verdict is
+not an artefact of frames lost on the way. Prints "test forge_<name>: OK|FAILED"
+and "N passed, M failed".
+"""
+import os
+import re
+import socket
+import struct
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "net"))
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+from launch import Testbed  # noqa: E402
+from guest import GuestError, progress  # noqa: E402
+
+ROCE_PORT = 4791
+OP_RC_WRITE_ONLY = 0x0A
+THIRD_MAC = bytes.fromhex("525400000003")
+
+
+def mac(s):
+    return bytes(int(x, 16) for x in s.split(":"))
+
+
+def ip4(s):
+    return socket.inet_aton(s)
+
+
+def ip_checksum(h):
+    total = sum(struct.unpack("!10H", h))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=False):
+    """One RoCEv2 RC RDMA WRITE ONLY frame (payload a multiple of 4: no pad)."""
+    bth = struct.pack("!BBHI", OP_RC_WRITE_ONLY, 0, 0xFFFF, qpn & 0xFFFFFF) + \
+        struct.pack("!I", 0x80000000 | (psn & 0xFFFFFF))           # AckReq, PSN
+    reth = struct.pack("!QII", va, rkey, len(payload))
+    roce = bth + reth + payload
+    udp_len = 8 + len(roce) + 4
+    udp = struct.pack("!HHHH", 49152, ROCE_PORT, udp_len, 0)
+    ip_len = 20 + udp_len
+    iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0x1234, 0x4000, 64, 17, 0, ip4(src_ip), ip4(dst_ip))
+    iph = iph[:10] + struct.pack("!H", ip_checksum(iph)) + iph[12:]
+    # ICRC pseudo packet: 8 bytes of ones for the LRH, IP with TOS/TTL/checksum
+    # ones, UDP checksum ones, BTH Resv8a ones (the project's wire.md rules).
+    m_ip = iph[:1] + b"\xff" + iph[2:8] + b"\xff" + iph[9:10] + b"\xff\xff" + iph[12:]
+    m_udp = udp[:6] + b"\xff\xff"
+    m_bth = roce[:4] + b"\xff" + roce[5:]
+    icrc = zlib.crc32(b"\xff" * 8 + m_ip + m_udp + m_bth) & 0xFFFFFFFF
+    if bad_icrc:
+        icrc ^= 0x00010000
+    eth = dst_mac + THIRD_MAC + b"\x08\x00"
+    return eth + iph + udp + roce + struct.pack("<I", icrc)
+
+
+def check(victim):
+    victim.send("check")
+    m = victim.expect(r"victim: buffer (\S+) state (\S+) (.*)\n", timeout=30)
+    words = m.group(3).split()
+    c = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+    c["buffer"], c["state"] = m.group(1), m.group(2)
+    return c
+
+
+def main():
+    passed = failed = 0
+    results = []
+    try:
+        with Testbed(3, name="rdmaforge") as tb:            # port 2: the third party, no guest
+            tb.start_linkemu()
+            holder_g, victim_g = tb.guests[0], tb.guests[1]
+            for g in (holder_g, victim_g):
+                g.start()
+            for g in (holder_g, victim_g):
+                g.boot(90)
+            victim_g.send("rdmanet_test victim")
+            victim_g.expect(r"listening", timeout=30)
+            holder_g.send(f"rdmanet_test holder {tb.ip(1)}")
+            v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+)",
+                                timeout=60)
+            qpn, epsn, va, rkey = (int(x, 16) for x in v.groups())
+            progress("forge", f"victim qpn {qpn:#x} epsn {epsn:#x} va {va:#x} rkey {rkey:#x}")
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            inject = ("127.0.0.1", tb.listen[2])
+            frame_args = dict(dst_mac=mac(tb.mac(1)), src_ip=tb.ip(0), dst_ip=tb.ip(1), qpn=qpn, va=va,
+                              payload=b"FORGED!!" * 8)
+            base = check(victim_g)
+            progress("forge", f"baseline: {base}")
+
+            def send(**kw):
+                sock.sendto(write_only(**{**frame_args, **kw}), inject)
+                time.sleep(2)
+
+            # bad ICRC on an otherwise perfect WRITE ([ICRC-CALC-5], [RX-ORDER-2]).
+            send(psn=epsn, rkey=rkey, bad_icrc=True)
+            c1 = check(victim_g)
+            ok = (c1["buffer"] == "intact" and c1["state"] == "RTS" and c1["tx_nak"] == base["tx_nak"]
+                  and c1["tx_frames"] == base["tx_frames"] and c1["rx_frames"] == base["rx_frames"])
+            results.append(("bad_icrc", ok, f"{c1}"))
+            # PSN outside the window ([RESP-PSN-3], [SEC-FORGE-1]).
+            send(psn=(epsn + (1 << 22)) & 0xFFFFFF, rkey=rkey)
+            c2 = check(victim_g)
+            ok = (c2["buffer"] == "intact" and c2["state"] == "RTS"
+                  and c2["rx_out_of_window"] == c1["rx_out_of_window"] + 1
+                  and c2["tx_frames"] == c1["tx_frames"] and c2["tx_nak"] == c1["tx_nak"])
+            results.append(("out_of_window", ok, f"{c2}"))
+            # An R_Key never issued ([SEC-FORGE-3], [RESP-ACC-1], [QP-ERR-1]).
+            bad_rkey = rkey ^ 0x5A5A5A00
+            send(psn=epsn, rkey=bad_rkey)
+            c3 = check(victim_g)
+            ok = (c3["buffer"] == "intact" and c3["tx_nak"] == c2["tx_nak"] + 1 and c3["state"] == "ERR")
+            results.append(("wrong_rkey", ok, f"{c3}"))
+            for g in (victim_g, holder_g):
+                g.send("quit")
+            time.sleep(1)
+            linkst = tb.stats()
+            progress("forge", "linkemu port 2 (third party) frames in: "
+                     f"{linkst['directions'][2]['frames_in']}")
+            for g in (holder_g, victim_g):                 # tb.halt() would wait for guest 2 too
+                g.send("halt 0")
+            for g in (holder_g, victim_g):
+                g.wait_exit(30)
+    except GuestError as e:
+        results.append(("setup", False, f"guest error: {e}"))
+    for name, ok, info in results:
+        print(f"test forge_{name}: {'OK' if ok else 'FAILED'} ({info})", flush=True)
+        passed += ok
+        failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
