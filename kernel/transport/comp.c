@@ -19,7 +19,31 @@ void rct_comp_reset(struct rct_qp *qp)
 	qp->last_msn = 0;
 	bm_clear_all(qp->sr_sacked);
 	bm_clear_all(qp->sr_retxd);
-	qp->sr_scan = qp->sr_scan_end = qp->una;
+	qp->sr_scan = qp->sr_scan_end = qp->sr_hole_end = qp->una;
+}
+
+/* SR: add PSNs [from, end) to the retransmit scan, only READ requests from
+ * hole_end on; merged with a scan in progress [SR-REQ-3] [SR-REQ-12]. */
+void rct_comp_sr_scan(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end)
+{
+	if (!psn_lt(qp->sr_scan, qp->sr_scan_end)) {
+		qp->sr_scan = from;
+		qp->sr_hole_end = hole_end;
+		qp->sr_scan_end = end;
+		return;
+	}
+	if (psn_lt(from, qp->sr_scan))
+		qp->sr_scan = from;
+	if (psn_gt(hole_end, qp->sr_hole_end))
+		qp->sr_hole_end = hole_end;
+	if (psn_gt(end, qp->sr_scan_end))
+		qp->sr_scan_end = end;
+}
+
+/* Forward progress: the peer received something new; retries start over [REQ-RETRY-4]. */
+static void progress(struct rct_qp *qp)
+{
+	qp->retry_left = qp->attr.retry_cnt;
 }
 
 /* Current RTO [REQ-TMO-1] [REQ-TMO-4]. */
@@ -156,6 +180,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 	qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
 	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
 	qp->retx_valid = 0;
+	qp->rto_probe = 0;
 	if (psn_lt(qp->req_psn, new_una))
 		rct_req_rewind(qp, new_una);                     /* skip what is already acked */
 	restart_timer(qp, now);
@@ -163,7 +188,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 
 /* SR tracks READ responses received out of order in sr_sacked when the
  * whole READ fits the bitmap [SR-REQ-7]; otherwise responses are taken in
- * order and read_pkts counts them. */
+ * order and read_pkts counts them [SR-REQ-14]. */
 static bool sr_tracked(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
 	return qp->sr && (uint32_t)psn_diff(w->last_psn, qp->una) < RCT_SR_WINDOW &&
@@ -178,7 +203,7 @@ static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w,
 }
 
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
-static uint32_t read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
+uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
 	uint32_t q = w->first_psn;
 	if (!sr_tracked(qp, w))
@@ -204,7 +229,7 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 		if (!w->started || psn_gt(w->first_psn, p))
 			break;
 		if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
-			uint32_t missing = read_first_missing(qp, w);
+			uint32_t missing = rct_comp_read_first_missing(qp, w);
 			if (psn_ge(p, missing)) {
 				new_una = missing;
 				rereq = true;
@@ -221,10 +246,8 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 		sr_keep_acked(qp, p);
 	if (rereq && qp->sr) {
 		uint32_t k = (uint32_t)psn_diff(new_una, qp->una);
-		if (k >= RCT_SR_WINDOW || !bm_test(qp->sr_retxd, k)) {
-			qp->sr_scan = new_una;                       /* once until the next timeout [SR-REQ-8] */
-			qp->sr_scan_end = psn_add(new_una, 1);
-		}
+		if (k >= RCT_SR_WINDOW || !bm_test(qp->sr_retxd, k))     /* once until the next timeout [SR-REQ-13] */
+			rct_comp_sr_scan(qp, new_una, psn_add(new_una, 1), psn_add(new_una, 1));
 	} else if (rereq && !(qp->retx_valid && qp->retx_psn == new_una)) {
 		rct_req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
 		qp->retx_psn = new_una;
@@ -297,7 +320,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 	qp->comp_state = RCT_COMP_WAIT_RNR;
 	if (qp->sr) {
 		qp->sr_scan = p;                                 /* [SR-REQ-6] */
-		qp->sr_scan_end = qp->next_psn;
+		qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
 		bm_clear_all(qp->sr_retxd);
 	} else {
 		rct_req_rewind(qp, p);
@@ -352,10 +375,32 @@ static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_
 		fail_wr(qp, p, true, nak_status[code], syn);     /* [REQ-ACK-6] */
 }
 
+/* SR: the end of the last READ request at or after PSN from that the
+ * responder has not acknowledged (from if none): the responder drops READ
+ * requests that arrive behind a gap [SR-RESP-6], so they go with the hole
+ * [SR-REQ-12]. */
+static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
+{
+	uint32_t end = from;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rct_send_wqe *w = SQ_AT(qp, i);
+		uint32_t k;
+		if (!w->started || psn_ge(w->first_psn, qp->next_psn))
+			break;
+		if (w->wr.opcode != RCT_WR_RDMA_READ || psn_lt(w->first_psn, from))
+			continue;
+		k = (uint32_t)psn_diff(w->first_psn, qp->una);
+		if (k < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, k))
+			end = psn_add(w->first_psn, 1);
+	}
+	return end;
+}
+
 /* Selective NAK: ack before e, mark sacked PSNs, resend holes [SR-REQ-2] [SR-REQ-3]. */
 static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, uint64_t bits)
 {
-	uint32_t high = e;
+	uint32_t high = e, hole_end, end;
+	bool fresh = false;
 	qp->cnt.rx_sack++;
 	ack_through(qp, now, psn_add(e, PSN_MASK));
 	if (qp->attr.qp_state == RCT_QPS_ERR)
@@ -365,18 +410,20 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, uint64_t bi
 		if (!((bits >> i) & 1))
 			continue;
 		d = (uint32_t)psn_diff(psn, qp->una);
-		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW)
+		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, d)) {
 			bm_set(qp->sr_sacked, d);
+			fresh = true;
+		}
 		high = psn;
 	}
-	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER)
+	if (fresh)
+		progress(qp);                                    /* [REQ-RETRY-4] */
+	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER || !psn_lt(e, qp->next_psn))
 		return;
-	if (psn_gt(high, e)) {
-		if (!psn_lt(qp->sr_scan, qp->sr_scan_end) || psn_lt(e, qp->sr_scan))
-			qp->sr_scan = e;
-		if (psn_gt(high, qp->sr_scan_end) || !psn_lt(qp->sr_scan, qp->sr_scan_end))
-			qp->sr_scan_end = high;
-	}
+	/* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */
+	hole_end = psn_gt(high, e) ? high : psn_add(e, 1);
+	end = sr_reads_after(qp, hole_end);
+	rct_comp_sr_scan(qp, e, hole_end, psn_gt(end, hole_end) ? end : hole_end);
 }
 
 static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
@@ -477,7 +524,7 @@ static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, 
 	return true;
 }
 
-/* A response that is not the next one expected (in-order READs) [REQ-READ-1]. */
+/* A response that is not the next one expected (in-order READs) [REQ-READ-1] [REQ-READ-5]. */
 static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, uint32_t expect, bool later)
 {
 	if (!later && psn_lt(psn, expect)) {
@@ -489,11 +536,12 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
 		/* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
 		ack_through(qp, now, psn_add(psn, PSN_MASK));
 	} else if (!(qp->retx_valid && qp->retx_psn == expect)) {
-		qp->retx_psn = expect;                               /* [SR-REQ-8] once per gap */
+		uint32_t k = (uint32_t)psn_diff(expect, qp->una);
+		qp->retx_psn = expect;                               /* [SR-REQ-13] once per gap */
 		qp->retx_valid = 1;
-		qp->sr_scan = expect;
-		qp->sr_scan_end = psn_add(expect, 1);
-		bm_clear_all(qp->sr_retxd);
+		if (k < RCT_SR_WINDOW)
+			bm_clear(qp->sr_retxd, k);
+		rct_comp_sr_scan(qp, expect, psn_add(expect, 1), psn_add(expect, 1));
 	}
 }
 
@@ -520,13 +568,15 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 		qp->cnt.rx_unexpected++;
 		return;
 	}
-	expect = read_first_missing(qp, w);
+	expect = rct_comp_read_first_missing(qp, w);
 	if (sr_tracked(qp, w)) {
 		if (read_received(qp, w, psn)) {                 /* any order [SR-REQ-7] */
 			qp->cnt.rx_dup++;
 			return;
 		}
 	} else if (later || psn != expect) {
+		if (later || psn_gt(psn, expect))
+			progress(qp);    /* the responder executed a (re-)request [REQ-RETRY-4] */
 		read_resp_misordered(qp, now, psn, expect, later);
 		return;
 	}
@@ -541,6 +591,7 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 	if (qp->attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
 		return;
 	w->read_pkts++;
+	progress(qp);                                            /* [REQ-RETRY-4] */
 	if (sr_tracked(qp, w) && psn_ge(psn, qp->una))
 		bm_set(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));
 	ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
@@ -569,12 +620,14 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 		qp->rto *= 2;                                    /* backoff [REQ-TMO-4] */
 	qp->retx_valid = 0;
 	if (qp->sr) {
-		bm_clear_all(qp->sr_retxd);                      /* [SR-REQ-4] */
+		/* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */
+		bm_clear_all(qp->sr_retxd);
 		qp->sr_scan = qp->una;
-		qp->sr_scan_end = psn_add(qp->una, 1);
+		qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
 	} else {
 		rct_req_rewind(qp, qp->una);                         /* [REQ-GBN-1] */
 	}
+	qp->rto_probe = 1;                                       /* [REQ-TMO-6] */
 	restart_timer(qp, now);
 }
 

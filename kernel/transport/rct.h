@@ -506,6 +506,7 @@ struct rct_qp {
 	uint32_t retx_psn;          /* start of the last go-back-N retransmission */
 	uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
 	uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
+	uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
 
 	/* completer (comp.c) */
 	enum rct_comp_state comp_state;
@@ -520,6 +521,7 @@ struct rct_qp {
 	uint32_t sr_sacked[RCT_SR_WORDS]; /* SR: bit i = PSN una + i received/sacked */
 	uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = retransmitted since last timeout */
 	uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
+	uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
 
 	/* responder (resp.c) */
 	enum rct_resp_state resp_state;

@@ -27,6 +27,7 @@ static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
 /* SR bitmap helpers (RCT_SR_WINDOW bits). */
 static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
 static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
+static inline void bm_clear(uint32_t *bm, uint32_t i) { bm[i >> 5] &= ~(1u << (i & 31)); }
 static inline void bm_clear_all(uint32_t *bm) { for (int i = 0; i < RCT_SR_WORDS; i++) bm[i] = 0; }
 void rct_bm_shift(uint32_t *bm, uint32_t n);     /* drop the n lowest bits */
 int rct_bm_any(const uint32_t *bm);
@@ -65,6 +66,8 @@ void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
 void rct_comp_flush(struct rct_qp *qp);
 uint64_t rct_comp_rto(const struct rct_qp *qp);
+uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w);
+void rct_comp_sr_scan(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end);
 
 /* resp.c: responder */
 void rct_resp_reset(struct rct_qp *qp);

@@ -22,6 +22,7 @@ void rct_req_reset(struct rct_qp *qp)
 	qp->rd_outstanding = 0;
 	qp->retx_valid = 0;
 	qp->rsn_next = 0;
+	qp->rto_probe = 0;
 }
 
 static uint32_t window(const struct rct_qp *qp)
@@ -45,6 +46,8 @@ bool rct_req_has_work(const struct rct_qp *qp)
 	    qp->req_state == RCT_REQ_ERROR)
 		return false;
 	if (qp->sr && psn_lt(qp->sr_scan, qp->sr_scan_end))
+		return true;
+	if (qp->rto_probe && psn_lt(qp->una, qp->next_psn))
 		return true;
 	return qp->sq_next != qp->sq_tail;
 }
@@ -146,8 +149,8 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 	}
 	if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
 		return false;                              /* [REQ-WIN-2] */
-	/* A READ longer than the whole window goes alone, when nothing is outstanding
-	 * (else it could never start; proto-spec [REQ-WIN-1] gap, see report). */
+	/* A READ longer than the whole window goes alone, when nothing is
+	 * outstanding (else it could never start) [REQ-WIN-4]. */
 	if (!window_allows(qp, qp->req_psn, read ? n : 1) && !(read && qp->req_psn == qp->una))
 		return false;
 	w->first_psn = w->resume_psn = qp->req_psn;
@@ -202,8 +205,15 @@ static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx,
 	return true;
 }
 
+static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f);
+
 /* Build the request packet of WQE w at PSN psn (new or again) [REQ-PSN-3]. */
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
+{
+	return build(qp, w, psn, false, f);
+}
+
+static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f)
 {
 	struct rct_hdr h;
 	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
@@ -223,7 +233,7 @@ int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struc
 	}
 	if (qp->sr)
 		h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
-	if (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn))
+	if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn)))
 		h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
 	rct_qp_emit(qp, f, &h, paylen);
 	if (retx)
@@ -231,22 +241,30 @@ int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struc
 	return 1;
 }
 
-/* SR: resend the next PSN of the completer's retransmit scan. */
+/* SR: resend the next PSN of the completer's retransmit scan: every PSN in
+ * [sr_scan, sr_scan_end) that is neither sacked nor already resent since the
+ * last timeout; past sr_hole_end only READ requests [SR-REQ-11] [SR-REQ-12]. */
 static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	while (psn_lt(qp->sr_scan, qp->sr_scan_end)) {
-		uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una);
+		uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una), miss;
 		struct rct_send_wqe *w;
 		qp->sr_scan = psn_add(psn, 1);
 		if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
 		    bm_test(qp->sr_retxd, i))
 			continue;
 		w = rct_req_wqe_of_psn(qp, psn, 0);
-		if (!w)
+		if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->sr_hole_end)))
 			continue;
 		bm_set(qp->sr_retxd, i);
 		if (w->wr.opcode == RCT_WR_RDMA_READ) {
-			/* one re-request covers the rest of the READ [SR-REQ-8] */
+			/* one re-request from the first missing response covers the rest
+			 * of the READ [SR-REQ-13] [SR-REQ-11] */
+			miss = rct_comp_read_first_missing(qp, w);
+			if (psn_gt(miss, w->last_psn))
+				continue;
+			if (psn_lt(psn, miss))
+				psn = miss;
 			while (psn_le(qp->sr_scan, w->last_psn)) {
 				uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
 				if (k < RCT_SR_WINDOW)
@@ -262,14 +280,51 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 	return 0;
 }
 
-int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+/*
+ * Tail probe: once a timeout's retransmissions are out and nothing else can
+ * be sent, one more copy of the packet at una, so that a lone lost packet or
+ * response gets two chances per retry [REQ-TMO-6].
+ */
+static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	struct rct_send_wqe *w;
-	uint32_t psn;
+	uint32_t psn = qp->una, miss;
+	if (!qp->rto_probe)
+		return 0;
+	qp->rto_probe = 0;
+	if (!psn_lt(qp->una, qp->next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
+		return 0;
+	if (w->wr.opcode == RCT_WR_RDMA_READ) {
+		miss = rct_comp_read_first_missing(qp, w);
+		if (psn_gt(miss, w->last_psn))
+			return 0;
+		if (psn_lt(psn, miss))
+			psn = miss;
+	}
+	if (!build(qp, w, psn, true, f))
+		return 0;
+	rct_comp_on_send(qp, now, psn, true);
+	return 1;
+}
+
+static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
+
+int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+{
 	if (!rct_req_has_work(qp))
 		return 0;
 	if (qp->sr && req_poll_sr_retx(qp, now, f))
 		return 1;
+	if (req_poll_send(qp, now, f))
+		return 1;
+	return req_poll_probe(qp, now, f);
+}
+
+/* The packet at the requester's cursor: new, or go-back-N again. */
+static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
+{
+	struct rct_send_wqe *w;
+	uint32_t psn;
 	if (qp->sq_next == qp->sq_tail)
 		return 0;
 	w = SQ_AT(qp, qp->sq_next);

@@ -303,6 +303,27 @@ end:
 
 /* ---------------------------------------------------------------- requester */
 
+#ifdef SR
+/* [SR-REQ-11]: a timeout marks for resending every index from una up to the
+ * send frontier that is not sacked (index 3 is the READ's second response
+ * PSN: the READ request, index 2, covers it while the READ is incomplete),
+ * and the packet at una in any case [REQ-TMO-6] */
+inline sr_timeout_need() {
+  i = una;
+  do
+  :: i < hi ->
+     if
+     :: i != 3 && !((sacked >> i) & 1) -> need = need | (1 << i)
+     :: else
+     fi;
+     i++
+  :: else -> break
+  od;
+  /* [REQ-TMO-6]: the packet at una goes again even if sacked (tail probe) */
+  need = need | (1 << ((una == 3) -> 2 : una))
+}
+#endif
+
 active proctype Req() {
   byte una;               /* oldest unacknowledged PSN index */
   byte nxt;               /* next PSN index to send */
@@ -319,7 +340,7 @@ active proctype Req() {
 #else
   byte rgot;              /* READ responses received, bit per offset, [SR-REQ-7] */
   byte sacked, rtxd, need;/* per PSN index bits, [SR-REQ-2], [SR-REQ-3] */
-  bool rreq;              /* missing READ run re-requested, [SR-REQ-8] */
+  bool rreq;              /* missing READ run re-requested, [SR-REQ-13] */
 #endif
 
   do
@@ -350,7 +371,7 @@ active proctype Req() {
   :: atomic { rnr_wait -> rnr_wait = 0; nxt = rnrp }   /* RNR timer fired, [REQ-RNR-1] */
 #else
   :: atomic {
-       /* [SR-REQ-3], [SR-REQ-4]: retransmit what is missing, lowest first */
+       /* [SR-REQ-3], [SR-REQ-11]: retransmit what is missing, lowest first */
        need != 0 && !rnr_wait ->
        i = 0;
        do
@@ -362,7 +383,7 @@ active proctype Req() {
        :: i == 0 -> net_toR(WFIRST, P(0), D0, 0)
        :: i == 1 -> net_toR(WLAST, P(1), D1, 1)
        :: i == 2 ->
-          /* [SR-REQ-8], [REQ-READ-3]: the first missing run of the READ */
+          /* [SR-REQ-13], [REQ-READ-3]: the first missing run of the READ */
           if
           :: rgot == 3 -> skip
           :: rgot == 1 -> net_toR(READREQ, P(3), 1, 1)
@@ -384,14 +405,14 @@ active proctype Req() {
        hi = nxt
      }
   :: atomic { timeout && ncmpl < NWR ->
-       /* [SR-REQ-4]: only the first unacknowledged packet */
+       /* [SR-REQ-11]: every unacknowledged, unsacked packet up to the send point */
        rtxd = 0; rreq = 0;
-       need = need | (1 << ((una == 3) -> 2 : una))
+       sr_timeout_need()
      }
   :: atomic { spur < MAXSPUR && una < hi && !rnr_wait && ncmpl < NWR ->
        spur++;                                     /* the timer expired too early */
        rtxd = 0; rreq = 0;
-       need = need | (1 << ((una == 3) -> 2 : una))
+       sr_timeout_need()
      }
   :: atomic { rnr_wait ->
        /* [SR-REQ-6]: p, then what is neither acknowledged nor sacked */
@@ -435,7 +456,7 @@ active proctype Req() {
           if
           :: rgot == 3 ->
              una = (ackd > 4 -> ackd : 4)
-          :: rgot == 2 && !rreq -> rreq = 1; need = need | 4   /* [SR-REQ-8] */
+          :: rgot == 2 && !rreq -> rreq = 1; need = need | 4   /* [SR-REQ-13] */
           :: else
           fi
        :: else -> skip                             /* duplicate response */

@@ -70,8 +70,9 @@ START_TEST(test_comp_stale_and_future_ack)
 }
 END_TEST
 
-/* [REQ-TMO-1] [REQ-TMO-2] [REQ-GBN-1] [REQ-PSN-3] [REQ-ACKREQ-1] 
- * Nothing until the IBTA timeout, then everything outstanding again. */
+/* [REQ-TMO-1] [REQ-TMO-2] [REQ-GBN-1] [REQ-PSN-3] [REQ-ACKREQ-1] [REQ-TMO-6]
+ * Nothing until the IBTA timeout, then everything outstanding again, then
+ * the tail probe: one more copy of the oldest packet. */
 START_TEST(test_comp_timeout_go_back_n)
 {
 	uint8_t first[8192];
@@ -89,12 +90,17 @@ START_TEST(test_comp_timeout_go_back_n)
 	/* same transport bytes; only the IPv4 ID (and so checksum and ICRC) differ */
 	ck_assert_int_eq(memcmp(fb + p.bth_off, first + p.bth_off, p.frame_len - p.bth_off - 4), 0);
 	n = 1;
-	while (expect_frame(A, RTO14, &q, fb))
+	while (n < 3 && expect_frame(A, RTO14, &q, fb))
 		n++;
 	ck_assert_int_eq(n, 3);
+	ck_assert_uint_eq(q.h.bth.psn, PSN0 + 2);
 	ck_assert(q.h.bth.ackreq);                           /* end of the burst */
+	ck_assert(expect_frame(A, RTO14, &q, fb));          /* tail probe [REQ-TMO-6] */
+	ck_assert_uint_eq(q.h.bth.psn, PSN0);
+	ck_assert(q.h.bth.ackreq);
+	expect_nothing(A, RTO14);
 	ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
-	ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 3);
+	ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 4);
 	ck_assert_uint_eq(A->qp.retry_left, 6);
 	ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
 }
@@ -114,7 +120,7 @@ START_TEST(test_comp_retry_exhausted)
 	for (int i = 0; i < 2; i++) {
 		t = rct_next_timeout(&A->qp);
 		rct_handle_timeout(&A->qp, t);
-		ck_assert_int_eq(drain(t, NULL), 2);
+		ck_assert_int_eq(drain(t, NULL), 3);             /* both, and the tail probe [REQ-TMO-6] */
 	}
 	t = rct_next_timeout(&A->qp);
 	rct_handle_timeout(&A->qp, t);
@@ -376,6 +382,110 @@ START_TEST(test_comp_read_rerequest_after_ack)
 }
 END_TEST
 
+/* [REQ-WIN-4] [REQ-WIN-1] [REQ-WIN-2] a READ with more response PSNs than the
+ * window waits until nothing is outstanding, then goes alone; the next WR
+ * waits until the READ is done. */
+START_TEST(test_comp_read_longer_than_window_goes_alone)
+{
+	struct conn_opts o;
+	struct rct_pkt p;
+	conn_defaults(&o);
+	o.max_inflight = 4;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 8 * 1024, 0x9000, 0x55, 0);   /* 8 PSNs > 4 */
+	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	ck_assert(expect_frame(A, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, PSN0);
+	expect_nothing(A, 0);                                /* the SEND is outstanding */
+	inject_ack(A, P, 1, 0x1f, PSN0, 1);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	ck_assert(expect_frame(A, 1, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	expect_nothing(A, 1);                                /* the READ goes alone */
+	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x11, NULL, 0);
+	for (uint32_t i = 2; i < 8; i++)
+		inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
+	/* una is PSN0 + 8 now: PSN0 + 9 is inside the window again */
+	ck_assert(expect_frame(A, 2, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
+	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 8, false, 1024, 0x11, NULL, 0);
+	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+	expect_nothing(A, 3);
+}
+END_TEST
+
+/* [REQ-READ-5] [REQ-ACK-3] [REQ-ACK-5] [REQ-READ-1] [REQ-RETRY-4] go-back-N:
+ * a READ response beyond the next expected one is dropped, but it acks the
+ * SEND before the READ and re-requests the READ once; after a timeout the
+ * next one re-requests again and gives the retry back. */
+START_TEST(test_comp_read_out_of_order_response_gbn)
+{
+	struct rct_pkt p;
+	uint64_t t;
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+	drain(0, NULL);
+	/* the first response (PSN0 + 1) is lost */
+	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);               /* implied ACK of the SEND */
+	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+	ck_assert(expect_frame(A, 1, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	ck_assert_uint_eq(p.h.reth.dmalen, 3000);
+	expect_nothing(A, 1);
+	inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 952, 0x33, NULL, 0);
+	expect_nothing(A, 2);                                /* once per first missing PSN */
+	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 2);
+	ck_assert_uint_eq(A->qp.retry_left, 7);
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	ck_assert_int_eq(drain(t, NULL), 2);                 /* the READ, and the tail probe */
+	ck_assert_uint_eq(A->qp.retry_left, 6);
+	inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+	ck_assert_uint_eq(A->qp.retry_left, 7);              /* the responder executed it */
+	ck_assert(expect_frame(A, t + 1, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	expect_no_wc(&A->scq);
+}
+END_TEST
+
+/* [SR-REQ-14] [REQ-WIN-4] [SR-REQ-13] SR: a READ of more than SR_WINDOW
+ * response PSNs goes alone and its responses are taken in order. */
+START_TEST(test_comp_sr_read_longer_than_sr_window)
+{
+	struct conn_opts o;
+	struct rct_pkt p;
+	struct test_mr *big;
+	conn_defaults(&o);
+	o.sr = true;
+	setup_with(&o);
+	big = ep_reg_mr(A, 0x100000, 70 * 1024, RCT_ACCESS_LOCAL_WRITE);
+	post_send(A, 1, RCT_WR_RDMA_READ, big, 0, 70 * 1024, 0x9000, 0x55, 0);   /* 70 PSNs > 64 */
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	ck_assert(expect_frame(A, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+	expect_nothing(A, 0);
+	/* PSN0 lost: PSN0 + 1 is not taken; the READ is re-requested from PSN0 */
+	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+	ck_assert(expect_frame(A, 1, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+	ck_assert_uint_eq(p.h.bth.psn, PSN0);
+	expect_nothing(A, 1);
+	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+	ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+	/* PSN0 + 1 lost again: PSN0 + 2 re-requests from PSN0 + 1, offset 1024 */
+	inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+	ck_assert(expect_frame(A, 3, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+	ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
+	expect_nothing(A, 3);
+}
+END_TEST
+
 /* [PSN-WIN-4] a NAK naming una - 1 is outside the window */
 START_TEST(test_comp_nak_before_una_ignored)
 {
@@ -486,6 +596,9 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_adaptive_rto);
 	tcase_add_test(t, test_comp_nak_before_una_ignored);
 	tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
+	tcase_add_test(t, test_comp_read_longer_than_window_goes_alone);
+	tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
+	tcase_add_test(t, test_comp_sr_read_longer_than_sr_window);
 	tcase_add_test(t, test_comp_cq_overflow_counted);
 	suite_add_tcase(s, t);
 	return s;

@@ -146,24 +146,91 @@ START_TEST(test_sr_sends_complete_in_order)
 }
 END_TEST
 
-/* [SR-REQ-4] a timeout in SR mode resends only the first unacknowledged PSN */
-START_TEST(test_sr_timeout_resends_first_only)
+/* A selective NAK from B's side, injected into A: e and the SACK bitmap. */
+static void inject_sack(struct ep *e, uint64_t now, uint32_t epsn, uint64_t bits)
+{
+	struct peer pr;
+	struct rct_hdr h;
+	peer_for(&pr, e);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = OP_SR_SACK;
+	h.bth.psn = epsn;
+	h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+	h.sack = bits;
+	inject(e, &pr, now, &h, NULL, 0);
+}
+
+static uint32_t expect_psn(struct ep *e, uint64_t now)
+{
+	struct rct_pkt p;
+	ck_assert(expect_frame(e, now, &p, fb));
+	return p.h.bth.psn;
+}
+
+/* [SR-REQ-11] [SR-REQ-2] [SR-REQ-3] [SR-REQ-12] [REQ-TMO-6] [REQ-RETRY-4]
+ * A timeout resends every outstanding PSN that is neither acknowledged nor
+ * sacked, up to the send point, and then probes the oldest once more; a
+ * selective NAK that reports new PSNs gives back the spent retries. */
+START_TEST(test_sr_timeout_resends_every_unacked)
 {
 	struct test_mr *m;
 	struct rct_pkt p;
-	struct peer pr;
 	uint64_t t;
 	pair_setup(true);
 	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	peer_for(&pr, &ea);
 	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
 	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));
+		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59, all lost */
 	t = rct_next_timeout(&ea.qp);
 	rct_handle_timeout(&ea.qp, t);
-	ck_assert(expect_frame(&ea, t, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+	for (uint32_t i = 0; i < 4; i++)
+		ck_assert_uint_eq(expect_psn(&ea, t), 0x123456 + i);
+	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
 	expect_nothing(&ea, t);
+	ck_assert_uint_eq(ea.qp.retry_left, 6);
+	/* 0x123458 arrived: the hole 0x123456..57 was resent by the timeout
+	 * already, so nothing goes out again before the next timeout [SR-REQ-3] */
+	inject_sack(&ea, t + 1, 0x123456, 1u << 2);
+	ck_assert_uint_eq(ea.qp.retry_left, 7);             /* new PSN sacked: progress */
+	expect_nothing(&ea, t + 1);
+	t = rct_next_timeout(&ea.qp);
+	rct_handle_timeout(&ea.qp, t);
+	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);
+	ck_assert_uint_eq(expect_psn(&ea, t), 0x123457);
+	ck_assert_uint_eq(expect_psn(&ea, t), 0x123459);   /* 0x123458 is sacked */
+	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
+	expect_nothing(&ea, t);
+	ck_assert_uint_eq(ea.qp.retry_left, 6);
+}
+END_TEST
+
+/* [SR-REQ-12] [SR-RESP-6] a READ request sent behind a hole was dropped by
+ * the responder: the selective NAK for the hole resends the hole and the
+ * READ request after it, without waiting for a timeout. */
+START_TEST(test_sr_read_behind_hole_resent_with_it)
+{
+	struct test_mr *m, *r;
+	struct rct_pkt p;
+	pair_setup(true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+	post_send(&ea, 2, RCT_WR_RDMA_READ, r, 0, 2048, 0x6000, 0x77, 0);
+	post_send(&ea, 3, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456);   /* WRITE: lost */
+	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123457);   /* READ, 2 response PSNs: dropped */
+	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123459);   /* WRITE: arrives */
+	expect_nothing(&ea, 0);
+	inject_sack(&ea, 10, 0x123456, 1u << 3);
+	ck_assert(expect_frame(&ea, 10, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_WRITE_ONLY);
+	ck_assert(expect_frame(&ea, 10, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, 0x123457);
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+	ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+	expect_nothing(&ea, 10);
+	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
 }
 END_TEST
 
@@ -284,7 +351,7 @@ START_TEST(test_sr_write_access_error_per_packet)
 END_TEST
 
 /* Random loss, both modes: every WR completes once, in order, data intact.
- * [REQ-CMPL-6] [REQ-CMPL-2] [REQ-GBN-1] [SR-NEG-1] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-8] */
+ * [REQ-CMPL-6] [REQ-CMPL-2] [REQ-GBN-1] [SR-NEG-1] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-13] */
 static void random_loss(bool sr, uint32_t seed, unsigned pct)
 {
 	struct test_mr *src, *dst, *rd, *rb;
@@ -358,7 +425,8 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_request_headers);
 	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
 	tcase_add_test(t, test_sr_sends_complete_in_order);
-	tcase_add_test(t, test_sr_timeout_resends_first_only);
+	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
+	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
 	tcase_add_test(t, test_sr_duplicate_and_beyond_window);
