@@ -459,6 +459,7 @@ struct rct_recv_wqe {
 struct rct_rd_res {
 	uint8_t valid;
 	uint8_t pending;            /* responses still to send */
+	uint8_t replay;             /* pending for a duplicate request [RESP-DUP-2], not the first time */
 	uint32_t first_psn;         /* PSN of the (original) READ request */
 	uint32_t npkts;             /* its response count */
 	uint64_t va;

@@ -250,12 +250,17 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
 		return false;
 	}
 	if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
-		if (RD_AT(qp, qp->rd_head)->pending) {
-			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);  /* busy */
+		struct rct_rd_res *old = RD_AT(qp, qp->rd_head);
+		if (old->pending && !old->replay) {
+			/* still sending its first responses: the requester exceeded
+			 * its READ credit [RESP-ERR-1] */
+			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
 			return false;
 		}
-		RD_AT(qp, qp->rd_head)->valid = 0;
-		qp->rd_head++;                                   /* [RESP-READ-2] oldest retires */
+		/* a new READ means the requester is done with the oldest; a replay
+		 * for a late duplicate stops here [RESP-READ-4] */
+		old->valid = old->pending = old->replay = 0;
+		qp->rd_head++;
 	}
 	if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
 		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
@@ -264,6 +269,7 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
 	r = RD_AT(qp, qp->rd_tail++);
 	r->valid = 1;
 	r->pending = 1;
+	r->replay = 0;
 	r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
 	r->npkts = qp_npkts(qp, len);
 	r->va = p->h.reth.va;
@@ -320,6 +326,8 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 			continue;
 		if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
 			break;                                        /* [RESP-DUP-3] */
+		if (!r->pending || r->replay)
+			r->replay = 1;                                /* a stream already sent once */
 		r->next_psn = r->start_psn = q;                       /* [RESP-DUP-2] replay */
 		r->pending = 1;
 		qp->cnt.read_replays++;

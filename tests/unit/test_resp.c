@@ -376,6 +376,79 @@ START_TEST(test_resp_duplicate_read_replay)
 }
 END_TEST
 
+static void setup_rd(uint8_t rd_atomic)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.rd_atomic = rd_atomic;
+	fx_teardown();
+	fx_setup_opts(&o);
+	W = ep_reg_mr(A, 0x40000, 16384, RCT_ACCESS_REMOTE_READ);
+}
+
+/* [RESP-READ-4] [RESP-DUP-2] [RESP-DUP-3] all READ resources in use and the
+ * oldest replaying for a late duplicate: a new READ retires it, the replay
+ * stops, and the new READ is answered (no NAK, no ERR). */
+START_TEST(test_resp_new_read_retires_replaying_oldest)
+{
+	struct rct_reth r1, r2, r3;
+	struct rct_pkt p;
+	setup_rd(2);
+	r1 = reth(0x40000, W->key, 3000);
+	r2 = reth(0x41000, W->key, 1000);
+	r3 = reth(0x42000, W->key, 8);
+	/* t=0: READ 1, E0..E0+2 */
+	inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert(expect_frame(A, 0, &p, fb));
+	/* t=1: READ 2, E0+3: both resources held */
+	inject_req(A, P, 1, OP_READ_REQ, E0 + 3, true, 0, 0, &r2, 0);
+	ck_assert(expect_frame(A, 1, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_ONLY);
+	/* t=2: a late duplicate of READ 1: the replay starts, one response out */
+	inject_req(A, P, 2, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
+	ck_assert(expect_frame(A, 2, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, E0);
+	ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
+	/* t=3: READ 3 at E0+4, replay of READ 1 still pending: READ 1 retires */
+	inject_req(A, P, 3, OP_READ_REQ, E0 + 4, true, 0, 0, &r3, 0);
+	ck_assert(expect_frame(A, 3, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_ONLY);
+	ck_assert_uint_eq(p.h.bth.psn, E0 + 4);
+	ck_assert_uint_eq(p.h.aeth.msn, 3);
+	expect_nothing(A, 3);                                /* the replay stopped */
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+	ck_assert_uint_eq(A->qp.epsn, E0 + 5);
+	/* READ 1 is forgotten: a duplicate of it is dropped; READ 2 still replays */
+	inject_req(A, P, 4, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
+	expect_nothing(A, 4);
+	inject_req(A, P, 5, OP_READ_REQ, E0 + 3, true, 0, 0, &r2, 0);
+	ck_assert(expect_frame(A, 5, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, E0 + 3);
+	expect_nothing(A, 5);
+}
+END_TEST
+
+/* [RESP-ERR-1] [RESP-READ-2] a READ beyond the credit while the oldest is
+ * still sending its first responses: NAK invalid request after them, ERR */
+START_TEST(test_resp_read_beyond_credit)
+{
+	struct rct_reth r1, r2;
+	struct rct_pkt p;
+	setup_rd(1);
+	r1 = reth(0x40000, W->key, 3000);
+	r2 = reth(0x41000, W->key, 8);
+	inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
+	inject_req(A, P, 0, OP_READ_REQ, E0 + 3, true, 0, 0, &r2, 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(expect_frame(A, 0, &p, fb));
+		ck_assert_uint_eq(p.h.bth.psn, E0 + (uint32_t)i);
+	}
+	expect_ack(0, AETH_NAK_INV_REQ, E0 + 3, 1);
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+}
+END_TEST
+
 /* [RESP-ERR-1] READ with no READ resources */
 START_TEST(test_resp_read_without_resources)
 {
@@ -467,6 +540,8 @@ Suite *suite_resp(void)
 	tcase_add_test(t, test_resp_read_responses);
 	tcase_add_test(t, test_resp_read_then_write_ordering);
 	tcase_add_test(t, test_resp_duplicate_read_replay);
+	tcase_add_test(t, test_resp_new_read_retires_replaying_oldest);
+	tcase_add_test(t, test_resp_read_beyond_credit);
 	tcase_add_test(t, test_resp_read_without_resources);
 	tcase_add_test(t, test_resp_write_with_immediate);
 	tcase_add_test(t, test_resp_receives_in_order);
