@@ -126,6 +126,7 @@ Suite *suite_resp(void);
 Suite *suite_comp(void);
 Suite *suite_sr(void);
 Suite *suite_cm(void);
+Suite *suite_cm_ep(void);
 Suite *suite_rx(void);
 
 #endif
