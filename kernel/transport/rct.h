@@ -38,6 +38,11 @@
  *     rct_mr_ops.translate: with max == 0 it only validates the range.
  *   2026-11-21 05:55  rct_dev_attr.ip_mtu (new, 0 = no limit): INIT->RTR refuses a
  *     path MTU whose largest frame exceeds it [ENC-IP-3]. Set it in the kernel (1500).
+ *   2026-11-21 06:55  additions only: rct_wc.solicited (+ RCT_WC_SOLICITED in wc_flags);
+ *     rct_handle_frame_ex(dev, now, buf, len, RCT_RX_TRUSTED) skips the ICRC check per
+ *     call (loopback); rct_frame_icrc / rct_frame_set_icrc compute a frame's ICRC;
+ *     the CM endpoint rct_cm_ep_* (cm_ep.c); rct_rd_res.replay, rct_qp.sr_hole_end,
+ *     rct_qp.rto_probe (private state).
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -163,6 +168,7 @@ enum rct_wc_opcode {
 };
 
 #define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM) */
+#define RCT_WC_SOLICITED 4u  /* rct_wc.wc_flags: as rct_wc.solicited */
 
 /* ------------------------------------------------------------------ */
 /* Memory: the caller's MR interface                                   */
@@ -229,6 +235,7 @@ struct rct_wc {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint32_t vendor_err;        /* AETH syndrome for NAK-caused errors, else 0 */
+	uint8_t solicited;          /* receive of SEND / WRITE with immediate whose last packet had BTH.SE [HDR-BTH-3] */
 };
 
 /* A completion queue over a caller array of `size` entries. Completions
@@ -581,6 +588,17 @@ enum rct_rx_result {
 
 /* A frame arrived (Ethernet frame without FCS). The core reads buf only
  * during the call. */
+/* rct_handle_frame_ex flags. */
+#define RCT_RX_TRUSTED 1u    /* the frame never left memory (loopback): skip the ICRC check */
+enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
+                                       size_t len, uint32_t flags);
+/* The ICRC of a complete RoCEv2 or RoCE v1 frame (buf[0..len), the last 4
+ * bytes being the ICRC field, whose contents are ignored) [ICRC-CALC-1]. On
+ * success *icrc holds it as rct_frame_set_icrc stores it (byte len-4 = bits
+ * 7..0). Returns RCT_OK or RCT_EINVAL (not a RoCE frame, truncated). */
+int rct_frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc);
+/* Compute and store the ICRC in the frame's last 4 bytes. RCT_OK or RCT_EINVAL. */
+int rct_frame_set_icrc(uint8_t *buf, size_t len);
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now,
                                     const uint8_t *buf, size_t len);
 

@@ -79,7 +79,7 @@ void rct_resp_flush(struct rct_qp *qp);
 void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn);
 void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal);
 void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st);
-void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
+void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op, bool se,
                             uint32_t len, bool has_imm, uint32_t imm);
 bool rct_resp_length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len);
 bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access);
@@ -89,6 +89,7 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p);
 
 /* sr_resp.c: selective-repeat placement */
 enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM };
+#define SLOT_SE 0x80u                /* or-ed into a slot kind: the LAST packet had BTH.SE */
 void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d);
 
 #endif /* RCT_INT_H */

@@ -65,7 +65,7 @@ void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 }
 
 /* Complete the receive WQE at the head. */
-void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op,
+void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op, bool se,
                           uint32_t len, bool has_imm, uint32_t imm)
 {
 	struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
@@ -77,6 +77,10 @@ void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_w
 			wc.wc_flags = RCT_WC_WITH_IMM;
 			wc.imm_data = imm;
 		}
+		if (se) {
+			wc.solicited = 1;                         /* [HDR-BTH-3] */
+			wc.wc_flags |= RCT_WC_SOLICITED;
+		}
 	}
 	rct_cq_push(qp, qp->init.recv_cq, &wc);
 	qp->rq_head++;
@@ -86,7 +90,7 @@ void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_w
 void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
 {
 	if (recv_taken && qp->rq_head != qp->rq_tail)
-		rct_resp_recv_complete(qp, st, RCT_WC_RECV, 0, false, 0);
+		rct_resp_recv_complete(qp, st, RCT_WC_RECV, false, 0, false, 0);
 	rct_resp_want_nak(qp, syn, psn, true);
 }
 
@@ -94,7 +98,7 @@ void rct_resp_flush(struct rct_qp *qp)
 {
 	while (qp->rq_head != qp->rq_tail) {
 		qp->cnt.flushed++;
-		rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, 0, false, 0);
+		rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, false, 0, false, 0);
 	}
 	for (uint32_t i = 0; i < qp->init.rd_size; i++)
 		qp->init.rd[i].pending = 0;
@@ -194,7 +198,7 @@ static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
 		return false;
 	qp->msg_offset += p->paylen;
 	if (f & OPF_LAST) {
-		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->msg_offset,
+		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, p->h.bth.se, qp->msg_offset,
 		              (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
 		qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
 		qp->resp_state = RCT_RESP_IDLE;
@@ -234,7 +238,7 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		return false;
 	}
 	if (f & OPF_IMM)
-		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true, p->h.imm);
+		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, 0, true, p->h.imm);
 	qp->msn = psn_add(qp->msn, 1);
 	qp->resp_state = RCT_RESP_IDLE;
 	return true;

@@ -35,7 +35,7 @@ static bool reject_for_qp(uint64_t *ctr)
 /* Steps 1..7 of [RX-ORDER-1]: everything checked before a QP is looked up.
  * Returns 0 if the frame may go on (*ext = the extension-parse result). */
 static int validate_frame(struct rct_dev *dev, struct rct_pkt *p, const uint8_t *buf, size_t len,
-                          enum rct_rx_result *res, int *ext)
+                          uint32_t flags, enum rct_rx_result *res, int *ext)
 {
 	int r;
 	*res = RCT_RX_DROPPED;
@@ -51,7 +51,7 @@ static int validate_frame(struct rct_dev *dev, struct rct_pkt *p, const uint8_t 
 		return reject_frame(&dev->cnt.rx_bad_header);    /* step 2 */
 	if (r == RCT_PARSE_TRUNC)
 		return reject_frame(&dev->cnt.rx_truncated);     /* step 4 */
-	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !rct_wire_icrc_ok(p))
+	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !(flags & RCT_RX_TRUSTED) && !rct_wire_icrc_ok(p))
 		return reject_frame(&dev->cnt.rx_icrc_err);      /* step 5 [ICRC-CALC-5] [RX-ORDER-2] */
 	if (p->h.bth.tver != BTH_TVER || p->h.bth.pkey != BTH_PKEY_DEFAULT)
 		return reject_frame(&dev->cnt.rx_bad_header);    /* step 6 [HDR-BTH-2] */
@@ -87,12 +87,42 @@ static bool validate_for_qp(struct rct_qp *qp, const struct rct_pkt *p, int ext)
 /* [RX-ORDER-1]: steps 1..10 here, step 11 in the roles. */
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uint8_t *buf, size_t len)
 {
+	return rct_handle_frame_ex(dev, now, buf, len, 0);
+}
+
+int rct_frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc)
+{
+	struct rct_pkt p;
+	uint32_t hl;
+	struct rct_iov rest;
+	if (len > 0xffff || rct_wire_parse_base(&p, buf, (uint32_t)len, true) != RCT_PARSE_OK)
+		return RCT_EINVAL;
+	hl = p.bth_off + BTH_LEN;
+	rest.base = (uint8_t *)(uintptr_t)(buf + hl);
+	rest.len = p.frame_len - hl - ICRC_LEN;
+	*icrc = rct_icrc_compute(buf, hl, p.l3_off, p.h.encap, &rest, 1, 0, 0);   /* [ICRC-CALC-1] */
+	return RCT_OK;
+}
+
+int rct_frame_set_icrc(uint8_t *buf, size_t len)
+{
+	uint32_t v;
+	if (rct_frame_icrc(buf, len, &v) != RCT_OK)
+		return RCT_EINVAL;
+	rct_wire_icrc_store(buf + len - ICRC_LEN, v);
+	return RCT_OK;
+}
+
+/* A frame in; flags RCT_RX_TRUSTED: it never left memory, no ICRC check. */
+enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
+                                       size_t len, uint32_t flags)
+{
 	struct rct_pkt p;
 	struct rct_qp *qp;
 	enum rct_rx_result res;
 	int ext = 0;
 	dev->cnt.rx_frames++;
-	if (validate_frame(dev, &p, buf, len, &res, &ext))
+	if (validate_frame(dev, &p, buf, len, flags, &res, &ext))
 		return res;
 	qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
 	if (!qp || qp->dev != dev) {

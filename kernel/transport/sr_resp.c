@@ -17,13 +17,14 @@ static void sr_advance(struct rct_qp *qp)
 	uint32_t n = 0;
 	while (n < RCT_SR_WINDOW && bm_test(qp->sr_rcvd, n)) {
 		uint32_t slot = psn_add(qp->epsn, n) & (RCT_SR_WINDOW - 1);
-		uint8_t kind = qp->sr_slot_kind[slot];
+		uint8_t kind = qp->sr_slot_kind[slot] & ~SLOT_SE;
+		bool se = (qp->sr_slot_kind[slot] & SLOT_SE) != 0;
 		if (kind != SLOT_NONE) {
 			if (kind == SLOT_END_RECV || kind == SLOT_END_RECV_IMM)
-				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, qp->sr_slot_len[slot],
+				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, se, qp->sr_slot_len[slot],
 				              kind == SLOT_END_RECV_IMM, qp->sr_slot_imm[slot]);
 			else if (kind == SLOT_END_WRITE_IMM)
-				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, 0, true,
+				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, se, 0, true,
 				              qp->sr_slot_imm[slot]);
 			if (kind != SLOT_END_PLAIN)
 				qp->rsn_done = psn_add(qp->rsn_done, 1);
@@ -81,6 +82,8 @@ static void sr_note_end(struct rct_qp *qp, const struct rct_pkt *p)
 	}
 	qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
 	                       : rct_resp_takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
+	if (p->h.bth.se)
+		qp->sr_slot_kind[slot] |= SLOT_SE;
 	qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
 	qp->sr_slot_imm[slot] = p->h.imm;
 }

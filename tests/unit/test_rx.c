@@ -283,6 +283,57 @@ START_TEST(test_rx_counters_kept)
 }
 END_TEST
 
+/* [ICRC-CALC-1] [ICRC-CALC-5] [RX-ORDER-2] rct_frame_icrc computes the ICRC the
+ * core puts on the wire; rct_frame_set_icrc repairs a damaged one; a frame
+ * handed over with RCT_RX_TRUSTED (loopback) skips the check, per call. */
+START_TEST(test_rx_icrc_api_and_trusted_frames)
+{
+	uint32_t n = good_frame(16), v;
+	struct rct_wc wc;
+	ck_assert_int_eq(rct_frame_icrc(buf, n, &v), RCT_OK);
+	ck_assert_uint_eq(v, rct_wire_icrc_load(buf + n - 4));
+	ck_assert_int_eq(rct_frame_icrc(buf, 20, &v), RCT_EINVAL);
+	buf[n - 1] ^= 0xff;                                  /* damaged ICRC */
+	ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
+	ck_assert_uint_eq(A->dev.cnt.rx_icrc_err, 1);
+	unchanged();
+	ck_assert_int_eq(rct_handle_frame_ex(&A->dev, 0, buf, n, RCT_RX_TRUSTED), RCT_RX_OK);
+	ck_assert_uint_eq(A->dev.cnt.rx_icrc_err, 1);
+	ck_assert(cq_pop(&A->rcq, &wc));
+	ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
+	ck_assert_uint_eq(wc.solicited, 0);
+	ck_assert_int_eq(rct_frame_set_icrc(buf, n), RCT_OK);
+	ck_assert_uint_eq(rct_wire_icrc_load(buf + n - 4), v);
+}
+END_TEST
+
+/* [HDR-BTH-3] [RESP-RECV-4] a receive completion reports BTH.SE of the
+ * message's last packet */
+START_TEST(test_rx_solicited_flag)
+{
+	struct rct_hdr h;
+	struct rct_wc wc;
+	uint8_t pay[8] = { 0 };
+	post_recv(A, 2, R, 4096, 4096);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = OP_SEND_ONLY;
+	h.bth.psn = E0;
+	h.bth.se = 1;
+	inject(A, P, 0, &h, pay, 8);
+	ck_assert(cq_pop(&A->rcq, &wc));
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.solicited, 1);
+	ck_assert(wc.wc_flags & RCT_WC_SOLICITED);
+	h.bth.psn = E0 + 1;
+	h.bth.se = 0;
+	inject(A, P, 0, &h, pay, 8);
+	ck_assert(cq_pop(&A->rcq, &wc));
+	ck_assert_uint_eq(wc.wr_id, 2);
+	ck_assert_uint_eq(wc.solicited, 0);
+	ck_assert(!(wc.wc_flags & RCT_WC_SOLICITED));
+}
+END_TEST
+
 Suite *suite_rx(void)
 {
 	Suite *s = suite_create("rx");
@@ -302,6 +353,8 @@ Suite *suite_rx(void)
 	tcase_add_test(t, test_rx_ethernet_padding_and_udp_csum);
 	tcase_add_test(t, test_rx_forged_nak_ends_connection_only);
 	tcase_add_test(t, test_rx_counters_kept);
+	tcase_add_test(t, test_rx_icrc_api_and_trusted_frames);
+	tcase_add_test(t, test_rx_solicited_flag);
 	suite_add_tcase(s, t);
 	return s;
 }
