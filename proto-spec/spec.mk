@@ -4,8 +4,8 @@
 # and run in $(SPEC_BUILD)/<property>/ by proto-spec/model/spin-check.sh,
 # which prints states stored, depth reached and time, and fails on any error
 # or incomplete search. The *-broken properties are negative tests: they must
-# report an error. Then trace.py prints the rule traceability report
-# (non-strict: rules without a test are warnings). spec-vectors checks the
+# report an error. Then trace.py prints the rule traceability report, strict:
+# a live rule that no test cites fails the target. spec-vectors checks the
 # wire rules against the rxe captures (model/vectors_check.py).
 #
 # Budgets (SPEC_B_*) bound the losses, duplications, reorderings (shared by
@@ -70,8 +70,8 @@ spec-vectors:
 	else echo "spec: no rxe captures found (SPEC_VECTORS), vectors check skipped"; fi
 
 spec-trace:
-	@echo "spec: traceability report (non-strict)"
-	@$(SPEC_PY) $(SPEC_DIR)/trace.py --quiet
+	@echo "spec: traceability report (strict: every live rule cited by a test)"
+	@$(SPEC_PY) $(SPEC_DIR)/trace.py --quiet --strict
 
 spec-clean:
 	rm -rf $(SPEC_BUILD)

@@ -181,7 +181,8 @@ static void on_req(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct r
 	ep->cnt.ignored++;                                        /* [CM-STATE-1] */
 }
 
-/* REP, REJ, RTU, DREQ, DREP: only for our ID, from our peer [CM-STATE-5]. */
+/* REP, REJ, RTU, DREQ, DREP: only for our ID, from our peer [CM-STATE-5];
+ * a forged REJ or DREQ for another ID changes nothing [SEC-FORGE-6]. */
 static void on_reply(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct rct_cm_msg *m)
 {
 	enum rct_cm_ep_state s = ep->state;

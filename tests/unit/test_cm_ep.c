@@ -299,6 +299,45 @@ START_TEST(test_cm_ep_disconnect)
 }
 END_TEST
 
+/* [SEC-FORGE-6] [CM-STATE-5] a forged REJ or DREQ naming an unknown
+ * connection ID (or coming from another address) is ignored */
+START_TEST(test_cm_ep_forged_rej_dreq_ignored)
+{
+	struct rct_cm_msg m;
+	struct rct_cm_addr evil = { 0x0a0000ffu, RCT_CM_PORT };
+	struct rct_cm_event ev;
+	int n;
+	start(0);
+	hop(&a, ADDR_A, &b, 1, false);
+	memset(&m, 0, sizeof(m));
+	m.type = RCT_CM_REJ;
+	m.src_conn_id = 0x2222;
+	m.dst_conn_id = 0x1112;                                /* not a's ID */
+	m.reject_reason = RCT_CM_REJ_CONSUMER;
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	rct_cm_ep_handle_msg(&a, 2, ADDR_B, buf, (size_t)n);
+	ck_assert_int_eq(a.state, RCT_CM_EP_REQ_SENT);
+	m.dst_conn_id = 0x1111;                                /* right ID, wrong address */
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	rct_cm_ep_handle_msg(&a, 2, evil, buf, (size_t)n);
+	ck_assert_int_eq(a.state, RCT_CM_EP_REQ_SENT);
+	ck_assert(!rct_cm_ep_poll_event(&a, &ev));
+	/* established; a forged DREQ for another connection ID changes nothing */
+	accept_b(3);
+	hop(&b, ADDR_B, &a, 4, false);
+	hop(&a, ADDR_A, &b, 5, false);
+	memset(&m, 0, sizeof(m));
+	m.type = RCT_CM_DREQ;
+	m.src_conn_id = 0x1111;
+	m.dst_conn_id = 0x2223;
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	rct_cm_ep_handle_msg(&b, 6, ADDR_A, buf, (size_t)n);
+	ck_assert_int_eq(b.state, RCT_CM_EP_ESTABLISHED);
+	ck_assert_int_eq(hop(&b, ADDR_B, &a, 6, false), 0);   /* no DREP */
+	ck_assert_uint_eq(a.cnt.dropped + b.cnt.dropped, 3);
+}
+END_TEST
+
 Suite *suite_cm_ep(void)
 {
 	Suite *s = suite_create("cm_ep");
@@ -312,6 +351,7 @@ Suite *suite_cm_ep(void)
 	tcase_add_test(t, test_cm_ep_foreign_reply_dropped);
 	tcase_add_test(t, test_cm_ep_retries_exhausted);
 	tcase_add_test(t, test_cm_ep_disconnect);
+	tcase_add_test(t, test_cm_ep_forged_rej_dreq_ignored);
 	suite_add_tcase(s, t);
 	return s;
 }
