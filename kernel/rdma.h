@@ -68,6 +68,7 @@ struct rdma_cq {
   struct rct_cq cq;
   struct rct_wc ring[RDMA_MAX_CQE];
   int armed;                // req_notify: event on the next new completion
+  int solicited_only;       // ... only if it is solicited or an error
   uint32 arm_tail;
   int events;               // events raised and not yet taken by get_cq_event
   uint32 seen_overflow;

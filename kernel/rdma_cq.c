@@ -130,14 +130,16 @@ int64 sys_rdma_poll_cq(void) {
   return got;
 }
 
-// rdma_req_notify(cq, solicited_only). Solicited-only is treated as "any
-// completion" (a superset of the events IBTA asks for).
+// rdma_req_notify(cq, solicited_only). With solicited_only the event waits
+// for a receive completion whose message carried BTH.SE (rct_wc.solicited)
+// or for an error completion.
 int64 sys_rdma_req_notify(void) {
-  int h = arg_int(0), r = -1;
+  int h = arg_int(0), sol = arg_int(1), r = -1;
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && !cq->error) {
     cq->armed = 1;
+    cq->solicited_only = sol != 0;
     cq->arm_tail = cq->cq.tail;
     r = 0;
   }
@@ -201,6 +203,22 @@ int64 sys_rdma_get_async(void) {
   return copy_out(p->pagetable, arg_addr(0), &ev, sizeof ev);
 }
 
+// Lock held; cq armed with new completions since arm_tail. Does one of
+// them raise the event? Any does, unless solicited_only; then a solicited
+// receive or an error does. Completions already polled are skipped, and
+// arm_tail moves on so each is looked at once.
+static int wakes(struct rdma_cq *cq) {
+  if (!cq->solicited_only) return 1;
+  uint32 i = (int32)(cq->cq.head - cq->arm_tail) > 0 ? cq->cq.head : cq->arm_tail;
+  int hit = 0;
+  for (; i != cq->cq.tail && !hit; i++) {
+    const struct rct_wc *w = &cq->cq.ring[i % cq->cq.size];
+    hit = w->solicited || w->status != RCT_WC_SUCCESS;
+  }
+  cq->arm_tail = cq->cq.tail;
+  return hit;
+}
+
 // Lock held. After the core ran: overruns and armed CQs that got work.
 void rdma_cq_scan(void) {
   for (int i = 0; i < RDMA_MAX_CQ; i++) {
@@ -211,7 +229,7 @@ void rdma_cq_scan(void) {
       cq->error = 1;
       rdma_async_push(cq->owner, IBV_EVENT_CQ_ERR, i, cq->cookie);
     }
-    if (cq->armed && cq->cq.tail != cq->arm_tail && cq->chan >= 0) {
+    if (cq->armed && cq->cq.tail != cq->arm_tail && cq->chan >= 0 && wakes(cq)) {
       cq->armed = 0;
       cq->events++;
       proc_wakeup(&rdma_chans[cq->chan]);
