@@ -38,13 +38,16 @@ struct linkdef {
   uint8_t timeout;                      /* IBTA code */
 };
 
-/* In-flight caps: about 2 BDPs (100g: BDP 125 KB = 30 packets -> 64, which is
- * also the core's SR window; 1g: BDP 25 KB = 6 packets -> 32). The IBTA
- * timeout sits just above RTT + the queue the window can build at the
- * bottleneck (64 x 4 KiB at 100 Gb/s = 21 us; 32 x 4 KiB at 1 Gb/s = 1.05 ms).
+/* In-flight caps, the same for SR and GBN (the spec gives GBN no other
+ * window): 100g: BDP 125 KB = 30 packets -> 128 (about 4 BDPs: an SR loss
+ * holds una for about 2 RTTs, the SACK and the resend, so 2 BDPs stalled
+ * the sender once per loss; the core's SR window is 256); 1g: BDP 25 KB =
+ * 6 packets -> 32. The IBTA timeout sits just above RTT + the queue the
+ * window can build at the bottleneck (128 x 4 KiB at 100 Gb/s = 42 us;
+ * 32 x 4 KiB at 1 Gb/s = 1.05 ms).
  * Other choices: --inflight / --timeout / --adaptive-rto. */
 static struct linkdef links[] = {
-  {"100g", "rate 100gbit delay 5us", 100, 10, 64, 4},     /* RTO 65.5 us */
+  {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4},    /* RTO 65.5 us */
   {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9},        /* RTO 2.1 ms */
 };
 static uint64_t adaptive_min_rto_ns;    /* --adaptive-rto NS: RFC 6298-style RTO */

@@ -98,6 +98,10 @@ def summary(rows, cpu, out):
                 next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(64 << 10)),
                 next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(1 << 20))))
     L.append("")
+    L.append("SR and GBN use the same in-flight cap (proto-spec gives go-back-N no separate window); the core's "
+             "SR window (SR_WINDOW, sr.md) is 256 PSNs, reported by a SACK bitmap of up to 256 bits [SR-WIRE-8]. "
+             "A larger cap helps SR (a loss no longer stalls the sender) and costs GBN (each loss resends more).")
+    L.append("")
     sizes = sorted({r["size"] for r in rows}, key=int)
     # The headline: SR at 1 % on 100G as a fraction of lossless.
     L.append("## Goal: selective repeat at 1 % loss keeps >= 90 % of its lossless goodput on the 100 Gb/s link")

@@ -397,17 +397,19 @@ static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
 }
 
 /* Selective NAK: ack before e, mark sacked PSNs, resend holes [SR-REQ-2] [SR-REQ-3]. */
-static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, uint64_t bits)
+static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struct rct_hdr *h)
 {
+	uint32_t nbits = 64u * (1u + h->sack_ext_n);       /* [SR-WIRE-8] */
 	uint32_t high = e, hole_end, end;
 	bool fresh = false;
 	qp->cnt.rx_sack++;
 	ack_through(qp, now, psn_add(e, PSN_MASK));
 	if (qp->attr.qp_state == RCT_QPS_ERR)
 		return;
-	for (uint32_t i = 1; i < 64; i++) {
+	for (uint32_t i = 1; i < nbits; i++) {
 		uint32_t psn = psn_add(e, i), d;
-		if (!((bits >> i) & 1))
+		uint64_t word = i < 64 ? h->sack : h->sack_ext[(i >> 6) - 1];
+		if (!((word >> (i & 63)) & 1))
 			continue;
 		d = (uint32_t)psn_diff(psn, qp->una);
 		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, d)) {
@@ -442,7 +444,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
 	if (p->opflags & OPF_SACKH) {
 		if (syn != AETH_NAK_PSN_SEQ)
 			goto bad;
-		handle_sack(qp, now, psn, p->h.sack);
+		handle_sack(qp, now, psn, &p->h);
 		return;
 	}
 	switch (syn & AETH_KIND_MASK) {

@@ -71,7 +71,7 @@ extern "C" {
 #define RCT_FRAME_MAX_SEGS 8            /* payload segments per frame */
 #define RCT_HDR_MAX        128          /* largest header block of a frame */
 #define RCT_RETRY_INFINITE 7            /* rnr_retry value meaning "retry forever" */
-#define RCT_SR_WINDOW      64           /* selective-repeat window in PSNs (proto-spec SR_WINDOW) */
+#define RCT_SR_WINDOW      256          /* selective-repeat window in PSNs (proto-spec SR_WINDOW) */
 #define RCT_ACK_REQ_INTERVAL 16         /* proto-spec ACK_REQ_INTERVAL */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */

@@ -464,13 +464,23 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 	}
 	if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
 		struct rct_hdr h;
-		uint64_t bits = (uint64_t)qp->sr_rcvd[0] | ((uint64_t)qp->sr_rcvd[1] << 32);
+		uint64_t w[SACK_WORDS_MAX];
+		uint32_t nw = 1;
+		for (uint32_t i = 0; i < SACK_WORDS_MAX; i++) {
+			w[i] = (uint64_t)qp->sr_rcvd[2 * i] | ((uint64_t)qp->sr_rcvd[2 * i + 1] << 32);
+			if (w[i])
+				nw = i + 1;
+		}
 		RCT_MEMSET(&h, 0, sizeof(h));
 		h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
 		h.bth.psn = qp->epsn;
 		h.aeth.syndrome = AETH_NAK_PSN_SEQ;
 		h.aeth.msn = qp->msn;
-		h.sack = bits & ~1ull;
+		h.sack = w[0] & ~1ull;
+		/* as many words as reach the highest placed PSN [SR-WIRE-8] */
+		h.sack_ext_n = (uint8_t)(nw - 1);
+		for (uint32_t i = 1; i < nw; i++)
+			h.sack_ext[i - 1] = w[i];
 		f->nseg = 0;
 		rct_qp_emit(qp, f, &h, 0);
 		qp->sack_pending = 0;

@@ -77,19 +77,30 @@ static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 	if (f & OPF_SACKH) {
 		st64(b + n, h->sack);
 		n += 8;
+		for (uint32_t i = 0; i < h->sack_ext_n; i++, n += 8)   /* [SR-WIRE-8] */
+			st64(b + n, h->sack_ext[i]);
 	}
 	return n;
+}
+
+/* Extension header bytes of h: the opcode's, plus SACKH extension words. */
+static uint32_t hdr_ext_len(struct rct_hdr *h)
+{
+	uint32_t xl = rct_opcode_table[h->bth.opcode].ext_len;
+	if (!(op_flags(h->bth.opcode) & OPF_SACKH) || h->sack_ext_n > SACK_EXT_MAX)
+		h->sack_ext_n = 0;
+	return xl + 8u * h->sack_ext_n;
 }
 
 uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 {
 	uint32_t pad = (4 - (payload_len & 3)) & 3;
-	uint32_t bth_off, n;
+	uint32_t bth_off, n, xl = hdr_ext_len(h);
 	h->bth.padcnt = (uint8_t)pad;
 	RCT_MEMCPY(buf, h->dmac, 6);
 	RCT_MEMCPY(buf + 6, h->smac, 6);
 	if (h->encap == RCT_ENCAP_V1) {
-		uint32_t plen = BTH_LEN + rct_opcode_table[h->bth.opcode].ext_len + payload_len + pad + ICRC_LEN;
+		uint32_t plen = BTH_LEN + xl + payload_len + pad + ICRC_LEN;
 		uint8_t *g = buf + ETH_HLEN;
 		st16(buf + 12, ETHERTYPE_ROCEV1);
 		st32(g, 0x60000000u | ((uint32_t)h->tos << 20));
@@ -102,7 +113,7 @@ uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 		st16(g + 34, 0xffff); st32(g + 36, h->dip);
 		bth_off = ETH_HLEN + GRH_LEN;
 	} else {
-		uint32_t tot = IPV4_HLEN + UDP_HLEN + BTH_LEN + rct_opcode_table[h->bth.opcode].ext_len + payload_len + pad + ICRC_LEN;
+		uint32_t tot = IPV4_HLEN + UDP_HLEN + BTH_LEN + xl + payload_len + pad + ICRC_LEN;
 		uint8_t *ip = buf + ETH_HLEN, *udp = ip + IPV4_HLEN;
 		st16(buf + 12, ETHERTYPE_IPV4);
 		ip[0] = 0x45; ip[1] = h->tos;
@@ -121,8 +132,8 @@ uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
 	put_bth(buf + bth_off, &h->bth);
 	n = put_ext(buf + bth_off + BTH_LEN, h);
 	/* headers this core does not fill (AtomicETH, IETH) are sent as zeros */
-	RCT_MEMSET(buf + bth_off + BTH_LEN + n, 0, rct_opcode_table[h->bth.opcode].ext_len - n);
-	return bth_off + BTH_LEN + rct_opcode_table[h->bth.opcode].ext_len;
+	RCT_MEMSET(buf + bth_off + BTH_LEN + n, 0, xl - n);
+	return bth_off + BTH_LEN + xl;
 }
 
 static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t *end)
@@ -246,8 +257,20 @@ int rct_wire_parse_ext(struct rct_pkt *p)
 		p->h.imm = ld32(b + n);
 		n += IMMDT_LEN;
 	}
-	if (f & OPF_SACKH)
+	p->h.sack_ext_n = 0;
+	if (f & OPF_SACKH) {
 		p->h.sack = ld64(b + n);
+		/* bytes after the first SACKH word: more bitmap words [SR-WIRE-8] */
+		if (avail != 0) {
+			if (pad != 0 || (avail & 7) != 0 || avail / 8 > SACK_EXT_MAX)
+				return RCT_PARSE_BAD_LEN;
+			p->h.sack_ext_n = (uint8_t)(avail / 8);
+			for (uint32_t i = 0; i < p->h.sack_ext_n; i++)
+				p->h.sack_ext[i] = ld64(b + n + 8 + 8 * i);
+			hdr += avail;
+			avail = 0;
+		}
+	}
 	p->hdr_len = hdr;
 	p->payload = p->frame + hdr;
 	p->paylen = avail - pad;

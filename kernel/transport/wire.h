@@ -73,6 +73,10 @@ struct rct_sreth { uint32_t offset; uint32_t rsn; };
 /* Encapsulation. */
 enum rct_encap { RCT_ENCAP_V2 = 0, RCT_ENCAP_V1 = 1 };
 
+/* Variable-length SACKH: up to RCT_SR_WINDOW bits, 64 per word [SR-WIRE-8]. */
+#define SACK_WORDS_MAX (RCT_SR_WINDOW / 64)
+#define SACK_EXT_MAX   (SACK_WORDS_MAX - 1)
+
 /* Everything needed to write a frame's headers. */
 struct rct_hdr {
 	enum rct_encap encap;
@@ -86,7 +90,9 @@ struct rct_hdr {
 	struct rct_aeth aeth;
 	uint32_t imm;
 	struct rct_sreth sreth;
-	uint64_t sack;              /* SACKH bitmap [SR-WIRE-6] */
+	uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */
+	uint64_t sack_ext[SACK_EXT_MAX]; /* SACKH words 1..: bits 64.. [SR-WIRE-8] */
+	uint8_t sack_ext_n;         /* extension words present (0 = 8-byte SACKH) */
 };
 
 /* A parsed frame; pointers refer into the caller's buffer. */

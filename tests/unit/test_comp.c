@@ -462,8 +462,8 @@ START_TEST(test_comp_sr_read_longer_than_sr_window)
 	conn_defaults(&o);
 	o.sr = true;
 	setup_with(&o);
-	big = ep_reg_mr(A, 0x100000, 70 * 1024, RCT_ACCESS_LOCAL_WRITE);
-	post_send(A, 1, RCT_WR_RDMA_READ, big, 0, 70 * 1024, 0x9000, 0x55, 0);   /* 70 PSNs > 64 */
+	big = ep_reg_mr(A, 0x100000, (RCT_SR_WINDOW + 6) * 1024, RCT_ACCESS_LOCAL_WRITE);
+	post_send(A, 1, RCT_WR_RDMA_READ, big, 0, (RCT_SR_WINDOW + 6) * 1024, 0x9000, 0x55, 0);   /* > SR_WINDOW PSNs */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	ck_assert(expect_frame(A, 0, &p, fb));
 	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);

@@ -324,6 +324,78 @@ START_TEST(test_sr_duplicate_and_beyond_window)
 }
 END_TEST
 
+/* [SR-WIRE-8] [SR-WIRE-6] the SACKH grows by 8-byte words to reach the
+ * highest placed PSN; a receiver reads the extra words; a SACKH tail that is
+ * not whole words, or longer than SR_WINDOW bits, is malformed. */
+START_TEST(test_sr_sack_long_bitmap)
+{
+	struct peer pr;
+	struct rct_pkt p;
+	struct test_mr *w, *m;
+	struct rct_hdr h;
+	uint8_t buf[256];
+	uint32_t n;
+	pair_setup(true);
+	/* responder: a WRITE MIDDLE at epsn + 200 is reported in word 3 */
+	w = ep_reg_mr(&eb, 0x40000, 256 * 1024, RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = 0xc7;
+	h.bth.psn = 0x123456 + 200;
+	h.reth.va = 0x40000 + 200 * 1024;
+	h.reth.rkey = w->key;
+	h.reth.dmalen = 256 * 1024;
+	h.sreth.offset = 200 * 1024;
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+	ck_assert_uint_eq(p.h.sack, 0);
+	ck_assert_uint_eq(p.h.sack_ext_n, 3);
+	ck_assert(p.h.sack_ext[0] == 0 && p.h.sack_ext[1] == 0);
+	ck_assert(p.h.sack_ext[2] == 1ull << (200 - 192));
+	ck_assert_uint_eq(p.udp_len, 36 + 24);
+	ck_assert_uint_eq(p.paylen, 0);
+	/* requester: bit 70 in the first extension word marks PSN una + 70 */
+	m = ep_reg_mr(&ea, 0x10000, 80 * 1024, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 80 * 1024, 0x5000, 0x77, 0);
+	for (uint32_t i = 0; i < 80; i++)
+		ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456 + i);
+	expect_nothing(&ea, 0);
+	peer_for(&pr, &ea);
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = OP_SR_SACK;
+	h.bth.psn = 0x123456;
+	h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+	h.sack_ext_n = 1;
+	h.sack_ext[0] = 1ull << (70 - 64);
+	inject(&ea, &pr, 10, &h, NULL, 0);
+	ck_assert(bm_test(ea.qp.sr_sacked, 70));
+	for (uint32_t i = 0; i < 70; i++)                 /* the hole before it [SR-REQ-3] */
+		ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456 + i);
+	expect_nothing(&ea, 10);
+	/* codec: 4 stray bytes, or 4 extension words, are malformed */
+	memset(&h, 0, sizeof(h));
+	h.encap = RCT_ENCAP_V2;
+	h.bth.opcode = OP_SR_SACK;
+	h.sack_ext_n = 2;
+	h.sack_ext[1] = 0x8000000000000001ull;
+	n = rct_wire_build(buf, &h, 0) + 4;
+	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+	ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
+	ck_assert_uint_eq(p.h.sack_ext_n, 2);
+	ck_assert(p.h.sack_ext[1] == 0x8000000000000001ull);
+	for (uint32_t bad = 0; bad < 2; bad++) {
+		memset(&h, 0, sizeof(h));
+		h.encap = RCT_ENCAP_V2;
+		h.bth.opcode = OP_SR_SACK;
+		n = rct_wire_build(buf, &h, bad ? 4 : 32) + (bad ? 4 : 32) + 4;   /* tail of 4 or 32 bytes */
+		ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+		ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_BAD_LEN);
+	}
+}
+END_TEST
+
 /* [SR-RESP-9] an SR WRITE packet failing the R_Key check: NAK with its own PSN, QP to ERR */
 START_TEST(test_sr_write_access_error_per_packet)
 {
@@ -430,6 +502,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
 	tcase_add_test(t, test_sr_duplicate_and_beyond_window);
+	tcase_add_test(t, test_sr_sack_long_bitmap);
 	tcase_add_test(t, test_sr_write_access_error_per_packet);
 	/* RCT_STRESS=N runs N seeds of each (default 3) */
 	tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
