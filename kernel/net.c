@@ -34,7 +34,7 @@ uint16 csum_fold(uint32 sum) {
 }
 
 // "10.0.0.1" -> host-order address; 0 if malformed.
-static uint32 parse_ip(const char *s) {
+uint32 net_parse_ip(const char *s) {
   uint32 ip = 0;
   for (int part = 0; part < 4; part++) {
     uint32 v = 0;
@@ -54,7 +54,8 @@ static int hexval(char c) {
   return -1;
 }
 
-static int parse_mac(const char *s, uint8 mac[6]) {
+// "52:54:00:00:00:0a" -> mac; 0 on success, -1 if malformed.
+int net_parse_mac(const char *s, uint8 mac[6]) {
   for (int i = 0; i < 6; i++) {
     int hi = hexval(s[0]), lo = hexval(s[1]);
     if (hi < 0 || lo < 0) return -1;
@@ -87,9 +88,9 @@ void net_init(void) {
   netdev_mac(netcfg.mac);
   const char *mac = bootarg("mac"), *ip = bootarg("ip");
   uint8 want[6];
-  if (mac && (parse_mac(mac, want) < 0 || memcmp(want, netcfg.mac, 6) != 0))
+  if (mac && (net_parse_mac(mac, want) < 0 || memcmp(want, netcfg.mac, 6) != 0))
     kprintf("net: boot argument mac=%s differs from the device's; using the device's\n", mac);
-  if (ip && !(netcfg.ip = parse_ip(ip))) kprintf("net: bad boot argument ip=%s\n", ip);
+  if (ip && !(netcfg.ip = net_parse_ip(ip))) kprintf("net: bad boot argument ip=%s\n", ip);
   netcfg.netmask = 0xffffff00;          // /24
   kthread_start("net-timer", net_timer_thread, NULL);
   kprintf("net: ip %d.%d.%d.%d/24\n", (int)(netcfg.ip >> 24), (int)(netcfg.ip >> 16 & 255),

@@ -64,6 +64,10 @@ struct net_config {
 };
 extern struct net_config netcfg;
 
+// Address parsing for boot arguments (net.c); also used by the RDMA device.
+uint32 net_parse_ip(const char *dotted);            // 0 if malformed
+int net_parse_mac(const char *s, uint8 mac[6]);     // 0, or -1 if malformed
+
 // ---- counters: every drop has a name ----
 #define NET_COUNTERS(X) \
   X(eth_rx) X(eth_tx) X(eth_short) X(eth_not_for_us) X(eth_unknown_type) \

@@ -12,6 +12,7 @@
 #include "klib.h"
 #include "bootarg.h"
 #include "syscall.h"
+#include "net.h"
 #include "rdma.h"
 
 struct rdma_dev rdma;
@@ -36,37 +37,6 @@ uint32 rdma_random(void) {
 
 int rdma_cur_pid(void) { return current()->pid; }
 
-// "a.b.c.d" -> host-order address, 0 if malformed.
-static uint32 parse_ipv4(const char *s) {
-  uint32 ip = 0;
-  for (int part = 0; part < 4; part++) {
-    if (*s < '0' || *s > '9') return 0;
-    uint32 v = 0;
-    while (*s >= '0' && *s <= '9') v = v * 10 + (*s++ - '0');
-    if (v > 255 || (part < 3 && *s++ != '.')) return 0;
-    ip = (ip << 8) | v;
-  }
-  return *s ? 0 : ip;
-}
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// "52:54:00:00:00:0a" -> mac; returns 0 on success.
-static int parse_mac(const char *s, uint8 mac[6]) {
-  for (int i = 0; i < 6; i++) {
-    int hi = hexval(s[0]), lo = hexval(s[1]);
-    if (hi < 0 || lo < 0 || (i < 5 && s[2] != ':')) return -1;
-    mac[i] = (uint8)(hi * 16 + lo);
-    s += 3;
-  }
-  return 0;
-}
-
 static void rdma_proc_exit(struct proc *p) {
   spin_lock(&rdma.lock);
   rdma_qp_release_all(p->pid);     // QPs first: they hold CQs and PDs
@@ -79,10 +49,10 @@ void rdma_init(void) {
   spin_init(&rdma.lock, "rdma");
   rng_state = clock_ns() * 0x2545f4914f6cdd1dULL + (read_time() << 32);
   const char *ip = bootarg("ip"), *mac = bootarg("mac");
-  rdma.ipv4 = ip ? parse_ipv4(ip) : 0;
+  rdma.ipv4 = ip ? net_parse_ip(ip) : 0;
   if (rdma.ipv4 == 0) rdma.ipv4 = 0x0a000001;                  // 10.0.0.1
   static const uint8 default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-  if (!mac || parse_mac(mac, rdma.mac) < 0) memcpy(rdma.mac, default_mac, 6);
+  if (!mac || net_parse_mac(mac, rdma.mac) < 0) memcpy(rdma.mac, default_mac, 6);
   rdma_net_init();                 // with a NIC: the stack's address and port 4791
   struct rct_dev_attr a;
   memset(&a, 0, sizeof a);
