@@ -97,18 +97,26 @@ static int console_read(int to_user, uint64 dst, int n) {
   return want - n;
 }
 
+// Serializes writers so that one write() reaches the screen whole, never
+// interleaved character by character with another process's output.
+static struct sleeplock write_lock;
+
+// Process context only (may sleep).
 static int console_write(int from_user, uint64 src, int n) {
   int i;
+  sleeplock_acquire(&write_lock);
   for (i = 0; i < n; i++) {
     char c;
-    if (copy_from(from_user, &c, src + i, 1) < 0) return i > 0 ? i : -1;
+    if (copy_from(from_user, &c, src + i, 1) < 0) break;
     uart_putc(c);
   }
-  return i;
+  sleeplock_release(&write_lock);
+  return i > 0 || n == 0 ? i : -1;
 }
 
 void console_init(void) {
   spin_init(&cons.lock, "console");
+  sleeplock_init(&write_lock, "console-write");
   uart_init();
   devsw[DEV_CONSOLE].read = console_read;
   devsw[DEV_CONSOLE].write = console_write;
