@@ -72,7 +72,7 @@ $(RCT_BENCH_BIN): tests/unit/bench.c $(RCT_UNIT_HDRS) $(RCT_SRCS) $(RCT_HDRS)
 	gcc $(RCT_CFLAGS) -Itests/unit -O2 -march=native tests/unit/bench.c $(RCT_SRCS) -o $@
 
 # Fuzzers: clang libFuzzer + ASan/UBSan, the core compiled in.
-$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(RCT_SRCS) $(RCT_HDRS)
+$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/unit/host_mr.h $(RCT_SRCS) $(RCT_HDRS)
 	@mkdir -p $(@D)
 	clang $(RCT_CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(RCT_SRCS) -o $@
 

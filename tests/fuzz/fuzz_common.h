@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include "rct.h"
 #include "rct_int.h"
+#include "../unit/host_mr.h"
 
 #define FZ_MR 4
 struct fz_mr { uint32_t key, access; uint64_t va; uint32_t len; uint8_t *buf; };
@@ -31,7 +32,6 @@ static int fz_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, ui
 {
 	struct fz_ep *e = ctx;
 	struct fz_mr *m = NULL;
-	int n = 0;
 	(void)is_remote;
 	for (int i = 0; i < FZ_MR; i++)
 		if (e->mr[i].buf && e->mr[i].key == key)
@@ -40,25 +40,7 @@ static int fz_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, ui
 		return RCT_MR_EKEY;
 	if (pd != 1)
 		return RCT_MR_EPD;
-	if (va < m->va || len > m->len || va - m->va > m->len - len)
-		return RCT_MR_EBOUNDS;
-	if ((access & m->access) != access)
-		return RCT_MR_EACCESS;
-	if (!max)
-		return 0;
-	while (len) {
-		uint32_t chunk = 4096 - (uint32_t)(va % 4096);
-		if (chunk > len)
-			chunk = len;
-		if (n >= max)
-			return RCT_MR_ESEGS;
-		out[n].base = m->buf + (va - m->va);
-		out[n].len = chunk;
-		n++;
-		va += chunk;
-		len -= chunk;
-	}
-	return n;
+	return host_mr_segments(m->buf, m->va, m->len, m->access, va, len, access, out, max);
 }
 
 static const struct rct_mr_ops fz_ops = { fz_translate };

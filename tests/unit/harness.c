@@ -3,6 +3,7 @@
  * peer used by every suite (see harness.h).
  */
 #include "harness.h"
+#include "host_mr.h"
 
 const uint8_t MAC_A[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a };
 const uint8_t MAC_B[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
@@ -14,13 +15,12 @@ static struct rct_qp *lookup(void *ctx, uint32_t qpn)
 	return e->qp.dev && e->qp.init.qpn == qpn ? &e->qp : NULL;
 }
 
-/* MRs split at PAGE boundaries of their VA, like pinned pages. */
+/* Key and PD here; range, access and page splitting in host_mr.h. */
 static int translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint64_t va, uint32_t len,
                      uint32_t access, struct rct_iov *out, int max)
 {
 	struct ep *e = ctx;
 	struct test_mr *m = NULL;
-	int n = 0;
 	(void)is_remote;
 	for (int i = 0; i < e->nmr; i++)
 		if (e->mr[i].key == key)
@@ -29,25 +29,7 @@ static int translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint6
 		return RCT_MR_EKEY;
 	if (m->pd != pd)
 		return RCT_MR_EPD;
-	if (va < m->va || len > m->len || va - m->va > m->len - len)
-		return RCT_MR_EBOUNDS;
-	if ((access & m->access) != access)
-		return RCT_MR_EACCESS;
-	if (max == 0)
-		return 0;
-	while (len) {
-		uint32_t chunk = PAGE - (uint32_t)(va % PAGE);
-		if (chunk > len)
-			chunk = len;
-		if (n >= max)
-			return RCT_MR_ESEGS;
-		out[n].base = m->buf + (va - m->va);
-		out[n].len = chunk;
-		n++;
-		va += chunk;
-		len -= chunk;
-	}
-	return n;
+	return host_mr_segments(m->buf, m->va, m->len, m->access, va, len, access, out, max);
 }
 
 const struct rct_mr_ops test_mr_ops = { translate };
