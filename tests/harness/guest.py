@@ -62,8 +62,9 @@ class Guest:
 
     def __init__(self, name, cpus=3, memory="128M", extra_args=(),
                  append=None, kernel="kernel/kernel", fs_img="fs.img",
-                 log_dir=None, eol="\n"):
+                 log_dir=None, eol="\n", pass_fds=()):
         self.name = name
+        self.pass_fds = tuple(pass_fds)   # host fds QEMU inherits (e.g. a netdev socket)
         self.cpus = cpus
         self.memory = memory
         self.extra_args = list(extra_args)
@@ -115,7 +116,8 @@ class Guest:
         _cleanup_on_sigterm()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, cwd=REPO)
+                                     stderr=subprocess.STDOUT, cwd=REPO,
+                                     pass_fds=self.pass_fds)
         _live_guests.add(self)
         self._reader = threading.Thread(target=self._read_console,
                                         name=f"console-{self.name}",

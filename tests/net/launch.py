@@ -58,6 +58,27 @@ def free_udp_port():
     return port
 
 
+SOCK_BUF = 8 << 20
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33     # Linux; root may exceed wmem/rmem_max
+
+
+def guest_socket(local_port, linkemu_port):
+    """The UDP socket a guest's E1000 sends and receives its frames on,
+    made here and inherited by QEMU (-netdev dgram,local.type=fd) so that it
+    gets big buffers: with the kernel's default 208 KiB receive buffer a
+    burst of ~90 1-KiB frames that arrives while the receiving QEMU waits for
+    a host core overflows it, and that loss is the host's, not the link's."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, force, SOCK_BUF)
+        except OSError:                         # not root: up to the sysctl maximum
+            s.setsockopt(socket.SOL_SOCKET, plain, SOCK_BUF)
+    s.bind(("127.0.0.1", local_port))
+    s.connect(("127.0.0.1", linkemu_port))
+    return s
+
+
 def guest_ip(i):
     return f"10.0.0.{i + 1}"
 
@@ -93,18 +114,21 @@ class Testbed:
         self.linkemu = None
         self.tap = tap                  # tap i = xrtap<i> (netem/netem.sh); no linkemu
         self.guests = []
+        self.socks = []
         for i in range(n):
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
             if tap:
                 netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
+                fds = ()
             else:
-                netdev = (f"dgram,id=n0,remote.type=inet,remote.host=127.0.0.1,"
-                          f"remote.port={self.listen[i]},local.type=inet,"
-                          f"local.host=127.0.0.1,local.port={self.gport[i]}")
+                sock = guest_socket(self.gport[i], self.listen[i])
+                self.socks.append(sock)
+                fds = (sock.fileno(),)
+                netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
             args = ["-netdev", netdev,
                     "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile="]
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
-                                     append=append, extra_args=args))
+                                     append=append, extra_args=args, pass_fds=fds))
 
     @staticmethod
     def ip(i):
@@ -166,6 +190,9 @@ class Testbed:
     def kill(self):
         for g in self.guests:
             g.kill()
+        for s in self.socks:
+            s.close()
+        self.socks = []
         if self.linkemu and self.linkemu.poll() is None:
             self.linkemu.terminate()
             try:
