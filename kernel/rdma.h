@@ -14,9 +14,9 @@
 // rdma_engine.c (progress loop, thread, timer, loopback routing),
 // rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
 // translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
-// statistics). Lock order: rdma.lock, then the driver's and rdma_tx locks;
-// never the other way (the NIC's callbacks take rdma.lock with no driver
-// lock held).
+// statistics), rdma_idtab.c (random MR keys and QPNs -> table slots).
+// Lock order: rdma.lock, then the driver's and rdma_tx locks; never the
+// other way (the NIC's callbacks take rdma.lock with no driver lock held).
 #ifndef RDMA_H
 #define RDMA_H
 #include "types.h"
@@ -27,7 +27,7 @@
 
 // Limits (reported by ibv_query_device).
 #define RDMA_MAX_PD      64
-#define RDMA_MAX_MR      256      // key index is the low 8 bits of a key
+#define RDMA_MAX_MR      256
 #define RDMA_MAX_CQ      32
 #define RDMA_MAX_CQE     1024
 #define RDMA_MAX_CHAN    32
@@ -127,6 +127,16 @@ void rdma_kick(void);                   // let the engine thread run
 void rdma_net_init(void);               // boot, before the core's device
 int  rdma_net_retry(void);              // lock held; -1 while the ring is full
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
+
+// rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)
+struct rdma_id_ent { uint32 id; int slot; };     // id 0: empty entry
+struct rdma_idtab {
+  struct rdma_id_ent *ent;  // 1 << bits entries, >= twice the live ids
+  uint32 bits;
+};
+int    rdma_idtab_find(const struct rdma_idtab *t, uint32 id);   // slot, or -1
+uint32 rdma_idtab_add(struct rdma_idtab *t, uint32 min, uint32 id_mask, int slot);
+void   rdma_idtab_del(struct rdma_idtab *t, uint32 id);
 
 // rdma_mr.c
 extern const struct rct_mr_ops rdma_mr_ops;

@@ -8,9 +8,12 @@
 // translate() turns (key, va, len) into direct-mapped segments, merging
 // pages that happen to be physically adjacent.
 //
-// Keys: low 8 bits = table slot (O(1) lookup), high 24 bits random; lkey
-// and rkey differ. Deregistration fails (-1) while a posted WR or the
-// responder still uses the MR, so the core never sees pages vanish.
+// Keys: all 32 bits random and never 0; the lkey and rkey of every live MR
+// are distinct from each other and from every other live key, and carry no
+// trace of the table slot ([SEC-RAND-1]). mr_keys (rdma_idtab.c) maps each
+// live key to its slot for translate(). Deregistration fails (-1) while a
+// posted WR or the responder still uses the MR, so the core never sees
+// pages vanish.
 #include "types.h"
 #include "param.h"
 #include "riscv.h"
@@ -104,8 +107,28 @@ fail:
   return -1;
 }
 
-static uint32 fresh_key(int slot) {
-  return (rdma_random() << 8) | (uint32)slot;
+// Every live lkey and rkey -> its MR's slot: 2 keys per MR, table at
+// least twice that.
+#define MR_KEY_BITS 10
+_Static_assert((1 << MR_KEY_BITS) >= 2 * 2 * RDMA_MAX_MR, "mr_keys too small");
+static struct rdma_id_ent mr_key_ents[1 << MR_KEY_BITS];
+static struct rdma_idtab mr_keys = { mr_key_ents, MR_KEY_BITS };
+
+// Caller holds rdma.lock. Draws slot h's lkey and rkey: random 32-bit,
+// non-zero, unequal to each other and to every live key. [SEC-RAND-1]
+static void mr_add_keys(struct rdma_mr *mr, int h) {
+  mr->lkey = rdma_idtab_add(&mr_keys, 1, 0xffffffffu, h);
+  mr->rkey = rdma_idtab_add(&mr_keys, 1, 0xffffffffu, h);
+}
+
+// Caller holds rdma.lock.
+static void mr_free(int h) {
+  struct rdma_mr *mr = &rdma_mrs[h];
+  rdma_idtab_del(&mr_keys, mr->lkey);
+  rdma_idtab_del(&mr_keys, mr->rkey);
+  rdma_pds[mr->pd].refs--;
+  mr_unpin(mr);
+  mr->used = 0;
 }
 
 // rdma_reg_mr(pd, addr, length, access, struct rdma_mr_keys *out) -> mr
@@ -135,8 +158,7 @@ int64 sys_rdma_reg_mr(void) {
       tmp.used = 1;
       tmp.owner = p->pid;
       tmp.pd = pdh;
-      tmp.lkey = fresh_key(i);
-      do tmp.rkey = fresh_key(i); while (tmp.rkey == tmp.lkey);
+      mr_add_keys(&tmp, i);
       rdma_mrs[i] = tmp;
       rdma_pds[pdh].refs++;
     }
@@ -146,9 +168,7 @@ int64 sys_rdma_reg_mr(void) {
   struct rdma_mr_keys k = { tmp.lkey, tmp.rkey };
   if (copy_out(p->pagetable, keys_uva, &k, sizeof k) < 0) {
     spin_lock(&rdma.lock);
-    rdma_mrs[h].used = 0;
-    rdma_pds[pdh].refs--;
-    mr_unpin(&rdma_mrs[h]);
+    mr_free(h);
     spin_unlock(&rdma.lock);
     return -1;
   }
@@ -185,13 +205,6 @@ int rdma_mr_busy(const struct rdma_mr *mr) {
   return 0;
 }
 
-static void mr_free(int h) {
-  struct rdma_mr *mr = &rdma_mrs[h];
-  rdma_pds[mr->pd].refs--;
-  mr_unpin(mr);
-  mr->used = 0;
-}
-
 int64 sys_rdma_dereg_mr(void) {
   int h = arg_int(0), r = -1;
   spin_lock(&rdma.lock);
@@ -216,8 +229,11 @@ void rdma_mr_release_all(int pid) {
 static int translate(void *ctx, uint32 key, bool is_remote, uint32 pd,
                      uint64 va, uint32 len, uint32 access,
                      struct rct_iov *out, int max) {
-  struct rdma_mr *mr = &rdma_mrs[key & (RDMA_MAX_MR - 1)];
-  if (!mr->used || (is_remote ? mr->rkey : mr->lkey) != key) return RCT_MR_EKEY;
+  int h = rdma_idtab_find(&mr_keys, key);
+  if (h < 0) return RCT_MR_EKEY;
+  struct rdma_mr *mr = &rdma_mrs[h];
+  // A live key of the wrong kind: an lkey sent as an R_Key, or the reverse.
+  if ((is_remote ? mr->rkey : mr->lkey) != key) return RCT_MR_EKEY;
   if ((uint32)mr->pd != pd) return RCT_MR_EPD;
   if (va < mr->addr || len > mr->length || va - mr->addr > mr->length - len) return RCT_MR_EBOUNDS;
   if ((mr->access & access) != access) return RCT_MR_EACCESS;

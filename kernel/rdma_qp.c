@@ -1,8 +1,10 @@
 // rdma_qp.c: reliable-connected queue pairs and posting work.
 //
 // A QP slot holds the core's struct rct_qp with its send/receive rings and
-// responder READ resources. QPN = random high 16 bits + slot in the low 8
-// bits, so the core's lookup is O(1). modify/query translate between the
+// responder READ resources. QPNs are drawn at random from [2, 2^24), not
+// reused while live, and carry no trace of the slot ([SEC-RAND-4]);
+// qp_nums (rdma_idtab.c) maps each live QPN to its slot for the core's
+// lookup of every received frame. modify/query translate between the
 // ABI's IBV_QP_* masks and values and the core's (rct.h); the state
 // machine and the required attributes per transition are the core's
 // (IBTA 10.3.1). Posting copies each WR in, converts the IBV_SEND_* flags
@@ -68,11 +70,16 @@ static struct rdma_qp *qp_get(int h) {
   return (q->used && q->owner == rdma_cur_pid()) ? q : NULL;
 }
 
-// The core's QPN lookup (rct_dev_attr.qp_lookup). Lock held.
+// Every live QPN -> its slot; at least twice RDMA_MAX_QP entries.
+#define QP_NUM_BITS 6
+_Static_assert((1 << QP_NUM_BITS) >= 2 * RDMA_MAX_QP, "qp_nums too small");
+static struct rdma_id_ent qp_num_ents[1 << QP_NUM_BITS];
+static struct rdma_idtab qp_nums = { qp_num_ents, QP_NUM_BITS };
+
+// The core's QPN lookup (rct_dev_attr.qp_lookup). Caller holds rdma.lock.
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn) {
-  uint32 slot = qpn & 0xff;
-  if (slot >= RDMA_MAX_QP || !rdma_qps[slot].used || rdma_qps[slot].qp.init.qpn != qpn) return NULL;
-  return &rdma_qps[slot].qp;
+  int h = rdma_idtab_find(&qp_nums, qpn);
+  return h < 0 ? NULL : &rdma_qps[h].qp;
 }
 
 static uint32 pow2_at_least(uint32 n) {
@@ -99,7 +106,7 @@ int64 sys_rdma_create_qp(void) {
   struct rdma_qp *q = &rdma_qps[h];
   struct rct_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
-  ia.qpn = ((rdma_random() % 0xfffe + 1) << 8) | (uint32)h;
+  ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
   ia.pd = (uint32)c.pd;
   ia.sq = q->sq;
   ia.sq_size = pow2_at_least(c.max_send_wr ? c.max_send_wr : 1);
@@ -110,7 +117,11 @@ int64 sys_rdma_create_qp(void) {
   ia.send_cq = &scq->cq;
   ia.recv_cq = &rcq->cq;
   ia.sq_sig_all = c.sq_sig_all != 0;
-  if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) { h = -1; goto out; }
+  if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) {
+    rdma_idtab_del(&qp_nums, ia.qpn);
+    h = -1;
+    goto out;
+  }
   q->used = 1;
   q->owner = rdma_cur_pid();
   q->pd = c.pd;
@@ -139,8 +150,10 @@ out:
   return h;
 }
 
+// Caller holds rdma.lock.
 static void qp_free(int h) {
   struct rdma_qp *q = &rdma_qps[h];
+  rdma_idtab_del(&qp_nums, q->qp.init.qpn);
   rct_qp_destroy(&q->qp);
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;

@@ -3,13 +3,17 @@
 
 test rand_ids (one guest): `rdmanet_test ids 64` registers 64 MRs and
 creates 24 QPs and prints their keys and QPNs; this script checks
-  [SEC-RAND-1] keys are never 0, no two live MRs share a key, lkey != rkey,
-               and consecutive keys are not a counter (their differences are
-               not constant and the random high 24 bits are all distinct);
-  [SEC-RAND-4] QPNs lie in [2, 2^24), are distinct and not sequential.
-It also reports how many low bits equal between consecutive values (a key
-whose low byte is a table slot is a deviation from "no key is derived from
-an MR index" in [SEC-RAND-1]: it is printed as a NOTE, see docs/rdma.md).
+  [SEC-RAND-1] keys are never 0, all 128 keys (lkeys and rkeys) are
+               distinct, so lkey != rkey, and consecutive keys are not a
+               counter (their differences are not constant);
+  [SEC-RAND-4] QPNs lie in [2, 2^24), are distinct and not sequential;
+  both: no key or QPN is derived from a table slot. A slot in the low byte
+  makes the low bytes of consecutive registrations step by one (0, 1,
+  2, ...); among the 63 + 63 + 23 consecutive lkeys, rkeys and QPNs, at
+  most STEP_LIMIT - 1 steps of one are allowed. With random identifiers
+  each step is one with probability ~1/256 (the increments of independent
+  uniform bytes are independent and uniform); bounding it by 1/250 the
+  chance of a false failure is printed and asserted below 1e-15.
 
 test kill_mid_transfer (two guests through linkemu): guest B runs
 `rdmacp recv`, guest A `rdmacp send` of a 4 MiB file in the background
@@ -18,8 +22,10 @@ rdmastat's owner column). Afterwards rdmastat shows no QP on either guest
 and sysinfo's free pages are back at the baseline taken before the copy
 (no pinned page left: [SEC-RES-...] style clean-up of the exit hook).
 
-Prints "test <name>: OK|FAILED (...)" per test.
+Prints "test <name>: OK|FAILED (...)" per test. Arguments: test names to run
+(default: all).
 """
+import math
 import os
 import re
 import sys
@@ -38,6 +44,20 @@ def not_counter(values):
     return len(diffs) > len(values) // 2
 
 
+def slot_steps(values):
+    """How many consecutive values have low bytes one apart (mod 256)."""
+    return sum(1 for a, b in zip(values, values[1:]) if (b - a) & 0xff == 1)
+
+
+STEP_LIMIT = 16             # fail at this many steps of one (old scheme: all 149)
+STEP_P = 1 / 250            # bound on one step's probability for random ids
+
+
+def binom_tail(n, p, t):
+    """P(X >= t) for X ~ Binomial(n, p): the chance random ids fail the step test."""
+    return sum(math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(t, n + 1))
+
+
 def rand_ids():
     with Testbed(2, name="rdmasec-ids") as tb:          # linkemu wants two ports
         tb.boot()
@@ -46,21 +66,17 @@ def rand_ids():
     mrs = [(int(a, 16), int(b, 16)) for a, b in re.findall(r"ids: mr ([0-9a-f]+) ([0-9a-f]+)", out)]
     qpns = [int(q, 16) for q in re.findall(r"ids: qp ([0-9a-f]+)", out)]
     problems = []
-    keys = [k for pair in mrs for k in pair]
+    lkeys, rkeys = [l for l, _ in mrs], [r for _, r in mrs]
+    keys = lkeys + rkeys
     if len(mrs) != 64 or len(qpns) != 24:
         problems.append(f"got {len(mrs)} MRs, {len(qpns)} QPs")
-    # [SEC-RAND-1]: never 0, unique among live MRs, lkey != rkey, not a counter.
+    # [SEC-RAND-1]: never 0, no key equal to any other live key, not a counter.
     if 0 in keys:
         problems.append("a key is 0 [SEC-RAND-1]")
     if len(set(keys)) != len(keys):
-        problems.append("two live keys are equal [SEC-RAND-1]")
-    if any(l == r for l, r in mrs):
-        problems.append("lkey == rkey [SEC-RAND-1]")
-    if not not_counter([l for l, _ in mrs]) or not not_counter([r for _, r in mrs]):
+        problems.append("two live keys are equal (or lkey == rkey) [SEC-RAND-1]")
+    if not not_counter(lkeys) or not not_counter(rkeys):
         problems.append("keys follow a fixed stride [SEC-RAND-1]")
-    high = [k >> 8 for k in keys]
-    if len(set(high)) < len(high) - 2:            # 24 random bits: collisions are ~never
-        problems.append("the high 24 bits of keys repeat [SEC-RAND-1]")
     # [SEC-RAND-4]: range [2, 2^24), distinct, not sequential.
     if any(q < 2 or q >= 1 << 24 for q in qpns):
         problems.append("a QPN outside [2, 2^24) [SEC-RAND-4]")
@@ -68,11 +84,19 @@ def rand_ids():
         problems.append("duplicate QPNs [SEC-RAND-4]")
     if not not_counter(qpns):
         problems.append("QPNs follow a fixed stride [SEC-RAND-4]")
-    low_slot_keys = sum(1 for a, b in zip(keys[::2], keys[2::2]) if (b & 0xff) - (a & 0xff) == 1)
-    note = (f"NOTE: {low_slot_keys} of {len(mrs) - 1} consecutive lkeys have low bytes one apart "
-            f"(low byte = table slot), QPN low bytes {[q & 0xff for q in qpns[:6]]}...")
-    info = f"{len(mrs)} MRs, {len(qpns)} QPs; first keys {[hex(k) for k in keys[:4]]}, " \
-           f"first QPNs {[hex(q) for q in qpns[:4]]}; {note}"
+    # Both: the low byte is not a table slot.
+    steps = (slot_steps(lkeys), slot_steps(rkeys), slot_steps(qpns))
+    pairs = max(len(lkeys) - 1, 0) + max(len(rkeys) - 1, 0) + max(len(qpns) - 1, 0)
+    false_fail = binom_tail(pairs, STEP_P, STEP_LIMIT)
+    assert false_fail < 1e-15, f"STEP_LIMIT too low: random ids fail with p = {false_fail:.1e}"
+    if sum(steps) >= STEP_LIMIT:
+        problems.append(f"low bytes step by one in {sum(steps)} of {pairs} consecutive ids "
+                        f"(lkeys {steps[0]}, rkeys {steps[1]}, QPNs {steps[2]}): "
+                        "a table slot [SEC-RAND-1] [SEC-RAND-4]")
+    info = f"{len(mrs)} MRs, {len(qpns)} QPs; first keys {[hex(k) for pair in mrs[:2] for k in pair]}, " \
+           f"first QPNs {[hex(q) for q in qpns[:4]]}; low-byte steps of one {sum(steps)}/{pairs} " \
+           f"(limit {STEP_LIMIT}, false failure p < {false_fail:.0e}), " \
+           f"QPN low bytes {[q & 0xff for q in qpns[:6]]}..."
     return not problems, ("; ".join(problems) + "; " if problems else "") + info
 
 
@@ -117,8 +141,16 @@ def kill_mid_transfer():
 
 
 def main():
+    tests = (("rand_ids", rand_ids), ("kill_mid_transfer", kill_mid_transfer))
+    wanted = sys.argv[1:] or [name for name, _ in tests]
+    unknown = set(wanted) - {name for name, _ in tests}
+    if unknown:
+        print(f"unknown tests: {sorted(unknown)}; known: {[name for name, _ in tests]}")
+        return 2
     passed = failed = 0
-    for name, fn in (("rand_ids", rand_ids), ("kill_mid_transfer", kill_mid_transfer)):
+    for name, fn in tests:
+        if name not in wanted:
+            continue
         t0 = time.monotonic()
         try:
             ok, info = fn()
