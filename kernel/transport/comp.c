@@ -8,6 +8,13 @@
  */
 #include "rct_int.h"
 
+/* Every outstanding PSN may be resent once more [SR-REQ-11] [SR-REQ-15]. */
+static void sr_new_round(struct rct_qp *qp)
+{
+	bm_clear_all(qp->sr_retxd);
+	qp->sr_round_open = false;
+}
+
 void rct_comp_reset(struct rct_qp *qp)
 {
 	qp->comp_state = RCT_COMP_IDLE;
@@ -18,7 +25,7 @@ void rct_comp_reset(struct rct_qp *qp)
 	qp->rtt_armed = 0;
 	qp->last_msn = 0;
 	bm_clear_all(qp->sr_sacked);
-	bm_clear_all(qp->sr_retxd);
+	sr_new_round(qp);
 	qp->sr_scan = qp->sr_scan_end = qp->sr_hole_end = qp->una;
 }
 
@@ -58,6 +65,12 @@ uint64_t rct_comp_rto(const struct rct_qp *qp)
 	return r > ibta ? ibta : r;
 }
 
+/* RTO = SRTT + max(G, 4 RTTVAR), G = 1 us: also how backoff ends [REQ-TMO-7]. */
+static void rto_from_estimate(struct rct_qp *qp)
+{
+	qp->rto = qp->srtt + (4 * qp->rttvar > 1000 ? 4 * qp->rttvar : 1000);
+}
+
 static void rtt_sample(struct rct_qp *qp, uint64_t r)
 {
 	if (!qp->srtt) {
@@ -68,7 +81,7 @@ static void rtt_sample(struct rct_qp *qp, uint64_t r)
 		qp->rttvar = (3 * qp->rttvar + d) / 4;
 		qp->srtt = (7 * qp->srtt + r) / 8;
 	}
-	qp->rto = qp->srtt + (4 * qp->rttvar > 1000 ? 4 * qp->rttvar : 1000);  /* G = 1 us */
+	rto_from_estimate(qp);
 }
 
 static bool outstanding(const struct rct_qp *qp)
@@ -171,6 +184,8 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 	if (qp->rtt_armed && psn_lt(qp->rtt_psn, new_una)) {
 		rtt_sample(qp, now - qp->rtt_start);
 		qp->rtt_armed = 0;
+	} else if (qp->srtt) {
+		rto_from_estimate(qp);                           /* backoff ends [REQ-TMO-7] */
 	}
 	if (qp->sr) {
 		rct_bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
@@ -312,6 +327,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 	}
 	if (qp->rnr_left != RCT_RETRY_INFINITE)
 		qp->rnr_left--;
+	progress(qp);                    /* the responder has the request [REQ-RETRY-5] */
 	qp->rnr_psn = p;
 	qp->cnt.rnr_waits++;
 	rct_timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
@@ -321,7 +337,7 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 	if (qp->sr) {
 		qp->sr_scan = p;                                 /* [SR-REQ-6] */
 		qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
-		bm_clear_all(qp->sr_retxd);
+		sr_new_round(qp);
 	} else {
 		rct_req_rewind(qp, p);
 	}
@@ -420,6 +436,10 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
 	}
 	if (fresh)
 		progress(qp);                                    /* [REQ-RETRY-4] */
+	/* A packet sent after the round's resends arrived while holes remain:
+	 * on an in-order link those resends were lost, resend again [SR-REQ-15]. */
+	if (qp->sr_round_open && psn_gt(high, e) && psn_ge(high, qp->sr_round_mark))
+		sr_new_round(qp);
 	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER || !psn_lt(e, qp->next_psn))
 		return;
 	/* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */
@@ -623,7 +643,7 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 	qp->retx_valid = 0;
 	if (qp->sr) {
 		/* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */
-		bm_clear_all(qp->sr_retxd);
+		sr_new_round(qp);
 		qp->sr_scan = qp->una;
 		qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
 	} else {

@@ -274,6 +274,10 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 		}
 		if (!rct_req_build(qp, w, psn, f))
 			return 0;
+		if (!qp->sr_round_open) {                /* [SR-REQ-15] */
+			qp->sr_round_open = true;
+			qp->sr_round_mark = qp->next_psn;
+		}
 		rct_comp_on_send(qp, now, psn, true);
 		return 1;
 	}

@@ -551,6 +551,64 @@ START_TEST(test_comp_adaptive_rto)
 }
 END_TEST
 
+/* [REQ-TMO-7] una advancing without a sample (Karn) ends the backoff */
+START_TEST(test_comp_backoff_ends_with_progress)
+{
+	struct conn_opts o;
+	uint64_t t;
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* sample: RTO 12 ms */
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(5000000, NULL);
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	drain(t, NULL);
+	t = rct_next_timeout(&A->qp);
+	rct_handle_timeout(&A->qp, t);
+	drain(t, NULL);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
+	inject_ack(A, P, t + 1000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample */
+	ck_assert_uint_eq(A->qp.srtt, 4000000);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
+	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(t + 2000, NULL);
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 2000 + 12000000);
+}
+END_TEST
+
+/* [REQ-RETRY-5] [REQ-RETRY-2] an RNR NAK resets retry_left: timeouts spread
+ * over many RNR rounds do not add up to RETRY_EXC_ERR */
+START_TEST(test_comp_rnr_nak_resets_retry)
+{
+	struct conn_opts o;
+	uint64_t t = 0;
+	conn_defaults(&o);
+	o.retry_cnt = 1;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	for (int i = 0; i < 5; i++) {
+		t = rct_next_timeout(&A->qp);                /* the request or its NAK was lost */
+		rct_handle_timeout(&A->qp, t);
+		ck_assert_int_eq(drain(t, NULL), 2);         /* resend + tail probe [REQ-TMO-6] */
+		ck_assert_uint_eq(A->qp.retry_left, 0);
+		inject_ack(A, P, t + 10, AETH_RNR_NAK | 1, PSN0, 0);
+		ck_assert_uint_eq(A->qp.retry_left, 1);
+		t = rct_next_timeout(&A->qp);                /* the RNR wait */
+		rct_handle_timeout(&A->qp, t);
+		ck_assert_int_eq(drain(t, NULL), 1);
+	}
+	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+	expect_no_wc(&A->scq);
+	inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+}
+END_TEST
+
 /* CQ overflow is counted, never overwrites */
 START_TEST(test_comp_cq_overflow_counted)
 {
@@ -594,6 +652,8 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_response_dup_and_early);
 	tcase_add_test(t, test_comp_read_rerequest_after_ack);
 	tcase_add_test(t, test_comp_adaptive_rto);
+	tcase_add_test(t, test_comp_backoff_ends_with_progress);
+	tcase_add_test(t, test_comp_rnr_nak_resets_retry);
 	tcase_add_test(t, test_comp_nak_before_una_ignored);
 	tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
 	tcase_add_test(t, test_comp_read_longer_than_window_goes_alone);

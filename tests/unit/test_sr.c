@@ -204,6 +204,34 @@ START_TEST(test_sr_timeout_resends_every_unacked)
 }
 END_TEST
 
+/* [SR-REQ-15] [SR-REQ-3] a selective NAK that sacks a packet sent after a
+ * resend, while the hole is still reported, means the resend was lost: the
+ * hole goes out again at once instead of after a timeout, with no retry used. */
+START_TEST(test_sr_lost_resend_detected)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	pair_setup(true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59; 56 is lost */
+	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived */
+	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* resend: lost too */
+	expect_nothing(&ea, 10);
+	inject_sack(&ea, 11, 0x123456, 1u << 2);           /* 58: sent before the resend */
+	expect_nothing(&ea, 11);
+	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+	ck_assert_uint_eq(expect_psn(&ea, 12), 0x12345a);  /* sent after the resend */
+	inject_sack(&ea, 20, 0x123456, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
+	ck_assert_uint_eq(expect_psn(&ea, 20), 0x123456);  /* resent again, no timeout */
+	expect_nothing(&ea, 20);
+	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+	ck_assert_uint_eq(ea.qp.retry_left, 7);
+	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+}
+END_TEST
+
 /* [SR-REQ-12] [SR-RESP-6] a READ request sent behind a hole was dropped by
  * the responder: the selective NAK for the hole resends the hole and the
  * READ request after it, without waiting for a timeout. */
@@ -498,6 +526,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
 	tcase_add_test(t, test_sr_sends_complete_in_order);
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
+	tcase_add_test(t, test_sr_lost_resend_detected);
 	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
