@@ -122,6 +122,7 @@ int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
 int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
+void rdma_frame_arrived(void);          // wake rdma_wait_write sleepers
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device

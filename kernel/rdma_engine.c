@@ -6,6 +6,11 @@
 // received frames to the core itself. After moving frames it raises CQ
 // events and re-arms the one ktimer to the core's next deadline.
 //
+// Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
+// its target, so a process that waits for one polls memory. Instead of
+// spinning, it may sleep here until the byte it watches changes: every
+// frame the core takes in wakes the sleepers, each re-reads its byte.
+//
 // Who runs it: syscalls that post work or poll (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
 // and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
@@ -16,6 +21,8 @@
 #include "proc.h"
 #include "printk.h"
 #include "klib.h"
+#include "vm.h"
+#include "syscall.h"
 #include "rdma.h"
 
 static struct rct_frame tx_frame;              // under rdma.lock
@@ -48,6 +55,7 @@ static int route(const struct rct_frame *f, uint64 now) {
   }
   // The frame never left memory: no ICRC check (saves a CRC per frame).
   rct_handle_frame_ex(&rdma.dev, now, frame, (uint64)len, RCT_RX_TRUSTED);
+  rdma_frame_arrived();
   return 0;
 }
 
@@ -107,4 +115,41 @@ static void engine_thread(void *arg) {
 
 void rdma_engine_start(void) {
   if (kthread_start("rdma", engine_thread, NULL) < 0) panic("rdma: no slot for the engine thread");
+}
+
+// ---- rdma_wait_write ----
+
+extern struct proc proc_table[NPROC];
+static int write_waiters;                     // under rdma.lock
+static struct ktimer wait_timer[NPROC];       // one per process slot
+
+static void wait_timer_fired(void *unused) { proc_wakeup(&write_waiters); }
+
+// rdma.lock held: the core just took in a frame (it may have placed data).
+void rdma_frame_arrived(void) {
+  if (write_waiters) proc_wakeup(&write_waiters);
+}
+
+// rdma_wait_write(const uchar *addr, old, timeout_ms) -> 0 once *addr != old,
+// -2 at the timeout (< 0: none), -1 for a bad address or a kill.
+int64 sys_rdma_wait_write(void) {
+  uint64 uva = arg_addr(0);
+  uint8 old = (uint8)arg_int(1), now_val;
+  int timeout_ms = arg_int(2), r;
+  struct proc *p = current();
+  struct ktimer *t = &wait_timer[p - proc_table];
+  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+  spin_lock(&rdma.lock);
+  for (;;) {
+    if (copy_in(p->pagetable, &now_val, uva, 1) < 0 || proc_killed(p)) { r = -1; break; }
+    if (now_val != old) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    if (deadline != ~0ull) ktimer_arm(t, deadline, wait_timer_fired, NULL);
+    write_waiters++;
+    proc_sleep(&write_waiters, &rdma.lock);
+    write_waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  ktimer_cancel(t);
+  return r;
 }

@@ -129,6 +129,7 @@ static void roce_rx(struct netbuf *nb, void *arg) {
   spin_lock(&rdma.lock);
   rdma_net_rx_frames++;
   rct_handle_frame(&rdma.dev, clock_ns(), frame, len);
+  rdma_frame_arrived();
   if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   netbuf_free(nb);
@@ -141,6 +142,7 @@ static void roce_v1_rx(struct netbuf *nb) {
   spin_lock(&rdma.lock);
   rdma_net_rx_frames++;
   rct_handle_frame(&rdma.dev, clock_ns(), frame, nb->len + ETH_HLEN);
+  rdma_frame_arrived();
   if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   netbuf_free(nb);

@@ -505,6 +505,11 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
   return 0;
 }
 
+int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms) {
+  int r = rdma_wait_write((const volatile unsigned char *)addr, old, timeout_ms);
+  return r == 0 ? 0 : r == -2 ? ETIMEDOUT : EINVAL;
+}
+
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]) {
   return rdma_set_neigh(ipv4, mac) < 0 ? EINVAL : 0;
 }

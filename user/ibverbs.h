@@ -447,6 +447,11 @@ struct ibvx_qp_ext {
 };
 int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                    const struct ibvx_qp_ext *ext, int ext_mask);
+// Sleep until the byte at addr (inside a registered MR) no longer equals
+// old: a peer's RDMA WRITE changed it. A WRITE makes no completion at its
+// target, so this is the sleeping form of polling the buffer. timeout_ms
+// < 0 waits for ever. 0 = changed, ETIMEDOUT, EINVAL (bad address).
+int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms);
 // Tell the kernel the MAC of a peer IPv4 address (host order) for AVs.
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]);
 // The IPv4 address (host order) inside an IPv4-mapped GID, 0 if not mapped.

@@ -159,9 +159,13 @@ static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   memcpy(ext.dmac, id->peer_mac, 6);
   ext.sr_enable = id->sr;
   ext.roce_v1 = p && p->roce_v1;
+  ext.max_inflight = p && p->max_inflight ? p->max_inflight : RDMA_CM_DEFAULT_INFLIGHT;
+  uint32_t min_rto_us = p && p->min_rto_us ? p->min_rto_us : RDMA_CM_DEFAULT_MIN_RTO_US;
+  ext.adaptive_rto = min_rto_us != ~0u;
+  ext.min_rto_ns = ext.adaptive_rto ? (unsigned long long)min_rto_us * 1000 : 0;
   if (ibvx_modify_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-                     &ext, id->sr ? RDMA_QP_SR : 0))
+                     &ext, (id->sr ? RDMA_QP_SR : 0) | RDMA_QP_MAX_INFLIGHT | RDMA_QP_ADAPTIVE_RTO))
     return RDMA_CM_EQP;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;

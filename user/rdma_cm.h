@@ -39,7 +39,19 @@ struct rdma_conn_param {
   uint8_t timeout;               // local ACK timeout code; 0 = 17 (~0.54 s)
   uint8_t sr;                    // offer selective repeat
   uint8_t roce_v1;               // send RoCE v1 frames (a local choice; the peer accepts both)
+  // Local transport tuning (xv6-rdma extensions, not exchanged):
+  uint32_t max_inflight;         // request packets in flight; 0 = RDMA_CM_DEFAULT_INFLIGHT
+  uint32_t min_rto_us;           // adaptive RTO floor; 0 = RDMA_CM_DEFAULT_MIN_RTO_US;
+                                 // ~0u = fixed IBTA timeout (no adaptive RTO)
 };
+
+// Defaults for the transport under emulated guests: a window of a few
+// bandwidth-delay products (the link moves ~10^4 frames/s with a ~1 ms
+// round trip, so 64 packets keep it busy while the receiver's queue stays
+// short) and an RTO that follows the measured round trip (RFC 6298) but
+// never below 20 ms, above the pauses a host scheduler gives a guest.
+#define RDMA_CM_DEFAULT_INFLIGHT  64
+#define RDMA_CM_DEFAULT_MIN_RTO_US 20000
 
 struct rdma_cm_id {
   struct ibv_context *verbs;

@@ -1,7 +1,7 @@
 // rdma_lat: latency test in the manner of perftest's ib_write_lat /
 // ib_read_lat / ib_send_lat.
 //
-//   rdma_lat [-t write|read|send] [-s size] [-n iters] [-a] [--sr] (-L | <server ip>)
+//   rdma_lat [-t write|read|send] [-s size] [-n iters] [-a] [-e] [--sr] (-L | <server ip>)
 //   rdma_lat                      server side
 //
 // write: ping-pong; each side WRITEs `size` bytes into the other's buffer
@@ -9,7 +9,9 @@
 // send:  ping-pong with SEND / RECV.
 // read:  the client READs `size` bytes; the server only waits.
 // write and send report half the round trip, read the whole operation, as
-// perftest does. Columns (usec): t_min t_max t_typical (median) t_avg
+// perftest does. -e (perftest's --events): sleep instead of polling, on the
+// completion channel for completions and in ibvx_wait_write for the WRITE
+// that answers. Columns (usec): t_min t_max t_typical (median) t_avg
 // t_stdev, 99% and 99.9% percentiles.
 #include "user.h"
 #include "rdma_perf.h"
@@ -32,27 +34,26 @@ static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
 
 static void reap(struct perf_conn *c, int want_opcode) {
   struct ibv_wc wc;
-  uint64 end = clock_ns() + 30000000000ULL;
   for (;;) {
-    int n = ibv_poll_cq(c->cq, 1, &wc);
+    int n = perf_poll(c, &wc, 30000);
     if (n < 0) fail("poll_cq");
-    if (n == 1) {
-      if (wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
-      if ((int)wc.opcode == want_opcode) return;
-    } else if (clock_ns() > end) {
-      fail("no completion for 30 s");
-    }
+    if (n == 0) fail("no completion for 30 s");
+    if (wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if ((int)wc.opcode == want_opcode) return;
   }
 }
 
 // The tag of round i in the last byte: never 0, never the previous one.
 static uint8_t tag(uint32_t i) { return (uint8_t)(i % 255 + 1); }
 
-static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t) {
+// Polls the buffer's last byte, or with -e sleeps until a WRITE changes it.
+static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) {
   volatile uint8_t *last = c->buf + size - 1;
   uint64 end = clock_ns() + 30000000000ULL;
-  while (*last != t) {
+  uint8_t seen;
+  while ((seen = *last) != t) {
     if (clock_ns() > end) fail("no data for 30 s");
+    if (events && ibvx_wait_write(last, seen, 1000) == EINVAL) fail("wait_write");
     struct ibv_wc wc;          // keep our own send completions from piling up
     ibv_poll_cq(c->cq, 1, &wc);
   }
@@ -94,10 +95,10 @@ static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t si
       if (client) {
         c->buf[size - 1] = tag(i);
         post_write(c, size, 0);
-        wait_tag(c, size, tag(i) ^ 0x80);
+        wait_tag(c, size, tag(i) ^ 0x80, o->events);
         samples[i] = (clock_ns() - t0) / 2;
       } else {
-        wait_tag(c, size, tag(i));
+        wait_tag(c, size, tag(i), o->events);
         c->buf[size - 1] = tag(i) ^ 0x80;
         post_write(c, size, 0);
       }

@@ -12,7 +12,8 @@ const char *perf_op_name(int op) {
 }
 
 static void usage(const char *what) {
-  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-p port] [--sr] [-L | <server ip>]\n", what);
+  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-p port] [-e] [--sr]\n"
+         "       [--inflight pkts] [--min-rto us | --fixed-rto] [-L | <server ip>]\n", what);
   exit(2);
 }
 
@@ -37,6 +38,10 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "-p") == 0 && i + 1 < argc) o->port = atoi(argv[++i]);
     else if (strcmp(a, "-a") == 0) o->all = 1;
     else if (strcmp(a, "--sr") == 0) o->sr = 1;
+    else if (strcmp(a, "-e") == 0 || strcmp(a, "--events") == 0) o->events = 1;
+    else if (strcmp(a, "--inflight") == 0 && i + 1 < argc) o->inflight = (uint32_t)atoi(argv[++i]);
+    else if (strcmp(a, "--min-rto") == 0 && i + 1 < argc) o->min_rto_us = (uint32_t)atoi(argv[++i]);
+    else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
     else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
     else usage(what);
@@ -47,11 +52,14 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
 
 static void die(const char *m) { printf("perf: %s\n", m); exit(1); }
 
-static void resources(struct perf_conn *c, uint32_t len) {
+static void resources(struct perf_conn *c, const struct perf_opts *o) {
+  uint32_t len = o->size;
   c->ctx = rdmau_open();
   if (!c->ctx) die("no RDMA device");
   c->pd = ibv_alloc_pd(c->ctx);
-  c->cq = ibv_create_cq(c->ctx, 512, NULL, NULL, 0);
+  c->chan = o->events ? ibv_create_comp_channel(c->ctx) : NULL;
+  if (o->events && !c->chan) die("completion channel");
+  c->cq = ibv_create_cq(c->ctx, 512, NULL, c->chan, 0);
   c->buf_len = len;
   c->buf = malloc(len);
   if (!c->pd || !c->cq || !c->buf) die("resources");
@@ -67,9 +75,11 @@ static void resources(struct perf_conn *c, uint32_t len) {
   if (!c->mr || !c->qp) die("MR/QP");
 }
 
-// Private data of the REQ: magic, op, size, iters, all, then the MR (16 bytes).
+// Private data of the REQ: magic, op, size, iters, flags (bit 0 -a, bit 1
+// -e, bit 2 --sr: the server offers selective repeat too, so the choice is
+// the client's alone), then the MR (16 bytes).
 static void pack_params(uint8_t *p, const struct perf_opts *o) {
-  uint32_t v[5] = { PERF_MAGIC, (uint32_t)o->op, o->size, o->iters, (uint32_t)o->all };
+  uint32_t v[5] = { PERF_MAGIC, (uint32_t)o->op, o->size, o->iters, (uint32_t)(o->all | o->events << 1 | o->sr << 2) };
   for (int i = 0; i < 5; i++)
     for (int k = 0; k < 4; k++) p[i * 4 + k] = (uint8_t)(v[i] >> (24 - 8 * k));
 }
@@ -78,7 +88,8 @@ static int unpack_params(const uint8_t *p, struct perf_opts *o) {
   uint32_t v[5];
   for (int i = 0; i < 5; i++) v[i] = (uint32_t)p[i * 4] << 24 | (uint32_t)p[i * 4 + 1] << 16 | (uint32_t)p[i * 4 + 2] << 8 | p[i * 4 + 3];
   if (v[0] != PERF_MAGIC) return -1;
-  o->op = (int)v[1]; o->size = v[2]; o->iters = v[3]; o->all = (int)v[4];
+  o->op = (int)v[1]; o->size = v[2]; o->iters = v[3]; o->all = (int)(v[4] & 1); o->events = (int)(v[4] >> 1 & 1);
+  o->sr = (int)(v[4] >> 2 & 1);
   return 0;
 }
 
@@ -101,7 +112,7 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   c->from_peer = c->is_server ? p2c[0] : c2p[0];
   close(c->is_server ? c2p[0] : p2c[0]);
   close(c->is_server ? p2c[1] : c2p[1]);
-  resources(c, o->size);
+  resources(c, o);
   struct ibv_port_attr pa;
   ibv_query_port(c->ctx, 1, &pa);
   struct rdma_peer me = { .qpn = c->qp->qp_num, .psn = rdmau_rand() & 0xffffff,
@@ -129,20 +140,22 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
       die("bad parameters");
     }
     rdma_cm_unpack_mr(c->id->private_data + 20, &c->raddr, &c->rkey, &c->buf_len);
-    resources(c, o->size);
+    resources(c, o);
     c->id->verbs = c->ctx;
     c->id->qp = c->qp;
     rdma_cm_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)o->sr };
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)o->sr,
+                               .max_inflight = o->inflight, .min_rto_us = o->min_rto_us };
     if (rdma_accept(c->id, &p)) die("accept");
     rdma_destroy_id(lid);
   } else {
-    resources(c, o->size);
+    resources(c, o);
     c->id = rdma_create_id(c->ctx);
     c->id->qp = c->qp;
     pack_params(pd, o);
     rdma_cm_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36, .sr = (uint8_t)o->sr };
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36, .sr = (uint8_t)o->sr,
+                               .max_inflight = o->inflight, .min_rto_us = o->min_rto_us };
     if (rdma_connect(c->id, o->server_ip, o->port, &p)) die("connect");
     uint32_t len;
     rdma_cm_unpack_mr(c->id->private_data, &c->raddr, &c->rkey, &len);
@@ -188,6 +201,26 @@ void perf_dump_qp(const struct perf_conn *c) {
          s.rx_dropped, s.error_completions, s.flushed);
 }
 
+// One completion within timeout_ms: 1, 0 at the timeout, <0 poll error.
+// With a completion channel (-e) the process sleeps between completions
+// (arm, poll once more to close the race, then wait for the event) instead
+// of spinning on the CQ.
+int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int timeout_ms) {
+  uint64 end = clock_ns() + (uint64)timeout_ms * 1000000ULL;
+  for (;;) {
+    int n = ibv_poll_cq(c->cq, 1, wc);
+    if (n != 0) return n;
+    if (clock_ns() > end) return 0;
+    if (!c->chan) continue;
+    if (ibv_req_notify_cq(c->cq, 0)) return -1;
+    if ((n = ibv_poll_cq(c->cq, 1, wc)) != 0) return n;
+    struct ibv_cq *ev_cq;
+    void *ev_ctx;
+    if (ibv_get_cq_event(c->chan, &ev_cq, &ev_ctx)) return -1;
+    ibv_ack_cq_events(ev_cq, 1);
+  }
+}
+
 void perf_close(struct perf_conn *c) {
   if (c->id) {
     if (c->is_server) rdma_wait_disconnect(c->id, 10000);
@@ -197,6 +230,7 @@ void perf_close(struct perf_conn *c) {
   ibv_destroy_qp(c->qp);
   ibv_dereg_mr(c->mr);
   ibv_destroy_cq(c->cq);
+  if (c->chan) ibv_destroy_comp_channel(c->chan);
   ibv_dealloc_pd(c->pd);
   if (c->to_peer >= 0) { close(c->to_peer); close(c->from_peer); }
   if (c->is_server && c->to_peer >= 0) exit(0);      // the loopback child ends here

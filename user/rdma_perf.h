@@ -24,6 +24,9 @@ struct perf_opts {
   int tx_depth;        // -t outstanding WRs (bw)
   int port;            // -p CM port
   int sr;              // --sr selective repeat
+  int events;          // -e: sleep for completions / WRITEs instead of polling
+  uint32_t inflight;   // --inflight: request packets in flight (0 = rdma_cm's default)
+  uint32_t min_rto_us; // --min-rto: adaptive RTO floor; ~0u (--fixed-rto) = IBTA timeout only
   int loopback;        // -L
   uint32_t server_ip;  // 0 = server role
 };
@@ -31,6 +34,7 @@ struct perf_opts {
 struct perf_conn {
   struct ibv_context *ctx;
   struct ibv_pd *pd;
+  struct ibv_comp_channel *chan;   // -e only
   struct ibv_cq *cq;
   struct ibv_qp *qp;
   struct ibv_mr *mr;
@@ -50,6 +54,8 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o);
 // Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
 void perf_sync(struct perf_conn *c);
 void perf_close(struct perf_conn *c);
+// One completion: 1, 0 after timeout_ms, < 0 on error; sleeps with -e.
+int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int timeout_ms);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);

@@ -305,6 +305,27 @@ static int t_sgl(void) {
   return 0;
 }
 
+// ibvx_wait_write: a bad address is EINVAL, an unchanged byte times out
+// (after the timeout, not before), a changed one returns at once.
+static int t_wait_write(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  CHECK(ibvx_wait_write((void *)0x10, 0, 10) == EINVAL);
+  CHECK(ibvx_wait_write((void *)0x80001000ULL, 0, 10) == EINVAL);   // kernel memory
+  p.b.buf[100] = 7;
+  uint64 t0 = clock_ns();
+  CHECK(ibvx_wait_write(p.b.buf + 100, 7, 30) == ETIMEDOUT);
+  CHECK(clock_ns() - t0 >= 30000000ULL);
+  p.a.buf[100] = 0x5a;
+  CHECK(post_send1(&p.a, IBV_WR_RDMA_WRITE, 101, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 5) == 0);
+  CHECK(ibvx_wait_write(p.b.buf + 100, 7, 5000) == 0);
+  CHECK(p.b.buf[100] == 0x5a);
+  CHECK(wait_ok(p.a.cq, &wc) == 0);
+  pair_close(&p);
+  return 0;
+}
+
 // Unsignaled WRs (sq_sig_all = 0) complete silently; a signaled one after
 // them completes alone, and every byte arrived.
 static int t_unsignaled(void) {
@@ -795,6 +816,7 @@ int main(int argc, char **argv) {
   add("mtus", t_mtus);
   add("roce_v1", t_roce_v1);
   add("sgl", t_sgl);
+  add("wait_write", t_wait_write);
   add("unsignaled", t_unsignaled);
   add("inline", t_inline);
   add("bad_rkey", t_bad_rkey);

@@ -29,7 +29,9 @@ def runs(smoke):
             ("rdma_bw", f"-t send {sizes} -n {n_bw}"),
             ("rdma_lat", f"-t write -n {n_lat}"),
             ("rdma_lat", f"-t read -n {n_lat}"),
-            ("rdma_lat", f"-t send -n {n_lat}")]
+            ("rdma_lat", f"-t send -n {n_lat}"),
+            ("rdma_lat", f"-t write -e -n {n_lat}"),      # sleeping in ibvx_wait_write
+            ("rdma_lat", f"-t send -e -n {n_lat}")]       # sleeping on the completion channel
 
 
 def main():
