@@ -151,6 +151,12 @@ int  udp_output_sg(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_p
                    const struct netdev_frag *frags, int nfrags,
                    void (*done)(void *), void *arg);
 
+// Prepends the UDP and IPv4 headers (UDP checksum 0) of a datagram whose
+// payload is payload bytes to hdr's data; the caller adds the Ethernet
+// header and sends (udp_output_sg; sysnet.c's netblast reuses one header).
+void udp_push_headers(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_port,
+                      uint32 payload);
+
 // sysnet.c: delivers echo replies to ICMP sockets (consumes nb).
 void sock_icmp_deliver(struct netbuf *nb, uint16 id, uint16 seq);
 

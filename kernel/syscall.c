@@ -41,7 +41,7 @@ HANDLERS(DECLARE)
 // Network stack (sysnet.c).
 #define NET_HANDLERS(X) \
   X(socket) X(bind) X(sendto) X(recvfrom) X(sockclose) X(netstat) X(netinfo) X(arpwait) \
-  X(sendzc)
+  X(sendzc) X(netblast)
 NET_HANDLERS(DECLARE)
 
 struct syscall_entry { const char *name; int64 (*fn)(void); };

@@ -11,6 +11,8 @@
 // Received datagrams wait in the socket's queue (at most SOCK_QMAX; more
 // are dropped and counted). recvfrom() sleeps up to timeout_ms (< 0: no
 // limit) using a ktimer to wake it, and returns -2 on timeout.
+// Two sends bypass the copy: sendzc() (payload DMA'd from pinned pages) and
+// netblast() (the same datagram count times, for the link benchmark).
 #include "types.h"
 #include "param.h"
 #include "lock.h"
@@ -43,7 +45,7 @@ struct sock {
 
 static struct sock socks[NSOCK];
 static struct spinlock sock_lock;
-static struct spinlock zc_lock;       // sendzc waiters and their done flags
+static struct spinlock zc_lock;       // sendzc and netblast waiters and their done state
 static uint32 next_ephemeral = EPHEMERAL_FIRST;   // 32 bits: RISC-V has no 16-bit atomics
 
 // Caller holds sock_lock. Appends nb or drops it when the queue is full.
@@ -220,6 +222,22 @@ int64 sys_sockclose(void) {
 
 struct zc_wait { int done; };
 
+// Pins the user pages behind [buf, buf+n) and describes the payload as
+// device fragments, one per page piece (frags[i] lies in page pa[i]).
+// Returns the page count (0 when n is 0; the caller uvm_unpins pa after
+// the device is done), or -1 with nothing pinned for a bad range.
+static int pin_payload(pagetable_t pt, uint64 buf, int n, uint64 pa[ZC_MAX_PAGES],
+                       struct netdev_frag frags[ZC_MAX_PAGES]) {
+  int npages = n ? uvm_pin(pt, buf, n, pa, ZC_MAX_PAGES) : 0;
+  for (uint64 off = 0, i = 0; npages > 0 && off < (uint64)n; i++) {
+    uint64 in_page = (buf + off) % PGSIZE;
+    uint64 len = PGSIZE - in_page < n - off ? PGSIZE - in_page : n - off;
+    frags[i] = (struct netdev_frag){ pa[i] + in_page, len };
+    off += len;
+  }
+  return npages;
+}
+
 static void zc_done(void *arg) {
   struct zc_wait *w = arg;
   spin_lock(&zc_lock);
@@ -242,16 +260,9 @@ int64 sys_sendzc(void) {
   if (copy_in(pt, &to, arg_addr(3), sizeof to) < 0 || !netdev_present() || !netcfg.ip) return -1;
   if (!s->port && bind_port(s, 0) < 0) return -1;
   uint64 pa[ZC_MAX_PAGES];
-  int npages = n ? uvm_pin(pt, buf, n, pa, ZC_MAX_PAGES) : 0;
-  if (npages < 0) return -1;
   struct netdev_frag frags[ZC_MAX_PAGES];
-  int nfrags = 0;
-  for (uint64 off = 0; off < (uint64)n; nfrags++) {
-    uint64 va = buf + off, in_page = va % PGSIZE;
-    uint64 len = PGSIZE - in_page < n - off ? PGSIZE - in_page : n - off;
-    frags[nfrags] = (struct netdev_frag){ pa[(PG_ROUND_DOWN(va) - PG_ROUND_DOWN(buf)) / PGSIZE] + in_page, len };
-    off += len;
-  }
+  int npages = pin_payload(pt, buf, n, pa, frags), nfrags = npages;
+  if (npages < 0) return -1;
   struct netbuf *hdr = netbuf_alloc_wait();
   int r = -1;
   struct zc_wait w = { 0 };
@@ -268,6 +279,90 @@ int64 sys_sendzc(void) {
     while (!w.done) proc_sleep(&w, &zc_lock);
     spin_unlock(&zc_lock);
   }
+  if (npages > 0) uvm_unpin(pa, npages);
+  return r;
+}
+
+// ---- netblast: a kernel-side burst sender, in the spirit of Linux pktgen ----
+//
+// netblast(s, buf, n, to, count) sends one UDP datagram count times: its
+// Ethernet + IPv4 + UDP header is built once in a netbuf, the payload
+// stays in the caller's pinned pages, and each copy is one netdev_tx of
+// the same fragments (header, then page pieces, as the RDMA layer sends;
+// UDP checksum 0). A full ring makes it wait for room, not fail, so the
+// rate it reaches is what the driver and the emulated link carry, with no
+// system call per datagram. Returns the datagrams sent (fewer than count
+// only if the process is killed) once the device is done with all of them.
+
+#define NETBLAST_MAX_COUNT (1 << 20)   // datagrams per call
+
+struct blast { int inflight; };        // frames queued whose done() has not run
+
+static void blast_done(void *arg) {
+  struct blast *b = arg;
+  if (__sync_sub_and_fetch(&b->inflight, 1) > 0) return;
+  spin_lock(&zc_lock);                 // the sender sleeps on b under zc_lock
+  proc_wakeup(b);
+  spin_unlock(&zc_lock);
+}
+
+// Prepends Ethernet + IPv4 + UDP headers for a payload of n bytes to hdr.
+// A broadcast destination goes to the broadcast MAC; any other waits up to
+// a second for ARP. Returns 0, or -1 if the address does not resolve.
+static int blast_header(struct netbuf *hdr, uint16 src_port, const struct net_addr *to, int n) {
+  uint8 mac[6];
+  if (to->ip == 0xffffffff || to->ip == (netcfg.ip | ~netcfg.netmask)) memcpy(mac, eth_broadcast, 6);
+  else if (arp_resolve_wait(ip_next_hop(to->ip), mac, 1000000000ull) < 0) return -1;
+  udp_push_headers(hdr, src_port, to->ip, to->port, n);
+  uint8 *e = netbuf_push(hdr, ETH_HLEN);
+  memcpy(e, mac, 6);
+  memcpy(e + 6, netcfg.mac, 6);
+  put16(e + 12, ETHERTYPE_IPV4);
+  return 0;
+}
+
+// Queues the frame made of frags count times, sleeping for ring room;
+// returns how many were queued, after the device has finished them all.
+static int blast_frames(const struct netdev_frag *frags, int nfrags, int count) {
+  struct blast b = { 0 };
+  int sent = 0;
+  while (sent < count) {
+    if (sent % 64 == 0 && proc_killed(current())) break;
+    __sync_fetch_and_add(&b.inflight, 1);          // before done() can run
+    if (netdev_tx(frags, nfrags, blast_done, &b) == 0) { sent++; continue; }
+    __sync_fetch_and_sub(&b.inflight, 1);          // not queued: no done()
+    if (netdev_tx_wait(nfrags) < 0) break;
+  }
+  __sync_fetch_and_add(&net_counters[NC_udp_tx], sent);
+  __sync_fetch_and_add(&net_counters[NC_ip_tx], sent);
+  __sync_fetch_and_add(&net_counters[NC_eth_tx], sent);
+  spin_lock(&zc_lock);
+  while (b.inflight > 0) proc_sleep(&b, &zc_lock);
+  spin_unlock(&zc_lock);
+  return sent;
+}
+
+int64 sys_netblast(void) {
+  struct sock *s = arg_sock(0);
+  uint64 buf = arg_addr(1);
+  int n = arg_int(2), count = arg_int(4);
+  struct net_addr to;
+  pagetable_t pt = current()->pagetable;
+  if (!s || s->type != SOCK_UDP || n < 0 || n > NET_MAX_UDP_PAYLOAD) return -1;
+  if (count < 1 || count > NETBLAST_MAX_COUNT) return -1;
+  if (copy_in(pt, &to, arg_addr(3), sizeof to) < 0 || !netdev_present() || !netcfg.ip) return -1;
+  if (!s->port && bind_port(s, 0) < 0) return -1;
+  uint64 pa[ZC_MAX_PAGES];
+  struct netdev_frag frags[1 + ZC_MAX_PAGES];
+  int npages = pin_payload(pt, buf, n, pa, frags + 1);
+  if (npages < 0) return -1;
+  struct netbuf *hdr = netbuf_alloc_wait();
+  int r = -1;
+  if (hdr && blast_header(hdr, s->port, &to, n) == 0) {
+    frags[0] = (struct netdev_frag){ (uint64)hdr->data, hdr->len };
+    r = blast_frames(frags, 1 + npages, count);
+  }
+  if (hdr) netbuf_free(hdr);
   if (npages > 0) uvm_unpin(pa, npages);
   return r;
 }

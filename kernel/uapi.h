@@ -48,6 +48,7 @@
 #define SYS_netinfo   46  // (struct net_info *out)
 #define SYS_arpwait   47  // (ip, unsigned char mac[6], timeout_ms) -> 0, -2 timeout
 #define SYS_sendzc    48  // (s, buf, n, to): sendto, payload DMA'd from pinned pages (UDP csum 0)
+#define SYS_netblast  49  // (s, buf, n, to, count 1..2^20): sendzc's datagram count times -> sent
 
 // RDMA verbs (kernel/rdma*.c; user/ibverbs.c gives them libibverbs names).
 // Objects are named by small per-kind handles that only their creating

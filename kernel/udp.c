@@ -92,6 +92,12 @@ void udp_output(struct netbuf *nb, uint16 src_port, uint32 dst, uint16 dst_port)
   ip_output(nb, dst, IPPROTO_UDP);
 }
 
+void udp_push_headers(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_port,
+                      uint32 payload) {
+  write_header(netbuf_push(hdr, UDP_HLEN), src_port, dst_port, payload + UDP_HLEN);
+  ip_build_header(netbuf_push(hdr, IP_HLEN), netcfg.ip, dst, IPPROTO_UDP, payload + UDP_HLEN);
+}
+
 int udp_output_sg(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_port,
                   const struct netdev_frag *frags, int nfrags,
                   void (*done)(void *), void *arg) {
@@ -101,8 +107,7 @@ int udp_output_sg(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_po
   if (payload + UDP_HLEN + IP_HLEN > NETDEV_MTU) { net_count(NC_ip_too_big); return -1; }
   if (!arp_lookup(ip_next_hop(dst), mac)) return -1;   // asked; the caller retries
   uint32 keep = hdr->len;
-  write_header(netbuf_push(hdr, UDP_HLEN), src_port, dst_port, payload + UDP_HLEN);
-  ip_build_header(netbuf_push(hdr, IP_HLEN), netcfg.ip, dst, IPPROTO_UDP, payload + UDP_HLEN);
+  udp_push_headers(hdr, src_port, dst, dst_port, payload);
   if (eth_output_sg(hdr, mac, ETHERTYPE_IPV4, frags, nfrags, done, arg) < 0) {
     netbuf_pull(hdr, hdr->len - keep);           // back to what the caller gave
     return -1;

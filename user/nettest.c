@@ -15,6 +15,10 @@
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
 //   nettest sink PORT IDLE_MS             receive a blast: frames/s, MB/s, interrupts/frame
 //   nettest lat IP PORT SIZE COUNT        echo round trips: min/median/p90/avg RTT, one-way = RTT/2
+//   nettest kblast IP PORT SIZE SECONDS   kernel burst (netblast: no syscall per datagram)
+//   nettest kburst IP PORT SIZE COUNT     exactly COUNT datagrams in one netblast call
+//   nettest kcount IDLE_MS [FIRST_MS]     count a kernel burst sent to a port nobody holds
+//                                        from the driver/stack counters (no recvfrom)
 #include "user.h"
 
 #define NS 1000000000ul
@@ -35,21 +39,27 @@ static int udp_socket(int port) {
   return s;
 }
 
-// The value of one "name value" line of netstat, or 0.
-static unsigned long stat_value(const char *name) {
-  static char buf[4096];
-  int n = netstat(buf, sizeof buf - 1);
-  if (n < 0) return 0;
-  buf[n] = 0;
+// The value of one "name value" line of netstat text, or 0.
+static unsigned long stat_find(const char *text, const char *name) {
   int len = strlen(name);
-  for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
     if (!strncmp(p, name, len) && p[len] == ' ') {
       unsigned long v = 0;
-      for (char *d = p + len + 1; *d >= '0' && *d <= '9'; d++) v = v * 10 + (*d - '0');
+      for (const char *d = p + len + 1; *d >= '0' && *d <= '9'; d++) v = v * 10 + (*d - '0');
       return v;
     }
   return 0;
 }
+
+// A fresh netstat snapshot (NUL-terminated; empty on error).
+static const char *stat_text(void) {
+  static char buf[4096];
+  int n = netstat(buf, sizeof buf - 1);
+  buf[n < 0 ? 0 : n] = 0;
+  return buf;
+}
+
+static unsigned long stat_value(const char *name) { return stat_find(stat_text(), name); }
 
 static int cmd_info(void) {
   struct net_info ni;
@@ -215,6 +225,77 @@ static int cmd_sink(int port, int idle_ms) {
   return 0;
 }
 
+// Kernel burst: netblast in calls of KBLAST_CALL datagrams until SECONDS
+// have passed, or (seconds 0) exactly count datagrams in one call.
+#define KBLAST_CALL 512
+
+static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int count) {
+  int s = udp_socket(0);
+  char *buf = malloc(size + 1);
+  struct net_addr to = { ip, (unsigned short)port, 0 };
+  fill(buf, size, 0x6b000000u);
+  unsigned long t0 = clock_ns(), end = t0 + (unsigned long)seconds * NS, n = 0;
+  do {
+    int r = netblast(s, buf, size, &to, seconds ? KBLAST_CALL : count);
+    if (r < 0) die("netblast failed");
+    n += r;
+  } while (seconds && clock_ns() < end);
+  print_rate(seconds ? "kblast sent" : "kburst sent", n, n * size, clock_ns() - t0);
+  return 0;
+}
+
+// What the receiver's counters say at one moment.
+struct rx_sample { unsigned long t, datagrams, frames, bytes, irqs, no_buf, missed; };
+
+static void rx_sample(struct rx_sample *x) {
+  const char *st = stat_text();
+  x->t = clock_ns();
+  x->datagrams = stat_find(st, "udp_no_port");     // went through eth/ip/udp demux
+  x->frames = stat_find(st, "dev_rx_frames");
+  x->bytes = stat_find(st, "dev_rx_bytes");
+  x->irqs = stat_find(st, "dev_interrupts");
+  x->no_buf = stat_find(st, "dev_rx_no_buf");
+  x->missed = stat_find(st, "dev_rx_missed");
+}
+
+// Receiver of a kernel burst to a port nobody holds: the stack drops each
+// datagram after the UDP demux (it sends no ICMP port-unreachable), so the
+// receiver's work per frame is the driver plus eth/ip/udp, as for RoCEv2
+// frames. Samples the counters every tick; the rate runs from the first
+// sample that saw the burst to the last one that saw it grow.
+static int cmd_kcount(int idle_ms, int first_ms) {
+  struct rx_sample base, first, last, now;
+  rx_sample(&base);
+  first = last = base;
+  printf("kcount: ready\n");
+  for (;;) {
+    sleep(1);
+    rx_sample(&now);
+    int started = first.t != base.t;
+    if (now.datagrams != last.datagrams) {
+      if (!started) first = now;
+      last = now;
+      continue;
+    }
+    unsigned long quiet_ms = (now.t - (started ? last.t : base.t)) / 1000000;
+    if (quiet_ms > (unsigned long)(started ? idle_ms : first_ms)) break;
+  }
+  if (last.datagrams - first.datagrams < 1) {
+    printf("kcount got %lu datagrams\n", last.datagrams - base.datagrams);
+    return 1;
+  }
+  unsigned long n = last.datagrams - first.datagrams, frames = last.frames - first.frames;
+  unsigned long bytes = last.bytes - first.bytes, headers = frames * 42;   // Eth + IPv4 + UDP
+  print_rate("kcount received", n, bytes > headers ? bytes - headers : 0, last.t - first.t);
+  unsigned long irqs = last.irqs - first.irqs;
+  printf("kcount interrupts %lu for %lu frames: %lu.%03lu interrupts/frame\n", irqs, frames,
+         frames ? irqs / frames : 0, frames ? irqs * 1000 / frames % 1000 : 0);
+  printf("kcount total %lu datagrams %lu frames, rx_no_buf %lu rx_missed %lu\n",
+         last.datagrams - base.datagrams, last.frames - base.frames, last.no_buf - base.no_buf,
+         last.missed - base.missed);
+  return 0;
+}
+
 static int cmd_lat(unsigned int ip, int port, int size, int count) {
   int s = udp_socket(0);
   char *out = malloc(NET_MAX_UDP_PAYLOAD), *in = malloc(NET_MAX_UDP_PAYLOAD);
@@ -244,7 +325,9 @@ __attribute__((noreturn)) static void usage(void) {
   fprintf(STDERR, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
                   "  recv PORT IDLE_MS [FIRST_MS] | xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS |\n"
                   "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
-                  "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT\n");
+                  "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT |\n"
+                  "  kblast IP PORT SIZE SECONDS | kburst IP PORT SIZE COUNT |\n"
+                  "  kcount IDLE_MS [FIRST_MS]\n");
   exit(2);
 }
 
@@ -267,5 +350,9 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "blast") && ip && argc == 6) exit(cmd_blast(ip, a[0], a[1], a[2]));
   if (!strcmp(m, "sink") && argc == 4) exit(cmd_sink(atoi(argv[2]), a[0]));
   if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));
+  if (!strcmp(m, "kblast") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], a[2], 0));
+  if (!strcmp(m, "kburst") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], 0, a[2]));
+  if (!strcmp(m, "kcount") && argc >= 3)
+    exit(cmd_kcount(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 60000));
   usage();
 }

@@ -60,6 +60,7 @@ int netstat(char *buf, int n);
 int netinfo(struct net_info *info);
 int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);
 int sendzc(int s, const void *buf, int n, const struct net_addr *to);
+int netblast(int s, const void *buf, int n, const struct net_addr *to, int count);
 unsigned int inet_parse(const char *dotted);   // user/inet.c; 0 if malformed
 
 // Strings and memory (string.c).

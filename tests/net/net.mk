@@ -3,14 +3,18 @@
 #
 #   make test-net        two guests through linkemu: ARP, ping both ways,
 #                        UDP echo 1..8972 bytes (jumbo frames, also
-#                        zero-copy), corrupted frames all dropped and
+#                        zero-copy), the netblast syscall and a kernel
+#                        burst of 5,000 datagrams counted exactly,
+#                        corrupted frames all dropped and
 #                        counted, 10,000 datagrams each way over 5% loss
 #                        checked against linkemu's counters. 1-3 minutes.
 #                        Ends "N passed, M failed". TEST_NET_ARGS="--quick"
 #                        (sweep step 7), "--seed N", "--only loss".
 #   make bench-net       link ceiling guest to guest (frames/s, MB/s at 64,
-#                        1500, 4200, 9000-byte frames) and one-way latency ->
-#                        bench/results/link-ceiling.csv (+ .png), link-latency.csv
+#                        1082, 1500, 4154, 9000-byte frames; kernel burst and
+#                        sendto/recvfrom) and one-way latency ->
+#                        bench/results/link-ceiling.csv (+ .png), link-latency.csv,
+#                        link-summary.md
 #
 # By hand: python3 tests/net/launch.py --guests 2 --a2b "loss 1%" (see docs/network.md).
 

@@ -29,7 +29,7 @@ struct ut_test {
 extern const struct ut_test ut_proc_tests[], ut_mem_tests[],
   ut_badptr_tests[], ut_fd_tests[], ut_pipe_tests[], ut_fs_tests[],
   ut_time_tests[], ut_sys_tests[], ut_smp_tests[], ut_exec_tests[],
-  ut_libc_tests[], ut_badptr_ext_tests[];
+  ut_libc_tests[], ut_badptr_ext_tests[], ut_net_tests[];
 
 // Ends the current test as failed; the reason reaches the runner.
 void ut_fail(int line, const char *fmt, ...) __attribute__((noreturn));
