@@ -35,7 +35,7 @@ static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
 static void reap(struct perf_conn *c, int want_opcode) {
   struct ibv_wc wc;
   for (;;) {
-    int n = perf_poll(c, &wc, 30000);
+    int n = perf_poll(c, &wc, 1, 30000);
     if (n < 0) fail("poll_cq");
     if (n == 0) fail("no completion for 30 s");
     if (wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }

@@ -201,19 +201,20 @@ void perf_dump_qp(const struct perf_conn *c) {
          s.rx_dropped, s.error_completions, s.flushed);
 }
 
-// One completion within timeout_ms: 1, 0 at the timeout, <0 poll error.
+// Up to max completions, at least one unless timeout_ms passes (then 0);
+// < 0 on a poll error.
 // With a completion channel (-e) the process sleeps between completions
 // (arm, poll once more to close the race, then wait for the event) instead
 // of spinning on the CQ.
-int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int timeout_ms) {
+int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms) {
   uint64 end = clock_ns() + (uint64)timeout_ms * 1000000ULL;
   for (;;) {
-    int n = ibv_poll_cq(c->cq, 1, wc);
+    int n = ibv_poll_cq(c->cq, max, wc);
     if (n != 0) return n;
     if (clock_ns() > end) return 0;
     if (!c->chan) continue;
     if (ibv_req_notify_cq(c->cq, 0)) return -1;
-    if ((n = ibv_poll_cq(c->cq, 1, wc)) != 0) return n;
+    if ((n = ibv_poll_cq(c->cq, max, wc)) != 0) return n;
     struct ibv_cq *ev_cq;
     void *ev_ctx;
     if (ibv_get_cq_event(c->chan, &ev_cq, &ev_ctx)) return -1;

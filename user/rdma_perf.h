@@ -54,8 +54,9 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o);
 // Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
 void perf_sync(struct perf_conn *c);
 void perf_close(struct perf_conn *c);
-// One completion: 1, 0 after timeout_ms, < 0 on error; sleeps with -e.
-int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int timeout_ms);
+// Up to max completions, at least one: n, 0 after timeout_ms, < 0 on
+// error. With -e it sleeps on the completion channel instead of spinning.
+int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);
