@@ -548,6 +548,7 @@ struct rct_qp {
 	uint8_t nak_syndrome;
 	uint8_t err_after_nak;      /* move the QP to ERR once the NAK is out */
 	uint8_t sack_pending;       /* SR: a selective NAK should be sent */
+	uint8_t sack_gap;           /* SR: ... because a packet beyond epsn was not placed [SR-RESP-10] */
 	uint32_t ack_psn, nak_psn;
 	uint32_t unacked;           /* executed packets not yet covered by an ACK */
 	uint32_t rd_head, rd_tail;  /* responder READ resources (free-running) */

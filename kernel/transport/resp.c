@@ -14,7 +14,7 @@ void rct_resp_reset(struct rct_qp *qp)
 	qp->resp_state = RCT_RESP_IDLE;
 	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
 	qp->msn = 0;                                          /* [RESP-MSN-1] */
-	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = 0;
+	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
 	qp->err_after_nak = 0;
 	qp->unacked = 0;
 	qp->rd_head = qp->rd_tail = 0;
@@ -102,7 +102,7 @@ void rct_resp_flush(struct rct_qp *qp)
 	}
 	for (uint32_t i = 0; i < qp->init.rd_size; i++)
 		qp->init.rd[i].pending = 0;
-	qp->ack_pending = qp->sack_pending = 0;
+	qp->ack_pending = qp->sack_pending = qp->sack_gap = 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -462,6 +462,12 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 			rct_qp_to_err(qp);                            /* [QP-ERR-1] */
 		return 1;
 	}
+	if (qp->sack_pending && !qp->sack_gap && !rct_bm_any(qp->sr_rcvd)) {
+		/* epsn has caught up since the SACK was due: nothing beyond it is
+		 * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
+		qp->sack_pending = 0;
+		rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+	}
 	if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
 		struct rct_hdr h;
 		uint64_t w[SACK_WORDS_MAX];
@@ -483,7 +489,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 			h.sack_ext[i - 1] = w[i];
 		f->nseg = 0;
 		rct_qp_emit(qp, f, &h, 0);
-		qp->sack_pending = 0;
+		qp->sack_pending = qp->sack_gap = 0;
 		qp->ack_pending = 0;
 		qp->unacked = 0;
 		qp->cnt.tx_sack++;

@@ -116,7 +116,7 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 	uint32_t f = p->opflags;
 	if (d >= RCT_SR_WINDOW) {                                 /* [SR-RESP-1] */
 		qp->cnt.rx_out_of_seq++;
-		qp->sack_pending = 1;
+		qp->sack_pending = qp->sack_gap = 1;
 		return;
 	}
 	if (d == 0)
@@ -134,7 +134,7 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 	if (f & OPF_READ) {
 		if (d != 0) {                                     /* [SR-RESP-6] */
 			qp->cnt.rx_out_of_seq++;
-			qp->sack_pending = 1;
+			qp->sack_pending = qp->sack_gap = 1;
 			return;
 		}
 		if (rct_resp_exec_read(qp, p)) {

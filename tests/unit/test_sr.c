@@ -352,6 +352,48 @@ START_TEST(test_sr_duplicate_and_beyond_window)
 }
 END_TEST
 
+/* [SR-RESP-10] [SR-RESP-5] a selective NAK due for an out-of-order packet
+ * but not yet sent when the hole fills (several frames taken between two
+ * sends, as a NIC's receive path does) goes out as an ACK for epsn - 1;
+ * a gap left by a packet beyond the window still goes out as a NAK. */
+START_TEST(test_sr_stale_sack_becomes_ack)
+{
+	struct peer pr;
+	struct rct_pkt p;
+	struct test_mr *w;
+	struct rct_hdr h;
+	pair_setup(true);
+	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	memset(&h, 0, sizeof(h));
+	h.reth.va = 0x40000;
+	h.reth.rkey = w->key;
+	h.reth.dmalen = 2048;
+	h.bth.opcode = OP_SR_BASE | OP_WRITE_LAST;         /* epsn + 1 first: out of order */
+	h.bth.psn = 0x123457;
+	h.bth.ackreq = 1;
+	h.sreth.offset = 1024;
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	h.bth.opcode = OP_SR_BASE | OP_WRITE_FIRST;        /* then the hole, before any send */
+	h.bth.psn = 0x123456;
+	h.bth.ackreq = 0;
+	h.sreth.offset = 0;
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	ck_assert_uint_eq(eb.qp.epsn, 0x123458);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
+	ck_assert_uint_eq(p.h.bth.psn, 0x123457);
+	expect_nothing(&eb, 0);
+	h.bth.psn = 0x123458 + RCT_SR_WINDOW;              /* beyond the window: a real gap */
+	h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+	ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+	ck_assert_uint_eq(p.h.sack, 0);
+}
+END_TEST
+
 /* [SR-WIRE-8] [SR-WIRE-6] the SACKH grows by 8-byte words to reach the
  * highest placed PSN; a receiver reads the extra words; a SACKH tail that is
  * not whole words, or longer than SR_WINDOW bits, is malformed. */
@@ -527,6 +569,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_sends_complete_in_order);
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
 	tcase_add_test(t, test_sr_lost_resend_detected);
+	tcase_add_test(t, test_sr_stale_sack_becomes_ack);
 	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
