@@ -21,6 +21,7 @@
 #include "file.h"
 #include "bootarg.h"
 #include "selftest.h"
+#include "prof.h"
 #include "memlayout.h"
 #include "rdma.h"
 #include "pci.h"
@@ -50,6 +51,7 @@ static void boot_hart0(void) {
   proc_table_init();            // maps kernel stacks into the kernel table
   timer_init(fdt_timebase_hz());
   kprintf("timebase %d Hz\n", (int)fdt_timebase_hz());
+  prof_init(fdt_timebase_hz());
   irq_register(UART0_IRQ, uart_interrupt, NULL);
   bcache_init();
   inode_table_init();

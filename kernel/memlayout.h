@@ -7,6 +7,8 @@
 #define TEST_FINISHER 0x00100000ULL   // sifive test device: poweroff / fail
 #define CLINT_BASE    0x02000000ULL   // only its msip words: cross-hart wakeups
 #define CLINT_MSIP(hart) (CLINT_BASE + 4 * (hart))
+#define CLINT_MTIMECMP(hart) (CLINT_BASE + 0x4000 + 8 * (hart))   // prof.c's sampling timer
+#define CLINT_MTIME   (CLINT_BASE + 0xbff8)
 #define PLIC_BASE     0x0c000000ULL
 #define PLIC_SIZE     0x00400000ULL
 #define UART0_BASE    0x10000000ULL

@@ -2,7 +2,8 @@
 // physical memory protection, counter access and the Sstc timer, then
 // mret's into kernel_main() in supervisor mode. Machine mode never runs
 // again, except for machine_vector (machinevec.S), which forwards a
-// cross-hart wakeup (CLINT software interrupt) to S-mode. Every other trap
+// cross-hart wakeup (CLINT software interrupt) to S-mode and takes the
+// profiler's samples (CLINT timer, off unless booted with prof=N). Every other trap
 // and interrupt goes to S-mode directly, and the S-mode timer is stimecmp
 // (Sstc, present in QEMU 7.2's rv64 CPU), so no M-mode timer handler is
 // needed.
@@ -13,7 +14,7 @@
 void kernel_main(void);
 void machine_vector(void);
 __attribute__((aligned(16))) char boot_stacks[BOOT_STACK_SIZE * NCPU];
-static uint64 machine_scratch[NCPU][2];   // machine_vector's register save area
+static uint64 machine_scratch[NCPU][3];   // machine_vector's register save area
 uint64 boot_dtb;     // device-tree blob address QEMU passed to hart 0
 int sstc_missing;    // the CPU has no Sstc: the kernel cannot keep time
 
@@ -37,7 +38,7 @@ void machine_start(uint64 hartid, uint64 dtb) {
     sstc_missing = 1;                          // kernel_main reports it
   csr_write(mscratch, (uint64)machine_scratch[hartid]);
   csr_write(mtvec, (uint64)machine_vector);
-  csr_set(mie, 1 << 3);                        // MSIE: wakeups from other harts
+  csr_set(mie, 1 << 3 | 1 << 7);               // MSIE: wakeups from other harts; MTIE: prof.c
   write_tp(hartid);
   asm volatile("mret");
 }

@@ -1,4 +1,5 @@
 // sysproc.c: system calls about processes, time and the machine.
+#include "prof.h"
 #include "types.h"
 #include "riscv.h"
 #include "param.h"
@@ -42,6 +43,7 @@ int64 sys_uptime(void) { return clock_ticks(); }
 
 int64 sys_halt(void) {
   int status = arg_int(0);
+  prof_dump();
   kprintf("halt: powering off with status %d\n", status);
   power_off(status);
 }

@@ -56,7 +56,7 @@ void kvm_init(void) {
   uint64 text_end = PG_ROUND_UP((uint64)kernel_text_end);
   kmap(TEST_FINISHER, PGSIZE, TEST_FINISHER, PTE_R | PTE_W, 0);
   kmap(UART0_BASE, PGSIZE, UART0_BASE, PTE_R | PTE_W, 0);
-  kmap(CLINT_BASE, PGSIZE, CLINT_BASE, PTE_R | PTE_W, 0);  // msip words
+  kmap(CLINT_BASE, 0x10000, CLINT_BASE, PTE_R | PTE_W, 0);  // msip, mtimecmp, mtime (prof.c)
   kmap(VIRTIO_MMIO_BASE, VIRTIO_MMIO_SLOTS * PGSIZE, VIRTIO_MMIO_BASE, PTE_R | PTE_W, 0);
   kmap(PLIC_BASE, PLIC_SIZE, PLIC_BASE, PTE_R | PTE_W, 1);
   kmap(PCI_ECAM_BASE, PCI_ECAM_SIZE, PCI_ECAM_BASE, PTE_R | PTE_W, 1);

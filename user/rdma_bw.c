@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
     perf_sync(&c);
   }
   if (client) printf("---------------------------------------------------------------------------------------\n");
+  if (o.stats && client) perf_dump_qp(&c);
   perf_close(&c);
   exit(0);
 }

@@ -158,6 +158,7 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   if (client) printf("---------------------------------------------------------------------------------------\n");
+  if (o.stats && client) perf_dump_qp(&c);
   perf_close(&c);
   exit(0);
 }

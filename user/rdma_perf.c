@@ -13,7 +13,7 @@ const char *perf_op_name(int op) {
 
 static void usage(const char *what) {
   printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-p port] [-e] [--sr]\n"
-         "       [--inflight pkts] [--min-rto us | --fixed-rto] [-L | <server ip>]\n", what);
+         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [-L | <server ip>]\n", what);
   exit(2);
 }
 
@@ -42,6 +42,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "--inflight") == 0 && i + 1 < argc) o->inflight = (uint32_t)atoi(argv[++i]);
     else if (strcmp(a, "--min-rto") == 0 && i + 1 < argc) o->min_rto_us = (uint32_t)atoi(argv[++i]);
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
+    else if (strcmp(a, "--stats") == 0) o->stats = 1;
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
     else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
     else usage(what);

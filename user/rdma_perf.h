@@ -26,6 +26,7 @@ struct perf_opts {
   int sr;              // --sr selective repeat
   int events;          // -e: sleep for completions / WRITEs instead of polling
   uint32_t inflight;   // --inflight: request packets in flight (0 = rdma_cm's default)
+  int stats;           // --stats: the QP's transport counters after the table
   uint32_t min_rto_us; // --min-rto: adaptive RTO floor; ~0u (--fixed-rto) = IBTA timeout only
   int loopback;        // -L
   uint32_t server_ip;  // 0 = server role
