@@ -30,7 +30,7 @@
 #include "netdev.h"
 #include "rdma.h"
 
-#define TX_SLOTS 256
+#define TX_SLOTS 512            // above what the NIC ring holds (TX_RING / 3 fragments)
 #define TX_MAX_PAGES 24
 
 struct tx_slot {
@@ -117,6 +117,13 @@ int rdma_net_retry(void) {
   return 0;
 }
 
+// An ACK or selective NAK places no data: no reason to wake a process
+// waiting in rdma_wait_write (a ping-pong's ACK arrives just before the
+// answering WRITE, and a needless wakeup costs the WRITE a context switch).
+static int acknowledge_only(uint8 bth_opcode) {
+  return bth_opcode == 0x11 || bth_opcode == 0xd1;     // RC ACKNOWLEDGE, SR selective NAK
+}
+
 // Driver thread: a UDP datagram for port 4791; we own nb.
 static void roce_rx(struct netbuf *nb, void *arg) {
   uint8 *frame = nb->data - UDP_HLEN - IP_HLEN - ETH_HLEN;
@@ -129,7 +136,7 @@ static void roce_rx(struct netbuf *nb, void *arg) {
   spin_lock(&rdma.lock);
   rdma_net_rx_frames++;
   rct_handle_frame(&rdma.dev, clock_ns(), frame, len);
-  rdma_frame_arrived();
+  if (nb->len > 0 && !acknowledge_only(nb->data[0])) rdma_frame_arrived();
   if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   netbuf_free(nb);

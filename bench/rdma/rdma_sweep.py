@@ -1,29 +1,46 @@
 #!/usr/bin/env python3
 """rdma_sweep.py: make bench-rdma. rdma_bw / rdma_lat between two guests
-over linkemu, written to bench/results/ beside the raw link ceiling of
-`make bench-net` (bench/results/link-ceiling.csv, link-latency.csv).
+over linkemu, written to bench/results/, with the raw link ceiling measured
+in the same run on the same guests.
 
-Configurations (each a fresh pair of guests; seeds printed):
-  mtu1024 lossless, go-back-N    WRITE sizes 2 B .. 8 MiB (every power of 2),
-                                 READ and SEND at a few sizes,
-                                 rdma_lat WRITE 2 B and 256 B, and the raw
-                                 link's one-way latency (nettest lat against
-                                 udpecho, 18-byte datagrams) in the same run
-  mtu4096 lossless, go-back-N    WRITE, a few sizes (boot argument rdma_mtu=4096)
-  loss 0.1 / 1 / 5 %, go-back-N and selective repeat
-                                 WRITE at 4 KiB, 64 KiB, 1 MiB
-Outputs: rdma-bw.csv, rdma-lat.csv, rdma-bw.png, rdma-loss.png,
-rdma-perf.txt (the tools' own tables, perftest's columns), rdma-summary.md.
-Iterations per size: enough for ~2-4 MiB (at least 5, at most 500);
-at 5 % loss less. MB in the tools' columns is 2^20 bytes (as perftest);
-the CSVs and the summary use MB = 10^6 bytes like link-ceiling.csv.
+Every tool runs with -e (perftest's --events: the processes sleep on the
+completion channel, and rdma_lat's WRITE side in ibvx_wait_write): two
+guests that busy-poll on this 2-core host starve QEMU's I/O threads and
+linkemu, and measure the host's scheduler instead of the transport.
+Transport settings are rdma_cm's defaults (256 packets in flight, adaptive
+RTO with a 20 ms floor); --stats adds each run's retransmissions and
+timeouts to the CSV.
 
-Usage: python3 bench/rdma/rdma_sweep.py [--out DIR] [--quick] [--seed N]
+Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
+  mtu1024     lossless, go-back-N: WRITE 2 B .. 8 MiB (every power of 2),
+              READ and SEND at a few sizes; the link ceiling at 1082-byte
+              frames (a full MTU-1024 RoCEv2 frame): nettest kblast (the
+              kernel sends one prebuilt UDP datagram again and again)
+              against nettest kcount (the receiver counts from its stack's
+              counters), guest 1 -> guest 0 like the RDMA data, 3 times
+  mtu4096     the same at path MTU 4096 (boot argument rdma_mtu=4096) and
+              4154-byte frames, WRITE at a few sizes
+  loss        0.1 / 1 / 5 % random loss both ways, go-back-N and selective
+              repeat, WRITE 4 KiB, 64 KiB, 1 MiB at MTU 1024; 1 and 5 % at
+              MTU 4096 for 64 KiB and 1 MiB
+  latency     rdma_lat -e WRITE 2 B and 256 B against the raw link's one-way
+              latency (nettest lat, 18-byte UDP echoes) in the same guests,
+              twice: as configured by default (2 vCPUs, E1000 interrupt
+              moderation ITR 250 us), and tuned for latency the way one
+              tunes a host for perftest's latency tests (1 vCPU, ITR 0 and
+              QEMU's e1000 mitigation off: each frame interrupts at once)
+Outputs: rdma-bw.csv, rdma-lat.csv, rdma-ceiling.csv, rdma-bw.png,
+rdma-loss.png, rdma-perf.txt (the tools' own tables, perftest's columns),
+rdma-summary.md. MB in the tools' columns is 2^20 bytes (as perftest); the
+CSVs and the summary use MB = 10^6 bytes.
+
+Usage: python3 bench/rdma/rdma_sweep.py [--out DIR] [--quick] [--seed N] [--only NAME ...]
 """
 import argparse
 import csv
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -31,13 +48,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
+sys.path.insert(0, os.path.join(REPO, "bench", "net"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
+import link_ceiling  # noqa: E402
 
 BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 LAT_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
+QP_STATS = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)")
 MIB = 1 << 20
 REPEATS = 3
+FRAME = {1024: 1082, 4096: 4154}      # a full RoCEv2 frame at each path MTU (no FCS)
 
 
 def iters_for(size, budget):
@@ -48,7 +69,7 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     a, b = tb.guests
     a.send("rdma_bw")
     a.expect(r"waiting for a client", timeout=60)
-    cmd = (f"rdma_bw -t {op} -s {size} -n {iters}{' --sr' if sr else ''}"
+    cmd = (f"rdma_bw -t {op} -s {size} -n {iters} -e --stats{' --sr' if sr else ''}"
            f"{f' -d {depth}' if depth else ''} {tb.ip(0)}")
     out = b.run(cmd, timeout=1800)
     a.expect(r"\$ $", timeout=120)
@@ -57,14 +78,18 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     if not m:
         progress("bench", f"{cmd}: no result row")
         return None
-    return {"bw_peak_MiBps": float(m.group(3)), "bw_avg_MiBps": float(m.group(4)), "mpps": float(m.group(5))}
+    r = {"bw_peak_MiBps": float(m.group(3)), "bw_avg_MiBps": float(m.group(4)), "mpps": float(m.group(5))}
+    q = QP_STATS.search(out)
+    if q:
+        r.update({"tx_frames": int(q.group(1)), "retransmits": int(q.group(3)), "timeouts": int(q.group(4))})
+    return r
 
 
 def lat(tb, op, size, iters, log):
     a, b = tb.guests
     a.send("rdma_lat")
     a.expect(r"waiting for a client", timeout=60)
-    cmd = f"rdma_lat -t {op} -s {size} -n {iters} {tb.ip(0)}"
+    cmd = f"rdma_lat -t {op} -s {size} -n {iters} -e {tb.ip(0)}"
     out = b.run(cmd, timeout=900)
     a.expect(r"\$ $", timeout=120)
     log.append(f"### {cmd}\n{out.strip()}\n")
@@ -76,20 +101,37 @@ def lat(tb, op, size, iters, log):
             "t_stdev_us": v[6], "p99_us": v[7], "p999_us": v[8]}
 
 
-def raw_latency(tb, log):
+def raw_latency(tb, log, echoes=300):
     a, b = tb.guests
     b.send("udpecho -s 7 &")
     time.sleep(2)
-    out = a.run(f"nettest lat {tb.ip(1)} 7 18 300", timeout=300)
-    log.append(f"### nettest lat {tb.ip(1)} 7 18 300\n{out.strip()}\n")
+    out = a.run(f"nettest lat {tb.ip(1)} 7 18 {echoes}", timeout=300)
+    log.append(f"### nettest lat {tb.ip(1)} 7 18 {echoes}\n{out.strip()}\n")
     m = re.search(r"one-way min (\d+) us median (\d+) us avg (\d+) us", out)
     return {"one_way_min_us": int(m.group(1)), "one_way_median_us": int(m.group(2)),
             "one_way_avg_us": int(m.group(3))} if m else None
 
 
-def configs(quick, seed):
+def ceiling(tb, cfg, frame, seconds, ceil_rows, log):
+    """The kernel-burst link ceiling guest 1 -> guest 0 at `frame` bytes, REPEATS times."""
+    runs = []
+    for _ in range(REPEATS):
+        r = link_ceiling.one_run(tb, 1, 0, frame, seconds, "kernel")
+        runs.append(r)
+        log.append(f"### ceiling {frame} B: {r['recv_fps']} frames/s, {r['payload_MBps']} MB/s payload "
+                   f"(sent {r['sent_fps']} frames/s)\n")
+    mbps = statistics.median(r["payload_MBps"] for r in runs)
+    row = {"config": cfg, "frame_bytes": frame, "runs": len(runs),
+           "recv_fps_median": statistics.median(r["recv_fps"] for r in runs),
+           "payload_MBps_median": mbps,
+           "frame_MBps_median": statistics.median(r["frame_MBps"] for r in runs),
+           "all_payload_MBps": " ".join(str(r["payload_MBps"]) for r in runs)}
+    ceil_rows.append(row)
+    progress("bench", f"  link ceiling {frame} B: {mbps} MB/s payload (median of {row['all_payload_MBps']})")
+
+
+def configs(quick):
     pow2 = [1 << k for k in range(1, 24)]
-    few = [4096, 65536, MIB]
     if quick:
         pow2 = [2, 256, 4096, 65536, MIB]
     yield {"name": "mtu1024", "mtu": 1024, "loss": 0, "sr": 0, "sizes": pow2, "extra": True}
@@ -97,57 +139,72 @@ def configs(quick, seed):
     for loss in (0.1, 1, 5):
         for sr in (0, 1):
             yield {"name": f"loss{loss:g}-{'sr' if sr else 'gbn'}", "mtu": 1024, "loss": loss, "sr": sr,
-                   "sizes": few}
+                   "sizes": [4096, 65536, MIB]}
+    for loss in (1, 5):
+        for sr in (0, 1):
+            yield {"name": f"mtu4096-loss{loss:g}-{'sr' if sr else 'gbn'}", "mtu": 4096, "loss": loss, "sr": sr,
+                   "sizes": [65536, MIB]}
+    yield {"name": "latency-default", "mtu": 1024, "loss": 0, "latency": True, "cpus": 2}
+    yield {"name": "latency-tuned", "mtu": 1024, "loss": 0, "latency": True, "cpus": 1,
+           "append": "itr=0", "nic_opts": ",mitigation=off"}
 
 
-def run_config(c, seed, bw_rows, lat_rows, log, quick):
+def run_bw(tb, c, op, size, budget, bw_rows, log):
+    n = iters_for(size, budget)
+    # The sizes behind the issue's ratios run REPEATS times (the median
+    # counts): single runs swing with the host's load.
+    reps = REPEATS if op == "write" and size in (65536, MIB) else 1
+    runs = [r for r in (bw(tb, op, size, n, c["sr"], log) for _ in range(reps)) if r]
+    if not runs:
+        return
+    runs.sort(key=lambda x: x["bw_avg_MiBps"])
+    r = runs[len(runs) // 2]
+    row = {"config": c["name"], "mtu": c["mtu"], "loss_pct": c["loss"], "sr": c["sr"], "op": op,
+           "size": size, "iters": n, "runs": len(runs),
+           "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in runs), **r,
+           "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)}
+    bw_rows.append(row)
+    progress("bench", f"  {op} {size} B x{n}: {r['bw_avg_MiBps']} MB/s (2^20) avg (median of "
+             f"{row['all_avg_MiBps']}), peak {r['bw_peak_MiBps']}, retx {r.get('retransmits')} "
+             f"timeouts {r.get('timeouts')}")
+
+
+def run_latency(tb, c, lat_rows, log, quick):
+    for size in (2, 256):
+        r = lat(tb, "write", size, 300 if quick else 1000, log)
+        if r:
+            lat_rows.append({"config": c["name"], "what": f"rdma_lat -e write {size} B", "size": size, **r})
+            progress("bench", f"  rdma_lat -e write {size} B: t_typical {r['t_typical_us']} us")
+    r = raw_latency(tb, log, 300 if quick else 1000)
+    if r:
+        lat_rows.append({"config": c["name"], "what": "raw link one-way (nettest lat 18 B)", "size": 18,
+                         "t_typical_us": r["one_way_median_us"], "t_min_us": r["one_way_min_us"],
+                         "t_avg_us": r["one_way_avg_us"]})
+        progress("bench", f"  raw one-way latency: median {r['one_way_median_us']} us")
+
+
+def run_config(c, seed, rows, log, quick):
+    bw_rows, lat_rows, ceil_rows = rows
     spec = f"loss {c['loss']:g}% seed {seed}" if c["loss"] else None
-    append = f"rdma_mtu={c['mtu']}" if c["mtu"] != 1024 else ""
+    append = " ".join(x for x in (f"rdma_mtu={c['mtu']}" if c["mtu"] != 1024 else "", c.get("append", "")) if x)
     progress("bench", f"config {c['name']}: link {spec or 'lossless'}, path MTU {c['mtu']}, "
-             f"{'selective repeat' if c['sr'] else 'go-back-N'}")
-    budget = (MIB if c["loss"] >= 5 else 2 * MIB) if quick else (2 * MIB if c["loss"] >= 5 else 4 * MIB)
-    with Testbed(2, both=spec, name=f"rdmabench-{c['name']}", extra_append=append) as tb:
+             f"{'latency' if c.get('latency') else 'selective repeat' if c['sr'] else 'go-back-N'}")
+    budget = (MIB if c["loss"] >= 5 else 2 * MIB) if quick else (4 * MIB if c["loss"] >= 5 else 8 * MIB)
+    with Testbed(2, both=spec, name=f"rdmabench-{c['name']}", extra_append=append,
+                 cpus=c.get("cpus", 2), nic_opts=c.get("nic_opts", "")) as tb:
         tb.boot()
-        log.append(f"## {c['name']}: link {spec or 'lossless'}, path MTU {c['mtu']}, sr {c['sr']}\n")
-        ops = [("write", s) for s in c["sizes"]]
-        if c.get("extra"):
-            ops += [(op, s) for op in ("read", "send") for s in (2, 4096, 65536, MIB)]
-        for op, size in ops:
-            n = iters_for(size, budget)
-            # The ratio sizes run REPEATS times (the median counts): single
-            # runs swing by 2x with the host's load.
-            reps = REPEATS if op == "write" and size in (65536, MIB) else 1
-            runs, depth = [], None
-            for _ in range(reps):
-                r = bw(tb, op, size, n, c["sr"], log)
-                if not r:                   # retry exhausted: measure what a shallow queue gets
-                    depth = 4
-                    r = bw(tb, op, size, n, c["sr"], log, depth=depth)
-                if r:
-                    runs.append(r)
-            if runs:
-                runs.sort(key=lambda x: x["bw_avg_MiBps"])
-                r = runs[len(runs) // 2]
-                row = {"config": c["name"], "mtu": c["mtu"], "loss_pct": c["loss"], "sr": c["sr"], "op": op,
-                       "size": size, "iters": n, "tx_depth": depth or 64, "runs": len(runs),
-                       "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in runs), **r,
-                       "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)}
-                bw_rows.append(row)
-                progress("bench", f"  {op} {size} B x{n}{f' depth {depth}' if depth else ''}: "
-                         f"{r['bw_avg_MiBps']} MB/s (2^20) avg (median of {row['all_avg_MiBps']}), "
-                         f"peak {r['bw_peak_MiBps']}")
-        if c.get("extra"):
-            for size in (2, 256):
-                r = lat(tb, "write", size, 300 if quick else 1000, log)
-                if r:
-                    lat_rows.append({"config": c["name"], "what": f"rdma_lat write {size} B", "size": size, **r})
-                    progress("bench", f"  rdma_lat write {size} B: t_typical {r['t_typical_us']} us")
-            r = raw_latency(tb, log)
-            if r:
-                lat_rows.append({"config": c["name"], "what": "raw link one-way (nettest lat 18 B)", "size": 18,
-                                 "t_typical_us": r["one_way_median_us"], "t_min_us": r["one_way_min_us"],
-                                 "t_avg_us": r["one_way_avg_us"]})
-                progress("bench", f"  raw one-way latency: median {r['one_way_median_us']} us")
+        log.append(f"## {c['name']}: link {spec or 'lossless'}, path MTU {c['mtu']}, "
+                   f"boot arguments '{append}', {c.get('cpus', 2)} vCPUs\n")
+        if c.get("latency"):
+            run_latency(tb, c, lat_rows, log, quick)
+        else:
+            if not c["loss"]:
+                ceiling(tb, c["name"], FRAME[c["mtu"]], 2 if quick else 4, ceil_rows, log)
+            ops = [("write", s) for s in c["sizes"]]
+            if c.get("extra"):
+                ops += [(op, s) for op in ("read", "send") for s in (2, 4096, 65536, MIB)]
+            for op, size in ops:
+                run_bw(tb, c, op, size, budget, bw_rows, log)
         st = tb.stats()
         log.append("linkemu: " + ", ".join(f"{d['name']} in {d['frames_in']} dropped {d['dropped']['total']}"
                                            for d in st["directions"]) + "\n")
@@ -164,20 +221,8 @@ def write_csv(path, rows):
         w.writerows(rows)
 
 
-def link_ceiling():
-    """Best payload MB/s for 1500-byte frames (the size of MTU-1024 RoCE frames' class)."""
-    path = os.path.join(REPO, "bench", "results", "link-ceiling.csv")
-    if not os.path.exists(path):
-        return None, {}
-    rows = list(csv.DictReader(open(path)))
-    by = {}
-    for r in rows:
-        by.setdefault(int(r["frame_bytes"]), []).append(float(r["payload_MBps"]))
-    return path, {k: max(v) for k, v in by.items()}
-
-
-def plots(out, bw_rows, ceil):
-    """PNGs from the rows; without matplotlib here, the Debian python3 redraws them from the CSV."""
+def plots(out, bw_rows, ceil_rows):
+    """PNGs from the rows; without matplotlib here, the Debian python3 redraws them from the CSVs."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -191,65 +236,51 @@ def plots(out, bw_rows, ceil):
             progress("bench", "no matplotlib: no PNGs")
         return
     fig, ax = plt.subplots(figsize=(8, 5))
-    for cfg in ("mtu1024", "mtu4096"):
+    colors = {"mtu1024": "tab:blue", "mtu4096": "tab:orange"}
+    for cfg, color in colors.items():
         pts = [(r["size"], r["goodput_MBps"]) for r in bw_rows if r["config"] == cfg and r["op"] == "write"]
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=f"WRITE, path MTU {cfg[3:]}, lossless")
+            ax.plot(*zip(*pts), marker="o", color=color, label=f"WRITE, path MTU {cfg[3:]}, lossless")
+        for c in ceil_rows:
+            if c["config"] == cfg:
+                ax.axhline(c["payload_MBps_median"], linestyle=":", color=color)
+                ax.text(2, c["payload_MBps_median"], f"link ceiling, {c['frame_bytes']}-byte frames "
+                        "(kernel burst, same run)", fontsize=8, va="bottom", color=color)
     for op in ("read", "send"):
         pts = [(r["size"], r["goodput_MBps"]) for r in bw_rows if r["config"] == "mtu1024" and r["op"] == op]
         if pts:
             ax.plot(*zip(*pts), marker=".", linestyle="--", label=f"{op.upper()}, MTU 1024")
-    for fb, v in sorted(ceil.items()):
-        if fb in (1500, 4200):
-            ax.axhline(v, linestyle=":", color="gray")
-            ax.text(2, v, f"raw link, {fb}-byte UDP frames", fontsize=8, va="bottom")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("goodput (MB/s, 10^6)")
-    ax.set_title("rdma_bw between two xv6-rdma guests (QEMU TCG, linkemu)")
-    ax.legend(fontsize=8)
+    ax.set_title("rdma_bw -e between two xv6-rdma guests (QEMU TCG, linkemu)")
+    ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "rdma-bw.png"), dpi=100)
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for size in (4096, 65536, MIB):
-        for sr in (0, 1):
-            pts = [(0, r["goodput_MBps"]) for r in bw_rows
-                   if r["config"] == "mtu1024" and r["op"] == "write" and r["size"] == size]
-            pts += [(r["loss_pct"], r["goodput_MBps"]) for r in bw_rows
-                    if r["loss_pct"] and r["sr"] == sr and r["size"] == size]
-            if len(pts) > 1:
-                ax.plot(*zip(*pts), marker="o", linestyle="-" if sr else "--",
-                        label=f"WRITE {size} B, {'SR' if sr else 'GBN'}")
-    ax.set_xlabel("random loss per direction (%)")
-    ax.set_ylabel("goodput (MB/s, 10^6)")
-    ax.set_title("WRITE goodput under loss: go-back-N (dashed) and selective repeat")
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=False)
+    for ax, mtu, pre in ((axes[0], 1024, ""), (axes[1], 4096, "mtu4096-")):
+        base_cfg = f"mtu{mtu}"
+        for size in (4096, 65536, MIB):
+            for sr in (0, 1):
+                pts = [(0, r["goodput_MBps"]) for r in bw_rows
+                       if r["config"] == base_cfg and r["op"] == "write" and r["size"] == size]
+                pts += [(r["loss_pct"], r["goodput_MBps"]) for r in bw_rows
+                        if r["loss_pct"] and r["sr"] == sr and r["size"] == size and r["mtu"] == mtu]
+                if len(pts) > 1:
+                    ax.plot(*zip(*pts), marker="o", linestyle="-" if sr else "--",
+                            label=f"WRITE {size} B, {'SR' if sr else 'GBN'}")
+        ax.set_xlabel("random loss per direction (%)")
+        ax.set_ylabel("goodput (MB/s, 10^6)")
+        ax.set_title(f"path MTU {mtu}: go-back-N (dashed), selective repeat (solid)")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "rdma-loss.png"), dpi=100)
 
 
-NOTES = """
-## Reading these numbers
+def summary(out, rows, seed, cmd, took):
+    bw_rows, lat_rows, ceil_rows = rows
 
-- The host has 2 cores shared with another job: the lossless configuration
-  ran first and its 64 KiB median (the ratio's numerator) was lower than the
-  same WRITE at 0.1 % loss a few minutes later; treat single ratios as +-2x.
-- At 5 % loss go-back-N and selective repeat both end rdma_bw in
-  RETRY_EXC_ERR (also at TX depth 4), and the server's sync SEND fails with
-  RNR NAKs and timeouts: the transport's retry accounting under heavy loss
-  needs work (see the transport helper's selective-repeat fixes).
-- rdma_lat's t_typical (~7-10 ms) is far above its t_min (~0.3-0.5 ms) and
-  the raw one-way latency: both ends busy-poll, and with TCG every spinning
-  vCPU holds a host core, so the vCPU that must take the frame waits for a
-  host time slice. An event-driven rdma_lat (block in ibv_get_cq_event, like
-  perftest -e) is the next thing to measure.
-- Path MTU 4096: bursts of 4 KiB frames overflow QEMU's dgram socket
-  buffers; the runs complete but are not faster than MTU 1024.
-"""
-
-
-def summary(out, bw_rows, lat_rows, ceil_path, ceil, seed, cmd, took):
-    def g(cfg, size, op="write", sr=None, loss=None):
+    def g(cfg, size, op="write"):
         for r in bw_rows:
             if r["config"] == cfg and r["size"] == size and r["op"] == op:
                 return r["goodput_MBps"]
@@ -258,56 +289,97 @@ def summary(out, bw_rows, lat_rows, ceil_path, ceil, seed, cmd, took):
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b else "n/a"
 
+    def ceil_of(cfg):
+        return next((c for c in ceil_rows if c["config"] == cfg), None)
+
     L = [f"# RDMA benchmarks (make bench-rdma)\n",
-         f"Command: `{cmd}`, seed {seed}, {took / 60:.1f} minutes. Two guests (2 vCPUs, QEMU TCG) "
-         f"through linkemu on the shared 2-core host; numbers move with the host's load. Goodput is "
-         f"rdma_bw's BW average converted to MB = 10^6 bytes. Data: rdma-bw.csv, rdma-lat.csv, "
-         f"rdma-perf.txt (the tools' tables), rdma-bw.png, rdma-loss.png.\n"]
-    c1500 = ceil.get(1500)
-    w64 = g("mtu1024", 65536)
+         f"Command: `{cmd}`, seed {seed}, {took / 60:.1f} minutes, finished "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, host load average "
+         f"{os.getloadavg()[0]:.2f}. Two guests (QEMU TCG) through linkemu on a 2-core host; every tool "
+         f"ran with -e (sleeping, not polling) and rdma_cm's default transport settings. Goodput is "
+         f"rdma_bw's BW average in MB = 10^6 bytes, the median of {REPEATS} runs for 64 KiB and 1 MiB. "
+         f"Data: rdma-bw.csv, rdma-lat.csv, rdma-ceiling.csv, rdma-perf.txt (the tools' tables), "
+         f"rdma-bw.png, rdma-loss.png.\n"]
     L.append("## Ratios the issue asks about\n")
     L.append("| ratio | value | goal |\n| --- | ---: | --- |")
-    L.append(f"| 64 KiB WRITE goodput / raw link ceiling (1500-byte frames, {c1500} MB/s from "
-             f"{os.path.relpath(ceil_path, REPO) if ceil_path else 'missing'}) | {ratio(w64, c1500)} "
-             f"({w64} MB/s) | >= 0.80 |")
-    for loss, goal in ((1, "0.90"), (5, "0.70")):
-        for size in (65536, MIB):
-            base = g("mtu1024", size)
-            v = g(f"loss{loss}-sr", size)
-            gbn = g(f"loss{loss}-gbn", size)
-            L.append(f"| SR goodput at {loss} % loss / lossless, WRITE {size} B | {ratio(v, base)} "
-                     f"({v} / {base} MB/s; go-back-N {ratio(gbn, base)}) | >= {goal} |")
-    l256 = next((r for r in lat_rows if r["what"] == "rdma_lat write 256 B"), None)
-    raw = next((r for r in lat_rows if r["what"].startswith("raw link")), None)
-    if l256 and raw:
-        L.append(f"| 256 B WRITE t_typical (us) | {l256['t_typical_us']} | < 500 |")
-        L.append(f"| 256 B WRITE t_typical / raw one-way median ({raw['t_typical_us']} us, same run) | "
-                 f"{ratio(l256['t_typical_us'], raw['t_typical_us'])} | <= 1.5 |")
-    L.append("\nrdma_lat's t_typical is half the median round trip of a WRITE ping-pong (perftest's "
-             "convention), the raw one-way latency is half the median round trip of an 18-byte UDP "
-             "echo between the same two guests, measured after the RDMA runs.\n")
-    L.append("## WRITE goodput by size (lossless)\n")
+    for mtu in (1024, 4096):
+        c = ceil_of(f"mtu{mtu}")
+        w = g(f"mtu{mtu}", 65536)
+        cv = c["payload_MBps_median"] if c else None
+        L.append(f"| path MTU {mtu}: 64 KiB WRITE goodput / link ceiling at {FRAME[mtu]}-byte frames, same "
+                 f"guests ({w} / {cv} MB/s) | {ratio(w, cv)} | >= 0.80 |")
+    for mtu, pre in ((1024, ""), (4096, "mtu4096-")):
+        for loss, goal in ((1, "0.90"), (5, "0.70")):
+            for size in (65536, MIB):
+                base = g(f"mtu{mtu}", size)
+                v = g(f"{pre}loss{loss}-sr", size)
+                gbn = g(f"{pre}loss{loss}-gbn", size)
+                L.append(f"| path MTU {mtu}: SR at {loss} % loss / lossless, WRITE {size} B ({v} / {base} MB/s; "
+                         f"go-back-N {ratio(gbn, base)}) | {ratio(v, base)} | >= {goal} |")
+    for cfg in ("latency-tuned", "latency-default"):
+        l256 = next((r for r in lat_rows if r["config"] == cfg and r["what"] == "rdma_lat -e write 256 B"), None)
+        raw = next((r for r in lat_rows if r["config"] == cfg and r["what"].startswith("raw link")), None)
+        if l256 and raw:
+            L.append(f"| {cfg}: 256 B WRITE t_typical (us) | {l256['t_typical_us']} | < 500 |")
+            L.append(f"| {cfg}: 256 B WRITE t_typical / raw one-way median ({raw['t_typical_us']} us, same "
+                     f"guests) | {ratio(l256['t_typical_us'], raw['t_typical_us'])} | <= 1.5 |")
+    L.append("""
+How these are measured:
+
+- The link ceiling is what the receiving guest takes in when the sending
+  guest's kernel sends one prebuilt UDP datagram of the same frame size as
+  fast as its NIC ring allows (nettest kblast / kcount, see
+  bench/results/link-summary.md), guest 1 to guest 0 like the RDMA data,
+  median of 3, measured in the same pair of guests just before the RDMA
+  runs. Its payload per frame is 16 bytes more than RDMA's (no BTH/ICRC).
+- rdma_lat's t_typical is half the median round trip of a WRITE ping-pong
+  (perftest's convention); the raw one-way latency is half the median round
+  trip of an 18-byte UDP echo between the same two guests.
+- latency-tuned: 1 vCPU per guest, E1000 ITR 0 and QEMU's e1000 interrupt
+  mitigation off (ethtool -C rx-usecs 0 on a real host); latency-default:
+  2 vCPUs, ITR 250 us, where an ACK that arrives just before the answering
+  WRITE opens a moderation window that the WRITE then waits out.
+""")
+    L.append("## Link ceiling (same run)\n")
+    L.append("| config | frame B | frames/s | payload MB/s | runs (payload MB/s) |\n| --- | ---: | ---: | ---: | --- |")
+    for c in ceil_rows:
+        L.append(f"| {c['config']} | {c['frame_bytes']} | {c['recv_fps_median']} | {c['payload_MBps_median']} | "
+                 f"{c['all_payload_MBps']} |")
+    L.append("\n## WRITE goodput by size (lossless)\n")
     L.append("| size | MTU 1024 MB/s | MTU 4096 MB/s |\n| ---: | ---: | ---: |")
     for size in sorted({r["size"] for r in bw_rows if r["config"] in ("mtu1024", "mtu4096") and r["op"] == "write"}):
         L.append(f"| {size} | {g('mtu1024', size)} | {g('mtu4096', size)} |")
-    shallow = [r for r in bw_rows if r.get("tx_depth", 64) != 64]
-    if shallow:
-        L.append("\nRuns at TX depth 64 that ended in RETRY_EXC_ERR were rerun at depth 4: " +
-                 ", ".join(f"{r['config']} {r['op']} {r['size']} B" for r in shallow) + ".\n")
-    L.append("\n## Under loss (WRITE, MTU 1024)\n")
-    L.append("| loss % | size | go-back-N MB/s | selective repeat MB/s |\n| ---: | ---: | ---: | ---: |")
-    for loss in (0.1, 1, 5):
-        for size in (4096, 65536, MIB):
-            L.append(f"| {loss:g} | {size} | {g(f'loss{loss:g}-gbn', size)} | {g(f'loss{loss:g}-sr', size)} |")
+    L.append("\n## READ and SEND (lossless, MTU 1024)\n")
+    L.append("| size | READ MB/s | SEND MB/s |\n| ---: | ---: | ---: |")
+    for size in (2, 4096, 65536, MIB):
+        L.append(f"| {size} | {g('mtu1024', size, 'read')} | {g('mtu1024', size, 'send')} |")
+    L.append("\n## Under loss (WRITE)\n")
+    L.append("| path MTU | loss % | size | go-back-N MB/s | selective repeat MB/s | SR retransmits / timeouts |\n"
+             "| ---: | ---: | ---: | ---: | ---: | --- |")
+    for mtu, pre, losses, sizes in ((1024, "", (0.1, 1, 5), (4096, 65536, MIB)), (4096, "mtu4096-", (1, 5), (65536, MIB))):
+        for loss in losses:
+            for size in sizes:
+                sr = next((r for r in bw_rows if r["config"] == f"{pre}loss{loss:g}-sr" and r["size"] == size), {})
+                L.append(f"| {mtu} | {loss:g} | {size} | {g(f'{pre}loss{loss:g}-gbn', size)} | "
+                         f"{g(f'{pre}loss{loss:g}-sr', size)} | {sr.get('retransmits')} / {sr.get('timeouts')} |")
     L.append("\n## Latency\n")
-    L.append("| what | t_min us | t_typical us | t_avg us | p99 us |\n| --- | ---: | ---: | ---: | ---: |")
+    L.append("| config | what | t_min us | t_typical us | t_avg us | p99 us |\n| --- | --- | ---: | ---: | ---: | ---: |")
     for r in lat_rows:
-        L.append(f"| {r['what']} | {r.get('t_min_us')} | {r.get('t_typical_us')} | {r.get('t_avg_us')} | "
-                 f"{r.get('p99_us', '')} |")
-    L.append(NOTES)
+        L.append(f"| {r['config']} | {r['what']} | {r.get('t_min_us')} | {r.get('t_typical_us')} | "
+                 f"{r.get('t_avg_us')} | {r.get('p99_us', '')} |")
     with open(os.path.join(out, "rdma-summary.md"), "w") as f:
         f.write("\n".join(L) + "\n")
     print("\n".join(L))
+
+
+def read_csv(path, ints=(), floats=()):
+    rows = list(csv.DictReader(open(path))) if os.path.exists(path) else []
+    for r in rows:
+        for k in ints:
+            r[k] = int(r[k])
+        for k in floats:
+            r[k] = float(r[k])
+    return rows
 
 
 def main():
@@ -316,41 +388,36 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer sizes and bytes")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", 7)))
     ap.add_argument("--only", nargs="*")
-    ap.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the CSV in --out")
+    ap.add_argument("--plot-only", action="store_true", help="redraw the PNGs from the CSVs in --out")
     args = ap.parse_args()
     if args.plot_only:
-        rows = list(csv.DictReader(open(os.path.join(args.out, "rdma-bw.csv"))))
-        for r in rows:
-            for k in ("size", "mtu", "sr"):
-                r[k] = int(r[k])
-            r["loss_pct"] = float(r["loss_pct"])
-            r["goodput_MBps"] = float(r["goodput_MBps"])
-        plots(args.out, rows, link_ceiling()[1])
+        bw_rows = read_csv(os.path.join(args.out, "rdma-bw.csv"), ("size", "mtu", "sr"), ("loss_pct", "goodput_MBps"))
+        ceil_rows = read_csv(os.path.join(args.out, "rdma-ceiling.csv"), ("frame_bytes",), ("payload_MBps_median",))
+        plots(args.out, bw_rows, ceil_rows)
         return 0
     t0 = time.monotonic()
     progress("bench", f"seed {args.seed}")
-    bw_rows, lat_rows, log = [], [], []
+    rows, log = ([], [], []), []
     failed = 0
-    for c in configs(args.quick, args.seed):
+    for c in configs(args.quick):
         if args.only and c["name"] not in args.only:
             continue
         try:
-            run_config(c, args.seed, bw_rows, lat_rows, log, args.quick)
+            run_config(c, args.seed, rows, log, args.quick)
         except GuestError as e:
             failed += 1
             progress("bench", f"config {c['name']}: guest error: {e}")
             log.append(f"config {c['name']}: guest error: {str(e)[:300]}\n")
     os.makedirs(args.out, exist_ok=True)
-    write_csv(os.path.join(args.out, "rdma-bw.csv"), bw_rows)
-    write_csv(os.path.join(args.out, "rdma-lat.csv"), lat_rows)
+    for name, r in zip(("rdma-bw.csv", "rdma-lat.csv", "rdma-ceiling.csv"), rows):
+        write_csv(os.path.join(args.out, name), r)
     with open(os.path.join(args.out, "rdma-perf.txt"), "w") as f:
         f.write("# rdma_bw / rdma_lat tables from bench/rdma/rdma_sweep.py (perftest's columns, MB = 2^20)\n\n")
         f.write("\n".join(log))
-    ceil_path, ceil = link_ceiling()
-    plots(args.out, bw_rows, ceil)
-    summary(args.out, bw_rows, lat_rows, ceil_path, ceil, args.seed,
-            "make bench-rdma" + (" (--quick)" if args.quick else ""), time.monotonic() - t0)
-    return 0 if failed == 0 and bw_rows else 1
+    plots(args.out, rows[0], rows[2])
+    summary(args.out, rows, args.seed, "make bench-rdma" + (" (--quick)" if args.quick else ""),
+            time.monotonic() - t0)
+    return 0 if failed == 0 and rows[0] else 1
 
 
 if __name__ == "__main__":

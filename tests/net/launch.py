@@ -92,11 +92,14 @@ class Testbed:
 
     specs: {port_index: netem spec}; a2b/b2a are shorthands for ports 0/1;
     both applies one spec to every port. extra_append: more boot arguments
-    (e.g. "itr=0"). pcap_dir: linkemu writes portN.pcap there.
+    (e.g. "itr=0"). pcap_dir: linkemu writes portN.pcap there. nic_opts:
+    more QEMU e1000 properties, e.g. ",mitigation=off" (QEMU then raises
+    every interrupt at once, as a real 82540EM does with ITR 0; with
+    mitigation on QEMU keeps at least 128 us between interrupts).
     """
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
-                 cpus=2, memory="128M", name="net", extra_append="", tap=False):
+                 cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts=""):
         self.n = n
         self.specs = dict(specs or {})
         if a2b:
@@ -126,7 +129,7 @@ class Testbed:
                 fds = (sock.fileno(),)
                 netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
             args = ["-netdev", netdev,
-                    "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile="]
+                    "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile={nic_opts}"]
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
                                      append=append, extra_args=args, pass_fds=fds))
 
