@@ -170,9 +170,11 @@ static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = id->my_psn;
-  // Default 17 (0.54 s): emulated guests on a loaded host stall for
-  // hundreds of ms, and 8 x 67 ms (timeout 14) ended healthy connections.
-  a.timeout = p && p->timeout ? p->timeout : 17;
+  // Default 18 (1.07 s), the adaptive RTO's ceiling: emulated guests on
+  // a loaded host stall for hundreds of ms, and 8 x 67 ms (timeout 14)
+  // ended healthy connections. With the 30 ms floor the seven retries
+  // span about 3 s (30, 60, ... 960, 1070 ms) before RETRY_EXC.
+  a.timeout = p && p->timeout ? p->timeout : 18;
   a.retry_cnt = p && p->retry_count ? p->retry_count : 7;
   a.rnr_retry = p && p->rnr_retry_count ? p->rnr_retry_count : 7;
   a.max_rd_atomic = own_depth < id->peer_resp_res ? own_depth : id->peer_resp_res;
