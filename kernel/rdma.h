@@ -40,6 +40,7 @@
 #define RDMA_MAX_MR_SIZE ((uint64)RDMA_MR_DIR * RDMA_PAS_PER_PAGE * 4096)
 #define RDMA_FRAME_MAX   (4096 + 256)
 #define RDMA_BUDGET      64       // frames moved per lock hold
+#define RDMA_ACK_DELAY_US 300     // a plain ACK waits this long for a request to follow (rdma_dev.c)
 
 struct proc;
 
@@ -122,7 +123,7 @@ int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
 int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
-void rdma_frame_arrived(void);          // wake rdma_wait_write sleepers
+int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device

@@ -126,8 +126,11 @@ static struct ktimer wait_timer[NPROC];       // one per process slot
 static void wait_timer_fired(void *unused) { proc_wakeup(&write_waiters); }
 
 // rdma.lock held: the core just took in a frame (it may have placed data).
-void rdma_frame_arrived(void) {
-  if (write_waiters) proc_wakeup(&write_waiters);
+// Returns 1 if a process waiting in rdma_wait_write was woken.
+int rdma_frame_arrived(void) {
+  if (!write_waiters) return 0;
+  proc_wakeup(&write_waiters);
+  return 1;
 }
 
 // rdma_wait_write(const uchar *addr, old, timeout_ms) -> 0 once *addr != old,

@@ -136,8 +136,11 @@ static void roce_rx(struct netbuf *nb, void *arg) {
   spin_lock(&rdma.lock);
   rdma_net_rx_frames++;
   rct_handle_frame(&rdma.dev, clock_ns(), frame, len);
-  if (nb->len > 0 && !acknowledge_only(nb->data[0])) rdma_frame_arrived();
-  if (rdma_progress(RDMA_BUDGET)) rdma_kick();
+  // A process woken for this frame (a ping-pong's answer) should not wait
+  // behind our ACK's transmission: the engine thread, or the answer's own
+  // post_send, sends what the frame caused, ACK and answer back to back.
+  int woke = nb->len > 0 && !acknowledge_only(nb->data[0]) && rdma_frame_arrived();
+  if (woke || rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   netbuf_free(nb);
 }

@@ -519,8 +519,11 @@ int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
 		return 0;                    /* [QP-ERR-3] */
 	if (rct_resp_poll(qp, now, out))
 		return 1;
-	if (s == RCT_QPS_RTS || s == RCT_QPS_SQD)
-		return rct_req_poll(qp, now, out);
+	if ((s == RCT_QPS_RTS || s == RCT_QPS_SQD) && rct_req_poll(qp, now, out)) {
+		if (qp->ack_pending)
+			qp->ack_release = 1;      /* the held ACK goes next [RESP-ACK-5] */
+		return 1;
+	}
 	return 0;
 }
 
@@ -564,6 +567,8 @@ void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
 		qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;
 		rct_comp_timeout(qp, now);
 	}
+	if (qp->timer[RCT_TIMER_ACK] <= now)
+		qp->timer[RCT_TIMER_ACK] = RCT_NEVER;    /* the held ACK may go [RESP-ACK-5] */
 	if (rct_req_has_work(qp) || rct_resp_has_work(qp))
 		rct_qp_mark_ready(qp);
 }

@@ -341,6 +341,7 @@ struct rct_dev_attr {
 	uint32_t ipv4;              /* local IPv4, host order (10.0.0.1 = 0x0a000001) */
 	uint32_t flags;             /* RCT_DEV_* */
 	uint32_t ip_mtu;            /* interface IP MTU (1500 on plain Ethernet); 0 = no limit [ENC-IP-3] */
+	uint64_t ack_delay_ns;      /* hold a plain ACK this long for a request to go first [RESP-ACK-5]; 0 = at once */
 	const struct rct_mr_ops *mr_ops;
 	void *mr_ctx;
 	/* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */
@@ -477,7 +478,7 @@ struct rct_rd_res {
 };
 
 /* Timers of a QP, a small table indexed by this enum. */
-enum rct_timer { RCT_TIMER_RETRANS = 0, RCT_TIMER_RNR, RCT_TIMER_COUNT };
+enum rct_timer { RCT_TIMER_RETRANS = 0, RCT_TIMER_RNR, RCT_TIMER_ACK, RCT_TIMER_COUNT };
 
 /* Role states (name tables: rct_req_state_name etc.). */
 enum rct_req_state { RCT_REQ_IDLE = 0, RCT_REQ_SENDING, RCT_REQ_WAIT_RNR, RCT_REQ_ERROR, RCT_REQ_STATE_COUNT };
@@ -544,6 +545,8 @@ struct rct_qp {
 	uint32_t wr_left;           /* current WRITE: bytes still expected */
 	uint8_t nak_latch;          /* [RESP-OOS-1] */
 	uint8_t ack_pending;        /* an ACK for ack_psn should be sent */
+	uint8_t ack_release;        /* a request went out: a held ACK follows it [RESP-ACK-5] */
+	uint64_t ack_deadline;      /* a held ACK goes out by then; 0 = none held */
 	uint8_t nak_pending;        /* a NAK (nak_syndrome at nak_psn) should be sent */
 	uint8_t nak_syndrome;
 	uint8_t err_after_nak;      /* move the QP to ERR once the NAK is out */

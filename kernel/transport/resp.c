@@ -9,12 +9,21 @@
  */
 #include "rct_int.h"
 
+/* No ACK is pending or held any more. */
+static void ack_done(struct rct_qp *qp)
+{
+	qp->ack_release = 0;
+	qp->ack_deadline = 0;
+	qp->timer[RCT_TIMER_ACK] = RCT_NEVER;
+}
+
 void rct_resp_reset(struct rct_qp *qp)
 {
 	qp->resp_state = RCT_RESP_IDLE;
 	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
 	qp->msn = 0;                                          /* [RESP-MSN-1] */
 	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
+	ack_done(qp);
 	qp->err_after_nak = 0;
 	qp->unacked = 0;
 	qp->rd_head = qp->rd_tail = 0;
@@ -45,6 +54,21 @@ bool rct_resp_has_work(const struct rct_qp *qp)
 /* ---------------------------------------------------------------- */
 /* Replies                                                           */
 /* ---------------------------------------------------------------- */
+
+/* May a plain ACK wait? Until ack_delay_ns after it first could have gone,
+ * or until a request packet of this QP has gone out, so that in a
+ * ping-pong the answer travels ahead of the ACK [RESP-ACK-5]. */
+static bool ack_held(struct rct_qp *qp, uint64_t now)
+{
+	uint64_t delay = qp->dev->attr.ack_delay_ns;
+	if (!delay || qp->ack_release)
+		return false;
+	if (!qp->ack_deadline) {
+		qp->ack_deadline = now + delay;
+		qp->timer[RCT_TIMER_ACK] = qp->ack_deadline;
+	}
+	return now < qp->ack_deadline;
+}
 
 void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
 {
@@ -103,6 +127,7 @@ void rct_resp_flush(struct rct_qp *qp)
 	for (uint32_t i = 0; i < qp->init.rd_size; i++)
 		qp->init.rd[i].pending = 0;
 	qp->ack_pending = qp->sack_pending = qp->sack_gap = 0;
+	ack_done(qp);
 }
 
 /* ---------------------------------------------------------------- */
@@ -449,13 +474,14 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
 	struct rct_rd_res *r = rd_oldest_pending(qp);
-	(void)now;
 	/* [RESP-READ-2]: replies for later PSNs wait for earlier READ responses */
 	if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
 		uint8_t syn = qp->nak_syndrome;
 		qp->nak_pending = 0;
-		if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn))
+		if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn)) {
 			qp->ack_pending = 0;                      /* the NAK implies it */
+			ack_done(qp);
+		}
 		emit_ack(qp, f, syn, qp->nak_psn);
 		count_nak(qp, syn);
 		if (qp->err_after_nak)
@@ -491,12 +517,16 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		rct_qp_emit(qp, f, &h, 0);
 		qp->sack_pending = qp->sack_gap = 0;
 		qp->ack_pending = 0;
+		ack_done(qp);
 		qp->unacked = 0;
 		qp->cnt.tx_sack++;
 		return 1;
 	}
 	if (qp->ack_pending && !(r && psn_lt(r->next_psn, qp->ack_psn))) {
+		if (!r && ack_held(qp, now))
+			return 0;
 		qp->ack_pending = 0;
+		ack_done(qp);
 		qp->unacked = 0;
 		emit_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn);   /* [HDR-AETH-2] */
 		qp->cnt.tx_ack++;

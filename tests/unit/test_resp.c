@@ -84,6 +84,34 @@ START_TEST(test_resp_ack_coalescing)
 }
 END_TEST
 
+/* [RESP-ACK-5] with ack_delay_ns set, an ACK waits for the QP's next request
+ * and follows it (a ping-pong's answer overtakes the ACK), or goes out
+ * alone once the delay has passed; a later ACK replaces the held one. */
+START_TEST(test_resp_ack_delay_follows_request)
+{
+	struct rct_reth r = reth(0x40000, W->key, 100);
+	struct rct_pkt p;
+	uint64_t d = 200000;
+	A->dev.attr.ack_delay_ns = d;
+	inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+	expect_nothing(A, 10);                              /* held */
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), 10 + d);
+	post_send(A, 5, RCT_WR_RDMA_WRITE, W, 0, 100, 0x1000, 0x77, 0);
+	ck_assert(expect_frame(A, 20, &p, fb));             /* the answer first ... */
+	ck_assert_uint_eq(p.h.bth.opcode, OP_WRITE_ONLY);
+	expect_ack(20, 0x1f, E0, 1);                        /* ... then the ACK */
+	expect_nothing(A, 20);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_ACK], RCT_NEVER);
+	inject_req(A, P, 30, OP_WRITE_ONLY, E0 + 1, true, 100, 1, &r, 0);
+	inject_req(A, P, 40, OP_WRITE_ONLY, E0 + 2, true, 100, 1, &r, 0);
+	expect_nothing(A, 40);                              /* first chance to go: held from here */
+	expect_nothing(A, 40 + d - 1);
+	rct_handle_timeout(&A->qp, 40 + d);
+	expect_ack(40 + d, 0x1f, E0 + 2, 3);                /* one ACK for both, on time */
+	expect_nothing(A, 40 + d);
+}
+END_TEST
+
 /* [RESP-OOS-1] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
 START_TEST(test_resp_out_of_sequence_nak_once)
 {
@@ -522,6 +550,7 @@ Suite *suite_resp(void)
 	TCase *t = tcase_create("responder");
 	tcase_add_checked_fixture(t, setup, fx_teardown);
 	tcase_add_test(t, test_resp_send_in_order);
+	tcase_add_test(t, test_resp_ack_delay_follows_request);
 	tcase_add_test(t, test_resp_ack_coalescing);
 	tcase_add_test(t, test_resp_out_of_sequence_nak_once);
 	tcase_add_test(t, test_resp_duplicate_acked);
