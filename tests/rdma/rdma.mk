@@ -12,6 +12,7 @@
 #   make bench-rdma       bench/rdma/rdma_sweep.py: rdma_bw / rdma_lat sweeps
 #                         (2 B..8 MiB, loss 0/0.1/1/5 %, GBN vs SR, MTU 1024
 #                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,
+#                         rdma-ceiling.csv (the link ceiling, same guests),
 #                         rdma-perf.txt, rdma-summary.md
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
