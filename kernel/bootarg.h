@@ -10,6 +10,8 @@
 #include "types.h"
 void fdt_scan(uint64 dtb);
 const char *bootarg(const char *key);
+// The decimal value of "key=N", or dflt if the key is absent.
+uint64 bootarg_uint(const char *key, uint64 dflt);
 const char *bootargs_all(void);
 uint64 fdt_timebase_hz(void);   // 0 if the DTB did not say
 #endif

@@ -276,9 +276,7 @@ int e1000_init(void) {
   read_mac();
   tx_setup();
   rx_setup();
-  const char *itr = bootarg("itr");        // interrupt moderation, 256 ns units
-  uint32 itr_val = DEFAULT_ITR;
-  if (itr) { itr_val = 0; for (const char *c = itr; *c >= '0' && *c <= '9'; c++) itr_val = itr_val * 10 + (*c - '0'); }
+  uint32 itr_val = (uint32)bootarg_uint("itr", DEFAULT_ITR);   // interrupt moderation, 256 ns units
   wr(E1000_ITR, itr_val);
   nic.link_up = (rd(E1000_STATUS) & STATUS_LU) != 0;
   nic.present = 1;

@@ -62,6 +62,14 @@ void fdt_scan(uint64 dtb) {
     if (values[i] == ' ' || values[i] == '\t' || values[i] == '\n') values[i] = 0;
 }
 
+uint64 bootarg_uint(const char *key, uint64 dflt) {
+  const char *v = bootarg(key);
+  if (!v) return dflt;
+  uint64 n = 0;
+  for (; *v >= '0' && *v <= '9'; v++) n = n * 10 + (uint64)(*v - '0');
+  return n;
+}
+
 const char *bootarg(const char *key) {
   uint64 klen = strlen(key);
   for (int i = 0; i < BOOTARGS_MAX && bootargs[i]; ) {

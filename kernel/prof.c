@@ -32,10 +32,7 @@ static struct { uint64 pc, count; } table[PROF_SLOTS];
 // own: mtimecmp resets to 0, so their first machine timer interrupt comes
 // at once and arms the next.
 void prof_init(uint64 timebase_hz) {
-  const char *arg = bootarg("prof");
-  if (!arg) return;
-  uint64 us = 0;
-  for (const char *c = arg; *c >= '0' && *c <= '9'; c++) us = us * 10 + (uint64)(*c - '0');
+  uint64 us = bootarg_uint("prof", 0);
   if (us == 0) return;
   prof_period = us * timebase_hz / 1000000;
   if (prof_period == 0) prof_period = 1;

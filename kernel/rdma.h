@@ -41,6 +41,7 @@
 #define RDMA_FRAME_MAX   (4096 + 256)
 #define RDMA_BUDGET      64       // frames moved per lock hold
 #define RDMA_ACK_DELAY_US 300     // a plain ACK waits this long for a request to follow (rdma_dev.c)
+#define RDMA_SACK_EVERY  8        // SR: a selective NAK per 8 out-of-order packets (rdma_dev.c)
 
 struct proc;
 

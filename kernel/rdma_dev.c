@@ -45,20 +45,6 @@ static void rdma_proc_exit(struct proc *p) {
   spin_unlock(&rdma.lock);
 }
 
-// How long a plain ACK may wait for a request to go out first [RESP-ACK-5]:
-// boot argument ack_delay=N (microseconds, 0 = ACK at once), default
-// RDMA_ACK_DELAY_US. Long enough for a process woken by a WRITE to post
-// its answer (~0.1-0.3 ms on these emulated guests), far below the RTO.
-static uint64 ack_delay_ns(void) {
-  const char *arg = bootarg("ack_delay");
-  uint64 us = RDMA_ACK_DELAY_US;
-  if (arg) {
-    us = 0;
-    for (const char *c = arg; *c >= '0' && *c <= '9'; c++) us = us * 10 + (uint64)(*c - '0');
-  }
-  return us * 1000;
-}
-
 void rdma_init(void) {
   spin_init(&rdma.lock, "rdma");
   rng_state = clock_ns() * 0x2545f4914f6cdd1dULL + (read_time() << 32);
@@ -74,7 +60,13 @@ void rdma_init(void) {
   a.ipv4 = rdma.ipv4;
   a.flags = RCT_DEV_ROCE_V1;       // QPs may choose RoCE v1 in their AV [ENC-V1-3]
   a.ip_mtu = rdma.ip_mtu;          // [ENC-IP-3]; loopback frames never meet a link
-  a.ack_delay_ns = ack_delay_ns();  // [RESP-ACK-5]
+  // How long a plain ACK may wait for a request to go out first (boot
+  // argument ack_delay=N us, 0 = at once): long enough for a process woken
+  // by a WRITE to post its answer (~0.1-0.3 ms here), far below the RTO
+  // [RESP-ACK-5]. SR: one selective NAK per sack_every out-of-order
+  // packets (boot argument sack_every=N, 1 = each) [SR-RESP-11].
+  a.ack_delay_ns = bootarg_uint("ack_delay", RDMA_ACK_DELAY_US) * 1000;
+  a.sack_every = (uint32)bootarg_uint("sack_every", RDMA_SACK_EVERY);
   a.mr_ops = &rdma_mr_ops;
   a.qp_lookup = rdma_qp_lookup;
   rct_dev_init(&rdma.dev, &a);

@@ -342,6 +342,7 @@ struct rct_dev_attr {
 	uint32_t flags;             /* RCT_DEV_* */
 	uint32_t ip_mtu;            /* interface IP MTU (1500 on plain Ethernet); 0 = no limit [ENC-IP-3] */
 	uint64_t ack_delay_ns;      /* hold a plain ACK this long for a request to go first [RESP-ACK-5]; 0 = at once */
+	uint32_t sack_every;        /* SR: one selective NAK per this many out-of-order packets [SR-RESP-11]; 0, 1 = each */
 	const struct rct_mr_ops *mr_ops;
 	void *mr_ctx;
 	/* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */
@@ -552,6 +553,8 @@ struct rct_qp {
 	uint8_t err_after_nak;      /* move the QP to ERR once the NAK is out */
 	uint8_t sack_pending;       /* SR: a selective NAK should be sent */
 	uint8_t sack_gap;           /* SR: ... because a packet beyond epsn was not placed [SR-RESP-10] */
+	uint32_t sack_skipped;      /* SR: out-of-order packets not answered since the last selective NAK */
+	uint32_t sack_epsn;         /* SR: epsn when the last selective NAK went out [SR-RESP-11] */
 	uint32_t ack_psn, nak_psn;
 	uint32_t unacked;           /* executed packets not yet covered by an ACK */
 	uint32_t rd_head, rd_tail;  /* responder READ resources (free-running) */

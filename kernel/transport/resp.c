@@ -23,6 +23,8 @@ void rct_resp_reset(struct rct_qp *qp)
 	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
 	qp->msn = 0;                                          /* [RESP-MSN-1] */
 	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
+	qp->sack_skipped = 0;
+	qp->sack_epsn = psn_add(qp->epsn, PSN_MASK);          /* no selective NAK sent yet */
 	ack_done(qp);
 	qp->err_after_nak = 0;
 	qp->unacked = 0;
@@ -516,6 +518,8 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 		f->nseg = 0;
 		rct_qp_emit(qp, f, &h, 0);
 		qp->sack_pending = qp->sack_gap = 0;
+		qp->sack_skipped = 0;
+		qp->sack_epsn = qp->epsn;
 		qp->ack_pending = 0;
 		ack_done(qp);
 		qp->unacked = 0;

@@ -111,6 +111,17 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 	return true;
 }
 
+/* Answer this out-of-order packet with a selective NAK? Always when the
+ * hole moved since the last one or the packet asks for an ACK; otherwise
+ * once per sack_every packets [SR-RESP-11]. */
+static bool sack_now(struct rct_qp *qp, const struct rct_pkt *p)
+{
+	uint32_t every = qp->dev->attr.sack_every;
+	if (every <= 1 || p->h.bth.ackreq || qp->epsn != qp->sack_epsn)
+		return true;
+	return ++qp->sack_skipped >= every;
+}
+
 void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 {
 	uint32_t f = p->opflags;
@@ -151,7 +162,8 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 		return;
 	if (d > 0) {
 		qp->cnt.rx_out_of_seq++;
-		qp->sack_pending = 1;                             /* [SR-RESP-5] */
+		if (sack_now(qp, p))
+			qp->sack_pending = 1;                     /* [SR-RESP-5] [SR-RESP-11] */
 		return;
 	}
 	{

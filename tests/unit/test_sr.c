@@ -394,6 +394,45 @@ START_TEST(test_sr_stale_sack_becomes_ack)
 }
 END_TEST
 
+/* [SR-RESP-11] [SR-RESP-5] with sack_every 4: the first out-of-order
+ * packet behind a new hole is answered at once, then one in four, and
+ * any packet with AckReq at once. */
+START_TEST(test_sr_sack_thinning)
+{
+	struct peer pr;
+	struct rct_pkt p;
+	struct test_mr *w;
+	struct rct_hdr h;
+	pair_setup(true);
+	eb.dev.attr.sack_every = 4;
+	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+	peer_for(&pr, &eb);
+	memset(&h, 0, sizeof(h));
+	h.reth.va = 0x40000;
+	h.reth.rkey = w->key;
+	h.reth.dmalen = 16 * 1024;
+	h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
+	for (uint32_t i = 1; i <= 9; i++) {                  /* epsn (0x123456) is lost */
+		h.bth.psn = 0x123456 + i;
+		h.sreth.offset = i * 1024;
+		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+		if (i == 1 || i == 5 || i == 9) {            /* the new hole, then every 4th */
+			ck_assert_msg(expect_frame(&eb, 0, &p, fb), "packet %u: no selective NAK", i);
+			ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+			ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+		}
+		expect_nothing(&eb, 0);
+	}
+	h.bth.psn = 0x123456 + 10;
+	h.bth.ackreq = 1;                                    /* AckReq: answered at once */
+	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+	ck_assert(expect_frame(&eb, 0, &p, fb));
+	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+	ck_assert_uint_eq(p.h.sack, 0x7feull);               /* bits 1..10 */
+	ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 10);
+}
+END_TEST
+
 /* [SR-WIRE-8] [SR-WIRE-6] the SACKH grows by 8-byte words to reach the
  * highest placed PSN; a receiver reads the extra words; a SACKH tail that is
  * not whole words, or longer than SR_WINDOW bits, is malformed. */
@@ -570,6 +609,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
 	tcase_add_test(t, test_sr_lost_resend_detected);
 	tcase_add_test(t, test_sr_stale_sack_becomes_ack);
+	tcase_add_test(t, test_sr_sack_thinning);
 	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
 	tcase_add_test(t, test_sr_read_does_not_overtake);
 	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
