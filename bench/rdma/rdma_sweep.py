@@ -20,9 +20,11 @@ Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
               counters), guest 1 -> guest 0 like the RDMA data, 3 times
   mtu4096     the same at path MTU 4096 (boot argument rdma_mtu=4096) and
               4154-byte frames, WRITE at a few sizes
-  loss        0.1 / 1 / 5 % random loss both ways, go-back-N and selective
-              repeat, WRITE 4 KiB, 64 KiB, 1 MiB at MTU 1024; 1 and 5 % at
-              MTU 4096 for 64 KiB and 1 MiB
+  sr-mtu1024, gbn-mtu1024, sr-mtu4096, gbn-mtu4096
+              WRITE 64 KiB and 1 MiB with 0 / 0.1 / 1 / 5 % random loss both
+              ways, selective repeat or go-back-N: the loss changes between
+              runs on the same guests (linkemu's control socket), 3 rounds,
+              so a ratio to the lossless runs compares like with like
   latency     rdma_lat -e WRITE 2 B and 256 B against the raw link's one-way
               latency (nettest lat, 18-byte UDP echoes) in the same guests,
               twice: as configured by default (2 vCPUs, E1000 interrupt
@@ -136,14 +138,10 @@ def configs(quick):
         pow2 = [2, 256, 4096, 65536, MIB]
     yield {"name": "mtu1024", "mtu": 1024, "loss": 0, "sr": 0, "sizes": pow2, "extra": True}
     yield {"name": "mtu4096", "mtu": 4096, "loss": 0, "sr": 0, "sizes": [4096, 65536, MIB, 8 * MIB]}
-    for loss in (0.1, 1, 5):
-        for sr in (0, 1):
-            yield {"name": f"loss{loss:g}-{'sr' if sr else 'gbn'}", "mtu": 1024, "loss": loss, "sr": sr,
-                   "sizes": [4096, 65536, MIB]}
-    for loss in (1, 5):
-        for sr in (0, 1):
-            yield {"name": f"mtu4096-loss{loss:g}-{'sr' if sr else 'gbn'}", "mtu": 4096, "loss": loss, "sr": sr,
-                   "sizes": [65536, MIB]}
+    for mtu in (1024, 4096):
+        for sr in (1, 0):
+            yield {"name": f"{'sr' if sr else 'gbn'}-mtu{mtu}", "mtu": mtu, "loss": 0, "sr": sr,
+                   "interleaved": True, "losses": [0, 0.1, 1, 5], "sizes": [65536, MIB]}
     yield {"name": "latency-default", "mtu": 1024, "loss": 0, "latency": True, "cpus": 2}
     yield {"name": "latency-tuned", "mtu": 1024, "loss": 0, "latency": True, "cpus": 1,
            "append": "itr=0", "nic_opts": ",mitigation=off"}
@@ -167,6 +165,30 @@ def run_bw(tb, c, op, size, budget, bw_rows, log):
     progress("bench", f"  {op} {size} B x{n}: {r['bw_avg_MiBps']} MB/s (2^20) avg (median of "
              f"{row['all_avg_MiBps']}), peak {r['bw_peak_MiBps']}, retx {r.get('retransmits')} "
              f"timeouts {r.get('timeouts')}")
+
+
+def run_interleaved(tb, c, seed, budget, bw_rows, log):
+    """Loss levels in turn on one pair of guests (linkemu's control socket
+    changes the link between runs), REPEATS rounds: a ratio to the lossless
+    runs then compares runs minutes apart at most, under the same host load."""
+    runs = {}
+    for rnd in range(REPEATS):
+        for loss in c["losses"]:
+            tb.set_spec("both", f"loss {loss:g}% seed {seed + rnd}")
+            log.append(f"## {c['name']}: round {rnd + 1}, link loss {loss:g}%\n")
+            for size in c["sizes"]:
+                n = iters_for(size, budget if loss < 5 else budget // 2)
+                r = bw(tb, "write", size, n, c["sr"], log)
+                if r:
+                    runs.setdefault((loss, size), []).append(dict(r, iters=n))
+    for (loss, size), rs in sorted(runs.items()):
+        rs.sort(key=lambda x: x["bw_avg_MiBps"])
+        r = rs[len(rs) // 2]
+        bw_rows.append({"config": c["name"], "mtu": c["mtu"], "loss_pct": loss, "sr": c["sr"], "op": "write",
+                        "size": size, "runs": len(rs), "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in rs),
+                        **r, "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)})
+        progress("bench", f"  {c['name']} loss {loss:g}% WRITE {size} B: {r['bw_avg_MiBps']} MB/s (2^20), "
+                 f"median of {len(rs)}, retx {r.get('retransmits')} timeouts {r.get('timeouts')}")
 
 
 def run_latency(tb, c, lat_rows, log, quick):
@@ -197,6 +219,8 @@ def run_config(c, seed, rows, log, quick):
                    f"boot arguments '{append}', {c.get('cpus', 2)} vCPUs\n")
         if c.get("latency"):
             run_latency(tb, c, lat_rows, log, quick)
+        elif c.get("interleaved"):
+            run_interleaved(tb, c, seed, budget, bw_rows, log)
         else:
             if not c["loss"]:
                 ceiling(tb, c["name"], FRAME[c["mtu"]], 2 if quick else 4, ceil_rows, log)
@@ -258,14 +282,12 @@ def plots(out, bw_rows, ceil_rows):
     fig.tight_layout()
     fig.savefig(os.path.join(out, "rdma-bw.png"), dpi=100)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=False)
-    for ax, mtu, pre in ((axes[0], 1024, ""), (axes[1], 4096, "mtu4096-")):
-        base_cfg = f"mtu{mtu}"
-        for size in (4096, 65536, MIB):
+    for ax, mtu in ((axes[0], 1024), (axes[1], 4096)):
+        for size in (65536, MIB):
             for sr in (0, 1):
-                pts = [(0, r["goodput_MBps"]) for r in bw_rows
-                       if r["config"] == base_cfg and r["op"] == "write" and r["size"] == size]
-                pts += [(r["loss_pct"], r["goodput_MBps"]) for r in bw_rows
-                        if r["loss_pct"] and r["sr"] == sr and r["size"] == size and r["mtu"] == mtu]
+                cfg = f"{'sr' if sr else 'gbn'}-mtu{mtu}"
+                pts = sorted((r["loss_pct"], r["goodput_MBps"]) for r in bw_rows
+                             if r["config"] == cfg and r["size"] == size)
                 if len(pts) > 1:
                     ax.plot(*zip(*pts), marker="o", linestyle="-" if sr else "--",
                             label=f"WRITE {size} B, {'SR' if sr else 'GBN'}")
@@ -280,11 +302,12 @@ def plots(out, bw_rows, ceil_rows):
 def summary(out, rows, seed, cmd, took):
     bw_rows, lat_rows, ceil_rows = rows
 
-    def g(cfg, size, op="write"):
-        for r in bw_rows:
-            if r["config"] == cfg and r["size"] == size and r["op"] == op:
-                return r["goodput_MBps"]
-        return None
+    def row(cfg, size, op="write", loss=0):
+        return next((r for r in bw_rows if r["config"] == cfg and r["size"] == size and r["op"] == op
+                     and float(r["loss_pct"]) == loss), {})
+
+    def g(cfg, size, op="write", loss=0):
+        return row(cfg, size, op, loss).get("goodput_MBps")
 
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b else "n/a"
@@ -308,14 +331,13 @@ def summary(out, rows, seed, cmd, took):
         cv = c["payload_MBps_median"] if c else None
         L.append(f"| path MTU {mtu}: 64 KiB WRITE goodput / link ceiling at {FRAME[mtu]}-byte frames, same "
                  f"guests ({w} / {cv} MB/s) | {ratio(w, cv)} | >= 0.80 |")
-    for mtu, pre in ((1024, ""), (4096, "mtu4096-")):
+    for mtu in (1024, 4096):
         for loss, goal in ((1, "0.90"), (5, "0.70")):
             for size in (65536, MIB):
-                base = g(f"mtu{mtu}", size)
-                v = g(f"{pre}loss{loss}-sr", size)
-                gbn = g(f"{pre}loss{loss}-gbn", size)
-                L.append(f"| path MTU {mtu}: SR at {loss} % loss / lossless, WRITE {size} B ({v} / {base} MB/s; "
-                         f"go-back-N {ratio(gbn, base)}) | {ratio(v, base)} | >= {goal} |")
+                base, v = g(f"sr-mtu{mtu}", size), g(f"sr-mtu{mtu}", size, loss=loss)
+                gbase, gv = g(f"gbn-mtu{mtu}", size), g(f"gbn-mtu{mtu}", size, loss=loss)
+                L.append(f"| path MTU {mtu}: SR at {loss} % loss / SR lossless, WRITE {size} B ({v} / {base} MB/s; "
+                         f"go-back-N {ratio(gv, gbase)}) | {ratio(v, base)} | >= {goal} |")
     for cfg in ("latency-tuned", "latency-default"):
         l256 = next((r for r in lat_rows if r["config"] == cfg and r["what"] == "rdma_lat -e write 256 B"), None)
         raw = next((r for r in lat_rows if r["config"] == cfg and r["what"].startswith("raw link")), None)
@@ -332,6 +354,10 @@ How these are measured:
   bench/results/link-summary.md), guest 1 to guest 0 like the RDMA data,
   median of 3, measured in the same pair of guests just before the RDMA
   runs. Its payload per frame is 16 bytes more than RDMA's (no BTH/ICRC).
+- SR and go-back-N under loss: one pair of guests per mode and MTU; the
+  link's loss changes between runs through linkemu's control socket
+  (0, 0.1, 1, 5 % in turn, 3 rounds, medians), so each ratio compares runs
+  made minutes apart at most, under the same host load.
 - rdma_lat's t_typical is half the median round trip of a WRITE ping-pong
   (perftest's convention); the raw one-way latency is half the median round
   trip of an 18-byte UDP echo between the same two guests.
@@ -353,15 +379,15 @@ How these are measured:
     L.append("| size | READ MB/s | SEND MB/s |\n| ---: | ---: | ---: |")
     for size in (2, 4096, 65536, MIB):
         L.append(f"| {size} | {g('mtu1024', size, 'read')} | {g('mtu1024', size, 'send')} |")
-    L.append("\n## Under loss (WRITE)\n")
-    L.append("| path MTU | loss % | size | go-back-N MB/s | selective repeat MB/s | SR retransmits / timeouts |\n"
+    L.append("\n## Under loss (WRITE, medians of 3 interleaved rounds)\n")
+    L.append("| path MTU | loss % | size | go-back-N MB/s | selective repeat MB/s | SR retransmits / timeouts (median run) |\n"
              "| ---: | ---: | ---: | ---: | ---: | --- |")
-    for mtu, pre, losses, sizes in ((1024, "", (0.1, 1, 5), (4096, 65536, MIB)), (4096, "mtu4096-", (1, 5), (65536, MIB))):
-        for loss in losses:
-            for size in sizes:
-                sr = next((r for r in bw_rows if r["config"] == f"{pre}loss{loss:g}-sr" and r["size"] == size), {})
-                L.append(f"| {mtu} | {loss:g} | {size} | {g(f'{pre}loss{loss:g}-gbn', size)} | "
-                         f"{g(f'{pre}loss{loss:g}-sr', size)} | {sr.get('retransmits')} / {sr.get('timeouts')} |")
+    for mtu in (1024, 4096):
+        for loss in (0, 0.1, 1, 5):
+            for size in (65536, MIB):
+                sr = row(f"sr-mtu{mtu}", size, loss=loss)
+                L.append(f"| {mtu} | {loss:g} | {size} | {g(f'gbn-mtu{mtu}', size, loss=loss)} | "
+                         f"{sr.get('goodput_MBps')} | {sr.get('retransmits')} / {sr.get('timeouts')} |")
     L.append("\n## Latency\n")
     L.append("| config | what | t_min us | t_typical us | t_avg us | p99 us |\n| --- | --- | ---: | ---: | ---: | ---: |")
     for r in lat_rows:

@@ -89,14 +89,28 @@ static bool outstanding(const struct rct_qp *qp)
 	return psn_lt(qp->una, qp->next_psn);
 }
 
+/* The early probe: 2 SRTT + 1 ms after the retransmission timer starts,
+ * when that comes before the RTO and none went out since una moved
+ * [REQ-TMO-8]. Adaptive RTO only (it needs SRTT). */
+static void arm_probe(struct rct_qp *qp, uint64_t now)
+{
+	uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->srtt + 1000000;
+	if (!qp->attr.adaptive_rto || !qp->srtt || qp->early_probed || rto == RCT_NEVER || wait >= rto)
+		qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+	else
+		qp->timer[RCT_TIMER_PROBE] = now + wait;
+}
+
 static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
 	uint64_t rto = rct_comp_rto(qp);
 	if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
 		rct_timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
+		qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
 		return;
 	}
 	rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
+	arm_probe(qp, now);
 }
 
 /* Called by the requester for every request packet it sends [REQ-TMO-2]. */
@@ -105,6 +119,7 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
 	if (retransmit || qp->timer[RCT_TIMER_RETRANS] == RCT_NEVER) {
 		uint64_t rto = rct_comp_rto(qp);
 		qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
+		arm_probe(qp, now);
 	}
 	if (!retransmit && qp->attr.adaptive_rto && !qp->rtt_armed) {
 		qp->rtt_armed = 1;
@@ -196,6 +211,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 	qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
 	qp->retx_valid = 0;
 	qp->rto_probe = 0;
+	qp->early_probed = 0;
 	if (psn_lt(qp->req_psn, new_una))
 		rct_req_rewind(qp, new_una);                     /* skip what is already acked */
 	restart_timer(qp, now);
@@ -651,6 +667,23 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 	}
 	qp->rto_probe = 1;                                       /* [REQ-TMO-6] */
 	restart_timer(qp, now);
+}
+
+/* Early probe timer fired: the packet at una once more, with AckReq, so a
+ * lost tail or a lost resend shows up in the answer before the RTO; in SR
+ * a new round, so that answer resends every hole it reports. No retry
+ * used, no backoff [REQ-TMO-8]. */
+void rct_comp_probe(struct rct_qp *qp, uint64_t now)
+{
+	enum rct_qp_state s = qp->attr.qp_state;
+	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp) ||
+	    qp->timer[RCT_TIMER_RNR] != RCT_NEVER)
+		return;
+	qp->early_probed = 1;
+	qp->cnt.early_probes++;
+	if (qp->sr)
+		sr_new_round(qp);
+	qp->rto_probe = 1;                                       /* sent as [REQ-TMO-6]'s */
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */

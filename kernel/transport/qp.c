@@ -567,6 +567,10 @@ void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
 		qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;
 		rct_comp_timeout(qp, now);
 	}
+	if (qp->timer[RCT_TIMER_PROBE] <= now) {
+		qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+		rct_comp_probe(qp, now);
+	}
 	if (qp->timer[RCT_TIMER_ACK] <= now)
 		qp->timer[RCT_TIMER_ACK] = RCT_NEVER;    /* the held ACK may go [RESP-ACK-5] */
 	if (rct_req_has_work(qp) || rct_resp_has_work(qp))

@@ -285,6 +285,7 @@ struct rct_qp_counters {
 	uint64_t tx_payload_bytes, rx_payload_bytes;
 	uint64_t tx_retransmits;            /* request packets sent again */
 	uint64_t timeouts;                  /* retransmission-timer expiries */
+	uint64_t early_probes;              /* early probe timer expiries [REQ-TMO-8] */
 	uint64_t rnr_timeouts;              /* RNR timer expiries (retries after RNR NAK) */
 	uint64_t tx_ack, rx_ack;            /* positive ACK frames (rx: inside the window) */
 	uint64_t tx_nak_seq, rx_nak_seq;    /* NAK PSN sequence error */
@@ -479,7 +480,7 @@ struct rct_rd_res {
 };
 
 /* Timers of a QP, a small table indexed by this enum. */
-enum rct_timer { RCT_TIMER_RETRANS = 0, RCT_TIMER_RNR, RCT_TIMER_ACK, RCT_TIMER_COUNT };
+enum rct_timer { RCT_TIMER_RETRANS = 0, RCT_TIMER_RNR, RCT_TIMER_ACK, RCT_TIMER_PROBE, RCT_TIMER_COUNT };
 
 /* Role states (name tables: rct_req_state_name etc.). */
 enum rct_req_state { RCT_REQ_IDLE = 0, RCT_REQ_SENDING, RCT_REQ_WAIT_RNR, RCT_REQ_ERROR, RCT_REQ_STATE_COUNT };
@@ -546,6 +547,7 @@ struct rct_qp {
 	uint32_t wr_left;           /* current WRITE: bytes still expected */
 	uint8_t nak_latch;          /* [RESP-OOS-1] */
 	uint8_t ack_pending;        /* an ACK for ack_psn should be sent */
+	uint8_t early_probed;       /* the early probe went out since una last moved [REQ-TMO-8] */
 	uint8_t ack_release;        /* a request went out: a held ACK follows it [RESP-ACK-5] */
 	uint64_t ack_deadline;      /* a held ACK goes out by then; 0 = none held */
 	uint8_t nak_pending;        /* a NAK (nak_syndrome at nak_psn) should be sent */

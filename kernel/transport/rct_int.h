@@ -62,6 +62,7 @@ int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struc
 void rct_comp_reset(struct rct_qp *qp);
 void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
 void rct_comp_timeout(struct rct_qp *qp, uint64_t now);
+void rct_comp_probe(struct rct_qp *qp, uint64_t now);
 void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
 void rct_comp_flush(struct rct_qp *qp);

@@ -538,7 +538,7 @@ START_TEST(test_comp_adaptive_rto)
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(5000000, NULL);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), 5000000 + 12000000);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], 5000000 + 12000000);
 	rct_handle_timeout(&A->qp, 17000000);
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
 	drain(17000000, NULL);
@@ -564,10 +564,10 @@ START_TEST(test_comp_backoff_ends_with_progress)
 	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* sample: RTO 12 ms */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(5000000, NULL);
-	t = rct_next_timeout(&A->qp);
+	t = A->qp.timer[RCT_TIMER_RETRANS];
 	rct_handle_timeout(&A->qp, t);
 	drain(t, NULL);
-	t = rct_next_timeout(&A->qp);
+	t = A->qp.timer[RCT_TIMER_RETRANS];
 	rct_handle_timeout(&A->qp, t);
 	drain(t, NULL);
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
@@ -576,7 +576,42 @@ START_TEST(test_comp_backoff_ends_with_progress)
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
 	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(t + 2000, NULL);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 2000 + 12000000);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], t + 2000 + 12000000);
+}
+END_TEST
+
+/* [REQ-TMO-8] [REQ-TMO-6] 2 SRTT + 1 ms after the timer starts, before the
+ * RTO, the packet at una goes once more with AckReq: no retry used, no
+ * backoff, once until una moves */
+START_TEST(test_comp_early_probe)
+{
+	struct conn_opts o;
+	struct rct_pkt p;
+	uint64_t t;
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* no SRTT yet */
+	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms, RTO 12 ms */
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	ck_assert_int_eq(drain(5000000, NULL), 2);
+	t = rct_next_timeout(&A->qp);
+	ck_assert_uint_eq(t, 5000000 + 9000000);             /* 2 x 4 ms + 1 ms < 12 ms */
+	rct_handle_timeout(&A->qp, t);
+	ck_assert(expect_frame(A, t, &p, fb));
+	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);            /* una */
+	ck_assert_uint_eq(p.h.bth.ackreq, 1);
+	expect_nothing(A, t);
+	ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+	ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+	ck_assert_uint_eq(A->qp.retry_left, 7);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* no backoff */
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
+	inject_ack(A, P, t + 10, 0x1f, PSN0 + 1, 2);
+	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.srtt + 1000000);
 }
 END_TEST
 
@@ -653,6 +688,7 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_rerequest_after_ack);
 	tcase_add_test(t, test_comp_adaptive_rto);
 	tcase_add_test(t, test_comp_backoff_ends_with_progress);
+	tcase_add_test(t, test_comp_early_probe);
 	tcase_add_test(t, test_comp_rnr_nak_resets_retry);
 	tcase_add_test(t, test_comp_nak_before_una_ignored);
 	tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
