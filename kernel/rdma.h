@@ -40,9 +40,7 @@
 #define RDMA_MAX_MR_SIZE ((uint64)RDMA_MR_DIR * RDMA_PAS_PER_PAGE * 4096)
 #define RDMA_FRAME_MAX   (4096 + 256)
 #define RDMA_BUDGET      64       // frames moved per lock hold
-#define RDMA_ACK_DELAY_US 0       // a plain ACK may wait this long for a request (rdma_dev.c); off:
-                                  // with 300 us, two polling processes in one 2-hart guest (rdma_lat
-                                  // -L) saw a held ACK never leave (see docs/rdma.md, Known limits)
+#define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
 #define RDMA_SACK_EVERY  8        // SR: a selective NAK per 8 out-of-order packets (rdma_dev.c)
 
 struct proc;

@@ -30,9 +30,7 @@ Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
               twice: as configured by default (2 vCPUs, E1000 interrupt
               moderation ITR 250 us), and tuned for latency the way one
               tunes a host for perftest's latency tests (1 vCPU, ITR 0 and
-              QEMU's e1000 mitigation off: each frame interrupts at once),
-              and ACKs held up to 300 us for the answer to go first
-              (ack_delay=300, [RESP-ACK-5])
+              QEMU's e1000 mitigation off: each frame interrupts at once)
 Outputs: rdma-bw.csv, rdma-lat.csv, rdma-ceiling.csv, rdma-bw.png,
 rdma-loss.png, rdma-perf.txt (the tools' own tables, perftest's columns),
 rdma-summary.md. MB in the tools' columns is 2^20 bytes (as perftest); the
@@ -146,7 +144,7 @@ def configs(quick):
                    "interleaved": True, "losses": [0, 0.1, 1, 5], "sizes": [65536, MIB]}
     yield {"name": "latency-default", "mtu": 1024, "loss": 0, "latency": True, "cpus": 2}
     yield {"name": "latency-tuned", "mtu": 1024, "loss": 0, "latency": True, "cpus": 1,
-           "append": "itr=0 ack_delay=300", "nic_opts": ",mitigation=off"}
+           "append": "itr=0", "nic_opts": ",mitigation=off"}
 
 
 def run_bw(tb, c, op, size, budget, bw_rows, log):
@@ -364,9 +362,7 @@ How these are measured:
   (perftest's convention); the raw one-way latency is half the median round
   trip of an 18-byte UDP echo between the same two guests.
 - latency-tuned: 1 vCPU per guest, E1000 ITR 0 and QEMU's e1000 interrupt
-  mitigation off (ethtool -C rx-usecs 0 on a real host), and the boot
-  argument ack_delay=300 (a plain ACK waits up to 300 us for the answering
-  WRITE to go first, [RESP-ACK-5]); latency-default:
+  mitigation off (ethtool -C rx-usecs 0 on a real host); latency-default:
   2 vCPUs, ITR 250 us, where an ACK that arrives just before the answering
   WRITE opens a moderation window that the WRITE then waits out.
 """)

@@ -128,6 +128,14 @@ int rct_qp_init(struct rct_dev *dev, struct rct_qp *qp, const struct rct_qp_init
 	return RCT_OK;
 }
 
+void rct_qp_release_ack(struct rct_qp *qp)
+{
+	if (!qp->ack_pending)
+		return;
+	qp->ack_release = 1;                                   /* [RESP-ACK-5] */
+	rct_qp_mark_ready(qp);
+}
+
 void rct_qp_destroy(struct rct_qp *qp)
 {
 	struct rct_dev *dev = qp->dev;

@@ -43,6 +43,10 @@
  *     call (loopback); rct_frame_icrc / rct_frame_set_icrc compute a frame's ICRC;
  *     the CM endpoint rct_cm_ep_* (cm_ep.c); rct_rd_res.replay, rct_qp.sr_hole_end,
  *     rct_qp.rto_probe (private state).
+ *   2026-11-21 09:50  additions only: rct_dev_attr.ack_delay_ns [RESP-ACK-5] and
+ *     sack_every [SR-RESP-11] (0 = as before); rct_qp_counters.early_probes
+ *     [REQ-TMO-8]; rct_qp_release_ack(qp): a held ACK goes with the next poll
+ *     (call it, then drain, before destroying a QP that may hold one).
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -572,6 +576,10 @@ struct rct_qp {
 int rct_qp_init(struct rct_dev *dev, struct rct_qp *qp, const struct rct_qp_init_attr *init);
 /* Remove a QP from the device's lists (after this the QP's storage may be freed). */
 void rct_qp_destroy(struct rct_qp *qp);
+/* A held ACK ([RESP-ACK-5]) goes out with the next poll of the QP: call it
+ * and drain the device before destroying a QP, or the peer's last message
+ * may never be acknowledged. */
+void rct_qp_release_ack(struct rct_qp *qp);
 
 /* Modify: IBTA state machine with required attributes per transition
  * (RESET->INIT: access flags; INIT->RTR: AV, path MTU, dest QPN, rq_psn,

@@ -109,6 +109,10 @@ START_TEST(test_resp_ack_delay_follows_request)
 	rct_handle_timeout(&A->qp, 40 + d);
 	expect_ack(40 + d, 0x1f, E0 + 2, 3);                /* one ACK for both, on time */
 	expect_nothing(A, 40 + d);
+	inject_req(A, P, 50 + d, OP_WRITE_ONLY, E0 + 3, true, 100, 1, &r, 0);
+	expect_nothing(A, 50 + d);
+	rct_qp_release_ack(&A->qp);                         /* the QP is about to go */
+	expect_ack(51 + d, 0x1f, E0 + 3, 4);
 }
 END_TEST
 
