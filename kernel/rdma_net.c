@@ -117,13 +117,6 @@ int rdma_net_retry(void) {
   return 0;
 }
 
-// An ACK or selective NAK places no data: no reason to wake a process
-// waiting in rdma_wait_write (a ping-pong's ACK arrives just before the
-// answering WRITE, and a needless wakeup costs the WRITE a context switch).
-static int acknowledge_only(uint8 bth_opcode) {
-  return bth_opcode == 0x11 || bth_opcode == 0xd1;     // RC ACKNOWLEDGE, SR selective NAK
-}
-
 // Driver thread: a UDP datagram for port 4791; we own nb.
 static void roce_rx(struct netbuf *nb, void *arg) {
   uint8 *frame = nb->data - UDP_HLEN - IP_HLEN - ETH_HLEN;
@@ -139,7 +132,9 @@ static void roce_rx(struct netbuf *nb, void *arg) {
   // A process woken for this frame (a ping-pong's answer) should not wait
   // behind our ACK's transmission: the engine thread, or the answer's own
   // post_send, sends what the frame caused, ACK and answer back to back.
-  int woke = nb->len > 0 && !acknowledge_only(nb->data[0]) && rdma_frame_arrived();
+  // An acknowledgement places no data: waking a process in rdma_wait_write
+  // for it would only cost the answering WRITE behind it a context switch.
+  int woke = nb->len > 0 && !rct_opcode_is_ack(nb->data[0]) && rdma_frame_arrived();
   if (woke || rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   netbuf_free(nb);

@@ -154,8 +154,7 @@ out:
 // ([RESP-ACK-5]) leaves first: it may answer the peer's last message.
 static void qp_free(int h) {
   struct rdma_qp *q = &rdma_qps[h];
-  rct_qp_release_ack(&q->qp);
-  rdma_progress(RDMA_BUDGET);
+  if (rct_qp_release_ack(&q->qp)) rdma_progress(RDMA_BUDGET);
   rdma_idtab_del(&qp_nums, q->qp.init.qpn);
   rct_qp_destroy(&q->qp);
   rdma_pds[q->pd].refs--;

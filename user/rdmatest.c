@@ -45,6 +45,25 @@ static int side_open(struct pair *p, struct side *s, uint32_t len, int access, i
   return (s->cq && s->mr && s->qp) ? 0 : -1;
 }
 
+// Connects x and y to each other in this guest; x sends from psn_x, y from psn_y.
+static int connect_both(struct ibv_qp *x, uint32_t psn_x, struct ibv_qp *y, uint32_t psn_y,
+                        int access, int rnr_retry, int timeout) {
+  uint32_t ip = rdmau_local_ipv4(ctx);
+  struct rdma_peer to_y = { .qpn = y->qp_num, .psn = psn_y, .ipv4 = ip };
+  struct rdma_peer to_x = { .qpn = x->qp_num, .psn = psn_x, .ipv4 = ip };
+  if (rdmau_connect(x, &to_y, psn_x, mtu, access, rnr_retry, timeout)) return -1;
+  return rdmau_connect(y, &to_x, psn_y, mtu, access, rnr_retry, timeout) ? -1 : 0;
+}
+
+// Resets `old` (one side of a pair) and connects it to the new QP q instead.
+static int rewire(struct ibv_qp *old, uint32_t psn_old, struct ibv_qp *q, uint32_t psn_q, int access) {
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RESET;
+  if (ibv_modify_qp(old, &a, IBV_QP_STATE)) return -1;
+  return connect_both(q, psn_q, old, psn_old, access, 7, 14);
+}
+
 static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *o) {
   memset(p, 0, sizeof *p);
   p->len = len;
@@ -53,13 +72,8 @@ static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   if (side_open(p, &p->a, len, all, o->cqe) < 0 || side_open(p, &p->b, len, o->access_b, o->cqe) < 0)
     return -1;
-  uint32_t ip = rdmau_local_ipv4(ctx);
   uint32_t psn_a = rdmau_rand() & 0xffffff, psn_b = rdmau_rand() & 0xffffff;
-  struct rdma_peer to_b = { .qpn = p->b.qp->qp_num, .psn = psn_b, .ipv4 = ip };
-  struct rdma_peer to_a = { .qpn = p->a.qp->qp_num, .psn = psn_a, .ipv4 = ip };
-  if (rdmau_connect(p->a.qp, &to_b, psn_a, mtu, all, o->rnr_retry, o->timeout)) return -1;
-  if (rdmau_connect(p->b.qp, &to_a, psn_b, mtu, all, o->rnr_retry, o->timeout)) return -1;
-  return 0;
+  return connect_both(p->a.qp, psn_a, p->b.qp, psn_b, all, o->rnr_retry, o->timeout);
 }
 
 static int pair_open(struct pair *p, uint32_t len) {
@@ -341,16 +355,8 @@ static int t_unsignaled(void) {
   ia.sq_sig_all = 0;
   struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
   CHECK(q);
-  uint32_t ip = rdmau_local_ipv4(ctx);
-  struct ibv_qp_attr a;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RESET;
-  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
-  struct rdma_peer to_b = { .qpn = p.b.qp->qp_num, .psn = 100, .ipv4 = ip };
-  struct rdma_peer to_q = { .qpn = q->qp_num, .psn = 200, .ipv4 = ip };
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  CHECK(rdmau_connect(q, &to_b, 200, mtu, all, 7, 14) == 0);
-  CHECK(rdmau_connect(p.b.qp, &to_q, 100, mtu, all, 7, 14) == 0);
+  CHECK(rewire(p.b.qp, 100, q, 200, all) == 0);
   fill(p.a.buf, 4096, 3);
   memset(p.b.buf, 0, 4096);
   struct ibv_sge sge = { (uint64_t)p.a.buf, 100, p.a.mr->lkey };
@@ -386,16 +392,8 @@ static int t_inline(void) {
   ia.sq_sig_all = 1;
   struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
   CHECK(q && ia.cap.max_inline_data >= 64);
-  uint32_t ip = rdmau_local_ipv4(ctx);
-  struct ibv_qp_attr a;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RESET;
-  CHECK(ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE) == 0);
-  struct rdma_peer to_b = { .qpn = p.b.qp->qp_num, .psn = 7, .ipv4 = ip };
-  struct rdma_peer to_q = { .qpn = q->qp_num, .psn = 9, .ipv4 = ip };
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  CHECK(rdmau_connect(q, &to_b, 9, mtu, all, 7, 14) == 0);
-  CHECK(rdmau_connect(p.b.qp, &to_q, 7, mtu, all, 7, 14) == 0);
+  CHECK(rewire(p.b.qp, 7, q, 9, all) == 0);
   memset(p.b.buf, 0, 4096);
   for (int round = 0; round < 12; round++) {   // more posts than slots: the ring wraps
     char msg[40], part2[8];
@@ -615,15 +613,7 @@ static int t_channel(void) {
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 8; ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
   CHECK(qp);
-  uint32_t ip = rdmau_local_ipv4(ctx);
-  struct ibv_qp_attr a;
-  memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_RESET;
-  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) == 0);
-  struct rdma_peer to_c = { .qpn = qp->qp_num, .psn = 1, .ipv4 = ip };
-  struct rdma_peer to_a = { .qpn = p.a.qp->qp_num, .psn = 2, .ipv4 = ip };
-  CHECK(rdmau_connect(p.a.qp, &to_c, 2, mtu, IBV_ACCESS_REMOTE_WRITE, 7, 14) == 0);
-  CHECK(rdmau_connect(qp, &to_a, 1, mtu, IBV_ACCESS_REMOTE_WRITE, 7, 14) == 0);
+  CHECK(rewire(p.a.qp, 2, qp, 1, IBV_ACCESS_REMOTE_WRITE) == 0);
   struct ibv_sge sge = { (uint64_t)p.b.buf, 64, p.b.mr->lkey };
   struct ibv_recv_wr rw = { .wr_id = 55, .sg_list = &sge, .num_sge = 1 }, *rbad;
   CHECK(ibv_post_recv(qp, &rw, &rbad) == 0);

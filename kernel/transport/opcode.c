@@ -58,3 +58,8 @@ const struct rct_opcode_info rct_opcode_table[256] = {
 	[0xCC] = { "SR_RDMA_READ_REQUEST", SRQ | OPF_READ | OPF_ONLY | OPF_RETH, X + RETH_LEN },
 	[OP_SR_SACK] = { "SR_SELECTIVE_NAK", RSP | OPF_SR | OPF_ACK | OPF_ONLY | OPF_AETH | OPF_SACKH, AETH_LEN + 8 },
 };
+
+bool rct_opcode_is_ack(uint8_t bth_opcode)
+{
+	return (op_flags(bth_opcode) & OPF_ACK) != 0;
+}

@@ -128,12 +128,13 @@ int rct_qp_init(struct rct_dev *dev, struct rct_qp *qp, const struct rct_qp_init
 	return RCT_OK;
 }
 
-void rct_qp_release_ack(struct rct_qp *qp)
+bool rct_qp_release_ack(struct rct_qp *qp)
 {
 	if (!qp->ack_pending)
-		return;
+		return false;
 	qp->ack_release = 1;                                   /* [RESP-ACK-5] */
 	rct_qp_mark_ready(qp);
+	return true;
 }
 
 void rct_qp_destroy(struct rct_qp *qp)

@@ -46,7 +46,8 @@
  *   2026-11-21 09:50  additions only: rct_dev_attr.ack_delay_ns [RESP-ACK-5] and
  *     sack_every [SR-RESP-11] (0 = as before); rct_qp_counters.early_probes
  *     [REQ-TMO-8]; rct_qp_release_ack(qp): a held ACK goes with the next poll
- *     (call it, then drain, before destroying a QP that may hold one).
+ *     (call it, then drain, before destroying a QP that may hold one);
+ *     rct_opcode_is_ack(op).
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -579,7 +580,7 @@ void rct_qp_destroy(struct rct_qp *qp);
 /* A held ACK ([RESP-ACK-5]) goes out with the next poll of the QP: call it
  * and drain the device before destroying a QP, or the peer's last message
  * may never be acknowledged. */
-void rct_qp_release_ack(struct rct_qp *qp);
+bool rct_qp_release_ack(struct rct_qp *qp);     /* true if an ACK was held */
 
 /* Modify: IBTA state machine with required attributes per transition
  * (RESET->INIT: access flags; INIT->RTR: AV, path MTU, dest QPN, rq_psn,
@@ -648,6 +649,8 @@ const char *rct_wc_status_name(enum rct_wc_status s);
 const char *rct_wr_opcode_name(enum rct_wr_opcode op);
 const char *rct_req_state_name(enum rct_req_state s);
 const char *rct_resp_state_name(enum rct_resp_state s);
+/* An acknowledgement (ACK, NAK, selective NAK): it places no data. */
+bool rct_opcode_is_ack(uint8_t bth_opcode);
 const char *rct_comp_state_name(enum rct_comp_state s);
 const char *rct_syndrome_name(uint8_t aeth_syndrome);
 

@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
+from tally import Tally  # noqa: E402
 
 ROCE_PORT = 4791
 OP_RC_WRITE_ONLY = 0x0A
@@ -98,7 +99,6 @@ def check(victim):
 
 
 def main():
-    passed = failed = 0
     results = []
     try:
         with Testbed(3, name="rdmaforge") as tb:            # port 2: the third party, no guest
@@ -157,12 +157,10 @@ def main():
                 g.wait_exit(30)
     except GuestError as e:
         results.append(("setup", False, f"guest error: {e}"))
+    tally = Tally()
     for name, ok, info in results:
-        print(f"test forge_{name}: {'OK' if ok else 'FAILED'} ({info})", flush=True)
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+        tally.record(f"forge_{name}", ok, info)
+    return tally.finish()
 
 
 if __name__ == "__main__":

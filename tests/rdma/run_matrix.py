@@ -19,13 +19,13 @@ import os
 import re
 import sys
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
+from tally import Tally  # noqa: E402
 
 
 def impairments(seed):
@@ -94,21 +94,12 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     args = ap.parse_args()
     progress("matrix", f"seed {args.seed}")
-    passed = failed = 0
+    tally = Tally()
     for name, spec, big, blackhole, sr in impairments(args.seed):
         if args.only and name not in args.only:
             continue
-        t0 = time.monotonic()
-        try:
-            ok, info = one(name, spec, big, blackhole, sr, args.timeout)
-        except GuestError as e:
-            ok, info = False, f"guest error: {e}"
-        print(f"test matrix_{name}: {'OK' if ok else 'FAILED'} ({time.monotonic() - t0:.0f} s; {info})",
-              flush=True)
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+        tally.run(f"matrix_{name}", lambda: one(name, spec, big, blackhole, sr, args.timeout))
+    return tally.finish()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import GuestError  # noqa: E402
+from tally import Tally  # noqa: E402
 
 
 def one_run(loss, size, iters, sr):
@@ -64,18 +64,11 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--sr", action="store_true")
     args = ap.parse_args()
-    passed = failed = 0
+    tally = Tally()
     for loss in args.loss:
         loss_s = f"{loss:g}"
-        try:
-            ok, info = one_run(loss_s, args.size, args.iters, args.sr)
-        except GuestError as e:
-            ok, info = False, f"guest error: {e}"
-        print(f"test rdmanet_loss{loss_s}: {'OK' if ok else 'FAILED'} ({info})")
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+        tally.run(f"rdmanet_loss{loss_s}", lambda: one_run(loss_s, args.size, args.iters, args.sr), timed=False)
+    return tally.finish()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import GuestError, progress  # noqa: E402
+from guest import progress  # noqa: E402
+from tally import Tally  # noqa: E402
 
 
 def not_counter(values):
@@ -147,20 +148,11 @@ def main():
     if unknown:
         print(f"unknown tests: {sorted(unknown)}; known: {[name for name, _ in tests]}")
         return 2
-    passed = failed = 0
+    tally = Tally()
     for name, fn in tests:
-        if name not in wanted:
-            continue
-        t0 = time.monotonic()
-        try:
-            ok, info = fn()
-        except GuestError as e:
-            ok, info = False, f"guest error: {e}"
-        print(f"test {name}: {'OK' if ok else 'FAILED'} ({time.monotonic() - t0:.0f} s; {info})", flush=True)
-        passed += ok
-        failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+        if name in wanted:
+            tally.run(name, fn)
+    return tally.finish()
 
 
 if __name__ == "__main__":
