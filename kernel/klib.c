@@ -1,7 +1,8 @@
 // klib.c: memory and string helpers for a freestanding kernel (see klib.h).
 #include "klib.h"
 
-// memset and memmove move 8 bytes at a time when both ends allow it:
+// memset moves 8 bytes at a time into an aligned buffer, memmove 8 bytes
+// at a time whenever it can align the destination (any source alignment):
 // the kernel copies whole pages and blocks all the time.
 void *memset(void *dst, int c, uint64 n) {
   uint8 *d = dst;
@@ -15,11 +16,41 @@ void *memset(void *dst, int c, uint64 n) {
 
 static int words_ok(const void *a, const void *b) { return (((uint64)a | (uint64)b) % 8) == 0; }
 
+// dst 8-aligned, src not: every load is an aligned word, two of them
+// shifted together (little-endian), so a misaligned source (a payload
+// behind a 54-byte RoCE header) still moves 8 bytes per step. Each word
+// loaded holds at least one source byte: nothing past the source's page.
+static void copy_words_shifted(uint64 *d, const uint8 *s, uint64 words) {
+  uint64 off = (uint64)s % 8, sh = off * 8;
+  const uint64 *w = (const uint64 *)(s - off);
+  uint64 lo = *w++;
+  for (; words > 0; words--) {
+    uint64 hi = *w++;
+    *d++ = (lo >> sh) | (hi << (64 - sh));
+    lo = hi;
+  }
+}
+
 void *memmove(void *dst, const void *src, uint64 n) {
   uint8 *d = dst;
   const uint8 *s = src;
   if (d == s || n == 0) return dst;
-  if (d < s || d >= s + n) {
+  if (d + n <= s || s + n <= d) {           // disjoint
+    if (n >= 32)
+      for (; (uint64)d % 8; n--) *d++ = *s++;
+    if (n >= 16) {
+      uint64 words = n / 8;
+      if (words_ok(d, s)) {
+        for (uint64 k = 0; k < words; k++) ((uint64 *)d)[k] = ((const uint64 *)s)[k];
+      } else if ((uint64)d % 8 == 0) {
+        copy_words_shifted((uint64 *)d, s, words);
+      } else {
+        words = 0;
+      }
+      d += words * 8; s += words * 8; n -= words * 8;
+    }
+    while (n-- > 0) *d++ = *s++;
+  } else if (d < s) {                       // overlapping, dst before src: copy forwards
     if (words_ok(d, s))
       for (; n >= 8; n -= 8, d += 8, s += 8) *(uint64 *)d = *(const uint64 *)s;
     while (n-- > 0) *d++ = *s++;

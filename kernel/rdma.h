@@ -31,7 +31,7 @@
 #define RDMA_MAX_CQ      32
 #define RDMA_MAX_CQE     1024
 #define RDMA_MAX_CHAN    32
-#define RDMA_MAX_QP      32
+#define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
 #define RDMA_MAX_QP_WR   256
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
 #define RDMA_MAX_ASYNC   32
@@ -42,6 +42,8 @@
 #define RDMA_BUDGET      64       // frames moved per lock hold
 #define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
 #define RDMA_SACK_EVERY  8        // SR: a selective NAK per 8 out-of-order packets (rdma_dev.c)
+
+_Static_assert(RDMA_MAX_QP <= 32 && RDMA_MAX_CQ <= 32, "rdma.qp_live / cq_live are 32-bit masks");
 
 struct proc;
 
@@ -75,6 +77,7 @@ struct rdma_cq {
   int events;               // events raised and not yet taken by get_cq_event
   uint32 seen_overflow;
   int error;                // overrun: the CQ is in error [IBTA 11.4.2.1 / CQ_ERR]
+  int waiters;              // processes asleep in rdma_wait_cq on this CQ
 };
 
 struct rdma_qp {
@@ -103,6 +106,10 @@ struct rdma_dev {
   struct rdma_async_event async[RDMA_MAX_ASYNC];
   int async_owner[RDMA_MAX_ASYNC];
   uint32 async_head, async_tail;
+  // bit i: rdma_cqs[i] / rdma_qps[i] is in use. The scans after every
+  // received frame visit only these (each slot is tens of KiB: touching
+  // all 32 cost more than the frame's own processing).
+  uint32 cq_live, qp_live;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
 };
@@ -125,6 +132,7 @@ int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
 int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
+void rdma_sleep_until(void *chan, uint64 deadline);   // sleep on chan; deadline ~0: none
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device

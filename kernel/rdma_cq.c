@@ -68,10 +68,11 @@ int64 sys_rdma_create_cq(void) {
       if (cq->used) continue;
       h = i;
       cq->used = 1;
+      rdma.cq_live |= 1u << i;
       cq->owner = rdma_cur_pid();
       cq->chan = ch;
       cq->cookie = cookie;
-      cq->refs = cq->armed = cq->events = cq->error = 0;
+      cq->refs = cq->armed = cq->events = cq->error = cq->waiters = 0;
       rct_cq_init(&cq->cq, cq->ring, (uint32)cqe);
       cq->seen_overflow = cq->cq.overflow;
     }
@@ -86,6 +87,7 @@ int64 sys_rdma_destroy_cq(void) {
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && cq->refs == 0) {
     cq->used = 0;
+    rdma.cq_live &= ~(1u << h);
     r = 0;
   }
   spin_unlock(&rdma.lock);
@@ -222,13 +224,16 @@ static int wakes(struct rdma_cq *cq) {
 // Lock held. After the core ran: overruns and armed CQs that got work.
 void rdma_cq_scan(void) {
   for (int i = 0; i < RDMA_MAX_CQ; i++) {
+    if (!(rdma.cq_live >> i)) break;
+    if (!(rdma.cq_live & (1u << i))) continue;
     struct rdma_cq *cq = &rdma_cqs[i];
-    if (!cq->used) continue;
     if (cq->cq.overflow != cq->seen_overflow && !cq->error) {
       cq->seen_overflow = cq->cq.overflow;
       cq->error = 1;
       rdma_async_push(cq->owner, IBV_EVENT_CQ_ERR, i, cq->cookie);
     }
+    if (cq->waiters && (cq->cq.tail != cq->cq.head || cq->error))
+      proc_wakeup(cq);                       // rdma_wait_cq
     if (cq->armed && cq->cq.tail != cq->arm_tail && cq->chan >= 0 && wakes(cq)) {
       cq->armed = 0;
       cq->events++;
@@ -240,7 +245,10 @@ void rdma_cq_scan(void) {
 // Lock held; the process's QPs are already gone.
 void rdma_cq_release_all(int pid) {
   for (int i = 0; i < RDMA_MAX_CQ; i++)
-    if (rdma_cqs[i].used && rdma_cqs[i].owner == pid) rdma_cqs[i].used = 0;
+    if (rdma_cqs[i].used && rdma_cqs[i].owner == pid) {
+      rdma_cqs[i].used = 0;
+      rdma.cq_live &= ~(1u << i);
+    }
   for (int i = 0; i < RDMA_MAX_CHAN; i++)
     if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
   for (uint32 i = rdma.async_head; i != rdma.async_tail; i++)

@@ -123,7 +123,29 @@ extern struct proc proc_table[NPROC];
 static int write_waiters;                     // under rdma.lock
 static struct ktimer wait_timer[NPROC];       // one per process slot
 
-static void wait_timer_fired(void *unused) { proc_wakeup(&write_waiters); }
+static void wait_timer_fired(void *chan) {
+  spin_lock(&rdma.lock);                      // a sleeper between its check and proc_sleep holds it
+  proc_wakeup(chan);
+  spin_unlock(&rdma.lock);
+}
+
+// rdma.lock held. Sleeps on chan until a proc_wakeup(chan) or, unless
+// deadline is ~0, until clock_ns() passes deadline. The caller re-checks
+// its condition, and cancels the timer (rdma_sleep_done) when it leaves.
+void rdma_sleep_until(void *chan, uint64 deadline) {
+  struct proc *p = current();
+  if (deadline != ~0ull) ktimer_arm(&wait_timer[p - proc_table], deadline, wait_timer_fired, chan);
+  proc_sleep(chan, &rdma.lock);
+}
+
+// rdma.lock NOT held: the caller's sleeps are over.
+static void rdma_sleep_done(void) {
+  ktimer_cancel(&wait_timer[current() - proc_table]);
+}
+
+static uint64 deadline_after_ms(int timeout_ms) {
+  return timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+}
 
 // rdma.lock held: the core just took in a frame (it may have placed data).
 // Returns 1 if a process waiting in rdma_wait_write was woken.
@@ -138,21 +160,45 @@ int rdma_frame_arrived(void) {
 int64 sys_rdma_wait_write(void) {
   uint64 uva = arg_addr(0);
   uint8 old = (uint8)arg_int(1), now_val;
-  int timeout_ms = arg_int(2), r;
+  uint64 deadline = deadline_after_ms(arg_int(2));
   struct proc *p = current();
-  struct ktimer *t = &wait_timer[p - proc_table];
-  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+  int r;
   spin_lock(&rdma.lock);
   for (;;) {
     if (copy_in(p->pagetable, &now_val, uva, 1) < 0 || proc_killed(p)) { r = -1; break; }
     if (now_val != old) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
-    if (deadline != ~0ull) ktimer_arm(t, deadline, wait_timer_fired, NULL);
     write_waiters++;
-    proc_sleep(&write_waiters, &rdma.lock);
+    rdma_sleep_until(&write_waiters, deadline);
     write_waiters--;
   }
   spin_unlock(&rdma.lock);
-  ktimer_cancel(t);
+  rdma_sleep_done();
+  return r;
+}
+
+// rdma_wait_cq(cq, timeout_ms) -> 0 once the CQ holds a completion (or has
+// overrun: the next poll reports it), -2 at the timeout (< 0: none), -1
+// for a CQ that is not the caller's or a kill. Completions stay in the CQ
+// for ibv_poll_cq: this is the sleeping half of a polling loop for
+// programs without a completion channel. rdma_cq_scan wakes the waiters.
+int64 sys_rdma_wait_cq(void) {
+  int h = arg_int(0);
+  uint64 deadline = deadline_after_ms(arg_int(1));
+  struct proc *p = current();
+  int r;
+  spin_lock(&rdma.lock);
+  if (rdma_cq_get(h) && rdma_progress(RDMA_BUDGET)) rdma_kick();
+  for (;;) {
+    struct rdma_cq *cq = rdma_cq_get(h);
+    if (!cq || proc_killed(p)) { r = -1; break; }
+    if (cq->error || cq->cq.head != cq->cq.tail) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    cq->waiters++;
+    rdma_sleep_until(cq, deadline);
+    cq->waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  rdma_sleep_done();
   return r;
 }

@@ -123,6 +123,7 @@ int64 sys_rdma_create_qp(void) {
     goto out;
   }
   q->used = 1;
+  rdma.qp_live |= 1u << h;
   q->owner = rdma_cur_pid();
   q->pd = c.pd;
   q->send_cq = c.send_cq;
@@ -161,6 +162,7 @@ static void qp_free(int h) {
   rdma_cqs[q->send_cq].refs--;
   rdma_cqs[q->recv_cq].refs--;
   q->used = 0;
+  rdma.qp_live &= ~(1u << h);
 }
 
 // Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
@@ -362,8 +364,10 @@ int64 sys_rdma_post_recv(void) { return post_common(0); }
 // raises IBV_EVENT_QP_FATAL for its owner.
 void rdma_qp_scan(void) {
   for (int i = 0; i < RDMA_MAX_QP; i++) {
+    if (!(rdma.qp_live >> i)) break;
+    if (!(rdma.qp_live & (1u << i))) continue;
     struct rdma_qp *q = &rdma_qps[i];
-    if (!q->used || q->qp.attr.qp_state == q->last_state) continue;
+    if (q->qp.attr.qp_state == q->last_state) continue;
     if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
     q->last_state = q->qp.attr.qp_state;
   }

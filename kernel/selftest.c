@@ -2,7 +2,9 @@
 // cannot reach directly. Runs in a kthread so the rest of boot is not
 // delayed. Checks: ktimer precision (arm short deadlines, print how late
 // each callback ran) and ktimer_cancel; page pinning (a pinned page
-// survives the destruction of its address space until unpinned).
+// survives the destruction of its address space until unpinned); memmove
+// against a byte-at-a-time copy for every alignment pair, disjoint and
+// overlapping.
 // Failures panic; results are printed only with the boot argument
 // "selftest". Boot argument "kpanic" panics on purpose, to check that a
 // panic powers QEMU off with a failure status.
@@ -16,6 +18,7 @@
 #include "pmem.h"
 #include "vm.h"
 #include "bootarg.h"
+#include "klib.h"
 
 struct probe {
   struct spinlock lock;
@@ -64,6 +67,34 @@ static void check_pinning(void) {
   uvm_unpin(pa, 2);                  // the last references: both pages free again
 }
 
+// memmove's word paths (aligned, shifted, overlapping) must move exactly
+// what a byte loop moves, and nothing outside [dst, dst + n).
+static uint8 mm_buf[2][3072];
+static void check_memmove_case(int so, int doff, int n) {
+  uint8 *src = mm_buf[0], *got = mm_buf[1];
+  static uint8 want[3072];
+  for (int i = 0; i < 3072; i++) { src[i] = (uint8)(i * 7 + 3); got[i] = want[i] = (uint8)(i * 13 + 1); }
+  for (int i = 0; i < n; i++) want[64 + doff + i] = src[64 + so + i];
+  memmove(got + 64 + doff, src + 64 + so, n);
+  for (int i = 0; i < 3072; i++)
+    if (got[i] != want[i]) panic("memmove(dst+%d, src+%d, %d) wrong at byte %d", doff, so, n, i - 64 - doff);
+  // overlapping, both directions, within one buffer
+  for (int i = 0; i < 3072; i++) got[i] = want[i] = (uint8)(i * 5 + 9);
+  int shift = (so - doff) ? (so - doff) : 3;
+  for (int i = 0; i < n; i++) want[1024 + shift + i] = got[1024 + i];
+  memmove(got + 1024 + shift, got + 1024, n);
+  for (int i = 0; i < 3072; i++)
+    if (got[i] != want[i]) panic("memmove overlap shift %d, %d bytes wrong at byte %d", shift, n, i);
+}
+
+static void check_memmove(void) {
+  static const int lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 100, 1024, 1031};
+  for (int so = 0; so < 8; so++)
+    for (int doff = 0; doff < 8; doff++)
+      for (int k = 0; k < (int)ARRAY_LEN(lens); k++)
+        check_memmove_case(so, doff, lens[k]);
+}
+
 #define SAMPLES 15
 
 static uint64 median_us(uint64 *v, int n) {
@@ -100,6 +131,8 @@ static void selftest_thread(void *arg) {
   if (bootarg("kpanic")) panic("kpanic boot argument: deliberate panic");
   check_pinning();
   if (report) kprintf("selftest: pinning ok\n");
+  check_memmove();
+  if (report) kprintf("selftest: memmove ok\n");
   spin_init(&pr.lock, "selftest");
   check_ktimer(&pr, report);
 }

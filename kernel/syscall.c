@@ -20,14 +20,15 @@ int arg_str(int n, char *buf, int max) {
   return copy_in_str(current()->pagetable, buf, arg_addr(n), max);
 }
 
-// RDMA verbs (kernel/rdma_*.c), numbers 60..82 in uapi.h.
+// RDMA verbs (kernel/rdma_*.c), numbers 60..83 in uapi.h.
 #define RDMA_HANDLERS(X) \
   X(rdma_query_device) X(rdma_query_port) X(rdma_alloc_pd) X(rdma_dealloc_pd) \
   X(rdma_reg_mr) X(rdma_dereg_mr) X(rdma_create_chan) X(rdma_destroy_chan) \
   X(rdma_create_cq) X(rdma_destroy_cq) X(rdma_poll_cq) X(rdma_req_notify) \
   X(rdma_get_cq_event) X(rdma_create_qp) X(rdma_modify_qp) X(rdma_query_qp) \
   X(rdma_destroy_qp) X(rdma_post_send) X(rdma_post_recv) X(rdma_get_async) \
-  X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write)
+  X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write) \
+  X(rdma_wait_cq)
 
 #define HANDLERS(X) \
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \

@@ -77,6 +77,7 @@
 #define SYS_rdma_qp_stats     80  // (i, struct rdma_qp_stats *out): i-th QP of the device
 #define SYS_rdma_set_neigh    81  // (ipv4 host order, unsigned char mac[6])
 #define SYS_rdma_wait_write   82  // (const uchar *addr, old, timeout_ms) -> 0 changed, -2 timeout
+#define SYS_rdma_wait_cq      83  // (cq, timeout_ms) -> 0 a completion (or overrun) waits, -2 timeout
 
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second

@@ -510,6 +510,11 @@ int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms
   return r == 0 ? 0 : r == -2 ? ETIMEDOUT : EINVAL;
 }
 
+int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms) {
+  int r = rdma_wait_cq((int)cq->handle, timeout_ms);
+  return r == 0 ? 0 : r == -2 ? ETIMEDOUT : EINVAL;
+}
+
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]) {
   return rdma_set_neigh(ipv4, mac) < 0 ? EINVAL : 0;
 }

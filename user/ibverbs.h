@@ -452,6 +452,11 @@ int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 // target, so this is the sleeping form of polling the buffer. timeout_ms
 // < 0 waits for ever. 0 = changed, ETIMEDOUT, EINVAL (bad address).
 int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms);
+// Sleep until the CQ holds a completion (which stays there for
+// ibv_poll_cq) or has overrun: the sleeping form of a poll loop for a CQ
+// without a completion channel. timeout_ms < 0 waits for ever.
+// 0 = a completion waits, ETIMEDOUT, EINVAL (not one of our CQs).
+int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms);
 // Tell the kernel the MAC of a peer IPv4 address (host order) for AVs.
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]);
 // The IPv4 address (host order) inside an IPv4-mapped GID, 0 if not mapped.

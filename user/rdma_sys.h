@@ -28,5 +28,6 @@ int rdma_get_async(struct rdma_async_event *out, int block);
 int rdma_qp_stats(int i, struct rdma_qp_stats *out);
 int rdma_set_neigh(unsigned int ipv4, const unsigned char mac[6]);
 int rdma_wait_write(const volatile unsigned char *addr, int old, int timeout_ms);
+int rdma_wait_cq(int cq, int timeout_ms);
 
 #endif

@@ -58,7 +58,9 @@ int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms) {
   for (;;) {
     int n = ibv_poll_cq(cq, 1, wc);
     if (n != 0) return n;
-    if (clock_ns() > deadline) return 0;
+    uint64 now = clock_ns();
+    if (now > deadline) return 0;
+    if (ibvx_wait_cq(cq, (int)((deadline - now) / 1000000) + 1) == EINVAL) return -1;
   }
 }
 

@@ -19,7 +19,8 @@ extern int rdmau_roce_v1;
 // RESET -> INIT -> RTR -> RTS towards `peer`; returns 0 or an errno.
 int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_psn,
                   enum ibv_mtu mtu, int access, int rnr_retry, int timeout);
-// Poll one completion; returns 1, or 0 after timeout_ms without one, -1 on error.
+// One completion; returns 1, or 0 after timeout_ms without one, -1 on error.
+// Sleeps (ibvx_wait_cq) between polls instead of spinning.
 int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 uint32_t rdmau_rand(void);

@@ -654,8 +654,8 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 	qp->cnt.timeouts++;
 	if (!use_retry(qp))
 		return;
-	if (qp->attr.adaptive_rto && qp->rto)
-		qp->rto *= 2;                                    /* backoff [REQ-TMO-4] */
+	if (qp->attr.adaptive_rto && qp->rto && rct_comp_rto(qp) != RCT_NEVER)
+		qp->rto = 2 * rct_comp_rto(qp);    /* backoff doubles the RTO in effect [REQ-TMO-9] */
 	qp->retx_valid = 0;
 	if (qp->sr) {
 		/* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */

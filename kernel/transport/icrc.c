@@ -17,6 +17,7 @@
 #include "wire.h"
 
 static uint32_t crc_tab[8][256];
+typedef uint64_t __attribute__((may_alias)) crc_word_t;   /* reads bytes as a word */
 static int crc_ready;
 
 static void crc32_init(void)
@@ -43,8 +44,18 @@ uint32_t rct_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 		n--;
 	}
 	while (n >= 8) {
-		uint32_t a = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-		uint32_t b = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+		uint32_t a, b;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* p is 8-aligned here: one load instead of eight (a third of
+		 * the loop's instructions on RISC-V, where the compiler may not
+		 * merge byte loads it cannot prove aligned). */
+		uint64_t w = *(const crc_word_t *)p;
+		a = crc ^ (uint32_t)w;
+		b = (uint32_t)(w >> 32);
+#else
+		a = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+		b = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+#endif
 		crc = crc_tab[7][a & 0xff] ^ crc_tab[6][(a >> 8) & 0xff] ^
 		      crc_tab[5][(a >> 16) & 0xff] ^ crc_tab[4][a >> 24] ^
 		      crc_tab[3][b & 0xff] ^ crc_tab[2][(b >> 8) & 0xff] ^

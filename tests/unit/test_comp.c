@@ -551,6 +551,36 @@ START_TEST(test_comp_adaptive_rto)
 }
 END_TEST
 
+/* [REQ-TMO-9] an estimate under min_rto backs off from min_rto: the
+ * timeouts of an outage spread out from the first one */
+START_TEST(test_comp_backoff_from_clamped_rto)
+{
+	struct conn_opts o;
+	uint64_t t, gap[3];
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	A->qp.attr.min_rto_ns = 10000000;                    /* a 10 ms floor */
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, 2000000, 0x1f, PSN0, 1);            /* RTT 2 ms: estimate 6 ms */
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 10000000);       /* clamped up */
+	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(3000000, NULL);
+	t = 3000000;
+	for (int i = 0; i < 3; i++) {
+		uint64_t next = A->qp.timer[RCT_TIMER_RETRANS];
+		gap[i] = next - t;
+		t = next;
+		rct_handle_timeout(&A->qp, t);
+		drain(t, NULL);
+	}
+	ck_assert_uint_eq(gap[0], 10000000);
+	ck_assert_uint_eq(gap[1], 20000000);                     /* not 2 x 6 ms */
+	ck_assert_uint_eq(gap[2], 40000000);
+}
+END_TEST
+
 /* [REQ-TMO-7] una advancing without a sample (Karn) ends the backoff */
 START_TEST(test_comp_backoff_ends_with_progress)
 {
@@ -687,6 +717,7 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_response_dup_and_early);
 	tcase_add_test(t, test_comp_read_rerequest_after_ack);
 	tcase_add_test(t, test_comp_adaptive_rto);
+	tcase_add_test(t, test_comp_backoff_from_clamped_rto);
 	tcase_add_test(t, test_comp_backoff_ends_with_progress);
 	tcase_add_test(t, test_comp_early_probe);
 	tcase_add_test(t, test_comp_rnr_nak_resets_retry);
