@@ -5,7 +5,9 @@
 // virtual and physical). Each receive descriptor owns one 4096-byte buffer,
 // a page from the page allocator (RCTL.BSEX + BSIZE); a jumbo frame (up to 9018 bytes, RCTL.LPE) spans
 // several descriptors and ends at the one with EOP. Transmit is
-// scatter-gather: one descriptor per fragment of the caller's frame.
+// scatter-gather: one descriptor per fragment of the caller's frame; the
+// tail register (the doorbell) is written per frame, or once per burst
+// between netdev_tx_hold and netdev_tx_flush.
 //
 // Interrupts: the handler only reads ICR (which acknowledges it), notes the
 // link state and wakes the driver thread; the thread reaps finished
@@ -55,6 +57,8 @@ static struct {
   uint32 tx_clean;             // first descriptor not yet reaped
   uint32 tx_used;              // descriptors owned by the device
   int tx_waiting;              // senders asleep in netdev_tx_wait
+  int tx_hold;                 // netdev_tx_hold depth: TDT is written at the flush
+  int tx_dirty;                // descriptors queued since TDT was last written
   // receive, driver thread only
   uint32 rx_next;
   struct netbuf *rx_partial;   // frame being assembled from several descriptors
@@ -149,10 +153,30 @@ int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, 
   nic.tx_used += nfrags;
   nic.st.tx_frames++;
   nic.st.tx_bytes += bytes;
-  __sync_synchronize();              // descriptors before the doorbell
-  wr(E1000_TDT, nic.tx_tail);
+  if (nic.tx_hold) {
+    nic.tx_dirty = 1;
+  } else {
+    __sync_synchronize();            // descriptors before the doorbell
+    wr(E1000_TDT, nic.tx_tail);
+  }
   spin_unlock(&nic.tx_lock);
   return 0;
+}
+
+void netdev_tx_hold(void) {
+  spin_lock(&nic.tx_lock);
+  nic.tx_hold++;
+  spin_unlock(&nic.tx_lock);
+}
+
+void netdev_tx_flush(void) {
+  spin_lock(&nic.tx_lock);
+  if (nic.tx_hold > 0 && --nic.tx_hold == 0 && nic.tx_dirty) {
+    nic.tx_dirty = 0;
+    __sync_synchronize();
+    wr(E1000_TDT, nic.tx_tail);
+  }
+  spin_unlock(&nic.tx_lock);
 }
 
 // Driver thread: retires frames the device has sent, then runs their

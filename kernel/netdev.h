@@ -40,6 +40,15 @@ typedef void (*netdev_done_fn)(void *arg);
 // Any context; never sleeps.
 int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, void *arg);
 
+// Doorbell batching: between netdev_tx_hold() and netdev_tx_flush() the
+// frames netdev_tx queues reach the device together, at the flush: one
+// tail-register write (on QEMU one exit to the device model) for a burst
+// instead of one per frame. Holds nest, from any context; every hold must
+// be flushed before its caller sleeps or returns, or the ring stalls. A
+// frame another hart queues meanwhile waits for the same flush.
+void netdev_tx_hold(void);
+void netdev_tx_flush(void);
+
 // Upcall for each good received frame; implemented by the stack (eth.c).
 void net_rx(struct netbuf *nb);
 

@@ -137,6 +137,8 @@ void rdma_sleep_until(void *chan, uint64 deadline);   // sleep on chan; deadline
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device
 int  rdma_net_retry(void);              // lock held; -1 while the ring is full
+void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the frames
+void rdma_net_burst_end(void);          //   sent until burst_end
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
 
 // rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)

@@ -82,12 +82,14 @@ int rdma_progress(int budget) {
   uint64 now = clock_ns();
   int moved = 0;
   rct_dev_handle_timeout(&rdma.dev, now);
+  rdma_net_burst_begin();
   if (rdma_net_retry() == 0) {
     while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
       moved++;
       if (route(&tx_frame, now) < 0) break;     // done() kicks us when there is room
     }
   }
+  rdma_net_burst_end();
   rdma_cq_scan();
   rdma_qp_scan();
   rearm_timer();

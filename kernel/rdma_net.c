@@ -29,6 +29,7 @@
 #include "net.h"
 #include "netdev.h"
 #include "rdma.h"
+#include "bootarg.h"
 
 #define TX_SLOTS 512            // above what the NIC ring holds (TX_RING / 3 fragments)
 #define TX_MAX_PAGES 24
@@ -45,15 +46,18 @@ struct tx_slot {
 
 static struct spinlock tx_lock;   // the slot pool (done() runs without rdma.lock)
 static struct tx_slot tx_slots[TX_SLOTS];
+static struct tx_slot *free_slots[TX_SLOTS];   // under tx_lock: a stack of the unused
+static int nfree_slots;
 static struct tx_slot *stalled;   // under rdma.lock: a frame the ring refused
-static int tx_waiting;            // the engine waits for ring room
+// The engine waits for ring room or a slot. Written under rdma.lock, read
+// by tx_done without it: see wait_for_room.
+static volatile int tx_waiting;
 uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
 
 static struct tx_slot *slot_alloc(void) {
   struct tx_slot *s = NULL;
   spin_lock(&tx_lock);
-  for (int i = 0; i < TX_SLOTS && !s; i++)
-    if (!tx_slots[i].used) { s = &tx_slots[i]; s->used = 1; }
+  if (nfree_slots > 0) { s = free_slots[--nfree_slots]; s->used = 1; }
   spin_unlock(&tx_lock);
   return s;
 }
@@ -63,15 +67,42 @@ static void slot_free(struct tx_slot *s) {
   s->npages = 0;
   spin_lock(&tx_lock);
   s->used = 0;
+  free_slots[nfree_slots++] = s;
   spin_unlock(&tx_lock);
 }
 
-// Driver thread, no driver lock: the device has read the frame.
+// Driver thread, no driver lock: the device has read the frame. The
+// engine is kicked only if it waits for room, so a busy sender's every
+// frame does not also queue on rdma.lock behind the engine.
 static void tx_done(void *arg) {
   slot_free((struct tx_slot *)arg);
+  __sync_synchronize();            // the freed room before the flag (wait_for_room)
+  if (!tx_waiting) return;
   spin_lock(&rdma.lock);
   if (tx_waiting) { tx_waiting = 0; rdma_kick(); }
   spin_unlock(&rdma.lock);
+}
+
+// rdma.lock held; `again` found no room. Raise tx_waiting, then try once
+// more: a tx_done that freed room before it saw the flag is then seen
+// here, and one that runs after it sees the flag and kicks (a Dekker
+// pair of fences: no lost wakeup without taking rdma.lock in tx_done).
+// Returns again's result; tx_waiting stays up only on failure.
+static int wait_for_room(int (*again)(void *), void *arg) {
+  tx_waiting = 1;
+  __sync_synchronize();
+  if (again(arg) < 0) return -1;
+  tx_waiting = 0;
+  return 0;
+}
+
+static int try_alloc(void *out) {
+  return (*(struct tx_slot **)out = slot_alloc()) ? 0 : -1;
+}
+
+static int try_tx(void *slot) {
+  struct tx_slot *s = slot;
+  return netdev_tx(s->frags, s->nfrags, tx_done, s);
 }
 
 // Build a slot from a core frame: copy header and trailer, hold pages.
@@ -99,23 +130,31 @@ static int slot_fill(struct tx_slot *s, const struct rct_frame *f) {
 // (the frame waits in `stalled`; call rdma_net_retry before pulling more).
 static int net_send(const struct rct_frame *f) {
   struct tx_slot *s = slot_alloc();
-  if (!s) { rdma_net_tx_full++; tx_waiting = 1; return -1; }   // frame lost; retransmission recovers it
+  if (!s && wait_for_room(try_alloc, &s) < 0) {
+    rdma_net_tx_full++;
+    return -1;                      // frame lost; retransmission recovers it
+  }
   if (slot_fill(s, f) < 0) { slot_free(s); return 0; }
-  if (netdev_tx(s->frags, s->nfrags, tx_done, s) == 0) { rdma_net_tx_frames++; return 0; }
+  if (try_tx(s) == 0 || wait_for_room(try_tx, s) == 0) { rdma_net_tx_frames++; return 0; }
   rdma_net_tx_full++;
   stalled = s;
-  tx_waiting = 1;
   return -1;
 }
 
 // rdma.lock held. 0 when nothing is stalled any more.
 int rdma_net_retry(void) {
   if (!stalled) return 0;
-  if (netdev_tx(stalled->frags, stalled->nfrags, tx_done, stalled) < 0) { tx_waiting = 1; return -1; }
+  if (try_tx(stalled) < 0 && wait_for_room(try_tx, stalled) < 0) return -1;
   rdma_net_tx_frames++;
   stalled = NULL;
   return 0;
 }
+
+// rdma.lock held: the frames sent between these two reach the NIC with
+// one doorbell (netdev_tx_hold). No-ops without a NIC.
+static int burst_doorbell = 1;
+void rdma_net_burst_begin(void) { if (rdma.nic_send && burst_doorbell) netdev_tx_hold(); }
+void rdma_net_burst_end(void) { if (rdma.nic_send && burst_doorbell) netdev_tx_flush(); }
 
 // Driver thread: a UDP datagram for port 4791; we own nb.
 static void roce_rx(struct netbuf *nb, void *arg) {
@@ -162,6 +201,8 @@ int rdma_net_resolve(uint32 ip, uint8 mac[6]) {
 // Boot: use the stack's addresses and hook port 4791 when there is a NIC.
 void rdma_net_init(void) {
   spin_init(&tx_lock, "rdma_tx");
+  burst_doorbell = (int)bootarg_uint("txburst", 1);
+  for (int i = 0; i < TX_SLOTS; i++) free_slots[nfree_slots++] = &tx_slots[TX_SLOTS - 1 - i];
   if (!netdev_present() || netcfg.ip == 0) return;
   rdma.ipv4 = netcfg.ip;
   memcpy(rdma.mac, netcfg.mac, 6);
