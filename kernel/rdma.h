@@ -101,7 +101,7 @@ struct rdma_dev {
   uint32 ip_mtu;            // the interface's IP MTU for the core [ENC-IP-3]; 0 = loopback only
   int kick;                 // the engine thread has work (timer, rx, budget)
   struct ktimer timer;
-  uint64 timer_deadline;    // what the ktimer is armed for, RCT_NEVER if not
+  uint64 timer_deadline;    // what the ktimer is armed for (may be before the core's next), RCT_NEVER if not
   struct rdma_neigh neigh[RDMA_MAX_NEIGH];
   struct rdma_async_event async[RDMA_MAX_ASYNC];
   int async_owner[RDMA_MAX_ASYNC];

@@ -66,14 +66,14 @@ static void timer_fired(void *arg) {
   spin_unlock(&rdma.lock);
 }
 
+// A deadline that moved later (or went away) leaves the armed ktimer
+// alone: it fires early once, the engine runs and arms the real one. The
+// core moves its deadlines with nearly every frame (retransmission timer,
+// ACK hold), and re-arming costs a ktimer list walk and a stimecmp write.
 static void rearm_timer(void) {
   uint64 next = rct_dev_next_timeout(&rdma.dev);
-  if (next == rdma.timer_deadline) return;
-  if (next == RCT_NEVER) {
-    ktimer_cancel(&rdma.timer);
-  } else {
-    ktimer_arm(&rdma.timer, next, timer_fired, NULL);
-  }
+  if (next >= rdma.timer_deadline) return;
+  ktimer_arm(&rdma.timer, next, timer_fired, NULL);
   rdma.timer_deadline = next;
 }
 

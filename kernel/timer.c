@@ -17,6 +17,7 @@ struct spinlock tick_lock;
 static uint64 timebase_hz = 10000000;        // QEMU virt: 10 MHz
 static uint64 tick_cycles;                   // TICK_NS in time-CSR units
 static uint64 next_tick[NCPU];               // per hart, in time-CSR units
+static uint64 programmed[NCPU];              // per hart: stimecmp as last written
 static struct spinlock ktimer_lock;
 static struct ktimer *pending_list;          // sorted, earliest first
 
@@ -38,15 +39,23 @@ void timer_init(uint64 hz) {
   spin_init(&ktimer_lock, "ktimer");
 }
 
-// Interrupts off. Sets this hart's stimecmp to its next event.
+// Interrupts off. Sets this hart's stimecmp to its next event, unless
+// what it holds is still ahead and no later: that interrupt comes first
+// and reprograms. Each write costs an exit to the emulator, which takes
+// its global lock (contended by the NIC's receive path), and a driver
+// re-arming its deadline per frame would otherwise pay that per frame.
 static void program_deadline(void) {
-  uint64 when = next_tick[hart_id()];
+  int hart = hart_id();
+  uint64 when = next_tick[hart];
   spin_lock(&ktimer_lock);
   if (pending_list) {
     uint64 t = ns_to_cycles(pending_list->deadline_ns);
     if (t < when) when = t;
   }
   spin_unlock(&ktimer_lock);
+  if (when >= programmed[hart] && programmed[hart] > read_time())
+    return;
+  programmed[hart] = when;
   csr_write(0x14d, when);                    // stimecmp
 }
 
