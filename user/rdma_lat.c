@@ -53,9 +53,11 @@ static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) 
   uint8_t seen;
   while ((seen = *last) != t) {
     if (clock_ns() > end) fail("no data for 30 s");
-    if (events && ibvx_wait_write(last, seen, 1000) == EINVAL) fail("wait_write");
     struct ibv_wc wc;          // keep our own send completions from piling up
     ibv_poll_cq(c->cq, 1, &wc);
+    // Sleep only after that poll: once the WRITE has landed, the answer
+    // goes out without another system call in between.
+    if (events && *last == seen && ibvx_wait_write(last, seen, 1000) == EINVAL) fail("wait_write");
   }
 }
 
