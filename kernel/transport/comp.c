@@ -8,11 +8,26 @@
  */
 #include "rct_int.h"
 
-/* Every outstanding PSN may be resent once more [SR-REQ-11] [SR-REQ-15]. */
+/* Every outstanding PSN may be resent once more [SR-REQ-11]. */
 static void sr_new_round(struct rct_qp *qp)
 {
 	bm_clear_all(qp->sr_retxd);
-	qp->sr_round_open = false;
+}
+
+/* A selective NAK sacked `high` while the PSNs from `from` below it are
+ * still holes: each hole resent before `high` was first sent had its
+ * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
+ * hole resent after that is in flight and stays marked. */
+static void sr_forget_lost_resends(struct rct_qp *qp, uint32_t from, uint32_t high)
+{
+	for (uint32_t psn = from; psn_lt(psn, high); psn = psn_add(psn, 1)) {
+		uint32_t k = (uint32_t)psn_diff(psn, qp->una);
+		if (k >= RCT_SR_WINDOW)
+			break;
+		if (bm_test(qp->sr_retxd, k) && !bm_test(qp->sr_sacked, k) &&
+		    psn_ge(high, qp->sr_resend_mark[psn % RCT_SR_WINDOW]))
+			bm_clear(qp->sr_retxd, k);
+	}
 }
 
 void rct_comp_reset(struct rct_qp *qp)
@@ -452,10 +467,8 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
 	}
 	if (fresh)
 		progress(qp);                                    /* [REQ-RETRY-4] */
-	/* A packet sent after the round's resends arrived while holes remain:
-	 * on an in-order link those resends were lost, resend again [SR-REQ-15]. */
-	if (qp->sr_round_open && psn_gt(high, e) && psn_ge(high, qp->sr_round_mark))
-		sr_new_round(qp);
+	if (psn_gt(high, e))
+		sr_forget_lost_resends(qp, e, high);             /* [SR-REQ-15] */
 	if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER || !psn_lt(e, qp->next_psn))
 		return;
 	/* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */

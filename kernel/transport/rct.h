@@ -537,8 +537,7 @@ struct rct_qp {
 	uint32_t sr_sacked[RCT_SR_WORDS]; /* SR: bit i = PSN una + i received/sacked */
 	uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = retransmitted since last timeout */
 	uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
-	uint32_t sr_round_mark;           /* SR: next_psn when the current resend round began [SR-REQ-15] */
-	bool sr_round_open;
+	uint32_t sr_resend_mark[RCT_SR_WINDOW]; /* SR: next_psn when PSN (index PSN % window) was resent [SR-REQ-15] */
 	uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
 
 	/* responder (resp.c) */

@@ -257,6 +257,7 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 		if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->sr_hole_end)))
 			continue;
 		bm_set(qp->sr_retxd, i);
+		qp->sr_resend_mark[psn % RCT_SR_WINDOW] = qp->next_psn;   /* [SR-REQ-15] */
 		if (w->wr.opcode == RCT_WR_RDMA_READ) {
 			/* one re-request from the first missing response covers the rest
 			 * of the READ [SR-REQ-13] [SR-REQ-11] */
@@ -269,15 +270,12 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 				uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
 				if (k < RCT_SR_WINDOW)
 					bm_set(qp->sr_retxd, k);
+				qp->sr_resend_mark[qp->sr_scan % RCT_SR_WINDOW] = qp->next_psn;
 				qp->sr_scan = psn_add(qp->sr_scan, 1);
 			}
 		}
 		if (!rct_req_build(qp, w, psn, f))
 			return 0;
-		if (!qp->sr_round_open) {                /* [SR-REQ-15] */
-			qp->sr_round_open = true;
-			qp->sr_round_mark = qp->next_psn;
-		}
 		rct_comp_on_send(qp, now, psn, true);
 		return 1;
 	}

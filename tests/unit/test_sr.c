@@ -232,6 +232,31 @@ START_TEST(test_sr_lost_resend_detected)
 }
 END_TEST
 
+/* [SR-REQ-15] only a resend older than what the NAK sacks was lost: a hole
+ * resent after that packet is still in flight and does not go again. */
+START_TEST(test_sr_lost_resend_only_older)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	pair_setup(true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59; 56 and 58 are lost */
+	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 */
+	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* resend 56 */
+	expect_nothing(&ea, 10);
+	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+	ck_assert_uint_eq(expect_psn(&ea, 11), 0x12345a);  /* sent after 56's resend */
+	inject_sack(&ea, 12, 0x123456, 1u << 1 | 1u << 3); /* 57, 59 */
+	ck_assert_uint_eq(expect_psn(&ea, 12), 0x123458);  /* resend 58, after 5a */
+	expect_nothing(&ea, 12);
+	inject_sack(&ea, 13, 0x123458, 1u << 1 | 1u << 2); /* 56 repaired; 59, 5a */
+	expect_nothing(&ea, 13);                           /* 58's resend is in flight */
+	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+}
+END_TEST
+
 /* [SR-REQ-12] [SR-RESP-6] a READ request sent behind a hole was dropped by
  * the responder: the selective NAK for the hole resends the hole and the
  * READ request after it, without waiting for a timeout. */
@@ -608,6 +633,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_sends_complete_in_order);
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
 	tcase_add_test(t, test_sr_lost_resend_detected);
+	tcase_add_test(t, test_sr_lost_resend_only_older);
 	tcase_add_test(t, test_sr_stale_sack_becomes_ack);
 	tcase_add_test(t, test_sr_sack_thinning);
 	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
