@@ -204,10 +204,9 @@ START_TEST(test_sr_timeout_resends_every_unacked)
 }
 END_TEST
 
-/* [SR-REQ-15] [SR-REQ-3] a selective NAK that sacks a packet sent after a
- * resend, while the hole is still reported, means the resend was lost: the
- * hole goes out again at once instead of after a timeout, with no retry used. */
-START_TEST(test_sr_lost_resend_detected)
+/* A 4-packet WRITE 0x123456..59 whose first packet was lost; a selective
+ * NAK for 57 has brought 56's resend out at t=10. Returns the MR. */
+static struct test_mr *first_packet_resent(void)
 {
 	struct test_mr *m;
 	struct rct_pkt p;
@@ -215,10 +214,19 @@ START_TEST(test_sr_lost_resend_detected)
 	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
 	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
 	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59; 56 is lost */
+		ck_assert(expect_frame(&ea, 0, &p, fb));
 	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived */
-	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* resend: lost too */
+	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
 	expect_nothing(&ea, 10);
+	return m;
+}
+
+/* [SR-REQ-15] [SR-REQ-3] a selective NAK that sacks a packet sent after a
+ * resend, while the hole is still reported, means the resend was lost: the
+ * hole goes out again at once instead of after a timeout, with no retry used. */
+START_TEST(test_sr_lost_resend_detected)
+{
+	struct test_mr *m = first_packet_resent();         /* ... and the resend is lost too */
 	inject_sack(&ea, 11, 0x123456, 1u << 2);           /* 58: sent before the resend */
 	expect_nothing(&ea, 11);
 	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
@@ -236,16 +244,7 @@ END_TEST
  * resent after that packet is still in flight and does not go again. */
 START_TEST(test_sr_lost_resend_only_older)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	pair_setup(true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59; 56 and 58 are lost */
-	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 */
-	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* resend 56 */
-	expect_nothing(&ea, 10);
+	struct test_mr *m = first_packet_resent();         /* 58 was lost as well */
 	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
 	ck_assert_uint_eq(expect_psn(&ea, 11), 0x12345a);  /* sent after 56's resend */
 	inject_sack(&ea, 12, 0x123456, 1u << 1 | 1u << 3); /* 57, 59 */
