@@ -41,7 +41,7 @@
 #define RDMA_FRAME_MAX   (4096 + 256)
 #define RDMA_BUDGET      64       // frames moved per lock hold
 #define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
-#define RDMA_SACK_EVERY  8        // SR: a selective NAK per 8 out-of-order packets (rdma_dev.c)
+#define RDMA_SACK_EVERY  32       // SR: a selective NAK per 32 out-of-order packets (rdma_dev.c)
 
 _Static_assert(RDMA_MAX_QP <= 32 && RDMA_MAX_CQ <= 32, "rdma.qp_live / cq_live are 32-bit masks");
 
