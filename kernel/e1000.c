@@ -61,6 +61,7 @@ static struct {
   int tx_dirty;                // descriptors queued since TDT was last written
   // receive, driver thread only
   uint32 rx_next;
+  uint32 rx_unreturned;        // descriptors taken since RDT was last written
   struct netbuf *rx_partial;   // frame being assembled from several descriptors
   int rx_partial_bad;
   // the driver thread's wakeup, under work_lock
@@ -242,8 +243,14 @@ static int rx_take(struct e1000_rx_desc *d, uint8 *buf) {
   return 1;
 }
 
+// Buffers go back to the device RX_RETURN at a time, not at the end of
+// every pass: the device always keeps RX_RING - RX_RETURN of them, and on
+// QEMU an RDT write costs tens of microseconds (it flushes the backend's
+// queue and wakes the I/O thread), which a ping-pong paid once per frame.
+#define RX_RETURN 64
+
 static int rx_reap(void) {
-  int frames = 0, taken = 0;
+  int frames = 0;
   for (;;) {
     struct e1000_rx_desc *d = &rx_ring[nic.rx_next];
     if (!(d->status & RXD_STAT_DD)) break;
@@ -251,11 +258,11 @@ static int rx_reap(void) {
     frames += rx_take(d, rx_bufs[nic.rx_next]);
     d->status = 0;
     nic.rx_next = (nic.rx_next + 1) % RX_RING;
-    if (++taken % 64 == 0)           // hand buffers back in batches, even mid-burst
+    if (++nic.rx_unreturned == RX_RETURN) {
+      nic.rx_unreturned = 0;
       wr(E1000_RDT, (nic.rx_next + RX_RING - 1) % RX_RING);
+    }
   }
-  if (taken % 64)
-    wr(E1000_RDT, (nic.rx_next + RX_RING - 1) % RX_RING);
   return frames;
 }
 
