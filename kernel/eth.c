@@ -49,7 +49,8 @@ drop:
   netbuf_free(nb);
 }
 
-static void write_header(uint8 *h, const uint8 dst[6], uint16 type) {
+void eth_push_header(struct netbuf *nb, const uint8 dst[6], uint16 type) {
+  uint8 *h = netbuf_push(nb, ETH_HLEN);
   memcpy(h, dst, 6);
   memcpy(h + 6, netcfg.mac, 6);
   put16(h + 12, type);
@@ -58,7 +59,7 @@ static void write_header(uint8 *h, const uint8 dst[6], uint16 type) {
 static void free_netbuf_done(void *nb) { netbuf_free(nb); }
 
 void eth_output(struct netbuf *nb, const uint8 dst[6], uint16 type) {
-  write_header(netbuf_push(nb, ETH_HLEN), dst, type);
+  eth_push_header(nb, dst, type);
   struct netdev_frag f = { (uint64)nb->data, nb->len };
   if (netdev_tx(&f, 1, free_netbuf_done, nb) < 0) {
     net_count(NC_eth_tx_fail);
@@ -84,7 +85,7 @@ int eth_output_sg(struct netbuf *hdr, const uint8 dst[6], uint16 type,
                   void (*done)(void *), void *arg) {
   struct sg_done *d = (struct sg_done *)(hdr->space + sizeof hdr->space - sizeof *d);
   if (nfrags + 1 > NETDEV_MAX_FRAGS || hdr->data + hdr->len > (uint8 *)d) return -1;
-  write_header(netbuf_push(hdr, ETH_HLEN), dst, type);
+  eth_push_header(hdr, dst, type);
   struct netdev_frag all[NETDEV_MAX_FRAGS];
   all[0] = (struct netdev_frag){ (uint64)hdr->data, hdr->len };
   for (int i = 0; i < nfrags; i++) all[i + 1] = frags[i];

@@ -36,17 +36,13 @@ void *memmove(void *dst, const void *src, uint64 n) {
   const uint8 *s = src;
   if (d == s || n == 0) return dst;
   if (d + n <= s || s + n <= d) {           // disjoint
-    if (n >= 32)
-      for (; (uint64)d % 8; n--) *d++ = *s++;
     if (n >= 16) {
+      for (; (uint64)d % 8; n--) *d++ = *s++;   // at most 7: n stays >= 9
       uint64 words = n / 8;
-      if (words_ok(d, s)) {
+      if ((uint64)s % 8 == 0)
         for (uint64 k = 0; k < words; k++) ((uint64 *)d)[k] = ((const uint64 *)s)[k];
-      } else if ((uint64)d % 8 == 0) {
+      else
         copy_words_shifted((uint64 *)d, s, words);
-      } else {
-        words = 0;
-      }
       d += words * 8; s += words * 8; n -= words * 8;
     }
     while (n-- > 0) *d++ = *s++;

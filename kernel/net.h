@@ -104,6 +104,8 @@ extern const uint8 eth_broadcast[6];
 typedef void (*eth_handler_fn)(struct netbuf *nb);
 int  eth_register_type(uint16 type, eth_handler_fn fn);   // 0, or -1 if taken
 void eth_output(struct netbuf *nb, const uint8 dst[6], uint16 type);   // consumes nb
+// Prepends the Ethernet header (dst, our MAC, type) to nb's data.
+void eth_push_header(struct netbuf *nb, const uint8 dst[6], uint16 type);
 // Scatter-gather: hdr holds the payload headers (the Ethernet header is
 // prepended here); frags follow it on the wire. On 0 done(arg) runs when
 // the device is finished with hdr and the fragments (hdr is freed by the

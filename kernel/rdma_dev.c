@@ -63,8 +63,9 @@ void rdma_init(void) {
   // How long a plain ACK may wait for a request to go out first (boot
   // argument ack_delay=N us, 0 = at once; the default 300 suits a
   // ping-pong between two guests: a process woken by a WRITE posts its
-  // answer in ~0.1-0.3 ms here, far below the RTO) [RESP-ACK-5]. SR: one selective NAK per sack_every out-of-order
-  // packets (boot argument sack_every=N, 1 = each) [SR-RESP-11].
+  // answer in ~0.1-0.3 ms here, far below the RTO) [RESP-ACK-5]. SR: one
+  // selective NAK per sack_every out-of-order packets (boot argument
+  // sack_every=N, 1 = each) [SR-RESP-11].
   a.ack_delay_ns = bootarg_uint("ack_delay", RDMA_ACK_DELAY_US) * 1000;
   a.sack_every = (uint32)bootarg_uint("sack_every", RDMA_SACK_EVERY);
   a.mr_ops = &rdma_mr_ops;

@@ -35,7 +35,6 @@
 #define TX_MAX_PAGES 24
 
 struct tx_slot {
-  int used;
   int nfrags;
   struct netdev_frag frags[RCT_FRAME_MAX_SEGS + 2];
   uint8 hdr[RCT_HDR_MAX];
@@ -57,7 +56,7 @@ uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad
 static struct tx_slot *slot_alloc(void) {
   struct tx_slot *s = NULL;
   spin_lock(&tx_lock);
-  if (nfree_slots > 0) { s = free_slots[--nfree_slots]; s->used = 1; }
+  if (nfree_slots > 0) s = free_slots[--nfree_slots];
   spin_unlock(&tx_lock);
   return s;
 }
@@ -66,7 +65,6 @@ static void slot_free(struct tx_slot *s) {
   for (int i = 0; i < s->npages; i++) page_put(s->pages[i]);
   s->npages = 0;
   spin_lock(&tx_lock);
-  s->used = 0;
   free_slots[nfree_slots++] = s;
   spin_unlock(&tx_lock);
 }

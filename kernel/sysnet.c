@@ -314,10 +314,7 @@ static int blast_header(struct netbuf *hdr, uint16 src_port, const struct net_ad
   if (to->ip == 0xffffffff || to->ip == (netcfg.ip | ~netcfg.netmask)) memcpy(mac, eth_broadcast, 6);
   else if (arp_resolve_wait(ip_next_hop(to->ip), mac, 1000000000ull) < 0) return -1;
   udp_push_headers(hdr, src_port, to->ip, to->port, n);
-  uint8 *e = netbuf_push(hdr, ETH_HLEN);
-  memcpy(e, mac, 6);
-  memcpy(e + 6, netcfg.mac, 6);
-  put16(e + 12, ETHERTYPE_IPV4);
+  eth_push_header(hdr, mac, ETHERTYPE_IPV4);
   return 0;
 }
 

@@ -662,13 +662,14 @@ void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 {
 	enum rct_qp_state s = qp->attr.qp_state;
+	uint64_t rto = rct_comp_rto(qp);
 	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp))
 		return;
 	qp->cnt.timeouts++;
 	if (!use_retry(qp))
 		return;
-	if (qp->attr.adaptive_rto && qp->rto && rct_comp_rto(qp) != RCT_NEVER)
-		qp->rto = 2 * rct_comp_rto(qp);    /* backoff doubles the RTO in effect [REQ-TMO-9] */
+	if (qp->attr.adaptive_rto && qp->rto && rto != RCT_NEVER)
+		qp->rto = 2 * rto;                  /* backoff doubles the RTO in effect [REQ-TMO-9] */
 	qp->retx_valid = 0;
 	if (qp->sr) {
 		/* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */

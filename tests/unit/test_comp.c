@@ -551,19 +551,27 @@ START_TEST(test_comp_adaptive_rto)
 }
 END_TEST
 
+/* An adaptive-RTO connection (min_rto_ns 0: the default floor) whose
+ * first SEND was acknowledged rtt_ns after it left at t=0: one RTT sample. */
+static void adaptive_after_sample(uint64_t min_rto_ns, uint64_t rtt_ns)
+{
+	struct conn_opts o;
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	if (min_rto_ns)
+		A->qp.attr.min_rto_ns = min_rto_ns;
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);
+	inject_ack(A, P, rtt_ns, 0x1f, PSN0, 1);
+}
+
 /* [REQ-TMO-9] an estimate under min_rto backs off from min_rto: the
  * timeouts of an outage spread out from the first one */
 START_TEST(test_comp_backoff_from_clamped_rto)
 {
-	struct conn_opts o;
 	uint64_t t, gap[3];
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	A->qp.attr.min_rto_ns = 10000000;                    /* a 10 ms floor */
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 2000000, 0x1f, PSN0, 1);            /* RTT 2 ms: estimate 6 ms */
+	adaptive_after_sample(10000000, 2000000);            /* 10 ms floor; RTT 2 ms: estimate 6 ms */
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), 10000000);       /* clamped up */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(3000000, NULL);
@@ -584,14 +592,8 @@ END_TEST
 /* [REQ-TMO-7] una advancing without a sample (Karn) ends the backoff */
 START_TEST(test_comp_backoff_ends_with_progress)
 {
-	struct conn_opts o;
 	uint64_t t;
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* sample: RTO 12 ms */
+	adaptive_after_sample(0, 4000000);                   /* sample: RTO 12 ms */
 	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(5000000, NULL);
 	t = A->qp.timer[RCT_TIMER_RETRANS];
