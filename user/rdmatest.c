@@ -340,6 +340,28 @@ static int t_wait_write(void) {
   return 0;
 }
 
+// ibvx_wait_cq: an empty CQ times out (after the timeout, not before), a
+// completion ends the wait and stays in the CQ for ibv_poll_cq, and a CQ
+// handle that is not the caller's is EINVAL.
+static int t_wait_cq(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  CHECK(pair_open(&p, 4096) == 0);
+  uint64 t0 = clock_ns();
+  CHECK(ibvx_wait_cq(p.a.cq, 30) == ETIMEDOUT);
+  CHECK(clock_ns() - t0 >= 30000000ULL);
+  CHECK(post_send1(&p.a, IBV_WR_RDMA_WRITE, 64, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 77) == 0);
+  CHECK(ibvx_wait_cq(p.a.cq, 5000) == 0);
+  CHECK(ibv_poll_cq(p.a.cq, 1, &wc) == 1 && wc.wr_id == 77 && wc.status == IBV_WC_SUCCESS);
+  struct ibv_cq foreign = *p.a.cq;
+  foreign.handle = 9999;
+  CHECK(ibvx_wait_cq(&foreign, 10) == EINVAL);
+  foreign.handle = (uint32_t)-1;
+  CHECK(ibvx_wait_cq(&foreign, 10) == EINVAL);
+  pair_close(&p);
+  return 0;
+}
+
 // Unsignaled WRs (sq_sig_all = 0) complete silently; a signaled one after
 // them completes alone, and every byte arrived.
 static int t_unsignaled(void) {
@@ -807,6 +829,7 @@ int main(int argc, char **argv) {
   add("roce_v1", t_roce_v1);
   add("sgl", t_sgl);
   add("wait_write", t_wait_write);
+  add("wait_cq", t_wait_cq);
   add("unsignaled", t_unsignaled);
   add("inline", t_inline);
   add("bad_rkey", t_bad_rkey);
