@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--skip", nargs="*", default=[])
     args = ap.parse_args()
     passed = failed = 0
+    failures = []          # repeated at the end: a CI log shows only its tail
     t_all = time.monotonic()
     for name, cmd in steps():
         if name in args.skip:
@@ -58,6 +59,8 @@ def main():
         for line in proc.stdout:
             sys.stdout.write(line)
             sys.stdout.flush()
+            if re.search(r"FAILED|\bFAIL\b|panic", line):
+                failures.append(f"{name}: {line.strip()[:300]}")
             m = re.match(r"^(\d+) passed, (\d+) failed$", line.strip())
             if m:
                 last = (int(m.group(1)), int(m.group(2)))
@@ -66,10 +69,16 @@ def main():
             last = (1, 0) if status == 0 else (0, 1)
         elif status != 0 and last[1] == 0:
             last = (last[0], 1)
+        if last[1] and not any(f.startswith(name + ":") for f in failures):
+            failures.append(f"{name}: exit status {status}, no FAILED line (see its output above)")
         passed += last[0]
         failed += last[1]
         print(f"=== {name}: {last[0]} passed, {last[1]} failed, {time.monotonic() - t0:.0f} s", flush=True)
     print(f"=== test-rdma took {time.monotonic() - t_all:.0f} s")
+    if failures:
+        print("=== what failed (each line as the step printed it):")
+        for f in failures:
+            print(f"  {f}")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
