@@ -11,6 +11,7 @@ struct spinlock {
   uint32 held;          // 1 while some hart holds it (amoswap)
   const char *name;     // for panic messages
   struct cpu *owner;    // hart holding it, to catch recursive acquire
+  uint32 parked;        // harts waiting in wfi for it (bit per hart): spinlock.c
 };
 
 struct sleeplock {
@@ -24,6 +25,7 @@ void spin_init(struct spinlock *lk, const char *name);
 void spin_lock(struct spinlock *lk);
 void spin_unlock(struct spinlock *lk);
 int  spin_holding(struct spinlock *lk);
+extern uint64 spin_parks;   // contended waits that went to wfi (spinlock.c)
 
 // Nestable interrupt disabling: interrupts come back on only when the
 // outermost intr_push is undone, and only if they were on before it.

@@ -4,7 +4,8 @@
 // each callback ran) and ktimer_cancel; page pinning (a pinned page
 // survives the destruction of its address space until unpinned); memmove
 // against a byte-at-a-time copy for every alignment pair, disjoint and
-// overlapping.
+// overlapping; a spin lock waiter on another hart parks in wfi instead of
+// spinning, and gets the lock once it is released.
 // Failures panic; results are printed only with the boot argument
 // "selftest". Boot argument "kpanic" panics on purpose, to check that a
 // panic powers QEMU off with a failure status.
@@ -95,6 +96,42 @@ static void check_memmove(void) {
         check_memmove_case(so, doff, lens[k]);
 }
 
+// The holder (its own kthread) takes the lock, then holds it until it
+// sees the waiter's parked bit (or 2 s pass); the waiter is the selftest
+// thread on another hart.
+static struct {
+  struct spinlock lock;
+  volatile int held, released;
+  volatile uint32 saw_parked;
+} park_probe;
+
+static void park_holder(void *arg) {
+  (void)arg;
+  spin_lock(&park_probe.lock);
+  park_probe.held = 1;
+  uint64 give_up = clock_ns() + 2000000000ULL;
+  while (!*(volatile uint32 *)&park_probe.lock.parked && clock_ns() < give_up)
+    ;
+  park_probe.saw_parked = park_probe.lock.parked;
+  park_probe.released = 1;
+  spin_unlock(&park_probe.lock);
+}
+
+static void check_spin_park(void) {
+  if (ncpu_started < 2) return;              // one hart: nobody to wait on
+  spin_init(&park_probe.lock, "park_probe");
+  if (kthread_start("park_probe", park_holder, NULL) < 0) panic("selftest: no slot for park_probe");
+  while (!park_probe.held)
+    proc_yield();                            // lets the holder run, here or elsewhere
+  uint64 parks = spin_parks;
+  spin_lock(&park_probe.lock);
+  int released = park_probe.released;
+  spin_unlock(&park_probe.lock);
+  if (!released) panic("spin_lock: got the lock while another hart held it");
+  if (!park_probe.saw_parked || spin_parks == parks)
+    panic("spin_lock: a waiter on a held lock did not park in wfi");
+}
+
 #define SAMPLES 15
 
 static uint64 median_us(uint64 *v, int n) {
@@ -133,6 +170,8 @@ static void selftest_thread(void *arg) {
   if (report) kprintf("selftest: pinning ok\n");
   check_memmove();
   if (report) kprintf("selftest: memmove ok\n");
+  check_spin_park();
+  if (report) kprintf("selftest: spin lock parking ok\n");
   spin_init(&pr.lock, "selftest");
   check_ktimer(&pr, report);
 }
