@@ -99,6 +99,7 @@ void proc_yield(void);
 void proc_sleep(void *chan, struct spinlock *lk);
 void proc_wakeup(void *chan);
 void kick_idle_hart(void);               // after making something runnable
+void hart_kick(int hart);                // a cross-hart interrupt: leaves wfi (sched.c)
 void swtch(struct context *save, struct context *load);
 
 // kthread.c: a kernel-only thread running fn(arg) on its own stack with

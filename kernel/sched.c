@@ -95,13 +95,19 @@ void proc_sleep(void *chan, struct spinlock *lk) {
   }
 }
 
+// Makes hart h leave wfi: a CLINT software interrupt, which machinevec.S
+// turns into SSIP. Any context.
+void hart_kick(int h) {
+  *(volatile uint32 *)CLINT_MSIP(h) = 1;
+}
+
 // Wakes one idle hart other than this one, if there is one.
 void kick_idle_hart(void) {
   intr_push();
   int me = hart_id();
   for (int h = 0; h < NCPU; h++) {
     if (h != me && cpus[h].idle) {
-      *(volatile uint32 *)CLINT_MSIP(h) = 1;
+      hart_kick(h);
       break;
     }
   }

@@ -15,7 +15,6 @@
 #include "riscv.h"
 #include "proc.h"
 #include "printk.h"
-#include "memlayout.h"
 
 #define SPINS_BEFORE_PARK 512
 
@@ -65,7 +64,7 @@ static void spin_contended(struct spinlock *lk) {
 static void unpark(uint32 harts) {
   for (int h = 0; harts; h++, harts >>= 1)
     if (harts & 1)
-      *(volatile uint32 *)CLINT_MSIP(h) = 1;
+      hart_kick(h);
 }
 
 void spin_lock(struct spinlock *lk) {

@@ -21,7 +21,7 @@ static uint64 programmed[NCPU];              // per hart: stimecmp as last writt
 static struct spinlock ktimer_lock;
 static struct ktimer *pending_list;          // sorted, earliest first
 
-static uint64 ns_per_cycle = 100;           // NS_PER_SEC / timebase_hz when whole, else 0
+static uint64 ns_per_cycle;                  // NS_PER_SEC / timebase_hz when whole, else 0 (timer_init)
 
 // The RDMA paths read the clock for every frame: one multiply instead of
 // three divisions when the timebase divides a second (QEMU's 10 MHz).
