@@ -24,10 +24,21 @@ struct proc *current(void) {
   return p;
 }
 
+// state read without p->lock, as a hint: under QEMU every lock costs
+// several CSR accesses and each of those a trip through the emulator's
+// main loop, so a pass that locked all NPROC slots cost tens of µs.
+// Only a hint: whoever makes a process runnable then kicks an idle hart
+// (proc_wakeup), or runs a pass itself (proc_yield, exit), and callers
+// recheck under the lock.
+static enum proc_state state_hint(struct proc *p) {
+  return __atomic_load_n(&p->state, __ATOMIC_RELAXED);
+}
+
 // One pass over the table with interrupts off; returns 1 if anything ran.
 static int run_pass(struct cpu *c) {
   int ran = 0;
   for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
+    if (state_hint(p) != P_RUNNABLE) continue;
     spin_lock(&p->lock);
     if (p->state == P_RUNNABLE) {
       c->idle = 0;
@@ -79,14 +90,17 @@ void proc_yield(void) {
 
 // Precondition: caller holds lk. Atomically releases lk and sleeps on chan;
 // reacquires lk before returning. Wakeups may be spurious: recheck.
+// wait_chan and P_SLEEPING are set before lk is released: a waker that
+// changed the condition under lk then sees them in proc_wakeup's unlocked
+// look, and waits on p->lock until we are off the CPU.
 void proc_sleep(void *chan, struct spinlock *lk) {
   struct proc *p = current();
-  if (lk != &p->lock) {
-    spin_lock(&p->lock);       // wakeup needs p->lock, so it cannot slip in
-    spin_unlock(lk);
-  }
+  if (lk != &p->lock)
+    spin_lock(&p->lock);
   p->wait_chan = chan;
   p->state = P_SLEEPING;
+  if (lk != &p->lock)
+    spin_unlock(lk);
   sched_switch_out();
   p->wait_chan = NULL;
   if (lk != &p->lock) {
@@ -115,11 +129,17 @@ void kick_idle_hart(void) {
 }
 
 // Makes every process sleeping on chan runnable. Safe from interrupts.
+// Precondition, as for any sleep/wakeup pair: the condition the sleeper
+// tests was changed under the lock it passed to proc_sleep (or under
+// p->lock), so a sleeper we must wake already shows P_SLEEPING on chan
+// in the unlocked look (see proc_sleep); the look saves locking every slot.
 void proc_wakeup(void *chan) {
   struct proc *self = current();
   int woke = 0;
   for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
     if (p == self) continue;
+    if (state_hint(p) != P_SLEEPING || __atomic_load_n(&p->wait_chan, __ATOMIC_RELAXED) != chan)
+      continue;
     spin_lock(&p->lock);
     if (p->state == P_SLEEPING && p->wait_chan == chan) {
       p->state = P_RUNNABLE;

@@ -110,9 +110,13 @@ static void park_holder(void *arg) {
   spin_lock(&park_probe.lock);
   park_probe.held = 1;
   uint64 give_up = clock_ns() + 2000000000ULL;
-  while (!*(volatile uint32 *)&park_probe.lock.parked && clock_ns() < give_up)
+  uint32 seen = 0;
+  // Keep the value that ended the loop: the waiter's bit flickers (a
+  // pending tick ends its wfi at once while interrupts are off, and it
+  // clears the bit before it parks again), so a second read may miss it.
+  while (!(seen = *(volatile uint32 *)&park_probe.lock.parked) && clock_ns() < give_up)
     ;
-  park_probe.saw_parked = park_probe.lock.parked;
+  park_probe.saw_parked = seen;
   park_probe.released = 1;
   spin_unlock(&park_probe.lock);
 }

@@ -174,7 +174,13 @@ int64 sys_sendto(void) {
   return n;
 }
 
-static void timer_wake(void *s) { proc_wakeup(s); }
+// Under sock_lock like every other wakeup of a reader (see proc_wakeup):
+// a reader between its deadline check and proc_sleep holds it.
+static void timer_wake(void *s) {
+  spin_lock(&sock_lock);
+  proc_wakeup(s);
+  spin_unlock(&sock_lock);
+}
 
 int64 sys_recvfrom(void) {
   struct sock *s = arg_sock(0);
