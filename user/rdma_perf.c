@@ -12,7 +12,7 @@ const char *perf_op_name(int op) {
 }
 
 static void usage(const char *what) {
-  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-p port] [-e] [--sr]\n"
+  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-Q cq_mod] [-p port] [-e] [--sr]\n"
          "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [-L | <server ip>]\n", what);
   exit(2);
 }
@@ -23,6 +23,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   o->size = 65536;
   o->iters = 1000;
   o->tx_depth = 64;
+  o->cq_mod = 16;
   o->port = RDMA_CM_PORT;
   int size_set = 0;
   for (int i = 1; i < argc; i++) {
@@ -35,6 +36,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     } else if (strcmp(a, "-s") == 0 && i + 1 < argc) { o->size = (uint32_t)atoi(argv[++i]); size_set = 1; }
     else if (strcmp(a, "-n") == 0 && i + 1 < argc) o->iters = (uint32_t)atoi(argv[++i]);
     else if (strcmp(a, "-d") == 0 && i + 1 < argc) o->tx_depth = atoi(argv[++i]);
+    else if ((strcmp(a, "-Q") == 0 || strcmp(a, "--cq-mod") == 0) && i + 1 < argc) o->cq_mod = atoi(argv[++i]);
     else if (strcmp(a, "-p") == 0 && i + 1 < argc) o->port = atoi(argv[++i]);
     else if (strcmp(a, "-a") == 0) o->all = 1;
     else if (strcmp(a, "--sr") == 0) o->sr = 1;
@@ -49,6 +51,8 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   }
   if (o->all && !size_set) o->size = 1u << 23;
   if (o->size < 1 || o->size > (1u << 23) || o->iters < 1 || o->tx_depth < 1 || o->tx_depth > 128) usage(what);
+  if (o->cq_mod < 1) usage(what);
+  if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
 }
 
 static void die(const char *m) { printf("perf: %s\n", m); exit(1); }

@@ -21,7 +21,8 @@ struct perf_opts {
   uint32_t size;       // -s bytes (largest with -a)
   uint32_t iters;      // -n
   int all;             // -a: sizes 2, 4, ... 2^23 (up to -s if given)
-  int tx_depth;        // -t outstanding WRs (bw)
+  int tx_depth;        // -d outstanding WRs (bw)
+  int cq_mod;          // -Q: one signaled WR (a completion) every cq_mod WRs (bw)
   int port;            // -p CM port
   int sr;              // --sr selective repeat
   int events;          // -e: sleep for completions / WRITEs instead of polling
