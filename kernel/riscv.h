@@ -64,7 +64,7 @@ static inline void intr_on(void)  { csr_set(sstatus, SSTATUS_SIE); }
 static inline void intr_off(void) { csr_clear(sstatus, SSTATUS_SIE); }
 static inline int intr_enabled(void) { return (csr_read(sstatus) & SSTATUS_SIE) != 0; }
 // Interrupts off; returns whether they were on. One csrrci instead of a
-// read and a clear: under QEMU each CSR access leaves translated code.
+// read and a clear: under QEMU each CSR access ends a translated block.
 static inline int intr_off_was_on(void) {
   uint64 old;
   asm volatile("csrrci %0, sstatus, %1" : "=r"(old) : "i"(SSTATUS_SIE));

@@ -25,8 +25,9 @@ struct proc *current(void) {
 }
 
 // state read without p->lock, as a hint: under QEMU every lock costs
-// several CSR accesses and each of those a trip through the emulator's
-// main loop, so a pass that locked all NPROC slots cost tens of µs.
+// CSR accesses and each of those ends a translated block (a helper call
+// and a block lookup), so a pass that locked all NPROC slots cost tens of
+// microseconds.
 // Only a hint: whoever makes a process runnable then kicks an idle hart
 // (proc_wakeup), or runs a pass itself (proc_yield, exit), and callers
 // recheck under the lock.

@@ -103,8 +103,8 @@ void intr_push(void) {
 }
 
 // Checks that interrupts stayed off only at the outermost pop: the check
-// is a CSR read, and under QEMU every CSR access costs a trip through the
-// emulator's main loop (a lock pair used to make four of them).
+// is a CSR read, and under QEMU every CSR access ends a translated block
+// (a lock pair used to make four of them).
 void intr_pop(void) {
   struct cpu *c = this_cpu();
   if (c->intr_depth < 1)
