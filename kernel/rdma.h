@@ -65,8 +65,8 @@ struct rdma_chan {
   int used, owner;
 };
 
-struct rdma_cq {
-  int used, owner, chan;
+struct rdma_cq {              // in use: its bit in rdma.cq_live
+  int owner, chan;
   uint64 cookie;
   int refs;                 // QPs using it
   struct rct_cq cq;
@@ -80,8 +80,8 @@ struct rdma_cq {
   int waiters;              // processes asleep in rdma_wait_cq on this CQ
 };
 
-struct rdma_qp {
-  int used, owner, pd, send_cq, recv_cq;
+struct rdma_qp {              // in use: its bit in rdma.qp_live
+  int owner, pd, send_cq, recv_cq;
   uint32 max_send_sge, max_recv_sge;
   enum rct_qp_state last_state;     // to raise an async event on entering ERR
   struct rct_qp qp;
@@ -106,9 +106,9 @@ struct rdma_dev {
   struct rdma_async_event async[RDMA_MAX_ASYNC];
   int async_owner[RDMA_MAX_ASYNC];
   uint32 async_head, async_tail;
-  // bit i: rdma_cqs[i] / rdma_qps[i] is in use. The scans after every
-  // received frame visit only these (each slot is tens of KiB: touching
-  // all 32 cost more than the frame's own processing).
+  // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
+  // The scans after every received frame visit only these (each slot is
+  // tens of KiB: touching all 32 cost more than the frame's own work).
   uint32 cq_live, qp_live;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
@@ -120,6 +120,16 @@ extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 extern struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
 extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
+
+// Lock held. Slot i's bit in a live mask (rdma.cq_live, rdma.qp_live).
+static inline int rdma_live(uint32 mask, int i) { return (mask >> i) & 1; }
+// The first slot at or after i that is live in mask, or -1: walk with
+// for (i = rdma_live_next(m, 0); i >= 0; i = rdma_live_next(m, i + 1)).
+static inline int rdma_live_next(uint32 mask, int i) {
+  for (; i < 32 && (mask >> i); i++)
+    if ((mask >> i) & 1) return i;
+  return -1;
+}
 
 // rdma_dev.c
 void   rdma_init(void);

@@ -27,7 +27,7 @@ static int chan_get(int h) {
 struct rdma_cq *rdma_cq_get(int h) {
   if (h < 0 || h >= RDMA_MAX_CQ) return NULL;
   struct rdma_cq *cq = &rdma_cqs[h];
-  return (cq->used && cq->owner == rdma_cur_pid()) ? cq : NULL;
+  return (rdma_live(rdma.cq_live, h) && cq->owner == rdma_cur_pid()) ? cq : NULL;
 }
 
 int64 sys_rdma_create_chan(void) {
@@ -49,7 +49,7 @@ int64 sys_rdma_destroy_chan(void) {
   if (chan_get(h) >= 0) {
     r = 0;
     for (int i = 0; i < RDMA_MAX_CQ; i++)
-      if (rdma_cqs[i].used && rdma_cqs[i].chan == h) r = -1;
+      if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].chan == h) r = -1;
     if (r == 0) rdma_chans[h].used = 0;
   }
   spin_unlock(&rdma.lock);
@@ -65,9 +65,8 @@ int64 sys_rdma_create_cq(void) {
   if (ch == -1 || chan_get(ch) >= 0) {
     for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
       struct rdma_cq *cq = &rdma_cqs[i];
-      if (cq->used) continue;
+      if (rdma_live(rdma.cq_live, i)) continue;
       h = i;
-      cq->used = 1;
       rdma.cq_live |= 1u << i;
       cq->owner = rdma_cur_pid();
       cq->chan = ch;
@@ -86,7 +85,6 @@ int64 sys_rdma_destroy_cq(void) {
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && cq->refs == 0) {
-    cq->used = 0;
     rdma.cq_live &= ~(1u << h);
     r = 0;
   }
@@ -158,7 +156,7 @@ int64 sys_rdma_get_cq_event(void) {
   while (chan_get(ch) >= 0 && h < 0) {
     for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
       struct rdma_cq *cq = &rdma_cqs[i];
-      if (cq->used && cq->chan == ch && cq->events > 0) {
+      if (rdma_live(rdma.cq_live, i) && cq->chan == ch && cq->events > 0) {
         cq->events--;
         h = i;
         cookie = cq->cookie;
@@ -223,9 +221,7 @@ static int wakes(struct rdma_cq *cq) {
 
 // Lock held. After the core ran: overruns and armed CQs that got work.
 void rdma_cq_scan(void) {
-  for (int i = 0; i < RDMA_MAX_CQ; i++) {
-    if (!(rdma.cq_live >> i)) break;
-    if (!(rdma.cq_live & (1u << i))) continue;
+  for (int i = rdma_live_next(rdma.cq_live, 0); i >= 0; i = rdma_live_next(rdma.cq_live, i + 1)) {
     struct rdma_cq *cq = &rdma_cqs[i];
     if (cq->cq.overflow != cq->seen_overflow && !cq->error) {
       cq->seen_overflow = cq->cq.overflow;
@@ -245,10 +241,8 @@ void rdma_cq_scan(void) {
 // Lock held; the process's QPs are already gone.
 void rdma_cq_release_all(int pid) {
   for (int i = 0; i < RDMA_MAX_CQ; i++)
-    if (rdma_cqs[i].used && rdma_cqs[i].owner == pid) {
-      rdma_cqs[i].used = 0;
+    if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].owner == pid)
       rdma.cq_live &= ~(1u << i);
-    }
   for (int i = 0; i < RDMA_MAX_CHAN; i++)
     if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
   for (uint32 i = rdma.async_head; i != rdma.async_tail; i++)

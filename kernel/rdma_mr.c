@@ -184,9 +184,8 @@ static int sges_use(const struct rct_sge *s, int n, uint32 lkey) {
 // Lock held. Does a posted WR, the responder's current WRITE or a pending
 // READ response still reach this MR?
 int rdma_mr_busy(const struct rdma_mr *mr) {
-  for (int i = 0; i < RDMA_MAX_QP; i++) {
+  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1)) {
     const struct rdma_qp *q = &rdma_qps[i];
-    if (!q->used) continue;
     const struct rct_qp *c = &q->qp;
     for (uint32 j = c->sq_head; j != c->sq_tail; j++) {
       const struct rct_send_wqe *w = &q->sq[j & (c->init.sq_size - 1)];

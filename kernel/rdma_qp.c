@@ -67,7 +67,7 @@ static const struct { uint32 ibv, rct; } mask_map[] = {
 static struct rdma_qp *qp_get(int h) {
   if (h < 0 || h >= RDMA_MAX_QP) return NULL;
   struct rdma_qp *q = &rdma_qps[h];
-  return (q->used && q->owner == rdma_cur_pid()) ? q : NULL;
+  return (rdma_live(rdma.qp_live, h) && q->owner == rdma_cur_pid()) ? q : NULL;
 }
 
 // Every live QPN -> its slot; at least twice RDMA_MAX_QP entries.
@@ -101,7 +101,7 @@ int64 sys_rdma_create_qp(void) {
   struct rdma_cq *scq = rdma_cq_get(c.send_cq), *rcq = rdma_cq_get(c.recv_cq);
   if (rdma_pd_get(c.pd) < 0 || !scq || !rcq) goto out;
   for (int i = 0; i < RDMA_MAX_QP && h < 0; i++)
-    if (!rdma_qps[i].used) h = i;
+    if (!rdma_live(rdma.qp_live, i)) h = i;
   if (h < 0) goto out;
   struct rdma_qp *q = &rdma_qps[h];
   struct rct_qp_init_attr ia;
@@ -122,7 +122,6 @@ int64 sys_rdma_create_qp(void) {
     h = -1;
     goto out;
   }
-  q->used = 1;
   rdma.qp_live |= 1u << h;
   q->owner = rdma_cur_pid();
   q->pd = c.pd;
@@ -161,16 +160,13 @@ static void qp_free(int h) {
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;
   rdma_cqs[q->recv_cq].refs--;
-  q->used = 0;
   rdma.qp_live &= ~(1u << h);
 }
 
 // Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
 void rdma_qp_release_all(int pid) {
-  for (int i = 0; i < RDMA_MAX_QP; i++) {
-    if (!rdma_qps[i].used) continue;
+  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1))
     if (rdma_qps[i].owner == pid || pid == -1 - i) qp_free(i);
-  }
 }
 
 int64 sys_rdma_destroy_qp(void) {
@@ -363,9 +359,7 @@ int64 sys_rdma_post_recv(void) { return post_common(0); }
 // Lock held. A QP that entered ERR on its own (a fatal transport error)
 // raises IBV_EVENT_QP_FATAL for its owner.
 void rdma_qp_scan(void) {
-  for (int i = 0; i < RDMA_MAX_QP; i++) {
-    if (!(rdma.qp_live >> i)) break;
-    if (!(rdma.qp_live & (1u << i))) continue;
+  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1)) {
     struct rdma_qp *q = &rdma_qps[i];
     if (q->qp.attr.qp_state == q->last_state) continue;
     if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
@@ -384,7 +378,7 @@ int64 sys_rdma_qp_stats(void) {
   memset(&s, 0, sizeof s);
   spin_lock(&rdma.lock);
   struct rdma_qp *q = &rdma_qps[i];
-  if (!q->used) { spin_unlock(&rdma.lock); return 1; }
+  if (!rdma_live(rdma.qp_live, i)) { spin_unlock(&rdma.lock); return 1; }
   const struct rct_qp_counters *c = &q->qp.cnt;
   s.handle = q->owner == rdma_cur_pid() ? i : -1;
   s.owner_pid = q->owner;
