@@ -20,12 +20,16 @@ MAC_A, MAC_B = bytes.fromhex("525400000001"), bytes.fromhex("525400000002")
 N = 300
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+def free_ports(n):
+    """n distinct free ports: all n stay bound until each is known, because
+    ports picked one closed socket at a time can repeat."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
 
 
 def guest_socket():
@@ -46,10 +50,10 @@ class Link:
 
     def __init__(self, a2b="", b2a="", pcap=None, ctl=False):
         self.ga, self.gb = guest_socket(), guest_socket()
-        self.la, self.lb = free_port(), free_port()
+        self.la, self.lb, ctl_port = free_ports(3)
         self.dir = tempfile.mkdtemp(prefix="linkemu-test-")
         self.stats = os.path.join(self.dir, "stats.json")
-        self.ctl = free_port() if ctl else None
+        self.ctl = ctl_port if ctl else None
         cmd = [LINKEMU, "--port", "%d:%d" % (self.la, self.ga.getsockname()[1]),
                "--port", "%d:%d" % (self.lb, self.gb.getsockname()[1]),
                "--a2b", a2b, "--b2a", b2a, "--stats", self.stats, "--duration", "30"]
@@ -210,7 +214,7 @@ def test_linkemu_pcap():
 def test_linkemu_learning_switch():
     """Three guests: unknown unicast and broadcast flood; learned MACs go to one port."""
     g = [guest_socket() for _ in range(3)]
-    lp = [free_port() for _ in range(3)]
+    lp = free_ports(3)
     d = tempfile.mkdtemp(prefix="linkemu-test-")
     cmd = [LINKEMU, "--duration", "20", "--stats", os.path.join(d, "s.json")]
     for i in range(3):

@@ -50,20 +50,33 @@ from guest import Guest, GuestError, progress  # noqa: E402
 LINKEMU = os.environ.get("LINKEMU", os.path.join(REPO, "build", "netem", "linkemu"))
 
 
-def free_udp_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def free_udp_ports(n):
+    """n distinct UDP ports on 127.0.0.1 that were free a moment ago.
+
+    All n sockets stay bound until every port is known: the kernel picks a
+    bound port at random, and ports picked one socket at a time can repeat
+    (a test bed asks for up to ten, dozens of times per `make test`). Another
+    process may still take one before linkemu binds it; start_linkemu
+    retries with fresh ports when that happens."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 SOCK_BUF = 8 << 20
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33     # Linux; root may exceed wmem/rmem_max
 
 
-def guest_socket(local_port, linkemu_port):
-    """The UDP socket a guest's E1000 sends and receives its frames on,
+def guest_socket(linkemu_port):
+    """The UDP socket a guest's E1000 sends and receives its frames on
+    (bound to a port the kernel picks: getsockname() tells which),
     made here and inherited by QEMU (-netdev dgram,local.type=fd) so that it
     gets big buffers: with the kernel's default 208 KiB receive buffer a
     burst of ~90 1-KiB frames that arrives while the receiving QEMU waits for
@@ -74,7 +87,7 @@ def guest_socket(local_port, linkemu_port):
             s.setsockopt(socket.SOL_SOCKET, force, SOCK_BUF)
         except OSError:                         # not root: up to the sysctl maximum
             s.setsockopt(socket.SOL_SOCKET, plain, SOCK_BUF)
-    s.bind(("127.0.0.1", local_port))
+    s.bind(("127.0.0.1", 0))
     s.connect(("127.0.0.1", linkemu_port))
     return s
 
@@ -109,9 +122,8 @@ class Testbed:
         self.both = both
         self.pcap_dir = pcap_dir
         self.name = name
-        self.listen = [free_udp_port() for _ in range(n)]
-        self.gport = [free_udp_port() for _ in range(n)]
-        self.ctl_port = free_udp_port()
+        *self.listen, self.ctl_port = free_udp_ports(n + 1)
+        self.gport = []
         self.stats_path = os.path.join(REPO, "tests", "logs", f"{name}-linkemu-stats.json")
         self.linkemu_log = os.path.join(REPO, "tests", "logs", f"{name}-linkemu.log")
         self.linkemu = None
@@ -124,8 +136,9 @@ class Testbed:
                 netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
                 fds = ()
             else:
-                sock = guest_socket(self.gport[i], self.listen[i])
+                sock = guest_socket(self.listen[i])
                 self.socks.append(sock)
+                self.gport.append(sock.getsockname()[1])
                 fds = (sock.fileno(),)
                 netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
             args = ["-netdev", netdev,
@@ -143,9 +156,25 @@ class Testbed:
 
     # ---- lifecycle ----
 
-    def start_linkemu(self):
+    def start_linkemu(self, attempts=4):
+        """Starts linkemu and waits until its control socket answers. If a
+        port it should listen on was taken meanwhile (its bind fails), it
+        picks fresh ports, points the guest sockets at them and tries again."""
         if not os.path.exists(LINKEMU):
             raise GuestError(f"{LINKEMU} missing (make {os.path.relpath(LINKEMU, REPO)})")
+        for attempt in range(attempts):
+            if self._run_linkemu():
+                return
+            with open(self.linkemu_log) as f:
+                why = f.read()
+            if "bind" not in why or attempt == attempts - 1:
+                raise GuestError(f"linkemu exited: {why.strip()[-300:]} (log {self.linkemu_log})")
+            progress(self.name, f"linkemu: {why.strip()}; again on fresh ports")
+            *self.listen, self.ctl_port = free_udp_ports(self.n + 1)
+            for sock, port in zip(self.socks, self.listen):
+                sock.connect(("127.0.0.1", port))
+
+    def _linkemu_cmd(self):
         cmd = [LINKEMU]
         for i in range(self.n):
             cmd += ["--port", f"{self.listen[i]}:{self.gport[i]}"]
@@ -156,18 +185,23 @@ class Testbed:
         if self.pcap_dir:
             os.makedirs(self.pcap_dir, exist_ok=True)
             cmd += ["--pcap", self.pcap_dir]
-        cmd += ["--stats", self.stats_path, "--control", str(self.ctl_port)]
+        return cmd + ["--stats", self.stats_path, "--control", str(self.ctl_port)]
+
+    def _run_linkemu(self):
+        """One start; True once the control socket answers, False if linkemu
+        exited first. Raises if it neither answers nor exits."""
+        cmd = self._linkemu_cmd()
         os.makedirs(os.path.dirname(self.linkemu_log), exist_ok=True)
-        log = open(self.linkemu_log, "w")
-        progress(self.name, "linkemu " + " ".join(f"'{c}'" if " " in c else c for c in cmd[1:]))
-        self.linkemu = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        for _ in range(50):                       # until the control socket answers
+        with open(self.linkemu_log, "w") as log:
+            progress(self.name, "linkemu " + " ".join(f"'{c}'" if " " in c else c for c in cmd[1:]))
+            self.linkemu = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        for _ in range(50):
             try:
                 self.control("stats", timeout=0.2)
-                return
+                return True
             except OSError:
                 if self.linkemu.poll() is not None:
-                    raise GuestError(f"linkemu exited; see {self.linkemu_log}")
+                    return False
         raise GuestError("linkemu control socket does not answer")
 
     def boot(self, timeout=90):
