@@ -176,14 +176,19 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
   return 0;
 }
 
-// A SEND each way (the receive is posted before we send, and RNR retry
-// is infinite, so the order of arrival does not matter).
+// A SEND each way. The client speaks first and the server answers once
+// the client's SEND has arrived, when the client's receive is surely
+// posted: a server that sent at once would meet no receive while the
+// client is still measuring, and its SEND would be refused with RNR NAKs
+// all through the run (extra frames in the middle of a measurement).
 void perf_sync(struct perf_conn *c) {
   struct ibv_wc wc;
   struct ibv_sge rs = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };   // the sync SEND has 0 bytes
   struct ibv_recv_wr rw = { .wr_id = 0x5151, .sg_list = &rs, .num_sge = 1 }, *rbad;
   struct ibv_send_wr sw = { .wr_id = 0x5152, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
-  if (ibv_post_recv(c->qp, &rw, &rbad) || ibv_post_send(c->qp, &sw, &sbad)) die("sync post");
+  if (ibv_post_recv(c->qp, &rw, &rbad)) die("sync post_recv");
+  int sent = !c->is_server;
+  if (sent && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
   for (int got = 0; got < 2;) {
     int n = rdmau_wait(c->cq, &wc, 60000);
     if (n != 1) die("sync: no completion in 60 s");
@@ -193,6 +198,10 @@ void perf_sync(struct perf_conn *c) {
       exit(1);
     }
     if (wc.wr_id == 0x5151 || wc.wr_id == 0x5152) got++;
+    if (wc.wr_id == 0x5151 && !sent) {
+      if (ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
+      sent = 1;
+    }
   }
 }
 
