@@ -123,13 +123,15 @@ extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
 
 // Lock held. Slot i's bit in a live mask (rdma.cq_live, rdma.qp_live).
 static inline int rdma_live(uint32 mask, int i) { return (mask >> i) & 1; }
-// The first slot at or after i that is live in mask, or -1: walk with
-// for (i = rdma_live_next(m, 0); i >= 0; i = rdma_live_next(m, i + 1)).
+// The first slot at or after i that is live in mask, or -1.
 static inline int rdma_live_next(uint32 mask, int i) {
   for (; i < 32 && (mask >> i); i++)
     if ((mask >> i) & 1) return i;
   return -1;
 }
+// Lock held. Every live slot i of mask, in order.
+#define rdma_for_each_live(i, mask) \
+  for (int i = rdma_live_next((mask), 0); i >= 0; i = rdma_live_next((mask), i + 1))
 
 // rdma_dev.c
 void   rdma_init(void);

@@ -221,7 +221,7 @@ static int wakes(struct rdma_cq *cq) {
 
 // Lock held. After the core ran: overruns and armed CQs that got work.
 void rdma_cq_scan(void) {
-  for (int i = rdma_live_next(rdma.cq_live, 0); i >= 0; i = rdma_live_next(rdma.cq_live, i + 1)) {
+  rdma_for_each_live(i, rdma.cq_live) {
     struct rdma_cq *cq = &rdma_cqs[i];
     if (cq->cq.overflow != cq->seen_overflow && !cq->error) {
       cq->seen_overflow = cq->cq.overflow;

@@ -184,7 +184,7 @@ static int sges_use(const struct rct_sge *s, int n, uint32 lkey) {
 // Lock held. Does a posted WR, the responder's current WRITE or a pending
 // READ response still reach this MR?
 int rdma_mr_busy(const struct rdma_mr *mr) {
-  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1)) {
+  rdma_for_each_live(i, rdma.qp_live) {
     const struct rdma_qp *q = &rdma_qps[i];
     const struct rct_qp *c = &q->qp;
     for (uint32 j = c->sq_head; j != c->sq_tail; j++) {

@@ -165,7 +165,7 @@ static void qp_free(int h) {
 
 // Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
 void rdma_qp_release_all(int pid) {
-  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1))
+  rdma_for_each_live(i, rdma.qp_live)
     if (rdma_qps[i].owner == pid || pid == -1 - i) qp_free(i);
 }
 
@@ -359,7 +359,7 @@ int64 sys_rdma_post_recv(void) { return post_common(0); }
 // Lock held. A QP that entered ERR on its own (a fatal transport error)
 // raises IBV_EVENT_QP_FATAL for its owner.
 void rdma_qp_scan(void) {
-  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1)) {
+  rdma_for_each_live(i, rdma.qp_live) {
     struct rdma_qp *q = &rdma_qps[i];
     if (q->qp.attr.qp_state == q->last_state) continue;
     if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);

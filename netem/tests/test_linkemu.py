@@ -9,27 +9,23 @@ drop list, sends numbered frames both ways, and checks:
   (b) a drop list drops exactly the named frames;
   (c) the --stats counters match what was sent and what arrived;
   (d) the control socket changes impairments mid-run (a blackhole now);
-  (e) --pcap writes one readable pcap per port (tshark reads it, if installed).
+  (e) --pcap writes one readable pcap per port (tshark reads it, if installed);
+  (f) the guests' test bed (tests/net/launch.py) restarts linkemu on fresh
+      ports when one of its ports was taken.
 Prints one line per test and `N passed, M failed`; exit status 1 on failure.
 Usage: test_linkemu.py path/to/linkemu
 """
 import json, os, shutil, signal, socket, struct, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "net"))
+import launch  # noqa: E402  (the test bed: free_udp_ports, Testbed)
 
 LINKEMU = sys.argv[1] if len(sys.argv) > 1 else "build/netem/linkemu"
 MAC_A, MAC_B = bytes.fromhex("525400000001"), bytes.fromhex("525400000002")
 N = 300
 
 
-def free_ports(n):
-    """n distinct free ports: all n stay bound until each is known, because
-    ports picked one closed socket at a time can repeat."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+free_ports = launch.free_udp_ports
 
 
 def guest_socket():
@@ -241,8 +237,32 @@ def test_linkemu_learning_switch():
     check(c3 == [0, 1, 0], "learned unicast reached %s, want [0, 1, 0]" % c3)
 
 
+def test_linkemu_testbed_retries_taken_port():
+    """A test bed whose linkemu port was taken before linkemu bound it starts
+    linkemu on fresh ports, and frames cross between its guest sockets."""
+    launch.LINKEMU = os.path.abspath(LINKEMU)
+    tb = launch.Testbed(2, name="linkemu-retry")
+    taken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    taken.bind(("127.0.0.1", tb.listen[1]))
+    before = list(tb.listen)
+    try:
+        tb.start_linkemu()
+        check(tb.linkemu.poll() is None, "linkemu is not running after the retry")
+        check(tb.listen[1] != before[1], "port 1 still %d, the taken one" % before[1])
+        a, b = tb.socks
+        b.settimeout(0.05)
+        a.send(frame(MAC_B, MAC_A, 1))
+        got = Link.drain(Link.__new__(Link), b)
+        check(len(got) == 1 and got[0][14:18] == struct.pack("!I", 1),
+              "guest 1 got %d frames, want frame 1" % len(got))
+    finally:
+        tb.kill()
+        taken.close()
+
+
 TESTS = [test_linkemu_learning_switch, test_linkemu_same_seed_same_drops, test_linkemu_droplist_exact,
-         test_linkemu_stats_match, test_linkemu_control_blackhole, test_linkemu_pcap]
+         test_linkemu_stats_match, test_linkemu_control_blackhole, test_linkemu_pcap,
+         test_linkemu_testbed_retries_taken_port]
 
 if __name__ == "__main__":
     passed = failed = 0

@@ -122,7 +122,7 @@ class Testbed:
         self.both = both
         self.pcap_dir = pcap_dir
         self.name = name
-        *self.listen, self.ctl_port = free_udp_ports(n + 1)
+        self._pick_linkemu_ports()
         self.gport = []
         self.stats_path = os.path.join(REPO, "tests", "logs", f"{name}-linkemu-stats.json")
         self.linkemu_log = os.path.join(REPO, "tests", "logs", f"{name}-linkemu.log")
@@ -170,9 +170,13 @@ class Testbed:
             if "bind" not in why or attempt == attempts - 1:
                 raise GuestError(f"linkemu exited: {why.strip()[-300:]} (log {self.linkemu_log})")
             progress(self.name, f"linkemu: {why.strip()}; again on fresh ports")
-            *self.listen, self.ctl_port = free_udp_ports(self.n + 1)
+            self._pick_linkemu_ports()
             for sock, port in zip(self.socks, self.listen):
                 sock.connect(("127.0.0.1", port))
+
+    def _pick_linkemu_ports(self):
+        """linkemu's listening port for each guest, and its control port."""
+        *self.listen, self.ctl_port = free_udp_ports(self.n + 1)
 
     def _linkemu_cmd(self):
         cmd = [LINKEMU]
