@@ -287,6 +287,7 @@ static void e1000_thread(void *unused) {
     spin_unlock(&nic.work_lock);
     tx_reap();
     int frames = rx_reap();
+    if (frames) net_rx_pass_end();
     if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
     nic.st.rx_missed = rd(E1000_MPC) + nic.st.rx_missed;   // MPC clears on read
   }

@@ -3,7 +3,9 @@
 // EtherType through a table that other layers fill with
 // eth_register_type() (IPv4 and ARP at boot; 0x8915, RoCE v1, is left for
 // the RDMA layer). eth_output() and eth_output_sg() prepend the header
-// and hand the frame to netdev_tx().
+// and hand the frame to netdev_tx(). net_rx_pass_end() (also the driver's)
+// runs the hooks of layers that batch what a receive pass brought in
+// (eth_on_rx_pass_end).
 #include "types.h"
 #include "lock.h"
 #include "printk.h"
@@ -16,6 +18,29 @@ const uint8 eth_broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 static struct { uint16 type; eth_handler_fn fn; } types[NETHTYPES];
 static struct spinlock types_lock = { 0, "eth_types", 0 };
+
+#define NPASSHOOKS 4
+static void (*pass_hooks[NPASSHOOKS])(void);
+static int npass_hooks;   // published after its slot: the driver reads it without the lock
+
+int eth_on_rx_pass_end(void (*fn)(void)) {
+  int r = -1;
+  spin_lock(&types_lock);
+  if (npass_hooks < NPASSHOOKS) {
+    pass_hooks[npass_hooks] = fn;
+    __sync_synchronize();
+    npass_hooks++;
+    r = 0;
+  }
+  spin_unlock(&types_lock);
+  return r;
+}
+
+void net_rx_pass_end(void) {
+  int n = npass_hooks;
+  __sync_synchronize();
+  for (int i = 0; i < n; i++) pass_hooks[i]();
+}
 
 int eth_register_type(uint16 type, eth_handler_fn fn) {
   int r = -1;

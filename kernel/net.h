@@ -103,6 +103,9 @@ extern const uint8 eth_broadcast[6];
 // Handler of an EtherType; owns nb (data at the payload, src_mac set).
 typedef void (*eth_handler_fn)(struct netbuf *nb);
 int  eth_register_type(uint16 type, eth_handler_fn fn);   // 0, or -1 if taken
+// fn runs in the driver thread at the end of every receive pass that
+// passed frames up (netdev.h net_rx_pass_end). 0, or -1 if the table is full.
+int  eth_on_rx_pass_end(void (*fn)(void));
 void eth_output(struct netbuf *nb, const uint8 dst[6], uint16 type);   // consumes nb
 // Prepends the Ethernet header (dst, our MAC, type) to nb's data.
 void eth_push_header(struct netbuf *nb, const uint8 dst[6], uint16 type);

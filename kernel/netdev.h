@@ -1,6 +1,7 @@
 // netdev.h: the seam between the network driver (e1000.c) and the stack.
 //
-// Data moves across exactly two functions:
+// Data moves across two functions (and net_rx_pass_end, which ends a
+// burst of net_rx calls):
 //   netdev_tx()  stack -> driver: send one frame given as fragments of
 //                physical memory (a header buffer, then payload pages).
 //                The driver never copies: it points one TX descriptor at
@@ -51,6 +52,10 @@ void netdev_tx_flush(void);
 
 // Upcall for each good received frame; implemented by the stack (eth.c).
 void net_rx(struct netbuf *nb);
+// Upcall at the end of each receive pass that passed frames up: a layer
+// that put received frames aside (to serve a burst with one lock hold and
+// one pass of its own work) finishes them now (eth.c: net_rx_pass_end).
+void net_rx_pass_end(void);
 
 // Process or kthread context: sleeps until nfrags descriptors are free.
 // Returns 0, or -1 if there is no device.

@@ -15,10 +15,13 @@
 //
 // In: UDP port 4791's handler gets the datagram payload; the Ethernet,
 // IPv4 (no options) and UDP headers are still in the buffer just before
-// it, so the whole frame is handed to rct_handle_frame, which validates it
-// again in its own order [RX-ORDER-1]. It runs in the driver thread with
-// rdma.lock, and then lets the engine send what the frame caused (ACKs,
-// READ responses).
+// it, so the whole frame goes to rct_handle_frame, which validates it
+// again in its own order [RX-ORDER-1]. The handlers only put frames
+// aside; at the end of the driver's receive pass (or when 32 wait),
+// rx_pass_end hands them all to the core under one hold of rdma.lock and
+// then runs one engine pass for what they caused (ACKs, READ responses).
+// Per frame, that pass and the lock cost as much as the frame's own
+// processing (ICRC included), and a burst needs them once.
 #include "types.h"
 #include "param.h"
 #include "riscv.h"
@@ -154,6 +157,48 @@ static int burst_doorbell = 1;
 void rdma_net_burst_begin(void) { if (rdma.nic_send && burst_doorbell) netdev_tx_hold(); }
 void rdma_net_burst_end(void) { if (rdma.nic_send && burst_doorbell) netdev_tx_flush(); }
 
+// Received frames set aside until the receive pass ends; driver thread only.
+#define GRH_BYTES 40            // RoCE v1: the GRH between Ethernet header and BTH
+#define RX_BATCH 32             // of the NETBUF_RX_RESERVE buffers the pool keeps for receiving
+static struct rx_waiting {
+  struct netbuf *nb;            // owns the frame
+  uint8 *frame;                 // its Ethernet header
+  uint32 len;
+  int may_place;                // not an acknowledgement: it may place data
+} rx_batch[RX_BATCH];
+static int rx_nbatch;
+
+// Driver thread: the core takes in the waiting frames, then the engine
+// runs once. rdma.lock is taken here, never held by the caller.
+static void rx_pass_end(void) {
+  if (rx_nbatch == 0) return;
+  int may_place = 0;
+  spin_lock(&rdma.lock);
+  for (int i = 0; i < rx_nbatch; i++) {
+    rdma_net_rx_frames++;
+    rct_handle_frame(&rdma.dev, clock_ns(), rx_batch[i].frame, rx_batch[i].len);
+    may_place |= rx_batch[i].may_place;
+  }
+  // A process woken for these frames (a ping-pong's answer) should not
+  // wait behind our ACK's transmission: the engine thread, or the answer's
+  // own post_send, sends what the frames caused, ACK and answer back to
+  // back. An acknowledgement places no data: waking a process in
+  // rdma_wait_write for it would only cost the answering WRITE behind it a
+  // context switch.
+  int woke = may_place && rdma_frame_arrived();
+  if (woke || rdma_progress(RDMA_BUDGET)) rdma_kick();
+  spin_unlock(&rdma.lock);
+  for (int i = 0; i < rx_nbatch; i++) netbuf_free(rx_batch[i].nb);
+  rx_nbatch = 0;
+}
+
+// Driver thread: sets a frame aside for rx_pass_end; it owns nb from here.
+static void rx_set_aside(struct netbuf *nb, uint8 *frame, uint32 len, const uint8 *bth) {
+  if (rx_nbatch == RX_BATCH) rx_pass_end();
+  int may_place = frame + len > bth && !rct_opcode_is_ack(bth[0]);
+  rx_batch[rx_nbatch++] = (struct rx_waiting){ nb, frame, len, may_place };
+}
+
 // Driver thread: a UDP datagram for port 4791; we own nb.
 static void roce_rx(struct netbuf *nb, void *arg) {
   uint8 *frame = nb->data - UDP_HLEN - IP_HLEN - ETH_HLEN;
@@ -162,32 +207,14 @@ static void roce_rx(struct netbuf *nb, void *arg) {
     netbuf_free(nb);
     return;
   }
-  uint32 len = nb->len + UDP_HLEN + IP_HLEN + ETH_HLEN;
-  spin_lock(&rdma.lock);
-  rdma_net_rx_frames++;
-  rct_handle_frame(&rdma.dev, clock_ns(), frame, len);
-  // A process woken for this frame (a ping-pong's answer) should not wait
-  // behind our ACK's transmission: the engine thread, or the answer's own
-  // post_send, sends what the frame caused, ACK and answer back to back.
-  // An acknowledgement places no data: waking a process in rdma_wait_write
-  // for it would only cost the answering WRITE behind it a context switch.
-  int woke = nb->len > 0 && !rct_opcode_is_ack(nb->data[0]) && rdma_frame_arrived();
-  if (woke || rdma_progress(RDMA_BUDGET)) rdma_kick();
-  spin_unlock(&rdma.lock);
-  netbuf_free(nb);
+  rx_set_aside(nb, frame, nb->len + UDP_HLEN + IP_HLEN + ETH_HLEN, nb->data);
 }
 
 // Driver thread: a RoCE v1 frame (EtherType 0x8915); data is at the GRH.
 static void roce_v1_rx(struct netbuf *nb) {
   uint8 *frame = nb->data - ETH_HLEN;
   if (frame < nb->space) { rdma_net_rx_bad++; netbuf_free(nb); return; }
-  spin_lock(&rdma.lock);
-  rdma_net_rx_frames++;
-  rct_handle_frame(&rdma.dev, clock_ns(), frame, nb->len + ETH_HLEN);
-  rdma_frame_arrived();
-  if (rdma_progress(RDMA_BUDGET)) rdma_kick();
-  spin_unlock(&rdma.lock);
-  netbuf_free(nb);
+  rx_set_aside(nb, frame, nb->len + ETH_HLEN, nb->data + GRH_BYTES);
 }
 
 // Process context, rdma.lock NOT held: the MAC of a peer for an AV.
@@ -210,6 +237,7 @@ void rdma_net_init(void) {
     return;
   }
   rdma.nic_send = net_send;
+  if (eth_on_rx_pass_end(rx_pass_end) < 0) panic("rdma: no room for a receive-pass hook");
   if (eth_register_type(ETHERTYPE_ROCE, roce_v1_rx) < 0)
     kprintf("rdma: EtherType 0x8915 is taken; RoCE v1 receive disabled\n");
 }
