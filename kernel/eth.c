@@ -108,7 +108,8 @@ static void sg_done(void *p) {
 int eth_output_sg(struct netbuf *hdr, const uint8 dst[6], uint16 type,
                   const struct netdev_frag *frags, int nfrags,
                   void (*done)(void *), void *arg) {
-  struct sg_done *d = (struct sg_done *)(hdr->space + sizeof hdr->space - sizeof *d);
+  uint64 end = (uint64)(hdr->space + sizeof hdr->space);
+  struct sg_done *d = (struct sg_done *)((end - sizeof *d) & ~7ull);
   if (nfrags + 1 > NETDEV_MAX_FRAGS || hdr->data + hdr->len > (uint8 *)d) return -1;
   eth_push_header(hdr, dst, type);
   struct netdev_frag all[NETDEV_MAX_FRAGS];

@@ -20,7 +20,12 @@
 #include "netdev.h"
 
 // ---- packet buffers ----
-#define NETBUF_HEADROOM 128     // room to prepend Ethernet + IPv4 + UDP headers
+// Room to prepend Ethernet + IPv4 + UDP headers (128), plus 2 so that a
+// frame received at nb->data ends its 14-byte Ethernet header 8-aligned:
+// the IPv4 header is then word-aligned, and a RoCEv2 payload (after 54
+// header bytes, 70 with a RETH) is 8-aligned like the MR it is copied to,
+// so that copy moves aligned words instead of shifting every one.
+#define NETBUF_HEADROOM (128 + 2)
 #define NETBUF_DATA     9216    // a whole jumbo frame
 #define NNETBUF         1024    // 9.6 MiB: a starved reader may queue hundreds
 #define NETBUF_RX_RESERVE 64    // senders leave these for the receive path
@@ -33,7 +38,7 @@ struct netbuf {
   uint32 src_ip, dst_ip;
   uint16 src_port, dst_port;
   uint8 src_mac[6];
-  uint8 space[NETBUF_HEADROOM + NETBUF_DATA];
+  uint8 space[NETBUF_HEADROOM + NETBUF_DATA] __attribute__((aligned(8)));
 };
 
 void netbuf_init(void);

@@ -1,5 +1,10 @@
 // pmem.c: owns all RAM from the end of the kernel image to RAM_END, as a
 // free list of 4 KiB pages plus a reference count per page.
+// The free list is under pmem.lock; the counts of pages in use change with
+// atomic adds and no lock: the RDMA transmit path holds and puts a payload
+// page for every frame, and under QEMU a spin lock's interrupt toggling
+// (CSR accesses) costs far more than an atomic add. Only the put that
+// drops a count to 0 takes the lock, to give the page back.
 #include "types.h"
 #include "riscv.h"
 #include "memlayout.h"
@@ -19,7 +24,7 @@ static struct {
   struct spinlock lock;
   struct free_page *free_list;
   uint64 nfree, ntotal;
-  uint16 refs[NPAGES];
+  uint32 refs[NPAGES];               // 0 = free; atomics, see the top
 } pmem;
 
 static void check_pa(uint64 pa, const char *who) {
@@ -44,9 +49,10 @@ void *page_alloc(void) {
   if (f) {
     pmem.free_list = f->next;
     pmem.nfree--;
-    if (pmem.refs[PAGE_INDEX((uint64)f)] != 0)
+    uint32 *r = &pmem.refs[PAGE_INDEX((uint64)f)];
+    if (__atomic_load_n(r, __ATOMIC_RELAXED) != 0)
       panic("page_alloc: free page %p has references", f);
-    pmem.refs[PAGE_INDEX((uint64)f)] = 1;
+    __atomic_store_n(r, 1, __ATOMIC_RELAXED);
   }
   spin_unlock(&pmem.lock);
   if (f) memset(f, 0, PGSIZE);
@@ -55,30 +61,29 @@ void *page_alloc(void) {
 
 void page_hold(uint64 pa) {
   check_pa(pa, "page_hold");
-  spin_lock(&pmem.lock);
-  if (pmem.refs[PAGE_INDEX(pa)] == 0) panic("page_hold: page %p is free", pa);
-  if (pmem.refs[PAGE_INDEX(pa)] == 0xffff) panic("page_hold: refcount overflow");
-  pmem.refs[PAGE_INDEX(pa)]++;
-  spin_unlock(&pmem.lock);
+  uint32 old = __atomic_fetch_add(&pmem.refs[PAGE_INDEX(pa)], 1, __ATOMIC_RELAXED);
+  if (old == 0) panic("page_hold: page %p is free", pa);
+  if (old >= 0x7fffffff) panic("page_hold: refcount overflow");
 }
 
 void page_put(uint64 pa) {
   check_pa(pa, "page_put");
+  // Release: this holder's accesses to the page come before the put
+  // that frees it; acquire: the last put sees every other holder's.
+  uint32 old = __atomic_fetch_sub(&pmem.refs[PAGE_INDEX(pa)], 1, __ATOMIC_ACQ_REL);
+  if (old == 0) panic("page_put: page %p already free", pa);
+  if (old > 1) return;
   spin_lock(&pmem.lock);
-  uint16 *r = &pmem.refs[PAGE_INDEX(pa)];
-  if (*r == 0) panic("page_put: page %p already free", pa);
-  if (--*r == 0) {
-    struct free_page *f = (struct free_page *)pa;
-    f->next = pmem.free_list;
-    pmem.free_list = f;
-    pmem.nfree++;
-  }
+  struct free_page *f = (struct free_page *)pa;
+  f->next = pmem.free_list;
+  pmem.free_list = f;
+  pmem.nfree++;
   spin_unlock(&pmem.lock);
 }
 
 int page_refs(uint64 pa) {
   check_pa(pa, "page_refs");
-  return pmem.refs[PAGE_INDEX(pa)];
+  return (int)__atomic_load_n(&pmem.refs[PAGE_INDEX(pa)], __ATOMIC_RELAXED);
 }
 
 uint64 pmem_free_pages(void) { return pmem.nfree; }

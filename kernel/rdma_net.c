@@ -38,6 +38,7 @@
 #define TX_MAX_PAGES 24
 
 struct tx_slot {
+  struct tx_slot *next;           // in slots_owned or slots_returned while unused
   int nfrags;
   struct netdev_frag frags[RCT_FRAME_MAX_SEGS + 2];
   uint8 hdr[RCT_HDR_MAX];
@@ -46,30 +47,38 @@ struct tx_slot {
   int npages;
 };
 
-static struct spinlock tx_lock;   // the slot pool (done() runs without rdma.lock)
+// The unused slots, in two lists and without a lock of their own: the
+// engine allocates under rdma.lock from slots_owned; done() runs in the
+// driver thread without rdma.lock and pushes onto slots_returned with a
+// compare-and-swap; when slots_owned runs dry the engine takes the whole
+// returned list with one exchange. Whole-list taking by a single consumer
+// cannot meet the ABA problem of popping from a lock-free stack, and the
+// slot pool costs no lock pair (two on every frame, before).
 static struct tx_slot tx_slots[TX_SLOTS];
-static struct tx_slot *free_slots[TX_SLOTS];   // under tx_lock: a stack of the unused
-static int nfree_slots;
+static struct tx_slot *slots_owned;            // under rdma.lock
+static struct tx_slot *slots_returned;         // atomics only
 static struct tx_slot *stalled;   // under rdma.lock: a frame the ring refused
 // The engine waits for ring room or a slot. Written under rdma.lock, read
 // by tx_done without it: see wait_for_room.
 static volatile int tx_waiting;
 uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
 
+// rdma.lock held.
 static struct tx_slot *slot_alloc(void) {
-  struct tx_slot *s = NULL;
-  spin_lock(&tx_lock);
-  if (nfree_slots > 0) s = free_slots[--nfree_slots];
-  spin_unlock(&tx_lock);
+  if (!slots_owned)
+    slots_owned = __atomic_exchange_n(&slots_returned, NULL, __ATOMIC_ACQUIRE);
+  struct tx_slot *s = slots_owned;
+  if (s) slots_owned = s->next;
   return s;
 }
 
+// Any context.
 static void slot_free(struct tx_slot *s) {
   for (int i = 0; i < s->npages; i++) page_put(s->pages[i]);
   s->npages = 0;
-  spin_lock(&tx_lock);
-  free_slots[nfree_slots++] = s;
-  spin_unlock(&tx_lock);
+  s->next = __atomic_load_n(&slots_returned, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(&slots_returned, &s->next, s, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    ;
 }
 
 // Driver thread, no driver lock: the device has read the frame. The
@@ -174,9 +183,12 @@ static void rx_pass_end(void) {
   if (rx_nbatch == 0) return;
   int may_place = 0;
   spin_lock(&rdma.lock);
+  // One clock read for the batch: the frames arrived together, and under
+  // QEMU each read of the time CSR is a call out of the translated code.
+  uint64 now = clock_ns();
   for (int i = 0; i < rx_nbatch; i++) {
     rdma_net_rx_frames++;
-    rct_handle_frame(&rdma.dev, clock_ns(), rx_batch[i].frame, rx_batch[i].len);
+    rct_handle_frame(&rdma.dev, now, rx_batch[i].frame, rx_batch[i].len);
     may_place |= rx_batch[i].may_place;
   }
   // A process woken for these frames (a ping-pong's answer) should not
@@ -225,9 +237,11 @@ int rdma_net_resolve(uint32 ip, uint8 mac[6]) {
 
 // Boot: use the stack's addresses and hook port 4791 when there is a NIC.
 void rdma_net_init(void) {
-  spin_init(&tx_lock, "rdma_tx");
   burst_doorbell = (int)bootarg_uint("txburst", 1);
-  for (int i = 0; i < TX_SLOTS; i++) free_slots[nfree_slots++] = &tx_slots[TX_SLOTS - 1 - i];
+  for (int i = TX_SLOTS - 1; i >= 0; i--) {
+    tx_slots[i].next = slots_owned;
+    slots_owned = &tx_slots[i];
+  }
   if (!netdev_present() || netcfg.ip == 0) return;
   rdma.ipv4 = netcfg.ip;
   memcpy(rdma.mac, netcfg.mac, 6);
