@@ -136,6 +136,8 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
 		qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
 		arm_probe(qp, now);
 	}
+	if (retransmit && qp->rtt_armed && psn == qp->rtt_psn)
+		qp->rtt_armed = 0;          /* Karn: its ACK may answer either copy [REQ-TMO-4] */
 	if (!retransmit && qp->attr.adaptive_rto && !qp->rtt_armed) {
 		qp->rtt_armed = 1;
 		qp->rtt_psn = psn;
@@ -462,6 +464,12 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
 		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, d)) {
 			bm_set(qp->sr_sacked, d);
 			fresh = true;
+			if (qp->rtt_armed && psn == qp->rtt_psn) {
+				/* received: its round trip ends here, not when the
+				 * holes before it are repaired [REQ-TMO-4] */
+				rtt_sample(qp, now - qp->rtt_start);
+				qp->rtt_armed = 0;
+			}
 		}
 		high = psn;
 	}

@@ -8,15 +8,21 @@
 static struct ep ea, eb;
 static uint8_t fb[8192];
 
-static void pair_setup(bool sr)
+static void pair_setup_adaptive(bool sr, bool adaptive)
 {
 	struct conn_opts o;
 	conn_defaults(&o);
 	o.sr = sr;
+	o.adaptive = adaptive;
 	o.timeout = 8;                       /* ~1 ms */
 	ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
 	ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
 	pair_connect(&ea, &eb, &o);
+}
+
+static void pair_setup(bool sr)
+{
+	pair_setup_adaptive(sr, false);
 }
 
 static void pair_teardown(void)
@@ -220,6 +226,58 @@ static struct test_mr *first_packet_resent(void)
 	expect_nothing(&ea, 10);
 	return m;
 }
+
+/* [REQ-TMO-4] Karn in selective repeat: the RTT sample was armed on the
+ * first packet, which was lost and resent after a selective NAK; the ACK
+ * that finally covers it measures the repair, not a round trip, and must
+ * not become the first sample (SRTT would start at the repair's length and
+ * every later RTO with it). The next packet sent fresh is timed instead. */
+START_TEST(test_sr_karn_no_sample_from_resent)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	struct peer pr;
+	pair_setup_adaptive(true, true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert(expect_frame(&ea, 0, &p, fb));        /* 0x123456 is timed */
+	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived, 56 did not */
+	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
+	peer_for(&pr, &ea);
+	inject_ack(&ea, &pr, 5000000, AETH_ACK, 0x123459, 1);
+	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+	ck_assert_uint_eq(ea.qp.srtt, 0);                   /* no sample from the repair */
+	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+	ck_assert_uint_eq(expect_psn(&ea, 6000000), 0x12345a);
+	inject_ack(&ea, &pr, 6300000, AETH_ACK, 0x12345a, 2);
+	ck_assert_uint_eq(ea.qp.srtt, 300000);              /* the fresh packet's round trip */
+}
+END_TEST
+
+/* [REQ-TMO-4] the round trip of a timed packet behind a hole ends with the
+ * selective NAK that reports it received, not when the hole is repaired
+ * and una passes it. */
+START_TEST(test_sr_rtt_sample_from_sack)
+{
+	struct test_mr *m;
+	struct rct_pkt p;
+	pair_setup_adaptive(true, true);
+	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert(expect_frame(&ea, 0, &p, fb));        /* 56..59; 56 timed, lost */
+	inject_sack(&ea, 1000000, 0x123456, 1u << 1);      /* 57 arrived */
+	ck_assert_uint_eq(expect_psn(&ea, 1000000), 0x123456);  /* resent: not timed any more */
+	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2048, 0x5000, 0x77, 0);
+	ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345a);  /* fresh: timed */
+	ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345b);
+	ck_assert_uint_eq(ea.qp.srtt, 0);
+	inject_sack(&ea, 2400000, 0x123456, 0x3eull);       /* 57..5b arrived, 56 still missing */
+	ck_assert_uint_eq(ea.qp.srtt, 400000);
+	ck_assert_uint_eq(ea.qp.una, 0x123456);
+}
+END_TEST
 
 /* [SR-REQ-15] [SR-REQ-3] a selective NAK that sacks a packet sent after a
  * resend, while the hole is still reported, means the resend was lost: the
@@ -631,6 +689,8 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
 	tcase_add_test(t, test_sr_sends_complete_in_order);
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
+	tcase_add_test(t, test_sr_karn_no_sample_from_resent);
+	tcase_add_test(t, test_sr_rtt_sample_from_sack);
 	tcase_add_test(t, test_sr_lost_resend_detected);
 	tcase_add_test(t, test_sr_lost_resend_only_older);
 	tcase_add_test(t, test_sr_stale_sack_becomes_ack);
