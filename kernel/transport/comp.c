@@ -68,15 +68,16 @@ static void progress(struct rct_qp *qp)
 	qp->retry_left = qp->attr.retry_cnt;
 }
 
-/* Current RTO [REQ-TMO-1] [REQ-TMO-4]. */
+/* Current RTO [REQ-TMO-1] [REQ-TMO-4]; before the first sample (and any
+ * backoff) the adaptive RTO is RCT_INITIAL_RTO_FACTOR x min_rto. */
 uint64_t rct_comp_rto(const struct rct_qp *qp)
 {
 	uint64_t ibta = rct_ack_timeout_ns(qp->attr.timeout);
 	uint64_t lo = qp->attr.min_rto_ns ? qp->attr.min_rto_ns : RCT_MIN_RTO_DEFAULT_NS;
 	uint64_t r;
-	if (!qp->attr.adaptive_rto || !qp->rto || ibta == RCT_NEVER)
+	if (!qp->attr.adaptive_rto || ibta == RCT_NEVER)
 		return ibta;
-	r = qp->rto < lo ? lo : qp->rto;
+	r = !qp->rto ? RCT_INITIAL_RTO_FACTOR * lo : qp->rto < lo ? lo : qp->rto;
 	return r > ibta ? ibta : r;
 }
 
@@ -218,6 +219,8 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 		qp->rtt_armed = 0;
 	} else if (qp->srtt) {
 		rto_from_estimate(qp);                           /* backoff ends [REQ-TMO-7] */
+	} else {
+		qp->rto = 0;                                     /* ... at the initial RTO */
 	}
 	if (qp->sr) {
 		rct_bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
@@ -676,7 +679,7 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 	qp->cnt.timeouts++;
 	if (!use_retry(qp))
 		return;
-	if (qp->attr.adaptive_rto && qp->rto && rto != RCT_NEVER)
+	if (qp->attr.adaptive_rto && rto != RCT_NEVER)
 		qp->rto = 2 * rto;                  /* backoff doubles the RTO in effect [REQ-TMO-9] */
 	qp->retx_valid = 0;
 	if (qp->sr) {

@@ -48,6 +48,9 @@
  *     [REQ-TMO-8]; rct_qp_release_ack(qp): a held ACK goes with the next poll
  *     (call it, then drain, before destroying a QP that may hold one);
  *     rct_opcode_is_ack(op).
+ *   2026-11-21 16:35  behaviour, no signature: with adaptive_rto the RTO before the
+ *     first RTT sample is RCT_INITIAL_RTO_FACTOR x min_rto (was the IBTA value), and
+ *     RTT samples follow Karn in SR too [REQ-TMO-4].
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -425,6 +428,7 @@ struct rct_qp_attr {
 };
 
 #define RCT_MIN_RTO_DEFAULT_NS 1000000ull   /* 1 ms */
+#define RCT_INITIAL_RTO_FACTOR 4            /* adaptive RTO before the first sample: 4 x min_rto [REQ-TMO-4] */
 #define RCT_MAX_INFLIGHT_DEFAULT 1024u
 
 /* Storage and fixed parameters of a QP, given at rct_qp_init. */

@@ -529,7 +529,7 @@ START_TEST(test_comp_adaptive_rto)
 	conn_defaults(&o);
 	o.adaptive = true;
 	setup_with(&o);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), RTO14);          /* no sample yet: IBTA value */
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 4 * RCT_MIN_RTO_DEFAULT_NS);   /* no sample yet */
 	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	drain(0, NULL);
 	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
@@ -548,6 +548,36 @@ START_TEST(test_comp_adaptive_rto)
 	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
 	A->qp.rto = 1000;
 	ck_assert_uint_eq(rct_comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
+}
+END_TEST
+
+/* [REQ-TMO-4] [REQ-TMO-9] [REQ-TMO-7] before the first RTT sample the
+ * adaptive RTO is 4 x min_rto, not the IBTA timeout: a lost first packet
+ * costs 4 ms here, not 67 ms (a second with rdma_cm's timeout 18). Backoff
+ * doubles it; una advancing without a sample brings it back; it never
+ * exceeds the IBTA value. */
+START_TEST(test_comp_initial_rto_before_first_sample)
+{
+	struct conn_opts o;
+	uint64_t rto0 = 4 * RCT_MIN_RTO_DEFAULT_NS;
+	conn_defaults(&o);
+	o.adaptive = true;
+	setup_with(&o);
+	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+	drain(0, NULL);                                      /* lost */
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0);
+	rct_handle_timeout(&A->qp, rto0);
+	ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 2 * rto0);   /* backoff */
+	drain(rto0, NULL);                                   /* the resend and its tail probe */
+	ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0 + 2 * rto0);
+	inject_ack(A, P, rto0 + 500000, 0x1f, PSN0, 1);      /* a resend's ACK: no sample (Karn) */
+	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+	ck_assert_uint_eq(A->qp.srtt, 0);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), rto0);       /* una moved: backoff over */
+	o.timeout = 8;                                       /* IBTA 1.048576 ms < 4 ms */
+	setup_with(&o);
+	ck_assert_uint_eq(rct_comp_rto(&A->qp), 4096ull << 8);
 }
 END_TEST
 
@@ -719,6 +749,7 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_response_dup_and_early);
 	tcase_add_test(t, test_comp_read_rerequest_after_ack);
 	tcase_add_test(t, test_comp_adaptive_rto);
+	tcase_add_test(t, test_comp_initial_rto_before_first_sample);
 	tcase_add_test(t, test_comp_backoff_from_clamped_rto);
 	tcase_add_test(t, test_comp_backoff_ends_with_progress);
 	tcase_add_test(t, test_comp_early_probe);
