@@ -77,7 +77,10 @@ uint64_t rct_comp_rto(const struct rct_qp *qp)
 	uint64_t r;
 	if (!qp->attr.adaptive_rto || ibta == RCT_NEVER)
 		return ibta;
-	r = !qp->rto ? RCT_INITIAL_RTO_FACTOR * lo : qp->rto < lo ? lo : qp->rto;
+	if (!qp->rto)
+		r = RCT_INITIAL_RTO_FACTOR * lo;
+	else
+		r = qp->rto < lo ? lo : qp->rto;
 	return r > ibta ? ibta : r;
 }
 
@@ -98,6 +101,13 @@ static void rtt_sample(struct rct_qp *qp, uint64_t r)
 		qp->srtt = (7 * qp->srtt + r) / 8;
 	}
 	rto_from_estimate(qp);
+}
+
+/* The timed packet is known received: its round trip ends now [REQ-TMO-4]. */
+static void rtt_end(struct rct_qp *qp, uint64_t now)
+{
+	rtt_sample(qp, now - qp->rtt_start);
+	qp->rtt_armed = 0;
 }
 
 static bool outstanding(const struct rct_qp *qp)
@@ -215,8 +225,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 {
 	uint32_t n = (uint32_t)psn_diff(new_una, qp->una);
 	if (qp->rtt_armed && psn_lt(qp->rtt_psn, new_una)) {
-		rtt_sample(qp, now - qp->rtt_start);
-		qp->rtt_armed = 0;
+		rtt_end(qp, now);
 	} else if (qp->srtt) {
 		rto_from_estimate(qp);                           /* backoff ends [REQ-TMO-7] */
 	} else {
@@ -467,12 +476,9 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
 		if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, d)) {
 			bm_set(qp->sr_sacked, d);
 			fresh = true;
-			if (qp->rtt_armed && psn == qp->rtt_psn) {
-				/* received: its round trip ends here, not when the
-				 * holes before it are repaired [REQ-TMO-4] */
-				rtt_sample(qp, now - qp->rtt_start);
-				qp->rtt_armed = 0;
-			}
+			/* not when the holes before it are repaired [REQ-TMO-4] */
+			if (qp->rtt_armed && psn == qp->rtt_psn)
+				rtt_end(qp, now);
 		}
 		high = psn;
 	}

@@ -67,7 +67,8 @@ class Link:
         f = frame(MAC_B, MAC_A, idx) if src_is_a else frame(MAC_A, MAC_B, idx)
         s.sendto(f, ("127.0.0.1", port))
 
-    def drain(self, sock, quiet=0.3):
+    @staticmethod
+    def drain(sock, quiet=0.3):
         got, last = [], time.time()
         while time.time() - last < quiet:
             try:
@@ -252,7 +253,7 @@ def test_linkemu_testbed_retries_taken_port():
         a, b = tb.socks
         b.settimeout(0.05)
         a.send(frame(MAC_B, MAC_A, 1))
-        got = Link.drain(Link.__new__(Link), b)
+        got = Link.drain(b)
         check(len(got) == 1 and got[0][14:18] == struct.pack("!I", 1),
               "guest 1 got %d frames, want frame 1" % len(got))
     finally:
