@@ -59,8 +59,9 @@ def check_free_cpus(guest, cpus):
 
 def check_background(guest):
     guest.send("echo bgdone &")
-    guest.expect(r"^\[\d+\]$", timeout=30)
-    guest.expect(r"bgdone$", timeout=30)   # may follow the next prompt
+    # The shell's job number and the job's output, in either order: the
+    # job may finish before the shell prints "[pid]", or after its prompt.
+    guest.expect(r"^\[\d+\]$[\s\S]*bgdone$|bgdone$[\s\S]*^\[\d+\]$", timeout=30)
     guest.run("", timeout=30)   # resynchronise on a fresh prompt
     return None
 
