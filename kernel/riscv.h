@@ -18,6 +18,7 @@
 #define MSTATUS_MPP_MASK (3ULL << 11)
 #define MSTATUS_MPP_S    (1ULL << 11)
 #define SSTATUS_SPP      (1ULL << 8)   // previous mode was S
+#define SCOUNTEREN_TM    (1ULL << 1)   // U mode may read the time CSR
 #define SSTATUS_SPIE     (1ULL << 5)
 #define SSTATUS_SIE      (1ULL << 1)
 #define SSTATUS_SUM      (1ULL << 18)

@@ -40,6 +40,8 @@ static uint64 ns_to_cycles(uint64 ns) {      // rounds up: never early
 
 uint64 clock_ns(void) { return cycles_to_ns(read_time()); }
 
+uint64 clock_hz(void) { return timebase_hz; }
+
 void timer_init(uint64 hz) {
   if (hz) timebase_hz = hz;
   ns_per_cycle = NS_PER_SEC % timebase_hz == 0 ? NS_PER_SEC / timebase_hz : 0;

@@ -36,6 +36,7 @@ struct ktimer {
 };
 
 uint64 clock_ns(void);
+uint64 clock_hz(void);               // the time CSR's rate
 void   ktimer_arm(struct ktimer *t, uint64 deadline_ns, void (*fn)(void *), void *arg);
 int    ktimer_cancel(struct ktimer *t);
 

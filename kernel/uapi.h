@@ -33,9 +33,11 @@
 #define SYS_sbrk     19
 #define SYS_sleep    20
 #define SYS_uptime   21
-#define SYS_clock_ns 22   // monotonic nanoseconds since boot, from the time CSR
+#define SYS_kclock_ns 22  // monotonic nanoseconds since boot, from the time CSR (user
+                          // space's clock_ns() reads the CSR itself, see SYS_timebase)
 #define SYS_halt     23   // power off through the test finisher; arg = exit status
 #define SYS_sysinfo  24   // fill a struct sysinfo
+#define SYS_timebase 25   // Hz of the time CSR, which user mode may read (rdtime); 0 if it may not
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
 // Network (kernel/sysnet.c). Sockets are small handles owned by the
 // creating process (closed at its exit); addresses are host byte order.

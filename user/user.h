@@ -47,7 +47,9 @@ int getpid(void);
 char *sbrk(int increment);
 int sleep(int ticks);
 int uptime(void);
-unsigned long clock_ns(void);
+unsigned long clock_ns(void);    // user/clock.c: no system call
+unsigned long kclock_ns(void);   // the same clock through a system call
+unsigned long timebase(void);    // Hz of the time CSR user mode reads; 0 = it may not
 int halt(int status);
 int sysinfo(struct sysinfo *info);
 // Network (kernel/sysnet.c; see uapi.h). Addresses in host byte order.

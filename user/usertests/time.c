@@ -16,6 +16,22 @@ static void test_time_clock_monotonic(void)
   UT_CHECK(clock_ns() > prev, "clock did not advance across a sleep");
 }
 
+// clock_ns() reads the time CSR in user mode (user/clock.c); the kernel's
+// own clock (kclock_ns, a system call) must fall between two readings, on
+// every hart the process may move to. Without scounteren.TM the rdtime
+// traps and the test process dies.
+static void test_time_user_clock_matches_kernel(void)
+{
+  UT_CHECK(timebase() > 0, "the kernel says user mode may not read the time CSR");
+  for (int i = 0; i < 2000; i++) {
+    unsigned long before = clock_ns(), kernel = kclock_ns(), after = clock_ns();
+    UT_CHECK(before <= kernel && kernel <= after,
+             "round %d: user %lu, kernel %lu, user again %lu", i, before, kernel, after);
+    if (i % 200 == 0)
+      sleep(1);                 // may resume on another hart
+  }
+}
+
 static void test_time_sleep_matches_clock(void)
 {
   for (int i = 0; i < 3; i++) {
@@ -95,6 +111,7 @@ static void test_time_sleep_zero_and_negative(void)
 
 const struct ut_test ut_time_tests[] = {
   { "time_clock_monotonic", test_time_clock_monotonic, UT_QUICK, 0 },
+  { "time_user_clock_matches_kernel", test_time_user_clock_matches_kernel, UT_QUICK, 0 },
   { "time_sleep_matches_clock", test_time_sleep_matches_clock, UT_QUICK, 0 },
   { "time_uptime_matches_clock", test_time_uptime_matches_clock, UT_QUICK, 0 },
   { "time_sleep_zero_and_negative", test_time_sleep_zero_and_negative, UT_QUICK, 0 },
