@@ -202,6 +202,11 @@ def run_interleaved(tb, c, seed, budget, bw_rows, log):
 LAT_ROUNDS = 5
 
 
+def median_of(rows, key):
+    """The median of rows' values for key, to two decimals."""
+    return round(statistics.median(q[key] for q in rows), 2)
+
+
 def run_latency(tb, c, lat_rows, log, quick):
     """rdma_lat 2 B once; then 256 B and the raw link's echo in alternating
     rounds, so that a slow spell of the host (the link's own one-way time
@@ -225,16 +230,15 @@ def run_latency(tb, c, lat_rows, log, quick):
                           f"raw one-way median {y['one_way_median_us']} us")
     if not rdma:
         return
-    med = lambda rows, key: round(statistics.median(q[key] for q in rows), 2)
     ratios = [round(x["t_typical_us"] / y["one_way_median_us"], 3) for x, y in zip(rdma, raw)]
     lat_rows.append({"config": c["name"], "what": "rdma_lat -e write 256 B", "size": 256,
-                     "rounds": len(rdma), **{k: med(rdma, k) for k in rdma[0]},
+                     "rounds": len(rdma), **{k: median_of(rdma, k) for k in rdma[0]},
                      "t_min_us": min(q["t_min_us"] for q in rdma), "t_max_us": max(q["t_max_us"] for q in rdma),
                      "ratio_median": statistics.median(ratios), "ratios": " ".join(map(str, ratios)),
                      "round_t_typical_us": " ".join(str(q["t_typical_us"]) for q in rdma)})
     lat_rows.append({"config": c["name"], "what": "raw link one-way (nettest lat 18 B)", "size": 18,
-                     "rounds": len(raw), "t_typical_us": med(raw, "one_way_median_us"),
-                     "t_min_us": min(q["one_way_min_us"] for q in raw), "t_avg_us": med(raw, "one_way_avg_us"),
+                     "rounds": len(raw), "t_typical_us": median_of(raw, "one_way_median_us"),
+                     "t_min_us": min(q["one_way_min_us"] for q in raw), "t_avg_us": median_of(raw, "one_way_avg_us"),
                      "round_t_typical_us": " ".join(str(q["one_way_median_us"]) for q in raw)})
 
 
