@@ -62,7 +62,7 @@ static int load_image(pagetable_t pt, struct inode *ip, struct elf64_header *eh,
     if (ph.type != PT_LOAD) continue;
     if (ph.memsz < ph.filesz || ph.vaddr + ph.memsz < ph.vaddr || ph.vaddr % PGSIZE) return -1;
     if (ph.offset + ph.filesz < ph.offset || ph.offset + ph.filesz > ip->size) return -1;
-    if (ph.vaddr < *end || ph.vaddr + ph.memsz > TRAPFRAME / 2) return -1;
+    if (ph.vaddr < *end || ph.vaddr + ph.memsz > USER_TOP) return -1;
     int perm = (ph.flags & PF_X ? PTE_X : 0) | (ph.flags & PF_W ? PTE_W : 0);
     // Map from vaddr, not from *end: gaps (page 0 above all) stay unmapped.
     if (uvm_grow(pt, ph.vaddr, ph.vaddr + ph.memsz, perm) < 0) return -1;
@@ -90,10 +90,12 @@ static uint64 push_args(pagetable_t pt, uint64 sp, uint64 stack_low, char **argv
   return sp;
 }
 
+// The new image moves into the process's own root (which harts may hold
+// in satp, see vm.h); pt leaves with the old one and is freed.
 static void commit_image(struct proc *p, pagetable_t pt, uint64 end, uint64 entry, uint64 sp, const char *path) {
-  pagetable_t old = p->pagetable;
   uint64 old_end = p->heap_end;
-  p->pagetable = pt;
+  uvm_swap_user(p->pagetable, pt);
+  vm_user_changed(p);
   p->heap_end = end;
   p->tf->user_pc = entry;
   p->tf->regs[REG_SP] = sp;
@@ -101,7 +103,7 @@ static void commit_image(struct proc *p, pagetable_t pt, uint64 end, uint64 entr
   const char *last = path;
   for (const char *s = path; *s; s++) if (*s == '/') last = s + 1;
   str_copy(p->name, last, sizeof p->name);
-  uvm_destroy(old, old_end);
+  uvm_destroy(pt, old_end);
 }
 
 int exec_program(const char *path, char **argv) {

@@ -32,8 +32,8 @@ extern int sstc_missing;
 static volatile int boot_done;
 int ncpu_started;
 
+// Paging is already on (kvm_hart_init): devices are reached at KDEV.
 static void hart_local_init(void) {
-  kvm_hart_init();
   trap_hart_init();
   plic_hart_init();
   timer_hart_init();
@@ -49,6 +49,7 @@ static void boot_hart0(void) {
   pmem_init();
   kvm_init();
   proc_table_init();            // maps kernel stacks into the kernel table
+  kvm_hart_init();              // paging on: the drivers below map their devices at KDEV
   timer_init(fdt_timebase_hz());
   kprintf("timebase %d Hz\n", (int)fdt_timebase_hz());
   prof_init(fdt_timebase_hz());
@@ -76,6 +77,7 @@ void kernel_main(void) {
     while (!boot_done)
       ;
     __sync_synchronize();
+    kvm_hart_init();
     hart_local_init();
   }
   scheduler();

@@ -1,6 +1,16 @@
 // memlayout.h: physical addresses of QEMU virt devices and RAM, and the
 // fixed virtual addresses the kernel uses (trampoline, trap frame, kernel
-// stacks). Drivers take their base addresses from here.
+// stacks). Drivers take their base addresses from here, through KDEV().
+//
+// Virtual layout (Sv39, one root entry = 1 GiB). Every process's page
+// table also maps the whole kernel, so a system call or interrupt runs on
+// it without switching satp (under QEMU each switch flushes the TLB):
+//   root entry 0      [0, USER_TOP)   the process's memory (PTE_U)
+//   root entry 1      PCI MMIO, one-to-one          }
+//   root entry 2      RAM, one-to-one               } the kernel's: shared
+//   root entry 253    devices below 1 GiB (KDEV)    } by every page table
+//   root entry 254    kernel stacks                 }
+//   root entry 255    trampoline, and a process's trap frame (per table)
 #ifndef MEMLAYOUT_H
 #define MEMLAYOUT_H
 
@@ -21,6 +31,18 @@
 #define PCI_MMIO_BASE 0x40000000ULL
 #define PCI_MMIO_SIZE 0x40000000ULL       // 1 GiB
 
+#define USER_TOP (1ULL << 30)            // user memory ends here (root entry 0)
+
+// Once paging is on, the kernel reaches the devices below 1 GiB (root
+// entry 0 belongs to user memory) at KDEV_ALIAS + pa. Before that, KDEV
+// is the physical address: kdev_offset is 0 until vm.c turns paging on.
+// Machine-mode code (mstart.c, machinevec.S) always uses physical ones.
+#define KDEV_ALIAS (253ULL << 30)
+#ifndef __ASSEMBLER__
+extern unsigned long long kdev_offset;
+#define KDEV(pa) ((pa) + kdev_offset)
+#endif
+
 #define RAM_BASE 0x80000000ULL
 #define RAM_SIZE (128ULL * 1024 * 1024)
 #define RAM_END  (RAM_BASE + RAM_SIZE)
@@ -30,11 +52,12 @@
 #define TRAMPOLINE (MAXVA - PGSIZE)
 #define TRAPFRAME  (TRAMPOLINE - PGSIZE)
 
-// Kernel stacks sit below the trampoline in the kernel page table, each
-// followed (downwards) by an unmapped guard page that catches overflow.
+// Kernel stacks fill root entry 254 downwards from its top, each followed
+// (downwards) by an unmapped guard page that catches overflow.
+#define KSTACK_REGION_TOP (255ULL << 30)
 #define KSTACK_PAGES 4         // 16 KiB: room for deep driver and RDMA paths
 #define KSTACK_STRIDE ((KSTACK_PAGES + 1) * PGSIZE)
-#define KSTACK_TOP(slot) (TRAMPOLINE - (slot) * KSTACK_STRIDE - PGSIZE)
+#define KSTACK_TOP(slot) (KSTACK_REGION_TOP - (slot) * KSTACK_STRIDE)
 #define KSTACK_BASE(slot) (KSTACK_TOP(slot) - KSTACK_PAGES * PGSIZE)
 
 #endif

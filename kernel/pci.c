@@ -39,7 +39,7 @@ static int ndevs;
 static uint64 mmio_next = PCI_MMIO_BASE;
 
 static volatile uint32 *cfg32(int bus, int dev, int fn, int off) {
-  uint64 a = PCI_ECAM_BASE + ((uint64)bus << 20) + ((uint64)dev << 15) + ((uint64)fn << 12) + off;
+  uint64 a = KDEV(PCI_ECAM_BASE) + ((uint64)bus << 20) + ((uint64)dev << 15) + ((uint64)fn << 12) + off;
   return (volatile uint32 *)a;
 }
 static uint32 cfg_read(int b, int d, int f, int off) {

@@ -8,11 +8,11 @@
 #include "printk.h"
 #include "irq.h"
 
-#define PLIC_PRIORITY(irq) ((volatile uint32 *)(PLIC_BASE + 4 * (irq)))
+#define PLIC_PRIORITY(irq) ((volatile uint32 *)(KDEV(PLIC_BASE) + 4 * (irq)))
 #define S_CONTEXT(hart) (2 * (hart) + 1)
-#define PLIC_ENABLE(ctx, irq) ((volatile uint32 *)(PLIC_BASE + 0x2000 + 0x80 * (ctx) + 4 * ((irq) / 32)))
-#define PLIC_THRESHOLD(ctx) ((volatile uint32 *)(PLIC_BASE + 0x200000 + 0x1000 * (ctx)))
-#define PLIC_CLAIM(ctx) ((volatile uint32 *)(PLIC_BASE + 0x200004 + 0x1000 * (ctx)))
+#define PLIC_ENABLE(ctx, irq) ((volatile uint32 *)(KDEV(PLIC_BASE) + 0x2000 + 0x80 * (ctx) + 4 * ((irq) / 32)))
+#define PLIC_THRESHOLD(ctx) ((volatile uint32 *)(KDEV(PLIC_BASE) + 0x200000 + 0x1000 * (ctx)))
+#define PLIC_CLAIM(ctx) ((volatile uint32 *)(KDEV(PLIC_BASE) + 0x200004 + 0x1000 * (ctx)))
 
 struct irq_handler { void (*fn)(void *); void *arg; };
 static struct irq_handler handlers[NIRQ];

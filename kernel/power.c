@@ -10,7 +10,7 @@
 #define FINISHER_FAIL 0x3333
 
 void power_off(int status) {
-  volatile uint32 *finisher = (volatile uint32 *)TEST_FINISHER;
+  volatile uint32 *finisher = (volatile uint32 *)KDEV(TEST_FINISHER);
   uint32 code = (uint32)status & 0xffff;
   if (code == 0)
     *finisher = FINISHER_PASS;

@@ -37,6 +37,8 @@ void proc_table_init(void) {
     p->kstack_top = KSTACK_TOP(i);
     kvm_map_kstack(i);
   }
+  for (int i = 0; i < NPROC; i++)   // after every kernel mapping: they copy its root
+    if ((proc_table[i].root = uvm_create_root()) == NULL) panic("proc_table_init: no memory");
 }
 
 void proc_on_exit(void (*hook)(struct proc *)) {
@@ -73,8 +75,10 @@ struct proc *proc_alloc(void) {
 // on failure the slot is released and -1 returned.
 static int give_user_memory(struct proc *p) {
   p->tf = page_alloc();
-  if (p->tf) p->pagetable = uvm_create((uint64)p->tf);
-  if (p->pagetable) return 0;
+  if (p->tf && uvm_attach(p->root, (uint64)p->tf) == 0) {
+    p->pagetable = p->root;
+    return 0;
+  }
   proc_release_slot(p);
   spin_unlock(&p->lock);
   return -1;
@@ -82,7 +86,10 @@ static int give_user_memory(struct proc *p) {
 
 // Caller holds p->lock. Frees everything the slot still owns.
 void proc_release_slot(struct proc *p) {
-  if (p->pagetable) uvm_destroy(p->pagetable, p->heap_end);
+  if (p->pagetable) {
+    uvm_release(p->pagetable, p->heap_end);
+    p->vm_gen++;                    // a hart may still hold the root: see vm.h
+  }
   if (p->tf) page_put((uint64)p->tf);
   p->pagetable = NULL;
   p->tf = NULL;
@@ -261,12 +268,13 @@ int proc_grow(int64 delta) {
   struct proc *p = current();
   uint64 old = p->heap_end, new_end = old + delta;
   if (delta > 0) {
-    if (new_end < old || new_end > TRAPFRAME) return -1;
+    if (new_end < old || new_end > USER_TOP) return -1;
     if (uvm_grow(p->pagetable, old, new_end, PTE_W) < 0) return -1;
   } else if (delta < 0) {
     if ((uint64)(-delta) > old) return -1;
     uvm_shrink(p->pagetable, old, new_end);
   }
+  if (delta != 0) vm_user_changed(p);
   p->heap_end = new_end;
   return 0;
 }

@@ -17,12 +17,11 @@ struct context {
 // Saved user state, one page per process, mapped at TRAPFRAME in the user
 // page table. trampoline.S relies on these offsets: do not reorder.
 struct trapframe {
-  uint64 kernel_satp;   //  0: kernel page table, loaded on trap entry
-  uint64 kernel_sp;     //  8: top of this process's kernel stack
-  uint64 kernel_trap;   // 16: address of user_trap()
-  uint64 user_pc;       // 24: sepc of the trapping instruction
-  uint64 kernel_hartid; // 32: restored into tp
-  uint64 regs[32];      // 40: x0..x31 by register number (regs[0] unused)
+  uint64 kernel_sp;     //  0: top of this process's kernel stack
+  uint64 kernel_trap;   //  8: address of user_trap()
+  uint64 user_pc;       // 16: sepc of the trapping instruction
+  uint64 kernel_hartid; // 24: restored into tp
+  uint64 regs[32];      // 32: x0..x31 by register number (regs[0] unused)
 };
 #define REG_SP 2
 #define REG_A0 10
@@ -36,6 +35,8 @@ struct cpu {
   int intr_was_on;            // interrupts enabled before the first push
   int hartid;
   volatile int idle;          // in the scheduler with nothing to run
+  pagetable_t vm_root;        // the table in satp, and the generation
+  uint64 vm_gen;              // of its user part when loaded (vm.c)
 };
 
 enum proc_state { P_FREE, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_SLEEPING, P_ZOMBIE };
@@ -57,7 +58,9 @@ struct proc {
   uint64 heap_end;           // user memory is [0, heap_end)
   void (*kthread_fn)(void *); // kthreads: body and its argument
   void *kthread_arg;
-  pagetable_t pagetable;
+  pagetable_t pagetable;     // root while the slot has user memory, else NULL
+  pagetable_t root;          // this slot's root table, kept for good (vm.h)
+  uint64 vm_gen;             // bumped on every change of the user mappings
   struct trapframe *tf;
   struct context ctx;
   struct file *ofile[NOFILE];

@@ -37,7 +37,7 @@ void prof_init(uint64 timebase_hz) {
   prof_period = us * timebase_hz / 1000000;
   if (prof_period == 0) prof_period = 1;
   __sync_synchronize();
-  *(volatile uint64 *)CLINT_MTIMECMP(0) = *(volatile uint64 *)CLINT_MTIME + prof_period;
+  *(volatile uint64 *)KDEV(CLINT_MTIMECMP(0)) = *(volatile uint64 *)KDEV(CLINT_MTIME) + prof_period;
   kprintf("prof: sampling every %d us\n", (int)us);
 }
 

@@ -13,6 +13,7 @@
 #include "proc.h"
 #include "printk.h"
 #include "memlayout.h"
+#include "vm.h"
 
 struct cpu cpus[NCPU];
 extern struct proc proc_table[NPROC];
@@ -45,6 +46,7 @@ static int run_pass(struct cpu *c) {
       c->idle = 0;
       p->state = P_RUNNING;
       c->running = p;
+      if (p->pagetable) vm_load(p->pagetable, p->vm_gen);   // kthreads run on any (vm.h)
       swtch(&c->sched_ctx, &p->ctx);
       c->running = NULL;       // the process changed its state before coming back
       ran = 1;
@@ -113,7 +115,7 @@ void proc_sleep(void *chan, struct spinlock *lk) {
 // Makes hart h leave wfi: a CLINT software interrupt, which machinevec.S
 // turns into SSIP. Any context.
 void hart_kick(int h) {
-  *(volatile uint32 *)CLINT_MSIP(h) = 1;
+  *(volatile uint32 *)KDEV(CLINT_MSIP(h)) = 1;
 }
 
 // Wakes one idle hart other than this one, if there is one.

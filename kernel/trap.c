@@ -64,15 +64,15 @@ void user_trap_return(void) {
   struct proc *p = current();
   intr_off();                       // stvec points to user code from here
   csr_write(stvec, TRAMPOLINE + (user_entry - trampoline));
-  p->tf->kernel_satp = csr_read(satp);
+  if (csr_read(satp) != MAKE_SATP(p->pagetable)) panic("user_trap_return: satp is not pid %d's table", p->pid);
   p->tf->kernel_sp = p->kstack_top;
   p->tf->kernel_trap = (uint64)user_trap;
   p->tf->kernel_hartid = hart_id();
   uint64 st = csr_read(sstatus);
   csr_write(sstatus, (st & ~SSTATUS_SPP) | SSTATUS_SPIE);
   csr_write(sepc, p->tf->user_pc);
-  void (*exit_to_user)(uint64) = (void (*)(uint64))(TRAMPOLINE + (user_exit - trampoline));
-  exit_to_user(MAKE_SATP(p->pagetable));
+  void (*exit_to_user)(void) = (void (*)(void))(TRAMPOLINE + (user_exit - trampoline));
+  exit_to_user();
   __builtin_unreachable();
 }
 

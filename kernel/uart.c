@@ -9,7 +9,7 @@
 #include "console.h"
 #include "irq.h"
 
-#define REG(off) ((volatile uint8 *)(UART0_BASE + (off)))
+#define REG(off) ((volatile uint8 *)(KDEV(UART0_BASE) + (off)))
 #define RBR 0   // receive buffer (read)
 #define THR 0   // transmit holding (write)
 #define IER 1   // interrupt enable

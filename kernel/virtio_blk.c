@@ -65,7 +65,7 @@ static void set_addr(int lo, uint64 addr) { *reg(lo) = (uint32)addr; *reg(lo + 4
 // Returns the slot of the first virtio-mmio block device, or -1.
 static int find_device(void) {
   for (int slot = 0; slot < VIRTIO_MMIO_SLOTS; slot++) {
-    vblk.base = VIRTIO_MMIO_BASE + slot * PGSIZE;
+    vblk.base = KDEV(VIRTIO_MMIO_BASE) + slot * PGSIZE;
     if (*reg(VM_MAGIC) != VIRTIO_MAGIC || *reg(VM_DEVICE_ID) != VIRTIO_DEV_BLOCK) continue;
     if (*reg(VM_VERSION) != 2)
       panic("virtio_blk: legacy device; run QEMU with -global virtio-mmio.force-legacy=false");

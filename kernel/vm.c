@@ -46,20 +46,37 @@ static int map_range(pagetable_t pt, uint64 va, uint64 size, uint64 pa, int perm
   return 0;
 }
 
+// Root entries the kernel owns: every user table shares them (vm.h).
+static int kernel_root_index(int i) {
+  return i != VPN_INDEX(0, 2) && i != VPN_INDEX(TRAMPOLINE, 2);
+}
+
+static int kernel_roots_shared;   // set once the first user table copied them
+
 static void kmap(uint64 va, uint64 size, uint64 pa, int perm, int level) {
+  // A new root entry made now would be missing from the user tables.
+  if (kernel_roots_shared && !(kernel_pagetable[VPN_INDEX(va, 2)] & PTE_V))
+    panic("kmap: %p needs a new root entry after user tables exist", va);
   if (map_range(kernel_pagetable, va, size, pa, perm, level) < 0)
     panic("kmap: out of memory building the kernel page table");
 }
 
+// Devices below 1 GiB are mapped at KDEV_ALIAS + pa (memlayout.h).
+static void kmap_device(uint64 pa, uint64 size, int level) {
+  kmap(KDEV_ALIAS + pa, size, pa, PTE_R | PTE_W, level);
+}
+
+unsigned long long kdev_offset;   // 0 until paging is on (memlayout.h)
+
 void kvm_init(void) {
   kernel_pagetable = page_alloc();
   uint64 text_end = PG_ROUND_UP((uint64)kernel_text_end);
-  kmap(TEST_FINISHER, PGSIZE, TEST_FINISHER, PTE_R | PTE_W, 0);
-  kmap(UART0_BASE, PGSIZE, UART0_BASE, PTE_R | PTE_W, 0);
-  kmap(CLINT_BASE, 0x10000, CLINT_BASE, PTE_R | PTE_W, 0);  // msip, mtimecmp, mtime (prof.c)
-  kmap(VIRTIO_MMIO_BASE, VIRTIO_MMIO_SLOTS * PGSIZE, VIRTIO_MMIO_BASE, PTE_R | PTE_W, 0);
-  kmap(PLIC_BASE, PLIC_SIZE, PLIC_BASE, PTE_R | PTE_W, 1);
-  kmap(PCI_ECAM_BASE, PCI_ECAM_SIZE, PCI_ECAM_BASE, PTE_R | PTE_W, 1);
+  kmap_device(TEST_FINISHER, PGSIZE, 0);
+  kmap_device(UART0_BASE, PGSIZE, 0);
+  kmap_device(CLINT_BASE, 0x10000, 0);  // msip, mtimecmp, mtime (prof.c)
+  kmap_device(VIRTIO_MMIO_BASE, VIRTIO_MMIO_SLOTS * PGSIZE, 0);
+  kmap_device(PLIC_BASE, PLIC_SIZE, 1);
+  kmap_device(PCI_ECAM_BASE, PCI_ECAM_SIZE, 1);
   kmap(PCI_MMIO_BASE, PCI_MMIO_SIZE, PCI_MMIO_BASE, PTE_R | PTE_W, 2);
   kmap(RAM_BASE, text_end - RAM_BASE, RAM_BASE, PTE_R | PTE_X, 0);
   kmap(text_end, RAM_END - text_end, text_end, PTE_R | PTE_W, 0);
@@ -74,18 +91,57 @@ void kvm_map_kstack(int slot) {
   }
 }
 
+// The first call (hart 0, at boot) also moves device access to the alias.
 void kvm_hart_init(void) {
+  vm_load(kernel_pagetable, 0);
+  kdev_offset = KDEV_ALIAS;
+}
+
+// Loads pt into satp unless this hart already runs on it at generation
+// gen (see vm_user_changed). Caller has interrupts off.
+void vm_load(pagetable_t pt, uint64 gen) {
+  struct cpu *c = this_cpu();
+  if (c->vm_root == pt && c->vm_gen == gen) return;
+  csr_write(satp, MAKE_SATP(pt));
+  sfence_vma();   // one ASID for all tables: drop the old translations
+  c->vm_root = pt;
+  c->vm_gen = gen;
+}
+
+// p's user mappings changed while it runs on this hart: drop this hart's
+// stale translations now, and make every other hart drop its own before
+// it next runs p (the scheduler compares generations in vm_load).
+void vm_user_changed(struct proc *p) {
+  intr_push();
+  p->vm_gen++;
   sfence_vma();
-  csr_write(satp, MAKE_SATP(kernel_pagetable));
-  sfence_vma();
+  this_cpu()->vm_gen = p->vm_gen;
+  intr_pop();
+}
+
+// A root table holding the kernel's shared root entries, nothing else.
+pagetable_t uvm_create_root(void) {
+  pagetable_t pt = page_alloc();
+  if (!pt) return NULL;
+  for (int i = 0; i < 512; i++)
+    if (kernel_root_index(i)) pt[i] = kernel_pagetable[i];
+  kernel_roots_shared = 1;
+  return pt;
+}
+
+int uvm_attach(pagetable_t pt, uint64 trapframe_pa) {
+  if (map_range(pt, TRAMPOLINE, PGSIZE, (uint64)trampoline, PTE_R | PTE_X, 0) < 0 ||
+      map_range(pt, TRAPFRAME, PGSIZE, trapframe_pa, PTE_R | PTE_W, 0) < 0) {
+    uvm_release(pt, 0);
+    return -1;
+  }
+  return 0;
 }
 
 pagetable_t uvm_create(uint64 trapframe_pa) {
-  pagetable_t pt = page_alloc();
-  if (!pt) return NULL;
-  if (map_range(pt, TRAMPOLINE, PGSIZE, (uint64)trampoline, PTE_R | PTE_X, 0) < 0 ||
-      map_range(pt, TRAPFRAME, PGSIZE, trapframe_pa, PTE_R | PTE_W, 0) < 0) {
-    uvm_destroy(pt, 0);
+  pagetable_t pt = uvm_create_root();
+  if (pt && uvm_attach(pt, trapframe_pa) < 0) {
+    page_put((uint64)pt);
     return NULL;
   }
   return pt;
@@ -103,7 +159,7 @@ static void unmap_pages(pagetable_t pt, uint64 va, uint64 npages, int put_pages)
 }
 
 int uvm_grow(pagetable_t pt, uint64 old_end, uint64 new_end, int perm) {
-  if (new_end > TRAPFRAME) return -1;
+  if (new_end > USER_TOP) return -1;
   for (uint64 va = PG_ROUND_UP(old_end); va < new_end; va += PGSIZE) {
     void *page = page_alloc();
     if (!page || map_range(pt, va, PGSIZE, (uint64)page, perm | PTE_R | PTE_U, 0) < 0) {
@@ -119,7 +175,6 @@ uint64 uvm_shrink(pagetable_t pt, uint64 old_end, uint64 new_end) {
   if (new_end >= old_end) return old_end;
   uint64 from = PG_ROUND_UP(new_end), to = PG_ROUND_UP(old_end);
   unmap_pages(pt, from, (to - from) / PGSIZE, 1);
-  sfence_vma();   // this hart may run the shrunk process on return
   return new_end;
 }
 
@@ -134,11 +189,29 @@ static void free_tables(pagetable_t pt, int level) {
   page_put((uint64)pt);
 }
 
-void uvm_destroy(pagetable_t pt, uint64 end) {
+void uvm_release(pagetable_t pt, uint64 end) {
   unmap_pages(pt, TRAMPOLINE, 1, 0);
   unmap_pages(pt, TRAPFRAME, 1, 0);
   unmap_pages(pt, 0, PG_ROUND_UP(end) / PGSIZE, 1);
-  free_tables(pt, 2);
+  for (int i = 0; i < 512; i++) {
+    if (kernel_root_index(i) || !(pt[i] & PTE_V)) continue;
+    free_tables((pagetable_t)PTE_TO_PA(pt[i]), 1);
+    pt[i] = 0;
+  }
+}
+
+void uvm_destroy(pagetable_t pt, uint64 end) {
+  uvm_release(pt, end);
+  page_put((uint64)pt);
+}
+
+void uvm_swap_user(pagetable_t a, pagetable_t b) {
+  for (int i = 0; i < 512; i++) {
+    if (kernel_root_index(i)) continue;
+    pte_t t = a[i];
+    a[i] = b[i];
+    b[i] = t;
+  }
 }
 
 int uvm_clone(pagetable_t from, pagetable_t to, uint64 end) {
