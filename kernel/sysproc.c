@@ -26,18 +26,45 @@ int64 sys_sbrk(void) {
   return old;
 }
 
-// Sleeps at least n ticks; -1 if killed meanwhile.
+// A sleeping process waits for its own ktimer, not for every tick: each
+// wakeup costs a context switch (and a page-table switch, see vm.h), and
+// a sleeper woken at every tick to recheck its deadline paid that 100
+// times a second.
+struct sleep_wait {
+  struct ktimer timer;
+  int fired;                 // under tick_lock
+};
+
+static void sleep_expired(void *arg) {
+  struct sleep_wait *w = arg;
+  spin_lock(&tick_lock);
+  w->fired = 1;
+  proc_wakeup(w);
+  spin_unlock(&tick_lock);
+}
+
+// Sleeps until the tick boundary at least n whole ticks away; -1 if
+// killed meanwhile.
 int64 sys_sleep(void) {
   int n = arg_int(0);
   if (n <= 0) return 0;
-  uint64 until = ticks_after(n);
+  struct sleep_wait w = { .fired = 0 };
+  ktimer_arm(&w.timer, ticks_after(n) * TICK_NS, sleep_expired, &w);
+  int killed = 0;
   spin_lock(&tick_lock);
-  while (ticks < until) {
-    if (proc_killed(current())) { spin_unlock(&tick_lock); return -1; }
-    proc_sleep(&ticks, &tick_lock);
+  while (!w.fired && !(killed = proc_killed(current())))
+    proc_sleep(&w, &tick_lock);
+  spin_unlock(&tick_lock);
+  if (!killed || ktimer_cancel(&w.timer)) return killed ? -1 : 0;
+  // Killed, and the callback is running elsewhere: w lives on this
+  // stack, so wait until it has let go (it sets fired last, under the lock).
+  spin_lock(&tick_lock);
+  while (!w.fired) {
+    spin_unlock(&tick_lock);
+    spin_lock(&tick_lock);
   }
   spin_unlock(&tick_lock);
-  return 0;
+  return -1;
 }
 
 int64 sys_uptime(void) { return clock_ticks(); }
@@ -55,5 +82,9 @@ int64 sys_sysinfo(void) {
   si.totalpages = pmem_total_pages();
   si.nproc = proc_count();
   si.ncpu = ncpu_started;
+  intr_push();
+  si.hart = hart_id();
+  intr_pop();
+  si.pad = 0;
   return copy_out(current()->pagetable, arg_addr(0), &si, sizeof si);
 }

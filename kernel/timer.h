@@ -3,9 +3,10 @@
 // clock_ns(): monotonic nanoseconds since boot, from the `time` CSR.
 // ticks: scheduler ticks of TICK_NS (uapi.h) since boot, derived from the
 // clock (clock_ticks() is the exact value, `ticks` catches up at every
-// tick interrupt and wakes sleepers on &ticks). ticks_after(n) is the
-// tick value at which at least n whole ticks from now have passed. Each
-// hart also preempts its process every tick.
+// tick interrupt and wakes kernel sleepers on &ticks; sys_sleep uses a
+// ktimer instead). ticks_after(n) is the tick value at which at least n
+// whole ticks from now have passed. Each hart also preempts its process
+// every tick.
 //
 // ktimer: a one-shot deadline. ktimer_arm(t, deadline_ns, fn, arg) makes
 // fn(arg) run once clock_ns() >= deadline_ns (re-arming a pending timer

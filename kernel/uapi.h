@@ -112,6 +112,8 @@ struct sysinfo {
   unsigned long totalpages; // physical pages the allocator manages
   unsigned int nproc;       // processes not in the UNUSED state
   unsigned int ncpu;        // harts running
+  unsigned int hart;        // the hart that ran this call (the process may move on)
+  unsigned int pad;
 };
 
 #define DIRSIZ 14           // longest file name component, in bytes

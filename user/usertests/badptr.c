@@ -2,19 +2,20 @@
 // the pointer is not the caller's memory, and the kernel must survive.
 //
 // The bad addresses (bad_addresses) cover: null, the unmapped page just
-// past the break, the kernel's RAM, the top of the user address space
+// past the break, the kernel's RAM, devices and stacks (mapped in every
+// process's table without PTE_U), the top of the user address space
 // (where the kernel keeps its trampoline and trap frame, not user pages),
 // MAXVA itself and beyond, and addresses whose range wraps past 2^64.
 #include "ut.h"
 
-#define NBAD 12
+#define NBAD 15
 
 static int bad_addresses(unsigned long *out)
 {
   unsigned long brk = PGROUNDUP((unsigned long)sbrk(0));
   unsigned long list[NBAD] = {
     0, 8, brk, brk + 16 * PGSIZE, KERNBASE, KERNBASE + 0x201000,
-    MAXVA - PGSIZE, MAXVA - 2 * PGSIZE, MAXVA - 8, MAXVA,
+    KPCI_MMIO, KDEV_UART, KSTACK_TOP_PAGE, MAXVA - PGSIZE, MAXVA - 2 * PGSIZE, MAXVA - 8, MAXVA,
     1UL << 63, 0xfffffffffffff000UL,
   };
   memcpy(out, list, sizeof list);

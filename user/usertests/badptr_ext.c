@@ -8,13 +8,13 @@
 #include "ut.h"
 #include "user/rdma_sys.h"
 
-#define NBAD 7
+#define NBAD 9
 
 static void bad_list(unsigned long *out)
 {
   unsigned long brk = PGROUNDUP((unsigned long)sbrk(0));
   unsigned long list[NBAD] = {
-    0, brk + 4 * PGSIZE, KERNBASE, MAXVA - PGSIZE, MAXVA, 1UL << 63,
+    0, brk + 4 * PGSIZE, KERNBASE, KDEV_UART, KSTACK_TOP_PAGE, MAXVA - PGSIZE, MAXVA, 1UL << 63,
     0xfffffffffffff000UL,
   };
   memcpy(out, list, sizeof list);

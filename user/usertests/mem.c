@@ -119,6 +119,106 @@ static void test_mem_kernel_address_faults(void)
   UT_CHECK(ut_wait_for(pid) != 0, "wrote to the kernel's memory");
 }
 
+// The kernel maps its RAM, PCI memory, devices and stacks into every
+// process's own page table (without PTE_U): reading or writing any of
+// them from user mode must still kill the process.
+static void test_mem_kernel_regions_fault(void)
+{
+  unsigned long regions[] = { KERNBASE + 0x201000, KPCI_MMIO, KDEV_UART, KSTACK_TOP_PAGE };
+  for (int i = 0; i < (int)(sizeof regions / sizeof regions[0]); i++) {
+    for (int write = 0; write < 2; write++) {
+      int pid = ut_fork();
+      if (pid == 0) {
+        volatile unsigned char *k = (volatile unsigned char *)regions[i];
+        if (write) *k = 0x55;
+        exit(write ? 0 : *k == 0x12 ? 0 : 0);
+      }
+      UT_CHECK(ut_wait_for(pid) != 0, "%s %p from user mode did not fault",
+               write ? "wrote" : "read", (void *)regions[i]);
+    }
+  }
+}
+
+static int hart_now(void)
+{
+  struct sysinfo si;
+  UT_CHECK(sysinfo(&si) == 0, "sysinfo");
+  return (int)si.hart;
+}
+
+// One page of its own above the break, touched on whichever harts the
+// process visits while it sleeps now and then, so their TLBs hold it.
+// Returns the page; *harts gets a bit per hart that touched it.
+static volatile char *touch_while_moving(int rounds, unsigned *harts)
+{
+  char *brk = sbrk(0);
+  sbrk((int)(PGROUNDUP((unsigned long)brk) - (unsigned long)brk) + PGSIZE);
+  volatile char *page = (volatile char *)PGROUNDUP((unsigned long)brk);
+  *harts = 0;
+  for (int i = 0; i < rounds; i++) {
+    *harts |= 1u << hart_now();
+    page[i] = (char)i;
+    sleep(1);
+  }
+  return page;
+}
+
+// sbrk's release must reach every hart: a hart that ran the process
+// before may not keep a translation of the page when it runs it again
+// (the scheduler flushes when a table's generation moved). The child
+// shrinks, then waits until it runs on a hart that touched the page
+// earlier and is not the one that shrank it, and writes there.
+static void test_mem_shrink_unmaps_on_every_hart(void)
+{
+  struct sysinfo si;
+  UT_CHECK(sysinfo(&si) == 0, "sysinfo");
+  if (si.ncpu < 2) return;       // one hart: test_mem_sbrk_shrink_unmaps covers it
+  enum { NEVER_MOVED = 3 };
+  int moved = 0;
+  for (int round = 0; round < 8; round++) {
+    int pid = ut_fork();
+    if (pid == 0) {
+      unsigned harts;
+      volatile char *page = touch_while_moving(20, &harts);
+      sbrk(-(int)PGSIZE);
+      int shrank_on = hart_now();
+      for (int i = 0; i < 300; i++) {
+        sleep(1);
+        int h = hart_now();
+        if (h != shrank_on && (harts & (1u << h))) {
+          page[0] = 1;           // must fault
+          exit(0);
+        }
+      }
+      exit(NEVER_MOVED);
+    }
+    int status = ut_wait_for(pid);
+    UT_CHECK(status != 0, "round %d: wrote to a page sbrk released, on another hart", round);
+    moved += status != NEVER_MOVED;
+  }
+  UT_CHECK(moved > 0, "the process never moved to another hart: nothing was tested");
+}
+
+// A process slot's page-table root outlives its process (kernel/vm.h): the
+// next process in the slot must not reach its predecessor's pages.
+static void test_mem_next_process_in_slot_sees_nothing(void)
+{
+  unsigned long page = PGROUNDUP((unsigned long)sbrk(0));
+  for (int round = 0; round < 6; round++) {
+    int pid = ut_fork();
+    if (pid == 0) {
+      unsigned harts;
+      touch_while_moving(4, &harts)[0] = 0x5a;
+      exit(0);
+    }
+    UT_CHECK(ut_wait_for(pid) == 0, "round %d: toucher failed", round);
+    pid = ut_fork();             // most likely in the slot just freed
+    if (pid == 0)
+      exit(*(volatile char *)page == 0x5a ? 0 : 0);
+    UT_CHECK(ut_wait_for(pid) != 0, "round %d: read the exited process's page", round);
+  }
+}
+
 // Random malloc/free/realloc; every block keeps its own pattern.
 static void test_mem_malloc_stress(void)
 {
@@ -166,6 +266,9 @@ const struct ut_test ut_mem_tests[] = {
   { "mem_write_to_text_faults", test_mem_write_to_text_faults, UT_QUICK, 0 },
   { "mem_null_deref_faults", test_mem_null_deref_faults, UT_QUICK, 0 },
   { "mem_kernel_address_faults", test_mem_kernel_address_faults, UT_QUICK, 0 },
+  { "mem_kernel_regions_fault", test_mem_kernel_regions_fault, UT_QUICK, 0 },
+  { "mem_shrink_unmaps_on_every_hart", test_mem_shrink_unmaps_on_every_hart, UT_QUICK, 0 },
+  { "mem_next_process_in_slot_sees_nothing", test_mem_next_process_in_slot_sees_nothing, UT_QUICK, 0 },
   { "mem_malloc_stress", test_mem_malloc_stress, UT_QUICK, 0 },
   { NULL },
 };

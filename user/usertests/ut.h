@@ -14,6 +14,12 @@
 #define PGROUNDUP(a) (((a) + PGSIZE - 1) & ~(PGSIZE - 1))
 #define MAXVA      (1UL << 38)   // one past the highest user address (Sv39)
 #define KERNBASE   0x80000000UL  // where the kernel's RAM mapping starts
+// Other kernel regions in every process's own page table (memlayout.h),
+// none of them with PTE_U: PCI MMIO, the device alias (its UART page)
+// and the kernel stacks' region (its top page).
+#define KPCI_MMIO  0x40000000UL
+#define KDEV_UART  ((253UL << 30) + 0x10000000UL)
+#define KSTACK_TOP_PAGE ((255UL << 30) - PGSIZE)
 #define MS         1000000UL     // nanoseconds per millisecond
 
 enum ut_speed { UT_QUICK, UT_SLOW };   // slow tests are skipped by -q
