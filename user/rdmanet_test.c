@@ -121,8 +121,14 @@ static int host_a(struct ibv_context *ctx) {
          ibv_mtu_to_num(id->path_mtu), id->sr);
   uint8_t *want = malloc(size);
   uint64 t0 = clock_ns();
+  // Our answer's SEND completes when host_b's ACK arrives, and that ACK
+  // may come after host_b's next WRITE_WITH_IMM (it was lost, or host_b
+  // coalesced it): a round's completions arrive in either order.
+  int answers_in_flight = 0;
   for (int round = 1; round <= iters; round++) {
-    wait_wc(&r, &wc, "write_imm");
+    do {
+      wait_wc(&r, &wc, "write_imm");
+    } while (wc.opcode == IBV_WC_SEND && answers_in_flight-- > 0);
     if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || ntohl(wc.imm_data) != (uint32_t)round) fail("imm");
     pattern(want, size, round);
     if (memcmp(want, r.buf, size) != 0) fail("data mismatch");
@@ -131,7 +137,11 @@ static int host_a(struct ibv_context *ctx) {
     struct ibv_send_wr w = { .wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                              .send_flags = IBV_SEND_SIGNALED }, *bad;
     if (ibv_post_send(r.qp, &w, &bad)) fail("post ack");
+    answers_in_flight++;
+  }
+  while (answers_in_flight-- > 0) {
     wait_wc(&r, &wc, "ack");
+    if (wc.opcode != IBV_WC_SEND) fail("ack");
   }
   uint64 ns = clock_ns() - t0;
   // host_b READs the buffer back, then disconnects.
