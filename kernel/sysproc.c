@@ -32,13 +32,15 @@ int64 sys_sbrk(void) {
 // times a second.
 struct sleep_wait {
   struct ktimer timer;
-  int fired;                 // under tick_lock
+  int fired;                 // set under tick_lock, by an atomic store
 };
 
+// Its last touch of w is the store to fired: proc_wakeup only compares
+// the address.
 static void sleep_expired(void *arg) {
   struct sleep_wait *w = arg;
   spin_lock(&tick_lock);
-  w->fired = 1;
+  __atomic_store_n(&w->fired, 1, __ATOMIC_RELEASE);
   proc_wakeup(w);
   spin_unlock(&tick_lock);
 }
@@ -55,16 +57,12 @@ int64 sys_sleep(void) {
   while (!w.fired && !(killed = proc_killed(current())))
     proc_sleep(&w, &tick_lock);
   spin_unlock(&tick_lock);
-  if (!killed || ktimer_cancel(&w.timer)) return killed ? -1 : 0;
-  // Killed, and the callback is running elsewhere: w lives on this
-  // stack, so wait until it has let go (it sets fired last, under the lock).
-  spin_lock(&tick_lock);
-  while (!w.fired) {
-    spin_unlock(&tick_lock);
-    spin_lock(&tick_lock);
-  }
-  spin_unlock(&tick_lock);
-  return -1;
+  // Killed first: take the timer back, or, if its callback already runs
+  // on another hart, wait until it has let go of w (on this stack).
+  if (killed && !ktimer_cancel(&w.timer))
+    while (!__atomic_load_n(&w.fired, __ATOMIC_ACQUIRE))
+      ;
+  return killed ? -1 : 0;
 }
 
 int64 sys_uptime(void) { return clock_ticks(); }
