@@ -157,14 +157,19 @@ int arp_lookup(uint32 ip, uint8 mac[6]) {
   return found;
 }
 
+// Sleeps until arp_rx resolves an entry (any: the lookup tells which),
+// and looks again at least every ARP_RETRY_NS in case the entry could
+// not be made (a table of pending entries) or timed out in arp_tick.
 int arp_resolve_wait(uint32 ip, uint8 mac[6], uint64 timeout_ns) {
   uint64 end = clock_ns() + timeout_ns;
   while (!arp_lookup(ip, mac)) {
-    if (clock_ns() >= end || proc_killed(current())) return -1;
-    spin_lock(&tick_lock);
-    uint64 t = ticks;
-    while (ticks == t) proc_sleep(&ticks, &tick_lock);
-    spin_unlock(&tick_lock);
+    uint64 now = clock_ns();
+    if (now >= end || proc_killed(current())) return -1;
+    spin_lock(&arp_lock);
+    struct arp_entry *e = find(ip);
+    if (!e || e->state != ARP_RESOLVED)          // no answer since the lookup
+      proc_sleep_until(table, &arp_lock, now + ARP_RETRY_NS < end ? now + ARP_RETRY_NS : end);
+    spin_unlock(&arp_lock);
   }
   return 0;
 }
@@ -193,6 +198,7 @@ void arp_rx(struct netbuf *nb) {
     e->state = ARP_RESOLVED;
     e->expires = clock_ns() + ARP_TTL_NS;
     ready = take_queue(e);
+    proc_wakeup(table);                      // arp_resolve_wait
   }
   spin_unlock(&arp_lock);
   send_queue(ready, sender_mac);

@@ -67,12 +67,14 @@ int net_parse_mac(const char *s, uint8 mac[6]) {
 }
 
 // The stack's housekeeping thread: ARP retries and expiry every 100 ms.
+#define NET_HOUSEKEEPING_NS 100000000ull
+static struct spinlock net_timer_lock = { .name = "net timer" };   // guards no data: for proc_sleep_until
 static void net_timer_thread(void *unused) {
   for (;;) {
-    spin_lock(&tick_lock);
-    uint64 start = ticks;
-    while (ticks - start < 10) proc_sleep(&ticks, &tick_lock);
-    spin_unlock(&tick_lock);
+    uint64 next = clock_ns() + NET_HOUSEKEEPING_NS;
+    spin_lock(&net_timer_lock);
+    while (clock_ns() < next) proc_sleep_until(&next, &net_timer_lock, next);
+    spin_unlock(&net_timer_lock);
     arp_tick(clock_ns());
   }
 }

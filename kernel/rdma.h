@@ -144,7 +144,6 @@ int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
 int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
-void rdma_sleep_until(void *chan, uint64 deadline);   // sleep on chan; deadline ~0: none
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device

@@ -121,28 +121,13 @@ void rdma_engine_start(void) {
 
 // ---- rdma_wait_write ----
 
-extern struct proc proc_table[NPROC];
 static int write_waiters;                     // under rdma.lock
-static struct ktimer wait_timer[NPROC];       // one per process slot
-
-static void wait_timer_fired(void *chan) {
-  spin_lock(&rdma.lock);                      // a sleeper between its check and proc_sleep holds it
-  proc_wakeup(chan);
-  spin_unlock(&rdma.lock);
-}
 
 // rdma.lock held. Sleeps on chan until a proc_wakeup(chan) or, unless
-// deadline is ~0, until clock_ns() passes deadline. The caller re-checks
-// its condition, and cancels the timer (rdma_sleep_done) when it leaves.
-void rdma_sleep_until(void *chan, uint64 deadline) {
-  struct proc *p = current();
-  if (deadline != ~0ull) ktimer_arm(&wait_timer[p - proc_table], deadline, wait_timer_fired, chan);
-  proc_sleep(chan, &rdma.lock);
-}
-
-// rdma.lock NOT held: the caller's sleeps are over.
-static void rdma_sleep_done(void) {
-  ktimer_cancel(&wait_timer[current() - proc_table]);
+// deadline is ~0, until clock_ns() passes it. The caller re-checks.
+static void sleep_until(void *chan, uint64 deadline) {
+  if (deadline == ~0ull) proc_sleep(chan, &rdma.lock);
+  else proc_sleep_until(chan, &rdma.lock, deadline);
 }
 
 static uint64 deadline_after_ms(int timeout_ms) {
@@ -171,11 +156,10 @@ int64 sys_rdma_wait_write(void) {
     if (now_val != old) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     write_waiters++;
-    rdma_sleep_until(&write_waiters, deadline);
+    sleep_until(&write_waiters, deadline);
     write_waiters--;
   }
   spin_unlock(&rdma.lock);
-  rdma_sleep_done();
   return r;
 }
 
@@ -197,10 +181,9 @@ int64 sys_rdma_wait_cq(void) {
     if (cq->error || cq->cq.head != cq->cq.tail) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     cq->waiters++;
-    rdma_sleep_until(cq, deadline);
+    sleep_until(cq, deadline);
     cq->waiters--;
   }
   spin_unlock(&rdma.lock);
-  rdma_sleep_done();
   return r;
 }

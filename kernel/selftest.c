@@ -5,7 +5,8 @@
 // survives the destruction of its address space until unpinned); memmove
 // against a byte-at-a-time copy for every alignment pair, disjoint and
 // overlapping; a spin lock waiter on another hart parks in wfi instead of
-// spinning, and gets the lock once it is released.
+// spinning, and gets the lock once it is released; proc_sleep_until wakes
+// at its deadline, and earlier for a proc_wakeup.
 // Failures panic; results are printed only with the boot argument
 // "selftest". Boot argument "kpanic" panics on purpose, to check that a
 // panic powers QEMU off with a failure status.
@@ -165,6 +166,34 @@ static void check_ktimer(struct probe *pr, int report) {
           (int)median_us(late[1], samples), (int)(worst[1] / 1000));
 }
 
+// proc_sleep_until: nobody wakes the first sleep, so it must last until
+// its deadline; a probe timer wakes the second one 1 ms in, long before
+// its deadline of 1 s; a deadline already past returns at once.
+static void check_sleep_until(struct probe *pr) {
+  spin_lock(&pr->lock);
+  uint64 deadline = clock_ns() + 2000000;
+  proc_sleep_until(&deadline, &pr->lock, deadline);
+  uint64 now = clock_ns();
+  if (now < deadline) panic("proc_sleep_until returned %d ns early", (int)(deadline - now));
+  spin_unlock(&pr->lock);
+
+  pr->fired_ns = 0;
+  uint64 start = clock_ns();
+  ktimer_arm(&pr->timer, start + 1000000, probe_fire, pr);
+  spin_lock(&pr->lock);
+  while (pr->fired_ns == 0 && clock_ns() < start + 1000000000ULL)
+    proc_sleep_until(pr, &pr->lock, start + 1000000000ULL);
+  spin_unlock(&pr->lock);
+  if (pr->fired_ns == 0 || clock_ns() - start > 500000000ULL)
+    panic("proc_sleep_until missed a proc_wakeup (%d ms)", (int)((clock_ns() - start) / 1000000));
+
+  spin_lock(&pr->lock);
+  start = clock_ns();
+  proc_sleep_until(pr, &pr->lock, start - 1);
+  spin_unlock(&pr->lock);
+  if (clock_ns() - start > 100000000ULL) panic("proc_sleep_until slept past a deadline already gone");
+}
+
 static void selftest_thread(void *arg) {
   (void)arg;
   static struct probe pr;
@@ -178,6 +207,8 @@ static void selftest_thread(void *arg) {
   if (report) kprintf("selftest: spin lock parking ok\n");
   spin_init(&pr.lock, "selftest");
   check_ktimer(&pr, report);
+  check_sleep_until(&pr);
+  if (report) kprintf("selftest: proc_sleep_until ok\n");
 }
 
 void selftest_start(void) {

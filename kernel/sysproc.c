@@ -26,42 +26,23 @@ int64 sys_sbrk(void) {
   return old;
 }
 
-// A sleeping process waits for its own ktimer, not for every tick: each
-// wakeup costs a context switch (and a page-table switch, see vm.h), and
-// a sleeper woken at every tick to recheck its deadline paid that 100
-// times a second.
-struct sleep_wait {
-  struct ktimer timer;
-  int fired;                 // set under tick_lock, by an atomic store
-};
-
-// Its last touch of w is the store to fired: proc_wakeup only compares
-// the address.
-static void sleep_expired(void *arg) {
-  struct sleep_wait *w = arg;
-  spin_lock(&tick_lock);
-  __atomic_store_n(&w->fired, 1, __ATOMIC_RELEASE);
-  proc_wakeup(w);
-  spin_unlock(&tick_lock);
-}
+// A sleeping process waits for its own deadline (proc_sleep_until), not
+// for every tick: each wakeup costs a context switch, and a sleeper woken
+// at every tick to recheck its deadline paid that 100 times a second.
+static struct spinlock sleep_lock = { .name = "sleep" };   // guards no data: proc_sleep_until needs one
 
 // Sleeps until the tick boundary at least n whole ticks away; -1 if
 // killed meanwhile.
 int64 sys_sleep(void) {
   int n = arg_int(0);
   if (n <= 0) return 0;
-  struct sleep_wait w = { .fired = 0 };
-  ktimer_arm(&w.timer, ticks_after(n) * TICK_NS, sleep_expired, &w);
-  int killed = 0;
-  spin_lock(&tick_lock);
-  while (!w.fired && !(killed = proc_killed(current())))
-    proc_sleep(&w, &tick_lock);
-  spin_unlock(&tick_lock);
-  // Killed first: take the timer back, or, if its callback already runs
-  // on another hart, wait until it has let go of w (on this stack).
-  if (killed && !ktimer_cancel(&w.timer))
-    while (!__atomic_load_n(&w.fired, __ATOMIC_ACQUIRE))
-      ;
+  uint64 deadline = ticks_after(n) * TICK_NS;
+  struct proc *p = current();
+  int killed;
+  spin_lock(&sleep_lock);
+  while (!(killed = proc_killed(p)) && clock_ns() < deadline)
+    proc_sleep_until(&deadline, &sleep_lock, deadline);
+  spin_unlock(&sleep_lock);
   return killed ? -1 : 0;
 }
 

@@ -12,8 +12,6 @@
 
 #define NS_PER_SEC 1000000000ULL
 
-uint64 ticks;
-struct spinlock tick_lock;
 static uint64 timebase_hz = 10000000;        // QEMU virt: 10 MHz
 static uint64 tick_cycles;                   // TICK_NS in time-CSR units
 static uint64 next_tick[NCPU];               // per hart, in time-CSR units
@@ -46,7 +44,6 @@ void timer_init(uint64 hz) {
   if (hz) timebase_hz = hz;
   ns_per_cycle = NS_PER_SEC % timebase_hz == 0 ? NS_PER_SEC / timebase_hz : 0;
   tick_cycles = ns_to_cycles(TICK_NS);
-  spin_init(&tick_lock, "ticks");
   spin_init(&ktimer_lock, "ktimer");
 }
 
@@ -124,26 +121,12 @@ static void run_expired(void) {
   }
 }
 
-// Every hart's tick catches `ticks` up with the clock, so a hart that QEMU
-// did not run for a while (host load) loses no ticks and uptime() stays
-// in step with clock_ns().
-static void advance_ticks(uint64 now) {
-  uint64 t = now / tick_cycles;
-  spin_lock(&tick_lock);
-  if (t > ticks) {
-    ticks = t;
-    proc_wakeup(&ticks);
-  }
-  spin_unlock(&tick_lock);
-}
-
 int timer_interrupt(void) {
   int hart = hart_id(), tick = 0;
   uint64 now = read_time();
   if (now >= next_tick[hart]) {
     tick = 1;
     next_tick[hart] = (now / tick_cycles + 1) * tick_cycles;   // next boundary
-    advance_ticks(now);
   }
   run_expired();
   program_deadline();
@@ -154,4 +137,41 @@ uint64 clock_ticks(void) { return read_time() / tick_cycles; }
 
 uint64 ticks_after(uint64 n) {
   return (read_time() + tick_cycles - 1) / tick_cycles + n;
+}
+
+// ---- sleeping with a deadline ----
+
+struct timed_sleep {
+  struct ktimer timer;
+  void *chan;
+  struct spinlock *lk;
+  int released;              // the callback is done with this struct (atomic)
+};
+
+// The sleeper's stack holds w: copy what is needed, and let go of w
+// before the wakeup, after which the sleeper may return.
+static void timed_sleep_expired(void *arg) {
+  struct timed_sleep *w = arg;
+  void *chan = w->chan;
+  struct spinlock *lk = w->lk;
+  spin_lock(lk);             // a sleeper between its check and proc_sleep holds it
+  __atomic_store_n(&w->released, 1, __ATOMIC_RELEASE);
+  proc_wakeup(chan);
+  spin_unlock(lk);
+}
+
+// Process context; caller holds lk, as for proc_sleep. Sleeps on chan
+// until a proc_wakeup(chan) or until clock_ns() >= deadline_ns, and
+// returns with lk held. As with proc_sleep, recheck the condition.
+void proc_sleep_until(void *chan, struct spinlock *lk, uint64 deadline_ns) {
+  if (clock_ns() >= deadline_ns) return;
+  struct timed_sleep w = { .chan = chan, .lk = lk, .released = 0 };
+  ktimer_arm(&w.timer, deadline_ns, timed_sleep_expired, &w);
+  proc_sleep(chan, lk);
+  if (ktimer_cancel(&w.timer)) return;
+  // It fired, or its callback is running on another hart and needs lk.
+  spin_unlock(lk);
+  while (!__atomic_load_n(&w.released, __ATOMIC_ACQUIRE))
+    ;
+  spin_lock(lk);
 }

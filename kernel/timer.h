@@ -1,12 +1,9 @@
 // timer.h: time keeping and the kernel timer facility (timer.c).
 //
 // clock_ns(): monotonic nanoseconds since boot, from the `time` CSR.
-// ticks: scheduler ticks of TICK_NS (uapi.h) since boot, derived from the
-// clock (clock_ticks() is the exact value, `ticks` catches up at every
-// tick interrupt and wakes kernel sleepers on &ticks; sys_sleep uses a
-// ktimer instead). ticks_after(n) is the tick value at which at least n
-// whole ticks from now have passed. Each hart also preempts its process
-// every tick.
+// Scheduler ticks of TICK_NS (uapi.h): clock_ticks() counts them since
+// boot, ticks_after(n) is the tick value at which at least n whole ticks
+// from now have passed. Each hart preempts its process every tick.
 //
 // ktimer: a one-shot deadline. ktimer_arm(t, deadline_ns, fn, arg) makes
 // fn(arg) run once clock_ns() >= deadline_ns (re-arming a pending timer
@@ -43,8 +40,12 @@ int    ktimer_cancel(struct ktimer *t);
 
 uint64 clock_ticks(void);
 uint64 ticks_after(uint64 n);
-extern uint64 ticks;              // under tick_lock
-extern struct spinlock tick_lock;
+
+// Sleeping with a deadline (process context, caller holds lk, as for
+// proc_sleep): returns with lk held after a proc_wakeup(chan) or once
+// clock_ns() >= deadline_ns. No one is woken by ticks: a sleeper that
+// waits for time names its deadline here.
+void proc_sleep_until(void *chan, struct spinlock *lk, uint64 deadline_ns);
 
 void timer_init(uint64 timebase_hz);   // hart 0, once
 void timer_hart_init(void);            // every hart
