@@ -4,7 +4,7 @@
 // memset moves 8 bytes at a time into an aligned buffer, memmove 8 bytes
 // at a time whenever it can align the destination (any source alignment):
 // the kernel copies whole pages and blocks all the time.
-void *memset(void *dst, int c, uint64 n) {
+HOT_LOOP void *memset(void *dst, int c, uint64 n) {
   uint8 *d = dst;
   if (((uint64)d % 8) == 0) {
     uint64 word = 0x0101010101010101ULL * (uint8)c;
@@ -20,7 +20,7 @@ static int words_ok(const void *a, const void *b) { return (((uint64)a | (uint64
 // shifted together (little-endian), so a misaligned source (a payload
 // behind a 54-byte RoCE header) still moves 8 bytes per step. Each word
 // loaded holds at least one source byte: nothing past the source's page.
-static void copy_words_shifted(uint64 *d, const uint8 *s, uint64 words) {
+HOT_LOOP static void copy_words_shifted(uint64 *d, const uint8 *s, uint64 words) {
   uint64 off = (uint64)s % 8, sh = off * 8;
   const uint64 *w = (const uint64 *)(s - off);
   uint64 lo = *w++;
@@ -31,7 +31,7 @@ static void copy_words_shifted(uint64 *d, const uint8 *s, uint64 words) {
   }
 }
 
-void *memmove(void *dst, const void *src, uint64 n) {
+HOT_LOOP void *memmove(void *dst, const void *src, uint64 n) {
   uint8 *d = dst;
   const uint8 *s = src;
   if (d == s || n == 0) return dst;

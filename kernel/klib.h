@@ -4,6 +4,10 @@
 #define KLIB_H
 #include "types.h"
 
+// The per-byte loops go on one page of their own (kernel.ld): under
+// QEMU's TCG a loop across a page boundary pays a lookup per iteration.
+#define HOT_LOOP __attribute__((section(".text.hot_loops")))
+
 void *memset(void *dst, int c, uint64 n);
 void *memcpy(void *dst, const void *src, uint64 n);
 void *memmove(void *dst, const void *src, uint64 n);

@@ -35,7 +35,7 @@ static void crc32_init(void)
 }
 
 /* Raw update (no initial/final inversion): crc is the running register. */
-uint32_t rct_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
+RCT_HOT_LOOP uint32_t rct_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 {
 	if (!crc_ready)
 		crc32_init();

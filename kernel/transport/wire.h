@@ -45,6 +45,18 @@ static inline void st32(uint8_t *p, uint32_t v)
 }
 static inline void st64(uint8_t *p, uint64_t v) { st32(p, (uint32_t)(v >> 32)); st32(p + 4, (uint32_t)v); }
 
+/* The core's per-byte loops (the ICRC). A build that defines
+ * RCT_HOT_SECTION (the kernel's) puts them in .text.hot_loops, which its
+ * linker script keeps on one page: under QEMU's TCG a jump between
+ * translated blocks on different guest pages is looked up instead of
+ * chained, and the ICRC's loop straddling a page boundary cost RDMA WRITE
+ * half its throughput (kernel/kernel.ld). */
+#ifdef RCT_HOT_SECTION
+#define RCT_HOT_LOOP __attribute__((section(".text.hot_loops")))
+#else
+#define RCT_HOT_LOOP
+#endif
+
 /* Core-local memory helpers; the kernel may define RCT_MEMCPY/RCT_MEMSET. */
 #ifndef RCT_MEMCPY
 #define RCT_MEMCPY(d, s, n) __builtin_memcpy((d), (s), (n))
