@@ -8,4 +8,6 @@ void blk_init(void);
 void blk_rw(struct buf *b, int write);
 // The same for n buffers at once, all in flight together (each locked).
 void blk_rw_batch(struct buf **bufs, int n, int write);
+// Returns once every write completed before it is on stable storage.
+void blk_flush(void);
 #endif

@@ -15,7 +15,7 @@
 #define FS_MAGIC        0x78367264u   // "dr6x"
 #define FS_TOTAL_BLOCKS 81920         // 80 MiB image
 #define FS_NINODES      2048          // dirent.inum is 16 bits
-#define FS_LOG_CAP      192           // blocks the log holds (all open transactions)
+#define FS_LOG_CAP      250           // blocks the log holds (all open transactions)
 #define ROOT_INUM       1
 #define ROOT_DEV        1
 

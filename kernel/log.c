@@ -10,6 +10,7 @@
 #include "klib.h"
 #include "buf.h"
 #include "log.h"
+#include "blkdev.h"
 
 static struct {
   struct spinlock lock;
@@ -86,17 +87,31 @@ void log_init(int dev, struct fs_super *sb) {
   read_header();
   if (wal.lh.count > 0) kprintf("fs: replaying %d logged blocks\n", wal.lh.count);
   install_from_log();
+  blk_flush();
   wal.lh.count = 0;
   write_header();
+  blk_flush();
 }
+
+// The disk may cache writes (virtio_blk.c), so each step that the next
+// one relies on is flushed: the logged blocks before the header that
+// names them; the header (the commit point) before any home block
+// changes; the home blocks before the header forgets them; and the
+// cleared header before the next commit overwrites the log.
+_Static_assert(LOG_CAP >= 2 * MAX_OP_BLOCKS, "the log must hold two whole transactions");
+_Static_assert(sizeof(struct log_header) <= FS_BLOCK_SIZE, "the log header must fit one block");
 
 static void commit(void) {
   if (wal.lh.count == 0) return;
   copy_blocks_to_log();
+  blk_flush();
   write_header();
+  blk_flush();
   install_from_cache();
+  blk_flush();
   wal.lh.count = 0;
   write_header();
+  blk_flush();
 }
 
 void fs_tx_begin(void) {
