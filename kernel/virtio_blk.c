@@ -5,6 +5,11 @@
 // (a flush has no data). blk_rw and blk_rw_batch sleep until the
 // interrupt handler has seen every request they queued complete.
 //
+// Fault injection (kernel/scripts/crash_test.py): boot argument
+// powercut=N lets the first N-1 block writes since boot reach the disk and
+// then powers the machine off with status POWERCUT_STATUS, the way a
+// power cut between two writes would leave the disk.
+//
 // Write cache: we accept VIRTIO_BLK_F_FLUSH when the device offers it,
 // so the device may keep writes in a cache until blk_flush() (the log
 // flushes at each ordering point of a commit). A driver that does not
@@ -23,6 +28,8 @@
 #include "irq.h"
 #include "buf.h"
 #include "blkdev.h"
+#include "bootarg.h"
+#include "power.h"
 
 // virtio-mmio register offsets (virtio spec 4.2.2)
 enum {
@@ -48,6 +55,7 @@ enum {
 #define BLK_T_IN 0
 #define BLK_T_OUT 1
 #define BLK_T_FLUSH 4
+#define POWERCUT_STATUS 3
 #define QSIZE 64                  // descriptors; 3 per request
 
 struct vq_desc { uint64 addr; uint32 len; uint16 flags; uint16 next; };
@@ -65,6 +73,8 @@ static struct {
   uint8 desc_free[QSIZE];
   uint16 used_seen;                       // used->idx already processed
   int has_flush;                          // VIRTIO_BLK_F_FLUSH negotiated
+  uint64 powercut_at;                     // boot argument powercut; 0 = never
+  uint64 blocks_written;
   // b is the block's buffer, NULL for a flush (done tells its waiter).
   struct { struct buf *b; uint8 status; uint8 done; struct blk_req_header hdr; } req[QSIZE];
 } vblk;
@@ -121,6 +131,7 @@ static void blk_interrupt(void *arg);
 
 void blk_init(void) {
   spin_init(&vblk.lock, "virtio_blk");
+  vblk.powercut_at = bootarg_uint("powercut", 0);
   int slot = find_device();
   if (slot < 0) panic("virtio_blk: no disk (is fs.img attached?)");
   negotiate_features();
@@ -182,7 +193,13 @@ static void notify_device(void) {
 // One notification and one interrupt can then cover many blocks.
 void blk_rw_batch(struct buf **bufs, int n, int write) {
   int d[3];
+  int cut = 0;
   spin_lock(&vblk.lock);
+  if (write && vblk.powercut_at && vblk.blocks_written + n >= vblk.powercut_at) {
+    n = (int)(vblk.powercut_at - 1 - vblk.blocks_written);   // these still land
+    cut = 1;
+  }
+  if (write) vblk.blocks_written += n;
   for (int i = 0; i < n; i++) {
     while (!take_descs(d)) {
       notify_device();                    // what is queued must move first
@@ -194,6 +211,11 @@ void blk_rw_batch(struct buf **bufs, int n, int write) {
   for (int i = 0; i < n; i++)
     while (bufs[i]->disk_busy)
       proc_sleep(bufs[i], &vblk.lock);
+  if (cut) {
+    kprintf("virtio_blk: power cut before block write %d (boot argument powercut)\n",
+            (int)vblk.powercut_at);
+    power_off(POWERCUT_STATUS);
+  }
   spin_unlock(&vblk.lock);
 }
 
