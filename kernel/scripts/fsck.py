@@ -124,6 +124,35 @@ def check(path):
     return problems, {"inodes": len(inodes), "blocks": len(owner)}
 
 
+def root_file(path, name):
+    """The bytes of the file called name in the root directory of the image
+    at path, or None if there is none (the image should pass check())."""
+    img = Image(path)
+    (_magic, _total, _ninodes, _ls, _lb, inode_start, _bs, _ds) = struct.unpack("<8I", img.block(1)[:32])
+
+    def inode(i):
+        blk = img.block(inode_start + i * INODE_SIZE // BS)
+        off = i * INODE_SIZE % BS
+        _t, _ma, _mi, _nl, size = struct.unpack("<4hI", blk[off:off + 12])
+        ptrs = struct.unpack(f"<{NDIRECT + 2}I", blk[off + 12:off + 12 + 4 * (NDIRECT + 2)])
+        blocks = [b for b in ptrs[:NDIRECT]]
+        if ptrs[NDIRECT]:
+            blocks += list(img.words(ptrs[NDIRECT]))
+        if ptrs[NDIRECT + 1]:
+            for ind in img.words(ptrs[NDIRECT + 1]):
+                blocks += list(img.words(ind)) if ind else [0] * NINDIRECT
+        nblocks = (size + BS - 1) // BS
+        data = b"".join(img.block(b) if b else bytes(BS) for b in blocks[:nblocks])
+        return data[:size]
+
+    root = inode(1)
+    for off in range(0, len(root) - DIRENT.size + 1, DIRENT.size):
+        inum, raw = DIRENT.unpack(root[off:off + DIRENT.size])
+        if inum and raw.split(b"\0")[0] == name.encode():
+            return inode(inum)
+    return None
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2])
