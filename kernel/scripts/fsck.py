@@ -37,6 +37,15 @@ class Image:
         return struct.unpack(f"<{NINDIRECT}I", self.block(n))
 
 
+def read_inode(img, inode_start, i):
+    """(type, nlink, size, the NDIRECT + 2 block pointers) of inode i."""
+    blk = img.block(inode_start + i * INODE_SIZE // BS)
+    off = i * INODE_SIZE % BS
+    t, _major, _minor, nlink, size = struct.unpack("<4hI", blk[off:off + 12])
+    ptrs = struct.unpack(f"<{NDIRECT + 2}I", blk[off + 12:off + 12 + 4 * (NDIRECT + 2)])
+    return t, nlink, size, ptrs
+
+
 def check(path):
     img = Image(path)
     problems = []
@@ -46,13 +55,6 @@ def check(path):
         return [f"superblock: magic {magic:#x}, not {MAGIC:#x}"], {}
     if struct.unpack("<I", img.block(log_start)[:4])[0] != 0:
         problems.append("log header: count is not 0 (the log was not replayed)")
-
-    def inode(i):
-        blk = img.block(inode_start + i * INODE_SIZE // BS)
-        off = i * INODE_SIZE % BS
-        t, _major, _minor, nlink, size = struct.unpack("<4hI", blk[off:off + 12])
-        ptrs = struct.unpack(f"<{NDIRECT + 2}I", blk[off + 12:off + 12 + 4 * (NDIRECT + 2)])
-        return t, nlink, size, ptrs
 
     owner = {}                     # block -> inode that maps it
 
@@ -68,7 +70,7 @@ def check(path):
 
     inodes = {}
     for i in range(1, ninodes):
-        t, nlink, size, ptrs = inode(i)
+        t, nlink, size, ptrs = read_inode(img, inode_start, i)
         if t == 0:
             continue
         if t not in (T_DIR, T_FILE, T_DEVICE):
@@ -131,11 +133,8 @@ def root_file(path, name):
     (_magic, _total, _ninodes, _ls, _lb, inode_start, _bs, _ds) = struct.unpack("<8I", img.block(1)[:32])
 
     def inode(i):
-        blk = img.block(inode_start + i * INODE_SIZE // BS)
-        off = i * INODE_SIZE % BS
-        _t, _ma, _mi, _nl, size = struct.unpack("<4hI", blk[off:off + 12])
-        ptrs = struct.unpack(f"<{NDIRECT + 2}I", blk[off + 12:off + 12 + 4 * (NDIRECT + 2)])
-        blocks = [b for b in ptrs[:NDIRECT]]
+        _t, _nlink, size, ptrs = read_inode(img, inode_start, i)
+        blocks = list(ptrs[:NDIRECT])
         if ptrs[NDIRECT]:
             blocks += list(img.words(ptrs[NDIRECT]))
         if ptrs[NDIRECT + 1]:
