@@ -68,13 +68,9 @@ int net_parse_mac(const char *s, uint8 mac[6]) {
 
 // The stack's housekeeping thread: ARP retries and expiry every 100 ms.
 #define NET_HOUSEKEEPING_NS 100000000ull
-static struct spinlock net_timer_lock = { .name = "net timer" };   // guards no data: for proc_sleep_until
 static void net_timer_thread(void *unused) {
   for (;;) {
-    uint64 next = clock_ns() + NET_HOUSEKEEPING_NS;
-    spin_lock(&net_timer_lock);
-    while (clock_ns() < next) proc_sleep_until(&next, &net_timer_lock, next);
-    spin_unlock(&net_timer_lock);
+    sleep_until_ns(clock_ns() + NET_HOUSEKEEPING_NS);
     arp_tick(clock_ns());
   }
 }

@@ -123,13 +123,6 @@ void rdma_engine_start(void) {
 
 static int write_waiters;                     // under rdma.lock
 
-// rdma.lock held. Sleeps on chan until a proc_wakeup(chan) or, unless
-// deadline is ~0, until clock_ns() passes it. The caller re-checks.
-static void sleep_until(void *chan, uint64 deadline) {
-  if (deadline == ~0ull) proc_sleep(chan, &rdma.lock);
-  else proc_sleep_until(chan, &rdma.lock, deadline);
-}
-
 static uint64 deadline_after_ms(int timeout_ms) {
   return timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
 }
@@ -156,7 +149,7 @@ int64 sys_rdma_wait_write(void) {
     if (now_val != old) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     write_waiters++;
-    sleep_until(&write_waiters, deadline);
+    proc_sleep_until(&write_waiters, &rdma.lock, deadline);
     write_waiters--;
   }
   spin_unlock(&rdma.lock);
@@ -181,7 +174,7 @@ int64 sys_rdma_wait_cq(void) {
     if (cq->error || cq->cq.head != cq->cq.tail) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     cq->waiters++;
-    sleep_until(cq, deadline);
+    proc_sleep_until(cq, &rdma.lock, deadline);
     cq->waiters--;
   }
   spin_unlock(&rdma.lock);

@@ -26,24 +26,14 @@ int64 sys_sbrk(void) {
   return old;
 }
 
-// A sleeping process waits for its own deadline (proc_sleep_until), not
-// for every tick: each wakeup costs a context switch, and a sleeper woken
-// at every tick to recheck its deadline paid that 100 times a second.
-static struct spinlock sleep_lock = { .name = "sleep" };   // guards no data: proc_sleep_until needs one
-
 // Sleeps until the tick boundary at least n whole ticks away; -1 if
-// killed meanwhile.
+// killed meanwhile. The process waits for its own deadline, not for every
+// tick: a sleeper woken at every tick to recheck paid a context switch 100
+// times a second.
 int64 sys_sleep(void) {
   int n = arg_int(0);
   if (n <= 0) return 0;
-  uint64 deadline = ticks_after(n) * TICK_NS;
-  struct proc *p = current();
-  int killed;
-  spin_lock(&sleep_lock);
-  while (!(killed = proc_killed(p)) && clock_ns() < deadline)
-    proc_sleep_until(&deadline, &sleep_lock, deadline);
-  spin_unlock(&sleep_lock);
-  return killed ? -1 : 0;
+  return sleep_until_ns(ticks_after(n) * TICK_NS);
 }
 
 int64 sys_uptime(void) { return clock_ticks(); }

@@ -161,9 +161,11 @@ static void timed_sleep_expired(void *arg) {
 }
 
 // Process context; caller holds lk, as for proc_sleep. Sleeps on chan
-// until a proc_wakeup(chan) or until clock_ns() >= deadline_ns, and
-// returns with lk held. As with proc_sleep, recheck the condition.
+// until a proc_wakeup(chan) or until clock_ns() >= deadline_ns (~0: no
+// deadline), and returns with lk held. As with proc_sleep, recheck the
+// condition.
 void proc_sleep_until(void *chan, struct spinlock *lk, uint64 deadline_ns) {
+  if (deadline_ns == ~0ull) { proc_sleep(chan, lk); return; }
   if (clock_ns() >= deadline_ns) return;
   struct timed_sleep w = { .chan = chan, .lk = lk, .released = 0 };
   ktimer_arm(&w.timer, deadline_ns, timed_sleep_expired, &w);
@@ -174,4 +176,18 @@ void proc_sleep_until(void *chan, struct spinlock *lk, uint64 deadline_ns) {
   while (!__atomic_load_n(&w.released, __ATOMIC_ACQUIRE))
     ;
   spin_lock(lk);
+}
+
+static struct spinlock time_sleep_lock = { .name = "time sleep" };   // guards no data
+
+// Process context, no lock held: sleeps until clock_ns() >= deadline_ns.
+// Returns -1 if the process is killed first (kernel threads never are).
+int sleep_until_ns(uint64 deadline_ns) {
+  struct proc *p = current();
+  int killed;
+  spin_lock(&time_sleep_lock);
+  while (!(killed = proc_killed(p)) && clock_ns() < deadline_ns)
+    proc_sleep_until(&deadline_ns, &time_sleep_lock, deadline_ns);
+  spin_unlock(&time_sleep_lock);
+  return killed ? -1 : 0;
 }

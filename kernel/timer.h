@@ -43,9 +43,11 @@ uint64 ticks_after(uint64 n);
 
 // Sleeping with a deadline (process context, caller holds lk, as for
 // proc_sleep): returns with lk held after a proc_wakeup(chan) or once
-// clock_ns() >= deadline_ns. No one is woken by ticks: a sleeper that
-// waits for time names its deadline here.
+// clock_ns() >= deadline_ns (~0: none). No one is woken by ticks: a
+// sleeper that waits for time names its deadline here. sleep_until_ns
+// waits for time alone (no lock held; -1 if the process was killed).
 void proc_sleep_until(void *chan, struct spinlock *lk, uint64 deadline_ns);
+int  sleep_until_ns(uint64 deadline_ns);
 
 void timer_init(uint64 timebase_hz);   // hart 0, once
 void timer_hart_init(void);            // every hart

@@ -14,8 +14,7 @@
 // so the device may keep writes in a cache until blk_flush() (the log
 // flushes at each ordering point of a commit). A driver that does not
 // accept the feature gets a write-through device: under QEMU, a host
-// fdatasync after every block, which held the file system's writes to
-// ~2 MB/s.
+// fdatasync after every write.
 #include "types.h"
 #include "riscv.h"
 #include "memlayout.h"
@@ -140,13 +139,13 @@ void blk_init(void) {
   irq_register(VIRTIO_MMIO_IRQ0 + slot, blk_interrupt, NULL);
 }
 
-// Caller holds vblk.lock. Takes three free descriptors, or returns 0.
-static int take_descs(int idx[3]) {
+// Caller holds vblk.lock. Takes n free descriptors, or returns 0.
+static int take_descs(int *idx, int n) {
   int got = 0;
-  for (int i = 0; i < QSIZE && got < 3; i++)
+  for (int i = 0; i < QSIZE && got < n; i++)
     if (vblk.desc_free[i]) idx[got++] = i;
-  if (got < 3) return 0;
-  for (int i = 0; i < 3; i++) vblk.desc_free[idx[i]] = 0;
+  if (got < n) return 0;
+  for (int i = 0; i < n; i++) vblk.desc_free[idx[i]] = 0;
   return 1;
 }
 
@@ -167,18 +166,22 @@ static void fill_desc(int i, void *addr, uint32 len, uint16 flags, int next) {
   vblk.desc[i].next = next;
 }
 
-// Caller holds vblk.lock and three free descriptors d. Queues one request
-// (without notifying the device).
-static void queue_request(struct buf *b, int write, int d[3]) {
-  vblk.req[d[0]].hdr = (struct blk_req_header){ write ? BLK_T_OUT : BLK_T_IN, 0,
-                                                (uint64)b->blockno * (FS_BLOCK_SIZE / 512) };
-  vblk.req[d[0]].status = 0xff;
-  vblk.req[d[0]].b = b;
-  fill_desc(d[0], &vblk.req[d[0]].hdr, sizeof(struct blk_req_header), DESC_F_NEXT, d[1]);
-  fill_desc(d[1], b->data, FS_BLOCK_SIZE, DESC_F_NEXT | (write ? 0 : DESC_F_WRITE), d[2]);
-  fill_desc(d[2], &vblk.req[d[0]].status, 1, DESC_F_WRITE, 0);
-  b->disk_busy = 1;
-  vblk.avail->ring[vblk.avail->idx % QSIZE] = d[0];
+// Caller holds vblk.lock and the descriptors d (3, or 2 for a flush,
+// b NULL). Queues one request (without notifying the device).
+static void queue_request(uint32 type, struct buf *b, int *d) {
+  int head = d[0], status = b ? d[2] : d[1];
+  vblk.req[head].hdr = (struct blk_req_header){ type, 0,
+                                                b ? (uint64)b->blockno * (FS_BLOCK_SIZE / 512) : 0 };
+  vblk.req[head].status = 0xff;
+  vblk.req[head].b = b;
+  vblk.req[head].done = 0;
+  fill_desc(head, &vblk.req[head].hdr, sizeof(struct blk_req_header), DESC_F_NEXT, d[1]);
+  if (b) {
+    fill_desc(d[1], b->data, FS_BLOCK_SIZE, DESC_F_NEXT | (type == BLK_T_IN ? DESC_F_WRITE : 0), d[2]);
+    b->disk_busy = 1;
+  }
+  fill_desc(status, &vblk.req[head].status, 1, DESC_F_WRITE, 0);
+  vblk.avail->ring[vblk.avail->idx % QSIZE] = head;
   __sync_synchronize();                   // ring entry before the index
   vblk.avail->idx++;
 }
@@ -201,11 +204,11 @@ void blk_rw_batch(struct buf **bufs, int n, int write) {
   }
   if (write) vblk.blocks_written += n;
   for (int i = 0; i < n; i++) {
-    while (!take_descs(d)) {
+    while (!take_descs(d, 3)) {
       notify_device();                    // what is queued must move first
       proc_sleep(&vblk.desc_free, &vblk.lock);
     }
-    queue_request(bufs[i], write, d);
+    queue_request(write ? BLK_T_OUT : BLK_T_IN, bufs[i], d);
   }
   notify_device();
   for (int i = 0; i < n; i++)
@@ -227,20 +230,11 @@ void blk_rw(struct buf *b, int write) {
 // returns (nothing to do for a write-through device).
 void blk_flush(void) {
   if (!vblk.has_flush) return;
-  int d[3];
+  int d[2];
   spin_lock(&vblk.lock);
-  while (!take_descs(d))
+  while (!take_descs(d, 2))
     proc_sleep(&vblk.desc_free, &vblk.lock);
-  vblk.desc_free[d[2]] = 1;               // a flush carries no data
-  vblk.req[d[0]].hdr = (struct blk_req_header){ BLK_T_FLUSH, 0, 0 };
-  vblk.req[d[0]].status = 0xff;
-  vblk.req[d[0]].b = NULL;
-  vblk.req[d[0]].done = 0;
-  fill_desc(d[0], &vblk.req[d[0]].hdr, sizeof(struct blk_req_header), DESC_F_NEXT, d[1]);
-  fill_desc(d[1], &vblk.req[d[0]].status, 1, DESC_F_WRITE, 0);
-  vblk.avail->ring[vblk.avail->idx % QSIZE] = d[0];
-  __sync_synchronize();                   // ring entry before the index
-  vblk.avail->idx++;
+  queue_request(BLK_T_FLUSH, NULL, d);
   notify_device();
   while (!vblk.req[d[0]].done)
     proc_sleep(&vblk.req[d[0]], &vblk.lock);

@@ -18,6 +18,7 @@
 #include "rdma_util.h"
 
 static void fail(const char *m) { printf("rdma_lat: %s\n", m); exit(1); }
+static void fail_wc(const struct ibv_wc *wc) { fail(ibv_wc_status_str(wc->status)); }
 
 static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
@@ -38,7 +39,7 @@ static void reap(struct perf_conn *c, int want_opcode) {
     int n = perf_poll(c, &wc, 1, 30000);
     if (n < 0) fail("poll_cq");
     if (n == 0) fail("no completion for 30 s");
-    if (wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
     if ((int)wc.opcode == want_opcode) return;
   }
 }
@@ -52,13 +53,12 @@ static void check_cq(struct perf_conn *c) {
   struct ibv_wc wc;
   int n = ibv_poll_cq(c->cq, 1, &wc);
   if (n < 0) fail("poll_cq");
-  if (n > 0 && wc.status != IBV_WC_SUCCESS) { printf("rdma_lat: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+  if (n > 0 && wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
 }
 
 // Polls the buffer's last byte, or with -e sleeps until a WRITE changes it.
-// The CQ is looked at every 10 ms of waiting, not on every pass: a
-// poll is a system call, and one between the WRITE landing and the answer
-// going out is on the measured path.
+// The CQ is looked at every 10 ms of waiting, not on every pass: each
+// poll is a system call, and the loop used to make one before every sleep.
 static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) {
   volatile uint8_t *last = c->buf + size - 1;
   uint64 now = clock_ns(), end = now + 30000000000ULL, next_check = now + 10000000;

@@ -13,6 +13,7 @@ inode in use is named by some directory; each inode's link count equals
 the entries naming it ("." and ".." not counted). Prints one line per
 problem (at most 20) and a summary; exit status 1 if there was any.
 """
+import collections
 import struct
 import sys
 
@@ -36,6 +37,13 @@ class Image:
     def words(self, n):
         return struct.unpack(f"<{NINDIRECT}I", self.block(n))
 
+    def super(self):
+        return Super._make(struct.unpack("<8I", self.block(1)[:32]))
+
+
+Super = collections.namedtuple("Super", "magic total ninodes log_start log_blocks inode_start "
+                                        "bitmap_start data_start")
+
 
 def read_inode(img, inode_start, i):
     """(type, nlink, size, the NDIRECT + 2 block pointers) of inode i."""
@@ -49,11 +57,11 @@ def read_inode(img, inode_start, i):
 def check(path):
     img = Image(path)
     problems = []
-    (magic, total, ninodes, log_start, log_blocks, inode_start, bitmap_start,
-     data_start) = struct.unpack("<8I", img.block(1)[:32])
-    if magic != MAGIC:
-        return [f"superblock: magic {magic:#x}, not {MAGIC:#x}"], {}
-    if struct.unpack("<I", img.block(log_start)[:4])[0] != 0:
+    sb = img.super()
+    total, inode_start, bitmap_start, data_start = sb.total, sb.inode_start, sb.bitmap_start, sb.data_start
+    if sb.magic != MAGIC:
+        return [f"superblock: magic {sb.magic:#x}, not {MAGIC:#x}"], {}
+    if struct.unpack("<I", img.block(sb.log_start)[:4])[0] != 0:
         problems.append("log header: count is not 0 (the log was not replayed)")
 
     owner = {}                     # block -> inode that maps it
@@ -69,7 +77,7 @@ def check(path):
         return True
 
     inodes = {}
-    for i in range(1, ninodes):
+    for i in range(1, sb.ninodes):
         t, nlink, size, ptrs = read_inode(img, inode_start, i)
         if t == 0:
             continue
@@ -130,7 +138,7 @@ def root_file(path, name):
     """The bytes of the file called name in the root directory of the image
     at path, or None if there is none (the image should pass check())."""
     img = Image(path)
-    (_magic, _total, _ninodes, _ls, _lb, inode_start, _bs, _ds) = struct.unpack("<8I", img.block(1)[:32])
+    inode_start = img.super().inode_start
 
     def inode(i):
         _t, _nlink, size, ptrs = read_inode(img, inode_start, i)

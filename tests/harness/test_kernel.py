@@ -191,9 +191,9 @@ def check_crashes(kernel, fs_img):
     """test_fs_survives_power_cut_*: kernel/scripts/crash_test.py cuts the
     power part-way through a 16 MiB file write, boots the same disk again
     and checks that it mounts (replaying the log if needed), that the
-    half-written file reads and removes cleanly, that new files work, and
-    that kernel/scripts/fsck.py finds the image consistent after a clean
-    halt. Returns [(name, None or what went wrong)]."""
+    half-written file reads, that new files work, and, after a clean halt,
+    that kernel/scripts/fsck.py finds the image consistent and the file
+    holds usertests' pattern up to its size. Returns [(name, None or what went wrong)]."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                           "kernel", "scripts", "crash_test.py")
     results = []

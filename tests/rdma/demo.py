@@ -51,14 +51,14 @@ def checksum(text):
     return (int(m.group(1)), m.group(2)) if m else (None, None)
 
 
-MODES = {"gbn": False, "sr": True}
+MODES = {"gbn": ("go-back-N", ""), "sr": ("selective repeat", " --sr")}   # name, rdmacp flag
 
 
 def copy_once(tb, size, mode):
     """One rdmacp copy of /demo.bin from A to B in mode ("gbn" or "sr");
     B checksums its copy and deletes it. Returns what the summary needs."""
     a, b = tb.guests
-    flags = " --sr" if MODES[mode] else ""
+    flags = MODES[mode][1]
     dest = f"demo-{mode}.bin"
     b.send(f"rdmacp recv{flags}")
     b.expect(r"rdmacp: waiting", timeout=60)
@@ -95,8 +95,8 @@ def link_delta(before, after):
 
 
 def print_copy(r, size, sum_a):
-    name = "go-back-N" if r["mode"] == "gbn" else "selective repeat"
-    print(f"-- {name} (rdmacp{' --sr' if r['mode'] == 'sr' else ''})")
+    name, flags = MODES[r["mode"]]
+    print(f"-- {name} (rdmacp{flags})")
     print(f"file            : {size} bytes, A checksum {sum_a[1]}, B checksum {r['sum_b'][1]} "
           f"({r['sum_b'][0]} bytes) -> {'MATCH' if sum_a == r['sum_b'] else 'MISMATCH'}")
     print(f"time            : {r['wall']:.1f} s host wall clock for send+verify at the receiver")
@@ -147,8 +147,7 @@ def run(size, loss, seed, modes):
     for r in copies:
         c = qp_counters(r["qa"])
         if c and c["tx_frames"] > c["retx"]:
-            name = "go-back-N" if r["mode"] == "gbn" else "selective repeat"
-            print(f"wire cost       : {name}: {c['tx_frames'] / (c['tx_frames'] - c['retx']):.2f} "
+            print(f"wire cost       : {MODES[r['mode']][0]}: {c['tx_frames'] / (c['tx_frames'] - c['retx']):.2f} "
                   f"frames sent per data frame ({c['retx']} retransmissions for "
                   f"{sum(d['dropped'] for d in r['link'])} frames the link dropped, both ways)")
     if len(copies) > 1:
