@@ -22,13 +22,22 @@
 SHELL := /bin/bash
 CPUS ?= 3
 BUILD := build
+# The reference RoCEv2 captures from Linux Soft-RoCE (test fixtures, tests/vectors/README.md).
+VECTORS_DIR := tests/vectors
 
-# Install missing Debian packages once (a stamp remembers that it ran).
-DEPS_STAMP := $(BUILD)/.deps-ok
+# Install missing Debian packages before anything else is built. The stamp is
+# an included makefile: GNU make first remakes it (running tests/deps.sh), then
+# reads every makefile again, so no variable below is computed before the
+# tools that deps.sh installs exist, and every target works on the first run
+# of a fresh machine. `make clean` alone installs nothing.
+DEPS_STAMP := $(BUILD)/deps.mk
 $(DEPS_STAMP): tests/deps.sh
 	@mkdir -p $(BUILD)
 	@bash tests/deps.sh
-	@touch $@
+	@echo '# written after tests/deps.sh succeeded (see the top Makefile)' > $@
+ifneq ($(MAKECMDGOALS),clean)
+include $(DEPS_STAMP)
+endif
 deps: $(DEPS_STAMP)
 .PHONY: deps
 

@@ -44,7 +44,8 @@ $(K_BUILD)/%.o: kernel/%.S
 	$(K_CC) $(K_ASFLAGS) -c -o $@ $<
 
 # libgcc supplies what gcc may call on its own (byte swaps, sub-word atomics).
-K_LIBGCC := $(shell $(K_CC) -march=rv64gc -mabi=lp64d -print-libgcc-file-name)
+# Expanded where the link recipe runs (=, not :=), after the deps step.
+K_LIBGCC = $(shell $(K_CC) -march=rv64gc -mabi=lp64d -print-libgcc-file-name)
 
 # Relink when the set of objects changes, not only when one is newer.
 K_OBJLIST := $(K_BUILD)/objects.list

@@ -28,8 +28,9 @@ RCT_SAN_OBJS  := $(patsubst $(RCT_DIR)/%.c,$(RCT_SAN_OUT)/%.o,$(RCT_SRCS))
 
 RCT_UNIT_SRCS := $(wildcard tests/unit/*.c)
 RCT_UNIT_HDRS := $(wildcard tests/unit/*.h)
-RCT_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-RCT_CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+# Expanded in recipes (=), after the deps step has installed check.
+RCT_CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+RCT_CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 RCT_UNIT_BIN     := $(RCT_OUT)/unit-tests
 RCT_UNIT_SAN_BIN := $(RCT_SAN_OUT)/unit-tests
 RCT_BENCH_BIN    := $(RCT_OUT)/rct-bench
@@ -77,14 +78,13 @@ $(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/unit/host_mr.h 
 	clang $(RCT_CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(RCT_SRCS) -o $@
 
 # Seed corpora from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus/{parser,responder}.
-RCT_VECTORS := ../shared/vectors
 
 # The suites: Check prints "N%: Checks: X, Failures: Y, Errors: Z" per binary.
 test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
 	@echo "=== transport: Check suites (gcc -O1)"
-	@cd $(CURDIR) && CK_FORK=yes RCT_VECTORS=$(RCT_VECTORS) ./$(RCT_UNIT_BIN)
+	@cd $(CURDIR) && CK_FORK=yes RCT_VECTORS=$(VECTORS_DIR) ./$(RCT_UNIT_BIN)
 	@echo "=== transport: Check suites (clang ASan+UBSan)"
-	@cd $(CURDIR) && CK_FORK=no RCT_VECTORS=$(RCT_VECTORS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./$(RCT_UNIT_SAN_BIN)
+	@cd $(CURDIR) && CK_FORK=no RCT_VECTORS=$(VECTORS_DIR) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./$(RCT_UNIT_SAN_BIN)
 	@echo "=== transport: fuzz smoke ($(RCT_FUZZ_SMOKE)s per target)"
 	@set -e; for t in $(RCT_FUZZ_TARGETS); do \
 	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
