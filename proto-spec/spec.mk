@@ -42,7 +42,7 @@ SPEC_gbn-broken   := fail|-DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SP
 SPEC_sr-broken    := fail|-DSR -DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken-read := fail|-DSR -DBROKEN_SR_READ_EARLY $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 
-SPEC_VECTORS  ?= $(firstword $(wildcard ../shared/vectors /work/shared/vectors))
+SPEC_VECTORS  ?= $(VECTORS_DIR)
 
 test-spec: spec-models spec-vectors spec-trace
 
@@ -63,11 +63,9 @@ spec-models:
 
 # The spec's byte-level rules against the real rxe captures.
 spec-vectors:
-	@if [ -n "$(SPEC_VECTORS)" ] && [ -d "$(SPEC_VECTORS)" ]; then \
-	  echo "spec: wire rules against the rxe captures in $(SPEC_VECTORS)"; \
-	  out=$$($(SPEC_PY) $(SPEC_DIR)/model/vectors_check.py $(SPEC_VECTORS)); rc=$$?; \
-	  echo "$$out" | grep -E 'FAIL|frames,|no pcap'; exit $$rc; \
-	else echo "spec: no rxe captures found (SPEC_VECTORS), vectors check skipped"; fi
+	@echo "spec: wire rules against the rxe captures in $(SPEC_VECTORS)"; \
+	out=$$($(SPEC_PY) $(SPEC_DIR)/model/vectors_check.py $(SPEC_VECTORS)); rc=$$?; \
+	echo "$$out" | grep -E 'FAIL|frames,|no pcap|missing'; exit $$rc
 
 spec-trace:
 	@echo "spec: traceability report (strict: every live rule cited by a test)"

@@ -2,7 +2,7 @@
 """Check the spec's byte-level rules against the real rxe captures.
 
 The spec claims that its frames agree byte for byte with Linux Soft-RoCE
-(rxe). This script reads /work/shared/vectors/*.pcap (Python stdlib only),
+(rxe). This script reads tests/vectors/*.pcap (Python stdlib only),
 decodes every RoCEv2 frame with the layouts of wire.md / opcodes.md, and
 checks the rules below on every frame. It is a test of the spec itself: if a
 rule here disagrees with what rxe puts on the wire, the rule is wrong.
@@ -14,7 +14,7 @@ Rules checked (every one on every frame or flow where it applies):
 [REQ-PSN-2] [REQ-RNR-1] [RESP-ACK-1] [RESP-ERR-2] [RESP-MSN-1] [RESP-OOS-1]
 [RESP-OOS-3] [RESP-READ-1] [RESP-RECV-2] [RX-PARSE-3]
 
-Usage: vectors_check.py [DIR]   (default /work/shared/vectors)
+Usage: vectors_check.py [DIR]   (default tests/vectors)
 Exit 0 when every check holds, 1 otherwise; prints one line per rule.
 """
 
@@ -23,7 +23,8 @@ import struct
 import sys
 import zlib
 
-VEC_DIR = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/vectors"
+VEC_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "vectors")
 MTU = 1024                       # the captures use path MTU 1024
 
 # opcode -> (name, RETH, AETH, ImmDt, position) per [OPC-VAL-1], [OPC-HDR-1]
@@ -250,6 +251,9 @@ def check_flows(pkts):
 
 
 def main():
+    if not os.path.isdir(VEC_DIR):
+        print("vectors: directory %s is missing" % VEC_DIR)
+        return 1
     files = sorted(os.path.join(VEC_DIR, f) for f in os.listdir(VEC_DIR)
                    if f.endswith(".pcap"))
     if not files:

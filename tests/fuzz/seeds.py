@@ -4,7 +4,7 @@
 tests/fuzz/corpus/parser/     one RoCE frame per file (a sample of each opcode)
 tests/fuzz/corpus/responder/  mode byte + [len16][frame] records: the request
                               frames of one message addressed to the fuzz endpoint
-Usage: tests/fuzz/seeds.py [VECTOR_DIR]  (default ../shared/vectors)
+Usage: tests/fuzz/seeds.py [VECTOR_DIR]  (default tests/vectors)
 """
 import os, struct, sys
 
@@ -20,8 +20,8 @@ def frames(path):
             yield fr
 
 def main():
-    vec = sys.argv[1] if len(sys.argv) > 1 else "../shared/vectors"
     here = os.path.dirname(os.path.abspath(__file__))
+    vec = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "vectors")
     pdir, rdir = os.path.join(here, "corpus", "parser"), os.path.join(here, "corpus", "responder")
     os.makedirs(pdir, exist_ok=True)
     os.makedirs(rdir, exist_ok=True)

@@ -1,6 +1,6 @@
 /*
  * test_vectors.c: our parser, encoder, ICRC and responder against real Linux
- * Soft-RoCE frames (../shared/vectors/ (pcap files), relative to the repo root; the
+ * Soft-RoCE frames (tests/vectors/*.pcap, relative to the repo root; the
  * directory can be overridden with RCT_VECTORS). A missing directory fails.
  *
  *  - every RoCE frame parses, its ICRC equals ours, its headers re-encode
@@ -41,7 +41,7 @@ static void report(void)
 static const char *vec_dir(void)
 {
 	const char *d = getenv("RCT_VECTORS");
-	return d && *d ? d : "../shared/vectors";
+	return d && *d ? d : "tests/vectors";
 }
 
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -139,7 +139,7 @@ static void check_frames(const char *name)
 START_TEST(test_vectors_directory_present)
 {
 	DIR *d = opendir(vec_dir());
-	ck_assert_msg(d != NULL, "vectors directory %s is missing: clone shared/ beside the repo "
+	ck_assert_msg(d != NULL, "vectors directory %s is missing: run from the repository root "
 	              "or set RCT_VECTORS", vec_dir());
 	closedir(d);
 }
