@@ -59,12 +59,16 @@ TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma
 # Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
 # kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,
 # tests/sim/sim.mk).
-test-unit: deps test-core test-sim
+# Every suite ends with "NAME: N passed, M failed" (tests/harness/suite.py sums
+# the steps of the ones made of several); `make test` ends with the total of
+# all of them and stops at the first suite that fails.
+test-unit: deps
+	@python3 tests/harness/suite.py test-unit -- "$(MAKE) --no-print-directory test-core" \
+	  "$(MAKE) --no-print-directory test-sim"
 .PHONY: test-unit
 test: deps
-	@set -e; for t in $(TEST_SUITES); do \
-	  echo "=== make $$t"; $(MAKE) --no-print-directory $$t; done
-	@echo "=== all suites passed: $(TEST_SUITES)"
+	@python3 tests/harness/suite.py test --stop-on-fail -- \
+	  $(foreach t,$(TEST_SUITES),"echo '=== make $(t)'; $(MAKE) --no-print-directory $(t)")
 
 # The main job: two guests on a lossy link copy a file with RDMA (tests/rdma/rdma.mk).
 demo: deps rdma-demo

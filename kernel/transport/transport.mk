@@ -79,21 +79,27 @@ $(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/unit/host_mr.h 
 
 # Seed corpora from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus/{parser,responder}.
 
-# The suites: Check prints "N%: Checks: X, Failures: Y, Errors: Z" per binary.
+# The suite: each Check binary (Check prints "N%: Checks: X, Failures: Y,
+# Errors: Z") and each fuzz smoke run is a step of tests/harness/suite.py,
+# which ends with "test-core: N passed, M failed".
+RCT_CHECK_RUN := cd $(CURDIR) && RCT_VECTORS=$(VECTORS_DIR)
 test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
-	@echo "=== transport: Check suites (gcc -O1)"
-	@cd $(CURDIR) && CK_FORK=yes RCT_VECTORS=$(VECTORS_DIR) ./$(RCT_UNIT_BIN)
-	@echo "=== transport: Check suites (clang ASan+UBSan)"
-	@cd $(CURDIR) && CK_FORK=no RCT_VECTORS=$(VECTORS_DIR) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./$(RCT_UNIT_SAN_BIN)
-	@echo "=== transport: fuzz smoke ($(RCT_FUZZ_SMOKE)s per target)"
-	@set -e; for t in $(RCT_FUZZ_TARGETS); do \
-	  mkdir -p $(RCT_FUZZ_OUT)/corpus-$$t; \
-	  ./$(RCT_FUZZ_OUT)/$$t -max_total_time=$(RCT_FUZZ_SMOKE) -print_final_stats=1 \
-	    -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$$t- $(RCT_FUZZ_OUT)/corpus-$$t tests/fuzz/corpus/$${t#fuzz_} 2>&1 \
-	    | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
-	  test $${PIPESTATUS[0]} -eq 0; done
-	@echo "=== transport: test-core passed"
+	@python3 tests/harness/suite.py test-core -- \
+	  "echo '=== transport: Check suites (gcc -O1)'; $(RCT_CHECK_RUN) CK_FORK=yes ./$(RCT_UNIT_BIN)" \
+	  "echo '=== transport: Check suites (clang ASan+UBSan)'; $(RCT_CHECK_RUN) CK_FORK=no \
+	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    ./$(RCT_UNIT_SAN_BIN)" \
+	  $(foreach t,$(RCT_FUZZ_TARGETS),"$(MAKE) --no-print-directory fuzz-smoke-$(t)")
 .PHONY: test-core
+
+# One fuzz target for RCT_FUZZ_SMOKE seconds; fails on a crash or sanitizer report.
+fuzz-smoke-%: $(RCT_FUZZ_OUT)/%
+	@echo "=== transport: fuzz smoke $* ($(RCT_FUZZ_SMOKE)s)"
+	@mkdir -p $(RCT_FUZZ_OUT)/corpus-$*
+	@./$(RCT_FUZZ_OUT)/$* -max_total_time=$(RCT_FUZZ_SMOKE) -print_final_stats=1 \
+	  -artifact_prefix=$(RCT_FUZZ_OUT)/crash-$*- $(RCT_FUZZ_OUT)/corpus-$* tests/fuzz/corpus/$(*:fuzz_%=%) 2>&1 \
+	  | grep -E '^(stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)'; \
+	  test $${PIPESTATUS[0]} -eq 0
 
 fuzz: $(RCT_FUZZ_BINS)
 	@set -e; for t in $(RCT_FUZZ_TARGETS); do \

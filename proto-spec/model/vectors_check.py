@@ -271,14 +271,16 @@ def main():
         check_flows(pkts)
         total += len(pkts)
         print("vectors: %s: %d RoCEv2 frames" % (os.path.basename(path), len(pkts)))
-    bad = 0
+    bad = bad_rules = 0
     for rule in sorted(results):
         n, fails, first = results[rule]
         status = "ok" if fails == 0 else "FAIL (%d of %d, first: %s)" % (fails, n, first)
         print("vectors: [%s] %d checks %s" % (rule, n, status))
         bad += fails
+        bad_rules += fails > 0
     print("vectors: %d frames, %d rules, %s" % (total, len(results),
                                                  "all hold" if bad == 0 else "%d failures" % bad))
+    print("vectors: %d passed, %d failed" % (len(results) - bad_rules, bad_rules))
     return 1 if bad else 0
 
 

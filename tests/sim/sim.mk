@@ -51,8 +51,9 @@ sim-matrix: $(SIM_MATRIX)
 	  $(if $(SIM_FILTER),--filter "$(SIM_FILTER)")
 .PHONY: sim-matrix
 
-test-sim: test-impair test-linkemu sim-matrix
-	@echo "=== test-sim passed"
+test-sim: $(SIM_TEST_IMPAIR) $(SIM_MATRIX) $(LINKEMU)
+	@python3 tests/harness/suite.py test-sim -- "$(MAKE) --no-print-directory test-impair" \
+	  "$(MAKE) --no-print-directory test-linkemu" "$(MAKE) --no-print-directory sim-matrix"
 .PHONY: test-sim
 
 bench-sim: $(DEPS_STAMP) $(SIM_BENCH)

@@ -1,6 +1,6 @@
 /*
  * test_vectors.c: our parser, encoder, ICRC and responder against real Linux
- * Soft-RoCE frames (tests/vectors/*.pcap, relative to the repo root; the
+ * Soft-RoCE frames (the pcap files in tests/vectors/, relative to the repo root; the
  * directory can be overridden with RCT_VECTORS). A missing directory fails.
  *
  *  - every RoCE frame parses, its ICRC equals ours, its headers re-encode
