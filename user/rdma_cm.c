@@ -175,7 +175,7 @@ static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   // ended healthy connections. With the 30 ms floor the seven retries
   // span about 3 s (30, 60, ... 960, 1070 ms) before RETRY_EXC.
   a.timeout = p && p->timeout ? p->timeout : 18;
-  a.retry_cnt = p && p->retry_count ? p->retry_count : 7;
+  a.retry_cnt = p && p->retry_count ? p->retry_count : RDMA_CM_DEFAULT_RETRY_COUNT;
   a.rnr_retry = p && p->rnr_retry_count ? p->rnr_retry_count : 7;
   a.max_rd_atomic = own_depth < id->peer_resp_res ? own_depth : id->peer_resp_res;
   if (a.max_rd_atomic == 0) a.max_rd_atomic = 1;

@@ -34,7 +34,7 @@ struct rdma_conn_param {
   uint8_t private_data_len;
   uint8_t responder_resources;   // READs we serve at once (max_dest_rd_atomic); 0 = 16
   uint8_t initiator_depth;       // READs we want outstanding (max_rd_atomic); 0 = 8
-  uint8_t retry_count;           // 0 = 7
+  uint8_t retry_count;           // 0 = RDMA_CM_DEFAULT_RETRY_COUNT
   uint8_t rnr_retry_count;       // 0 = 7 (infinite)
   uint8_t timeout;               // local ACK timeout code; 0 = 18 (~1.07 s)
   uint8_t sr;                    // offer selective repeat
@@ -54,6 +54,7 @@ struct rdma_conn_param {
 // timeout up to the IBTA timeout (18: 1.07 s), seven retries ride out a
 // ~3 s outage (the test matrix blackholes the link for 2 s).
 #define RDMA_CM_DEFAULT_INFLIGHT  256
+#define RDMA_CM_DEFAULT_RETRY_COUNT 7
 #define RDMA_CM_DEFAULT_MIN_RTO_US 30000
 
 struct rdma_cm_id {

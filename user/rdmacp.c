@@ -1,7 +1,7 @@
 // rdmacp: copy a file to another guest over RDMA.
 //
-//   rdmacp recv [-p port] [--sr]                   on the receiving guest
-//   rdmacp send <file> <ip> [dest-name] [-c chunk] [-p port] [--sr]
+//   rdmacp recv [-p port] [--sr] [-T code]         on the receiving guest
+//   rdmacp send <file> <ip> [dest-name] [-c chunk] [-p port] [--sr] [-T code]
 //   rdmacp mkfile <file> <size> [seed]             a file of pseudo-random bytes
 //   rdmacp sum <file>                              its size and FNV-1a 64 checksum
 //
@@ -15,7 +15,11 @@
 // the file; the receiver compares it with its own and answers OK or BAD.
 // Both ends print their QP's counters (the ones rdmastat shows) before the
 // QP goes away, so a script sees what the transfer cost on the wire.
-// --sr offers selective repeat (used when both ends offer it).
+// --sr offers selective repeat (used when both ends offer it). -T code sets
+// a fixed IBTA local ACK timeout (4.096 us x 2^code per try, no adaptive RTO)
+// instead of the adaptive one; the waits for progress then last at least as
+// long as the transport's own retries, so a held link ends in the QP's error
+// (or a kill), not in rdmacp giving up first.
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_cm.h"
@@ -33,6 +37,15 @@ struct msg { uint32_t type, seq; uint64_t value; };   // value: checksum / resul
 static uint32_t chunk = 65536;
 static int port = RDMA_CM_PORT;
 static int use_sr;
+static uint8_t ack_timeout;   // -T: IBTA local ACK timeout code, 0 = rdma_cm's adaptive RTO
+
+// How long to wait for progress before giving up: 60 s, or longer than the
+// transport's retries ((retry_cnt + 1) tries of the fixed timeout) with -T.
+static int stall_ms(void) {
+  uint64_t tries_ns = (uint64_t)(RDMA_CM_DEFAULT_RETRY_COUNT + 1) * (4096ULL << ack_timeout);
+  uint64_t ms = ack_timeout ? tries_ns / 1000000 + 1000 : 0;
+  return ms > 60000 ? (ms > 0x7fffffff ? 0x7fffffff : (int)ms) : 60000;
+}
 
 static void fail(const char *m) { printf("rdmacp: %s\n", m); exit(1); }
 
@@ -104,7 +117,7 @@ static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
   post_msg(s, type, seq, value);
   struct ibv_wc wc;            // the message buffer is reused: wait for it
   for (;;) {                   // (WRITE completions may come first: they carry nothing new)
-    if (rdmau_wait(s->scq, &wc, 60000) != 1) fail("no send completion");
+    if (rdmau_wait(s->scq, &wc, stall_ms()) != 1) fail("no send completion");
     if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
     if (wc.wr_id == 1000) return;
   }
@@ -130,7 +143,8 @@ static int do_recv(void) {
   rdma_cm_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
   for (int i = 0; i < 4; i++) pd[16 + i] = (uint8_t)(chunk >> (24 - 8 * i));
   id->qp = s.qp;
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20, .sr = (uint8_t)use_sr };
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20, .sr = (uint8_t)use_sr,
+                                 .timeout = ack_timeout, .min_rto_us = ack_timeout ? ~0u : 0 };
   if (rdma_accept(id, &p)) fail("accept");
   for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
   send_msg(&s, MSG_READY, RING, 0);
@@ -139,7 +153,7 @@ static int do_recv(void) {
   uint64 t0 = clock_ns();
   for (;;) {
     struct ibv_wc wc;
-    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("stalled");
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
     if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
     int slot = (int)wc.wr_id;
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
@@ -181,7 +195,8 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   struct rdma_cm_id *id = rdma_create_id(s.ctx);
   id->qp = s.qp;
   struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen),
-                                 .sr = (uint8_t)use_sr };
+                                 .sr = (uint8_t)use_sr, .timeout = ack_timeout,
+                                 .min_rto_us = ack_timeout ? ~0u : 0 };
   if (rdma_connect(id, ip, port, &p)) fail("connect");
   uint64_t raddr;
   uint32_t rkey, rlen;
@@ -214,7 +229,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
     struct ibv_wc wc;
     while (ibv_poll_cq(s.scq, 1, &wc) == 1)                // WRITE completions: errors only matter
       if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
-    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("stalled");
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
     if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
     if (wc.opcode != IBV_WC_RECV) continue;
     struct msg *m = &s.msgs[wc.wr_id];
@@ -225,7 +240,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   send_msg(&s, MSG_DONE, seq, sum);
   struct ibv_wc wc;
   for (;;) {
-    if (rdmau_wait(s.rcq, &wc, 60000) != 1) fail("no result");
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("no result");
     if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) continue;
     if (s.msgs[wc.wr_id].type == MSG_RESULT) break;
   }
@@ -271,7 +286,7 @@ static int do_sum(const char *path) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    printf("usage: rdmacp recv [-p port] [--sr] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port] [--sr]\n"
+    printf("usage: rdmacp recv [-p port] [--sr] [-T code] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port] [--sr] [-T code]\n"
            "       rdmacp mkfile <file> <size> [seed] | rdmacp sum <file>\n");
     exit(2);
   }
@@ -281,9 +296,11 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) chunk = (uint32_t)atoi(argv[++i]);
     else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
     else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
+    else if (strcmp(argv[i], "-T") == 0 && i + 1 < argc) ack_timeout = (uint8_t)atoi(argv[++i]);
     else if (npos < 3) pos[npos++] = argv[i];
   }
   if (chunk < 64 || chunk > (1u << 22)) fail("chunk must be 64..4194304");
+  if (ack_timeout > 31) fail("-T: the timeout code is 0..31");
   if (strcmp(argv[1], "recv") == 0) return do_recv();
   if (strcmp(argv[1], "mkfile") == 0 && npos >= 2)
     return do_mkfile(pos[0], (uint64_t)atoi(pos[1]), npos > 2 ? (uint64_t)atoi(pos[2]) : 1);

@@ -16,11 +16,16 @@ creates 24 QPs and prints their keys and QPNs; this script checks
   chance of a false failure is printed and asserted below 1e-15.
 
 test kill_mid_transfer (two guests through linkemu): guest B runs
-`rdmacp recv`, guest A `rdmacp send` of a 4 MiB file in the background
-(1 % loss keeps it going ~8 s); 1.5 s in, both rdmacp processes are killed (their pids from
-rdmastat's owner column). Afterwards rdmastat shows no QP on either guest
-and sysinfo's free pages are back at the baseline taken before the copy
-(no pinned page left: [SEC-RES-...] style clean-up of the exit hook).
+`rdmacp recv`, guest A `rdmacp send` of a 4 MiB file in the background,
+both with a fixed 68.7 s ACK timeout. linkemu passes 300 frames from A
+after the copy starts and drops every later one, so the copy is provably
+in flight (unacknowledged frames, retransmission timers armed) on a host
+of any speed. Once a frame has been dropped by that cut and both QPs are
+in RTS, both rdmacp processes are killed (their pids from rdmastat's
+owner column; the kills must find them). The test then waits until
+rdmastat shows no QP on either guest and checks that sysinfo's free
+pages are back at the baseline taken before the copy (no pinned page
+left: the exit hook's clean-up).
 
 Prints "test <name>: OK|FAILED (...)" per test. Arguments: test names to run
 (default: all).
@@ -106,39 +111,76 @@ def free_pages(g):
     return int(m.group(1)) if m else None
 
 
-def qp_owners(g):
-    """{pid: count} of the QPs rdmastat lists, and the 'N QPs' total."""
+def qp_table(g):
+    """[(pid, state)] of the QPs rdmastat lists, and its 'N QPs' total."""
     out = g.run("rdmastat", timeout=30)
-    pids = [int(p) for p in re.findall(r"^\d+\s+(\d+)\s+[0-9a-f]+\s", out, re.MULTILINE)]
+    rows = [(int(p), st) for p, st in
+            re.findall(r"^\d+\s+(\d+)\s+[0-9a-f]+\s+[0-9a-f]+\s+(\S+)", out, re.MULTILINE)]
     total = re.search(r"(\d+) QPs", out)
-    return pids, int(total.group(1)) if total else -1
+    return rows, int(total.group(1)) if total else -1
+
+
+def wait_until(what, probe, timeout):
+    """Polls probe() until it returns a true value; that value, or raises."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.2)
+
+
+KILL_FILE = 4 << 20         # bytes; at least 1024 data frames at any path MTU
+KILL_CUT = 300              # a2b frames that pass once the copy starts; then none
+KILL_ACK_TIMEOUT = 24       # rdmacp -T: 68.7 s per try, so no retry limit ends the hold
 
 
 def kill_mid_transfer():
-    with Testbed(2, both="loss 1% seed 3", name="rdmasec-kill") as tb:
+    """The copy is held in flight by the link itself: once KILL_CUT more frames
+    from A have passed, linkemu's drop list drops every later one, so the
+    copy (>= 1024 data frames) cannot finish on any host, A has frames that
+    will never be acknowledged and both QPs have retransmission timers armed
+    (a fixed 68.7 s timeout: neither side gives up by itself during the test).
+    The test waits for the first frame dropped by the cut, checks both QPs
+    are in RTS, kills both rdmacp processes (the kill must find them), then
+    waits for the exit hook to leave no QP and no pinned page."""
+    with Testbed(2, name="rdmasec-kill") as tb:
         tb.boot()
         a, b = tb.guests
-        a.run("rdmacp mkfile /k.bin 4194304 3", timeout=300)
+        a.run(f"rdmacp mkfile /k.bin {KILL_FILE} 3", timeout=300)
         base = (free_pages(a), free_pages(b))
-        b.send("rdmacp recv &")
+        b.send(f"rdmacp recv -T {KILL_ACK_TIMEOUT} &")
         b.expect(r"rdmacp: waiting", timeout=60)
-        a.send(f"rdmacp send /k.bin {tb.ip(1)} k.bin &")
+        cut = tb.stats()["directions"][0]["frames_in"] + KILL_CUT
+        tb.set_spec("a2b", f"drop {cut}-{1 << 50}")
+        a.send(f"rdmacp send /k.bin {tb.ip(1)} k.bin -T {KILL_ACK_TIMEOUT} &")
         a.expect(r"\[\d+\]\s*\$ ", timeout=30)         # the job's pid and the prompt
-        time.sleep(1.5)
-        pids_a, _ = qp_owners(a)
-        pids_b, _ = qp_owners(b)
-        if not pids_a or not pids_b:
+        wait_until("a frame from A dropped by the cut (the copy held in flight)",
+                   lambda: tb.stats()["directions"][0]["dropped"]["droplist"] > 0, 120)
+        rows_a, _ = qp_table(a)
+        rows_b, _ = qp_table(b)
+        if [st for _, st in rows_a] != ["RTS"] or [st for _, st in rows_b] != ["RTS"]:
             tb.halt()
-            return False, f"no QP to kill (A {pids_a}, B {pids_b}): the copy ended too soon?"
-        progress("rdmasec", f"killing rdmacp: A pid {pids_a[0]}, B pid {pids_b[0]}")
-        a.run(f"kill {pids_a[0]}", timeout=30)
-        b.run(f"kill {pids_b[0]}", timeout=30)
-        time.sleep(3)
-        left = (qp_owners(a)[1], qp_owners(b)[1])
+            return False, f"held copy: QPs A {rows_a}, B {rows_b}; expected one in RTS on each"
+        pid_a, pid_b = rows_a[0][0], rows_b[0][0]
+        progress("rdmasec", f"copy held after {KILL_CUT} frames; killing rdmacp: A pid {pid_a}, B pid {pid_b}")
+        killed = [g.run(f"kill {pid}", timeout=30) for g, pid in ((a, pid_a), (b, pid_b))]
+        if any("no process" in out for out in killed):
+            tb.halt()
+            return False, f"an rdmacp had already exited before its kill: {killed}"
+        try:
+            wait_until("no QP left on either guest", lambda: qp_table(a)[1] == 0 == qp_table(b)[1], 60)
+        except AssertionError as e:
+            left = (qp_table(a)[1], qp_table(b)[1])
+            tb.halt()
+            return False, f"{e}: QPs left A {left[0]} B {left[1]}"
         after = (free_pages(a), free_pages(b))
         tb.halt()
-    ok = left == (0, 0) and all(x is not None and y is not None and y + 8 >= x for x, y in zip(base, after))
-    return ok, f"QPs left A {left[0]} B {left[1]}; free pages A {base[0]} -> {after[0]}, B {base[1]} -> {after[1]}"
+    ok = all(x is not None and y is not None and y + 8 >= x for x, y in zip(base, after))
+    return ok, f"held after {KILL_CUT} frames from A, both QPs in RTS, both killed; QPs left 0/0; " \
+               f"free pages A {base[0]} -> {after[0]}, B {base[1]} -> {after[1]}"
 
 
 def main():
