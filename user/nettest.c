@@ -8,8 +8,11 @@
 //   nettest send IP PORT SIZE COUNT RATE  COUNT datagrams, RATE per second (0: no pacing)
 //   nettest recv PORT IDLE_MS [FIRST_MS]  count datagrams until IDLE_MS of silence
 //   nettest xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS
-//                                        both at once: bind PORT, a child sends after
-//                                        START_MS while we count (prints sent, then received)
+//                                        both at once: bind PORT ("xfer: ready on port
+//                                        PORT"), a child sends after START_MS while we
+//                                        count (prints sent, then received); START_MS
+//                                        "stdin": the child sends once a line is typed
+//                                        (a start barrier a test drives across guests)
 //   nettest sweep IP PORT MIN MAX [STEP] [zc]  echo every size MIN..MAX off `udpecho -s PORT`;
 //                                        zc: send with sendzc (payload DMA'd from our pages)
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
@@ -127,21 +130,37 @@ static int cmd_recv(int port, int idle_ms, int first_ms) {
 
 static int zero_copy;          // sweep ... zc
 
+#define XFER_ON_INPUT (-1)   // START_MS "stdin": start when a line arrives on fd 0
+#define XFER_FIRST_WAIT_MS 120000
+
+// The sender child's start: after start_ms, or once a line is typed.
+static void xfer_wait_start(int start_ms) {
+  if (start_ms == XFER_ON_INPUT) {
+    char c = 0;
+    while (read(0, &c, 1) == 1 && c != '\n')
+      ;
+    return;
+  }
+  unsigned long start = clock_ns() + (unsigned long)start_ms * 1000000;
+  while (clock_ns() < start) sleep(1);
+}
+
 static int cmd_xfer(unsigned int ip, int port, int size, int count, int rate, int idle_ms,
                     int start_ms) {
   int s = udp_socket(port);                 // bound before any peer starts sending
+  printf("xfer: ready on port %d\n", port);
   int pid = fork();
   if (pid < 0) die("fork failed");
   if (pid == 0) {
-    unsigned long start = clock_ns() + (unsigned long)start_ms * 1000000;
-    while (clock_ns() < start) sleep(1);
+    xfer_wait_start(start_ms);
     exit(cmd_send(ip, port, size, count, rate));
   }
+  int first_ms = start_ms == XFER_ON_INPUT ? XFER_FIRST_WAIT_MS : start_ms + XFER_FIRST_WAIT_MS;
   char *buf = malloc(NET_MAX_UDP_PAYLOAD);
   unsigned long got = 0, bytes = 0;
   struct net_addr from;
   for (;;) {
-    int n = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, got ? idle_ms : start_ms + 120000);
+    int n = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, got ? idle_ms : first_ms);
     if (n == -2) break;
     if (n < 0) die("receive failed");
     got++;
@@ -342,7 +361,8 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "arp") && ip) exit(cmd_arp(ip, argc > 3 ? a[0] : 3000));
   if (!strcmp(m, "send") && ip && argc == 7) exit(cmd_send(ip, a[0], a[1], a[2], a[3]));
   if (!strcmp(m, "recv") && argc >= 4) exit(cmd_recv(atoi(argv[2]), a[0], argc > 4 ? a[1] : 60000));
-  if (!strcmp(m, "xfer") && ip && argc == 9) exit(cmd_xfer(ip, a[0], a[1], a[2], a[3], a[4], a[5]));
+  if (!strcmp(m, "xfer") && ip && argc == 9)
+    exit(cmd_xfer(ip, a[0], a[1], a[2], a[3], a[4], strcmp(argv[8], "stdin") ? a[5] : XFER_ON_INPUT));
   if (!strcmp(m, "sweep") && ip && argc >= 6) {
     zero_copy = !strcmp(argv[argc - 1], "zc");
     exit(cmd_sweep(ip, a[0], a[1], a[2], argc > 6 && a[3] > 0 ? a[3] : 1));

@@ -114,6 +114,17 @@ static int post_send1(struct side *s, enum ibv_wr_opcode op, uint32_t len, uint6
   return ibv_post_send(s->qp, &wr, &bad);
 }
 
+// Waits (10 s at most) until s's QP has received an RNR NAK: 0, or -1.
+static int wait_rnr_nak(struct side *s) {
+  uint64 end = clock_ns() + 10000000000ULL;
+  struct rdma_qp_stats st;
+  while (rdma_qp_stats((int)s->qp->handle, &st) == 0 && st.rx_rnr_nak == 0) {
+    if (clock_ns() > end) return -1;
+    sleep(1);
+  }
+  return st.rx_rnr_nak > 0 ? 0 : -1;
+}
+
 static int post_recv1(struct side *s, uint32_t len, uint64_t wr_id) {
   struct ibv_sge sge = { (uint64_t)s->buf, len, s->mr->lkey };
   struct ibv_recv_wr wr, *bad;
@@ -529,7 +540,7 @@ static int t_rnr(void) {
   o.rnr_retry = 7;
   CHECK(pair_open_opts(&p, 4096, &o) == 0);
   CHECK(post_send1(&p.a, IBV_WR_SEND, 32, 0, 0, 0, 8) == 0);
-  sleep(2);
+  CHECK(wait_rnr_nak(&p.a) == 0);          // the receive is posted after an RNR NAK, not by luck
   CHECK(post_recv1(&p.b, 64, 9) == 0);
   CHECK(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 8);
   CHECK(wait_ok(p.b.cq, &wc) == 0 && wc.wr_id == 9 && wc.byte_len == 32);
@@ -662,18 +673,27 @@ static int t_channel(void) {
 }
 
 // A process asleep in ibv_get_cq_event can be killed; its objects go.
+// The child says (through a pipe) when it is about to block, so the kill
+// finds it in the call, not still setting up.
 static int t_kill_blocked(void) {
+  int ready[2];
+  CHECK(pipe(ready) == 0);
   int pid = fork();
   if (pid == 0) {
+    close(ready[0]);
     struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
     struct ibv_cq *cq = ch ? ibv_create_cq(ctx, 4, NULL, ch, 0) : NULL;
     struct ibv_cq *ev;
     void *evctx;
     if (!cq || ibv_req_notify_cq(cq, 0)) exit(2);
+    write(ready[1], "r", 1);
     ibv_get_cq_event(ch, &ev, &evctx);      // nothing will ever complete
     exit(3);
   }
-  sleep(20);
+  close(ready[1]);
+  char r = 0;
+  CHECK(read(ready[0], &r, 1) == 1 && r == 'r');
+  close(ready[0]);
   CHECK(kill(pid) == 0);
   int st = 0;
   CHECK(wait(&st) == pid);
@@ -738,7 +758,7 @@ static int t_bad_pointers(void) {
   }
   // poll_cq into a bad buffer: a completion must be there to copy.
   CHECK(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1) == 0);
-  sleep(1);
+  CHECK(rdma_wait_cq(cq, 10000) == 0);      // the completion is there, not consumed
   CHECK(rdma_poll_cq(cq, 1, (struct rdma_wc *)0x10) == -1);
   int hs[] = { -1, 99999, 1 << 30 };
   struct rdma_wc wc;
@@ -779,8 +799,12 @@ static int t_exit_in_flight(void) {
     wait(&st);
     CHECK(st == 0);
   }
-  sleep(5);
-  CHECK(sysinfo(&after) == 0);
+  // The exit hook ran before wait() returned; give pages that were still
+  // in use by the other side a deadline to come back, polling.
+  uint64 settle_end = clock_ns() + 20000000000ULL;
+  do {
+    CHECK(sysinfo(&after) == 0);
+  } while (after.freepages + 8 < before.freepages && clock_ns() < settle_end && sleep(1) == 0);
   printf("  free pages before %d after %d\n", (int)before.freepages, (int)after.freepages);
   CHECK(after.freepages + 8 >= before.freepages);
   CHECK(transfer(IBV_WR_RDMA_WRITE, 5000) == 0);

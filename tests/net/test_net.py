@@ -85,12 +85,11 @@ def main():
                 check(f"ping {g.name}->{tb.ip(peer)}", "5 transmitted, 5 received" in out, last)
 
         def jumbo():
-            # Background servers: their first line may interleave with the
-            # shell's, so give them time instead of matching it (the sweep
-            # retries a lost echo anyway).
-            g1.send("udpecho -s 7 &")
-            g0.send("udpecho -s 7 &")
-            time.sleep(2)
+            # Background servers: each says it is serving once its port is
+            # bound (one write(), so the line is whole even beside the prompt).
+            for g in (g1, g0):
+                g.send("udpecho -s 7 &")
+                g.expect(r"udpecho: serving port 7", timeout=60)
             step = 7 if args.quick else 1
             t0 = time.monotonic()
             out = g0.run(f"nettest sweep {tb.ip(1)} 7 1 8972 {step}", timeout=400)
@@ -149,18 +148,24 @@ def main():
             n = 300
             c0 = counters(g1)
             g1.send("nettest recv 9100 3000 60000 &")
-            time.sleep(2)
+            g1.expect(r"recv: ready on port 9100", timeout=60)
             tb.set_spec("a2b", f"corrupt 100% seed {seed}")
             before = tb.stats()
             g0.run(f"nettest send {tb.ip(1)} 9100 100 {n} 300", timeout=120)
             m = g1.expect(r"received (\d+) datagrams", timeout=60)
-            time.sleep(0.5)
             delivered = tb.delivered_to(1) - tb.delivered_to(1, before)
             tb.set_spec("a2b", "")
-            c1 = counters(g1)
-            drops = {k: c1.get(k, 0) - c0.get(k, 0) for k in drop_counters}
-            dropped = sum(drops.values())
             got = int(m.group(1))
+            # The receiver went idle for 3 s before it printed, so every frame
+            # linkemu delivered has been counted; poll a little in case not.
+            drops, deadline = {}, time.monotonic() + 20
+            while True:
+                c1 = counters(g1)
+                drops = {k: c1.get(k, 0) - c0.get(k, 0) for k in drop_counters}
+                if got + sum(drops.values()) >= delivered or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            dropped = sum(drops.values())
             ok = got + dropped == delivered == n and got <= n // 10
             detail = ", ".join(f"{k} {v}" for k, v in drops.items() if v)
             check("corrupt: every corrupted frame dropped and counted, or accepted", ok,
@@ -173,20 +178,23 @@ def main():
             tb.set_spec(0, spec)
             tb.set_spec(1, f"loss 5% seed {seed + 1}")
             before = tb.stats()
-            # Each guest binds its receiver, then sends after a 3 s start delay,
-            # so both ends listen before the first datagram (one foreground
-            # command per guest: no background output racing the prompt).
+            # Each guest binds its receiver and says so; only when both are
+            # ready does a typed line start both senders (a barrier, not a
+            # delay). One foreground command per guest: no background output
+            # racing the prompt.
             n, rate = args.count, args.rate
             t0 = time.monotonic()
             for g, peer in ((g0, 1), (g1, 0)):
-                g.send(f"nettest xfer {tb.ip(peer)} 9000 100 {n} {rate} 3000 3000")
+                g.send(f"nettest xfer {tb.ip(peer)} 9000 100 {n} {rate} 3000 stdin")
+                g.expect(r"xfer: ready on port 9000", timeout=60)
+            for g in (g0, g1):
+                g.send("")
             got = {}
             for i, g in enumerate((g0, g1)):
                 g.expect(r"sent \d+ datagrams", timeout=n / rate * 4 + 60)
                 m = g.expect(r"received (\d+) datagrams", timeout=60)
                 got[i] = int(m.group(1))
-            time.sleep(0.5)
-            after = tb.stats()
+            after = tb.stats()        # both receivers heard 3 s of silence: the link is idle
             for i, g in enumerate((g0, g1)):
                 src = 1 - i
                 delivered = tb.delivered_to(i, after) - tb.delivered_to(i, before)

@@ -8,7 +8,8 @@ WRITE, READ, SEND and WRITE_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes and
 byte and a guard after the end. The blackhole case switches linkemu's
 blackhole on for a few seconds mid-run through its control socket (less
 than the retry budget: 7 retries x ~0.54 s local ACK timeout, doubled per
-retry), then off; the transfer must recover. Seeds are printed.
+retry), then off; the transfer must recover, and the hole must have
+dropped frames of the run (else the case tested nothing). Seeds are printed.
 
 Prints "test matrix_<name>: OK|FAILED (...)" per impairment; the caller
 (run_all.py) counts them. Usage:
@@ -81,8 +82,13 @@ def one(name, spec, big, blackhole, sr, timeout):
     dups = "/".join(str(d["duplicated"]) for d in link["directions"])
     corr = "/".join(str(d["corrupted"]) for d in link["directions"])
     ok = ma.group(1) == "OK" and mb.group(1) == "OK" and summary and summary.group(2) == "0"
+    # The blackhole case proves nothing unless the hole swallowed frames of the run.
+    holed = sum(d["dropped"]["blackhole"] for d in link["directions"])
+    if blackhole and holed == 0:
+        ok = False
     bad = [f"{op} {n}" for op, n, r in cases if r != "OK"]
-    info = (f"{len(cases)} cases{', failed: ' + ', '.join(bad) if bad else ''}; link dropped {drops}, "
+    info = (f"{len(cases)} cases{', failed: ' + ', '.join(bad) if bad else ''}; "
+            f"{f'blackhole dropped {holed}; ' if blackhole else ''}link dropped {drops}, "
             f"duplicated {dups}, corrupted {corr}; B {qp[-1] if qp else 'no counters'}")
     return ok, info
 

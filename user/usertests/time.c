@@ -32,14 +32,20 @@ static void test_time_user_clock_matches_kernel(void)
   }
 }
 
+// sleep(10) never returns early; the shortest of three lasts about 100 ms.
+// A loaded host can only make a sleep longer, so the upper bound holds the
+// best of the three, not each one.
 static void test_time_sleep_matches_clock(void)
 {
+  unsigned long best = ~0UL;
   for (int i = 0; i < 3; i++) {
     unsigned long t0 = clock_ns();
     UT_CHECK(sleep(10) == 0, "sleep returned nonzero");
     unsigned long ms = (clock_ns() - t0) / MS;
-    UT_CHECK(ms >= 90 && ms <= 300, "sleep(10) took %lu ms", ms);
+    UT_CHECK(ms >= 90, "sleep(10) took only %lu ms", ms);
+    best = ms < best ? ms : best;
   }
+  UT_CHECK(best <= 300, "the shortest of three sleep(10) took %lu ms", best);
 }
 
 static void test_time_uptime_matches_clock(void)
