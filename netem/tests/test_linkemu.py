@@ -8,10 +8,14 @@ drop list, sends numbered frames both ways, and checks:
       a different seed drops different ones;
   (b) a drop list drops exactly the named frames;
   (c) the --stats counters match what was sent and what arrived;
-  (d) the control socket changes impairments mid-run (a blackhole now);
+  (d) the control socket changes impairments mid-run (a blackhole now,
+      then none);
   (e) --pcap writes one readable pcap per port (tshark reads it, if installed);
   (f) the guests' test bed (tests/net/launch.py) restarts linkemu on fresh
       ports when one of its ports was taken.
+Nothing waits a fixed time: a test waits (with a deadline) until linkemu's
+control socket answers, until its counters show every frame sent has entered
+and left, then until each socket has received what linkemu says it sent there.
 Prints one line per test and `N passed, M failed`; exit status 1 on failure.
 Usage: test_linkemu.py path/to/linkemu
 """
@@ -41,51 +45,99 @@ def frame(dst, src, idx, size=100):
     return dst + src + b"\x88\xb5" + body
 
 
-class Link:
-    """One linkemu process between guest sockets ga and gb."""
+DEADLINE = 20.0             # seconds any wait below may take before it fails
 
-    def __init__(self, a2b="", b2a="", pcap=None, ctl=False):
+
+def control(port, cmd, timeout=2.0):
+    """One request on linkemu's control socket; the reply text."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        c.settimeout(timeout)
+        c.sendto(cmd.encode(), ("127.0.0.1", port))
+        return c.recv(1 << 16).decode()
+    finally:
+        c.close()
+
+
+def start_linkemu(cmd, ctl_port):
+    """Starts linkemu (cmd without --control) and waits until its control
+    socket answers, so its ports are bound before the first frame."""
+    p = subprocess.Popen(cmd + ["--control", str(ctl_port)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        if p.poll() is not None:
+            raise RuntimeError("linkemu exited: " + p.stderr.read())
+        try:
+            control(ctl_port, "stats", timeout=0.2)
+            return p
+        except OSError:
+            if time.monotonic() > deadline:
+                p.kill()
+                raise RuntimeError("linkemu's control socket does not answer")
+
+
+def settle(ctl_port, sent):
+    """Waits until linkemu has taken in sent[i] frames at port i and sent on
+    every one it kept (nothing pending in its departure queue); the stats."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        st = json.loads(control(ctl_port, "stats"))
+        dirs = st["directions"]
+        if all(dirs[i]["frames_in"] == n for i, n in sent.items()) and st["pending"] == 0:
+            return st
+        if time.monotonic() > deadline:
+            raise RuntimeError("linkemu did not settle: want in %s, stats %s" % (sent, dirs))
+        time.sleep(0.01)
+
+
+def receive(sock, n):
+    """The next n frames on sock (linkemu said it sent them), within the deadline."""
+    got, deadline = [], time.monotonic() + DEADLINE
+    while len(got) < n:
+        try:
+            got.append(sock.recv(70000))
+        except socket.timeout:
+            if time.monotonic() > deadline:
+                raise RuntimeError("%d of %d frames arrived" % (len(got), n))
+    return got
+
+
+class Link:
+    """One linkemu process between guest sockets ga (port 0) and gb (port 1)."""
+
+    def __init__(self, a2b="", b2a="", pcap=None):
         self.ga, self.gb = guest_socket(), guest_socket()
-        self.la, self.lb, ctl_port = free_ports(3)
+        self.la, self.lb, self.ctl = free_ports(3)
         self.dir = tempfile.mkdtemp(prefix="linkemu-test-")
         self.stats = os.path.join(self.dir, "stats.json")
-        self.ctl = ctl_port if ctl else None
+        self.sent = {0: 0, 1: 0}
+        self.taken = {0: 0, 1: 0}          # frames received so far at port i's socket
         cmd = [LINKEMU, "--port", "%d:%d" % (self.la, self.ga.getsockname()[1]),
                "--port", "%d:%d" % (self.lb, self.gb.getsockname()[1]),
-               "--a2b", a2b, "--b2a", b2a, "--stats", self.stats, "--duration", "30"]
+               "--a2b", a2b, "--b2a", b2a, "--stats", self.stats, "--duration", "60"]
         if pcap:
             cmd += ["--pcap", self.dir]
-        if self.ctl:
-            cmd += ["--control", str(self.ctl)]
-        self.p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.15)
-        if self.p.poll() is not None:
-            raise RuntimeError("linkemu exited: " + self.p.stderr.read())
+        self.p = start_linkemu(cmd, self.ctl)
 
     def send(self, src_is_a, idx):
         s, port = (self.ga, self.la) if src_is_a else (self.gb, self.lb)
         f = frame(MAC_B, MAC_A, idx) if src_is_a else frame(MAC_A, MAC_B, idx)
         s.sendto(f, ("127.0.0.1", port))
+        self.sent[0 if src_is_a else 1] += 1
 
-    @staticmethod
-    def drain(sock, quiet=0.3):
-        got, last = [], time.time()
-        while time.time() - last < quiet:
-            try:
-                d = sock.recv(70000)
-            except socket.timeout:
-                continue
-            got.append(d)
-            last = time.time()
-        return got
+    def arrivals(self):
+        """Once linkemu has decided every frame sent: the frames that reached
+        each socket since the last call, (at a, at b)."""
+        st = settle(self.ctl, self.sent)
+        out = []
+        for i, sock in ((0, self.ga), (1, self.gb)):
+            n = st["directions"][i]["tx"] - self.taken[i]
+            out.append(receive(sock, n))
+            self.taken[i] += n
+        return out
 
     def control(self, cmd):
-        c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        c.settimeout(2)
-        c.sendto(cmd.encode(), ("127.0.0.1", self.ctl))
-        r = c.recv(1 << 16).decode()
-        c.close()
-        return r
+        return control(self.ctl, cmd)
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -106,9 +158,10 @@ def exchange(a2b, b2a, n=N):
         link.send(True, i)
         link.send(False, i)
         if i % 50 == 49:
-            time.sleep(0.005)       # stay well inside socket buffers
-    at_b = [struct.unpack("!I", d[14:18])[0] for d in link.drain(link.gb)]
-    at_a = [struct.unpack("!I", d[14:18])[0] for d in link.drain(link.ga)]
+            time.sleep(0.005)       # pace the sender: stay well inside socket buffers
+    got_a, got_b = link.arrivals()
+    at_b = [struct.unpack("!I", d[14:18])[0] for d in got_b]
+    at_a = [struct.unpack("!I", d[14:18])[0] for d in got_a]
     st = link.stop()
     link.cleanup()
     return at_b, at_a, st
@@ -159,21 +212,25 @@ def test_linkemu_stats_match():
 
 
 def test_linkemu_control_blackhole():
-    link = Link("", "", ctl=True)
+    """A blackhole set through the control socket drops everything from now
+    on; setting an empty spec ends it (window expiry in time is the engine's
+    test, tests/sim/test_impair.c, in virtual time)."""
+    link = Link("", "")
     for i in range(20):
         link.send(True, i)
-    got1 = link.drain(link.gb)
-    r = link.control("set a2b blackhole 0s-1s")
+    got1 = link.arrivals()[1]
+    r = link.control("set a2b blackhole 0s-3600s")
     check(r == "ok", "control reply %r" % r)
     bad = link.control("set a2b loss 300%")
     check(bad.startswith("error:"), "bad spec accepted: %r" % bad)
     for i in range(20, 40):
         link.send(True, i)
-    got2 = link.drain(link.gb, quiet=0.2)
-    time.sleep(1.0)
+    got2 = link.arrivals()[1]
+    r = link.control("set a2b ")
+    check(r == "ok", "clearing reply %r" % r)
     for i in range(40, 60):
         link.send(True, i)
-    got3 = link.drain(link.gb)
+    got3 = link.arrivals()[1]
     st = json.loads(link.control("stats"))
     link.stop()
     link.cleanup()
@@ -187,8 +244,7 @@ def test_linkemu_pcap():
     for i in range(10):
         link.send(True, i)
         link.send(False, i)
-    link.drain(link.gb)
-    link.drain(link.ga)
+    link.arrivals()
     link.stop()
     for port, want in ((0, 10 + 10), (1, 10 + 9)):   # sent + received
         path = os.path.join(link.dir, "port%d.pcap" % port)
@@ -211,22 +267,32 @@ def test_linkemu_pcap():
 def test_linkemu_learning_switch():
     """Three guests: unknown unicast and broadcast flood; learned MACs go to one port."""
     g = [guest_socket() for _ in range(3)]
-    lp = free_ports(3)
+    *lp, ctl = free_ports(4)
     d = tempfile.mkdtemp(prefix="linkemu-test-")
-    cmd = [LINKEMU, "--duration", "20", "--stats", os.path.join(d, "s.json")]
+    cmd = [LINKEMU, "--duration", "60", "--stats", os.path.join(d, "s.json")]
     for i in range(3):
         cmd += ["--port", "%d:%d" % (lp[i], g[i].getsockname()[1])]
-    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.15)
+    p = start_linkemu(cmd, ctl)
     mac = [bytes.fromhex("5254000000%02x" % (i + 1)) for i in range(3)]
-    link = Link.__new__(Link)             # only for drain()
+    sent, seen = {0: 0, 1: 0, 2: 0}, [0, 0, 0]
+
+    def send(i, f):
+        g[i].sendto(f, ("127.0.0.1", lp[i]))
+        sent[i] += 1
+
     def counts():
-        return [len(link.drain(s, quiet=0.15)) for s in g]
-    g[0].sendto(frame(mac[1], mac[0], 1), ("127.0.0.1", lp[0]))      # b unknown: flood
+        """Frames each socket received since the last call (what linkemu sent it)."""
+        st = settle(ctl, sent)
+        c = [st["directions"][i]["tx"] - seen[i] for i in range(3)]
+        for i in range(3):
+            receive(g[i], c[i])
+            seen[i] += c[i]
+        return c
+    send(0, frame(mac[1], mac[0], 1))      # b unknown: flood
     c1 = counts()
-    g[1].sendto(frame(b"\xff" * 6, mac[1], 2), ("127.0.0.1", lp[1]))  # broadcast: flood
+    send(1, frame(b"\xff" * 6, mac[1], 2))  # broadcast: flood
     c2 = counts()
-    g[0].sendto(frame(mac[1], mac[0], 3), ("127.0.0.1", lp[0]))      # b learned: only b
+    send(0, frame(mac[1], mac[0], 3))      # b learned: only b
     c3 = counts()
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=5)
@@ -253,7 +319,7 @@ def test_linkemu_testbed_retries_taken_port():
         a, b = tb.socks
         b.settimeout(0.05)
         a.send(frame(MAC_B, MAC_A, 1))
-        got = Link.drain(b)
+        got = receive(b, 1)
         check(len(got) == 1 and got[0][14:18] == struct.pack("!I", 1),
               "guest 1 got %d frames, want frame 1" % len(got))
     finally:
