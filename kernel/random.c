@@ -43,7 +43,7 @@ static struct {
   uint64 reseeds;
   uint64 requests;                         // output requests: the nonce
   uint64 refill_at;                        // clock_ns of the next device request
-} rnd;
+} rnd = { .lock = { 0, "random", 0 } };      // ready for interrupts before random_init
 
 static uint32 rotl(uint32 x, int n) { return (x << n) | (x >> (32 - n)); }
 
@@ -172,7 +172,6 @@ static void boot_jitter(void) {
 
 void random_init(void) {
   uint8 seed[SEED_BYTES];
-  spin_init(&rnd.lock, "random");
   if (!chacha20_selftest()) panic("random: ChaCha20 self-test failed (RFC 8439 2.3.2)");
   boot_jitter();
   int got = rng_init() == 0 ? rng_read_polled(seed, SEED_BYTES, RNG_BOOT_TIMEOUT_NS) : 0;

@@ -33,6 +33,10 @@
 #define SOCK_QMAX 768
 #define EPHEMERAL_FIRST 49152
 #define EPHEMERAL_COUNT (65536 - EPHEMERAL_FIRST)
+// Random draws before bind(0) gives up. udp.c holds at most NUDPPORTS (48)
+// ports, so a draw hits a held one with p <= 48 / 16384 < 1/256: 64
+// misses in a row (p < 2^-512) mean the port table is full.
+#define EPHEMERAL_TRIES 64
 
 struct sock {
   int used;
@@ -146,7 +150,7 @@ static int bind_port(struct sock *s, int port) {
     s->port = port;
     return 0;
   }
-  for (int tries = 0; tries < EPHEMERAL_COUNT; tries++) {
+  for (int tries = 0; tries < EPHEMERAL_TRIES; tries++) {
     uint16 p = EPHEMERAL_FIRST + random_u32() % EPHEMERAL_COUNT;
     if (udp_register_port(p, udp_deliver, s) == 0) { s->port = p; return 0; }
   }
