@@ -24,8 +24,8 @@ K_ASFLAGS := -march=rv64gc -mabi=lp64d -Ikernel
 # core alone (useful while a subsystem is half-written).
 K_CORE_SRCS := $(addprefix kernel/,bio.c console.c dir.c exec.c fdt.c file.c \
              inode.c klib.c kthread.c log.c main.c mstart.c pipe.c plic.c pmem.c \
-             power.c printk.c proc.c sched.c selftest.c sleeplock.c spinlock.c \
-             syscall.c sysfile.c sysproc.c timer.c trap.c uart.c virtio_blk.c vm.c)
+             power.c printk.c proc.c random.c sched.c selftest.c sleeplock.c spinlock.c \
+             syscall.c sysfile.c sysproc.c timer.c trap.c uart.c virtio_blk.c virtio_mmio.c virtio_rng.c vm.c)
 K_C_SRCS  ?= $(wildcard kernel/*.c)
 K_S_SRCS  := $(wildcard kernel/*.S)
 K_OBJS    := $(patsubst kernel/%.S,$(K_BUILD)/%.o,$(K_S_SRCS)) \
@@ -73,6 +73,7 @@ QEMUOPTS = -machine virt -bios none -kernel kernel/kernel -m 128M -smp $(CPUS) -
            -global virtio-mmio.force-legacy=false \
            -drive file=$(K_DISK),if=none,format=raw,id=disk0 \
            -device virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0 \
+           -device virtio-rng-device,bus=virtio-mmio-bus.7 \
            $(if $(BOOTARGS),-append "$(BOOTARGS)")
 
 qemu: kernel/kernel fs.img

@@ -26,6 +26,7 @@
 #include "rdma.h"
 #include "pci.h"
 #include "net.h"
+#include "random.h"
 
 extern uint64 boot_dtb;
 extern int sstc_missing;
@@ -58,6 +59,7 @@ static void boot_hart0(void) {
   inode_table_init();
   file_table_init();
   blk_init();
+  random_init();                // virtio-rng and ChaCha20: before anything draws keys or ports
   proc_start_init();
   pci_init();
   net_init();                   // E1000 on PCI (kthreads: after init exists); else no network

@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "printk.h"
 #include "irq.h"
+#include "random.h"
 
 #define PLIC_PRIORITY(irq) ((volatile uint32 *)(KDEV(PLIC_BASE) + 4 * (irq)))
 #define S_CONTEXT(hart) (2 * (hart) + 1)
@@ -50,6 +51,7 @@ void plic_dispatch(void) {
   int ctx = S_CONTEXT(hart_id());
   uint32 irq;
   while ((irq = *PLIC_CLAIM(ctx)) != 0) {
+    random_add_jitter();        // interrupt timing feeds the generator's pool
     if (irq < NIRQ && handlers[irq].fn)
       handlers[irq].fn(handlers[irq].arg);
     else

@@ -1,7 +1,7 @@
 // rdma_dev.c: the RDMA device. Boot-time setup of the transport core's
 // device (address from the boot arguments ip= and mac=, the MR interface,
-// the QP lookup), the object tables, the random generator for keys, QPNs
-// and PSNs, the device/port queries, the neighbour table (IPv4 -> MAC for
+// the QP lookup), the object tables, the random numbers for keys and QPNs
+// (random.c), the device/port queries, the neighbour table (IPv4 -> MAC for
 // address vectors) and the exit hook that frees a process's objects.
 #include "types.h"
 #include "param.h"
@@ -14,6 +14,7 @@
 #include "syscall.h"
 #include "net.h"
 #include "rdma.h"
+#include "random.h"
 
 struct rdma_dev rdma;
 struct rdma_pd rdma_pds[RDMA_MAX_PD];
@@ -22,17 +23,11 @@ struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
 struct rdma_qp rdma_qps[RDMA_MAX_QP];
 
-static uint64 rng_state;
-
-// splitmix64 over a state seeded from the time CSR at boot and stirred
-// with the clock at every draw, so keys and PSNs are not predictable from
-// the boot order alone (docs/design.md "Security"). Lock held or boot.
+// MR keys, QPNs and the neighbour table's victim slot: the kernel's
+// ChaCha20 generator (random.c), keyed from virtio-rng (proto-spec/
+// security.md [SEC-RAND-6]). Any context.
 uint32 rdma_random(void) {
-  rng_state += 0x9e3779b97f4a7c15ULL ^ (clock_ns() << 17);
-  uint64 z = rng_state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (uint32)(z ^ (z >> 31));
+  return random_u32();
 }
 
 int rdma_cur_pid(void) { return current()->pid; }
@@ -47,7 +42,6 @@ static void rdma_proc_exit(struct proc *p) {
 
 void rdma_init(void) {
   spin_init(&rdma.lock, "rdma");
-  rng_state = clock_ns() * 0x2545f4914f6cdd1dULL + (read_time() << 32);
   const char *ip = bootarg("ip"), *mac = bootarg("mac");
   rdma.ipv4 = ip ? net_parse_ip(ip) : 0;
   if (rdma.ipv4 == 0) rdma.ipv4 = 0x0a000001;                  // 10.0.0.1

@@ -27,10 +27,16 @@
 #include "uapi.h"
 #include "net.h"
 #include "netdev.h"
+#include "random.h"
 
 #define NSOCK 32
 #define SOCK_QMAX 768
 #define EPHEMERAL_FIRST 49152
+#define EPHEMERAL_COUNT (65536 - EPHEMERAL_FIRST)
+// Random draws before bind(0) gives up. udp.c holds at most NUDPPORTS (48)
+// ports, so a draw hits a held one with p <= 48 / 16384 < 1/256: 64
+// misses in a row (p < 2^-512) mean the port table is full.
+#define EPHEMERAL_TRIES 64
 
 struct sock {
   int used;
@@ -46,7 +52,6 @@ struct sock {
 static struct sock socks[NSOCK];
 static struct spinlock sock_lock;
 static struct spinlock zc_lock;       // sendzc and netblast waiters and their done state
-static uint32 next_ephemeral = EPHEMERAL_FIRST;   // 32 bits: RISC-V has no 16-bit atomics
 
 // Caller holds sock_lock. Appends nb or drops it when the queue is full.
 static void enqueue(struct sock *s, struct netbuf *nb) {
@@ -133,7 +138,10 @@ int64 sys_socket(void) {
   return -1;
 }
 
-// Caller must not hold sock_lock. Claims port (0: the next free ephemeral).
+// Caller must not hold sock_lock. Claims port (0: a random free one in
+// the ephemeral range, so a stranger cannot guess a CM reply port
+// [SEC-RAND-8]; a port someone holds is never taken twice: the
+// registration refuses it and we draw again).
 static int bind_port(struct sock *s, int port) {
   if (s->type != SOCK_UDP || s->port || port < 0 || port > 65535) return -1;
   if (port == UDP_PORT_ROCEV2) return -1;          // reserved for the RDMA layer
@@ -142,9 +150,8 @@ static int bind_port(struct sock *s, int port) {
     s->port = port;
     return 0;
   }
-  for (int tries = 0; tries < 16384; tries++) {
-    uint16 p = EPHEMERAL_FIRST + __sync_fetch_and_add(&next_ephemeral, 1) % (65536 - EPHEMERAL_FIRST);
-    if (p < EPHEMERAL_FIRST) continue;
+  for (int tries = 0; tries < EPHEMERAL_TRIES; tries++) {
+    uint16 p = EPHEMERAL_FIRST + random_u32() % EPHEMERAL_COUNT;
     if (udp_register_port(p, udp_deliver, s) == 0) { s->port = p; return 0; }
   }
   return -1;

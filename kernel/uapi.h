@@ -38,6 +38,9 @@
 #define SYS_halt     23   // power off through the test finisher; arg = exit status
 #define SYS_sysinfo  24   // fill a struct sysinfo
 #define SYS_timebase 25   // Hz of the time CSR, which user mode may read (rdtime); 0 if it may not
+#define SYS_getrandom 26  // (buf, len, flags 0) -> bytes written: min(len, GETRANDOM_MAX);
+                          // -1 for a bad pointer, len < 0 or flags != 0
+#define GETRANDOM_MAX 256 // bytes per getrandom call (kernel/random.c)
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
 // Network (kernel/sysnet.c). Sockets are small handles owned by the
 // creating process (closed at its exit); addresses are host byte order.

@@ -29,27 +29,8 @@
 #include "blkdev.h"
 #include "bootarg.h"
 #include "power.h"
+#include "virtio.h"
 
-// virtio-mmio register offsets (virtio spec 4.2.2)
-enum {
-  VM_MAGIC = 0x000, VM_VERSION = 0x004, VM_DEVICE_ID = 0x008,
-  VM_DEV_FEATURES = 0x010, VM_DEV_FEATURES_SEL = 0x014,
-  VM_DRV_FEATURES = 0x020, VM_DRV_FEATURES_SEL = 0x024,
-  VM_QUEUE_SEL = 0x030, VM_QUEUE_NUM_MAX = 0x034, VM_QUEUE_NUM = 0x038,
-  VM_QUEUE_READY = 0x044, VM_QUEUE_NOTIFY = 0x050,
-  VM_INTR_STATUS = 0x060, VM_INTR_ACK = 0x064, VM_STATUS = 0x070,
-  VM_DESC_LO = 0x080, VM_DESC_HI = 0x084, VM_DRIVER_LO = 0x090, VM_DRIVER_HI = 0x094,
-  VM_DEVICE_LO = 0x0a0, VM_DEVICE_HI = 0x0a4,
-};
-#define VIRTIO_MAGIC 0x74726976      // "virt"
-#define VIRTIO_DEV_BLOCK 2
-#define ST_ACK 1
-#define ST_DRIVER 2
-#define ST_DRIVER_OK 4
-#define ST_FEATURES_OK 8
-#define FEATURE_HI_VERSION_1 (1u << 0)   // feature bit 32
-#define DESC_F_NEXT 1
-#define DESC_F_WRITE 2                   // device writes this buffer
 #define FEATURE_LO_FLUSH (1u << 9)       // VIRTIO_BLK_F_FLUSH
 #define BLK_T_IN 0
 #define BLK_T_OUT 1
@@ -57,18 +38,12 @@ enum {
 #define POWERCUT_STATUS 3
 #define QSIZE 64                  // descriptors; 3 per request
 
-struct vq_desc { uint64 addr; uint32 len; uint16 flags; uint16 next; };
-struct vq_avail { uint16 flags, idx, ring[QSIZE], used_event; };
-struct vq_used_elem { uint32 id, len; };
-struct vq_used { uint16 flags, idx; struct vq_used_elem ring[QSIZE]; uint16 avail_event; };
 struct blk_req_header { uint32 type, reserved; uint64 sector; };
 
 static struct {
   struct spinlock lock;
   uint64 base;
-  struct vq_desc *desc;
-  struct vq_avail *avail;
-  struct vq_used *used;
+  struct virtq q;
   uint8 desc_free[QSIZE];
   uint16 used_seen;                       // used->idx already processed
   int has_flush;                          // VIRTIO_BLK_F_FLUSH negotiated
@@ -78,64 +53,25 @@ static struct {
   struct { struct buf *b; uint8 status; uint8 done; struct blk_req_header hdr; } req[QSIZE];
 } vblk;
 
-static volatile uint32 *reg(int off) { return (volatile uint32 *)(vblk.base + off); }
-
-static void set_addr(int lo, uint64 addr) { *reg(lo) = (uint32)addr; *reg(lo + 4) = (uint32)(addr >> 32); }
-
-// Returns the slot of the first virtio-mmio block device, or -1.
-static int find_device(void) {
-  for (int slot = 0; slot < VIRTIO_MMIO_SLOTS; slot++) {
-    vblk.base = KDEV(VIRTIO_MMIO_BASE) + slot * PGSIZE;
-    if (*reg(VM_MAGIC) != VIRTIO_MAGIC || *reg(VM_DEVICE_ID) != VIRTIO_DEV_BLOCK) continue;
-    if (*reg(VM_VERSION) != 2)
-      panic("virtio_blk: legacy device; run QEMU with -global virtio-mmio.force-legacy=false");
-    return slot;
-  }
-  return -1;
-}
-
-static void negotiate_features(void) {
-  *reg(VM_STATUS) = 0;                                 // reset
-  *reg(VM_STATUS) = ST_ACK;
-  *reg(VM_STATUS) = ST_ACK | ST_DRIVER;
-  *reg(VM_DEV_FEATURES_SEL) = 1;
-  if (!(*reg(VM_DEV_FEATURES) & FEATURE_HI_VERSION_1)) panic("virtio_blk: no VERSION_1 feature");
-  *reg(VM_DEV_FEATURES_SEL) = 0;
-  vblk.has_flush = (*reg(VM_DEV_FEATURES) & FEATURE_LO_FLUSH) != 0;
-  *reg(VM_DRV_FEATURES_SEL) = 0;
-  *reg(VM_DRV_FEATURES) = vblk.has_flush ? FEATURE_LO_FLUSH : 0;   // the only optional one
-  *reg(VM_DRV_FEATURES_SEL) = 1;
-  *reg(VM_DRV_FEATURES) = FEATURE_HI_VERSION_1;
-  *reg(VM_STATUS) = ST_ACK | ST_DRIVER | ST_FEATURES_OK;
-  if (!(*reg(VM_STATUS) & ST_FEATURES_OK)) panic("virtio_blk: device refused our features");
-}
-
-static void setup_queue(void) {
-  *reg(VM_QUEUE_SEL) = 0;
-  if (*reg(VM_QUEUE_READY)) panic("virtio_blk: queue 0 already in use");
-  if (*reg(VM_QUEUE_NUM_MAX) < QSIZE) panic("virtio_blk: queue smaller than %d", QSIZE);
-  vblk.desc = page_alloc();
-  vblk.avail = page_alloc();
-  vblk.used = page_alloc();
-  if (!vblk.desc || !vblk.avail || !vblk.used) panic("virtio_blk: out of memory");
-  *reg(VM_QUEUE_NUM) = QSIZE;
-  set_addr(VM_DESC_LO, (uint64)vblk.desc);
-  set_addr(VM_DRIVER_LO, (uint64)vblk.avail);
-  set_addr(VM_DEVICE_LO, (uint64)vblk.used);
-  *reg(VM_QUEUE_READY) = 1;
-  for (int i = 0; i < QSIZE; i++) vblk.desc_free[i] = 1;
-}
+static volatile uint32 *reg(int off) { return virtio_reg(vblk.base, off); }
 
 static void blk_interrupt(void *arg);
 
 void blk_init(void) {
   spin_init(&vblk.lock, "virtio_blk");
   vblk.powercut_at = bootarg_uint("powercut", 0);
-  int slot = find_device();
-  if (slot < 0) panic("virtio_blk: no disk (is fs.img attached?)");
-  negotiate_features();
-  setup_queue();
-  *reg(VM_STATUS) = ST_ACK | ST_DRIVER | ST_FEATURES_OK | ST_DRIVER_OK;
+  int slot, legacy;
+  uint32 got;
+  const char *err;
+  vblk.base = virtio_find(VIRTIO_DEV_BLOCK, &slot, &legacy);
+  if (!vblk.base && legacy)
+    panic("virtio_blk: legacy device; run QEMU with -global virtio-mmio.force-legacy=false");
+  if (!vblk.base) panic("virtio_blk: no disk (is fs.img attached?)");
+  if ((err = virtio_start(vblk.base, FEATURE_LO_FLUSH, &got)) != 0) panic("virtio_blk: %s", err);
+  vblk.has_flush = got != 0;                           // the only optional feature
+  if ((err = virtio_queue_setup(vblk.base, QSIZE, &vblk.q)) != 0) panic("virtio_blk: %s", err);
+  for (int i = 0; i < QSIZE; i++) vblk.desc_free[i] = 1;
+  virtio_ready(vblk.base);
   irq_register(VIRTIO_MMIO_IRQ0 + slot, blk_interrupt, NULL);
 }
 
@@ -153,17 +89,17 @@ static int take_descs(int *idx, int n) {
 static void free_chain(int head) {
   for (int i = head;;) {
     vblk.desc_free[i] = 1;
-    if (!(vblk.desc[i].flags & DESC_F_NEXT)) break;
-    i = vblk.desc[i].next;
+    if (!(vblk.q.desc[i].flags & DESC_F_NEXT)) break;
+    i = vblk.q.desc[i].next;
   }
   proc_wakeup(&vblk.desc_free);
 }
 
 static void fill_desc(int i, void *addr, uint32 len, uint16 flags, int next) {
-  vblk.desc[i].addr = (uint64)addr;
-  vblk.desc[i].len = len;
-  vblk.desc[i].flags = flags;
-  vblk.desc[i].next = next;
+  vblk.q.desc[i].addr = (uint64)addr;
+  vblk.q.desc[i].len = len;
+  vblk.q.desc[i].flags = flags;
+  vblk.q.desc[i].next = next;
 }
 
 // Caller holds vblk.lock and the descriptors d (3, or 2 for a flush,
@@ -181,9 +117,9 @@ static void queue_request(uint32 type, struct buf *b, int *d) {
     b->disk_busy = 1;
   }
   fill_desc(status, &vblk.req[head].status, 1, DESC_F_WRITE, 0);
-  vblk.avail->ring[vblk.avail->idx % QSIZE] = head;
+  vblk.q.avail->ring[vblk.q.avail->idx % QSIZE] = head;
   __sync_synchronize();                   // ring entry before the index
-  vblk.avail->idx++;
+  vblk.q.avail->idx++;
 }
 
 static void notify_device(void) {
@@ -246,9 +182,9 @@ static void blk_interrupt(void *arg) {
   spin_lock(&vblk.lock);
   *reg(VM_INTR_ACK) = *reg(VM_INTR_STATUS) & 3;
   __sync_synchronize();
-  while (vblk.used_seen != vblk.used->idx) {
+  while (vblk.used_seen != vblk.q.used->idx) {
     __sync_synchronize();
-    int head = vblk.used->ring[vblk.used_seen % QSIZE].id;
+    int head = vblk.q.used->ring[vblk.used_seen % QSIZE].id;
     struct buf *b = vblk.req[head].b;
     if (vblk.req[head].status != 0) {
       if (b) panic("virtio_blk: request for block %d failed", b->blockno);

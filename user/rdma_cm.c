@@ -1,10 +1,15 @@
 // rdma_cm.c: see rdma_cm.h. The state machines of proto-spec/cm.md,
 // synchronous: each call runs until its exchange is over. Retransmission
 // [CM-TMO-1]: REQ, REP and DREQ every CM_RETRY_MS, at most CM_MAX_RETRIES
-// times.
+// times. Connection IDs and starting PSNs are the kernel's random bits
+// (getrandom) [SEC-RAND-7] [SEC-RAND-3]. Once a connection knows its peer,
+// it hears only that peer: every message it waits for must come from the
+// peer's IP address and UDP port and carry both connection IDs; anything
+// else is dropped and counted in id->cm_dropped [SEC-FORGE-7].
 #include "user.h"
 #include "rdma_cm.h"
 #include "rdma_sys.h"
+#include "rdma_util.h"
 #include "kernel/transport/rct.h"
 
 #define CM_RETRY_MS 250
@@ -15,11 +20,24 @@
 // resource out of the way (see the report on resp.c exec_read "busy").
 #define DEFAULT_INITIATOR_DEPTH 8
 
-static uint32_t conn_id_new(void) {
-  static uint64 s;
-  s = s * 6364136223846793005ULL + clock_ns() + 1442695040888963407ULL;
-  uint32_t id = (uint32_t)(s >> 32);
-  return id ? id : 1;
+// A connection ID: random and non-zero (cm.md, src_conn_id) [SEC-RAND-7].
+uint32_t rdma_cm_new_conn_id(void) {
+  uint32_t id;
+  while ((id = random_u32()) == 0)
+    ;
+  return id;
+}
+
+// 1 if m, received from `from`, belongs to this established (or
+// established-to-be) connection: the peer's address and port, our ID as
+// destination and the peer's as source [CM-STATE-5] [SEC-FORGE-7];
+// otherwise counts the drop and returns 0.
+static int from_peer(struct rdma_cm_id *id, const struct rct_cm_msg *m, const struct net_addr *from) {
+  if (from->ip == id->peer_ip && from->port == id->peer_port &&
+      m->dst_conn_id == id->local_conn_id && m->src_conn_id == id->remote_conn_id)
+    return 1;
+  id->cm_dropped++;
+  return 0;
 }
 
 struct rdma_cm_id *rdma_create_id(struct ibv_context *verbs) {
@@ -214,7 +232,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **conn, int ti
     if (id->sock < 0 || bind(id->sock, 0) < 0) { rdma_destroy_id(id); return RDMA_CM_ENOSOCK; }
     id->peer_ip = from.ip;
     id->peer_port = from.port;
-    id->local_conn_id = conn_id_new();
+    id->local_conn_id = rdma_cm_new_conn_id();
     take_peer(id, &m);
     id->state = RDMA_CM_REQ_RCVD;
     *conn = id;
@@ -249,7 +267,7 @@ int rdma_accept(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
   ibv_query_port(id->verbs, 1, &pa);
   id->path_mtu = id->peer_mtu < pa.active_mtu ? (enum ibv_mtu)id->peer_mtu : pa.active_mtu;
   id->sr = (p && p->sr && (id->peer_caps & RCT_CM_CAP_SR)) ? 1 : 0;
-  id->my_psn = conn_id_new() & 0xffffff;
+  id->my_psn = rdmau_psn();
   int rc = qp_to_rts(id, p);                       // before REP [CM-STATE-3]
   if (rc) return rc;
   struct rct_cm_msg m;
@@ -266,7 +284,7 @@ int rdma_accept(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
     while (clock_ns() < end) {
       int r = recv_msg(id, &m, &from, 20);
       if (r < 0) return r;
-      if (r == 1 && from.ip == id->peer_ip && m.dst_conn_id == id->local_conn_id && m.type == RCT_CM_RTU) {
+      if (r == 1 && from_peer(id, &m, &from) && m.type == RCT_CM_RTU) {
         id->state = RDMA_CM_ESTABLISHED;
         return 0;
       }
@@ -295,9 +313,9 @@ int rdma_connect(struct rdma_cm_id *id, uint32_t ip, int port, const struct rdma
   if (rc) return rc;
   id->peer_ip = ip;
   id->peer_port = (uint16_t)(port ? port : RDMA_CM_PORT);
-  id->local_conn_id = conn_id_new();
+  id->local_conn_id = rdma_cm_new_conn_id();
   id->remote_conn_id = 0;
-  id->my_psn = conn_id_new() & 0xffffff;
+  id->my_psn = rdmau_psn();
   struct rct_cm_msg m;
   memset(&m, 0, sizeof m);
   m.type = RCT_CM_REQ;
@@ -308,7 +326,12 @@ int rdma_connect(struct rdma_cm_id *id, uint32_t ip, int port, const struct rdma
     struct net_addr from;
     int r;
     while ((r = recv_msg(id, &m, &from, CM_RETRY_MS)) == 1) {
-      if (from.ip != id->peer_ip || m.dst_conn_id != id->local_conn_id) continue;  // [CM-STATE-5]
+      // The peer's port and ID are not known before its REP (it answers
+      // from a port of its own [CM-STATE-7]): its address and our ID.
+      if (from.ip != id->peer_ip || m.dst_conn_id != id->local_conn_id) {   // [CM-STATE-5]
+        id->cm_dropped++;
+        continue;
+      }
       if (m.type == RCT_CM_REJ) {
         id->reject_reason = m.reject_reason;
         id->private_data_len = m.private_len;
@@ -347,7 +370,7 @@ int rdma_disconnect(struct rdma_cm_id *id) {
     send_hdr_only(id, RCT_CM_DREQ);
     int r;
     while ((r = recv_msg(id, &m, &from, CM_RETRY_MS)) == 1) {
-      if (m.dst_conn_id != id->local_conn_id) continue;
+      if (!from_peer(id, &m, &from)) continue;
       if (m.type == RCT_CM_DREP) { id->state = RDMA_CM_CLOSED; return 0; }
       if (m.type == RCT_CM_DREQ) {                 // both sides closing at once
         send_hdr_only(id, RCT_CM_DREP);
@@ -367,7 +390,7 @@ int rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms) {
   struct net_addr from;
   int r;
   while ((r = recv_msg(id, &m, &from, timeout_ms)) == 1) {
-    if (m.dst_conn_id != id->local_conn_id) continue;
+    if (!from_peer(id, &m, &from)) continue;       // a stranger's DREQ [SEC-FORGE-7]
     if (m.type == RCT_CM_REP) { send_hdr_only(id, RCT_CM_RTU); continue; }   // [CM-TMO-3]
     if (m.type != RCT_CM_DREQ) continue;
     struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };

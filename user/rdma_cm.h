@@ -75,6 +75,10 @@ struct rdma_cm_id {
   uint8_t private_data_len;
   uint8_t last_msg[128];         // last REQ/REP sent, for retransmission
   int last_len;
+  // CM messages this connection dropped: not from the peer's IP address
+  // and UDP port, or without both connection IDs [SEC-FORGE-7]. Tools
+  // print it ("cm: dropped N") when they close.
+  uint32_t cm_dropped;
 };
 
 struct rdma_cm_id *rdma_create_id(struct ibv_context *verbs);
@@ -95,4 +99,7 @@ int  rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
 void rdma_cm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
 void rdma_cm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
 const char *rdma_cm_reject_str(int reason);
+// A fresh connection ID (random, non-zero): what each new connection
+// takes; exported so tools can show the generator's output.
+uint32_t rdma_cm_new_conn_id(void);
 #endif

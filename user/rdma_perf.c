@@ -120,7 +120,7 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   resources(c, o);
   struct ibv_port_attr pa;
   ibv_query_port(c->ctx, 1, &pa);
-  struct rdma_peer me = { .qpn = c->qp->qp_num, .psn = rdmau_rand() & 0xffffff,
+  struct rdma_peer me = { .qpn = c->qp->qp_num, .psn = rdmau_psn(),
                           .ipv4 = rdmau_local_ipv4(c->ctx), .addr = (uint64_t)c->buf,
                           .rkey = c->mr->rkey, .len = c->buf_len }, peer;
   write_all(c->to_peer, &me, sizeof me);

@@ -1,6 +1,7 @@
 // rdma_util.c: see rdma_util.h.
 #include "user.h"
 #include "rdma_util.h"
+#include "kernel/transport/rct.h"
 
 int rdmau_roce_v1;
 
@@ -70,11 +71,8 @@ uint32_t rdmau_local_ipv4(struct ibv_context *ctx) {
   return ibvx_gid_to_ipv4(&g);
 }
 
-static uint64 rnd_state;
-uint32_t rdmau_rand(void) {
-  if (rnd_state == 0) rnd_state = clock_ns() * 6364136223846793005ULL + getpid();
-  rnd_state = rnd_state * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (uint32_t)(rnd_state >> 33);
+uint32_t rdmau_psn(void) {
+  return random_u32() & RCT_PSN_MASK;
 }
 
 int rdmau_parse_ipv4(const char *s, uint32_t *ip) {

@@ -23,6 +23,7 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
 // Sleeps (ibvx_wait_cq) between polls instead of spinning.
 int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
-uint32_t rdmau_rand(void);
+// A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
+uint32_t rdmau_psn(void);
 int rdmau_parse_ipv4(const char *s, uint32_t *ip);
 #endif

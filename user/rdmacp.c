@@ -176,6 +176,7 @@ static int do_recv(void) {
              (uint64)next, sum, ok ? "OK" : "BAD", got * 1000 / us);
       print_qp_counters(s.qp);
       rdma_wait_disconnect(id, 10000);
+      printf("rdmacp: cm_dropped %d\n", (int)id->cm_dropped);   // not from the peer [SEC-FORGE-7]
       exit(ok ? 0 : 1);
     }
   }
@@ -250,6 +251,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
          sent, seq, sum, ok ? "OK" : "BAD", sent * 1000 / us);
   print_qp_counters(s.qp);
   rdma_disconnect(id);
+  printf("rdmacp: cm_dropped %d\n", (int)id->cm_dropped);     // not from the peer [SEC-FORGE-7]
   exit(ok ? 0 : 1);
 }
 

@@ -16,14 +16,24 @@
 //       was written (host_a for WRITE/SEND/WRITE_IMM, host_b for READ).
 //   rdmanet_test ids [n]
 //       registers n MRs and creates min(n, 24) QPs, prints every lkey, rkey
-//       and QPN ("ids: mr <lkey> <rkey>", "ids: qp <qpn>") for
-//       tests/rdma/run_security.py to judge ([SEC-RAND-1], [SEC-RAND-4]).
+//       and QPN ("ids: mr <lkey> <rkey>", "ids: qp <qpn>"), then
+//       min(n, IDS_CM) connection IDs and starting PSNs as rdma_cm draws
+//       them for new connections ("ids: conn <id>", "ids: psn <psn>") for
+//       tests/rdma/run_security.py to judge ([SEC-RAND-1], [SEC-RAND-3],
+//       [SEC-RAND-4], [SEC-RAND-7]).
 //   rdmanet_test victim  /  rdmanet_test holder <ip of victim>
 //       for tests/rdma/run_forge.py: the victim accepts one connection and
 //       prints its QPN, expected PSN, a 4 KiB buffer's VA and R_Key; then per
 //       console line "check" prints whether the buffer still holds its
 //       pattern, the QP state and counters; "quit" ends both (the holder
 //       just keeps the connection up until its console says "quit").
+//       The victim also prints its CM connection IDs and its peer's CM port
+//       ("victim: cm local <id> remote <id> peer_port <port>"; the holder
+//       prints the victim's: "holder: connected, qpn <qpn> cm_port <port>");
+//       console "dreq <n>" waits for the peer's DREQ until n CM messages
+//       were dropped (at most DREQ_WAIT_MS) and says whether the connection
+//       survived; "ping" SENDs 4 bytes to the holder and reports the
+//       completion ([SEC-FORGE-7], tests/rdma/run_forge.py).
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
 // transfer rate and the QP's counters.
 #include "user.h"
@@ -31,6 +41,9 @@
 #include "rdma_cm.h"
 #include "rdma_sys.h"
 #include "rdma_util.h"
+
+#define IDS_CM 16                // connection IDs and PSNs "ids" prints
+#define DREQ_WAIT_MS 30000       // "dreq": the longest wait for forged DREQs
 
 static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1, matrix, big;
 
@@ -92,6 +105,11 @@ static void print_stats(struct res *r, uint64 ns, uint64 bytes) {
   }
 }
 
+// CM messages the connection dropped (not from its peer) [SEC-FORGE-7].
+static void print_cm(struct rdma_cm_id *id) {
+  printf("rdmanet_test: cm_dropped %d\n", (int)id->cm_dropped);
+}
+
 static int host_a(struct ibv_context *ctx) {
   struct res r;
   struct ibv_wc wc;
@@ -113,6 +131,7 @@ static int host_a(struct ibv_context *ctx) {
     matrix_a(&r);
     if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
     print_stats(&r, 0, 0);
+    print_cm(id);
     printf("rdmanet_test: OK\n");
     return 0;
   }
@@ -147,6 +166,7 @@ static int host_a(struct ibv_context *ctx) {
   // host_b READs the buffer back, then disconnects.
   if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
   print_stats(&r, ns, (uint64)size * iters);
+  print_cm(id);
   printf("rdmanet_test: OK\n");
   return 0;
 }
@@ -171,6 +191,7 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
     int bad = matrix_b(&r, raddr, rkey, ibv_mtu_to_num(id->path_mtu));
     rdma_disconnect(id);
     print_stats(&r, 0, 0);
+    print_cm(id);
     if (bad) fail("matrix");
     printf("rdmanet_test: OK\n");
     return 0;
@@ -203,6 +224,7 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   if (memcmp(want, r.buf, size) != 0) fail("read-back mismatch");
   rdma_disconnect(id);
   print_stats(&r, ns, (uint64)size * iters);
+  print_cm(id);
   printf("rdmanet_test: OK\n");
   return 0;
 }
@@ -229,6 +251,8 @@ static int ids(struct ibv_context *ctx, int n) {
     if (!qp) fail("create_qp");
     printf("ids: qp %x\n", qp->qp_num);
   }
+  for (int i = 0; i < n && i < IDS_CM; i++)
+    printf("ids: conn %x\nids: psn %x\n", rdma_cm_new_conn_id(), rdmau_psn());
   printf("rdmanet_test: OK\n");
   return 0;                       // exit releases everything
 }
@@ -244,6 +268,29 @@ static int console_word(char *buf, int n) {
   }
   buf[i] = 0;
   return i;
+}
+
+// Waits for the peer's DREQ until `drops` CM messages have been dropped
+// (or DREQ_WAIT_MS): forged DREQs must be among them, not end the QP.
+static void victim_dreq(struct rdma_cm_id *id, int drops) {
+  uint64 end = clock_ns() + DREQ_WAIT_MS * 1000000ULL;
+  int rc = RDMA_CM_ETIMEDOUT;
+  printf("victim: waiting for DREQ\n");
+  while ((int)id->cm_dropped < drops && clock_ns() < end && rc == RDMA_CM_ETIMEDOUT)
+    rc = rdma_wait_disconnect(id, 100);
+  printf("victim: dreq %s cm_dropped %d\n", rc == 0 ? "disconnected" : "connected", (int)id->cm_dropped);
+}
+
+// One signaled SEND to the holder (which posted receives): the QP works.
+static void victim_ping(struct res *r) {
+  struct ibv_wc wc;
+  struct ibv_sge sge = { (uint64_t)r->ack, 4, r->ack_mr->lkey };
+  struct ibv_send_wr w = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                           .send_flags = IBV_SEND_SIGNALED }, *bad;
+  if (ibv_post_send(r->qp, &w, &bad)) { printf("victim: ping failed (post)\n"); return; }
+  int n = rdmau_wait(r->cq, &wc, 30000);
+  printf("victim: ping %s\n", n != 1 ? "failed (no completion)" :
+         wc.status == IBV_WC_SUCCESS ? "ok" : ibv_wc_status_str(wc.status));
 }
 
 static int victim(struct ibv_context *ctx) {
@@ -263,8 +310,12 @@ static int victim(struct ibv_context *ctx) {
   if (ibv_query_qp(r.qp, &qa, IBV_QP_RQ_PSN, &qi)) fail("query_qp");
   printf("victim: qpn %x epsn %x va %lx rkey %x len %d\n", r.qp->qp_num, qa.rq_psn, (uint64)r.buf,
          r.mr->rkey, size);
+  printf("victim: cm local %x remote %x peer_port %d\n", id->local_conn_id, id->remote_conn_id,
+         id->peer_port);
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
+    if (strncmp(line, "dreq ", 5) == 0) { victim_dreq(id, atoi(line + 5)); continue; }
+    if (strcmp(line, "ping") == 0) { victim_ping(&r); continue; }
     uint8_t *want = malloc(size);
     pattern(want, size, 7);
     struct rdma_qp_stats st;
@@ -276,6 +327,7 @@ static int victim(struct ibv_context *ctx) {
     free(want);
   }
   rdma_disconnect(id);
+  print_cm(id);
   printf("rdmanet_test: OK\n");
   return 0;
 }
@@ -288,7 +340,8 @@ static int holder(struct ibv_context *ctx, uint32_t ip) {
   id->qp = r.qp;
   struct rdma_conn_param p = { 0 };
   if (rdma_connect(id, ip, port, &p)) fail("connect");
-  printf("holder: connected, qpn %x\n", r.qp->qp_num);
+  for (int i = 0; i < 4; i++) post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 10 + i);   // victim pings
+  printf("holder: connected, qpn %x cm_port %d\n", r.qp->qp_num, id->peer_port);
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {}
   printf("rdmanet_test: OK\n");

@@ -56,12 +56,12 @@ static int connect_both(struct ibv_qp *x, uint32_t psn_x, struct ibv_qp *y, uint
 }
 
 // Resets `old` (one side of a pair) and connects it to the new QP q instead.
-static int rewire(struct ibv_qp *old, uint32_t psn_old, struct ibv_qp *q, uint32_t psn_q, int access) {
+static int rewire(struct ibv_qp *old, struct ibv_qp *q, int access) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RESET;
   if (ibv_modify_qp(old, &a, IBV_QP_STATE)) return -1;
-  return connect_both(q, psn_q, old, psn_old, access, 7, 14);
+  return connect_both(q, rdmau_psn(), old, rdmau_psn(), access, 7, 14);
 }
 
 static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *o) {
@@ -72,8 +72,7 @@ static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   if (side_open(p, &p->a, len, all, o->cqe) < 0 || side_open(p, &p->b, len, o->access_b, o->cqe) < 0)
     return -1;
-  uint32_t psn_a = rdmau_rand() & 0xffffff, psn_b = rdmau_rand() & 0xffffff;
-  return connect_both(p->a.qp, psn_a, p->b.qp, psn_b, all, o->rnr_retry, o->timeout);
+  return connect_both(p->a.qp, rdmau_psn(), p->b.qp, rdmau_psn(), all, o->rnr_retry, o->timeout);
 }
 
 static int pair_open(struct pair *p, uint32_t len) {
@@ -389,7 +388,7 @@ static int t_unsignaled(void) {
   struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
   CHECK(q);
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  CHECK(rewire(p.b.qp, 100, q, 200, all) == 0);
+  CHECK(rewire(p.b.qp, q, all) == 0);
   fill(p.a.buf, 4096, 3);
   memset(p.b.buf, 0, 4096);
   struct ibv_sge sge = { (uint64_t)p.a.buf, 100, p.a.mr->lkey };
@@ -426,7 +425,7 @@ static int t_inline(void) {
   struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
   CHECK(q && ia.cap.max_inline_data >= 64);
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  CHECK(rewire(p.b.qp, 7, q, 9, all) == 0);
+  CHECK(rewire(p.b.qp, q, all) == 0);
   memset(p.b.buf, 0, 4096);
   for (int round = 0; round < 12; round++) {   // more posts than slots: the ring wraps
     char msg[40], part2[8];
@@ -646,7 +645,7 @@ static int t_channel(void) {
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 8; ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
   CHECK(qp);
-  CHECK(rewire(p.a.qp, 2, qp, 1, IBV_ACCESS_REMOTE_WRITE) == 0);
+  CHECK(rewire(p.a.qp, qp, IBV_ACCESS_REMOTE_WRITE) == 0);
   struct ibv_sge sge = { (uint64_t)p.b.buf, 64, p.b.mr->lkey };
   struct ibv_recv_wr rw = { .wr_id = 55, .sg_list = &sge, .num_sge = 1 }, *rbad;
   CHECK(ibv_post_recv(qp, &rw, &rbad) == 0);

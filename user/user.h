@@ -52,6 +52,10 @@ unsigned long kclock_ns(void);   // the same clock through a system call
 unsigned long timebase(void);    // Hz of the time CSR user mode reads; 0 = it may not
 int halt(int status);
 int sysinfo(struct sysinfo *info);
+// Up to GETRANDOM_MAX random bytes from the kernel's generator (flags 0);
+// returns how many, -1 for a bad pointer or argument.
+int getrandom(void *buf, int len, int flags);
+unsigned int random_u32(void);   // user/random.c: 4 bytes of getrandom
 // Network (kernel/sysnet.c; see uapi.h). Addresses in host byte order.
 int socket(int type);
 int bind(int s, int port);

@@ -24,7 +24,7 @@ U_LDFLAGS := -nostdlib -z max-page-size=4096 --no-relax -T user/user.ld
 
 # The C library every program links against. crt0 must come first.
 U_LIB_SRCS := user/crt0.c user/string.c user/printf.c user/malloc.c user/inet.c \
-  user/readline.c user/clock.c
+  user/readline.c user/clock.c user/random.c
 U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
   $(U_OBJDIR)/usys.o
 

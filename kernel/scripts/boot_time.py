@@ -16,7 +16,8 @@ def boot_once(cpus):
            "-kernel", "kernel/kernel", "-m", "128M", "-smp", str(cpus),
            "-nographic", "-global", "virtio-mmio.force-legacy=false",
            "-drive", f"file={disk},if=none,format=raw,id=disk0",
-           "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0"]
+           "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0",
+           "-device", "virtio-rng-device,bus=virtio-mmio-bus.7"]
     start = time.monotonic()
     q = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out, prompt_at = b"", None

@@ -27,7 +27,8 @@ def qemu(disk, append=None):
            "-kernel", KERNEL, "-m", "128M", "-smp", "2", "-nographic",
            "-global", "virtio-mmio.force-legacy=false",
            "-drive", f"file={disk},if=none,format=raw,id=disk0",
-           "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0"]
+           "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0",
+           "-device", "virtio-rng-device,bus=virtio-mmio-bus.7"]
     if append:
         cmd += ["-append", append]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -58,12 +58,15 @@ class Guest:
     cpus, memory: QEMU -smp / -m. extra_args: more QEMU arguments (for
     example -netdev/-device for network tests). append: kernel boot
     arguments (-append). kernel, fs_img: paths relative to the repository.
+    rng: attach the virtio-rng entropy device (bus 7) the kernel seeds its
+    random generator from; False boots the old command line without it.
     """
 
     def __init__(self, name, cpus=3, memory="128M", extra_args=(),
                  append=None, kernel="kernel/kernel", fs_img="fs.img",
-                 log_dir=None, eol="\n", pass_fds=()):
+                 log_dir=None, eol="\n", pass_fds=(), rng=True):
         self.name = name
+        self.rng = rng
         self.pass_fds = tuple(pass_fds)   # host fds QEMU inherits (e.g. a netdev socket)
         self.cpus = cpus
         self.memory = memory
@@ -95,6 +98,8 @@ class Guest:
                "-global", "virtio-mmio.force-legacy=false",
                "-drive", f"file={disk},if=none,format=raw,id=disk0",
                "-device", "virtio-blk-device,drive=disk0,bus=virtio-mmio-bus.0"]
+        if self.rng:
+            cmd += ["-device", "virtio-rng-device,bus=virtio-mmio-bus.7"]
         if self.append is not None:
             cmd += ["-append", self.append]
         return cmd + self.extra_args

@@ -10,9 +10,11 @@ Steps (times measured on the 2-core build machine, TCG):
   matrix                     opcode x size, byte-exact, under loss 0/1/5 %,
                              5 % with selective repeat, duplication,
                              reordering, corruption, a mid-run blackhole
-  security                   [SEC-RAND-1]/[SEC-RAND-4] ids, kill mid-transfer
+  security                   [SEC-RAND-*] ids, ids across boots and processes,
+                             getrandom, boot without virtio-rng, kill mid-transfer
   forge                      forged frames from a third linkemu port: bad ICRC,
-                             PSN out of window, wrong R_Key ([SEC-FORGE-*])
+                             PSN out of window, wrong R_Key, a stranger's DREQ
+                             ([SEC-FORGE-*])
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
 Usage: python3 tests/rdma/run_all.py [--skip NAME ...]

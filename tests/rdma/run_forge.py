@@ -26,6 +26,21 @@ buffer still holds its pattern, and for its QP state and counters:
                  the responder's QP to ERR -- exactly what a legitimate frame
                  with the same fields may do ([SEC-FORGE-4]).
 
+A second pair of guests (forged_dreq_case) tests the connection manager:
+the victim prints its CM connection IDs and its peer's CM port, the
+holder the victim's CM reply port, and the victim waits for a DREQ
+(console "dreq 3") while the host sends three DREQs that carry both right
+connection IDs to the victim's CM socket:
+
+  dreq_stranger  one from the holder's IP but another UDP port, one from a
+                 third IP with the holder's port, one from the holder's IP
+                 and port with a wrong source connection ID. [SEC-FORGE-7]
+                 [CM-STATE-5]: all three dropped and counted (cm_dropped 3),
+                 the QP stays in RTS and a SEND to the holder ("ping")
+                 completes. The two guests' CM ports differ and lie in the
+                 ephemeral range [SEC-RAND-8] (sequential ports gave both
+                 49152).
+
 The first two also show the forged frames really arrive and are parsed: a
 valid-ICRC frame moves a counter (out_of_window), so the bad_icrc verdict is
 not an artefact of frames lost on the way. Prints "test forge_<name>: OK|FAILED"
@@ -89,6 +104,80 @@ def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=Fa
     return eth + iph + udp + roce + struct.pack("<I", icrc)
 
 
+CM_MAGIC, CM_VERSION, CM_DREQ = 0x7872, 1, 5
+EPHEMERAL = range(49152, 65536)
+
+
+def udp_frame(dst_mac, src_ip, dst_ip, sport, dport, payload):
+    """An Ethernet/IPv4/UDP frame from the third party (UDP checksum 0: none)."""
+    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x4321, 0x4000, 64, 17, 0,
+                      ip4(src_ip), ip4(dst_ip))
+    iph = iph[:10] + struct.pack("!H", ip_checksum(iph)) + iph[12:]
+    return dst_mac + THIRD_MAC + b"\x08\x00" + iph + udp
+
+
+def cm_dreq(src_conn_id, dst_conn_id):
+    """A CM DREQ: the 12-byte common header alone (proto-spec/cm.md)."""
+    return struct.pack("!HBBII", CM_MAGIC, CM_VERSION, CM_DREQ, src_conn_id, dst_conn_id)
+
+
+def connect_victim(tb):
+    """Boots guests 0 and 1 of tb (port 2 is the host's) and connects
+    `rdmanet_test holder` on guest 0 to `rdmanet_test victim` on guest 1;
+    returns (holder, victim)."""
+    tb.start_linkemu()
+    holder_g, victim_g = tb.guests[0], tb.guests[1]
+    for g in (holder_g, victim_g):
+        g.start()
+    for g in (holder_g, victim_g):
+        g.boot(90)
+    victim_g.send("rdmanet_test victim")
+    victim_g.expect(r"listening", timeout=30)
+    holder_g.send(f"rdmanet_test holder {tb.ip(1)}")
+    return holder_g, victim_g
+
+
+def forged_dreq_case():
+    """DREQs with the right connection IDs from a stranger's address or port
+    [SEC-FORGE-7]; returns [(name, ok, info)]."""
+    with Testbed(3, name="rdmaforge-cm") as tb:            # port 2: the third party
+        holder_g, victim_g = connect_victim(tb)
+        v = victim_g.expect(r"victim: cm local ([0-9a-f]+) remote ([0-9a-f]+) peer_port (\d+)\n", timeout=60)
+        local, remote, holder_port = int(v.group(1), 16), int(v.group(2), 16), int(v.group(3))
+        victim_port = int(holder_g.expect(r"holder: connected, qpn [0-9a-f]+ cm_port (\d+)\n", timeout=60).group(1))
+        progress("forge", f"victim cm ids {local:#x}/{remote:#x}, port {victim_port}; holder port {holder_port}")
+        base = check(victim_g)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        inject = ("127.0.0.1", tb.listen[2])
+        other_port = holder_port + 1 if holder_port < 65535 else holder_port - 1
+        forged = ((tb.ip(0), other_port, remote),           # peer's IP, another port
+                  (tb.ip(2), holder_port, remote),          # another IP, peer's port
+                  (tb.ip(0), holder_port, remote ^ 1))      # peer's address, wrong source ID
+        victim_g.send("dreq 3")
+        victim_g.expect(r"victim: waiting for DREQ", timeout=30)
+        for src_ip, sport, src_id in forged:
+            sock.sendto(udp_frame(mac(tb.mac(1)), src_ip, tb.ip(1), sport, victim_port,
+                                  cm_dreq(src_id, local)), inject)
+        d = victim_g.expect(r"victim: dreq (\S+) cm_dropped (\d+)\n", timeout=60)
+        after = check(victim_g)
+        victim_g.send("ping")
+        ping = victim_g.expect(r"victim: ping (.*)\n", timeout=60).group(1).strip()
+        for g in (victim_g, holder_g):
+            g.send("quit")
+        dropped = victim_g.expect(r"rdmanet_test: cm_dropped (\d+)\n", timeout=30).group(1)
+        for g in (holder_g, victim_g):                     # tb.halt() would wait for guest 2 too
+            g.send("halt 0")
+        for g in (holder_g, victim_g):
+            g.wait_exit(30)
+    ok = (d.group(1) == "connected" and int(d.group(2)) == len(forged) and after["state"] == "RTS"
+          and base["state"] == "RTS" and ping == "ok")
+    ports_ok = holder_port != victim_port and holder_port in EPHEMERAL and victim_port in EPHEMERAL
+    return [("dreq_stranger", ok, f"after {len(forged)} forged DREQs: {d.group(1)}, cm_dropped "
+             f"{d.group(2)} (at exit {dropped}), QP {after['state']}, ping {ping}"),
+            ("cm_ports_random", ports_ok, f"victim CM port {victim_port}, holder {holder_port} [SEC-RAND-8]")]
+
+
 def check(victim):
     victim.send("check")
     m = victim.expect(r"victim: buffer (\S+) state (\S+) (.*)\n", timeout=30)
@@ -102,15 +191,7 @@ def main():
     results = []
     try:
         with Testbed(3, name="rdmaforge") as tb:            # port 2: the third party, no guest
-            tb.start_linkemu()
-            holder_g, victim_g = tb.guests[0], tb.guests[1]
-            for g in (holder_g, victim_g):
-                g.start()
-            for g in (holder_g, victim_g):
-                g.boot(90)
-            victim_g.send("rdmanet_test victim")
-            victim_g.expect(r"listening", timeout=30)
-            holder_g.send(f"rdmanet_test holder {tb.ip(1)}")
+            holder_g, victim_g = connect_victim(tb)
             v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+)",
                                 timeout=60)
             qpn, epsn, va, rkey = (int(x, 16) for x in v.groups())
@@ -157,6 +238,10 @@ def main():
                 g.wait_exit(30)
     except GuestError as e:
         results.append(("setup", False, f"guest error: {e}"))
+    try:
+        results += forged_dreq_case()
+    except GuestError as e:
+        results.append(("dreq_setup", False, f"guest error: {e}"))
     tally = Tally()
     for name, ok, info in results:
         tally.record(f"forge_{name}", ok, info)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_security.py: identifier randomness and clean-up after a kill, in guests.
+"""run_security.py: identifier randomness, the random source and clean-up after a kill, in guests.
 
 test rand_ids (one guest): `rdmanet_test ids 64` registers 64 MRs and
 creates 24 QPs and prints their keys and QPNs; this script checks
@@ -27,6 +27,27 @@ rdmastat shows no QP on either guest and checks that sysinfo's free
 pages are back at the baseline taken before the copy (no pinned page
 left: the exit hook's clean-up).
 
+test ids_differ_across_boots (two guests through linkemu, started in the
+same second): both kernels say they seeded from virtio-rng ([SEC-RAND-6]);
+`rdmanet_test ids 16` on each prints 32 keys, 16 QPNs, 16 connection IDs
+and 16 starting PSNs, and no value of a kind appears on both guests
+([SEC-RAND-6] [SEC-RAND-7] [SEC-RAND-3]; the time-seeded generators gave
+both guests the same first connection ID). The chance that independent
+random values collide is printed and asserted below 1e-4.
+
+test conn_ids_differ_between_processes (one guest): IDS_PROCS copies of
+`rdmanet_test ids 1` started together (`a & b & c ...`) each print one
+connection ID and PSN; all IDs are non-zero and distinct [SEC-RAND-7]
+(the user-space LCG gave every process started within ~4.3 s the same one).
+
+test getrandom (one guest): the usertests cases sys_getrandom_bad_args_fail
+and sys_getrandom_varies pass [SEC-RAND-9]: -1 for bad pointers, negative
+lengths and flags, GETRANDOM_MAX per call, output not constant.
+
+test boots_without_rng (one guest started without virtio-rng, the old
+command line): the kernel boots, warns that it seeded from jitter alone,
+and still hands out random keys and connection IDs [SEC-RAND-6].
+
 Prints "test <name>: OK|FAILED (...)" per test. Arguments: test names to run
 (default: all).
 """
@@ -40,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import progress  # noqa: E402
+from guest import Guest, progress  # noqa: E402
 from tally import Tally  # noqa: E402
 
 
@@ -104,6 +125,101 @@ def rand_ids():
            f"(limit {STEP_LIMIT}, false failure p < {false_fail:.0e}), " \
            f"QPN low bytes {[q & 0xff for q in qpns[:6]]}..."
     return not problems, ("; ".join(problems) + "; " if problems else "") + info
+
+
+IDS_N = 16                  # rdmanet_test ids 16: 32 keys, 16 QPNs, 16 conn IDs, 16 PSNs
+IDS_PROCS = 4               # processes started together
+KINDS = (("key", 32), ("qpn", 24), ("conn", 32), ("psn", 24))   # (kind, bits)
+SEEDED = r"random: ChaCha20 self-test ok; seeded from virtio-rng"
+
+
+def parse_ids(out):
+    """{kind: [values]} from rdmanet_test ids output."""
+    ids = {"key": [int(x, 16) for pair in re.findall(r"ids: mr ([0-9a-f]+) ([0-9a-f]+)", out) for x in pair]}
+    for kind in ("qp", "conn", "psn"):
+        ids["qpn" if kind == "qp" else kind] = [int(x, 16) for x in re.findall(rf"ids: {kind} ([0-9a-f]+)", out)]
+    return ids
+
+
+def cross_collision_p(a, b):
+    """Chance that independent uniform ids of each kind share a value between a and b."""
+    return sum(len(a[k]) * len(b[k]) / 2 ** bits for k, bits in KINDS)
+
+
+def ids_differ_across_boots():
+    with Testbed(2, name="rdmasec-boots") as tb:
+        tb.boot()
+        starts = [g._started_at for g in tb.guests]
+        seeded = [bool(re.search(SEEDED, g.output())) for g in tb.guests]
+        outs = [g.run(f"rdmanet_test ids {IDS_N}", timeout=120) for g in tb.guests]
+        tb.halt()
+    a, b = (parse_ids(o) for o in outs)
+    problems = []
+    if abs(starts[0] - starts[1]) >= 1:
+        problems.append(f"guests started {abs(starts[0] - starts[1]):.2f} s apart")
+    if not all(seeded):
+        problems.append(f"not seeded from virtio-rng: {seeded} [SEC-RAND-6]")
+    want = {"key": 2 * IDS_N, "qpn": IDS_N, "conn": IDS_N, "psn": IDS_N}
+    for g in (a, b):
+        if {k: len(v) for k, v in g.items()} != want:
+            problems.append(f"counts {({k: len(v) for k, v in g.items()})}, want {want}")
+    common = {k: sorted(set(a[k]) & set(b[k])) for k, _ in KINDS}
+    for k, vals in common.items():
+        if vals:
+            problems.append(f"{k} values on both guests: {[hex(v) for v in vals[:4]]} "
+                            "[SEC-RAND-6] [SEC-RAND-7] [SEC-RAND-3]")
+    if 0 in a["conn"] + b["conn"]:
+        problems.append("a connection ID is 0 [SEC-RAND-7]")
+    p = cross_collision_p(a, b)
+    assert p < 1e-4, f"too many ids: random ones collide with p = {p:.1e}"
+    info = f"started {abs(starts[0] - starts[1]):.2f} s apart; first conn IDs " \
+           f"{[hex(g['conn'][0]) for g in (a, b) if g['conn']]}, first PSNs " \
+           f"{[hex(g['psn'][0]) for g in (a, b) if g['psn']]}; false failure p < {p:.0e}"
+    return not problems, ("; ".join(problems) + "; " if problems else "") + info
+
+
+def conn_ids_differ_between_processes():
+    with Guest("rdmasec-procs", cpus=2) as g:          # ids needs no network
+        g.boot(timeout=120)
+        start = len(g.output())
+        g.send(" & ".join(["rdmanet_test ids 1"] * IDS_PROCS))
+        for _ in range(IDS_PROCS):
+            g.expect(r"rdmanet_test: OK", timeout=120)
+        out = g.output()[start:]
+    ids = parse_ids(out)
+    conns = ids["conn"]
+    problems = []
+    if len(conns) != IDS_PROCS:
+        problems.append(f"{len(conns)} connection IDs from {IDS_PROCS} processes")
+    if len(set(conns)) != len(conns) or 0 in conns:
+        problems.append("processes started together share a connection ID (or one is 0) [SEC-RAND-7]")
+    if len(set(ids["psn"])) != len(ids["psn"]):
+        problems.append("processes started together share a starting PSN [SEC-RAND-3]")
+    p = len(conns) ** 2 / 2 ** 32 + len(ids["psn"]) ** 2 / 2 ** 24
+    return not problems, ("; ".join(problems) + "; " if problems else "") + \
+        f"conn IDs {[hex(c) for c in conns]}, PSNs {[hex(x) for x in ids['psn']]}; false failure p < {p:.0e}"
+
+
+def getrandom():
+    with Guest("rdmasec-getrandom", cpus=2) as g:
+        g.boot(timeout=120)
+        out = g.run("usertests sys_getrandom_bad_args_fail sys_getrandom_varies", timeout=120)
+    ok = "2 passed, 0 failed" in out
+    return ok, "; ".join(line for line in out.splitlines() if line.startswith("test ")) + " [SEC-RAND-9]"
+
+
+def boots_without_rng():
+    with Guest("rdmasec-norng", cpus=2, rng=False) as g:
+        g.boot(timeout=120)
+        warned = bool(re.search(r"random: warning: no virtio-rng device", g.output()))
+        ids = parse_ids(g.run("rdmanet_test ids 4", timeout=120))
+        g.send("halt 0")
+        g.wait_exit(30)
+    keys, conns = ids["key"], ids["conn"]
+    ok = warned and len(keys) == 8 and 0 not in keys and len(set(keys)) == 8 and \
+        len(conns) == 4 and 0 not in conns and len(set(conns)) == 4
+    return ok, f"warning printed: {warned}; keys {[hex(k) for k in keys[:4]]}, conn IDs " \
+               f"{[hex(c) for c in conns]} [SEC-RAND-6]"
 
 
 def free_pages(g):
@@ -184,7 +300,10 @@ def kill_mid_transfer():
 
 
 def main():
-    tests = (("rand_ids", rand_ids), ("kill_mid_transfer", kill_mid_transfer))
+    tests = (("rand_ids", rand_ids), ("kill_mid_transfer", kill_mid_transfer),
+             ("ids_differ_across_boots", ids_differ_across_boots),
+             ("conn_ids_differ_between_processes", conn_ids_differ_between_processes),
+             ("getrandom", getrandom), ("boots_without_rng", boots_without_rng))
     wanted = sys.argv[1:] or [name for name, _ in tests]
     unknown = set(wanted) - {name for name, _ in tests}
     if unknown:

@@ -338,6 +338,48 @@ START_TEST(test_cm_ep_forged_rej_dreq_ignored)
 }
 END_TEST
 
+/* [SEC-FORGE-7] [CM-STATE-5] a DREQ that carries both right connection IDs
+ * but comes from another port or another address, or from the peer's
+ * address with another source ID, is dropped and counted: the connection
+ * stays ESTABLISHED and no DREP goes out. The peer's own DREQ still works. */
+START_TEST(test_cm_ep_stranger_dreq_dropped)
+{
+	static const struct rct_cm_addr strangers[] = {
+		{ 0x0a000001u, 40001 },                         /* peer's IP, another port */
+		{ 0x0a0000ffu, 40000 },                         /* another IP, peer's port */
+	};
+	struct rct_cm_msg m;
+	struct rct_cm_event ev;
+	int n;
+	start(0);
+	hop(&a, ADDR_A, &b, 1, false);
+	accept_b(2);
+	hop(&b, ADDR_B, &a, 3, false);                         /* REP */
+	hop(&a, ADDR_A, &b, 4, false);                         /* RTU */
+	ck_assert_int_eq(b.state, RCT_CM_EP_ESTABLISHED);
+	ck_assert_int_eq(expect_event(&b), RCT_CM_EV_CONNECT_REQUEST);
+	ck_assert_int_eq(expect_event(&b), RCT_CM_EV_ESTABLISHED);
+	memset(&m, 0, sizeof(m));
+	m.type = RCT_CM_DREQ;
+	m.src_conn_id = 0x1111;
+	m.dst_conn_id = 0x2222;
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	for (int i = 0; i < 2; i++)
+		rct_cm_ep_handle_msg(&b, 5, strangers[i], buf, (size_t)n);
+	m.src_conn_id = 0x1112;                                /* right address, wrong source ID */
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	rct_cm_ep_handle_msg(&b, 5, ADDR_A, buf, (size_t)n);
+	ck_assert_int_eq(b.state, RCT_CM_EP_ESTABLISHED);
+	ck_assert(!rct_cm_ep_poll_event(&b, &ev));
+	ck_assert_int_eq(hop(&b, ADDR_B, &a, 6, false), 0);   /* no DREP */
+	ck_assert_uint_eq(b.cnt.dropped, 3);
+	m.src_conn_id = 0x1111;                                /* the peer's own DREQ */
+	n = rct_cm_encode(&m, buf, sizeof(buf));
+	rct_cm_ep_handle_msg(&b, 7, ADDR_A, buf, (size_t)n);
+	ck_assert_int_eq(b.state, RCT_CM_EP_CLOSED);
+}
+END_TEST
+
 Suite *suite_cm_ep(void)
 {
 	Suite *s = suite_create("cm_ep");
@@ -352,6 +394,7 @@ Suite *suite_cm_ep(void)
 	tcase_add_test(t, test_cm_ep_retries_exhausted);
 	tcase_add_test(t, test_cm_ep_disconnect);
 	tcase_add_test(t, test_cm_ep_forged_rej_dreq_ignored);
+	tcase_add_test(t, test_cm_ep_stranger_dreq_dropped);
 	suite_add_tcase(s, t);
 	return s;
 }

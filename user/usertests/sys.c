@@ -92,11 +92,45 @@ static void test_sys_getpid_distinct(void)
   UT_CHECK(child_pid != me, "child has the parent's pid");
 }
 
+// getrandom [SEC-RAND-9]: -1 for a bad pointer, a negative length or
+// unknown flags; the buffer untouched by a refused call; at most
+// GETRANDOM_MAX bytes per call.
+static void test_sys_getrandom_bad_args_fail(void)
+{
+  unsigned long brk = PGROUNDUP((unsigned long)sbrk(0));
+  unsigned long bad[] = { 0, brk + 4 * PGSIZE, KERNBASE, KDEV_UART, KSTACK_TOP_PAGE, MAXVA - 8, 1UL << 63 };
+  for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
+    UT_CHECK(getrandom((void *)bad[i], 16, 0) == -1, "bad pointer %lx accepted", bad[i]);
+  unsigned char buf[16] = { 0 };
+  UT_CHECK(getrandom(buf, -1, 0) == -1, "negative length accepted");
+  UT_CHECK(getrandom(buf, 16, 1) == -1, "unknown flags accepted");
+  for (int i = 0; i < 16; i++) UT_CHECK(buf[i] == 0, "a refused call wrote byte %d", i);
+  static unsigned char big[2 * GETRANDOM_MAX];
+  UT_CHECK(getrandom(big, sizeof big, 0) == GETRANDOM_MAX, "more than GETRANDOM_MAX bytes");
+  UT_CHECK(getrandom(big, 0, 0) == 0, "empty request");
+}
+
+// Output is not constant: consecutive calls differ (two equal 32-byte
+// draws: p = 2^-256), and so do neighbouring bytes within one.
+static void test_sys_getrandom_varies(void)
+{
+  unsigned char a[32], b[32];
+  UT_CHECK(getrandom(a, sizeof a, 0) == sizeof a && getrandom(b, sizeof b, 0) == sizeof b, "getrandom");
+  UT_CHECK(memcmp(a, b, sizeof a) != 0, "two draws are equal");
+  int repeats = 0;                         // neighbours equal: 1/256 each if random
+  for (int i = 1; i < 32; i++) repeats += a[i] == a[i - 1];
+  UT_CHECK(repeats < 8, "%d of 31 neighbouring bytes equal", repeats);
+  unsigned int x = random_u32(), y = random_u32();
+  UT_CHECK(x != y, "random_u32 repeats %x", x);
+}
+
 const struct ut_test ut_sys_tests[] = {
   { "sys_unknown_number_fails", test_sys_unknown_number_fails, UT_QUICK, 0 },
   { "sys_sysinfo_sane", test_sys_sysinfo_sane, UT_QUICK, 0 },
   { "sys_sysinfo_counts_procs", test_sys_sysinfo_counts_procs, UT_QUICK, 0 },
   { "sys_sysinfo_tracks_sbrk", test_sys_sysinfo_tracks_sbrk, UT_QUICK, 0 },
   { "sys_getpid_distinct", test_sys_getpid_distinct, UT_QUICK, 0 },
+  { "sys_getrandom_bad_args_fail", test_sys_getrandom_bad_args_fail, UT_QUICK, 0 },
+  { "sys_getrandom_varies", test_sys_getrandom_varies, UT_QUICK, 0 },
   { NULL },
 };
