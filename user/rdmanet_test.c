@@ -33,7 +33,8 @@
 //       console "dreq <n>" waits for the peer's DREQ until n CM messages
 //       were dropped (at most DREQ_WAIT_MS) and says whether the connection
 //       survived; "ping" SENDs 4 bytes to the holder and reports the
-//       completion ([SEC-FORGE-7], tests/rdma/run_forge.py).
+//       completion ([SEC-FORGE-7], tests/rdma/run_forge.py); "tail" prints
+//       the buffer's last 64 bytes in hex (the MR-boundary forgery case).
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
 // transfer rate and the QP's counters.
 #include "user.h"
@@ -293,6 +294,15 @@ static void victim_ping(struct res *r) {
          wc.status == IBV_WC_SUCCESS ? "ok" : ibv_wc_status_str(wc.status));
 }
 
+// "tail": the last VICTIM_TAIL bytes of the registered buffer, in hex, so a
+// test can see exactly what a WRITE at the MR's end did and did not touch.
+#define VICTIM_TAIL 64
+static void victim_tail(struct res *r) {
+  printf("victim: tail ");
+  for (int i = size - VICTIM_TAIL; i < size; i++) printf("%02x", r->buf[i]);
+  printf("\n");
+}
+
 static int victim(struct ibv_context *ctx) {
   struct res r;
   size = 4096;
@@ -316,6 +326,7 @@ static int victim(struct ibv_context *ctx) {
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
     if (strncmp(line, "dreq ", 5) == 0) { victim_dreq(id, atoi(line + 5)); continue; }
     if (strcmp(line, "ping") == 0) { victim_ping(&r); continue; }
+    if (strcmp(line, "tail") == 0) { victim_tail(&r); continue; }
     uint8_t *want = malloc(size);
     pattern(want, size, 7);
     struct rdma_qp_stats st;

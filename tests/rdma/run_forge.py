@@ -178,6 +178,66 @@ def forged_dreq_case():
             ("cm_ports_random", ports_ok, f"victim CM port {victim_port}, holder {holder_port} [SEC-RAND-8]")]
 
 
+def tail(victim):
+    """The last 64 bytes of the victim's registered buffer."""
+    victim.send("tail")
+    return bytes.fromhex(victim.expect(r"victim: tail ([0-9a-f]+)\n", timeout=30).group(1))
+
+
+def check_until(victim, what, done, timeout=30):
+    """Polls the victim's "check" until done(counters) holds: the frame was
+    processed, not merely sent. Returns the counters then, or the last ones
+    after the deadline (the caller's verdict then fails and shows them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = check(victim)
+        if done(c) or time.monotonic() > deadline:
+            if not done(c):
+                progress("forge", f"{what}: not within {timeout} s")
+            return c
+        time.sleep(0.2)
+
+
+def mr_boundary_case():
+    """Forged WRITEs at the end of the victim's 4 KiB MR, in sequence with the
+    right R_Key and ICRC: one ending exactly at the MR's last byte is placed
+    and acknowledged; the next one, 32 bytes over the end, touches nothing
+    (the buffer's last 64 bytes are unchanged, no partial placement) and is
+    answered with NAK remote access error, the QP going to ERR
+    ([RESP-ACC-1], [SEC-FORGE-3], [QP-ERR-1]). Returns [(name, ok, info)]."""
+    with Testbed(3, name="rdmaforge-mr") as tb:            # port 2: the third party
+        holder_g, victim_g = connect_victim(tb)
+        v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+) "
+                            r"len (\d+)", timeout=60)
+        qpn, epsn, va, rkey = (int(x, 16) for x in v.groups()[:4])
+        length = int(v.group(5))
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        inject = ("127.0.0.1", tb.listen[2])
+        base = check(victim_g)
+        inside, over = b"LASTBYTE" * 8, b"OVEREND!" * 8
+        args = dict(dst_mac=mac(tb.mac(1)), src_ip=tb.ip(0), dst_ip=tb.ip(1), qpn=qpn, rkey=rkey)
+        sock.sendto(write_only(psn=epsn, va=va + length - len(inside), payload=inside, **args), inject)
+        c1 = check_until(victim_g, "the WRITE ending at the MR's last byte placed",
+                         lambda c: c["buffer"] == "CHANGED")
+        t1 = tail(victim_g)
+        sock.sendto(write_only(psn=(epsn + 1) & 0xFFFFFF, va=va + length - 32, payload=over, **args), inject)
+        c2 = check_until(victim_g, "the WRITE over the MR's end answered",
+                         lambda c: c["tx_nak"] > c1["tx_nak"] or c["state"] == "ERR")
+        t2 = tail(victim_g)
+        for g in (victim_g, holder_g):
+            g.send("quit")
+        for g in (holder_g, victim_g):                     # tb.halt() would wait for guest 2 too
+            g.send("halt 0")
+        for g in (holder_g, victim_g):
+            g.wait_exit(30)
+    ok_in = t1 == inside and c1["state"] == "RTS" and c1["tx_nak"] == base["tx_nak"]
+    ok_over = t2 == inside and c2["state"] == "ERR" and c2["tx_nak"] == c1["tx_nak"] + 1
+    return [("mr_last_bytes", ok_in, f"WRITE of {len(inside)} B ending at the MR's end: tail "
+             f"{'placed' if t1 == inside else t1.hex()}, QP {c1['state']}, tx_nak {c1['tx_nak']}"),
+            ("mr_over_end", ok_over, f"WRITE 32 B over the end: tail {'untouched' if t2 == inside else t2.hex()}, "
+             f"QP {c2['state']}, tx_nak {c1['tx_nak']} -> {c2['tx_nak']}")]
+
+
 def check(victim):
     victim.send("check")
     m = victim.expect(r"victim: buffer (\S+) state (\S+) (.*)\n", timeout=30)
@@ -242,6 +302,10 @@ def main():
         results += forged_dreq_case()
     except GuestError as e:
         results.append(("dreq_setup", False, f"guest error: {e}"))
+    try:
+        results += mr_boundary_case()
+    except GuestError as e:
+        results.append(("mr_setup", False, f"guest error: {e}"))
     tally = Tally()
     for name, ok, info in results:
         tally.record(f"forge_{name}", ok, info)
