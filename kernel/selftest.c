@@ -98,11 +98,15 @@ static void check_memmove(void) {
 }
 
 // The holder (its own kthread) takes the lock, then holds it until it
-// sees the waiter's parked bit (or 2 s pass); the waiter is the selftest
-// thread on another hart.
+// sees the waiter's parked bit; the waiter is the selftest thread on
+// another hart. The holder gives up only PARK_GIVE_UP_NS after the waiter
+// said it is about to take the lock: a bound that catches a waiter that
+// never parks, far beyond any pause a loaded host gives a vCPU (a 2 s
+// bound counted from the holder's start panicked a boot under load).
+#define PARK_GIVE_UP_NS 30000000000ULL
 static struct {
   struct spinlock lock;
-  volatile int held, released;
+  volatile int held, waiting, released;
   volatile uint32 saw_parked;
 } park_probe;
 
@@ -110,7 +114,9 @@ static void park_holder(void *arg) {
   (void)arg;
   spin_lock(&park_probe.lock);
   park_probe.held = 1;
-  uint64 give_up = clock_ns() + 2000000000ULL;
+  while (!park_probe.waiting)
+    ;
+  uint64 give_up = clock_ns() + PARK_GIVE_UP_NS;
   uint32 seen = 0;
   // Keep the value that ended the loop: the waiter's bit flickers (a
   // pending tick ends its wfi at once while interrupts are off, and it
@@ -129,6 +135,7 @@ static void check_spin_park(void) {
   while (!park_probe.held)
     proc_yield();                            // lets the holder run, here or elsewhere
   uint64 parks = spin_parks;
+  park_probe.waiting = 1;
   spin_lock(&park_probe.lock);
   int released = park_probe.released;
   spin_unlock(&park_probe.lock);
@@ -167,8 +174,11 @@ static void check_ktimer(struct probe *pr, int report) {
 }
 
 // proc_sleep_until: nobody wakes the first sleep, so it must last until
-// its deadline; a probe timer wakes the second one 1 ms in, long before
-// its deadline of 1 s; a deadline already past returns at once.
+// its deadline; a probe timer wakes the second one 1 ms in, so it must
+// return before its far deadline; a deadline already past returns without
+// sleeping. The far bounds only tell a wakeup from a deadline (or a hang):
+// a loaded host may pause a vCPU for a long time, never for a minute.
+#define SLEEP_FAR_NS 60000000000ULL
 static void check_sleep_until(struct probe *pr) {
   spin_lock(&pr->lock);
   uint64 deadline = clock_ns() + 2000000;
@@ -181,17 +191,17 @@ static void check_sleep_until(struct probe *pr) {
   uint64 start = clock_ns();
   ktimer_arm(&pr->timer, start + 1000000, probe_fire, pr);
   spin_lock(&pr->lock);
-  while (pr->fired_ns == 0 && clock_ns() < start + 1000000000ULL)
-    proc_sleep_until(pr, &pr->lock, start + 1000000000ULL);
+  while (pr->fired_ns == 0 && clock_ns() < start + SLEEP_FAR_NS)
+    proc_sleep_until(pr, &pr->lock, start + SLEEP_FAR_NS);
   spin_unlock(&pr->lock);
-  if (pr->fired_ns == 0 || clock_ns() - start > 500000000ULL)
+  if (pr->fired_ns == 0 || clock_ns() - start >= SLEEP_FAR_NS)
     panic("proc_sleep_until missed a proc_wakeup (%d ms)", (int)((clock_ns() - start) / 1000000));
 
   spin_lock(&pr->lock);
   start = clock_ns();
   proc_sleep_until(pr, &pr->lock, start - 1);
   spin_unlock(&pr->lock);
-  if (clock_ns() - start > 100000000ULL) panic("proc_sleep_until slept past a deadline already gone");
+  if (clock_ns() - start >= SLEEP_FAR_NS) panic("proc_sleep_until slept past a deadline already gone");
 }
 
 static void selftest_thread(void *arg) {
