@@ -25,4 +25,7 @@ int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 uint32_t rdmau_rand(void);
 int rdmau_parse_ipv4(const char *s, uint32_t *ip);
+// Print the device-wide counters (SYS_rdma_dev_stats) as "name value"
+// pairs, each followed by sep. Returns -1 if they cannot be read.
+int rdmau_print_dev_stats(const char *sep);
 #endif
