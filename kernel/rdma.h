@@ -58,6 +58,16 @@ _Static_assert(RDMA_MAX_MR_SIZE % PGSIZE == 0, "max_mr_size is whole pages");
 _Static_assert(RDMA_MR_DIR * RDMA_PAS_PER_PAGE >= RDMA_MR_PAGES,
                "the MR page directory holds a max_mr_size region at an unaligned address");
 _Static_assert((RDMA_MR_DIR - 1) * RDMA_PAS_PER_PAGE < RDMA_MR_PAGES, "no unused page list");
+// The core indexes its rings with i & (size - 1), and create_qp rounds
+// max_send_wr / max_recv_wr up to a power of two: the slot's rings hold
+// the rounded max_qp_wr only if it is one.
+_Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a power of two");
+_Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
+_Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
+// The event rings count with free-running uint32 indices.
+_Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ring wraps cleanly");
+// The loopback buffer holds the largest frame: headers, a 4096-byte MTU, pad + ICRC.
+_Static_assert(RDMA_FRAME_MAX >= RCT_HDR_MAX + 4096 + 8, "loopback buffer fits a frame");
 
 struct proc;
 

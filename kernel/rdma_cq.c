@@ -7,6 +7,9 @@
 // one (IBTA 11.4.2.2). Overrun: when a completion did not fit, the CQ goes
 // to the error state (poll fails from then on) and an IBV_EVENT_CQ_ERR
 // async event is recorded for the owner (IBTA 11.4.2.1, "CQ overrun").
+// Async events: a queue per process (rdma.evq), created by its first
+// event or blocking wait and freed by the exit hook; a full queue drops
+// its own oldest event, so no process can crowd out another's.
 #include "types.h"
 #include "param.h"
 #include "proc.h"
