@@ -237,7 +237,7 @@ static int wakes(struct rdma_cq *cq) {
   uint32 i = (int32)(cq->cq.head - cq->arm_tail) > 0 ? cq->cq.head : cq->arm_tail;
   int hit = 0;
   for (; i != cq->cq.tail && !hit; i++) {
-    const struct rct_wc *w = &cq->cq.ring[i % cq->cq.size];
+    const struct rct_wc *w = rct_cq_at(&cq->cq, i);
     hit = w->solicited || w->status != RCT_WC_SUCCESS;
   }
   cq->arm_tail = cq->cq.tail;

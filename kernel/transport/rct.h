@@ -256,8 +256,16 @@ struct rct_cq {
 	uint32_t size;
 	uint32_t head;              /* next to pop (free-running) */
 	uint32_t tail;              /* next to push (free-running) */
+	uint32_t head_slot;         /* ring index of head: the counters wrap at 2^32, which
+	                             * a size that is not a power of two does not divide */
 	uint32_t overflow;
 };
+
+/* The completion counted i, head <= i < tail (free-running). */
+static inline struct rct_wc *rct_cq_at(const struct rct_cq *cq, uint32_t i)
+{
+	return &cq->ring[(cq->head_slot + (i - cq->head)) % cq->size];
+}
 
 /* ------------------------------------------------------------------ */
 /* Frames out                                                           */
