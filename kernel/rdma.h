@@ -20,6 +20,8 @@
 #ifndef RDMA_H
 #define RDMA_H
 #include "types.h"
+#include "riscv.h"
+#include "param.h"
 #include "lock.h"
 #include "timer.h"
 #include "uapi.h"
@@ -34,16 +36,38 @@
 #define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
 #define RDMA_MAX_QP_WR   256
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
-#define RDMA_MAX_ASYNC   32
-#define RDMA_MR_DIR      32       // pages of PAs per MR: 32 * 512 pages = 64 MiB
-#define RDMA_PAS_PER_PAGE 512
-#define RDMA_MAX_MR_SIZE ((uint64)RDMA_MR_DIR * RDMA_PAS_PER_PAGE * 4096)
+// Async events: one queue per process. An object reports at most one event
+// per error it enters (a CQ once, a QP each time it goes to ERR), and the
+// latest state is what a reader needs: a queue holds one event for each QP
+// and CQ its process may own, and a full queue drops its own oldest event.
+#define RDMA_ASYNC_PER_PROC (RDMA_MAX_QP + RDMA_MAX_CQ)
+#define RDMA_MAX_MR_SIZE (64ULL << 20)   // max_mr_size: the longest region, at any address
+// An MR keeps the physical address of each page it covers in page-sized
+// lists (a directory of them). A region that does not start on a page
+// boundary touches one page more than its length holds.
+#define RDMA_MR_PAGES    ((int)(RDMA_MAX_MR_SIZE / PGSIZE) + 1)
+#define RDMA_PAS_PER_PAGE ((int)(PGSIZE / sizeof(uint64)))
+#define RDMA_MR_DIR      ((RDMA_MR_PAGES + RDMA_PAS_PER_PAGE - 1) / RDMA_PAS_PER_PAGE)
 #define RDMA_FRAME_MAX   (4096 + 256)
 #define RDMA_BUDGET      64       // frames moved per lock hold
 #define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
 #define RDMA_SACK_EVERY  32       // SR: a selective NAK per 32 out-of-order packets (rdma_dev.c)
 
 _Static_assert(RDMA_MAX_QP <= 32 && RDMA_MAX_CQ <= 32, "rdma.qp_live / cq_live are 32-bit masks");
+_Static_assert(RDMA_MAX_MR_SIZE % PGSIZE == 0, "max_mr_size is whole pages");
+_Static_assert(RDMA_MR_DIR * RDMA_PAS_PER_PAGE >= RDMA_MR_PAGES,
+               "the MR page directory holds a max_mr_size region at an unaligned address");
+_Static_assert((RDMA_MR_DIR - 1) * RDMA_PAS_PER_PAGE < RDMA_MR_PAGES, "no unused page list");
+// The core indexes its rings with i & (size - 1), and create_qp rounds
+// max_send_wr / max_recv_wr up to a power of two: the slot's rings hold
+// the rounded max_qp_wr only if it is one.
+_Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a power of two");
+_Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
+_Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
+// The event rings count with free-running uint32 indices.
+_Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ring wraps cleanly");
+// The loopback buffer holds the largest frame: headers, a 4096-byte MTU, pad + ICRC.
+_Static_assert(RDMA_FRAME_MAX >= RCT_HDR_MAX + 4096 + 8, "loopback buffer fits a frame");
 
 struct proc;
 
@@ -90,6 +114,15 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   struct rct_rd_res rd[RDMA_MAX_RD];
 };
 
+// A process's async event queue (rdma_cq.c); pid 0: free slot. Every
+// process that owns objects may have one, so the table has a slot per
+// process slot.
+struct rdma_evq {
+  int pid;
+  uint32 head, tail;        // ring indices, tail - head <= RDMA_ASYNC_PER_PROC
+  struct rdma_async_event ev[RDMA_ASYNC_PER_PROC];
+};
+
 struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
 #define RDMA_MAX_NEIGH 16
 
@@ -103,9 +136,9 @@ struct rdma_dev {
   struct ktimer timer;
   uint64 timer_deadline;    // what the ktimer is armed for (may be before the core's next), RCT_NEVER if not
   struct rdma_neigh neigh[RDMA_MAX_NEIGH];
-  struct rdma_async_event async[RDMA_MAX_ASYNC];
-  int async_owner[RDMA_MAX_ASYNC];
-  uint32 async_head, async_tail;
+  struct rdma_evq evq[NPROC];
+  uint64 async_dropped;     // events dropped from a full queue (its oldest), all processes
+  uint64 tx_no_route, tx_too_big;   // frames the engine could not route (rdma_engine.c)
   // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
   // The scans after every received frame visit only these (each slot is
   // tens of KiB: touching all 32 cost more than the frame's own work).
@@ -151,6 +184,7 @@ int  rdma_net_retry(void);              // lock held; -1 while the ring is full
 void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the frames
 void rdma_net_burst_end(void);          //   sent until burst_end
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
+extern uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
 
 // rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)
 struct rdma_id_ent { uint32 id; int slot; };     // id 0: empty entry
@@ -173,6 +207,7 @@ struct rdma_cq *rdma_cq_get(int h);
 void rdma_cq_scan(void);
 void rdma_async_push(int owner, int type, int handle, uint64 cookie);
 void rdma_cq_release_all(int pid);
+void rdma_async_release(int pid);
 
 // rdma_qp.c (lock held)
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);

@@ -7,6 +7,9 @@
 // one (IBTA 11.4.2.2). Overrun: when a completion did not fit, the CQ goes
 // to the error state (poll fails from then on) and an IBV_EVENT_CQ_ERR
 // async event is recorded for the owner (IBTA 11.4.2.1, "CQ overrun").
+// Async events: a queue per process (rdma.evq), created by its first
+// event or blocking wait and freed by the exit hook; a full queue drops
+// its own oldest event, so no process can crowd out another's.
 #include "types.h"
 #include "param.h"
 #include "proc.h"
@@ -170,37 +173,59 @@ int64 sys_rdma_get_cq_event(void) {
   return h;
 }
 
-// Lock held. Record an async event for a process (dropped when full).
+// Lock held. pid's event queue; with create, a free slot becomes it.
+// NULL if pid has none (and create is 0, or the table is full).
+static struct rdma_evq *evq_of(int pid, int create) {
+  struct rdma_evq *free = NULL;
+  for (int i = 0; i < NPROC; i++) {
+    if (rdma.evq[i].pid == pid) return &rdma.evq[i];
+    if (!free && rdma.evq[i].pid == 0) free = &rdma.evq[i];
+  }
+  if (!create || !free) return NULL;
+  *free = (struct rdma_evq){ .pid = pid };
+  return free;
+}
+
+// Lock held. Record an async event for process owner. Its queue full: its
+// own oldest event makes room (counted in rdma.async_dropped); no other
+// process's events are touched. Wakes only owner's waiters.
 void rdma_async_push(int owner, int type, int handle, uint64 cookie) {
-  if (rdma.async_tail - rdma.async_head == RDMA_MAX_ASYNC) return;
-  uint32 i = rdma.async_tail++ % RDMA_MAX_ASYNC;
-  rdma.async[i] = (struct rdma_async_event){ .event_type = type, .handle = handle, .cookie = cookie };
-  rdma.async_owner[i] = owner;
-  proc_wakeup(&rdma.async);
+  struct rdma_evq *q = evq_of(owner, 1);
+  if (!q) return;            // cannot happen: a slot per process slot
+  if (q->tail - q->head == RDMA_ASYNC_PER_PROC) {
+    q->head++;
+    rdma.async_dropped++;
+  }
+  q->ev[q->tail++ % RDMA_ASYNC_PER_PROC] =
+    (struct rdma_async_event){ .event_type = type, .handle = handle, .cookie = cookie };
+  proc_wakeup(q);
 }
 
 // rdma_get_async(struct rdma_async_event *out, block) -> 0, or -1 if none.
+// Takes the caller's oldest event.
 int64 sys_rdma_get_async(void) {
-  int block = arg_int(1), pid = rdma_cur_pid(), found = 0;
+  int block = arg_int(1), found = 0;
   struct rdma_async_event ev;
   struct proc *p = current();
   spin_lock(&rdma.lock);
   for (;;) {
-    for (uint32 i = rdma.async_head; i != rdma.async_tail && !found; i++) {
-      uint32 k = i % RDMA_MAX_ASYNC;
-      if (rdma.async_owner[k] != pid) continue;
-      ev = rdma.async[k];
-      rdma.async_owner[k] = 0;    // taken; the slot is skipped from now on
+    struct rdma_evq *q = evq_of(p->pid, block);
+    if (q && q->head != q->tail) {
+      ev = q->ev[q->head++ % RDMA_ASYNC_PER_PROC];
       found = 1;
     }
-    while (rdma.async_head != rdma.async_tail && rdma.async_owner[rdma.async_head % RDMA_MAX_ASYNC] == 0)
-      rdma.async_head++;
-    if (found || !block || proc_killed(p)) break;
-    proc_sleep(&rdma.async, &rdma.lock);
+    if (found || !block || !q || proc_killed(p)) break;
+    proc_sleep(q, &rdma.lock);
   }
   spin_unlock(&rdma.lock);
   if (!found) return -1;
   return copy_out(p->pagetable, arg_addr(0), &ev, sizeof ev);
+}
+
+// Lock held. The exit hook: pid's queue and its events go.
+void rdma_async_release(int pid) {
+  struct rdma_evq *q = evq_of(pid, 0);
+  if (q) q->pid = 0;
 }
 
 // Lock held; cq armed with new completions since arm_tail. Does one of
@@ -212,7 +237,7 @@ static int wakes(struct rdma_cq *cq) {
   uint32 i = (int32)(cq->cq.head - cq->arm_tail) > 0 ? cq->cq.head : cq->arm_tail;
   int hit = 0;
   for (; i != cq->cq.tail && !hit; i++) {
-    const struct rct_wc *w = &cq->cq.ring[i % cq->cq.size];
+    const struct rct_wc *w = rct_cq_at(&cq->cq, i);
     hit = w->solicited || w->status != RCT_WC_SUCCESS;
   }
   cq->arm_tail = cq->cq.tail;
@@ -245,6 +270,4 @@ void rdma_cq_release_all(int pid) {
       rdma.cq_live &= ~(1u << i);
   for (int i = 0; i < RDMA_MAX_CHAN; i++)
     if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
-  for (uint32 i = rdma.async_head; i != rdma.async_tail; i++)
-    if (rdma.async_owner[i % RDMA_MAX_ASYNC] == pid) rdma.async_owner[i % RDMA_MAX_ASYNC] = 0;
 }

@@ -37,6 +37,7 @@ static void rdma_proc_exit(struct proc *p) {
   rdma_qp_release_all(p->pid);     // QPs first: they hold CQs and PDs
   rdma_cq_release_all(p->pid);
   rdma_mr_release_all(p->pid);
+  rdma_async_release(p->pid);
   spin_unlock(&rdma.lock);
 }
 

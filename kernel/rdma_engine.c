@@ -43,6 +43,7 @@ static int frame_is_local(const struct rct_frame *f) {
 static int route(const struct rct_frame *f, uint64 now) {
   if (!frame_is_local(f)) {
     if (rdma.nic_send) return rdma.nic_send(f);
+    rdma.tx_no_route++;
     return 0;                       // no NIC: the frame is lost, as on a dead link
   }
   // Start the frame so that its payload lands 8-byte aligned: both copies
@@ -51,6 +52,7 @@ static int route(const struct rct_frame *f, uint64 now) {
   int len = rct_frame_linearize(f, frame, RDMA_FRAME_MAX);
   if (len < 0) {
     kprintf("rdma: frame of %d bytes does not fit the loopback buffer\n", (int)f->len);
+    rdma.tx_too_big++;
     return 0;
   }
   // The frame never left memory: no ICRC check (saves a CRC per frame).

@@ -25,9 +25,6 @@
 #include "syscall.h"
 #include "rdma.h"
 
-#define ACCESS_ALL (RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE | \
-                    RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_ATOMIC)
-
 // Lock held. A PD handle of the calling process, or -1.
 int rdma_pd_get(int h) {
   if (h < 0 || h >= RDMA_MAX_PD) return -1;
@@ -84,6 +81,7 @@ static int mr_pin(struct rdma_mr *mr, pagetable_t pt) {
   int want_write = (mr->access & (RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE)) != 0;
   mr->page0 = first;
   mr->npages = 0;
+  if (total > RDMA_MR_PAGES) return -1;     // sys_rdma_reg_mr's length check keeps it in
   for (int d = 0; mr->npages < total; d++) {
     int n = total - mr->npages;
     if (n > RDMA_PAS_PER_PAGE) n = RDMA_PAS_PER_PAGE;
@@ -138,7 +136,7 @@ int64 sys_rdma_reg_mr(void) {
   uint32 access = (uint32)arg_int(3);
   struct proc *p = current();
   if (length == 0 || length > RDMA_MAX_MR_SIZE || addr + length < addr) return -1;
-  if (access & ~ACCESS_ALL) return -1;
+  if (access & ~RCT_ACCESS_ALL) return -1;
   // IBTA: remote write (and atomic) access needs local write access.
   if ((access & (RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_ATOMIC)) &&
       !(access & RCT_ACCESS_LOCAL_WRITE)) return -1;

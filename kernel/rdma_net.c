@@ -35,7 +35,10 @@
 #include "bootarg.h"
 
 #define TX_SLOTS 512            // above what the NIC ring holds (TX_RING / 3 fragments)
-#define TX_MAX_PAGES 24
+// Payload pages a slot holds: a segment carries at most one MTU (4096
+// bytes, one page) and so touches at most two pages.
+#define TX_MAX_PAGES (2 * RCT_FRAME_MAX_SEGS)
+_Static_assert(4096 <= PGSIZE, "an MTU of payload spans at most two pages");
 
 struct tx_slot {
   struct tx_slot *next;           // in slots_owned or slots_returned while unused

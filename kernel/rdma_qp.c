@@ -60,9 +60,10 @@ static const struct { uint32 ibv, rct; } mask_map[] = {
   { IBV_QP_SQ_PSN, RCT_QP_SQ_PSN }, { IBV_QP_MAX_DEST_RD_ATOMIC, RCT_QP_MAX_DEST_RD_ATOMIC },
   { IBV_QP_DEST_QPN, RCT_QP_DEST_QPN }, { RDMA_QP_SR, RCT_QP_SR },
   { RDMA_QP_ADAPTIVE_RTO, RCT_QP_ADAPTIVE_RTO }, { RDMA_QP_MAX_INFLIGHT, RCT_QP_MAX_INFLIGHT },
+  { IBV_QP_PORT, RCT_QP_PORT },
 };
-// Accepted and ignored: they have no meaning on a one-port RoCE device.
-#define MASK_IGNORED (IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_EN_SQD_ASYNC_NOTIFY)
+// Accepted and ignored: they have no meaning on an RC QP.
+#define MASK_IGNORED (IBV_QP_QKEY | IBV_QP_EN_SQD_ASYNC_NOTIFY)
 
 static struct rdma_qp *qp_get(int h) {
   if (h < 0 || h >= RDMA_MAX_QP) return NULL;
@@ -193,6 +194,8 @@ static int abi_to_rct_attr(const struct rdma_qp_attr *a, uint32 ibv_mask,
   r->qp_state = (enum rct_qp_state)a->qp_state;
   r->cur_qp_state = (enum rct_qp_state)a->cur_qp_state;
   r->qp_access_flags = a->qp_access_flags;
+  r->pkey_index = a->pkey_index > 0xffff ? 0xffff : (uint16)a->pkey_index;
+  r->port_num = a->port_num > 0xff ? 0xff : (uint8)a->port_num;
   r->path_mtu = (enum rct_mtu)a->path_mtu;
   r->timeout = (uint8)a->timeout;
   r->retry_cnt = (uint8)a->retry_cnt;
@@ -290,6 +293,18 @@ int64 sys_rdma_query_qp(void) {
   return copy_out(current()->pagetable, arg_addr(1), &a, sizeof a);
 }
 
+// The core's refusal of a WR -> the errno a libibverbs caller expects.
+static const struct { int rct, err; } post_errs[] = {
+  { RCT_EINVAL, RDMA_EINVAL }, { RCT_ESTATE, RDMA_EINVAL }, { RCT_ENOTSUP, RDMA_EINVAL },
+  { RCT_ENOSPC, RDMA_ENOMEM },
+};
+
+static int post_err(int rct) {
+  for (int i = 0; i < (int)ARRAY_LEN(post_errs); i++)
+    if (post_errs[i].rct == rct) return post_errs[i].err;
+  return RDMA_EINVAL;
+}
+
 static void copy_sges(struct rct_sge *out, const struct rdma_sge *in, int n) {
   for (int i = 0; i < n; i++) {
     out[i].addr = in[i].addr;
@@ -298,8 +313,9 @@ static void copy_sges(struct rct_sge *out, const struct rdma_sge *in, int n) {
   }
 }
 
+// Returns 0, or the RDMA_E* reason the WR was refused.
 static int post_one_send(struct rdma_qp *q, const struct rdma_send_wr *w) {
-  if (w->opcode >= RCT_WR_COUNT || w->num_sge > q->max_send_sge) return -1;
+  if (w->opcode >= RCT_WR_COUNT || w->num_sge > q->max_send_sge) return RDMA_EINVAL;
   struct rct_sge sg[RDMA_MAX_SGE];
   struct rct_send_wr r;
   memset(&r, 0, sizeof r);
@@ -314,25 +330,29 @@ static int post_one_send(struct rdma_qp *q, const struct rdma_send_wr *w) {
   r.imm_data = __builtin_bswap32(w->imm_data);
   r.remote_addr = w->remote_addr;
   r.rkey = w->rkey;
-  return rct_post_send(&q->qp, &r) == RCT_OK ? 0 : -1;
+  int rc = rct_post_send(&q->qp, &r);
+  return rc == RCT_OK ? 0 : post_err(rc);
 }
 
+// Returns 0, or the RDMA_E* reason the WR was refused.
 static int post_one_recv(struct rdma_qp *q, const struct rdma_recv_wr *w) {
-  if (w->num_sge > q->max_recv_sge) return -1;
+  if (w->num_sge > q->max_recv_sge) return RDMA_EINVAL;
   struct rct_sge sg[RDMA_MAX_SGE];
   struct rct_recv_wr r;
   copy_sges(sg, w->sg, (int)w->num_sge);
   r.wr_id = w->wr_id;
   r.sg_list = sg;
   r.num_sge = (int)w->num_sge;
-  return rct_post_recv(&q->qp, &r) == RCT_OK ? 0 : -1;
+  int rc = rct_post_recv(&q->qp, &r);
+  return rc == RCT_OK ? 0 : post_err(rc);
 }
 
-// rdma_post_send / rdma_post_recv(qp, wr array, n) -> WRs accepted (the
-// first refused one is index "accepted"); -1 for a bad handle or pointer.
+// rdma_post_send / rdma_post_recv(qp, wr array, n, int *err) -> WRs
+// accepted (the first refused one is index "accepted", and *err says why);
+// -1 for a bad handle or pointer.
 static int64 post_common(int is_send) {
-  int h = arg_int(0), n = arg_int(2);
-  uint64 uva = arg_addr(1);
+  int h = arg_int(0), n = arg_int(2), err = 0;
+  uint64 uva = arg_addr(1), err_uva = arg_addr(3);
   pagetable_t pt = current()->pagetable;
   uint64 size = is_send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr);
   if (n < 0) return -1;
@@ -346,10 +366,11 @@ static int64 post_common(int is_send) {
       if (done == 0) done = -1;
       break;
     }
-    if ((is_send ? post_one_send(q, &w.s) : post_one_recv(q, &w.r)) < 0) break;
+    if ((err = is_send ? post_one_send(q, &w.s) : post_one_recv(q, &w.r)) != 0) break;
   }
   if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
+  if (err && err_uva && copy_out(pt, err_uva, &err, sizeof err) < 0) return -1;
   return done;
 }
 
@@ -365,6 +386,24 @@ void rdma_qp_scan(void) {
     if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
     q->last_state = q->qp.attr.qp_state;
   }
+}
+
+// rdma_dev_stats(out): the device-wide counters of struct rdma_dev_stats.
+int64 sys_rdma_dev_stats(void) {
+  struct rdma_dev_stats s;
+  spin_lock(&rdma.lock);
+  const struct rct_dev_counters *c = &rdma.dev.cnt;
+  s = (struct rdma_dev_stats){
+    .rx_frames = c->rx_frames, .rx_not_roce = c->rx_not_roce, .rx_truncated = c->rx_truncated,
+    .rx_bad_header = c->rx_bad_header, .rx_icrc_err = c->rx_icrc_err,
+    .rx_bad_opcode = c->rx_bad_opcode, .rx_unknown_qp = c->rx_unknown_qp, .tx_frames = c->tx_frames,
+    .nic_rx_frames = rdma_net_rx_frames, .nic_rx_bad = rdma_net_rx_bad,
+    .nic_tx_frames = rdma_net_tx_frames, .nic_tx_full = rdma_net_tx_full,
+    .tx_no_route = rdma.tx_no_route, .tx_too_big = rdma.tx_too_big,
+    .async_dropped = rdma.async_dropped,
+  };
+  spin_unlock(&rdma.lock);
+  return copy_out(current()->pagetable, arg_addr(0), &s, sizeof s) < 0 ? -1 : 0;
 }
 
 static uint64 sum2(uint64 a, uint64 b) { return a + b; }

@@ -28,7 +28,7 @@ int arg_str(int n, char *buf, int max) {
   X(rdma_get_cq_event) X(rdma_create_qp) X(rdma_modify_qp) X(rdma_query_qp) \
   X(rdma_destroy_qp) X(rdma_post_send) X(rdma_post_recv) X(rdma_get_async) \
   X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write) \
-  X(rdma_wait_cq)
+  X(rdma_wait_cq) X(rdma_dev_stats)
 
 #define HANDLERS(X) \
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \

@@ -76,13 +76,15 @@
 #define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* mask)
 #define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
 #define SYS_rdma_destroy_qp   76  // (qp)
-#define SYS_rdma_post_send    77  // (qp, struct rdma_send_wr *wr, n) -> WRs accepted
-#define SYS_rdma_post_recv    78  // (qp, struct rdma_recv_wr *wr, n) -> WRs accepted
+#define SYS_rdma_post_send    77  // (qp, struct rdma_send_wr *wr, n, int *err) -> WRs accepted;
+                                  // err (if not 0): RDMA_E* of the first refused WR
+#define SYS_rdma_post_recv    78  // (qp, struct rdma_recv_wr *wr, n, int *err) -> as post_send
 #define SYS_rdma_get_async    79  // (struct rdma_async_event *out, block)
 #define SYS_rdma_qp_stats     80  // (i, struct rdma_qp_stats *out): i-th QP of the device
 #define SYS_rdma_set_neigh    81  // (ipv4 host order, unsigned char mac[6])
 #define SYS_rdma_wait_write   82  // (const uchar *addr, old, timeout_ms) -> 0 changed, -2 timeout
 #define SYS_rdma_wait_cq      83  // (cq, timeout_ms) -> 0 a completion (or overrun) waits, -2 timeout
+#define SYS_rdma_dev_stats    84  // (struct rdma_dev_stats *out): the device-wide counters
 
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
@@ -130,6 +132,9 @@ struct dirent {
 
 // ---- RDMA verbs ABI (SYS_rdma_*). Field meanings follow libibverbs. ----
 #define RDMA_MAX_SGE 4
+// Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
+#define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
+#define RDMA_ENOMEM 12       // the queue is full
 
 struct rdma_device_info {
   unsigned long long node_guid, max_mr_size, page_size_cap;
@@ -195,12 +200,31 @@ struct rdma_qp_attr {
   unsigned int sr_enable, adaptive_rto, max_inflight;
   unsigned long long min_rto_ns;
   unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // query only
+  unsigned int pkey_index, port_num;   // IBV_QP_PKEY_INDEX (0), IBV_QP_PORT (1)
 };
 
 struct rdma_async_event {
   int event_type;            // IBV_EVENT_* value
   int handle;                // the cq or qp handle it concerns
   unsigned long long cookie; // the cq's cookie for CQ events
+};
+
+// Device-wide counters: frames dropped before a QP was found, by reason
+// (the core's, one counter per dropped frame), the NIC seam's, and async
+// events lost to a full queue. Every field is a counter, in this order
+// (user/rdma_util.c names them for rdmastat).
+struct rdma_dev_stats {
+  unsigned long long rx_frames;        // frames handed to the transport core
+  unsigned long long rx_not_roce, rx_truncated, rx_bad_header, rx_icrc_err;
+  unsigned long long rx_bad_opcode, rx_unknown_qp;
+  unsigned long long tx_frames;        // frames the core sent
+  unsigned long long nic_rx_frames;    // RoCE frames from the NIC
+  unsigned long long nic_rx_bad;       // dropped before the core (IPv4 options, no headroom)
+  unsigned long long nic_tx_frames;    // frames given to the NIC
+  unsigned long long nic_tx_full;      // frames lost to a full NIC ring
+  unsigned long long tx_no_route;      // frames for another host with no NIC
+  unsigned long long tx_too_big;       // loopback frames larger than the loopback buffer
+  unsigned long long async_dropped;    // async events dropped from a full per-process queue
 };
 
 struct rdma_qp_stats {

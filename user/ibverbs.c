@@ -327,6 +327,8 @@ int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
   k.cur_qp_state = attr->cur_qp_state;
   k.path_mtu = attr->path_mtu;
   k.qp_access_flags = attr->qp_access_flags;
+  k.pkey_index = attr->pkey_index;
+  k.port_num = attr->port_num;
   k.rq_psn = attr->rq_psn;
   k.sq_psn = attr->sq_psn;
   k.dest_qp_num = attr->dest_qp_num;
@@ -469,14 +471,15 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
         break;
       }
     }
-    int done = n > 0 ? rdma_post_send((int)qp->handle, k, n) : 0;
-    if (done < 0) done = 0;
+    int err = 0;
+    int done = n > 0 ? rdma_post_send((int)qp->handle, k, n, &err) : 0;
+    if (done < 0) { done = 0; err = EINVAL; }
     for (int i = 0; i < done; i++)              // the slots of accepted inline WRs are taken
       if ((first[i]->send_flags & IBV_SEND_INLINE) && first[i]->opcode != IBV_WR_RDMA_READ)
         ((struct qp_priv *)qp)->inl_next++;
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;
-      return (done < n && !bad_arg) ? ENOMEM : EINVAL;
+      return (done < n && err) ? err : EINVAL;
     }
   }
   return 0;
@@ -495,11 +498,12 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
       k[n].wr_id = wr->wr_id;
       k[n].num_sge = (unsigned)wr->num_sge;
     }
-    int done = n > 0 ? rdma_post_recv((int)qp->handle, k, n) : 0;
-    if (done < 0) done = 0;
+    int err = 0;
+    int done = n > 0 ? rdma_post_recv((int)qp->handle, k, n, &err) : 0;
+    if (done < 0) { done = 0; err = EINVAL; }
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;
-      return (done < n && !bad_arg) ? ENOMEM : EINVAL;
+      return (done < n && err) ? err : EINVAL;
     }
   }
   return 0;

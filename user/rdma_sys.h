@@ -22,12 +22,13 @@ int rdma_create_qp(struct rdma_qp_create *io);
 int rdma_modify_qp(int qp, struct rdma_qp_attr *attr, unsigned int mask);
 int rdma_query_qp(int qp, struct rdma_qp_attr *out);
 int rdma_destroy_qp(int qp);
-int rdma_post_send(int qp, struct rdma_send_wr *wr, int n);
-int rdma_post_recv(int qp, struct rdma_recv_wr *wr, int n);
+int rdma_post_send(int qp, struct rdma_send_wr *wr, int n, int *err);
+int rdma_post_recv(int qp, struct rdma_recv_wr *wr, int n, int *err);
 int rdma_get_async(struct rdma_async_event *out, int block);
 int rdma_qp_stats(int i, struct rdma_qp_stats *out);
 int rdma_set_neigh(unsigned int ipv4, const unsigned char mac[6]);
 int rdma_wait_write(const volatile unsigned char *addr, int old, int timeout_ms);
 int rdma_wait_cq(int cq, int timeout_ms);
+int rdma_dev_stats(struct rdma_dev_stats *out);
 
 #endif

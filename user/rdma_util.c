@@ -2,6 +2,7 @@
 #include "user.h"
 #include "rdma_util.h"
 #include "kernel/transport/rct.h"
+#include "rdma_sys.h"
 
 int rdmau_roce_v1;
 
@@ -86,5 +87,24 @@ int rdmau_parse_ipv4(const char *s, uint32_t *ip) {
   }
   if (*s) return -1;
   *ip = v;
+  return 0;
+}
+
+// The fields of struct rdma_dev_stats, in order (all counters).
+static const char *const dev_stat_names[] = {
+  "rx_frames", "rx_not_roce", "rx_truncated", "rx_bad_header", "rx_icrc_err",
+  "rx_bad_opcode", "rx_unknown_qp", "tx_frames", "nic_rx_frames", "nic_rx_bad",
+  "nic_tx_frames", "nic_tx_full", "tx_no_route", "tx_too_big", "async_dropped",
+};
+_Static_assert(sizeof(struct rdma_dev_stats) ==
+               sizeof dev_stat_names / sizeof dev_stat_names[0] * sizeof(unsigned long long),
+               "a name for every device counter");
+
+int rdmau_print_dev_stats(const char *sep) {
+  struct rdma_dev_stats s;
+  if (rdma_dev_stats(&s) < 0) return -1;
+  const unsigned long long *v = (const unsigned long long *)&s;
+  for (unsigned i = 0; i < sizeof dev_stat_names / sizeof dev_stat_names[0]; i++)
+    printf("%s %lu%s", dev_stat_names[i], v[i], sep);
   return 0;
 }

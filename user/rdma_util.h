@@ -26,4 +26,7 @@ uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 // A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
 uint32_t rdmau_psn(void);
 int rdmau_parse_ipv4(const char *s, uint32_t *ip);
+// Print the device-wide counters (SYS_rdma_dev_stats) as "name value"
+// pairs, each followed by sep. Returns -1 if they cannot be read.
+int rdmau_print_dev_stats(const char *sep);
 #endif

@@ -335,6 +335,9 @@ static int victim(struct ibv_context *ctx) {
            "rx_out_of_seq %lu rx_dup %lu rx_dropped %lu\n", memcmp(want, r.buf, size) ? "CHANGED" : "intact",
            ibvx_qp_state_str((enum ibv_qp_state)st.state), st.rx_frames, st.tx_frames, st.tx_nak,
            st.rx_out_of_window, st.rx_out_of_seq, st.rx_dup, st.rx_dropped);
+    printf("victim: device ");
+    if (rdmau_print_dev_stats(" ") < 0) fail("device stats");
+    printf("end\n");
     free(want);
   }
   rdma_disconnect(id);

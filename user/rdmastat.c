@@ -2,9 +2,12 @@
 //
 //   rdmastat        one line per QP (all processes) and its main counters
 //   rdmastat -v     every counter of every QP
+// Then "device:" and one "name value" line per device-wide counter (frames
+// dropped before a QP was found, by reason; async events dropped).
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
+#include "rdma_util.h"
 
 static const char *const req_names[] = { "idle", "sending", "wait_rnr", "error" };
 static const char *const resp_names[] = { "idle", "in_send", "in_write", "error" };
@@ -45,5 +48,7 @@ int main(int argc, char **argv) {
     }
   }
   printf("%d QPs\n", n);
+  printf("device:\n");
+  if (rdmau_print_dev_stats("\n") < 0) { printf("rdmastat: no device counters\n"); exit(1); }
   exit(0);
 }

@@ -254,7 +254,8 @@ static int t_qp_states(void) {
   CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) != 0);
   a.qp_state = IBV_QPS_INIT;                         // INIT needs the access flags...
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == 0);
+  a.port_num = 1;
+  CHECK(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT) == 0);
   CHECK(ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, NULL) == 0 && a.qp_state == IBV_QPS_INIT);
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTR;                          // ...and RTR an AV etc.
@@ -716,7 +717,7 @@ static int t_foreign(void) {
     memset(&rw, 0, sizeof rw);
     int bad = 0;
     bad += rdma_query_qp((int)p.a.qp->handle, &a) != -1;
-    bad += rdma_post_recv((int)p.b.qp->handle, &rw, 1) != -1;
+    bad += rdma_post_recv((int)p.b.qp->handle, &rw, 1, 0) != -1;
     bad += rdma_destroy_qp((int)p.a.qp->handle) != -1;
     bad += rdma_dereg_mr((int)p.a.mr->handle) != -1;
     bad += rdma_destroy_cq((int)p.a.cq->handle) != -1;
@@ -749,8 +750,8 @@ static int t_bad_pointers(void) {
     CHECK(rdma_create_qp(b) == -1);
     CHECK(rdma_modify_qp(qp, b, 1) == -1);
     CHECK(rdma_query_qp(qp, b) == -1);
-    CHECK(rdma_post_send(qp, b, 1) == -1);
-    CHECK(rdma_post_recv(qp, b, 1) == -1);
+    CHECK(rdma_post_send(qp, b, 1, 0) == -1);
+    CHECK(rdma_post_recv(qp, b, 1, 0) == -1);
     CHECK(rdma_qp_stats(0, b) == -1);
     CHECK(rdma_set_neigh(0x0a000063, b) == -1);
     CHECK(rdma_get_async(b, 0) == -1);
@@ -769,7 +770,7 @@ static int t_bad_pointers(void) {
     CHECK(rdma_destroy_chan(h) == -1 && rdma_poll_cq(h, 1, &wc) == -1 && rdma_req_notify(h, 0) == -1);
     CHECK(rdma_get_cq_event(h, (unsigned long long *)&wc) == -1 && rdma_modify_qp(h, &a, 1) == -1);
     CHECK(rdma_query_qp(h, &a) == -1 && rdma_destroy_qp(h) == -1);
-    CHECK(rdma_post_send(h, (struct rdma_send_wr *)&a, 1) == -1 && rdma_post_recv(h, (struct rdma_recv_wr *)&a, 1) == -1);
+    CHECK(rdma_post_send(h, (struct rdma_send_wr *)&a, 1, 0) == -1 && rdma_post_recv(h, (struct rdma_recv_wr *)&a, 1, 0) == -1);
     CHECK(rdma_create_cq(16, h, 0) == -1 || h == -1);
     CHECK(rdma_qp_stats(h, (struct rdma_qp_stats *)&a) == -1 || h == 1);
   }
@@ -807,6 +808,247 @@ static int t_exit_in_flight(void) {
   printf("  free pages before %d after %d\n", (int)before.freepages, (int)after.freepages);
   CHECK(after.freepages + 8 >= before.freepages);
   CHECK(transfer(IBV_WR_RDMA_WRITE, 5000) == 0);
+  return 0;
+}
+
+// ---- limits, async event queues, statuses (issue 18) ----
+
+// Resets qp and connects it to itself (loopback), every access right.
+static int self_connect(struct ibv_qp *qp) {
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RESET;
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) return -1;
+  uint32_t psn = rdmau_rand() & 0xffffff;
+  struct rdma_peer me = { .qpn = qp->qp_num, .psn = psn, .ipv4 = rdmau_local_ipv4(ctx) };
+  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  return rdmau_connect(qp, &me, psn, mtu, all, 7, 14) ? -1 : 0;
+}
+
+// One 16-byte op on a self-connected QP; waits for its successful completion.
+static int self_op(struct side *s, enum ibv_wr_opcode op, uint8_t *local, uint8_t *remote) {
+  struct ibv_sge sge = { (uint64_t)local, 16, s->mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  struct ibv_wc wc;
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uint64_t)remote;
+  wr.wr.rdma.rkey = s->mr->rkey;
+  if (ibv_post_send(s->qp, &wr, &bad)) return -1;
+  return wait_ok(s->cq, &wc);
+}
+
+// The child of t_mr_max: a max_mr_size region one byte past a page boundary
+// (one page more than its length: the page directory's last entry).
+static int mr_max_child(void) {
+  struct ibv_device_attr da;
+  struct sysinfo before, after;
+  struct pair p;
+  memset(&p, 0, sizeof p);
+  CHECK(ibv_query_device(ctx, &da) == 0 && da.max_mr_size == 64ULL << 20);
+  uint64_t len = da.max_mr_size;
+  char *raw = sbrk((int)(len + 2 * 4096));
+  CHECK(raw != (char *)-1);
+  uint8_t *buf = (uint8_t *)((((uint64_t)raw + 4095) & ~4095ULL) + 1);
+  p.pd = ibv_alloc_pd(ctx);
+  p.a.cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+  CHECK(p.pd && p.a.cq);
+  struct ibv_qp_init_attr ia = { .send_cq = p.a.cq, .recv_cq = p.a.cq, .qp_type = IBV_QPT_RC,
+                                 .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+  p.a.qp = ibv_create_qp(p.pd, &ia);
+  CHECK(p.a.qp && self_connect(p.a.qp) == 0);
+  CHECK(sysinfo(&before) == 0);
+  p.a.mr = ibv_reg_mr(p.pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  CHECK(p.a.mr != NULL);
+  uint8_t *last = buf + len - 16;
+  fill(buf, 16, 1);
+  CHECK(self_op(&p.a, IBV_WR_RDMA_WRITE, buf, last) == 0);        // remote WRITE into the last page
+  CHECK(memcmp(last, buf, 16) == 0);
+  memset(buf + 16, 0, 16);
+  CHECK(self_op(&p.a, IBV_WR_RDMA_READ, buf + 16, last) == 0);    // remote READ of the last page
+  CHECK(memcmp(buf + 16, buf, 16) == 0);
+  fill(last, 16, 2);
+  CHECK(self_op(&p.a, IBV_WR_RDMA_WRITE, last, buf + 32) == 0);   // local read of the last page
+  CHECK(memcmp(buf + 32, last, 16) == 0);
+  CHECK(ibv_destroy_qp(p.a.qp) == 0 && ibv_dereg_mr(p.a.mr) == 0);
+  CHECK(sysinfo(&after) == 0);
+  printf("  free pages around reg_mr: before %d after %d\n", (int)before.freepages, (int)after.freepages);
+  CHECK(after.freepages == before.freepages);
+  return 0;
+}
+
+// max_mr_size at an unaligned address: registration, remote WRITE and READ
+// and a local read of its last page, and no page leaked (in a child, whose
+// 64 MiB heap goes back at exit).
+static int t_mr_max(void) {
+  int pid = fork();
+  if (pid == 0) exit(mr_max_child());
+  int st = -1;
+  CHECK(pid > 0 && wait(&st) == pid);
+  CHECK(st == 0);
+  return 0;
+}
+
+// Moves s's QP to ERR on its own: a WRITE with an lkey nobody has fails
+// with a local protection error, and the QP raises IBV_EVENT_QP_FATAL.
+static int qp_fatal(struct side *s) {
+  struct ibv_wc wc;
+  if (self_connect(s->qp) < 0) return -1;
+  struct ibv_sge sge = { (uint64_t)s->buf, 16, s->mr->lkey ^ 0x100 };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uint64_t)s->buf;
+  wr.wr.rdma.rkey = s->mr->rkey;
+  if (ibv_post_send(s->qp, &wr, &bad)) return -1;
+  return rdmau_wait(s->cq, &wc, 10000) == 1 && wc.status == IBV_WC_LOC_PROT_ERR ? 0 : -1;
+}
+
+static void drain_async(void) {
+  struct rdma_async_event e;
+  while (rdma_get_async(&e, 0) == 0)
+    ;
+}
+
+// The documented capacity of a process's async event queue: one event per
+// QP and CQ it may own.
+static int async_capacity(void) {
+  struct ibv_device_attr da;
+  return ibv_query_device(ctx, &da) == 0 ? da.max_qp + da.max_cq : -1;
+}
+
+static int open_sides(struct pair *p, int n) {
+  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  memset(p, 0, sizeof *p);
+  p->pd = ibv_alloc_pd(ctx);
+  if (!p->pd || side_open(p, &p->a, 64, all, 16) < 0) return -1;
+  return n < 2 ? 0 : side_open(p, &p->b, 64, all, 16);
+}
+
+// A child raises more QP errors than its event queue holds and never reads
+// them; the parent's own QP_FATAL still arrives (and the child's do not).
+static int t_async_isolation(void) {
+  int cap = async_capacity(), c2p[2], p2c[2];
+  char c = 0;
+  CHECK(cap > 0 && pipe(c2p) == 0 && pipe(p2c) == 0);
+  drain_async();
+  int pid = fork();
+  if (pid == 0) {
+    struct pair p;
+    int bad = open_sides(&p, 1) < 0;
+    for (int i = 0; i < cap + 8 && !bad; i++) bad = qp_fatal(&p.a) < 0;
+    write(c2p[1], "x", 1);
+    read(p2c[0], &c, 1);           // keep the events queued until the parent is done
+    exit(bad);
+  }
+  close(c2p[1]);
+  close(p2c[0]);
+  CHECK(pid > 0 && read(c2p[0], &c, 1) == 1);
+  struct pair p;
+  CHECK(open_sides(&p, 1) == 0 && qp_fatal(&p.a) == 0);
+  struct rdma_async_event e;
+  int got = -1;
+  uint64 deadline = clock_ns() + 5000000000ULL;
+  while (got < 0 && clock_ns() < deadline) {
+    if (rdma_get_async(&e, 0) < 0) { sleep(1); continue; }
+    got = e.event_type == IBV_EVENT_QP_FATAL && e.handle == (int)p.a.qp->handle;
+  }
+  write(p2c[1], "x", 1);
+  int st = -1;
+  wait(&st);
+  close(c2p[0]);
+  close(p2c[1]);
+  CHECK(st == 0);
+  CHECK(got == 1);
+  CHECK(rdma_get_async(&e, 0) < 0);          // nothing of the child's
+  pair_close(&p);
+  return 0;
+}
+
+// A full queue drops its owner's oldest events: after cap + 9 errors, the
+// cap events left end with the newest (b's), and async_dropped counts 9.
+static int t_async_overflow(void) {
+  int cap = async_capacity(), n = 0;
+  struct rdma_dev_stats s0, s1;
+  struct rdma_async_event first = { 0 }, e = { 0 };
+  struct pair p;
+  CHECK(cap > 0);
+  drain_async();
+  CHECK(open_sides(&p, 2) == 0);
+  CHECK(rdma_dev_stats(&s0) == 0);
+  for (int i = 0; i < cap + 8; i++) CHECK(qp_fatal(&p.a) == 0);
+  CHECK(qp_fatal(&p.b) == 0);
+  CHECK(rdma_dev_stats(&s1) == 0);
+  while (rdma_get_async(&e, 0) == 0)
+    if (n++ == 0) first = e;
+  printf("  %d events of %d kept, %d dropped\n", n, cap + 9, (int)(s1.async_dropped - s0.async_dropped));
+  CHECK(n == cap && s1.async_dropped - s0.async_dropped == 9);
+  CHECK(first.event_type == IBV_EVENT_QP_FATAL && first.handle == (int)p.a.qp->handle);
+  CHECK(e.event_type == IBV_EVENT_QP_FATAL && e.handle == (int)p.b.qp->handle);
+  pair_close(&p);
+  return 0;
+}
+
+// The errno values libibverbs callers expect from post and modify.
+static int t_statuses(void) {
+  struct pair p;
+  struct ibv_qp_attr a;
+  struct ibv_sge sge[2];
+  struct ibv_send_wr wr, *bad;
+  struct ibv_recv_wr rw, *rbad;
+  CHECK(open_sides(&p, 1) == 0);
+  struct ibv_qp_init_attr ia = { .send_cq = p.a.cq, .recv_cq = p.a.cq, .qp_type = IBV_QPT_RC,
+                                 .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+  struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
+  CHECK(q && ia.cap.max_send_sge == 1 && ia.cap.max_recv_sge == 1);
+  for (int i = 0; i < 2; i++) sge[i] = (struct ibv_sge){ (uint64_t)p.a.buf, 8, p.a.mr->lkey };
+  memset(&wr, 0, sizeof wr);
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = (uint64_t)p.a.buf;
+  wr.wr.rdma.rkey = p.a.mr->rkey;
+  CHECK(ibv_post_send(q, &wr, &bad) == EINVAL && bad == &wr);      // RESET [QP-STATE-4]
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == EINVAL);      // no P_Key index, port
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX) == EINVAL);
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT) == EINVAL);
+  a.port_num = 2;
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT) == EINVAL);
+  a.port_num = 1;
+  a.qp_access_flags = 0xffff;                                       // bits reg_mr refuses
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT) == EINVAL);
+  CHECK(ibv_query_qp(q, &a, IBV_QP_STATE, NULL) == 0 && a.qp_state == IBV_QPS_RESET);
+  CHECK(ibv_post_send(q, &wr, &bad) == EINVAL);
+  CHECK(self_connect(q) == 0);
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTS;
+  a.qp_access_flags = 0x10;
+  CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == EINVAL);   // RTS -> RTS too
+  wr.num_sge = 2;                                                   // above the QP's 1
+  CHECK(ibv_post_send(q, &wr, &bad) == EINVAL && bad == &wr);
+  memset(&rw, 0, sizeof rw);
+  rw.sg_list = sge;
+  rw.num_sge = 2;
+  CHECK(ibv_post_recv(q, &rw, &rbad) == EINVAL && rbad == &rw);
+  struct ibv_send_wr chain[8];                                      // more than the queue holds:
+  for (int i = 0; i < 8; i++) {                                     // ENOMEM at the first that
+    chain[i] = wr;                                                  // does not fit
+    chain[i].num_sge = 1;
+    chain[i].next = i < 7 ? &chain[i + 1] : NULL;
+  }
+  CHECK(ibv_post_send(q, chain, &bad) == ENOMEM && bad == &chain[ia.cap.max_send_wr]);
+  CHECK(ibv_destroy_qp(q) == 0);
+  pair_close(&p);
   return 0;
 }
 
@@ -869,6 +1111,10 @@ int main(int argc, char **argv) {
   add("foreign_handles", t_foreign);
   add("bad_pointers", t_bad_pointers);
   add("exit_in_flight", t_exit_in_flight);
+  add("mr_max_unaligned", t_mr_max);
+  add("async_isolation", t_async_isolation);
+  add("async_overflow", t_async_overflow);
+  add("statuses", t_statuses);
   int passed = 0, failed = 0;
   for (int i = 0; i < ntests; i++) {
     struct test *t = &tests[i];

@@ -9,7 +9,7 @@ void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
 {
 	cq->ring = ring;
 	cq->size = size;
-	cq->head = cq->tail = 0;
+	cq->head = cq->tail = cq->head_slot = 0;
 	cq->overflow = 0;
 }
 
@@ -24,7 +24,7 @@ void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
 		qp->cnt.cq_overflow++;
 		return;
 	}
-	cq->ring[cq->tail % cq->size] = *wc;
+	*rct_cq_at(cq, cq->tail) = *wc;
 	cq->tail++;
 }
 
@@ -32,8 +32,9 @@ int rct_poll_cq(struct rct_cq *cq, struct rct_wc *wc, int n)
 {
 	int got = 0;
 	while (got < n && cq->head != cq->tail) {
-		wc[got++] = cq->ring[cq->head % cq->size];
+		wc[got++] = *rct_cq_at(cq, cq->head);
 		cq->head++;
+		cq->head_slot = cq->head_slot + 1 == cq->size ? 0 : cq->head_slot + 1;
 	}
 	return got;
 }

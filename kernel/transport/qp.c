@@ -168,8 +168,8 @@ struct qp_transition {
 	uint32_t required, optional;
 };
 static const struct qp_transition qp_transitions[] = {
-	{ RCT_QPS_RESET, RCT_QPS_INIT, M(STATE) | M(ACCESS_FLAGS), M(PKEY_INDEX) },
-	{ RCT_QPS_INIT, RCT_QPS_INIT, M(STATE), M(PKEY_INDEX) | M(ACCESS_FLAGS) },
+	{ RCT_QPS_RESET, RCT_QPS_INIT, M(STATE) | M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT), 0 },
+	{ RCT_QPS_INIT, RCT_QPS_INIT, M(STATE), M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS) },
 	{ RCT_QPS_INIT, RCT_QPS_RTR, M(STATE) | M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
 	  M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER), M(ACCESS_FLAGS) | M(PKEY_INDEX) | EXT },
 	{ RCT_QPS_RTR, RCT_QPS_RTS, M(STATE) | M(SQ_PSN) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
@@ -194,6 +194,12 @@ static const struct qp_transition *find_transition(enum rct_qp_state from, enum 
 /* Range checks of [QP-STATE-2]. */
 static bool attr_values_ok(const struct rct_qp_attr *a, uint32_t mask)
 {
+	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags & ~RCT_ACCESS_ALL))
+		return false;
+	if ((mask & M(PKEY_INDEX)) && a->pkey_index != RCT_PKEY_INDEX)
+		return false;
+	if ((mask & M(PORT)) && a->port_num != RCT_PORT_NUM)
+		return false;
 	if ((mask & M(PATH_MTU)) && !rct_mtu_bytes(a->path_mtu))
 		return false;
 	if ((mask & M(TIMEOUT)) && a->timeout > 31)

@@ -110,6 +110,8 @@ enum rct_access {
 	RCT_ACCESS_REMOTE_READ = 4,
 	RCT_ACCESS_REMOTE_ATOMIC = 8,
 };
+#define RCT_ACCESS_ALL (RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE | \
+                        RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_ATOMIC)
 
 /* Path MTU, IBTA enum values. */
 enum rct_mtu {
@@ -254,8 +256,16 @@ struct rct_cq {
 	uint32_t size;
 	uint32_t head;              /* next to pop (free-running) */
 	uint32_t tail;              /* next to push (free-running) */
+	uint32_t head_slot;         /* ring index of head: the counters wrap at 2^32, which
+	                             * a size that is not a power of two does not divide */
 	uint32_t overflow;
 };
+
+/* The completion counted i, head <= i < tail (free-running). */
+static inline struct rct_wc *rct_cq_at(const struct rct_cq *cq, uint32_t i)
+{
+	return &cq->ring[(cq->head_slot + (i - cq->head)) % cq->size];
+}
 
 /* ------------------------------------------------------------------ */
 /* Frames out                                                           */
@@ -403,13 +413,15 @@ enum rct_qp_attr_mask {
 	RCT_QP_SR = 1u << 15,           /* sr_enable (both ends advertised SR in the CM exchange) */
 	RCT_QP_ADAPTIVE_RTO = 1u << 16, /* adaptive_rto, min_rto_ns */
 	RCT_QP_MAX_INFLIGHT = 1u << 17, /* max_inflight */
+	RCT_QP_PORT = 1u << 18,         /* port_num */
 };
 
 struct rct_qp_attr {
 	enum rct_qp_state qp_state;
 	enum rct_qp_state cur_qp_state;
 	uint32_t qp_access_flags;   /* RCT_ACCESS_REMOTE_* the responder allows */
-	uint16_t pkey_index;
+	uint16_t pkey_index;        /* RCT_PKEY_INDEX: the one P_Key [HDR-BTH-2] */
+	uint8_t port_num;           /* RCT_PORT_NUM: the device's one port */
 	struct rct_ah ah;
 	enum rct_mtu path_mtu;
 	uint8_t timeout;            /* local ACK timeout 4.096us * 2^timeout; 0 = infinite */
@@ -426,6 +438,9 @@ struct rct_qp_attr {
 	uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
 	uint32_t max_inflight;      /* request packets in flight; 0 = default */
 };
+
+#define RCT_PKEY_INDEX 0     /* the P_Key table holds one entry */
+#define RCT_PORT_NUM   1     /* a device has one port */
 
 #define RCT_MIN_RTO_DEFAULT_NS 1000000ull   /* 1 ms */
 #define RCT_INITIAL_RTO_FACTOR 4            /* adaptive RTO before the first sample: 4 x min_rto [REQ-TMO-4] */

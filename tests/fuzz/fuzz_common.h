@@ -78,7 +78,8 @@ static void fz_ep_init(struct fz_ep *e, bool sr, enum rct_mtu mtu, uint32_t psn)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RCT_QPS_INIT;
 	a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ;
-	rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS);
+	a.port_num = RCT_PORT_NUM;
+	rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT);
 	a.qp_state = RCT_QPS_RTR;
 	memcpy(a.ah.dmac, FZ_MAC_B, 6);
 	a.ah.dipv4 = 0x0a000002;

@@ -26,6 +26,17 @@ buffer still holds its pattern, and for its QP state and counters:
                  the responder's QP to ERR -- exactly what a legitimate frame
                  with the same fields may do ([SEC-FORGE-4]).
 
+Then frames the victim must drop before any QP is found, each kind sent
+several times, valid ICRC unless the kind is about it:
+
+  unknown_qp     a WRITE to a QPN the victim does not have (rx_unknown_qp).
+  truncated      a WRITE ONLY cut inside its RETH (rx_truncated).
+  bad_opcode     a reserved RC opcode (rx_bad_opcode).
+
+For every kind (bad_icrc included) the victim's device-wide drop counters
+(SYS_rdma_dev_stats, rdmastat's "device:" section) must move by exactly the
+number of frames of that kind, and the other drop counters not at all.
+
 A second pair of guests (forged_dreq_case) tests the connection manager:
 the victim prints its CM connection IDs and its peer's CM port, the
 holder the victim's CM reply port, and the victim waits for a DREQ
@@ -41,9 +52,19 @@ connection IDs to the victim's CM socket:
                  ephemeral range [SEC-RAND-8] (sequential ports gave both
                  49152).
 
+A third pair (mr_boundary_case) forges in-sequence WRITEs with the right
+R_Key at the end of the victim's 4 KiB MR:
+
+  mr_last_bytes  64 bytes ending exactly at the MR's last byte: placed
+                 (the victim's "tail" shows them) and acknowledged, QP RTS.
+  mr_over_end    64 bytes starting 32 before the end: nothing placed (the
+                 tail unchanged), one NAK remote access error, QP to ERR
+                 ([RESP-ACC-1], [SEC-FORGE-3], [QP-ERR-1]).
+
 The first two also show the forged frames really arrive and are parsed: a
 valid-ICRC frame moves a counter (out_of_window), so the bad_icrc verdict is
-not an artefact of frames lost on the way. Prints "test forge_<name>: OK|FAILED"
+not an artefact of frames lost on the way. Each step waits (with a deadline)
+for the counter its frames must move. Prints "test forge_<name>: OK|FAILED"
 and "N passed, M failed".
 """
 import os
@@ -81,12 +102,21 @@ def ip_checksum(h):
     return ~total & 0xFFFF
 
 
-def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=False):
-    """One RoCEv2 RC RDMA WRITE ONLY frame (payload a multiple of 4: no pad)."""
-    bth = struct.pack("!BBHI", OP_RC_WRITE_ONLY, 0, 0xFFFF, qpn & 0xFFFFFF) + \
+# Device-wide counters of frames dropped before a QP is found.
+DROP_COUNTERS = ("rx_not_roce", "rx_truncated", "rx_bad_header", "rx_icrc_err", "rx_bad_opcode",
+                 "rx_unknown_qp", "nic_rx_bad")
+
+
+def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=False,
+               opcode=OP_RC_WRITE_ONLY, cut=None):
+    """One RoCEv2 RC RDMA WRITE ONLY frame (payload a multiple of 4: no pad).
+    cut: keep only that many bytes after the BTH (the ICRC stays valid)."""
+    bth = struct.pack("!BBHI", opcode, 0, 0xFFFF, qpn & 0xFFFFFF) + \
         struct.pack("!I", 0x80000000 | (psn & 0xFFFFFF))           # AckReq, PSN
     reth = struct.pack("!QII", va, rkey, len(payload))
     roce = bth + reth + payload
+    if cut is not None:
+        roce = roce[:len(bth) + cut]
     udp_len = 8 + len(roce) + 4
     udp = struct.pack("!HHHH", 49152, ROCE_PORT, udp_len, 0)
     ip_len = 20 + udp_len
@@ -102,6 +132,36 @@ def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=Fa
         icrc ^= 0x00010000
     eth = dst_mac + THIRD_MAC + b"\x08\x00"
     return eth + iph + udp + roce + struct.pack("<I", icrc)
+
+
+def pairs(text):
+    words = text.split()
+    return {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+
+
+def check(victim):
+    """The victim's buffer verdict, QP state and counters; c["dev"]: the device's."""
+    victim.send("check")
+    m = victim.expect(r"victim: buffer (\S+) state (\S+) (.*)\n", timeout=30)
+    c = pairs(m.group(3))
+    c["buffer"], c["state"] = m.group(1), m.group(2)
+    c["dev"] = pairs(victim.expect(r"victim: device (.*) end\n", timeout=30).group(1))
+    return c
+
+
+def check_until(victim, done, timeout=30):
+    """check() until done(counters) holds or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = check(victim)
+        if done(c) or time.monotonic() > deadline:
+            return c
+        time.sleep(0.1)
+
+
+def drops_moved(before, after, want):
+    """Every device drop counter moved by want.get(name, 0), exactly."""
+    return all(after["dev"][k] - before["dev"][k] == want.get(k, 0) for k in DROP_COUNTERS)
 
 
 CM_MAGIC, CM_VERSION, CM_DREQ = 0x7872, 1, 5
@@ -184,20 +244,6 @@ def tail(victim):
     return bytes.fromhex(victim.expect(r"victim: tail ([0-9a-f]+)\n", timeout=30).group(1))
 
 
-def check_until(victim, what, done, timeout=30):
-    """Polls the victim's "check" until done(counters) holds: the frame was
-    processed, not merely sent. Returns the counters then, or the last ones
-    after the deadline (the caller's verdict then fails and shows them)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        c = check(victim)
-        if done(c) or time.monotonic() > deadline:
-            if not done(c):
-                progress("forge", f"{what}: not within {timeout} s")
-            return c
-        time.sleep(0.2)
-
-
 def mr_boundary_case():
     """Forged WRITEs at the end of the victim's 4 KiB MR, in sequence with the
     right R_Key and ICRC: one ending exactly at the MR's last byte is placed
@@ -217,12 +263,10 @@ def mr_boundary_case():
         inside, over = b"LASTBYTE" * 8, b"OVEREND!" * 8
         args = dict(dst_mac=mac(tb.mac(1)), src_ip=tb.ip(0), dst_ip=tb.ip(1), qpn=qpn, rkey=rkey)
         sock.sendto(write_only(psn=epsn, va=va + length - len(inside), payload=inside, **args), inject)
-        c1 = check_until(victim_g, "the WRITE ending at the MR's last byte placed",
-                         lambda c: c["buffer"] == "CHANGED")
+        c1 = check_until(victim_g, lambda c: c["buffer"] == "CHANGED")
         t1 = tail(victim_g)
         sock.sendto(write_only(psn=(epsn + 1) & 0xFFFFFF, va=va + length - 32, payload=over, **args), inject)
-        c2 = check_until(victim_g, "the WRITE over the MR's end answered",
-                         lambda c: c["tx_nak"] > c1["tx_nak"] or c["state"] == "ERR")
+        c2 = check_until(victim_g, lambda c: c["tx_nak"] > c1["tx_nak"] or c["state"] == "ERR")
         t2 = tail(victim_g)
         for g in (victim_g, holder_g):
             g.send("quit")
@@ -236,15 +280,6 @@ def mr_boundary_case():
              f"{'placed' if t1 == inside else t1.hex()}, QP {c1['state']}, tx_nak {c1['tx_nak']}"),
             ("mr_over_end", ok_over, f"WRITE 32 B over the end: tail {'untouched' if t2 == inside else t2.hex()}, "
              f"QP {c2['state']}, tx_nak {c1['tx_nak']} -> {c2['tx_nak']}")]
-
-
-def check(victim):
-    victim.send("check")
-    m = victim.expect(r"victim: buffer (\S+) state (\S+) (.*)\n", timeout=30)
-    words = m.group(3).split()
-    c = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
-    c["buffer"], c["state"] = m.group(1), m.group(2)
-    return c
 
 
 def main():
@@ -263,32 +298,48 @@ def main():
             base = check(victim_g)
             progress("forge", f"baseline: {base}")
 
-            def send(**kw):
-                sock.sendto(write_only(**{**frame_args, **kw}), inject)
-                time.sleep(2)
+            def send(count=1, **kw):
+                for _ in range(count):
+                    sock.sendto(write_only(**{**frame_args, **kw}), inject)
+
+            def dev_moved(before, name, n):
+                return lambda c: c["dev"][name] >= before["dev"][name] + n
 
             # bad ICRC on an otherwise perfect WRITE ([ICRC-CALC-5], [RX-ORDER-2]).
-            send(psn=epsn, rkey=rkey, bad_icrc=True)
-            c1 = check(victim_g)
+            send(3, psn=epsn, rkey=rkey, bad_icrc=True)
+            c1 = check_until(victim_g, dev_moved(base, "rx_icrc_err", 3))
             ok = (c1["buffer"] == "intact" and c1["state"] == "RTS" and c1["tx_nak"] == base["tx_nak"]
-                  and c1["tx_frames"] == base["tx_frames"] and c1["rx_frames"] == base["rx_frames"])
+                  and c1["tx_frames"] == base["tx_frames"] and c1["rx_frames"] == base["rx_frames"]
+                  and drops_moved(base, c1, {"rx_icrc_err": 3}))
             results.append(("bad_icrc", ok, f"{c1}"))
             # PSN outside the window ([RESP-PSN-3], [SEC-FORGE-1]).
             send(psn=(epsn + (1 << 22)) & 0xFFFFFF, rkey=rkey)
-            c2 = check(victim_g)
+            c2 = check_until(victim_g, lambda c: c["rx_out_of_window"] > c1["rx_out_of_window"])
             ok = (c2["buffer"] == "intact" and c2["state"] == "RTS"
                   and c2["rx_out_of_window"] == c1["rx_out_of_window"] + 1
                   and c2["tx_frames"] == c1["tx_frames"] and c2["tx_nak"] == c1["tx_nak"])
             results.append(("out_of_window", ok, f"{c2}"))
+            # Dropped before a QP is found: each kind moves its own device counter.
+            prev = c2
+            for kind, counter, n, kw in (
+                    ("unknown_qp", "rx_unknown_qp", 2, dict(qpn=qpn ^ 0x800001)),
+                    ("truncated", "rx_truncated", 2, dict(cut=4)),
+                    ("bad_opcode", "rx_bad_opcode", 1, dict(opcode=0x1F))):
+                send(n, **{"psn": epsn, "rkey": rkey, **kw})
+                c = check_until(victim_g, dev_moved(prev, counter, n))
+                ok = (drops_moved(prev, c, {counter: n}) and c["buffer"] == "intact" and c["state"] == "RTS"
+                      and c["tx_frames"] == prev["tx_frames"] and c["rx_frames"] == prev["rx_frames"])
+                results.append((kind, ok, f"{c['dev']}"))
+                prev = c
+            c2 = prev
             # An R_Key never issued ([SEC-FORGE-3], [RESP-ACC-1], [QP-ERR-1]).
             bad_rkey = rkey ^ 0x5A5A5A00
             send(psn=epsn, rkey=bad_rkey)
-            c3 = check(victim_g)
+            c3 = check_until(victim_g, lambda c: c["tx_nak"] > c2["tx_nak"])
             ok = (c3["buffer"] == "intact" and c3["tx_nak"] == c2["tx_nak"] + 1 and c3["state"] == "ERR")
             results.append(("wrong_rkey", ok, f"{c3}"))
             for g in (victim_g, holder_g):
                 g.send("quit")
-            time.sleep(1)
             linkst = tb.stats()
             progress("forge", "linkemu port 2 (third party) frames in: "
                      f"{linkst['directions'][2]['frames_in']}")
@@ -298,14 +349,11 @@ def main():
                 g.wait_exit(30)
     except GuestError as e:
         results.append(("setup", False, f"guest error: {e}"))
-    try:
-        results += forged_dreq_case()
-    except GuestError as e:
-        results.append(("dreq_setup", False, f"guest error: {e}"))
-    try:
-        results += mr_boundary_case()
-    except GuestError as e:
-        results.append(("mr_setup", False, f"guest error: {e}"))
+    for case in (forged_dreq_case, mr_boundary_case):
+        try:
+            results += case()
+        except GuestError as e:
+            results.append((f"{case.__name__}_setup", False, f"guest error: {e}"))
     tally = Tally()
     for name, ok, info in results:
         tally.record(f"forge_{name}", ok, info)

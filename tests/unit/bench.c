@@ -61,7 +61,8 @@ static void ep(struct bep *e, const uint8_t *mac, uint32_t ip, uint32_t qpn, con
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RCT_QPS_INIT;
 	a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE;
-	rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS);
+	a.port_num = RCT_PORT_NUM;
+	rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT);
 	a.qp_state = RCT_QPS_RTR;
 	memcpy(a.ah.dmac, pmac, 6);
 	a.ah.dipv4 = pip;

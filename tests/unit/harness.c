@@ -129,7 +129,8 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
 	memset(&a, 0, sizeof(a));
 	a.qp_state = RCT_QPS_INIT;
 	a.qp_access_flags = o->access;
-	ck_assert_int_eq(rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS), RCT_OK);
+	a.port_num = RCT_PORT_NUM;
+	ck_assert_int_eq(rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT), RCT_OK);
 	a.qp_state = RCT_QPS_RTR;
 	memcpy(a.ah.dmac, pmac, 6);
 	a.ah.dipv4 = pip;

@@ -166,7 +166,8 @@ START_TEST(test_cm_parameters_to_qp)
 		ep_init(&e, MAC_A, IP_A, QPN_A, 0);
 		a.qp_state = RCT_QPS_INIT;
 		a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE;
-		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS), RCT_OK);
+		a.port_num = RCT_PORT_NUM;
+		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT), RCT_OK);
 		a.qp_state = RCT_QPS_RTR;
 		a.min_rnr_timer = 12;
 		ck_assert_int_eq(rct_qp_modify(&e.qp, &a, m1), RCT_OK);

@@ -725,6 +725,28 @@ START_TEST(test_comp_cq_overflow_counted)
 }
 END_TEST
 
+/* The free-running counters wrap at 2^32, which a CQ size of 3 does not
+ * divide: completions still come out in order, none overwritten. */
+START_TEST(test_comp_cq_counter_wrap)
+{
+	struct rct_cq cq;
+	struct rct_wc ring[3], wc;
+	rct_cq_init(&cq, ring, 3);
+	cq.head = cq.tail = 0xfffffffeu;
+	for (uint64_t round = 0; round < 3; round++) {
+		for (uint64_t i = 0; i < 3; i++) {
+			struct rct_wc w = { .wr_id = round * 3 + i, .status = RCT_WC_SUCCESS };
+			rct_cq_push(&A->qp, &cq, &w);
+		}
+		ck_assert_uint_eq(cq.overflow, 0);
+		for (uint64_t i = 0; i < 3; i++) {
+			ck_assert_int_eq(rct_poll_cq(&cq, &wc, 1), 1);
+			ck_assert_uint_eq(wc.wr_id, round * 3 + i);
+		}
+	}
+}
+END_TEST
+
 Suite *suite_comp(void)
 {
 	Suite *s = suite_create("comp");
@@ -760,6 +782,7 @@ Suite *suite_comp(void)
 	tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
 	tcase_add_test(t, test_comp_sr_read_longer_than_sr_window);
 	tcase_add_test(t, test_comp_cq_overflow_counted);
+	tcase_add_test(t, test_comp_cq_counter_wrap);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -9,10 +9,16 @@ static struct ep e;
 static void setup(void) { ep_init(&e, MAC_A, IP_A, QPN_A, 0); }
 static void teardown(void) { ep_free(&e); }
 
+static uint32_t init_mask(void)
+{
+	return RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT;
+}
+
 static int to_init(void)
 {
-	struct rct_qp_attr a = { .qp_state = RCT_QPS_INIT, .qp_access_flags = RCT_ACCESS_REMOTE_WRITE };
-	return rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS);
+	struct rct_qp_attr a = { .qp_state = RCT_QPS_INIT, .qp_access_flags = RCT_ACCESS_REMOTE_WRITE,
+	                         .port_num = RCT_PORT_NUM };
+	return rct_qp_modify(&e.qp, &a, init_mask());
 }
 
 static uint32_t rtr_mask(void)
@@ -65,6 +71,21 @@ START_TEST(test_qp_modify_checks)
 	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
 	a.qp_state = RCT_QPS_INIT;
 	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE), RCT_EINVAL);   /* missing access flags */
+	a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE;
+	a.port_num = RCT_PORT_NUM;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PORT),
+	                 RCT_EINVAL);                                            /* missing P_Key index */
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX),
+	                 RCT_EINVAL);                                            /* missing port */
+	a.port_num = 2;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask()), RCT_EINVAL);    /* no such port */
+	a.port_num = RCT_PORT_NUM;
+	a.pkey_index = 1;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask()), RCT_EINVAL);    /* no such P_Key */
+	a.pkey_index = RCT_PKEY_INDEX;
+	a.qp_access_flags = 0xffff;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask()), RCT_EINVAL);    /* unknown access bits */
+	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
 	ck_assert_int_eq(to_init(), RCT_OK);
 	a = good(RCT_QPS_RTR);
 	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask() & ~RCT_QP_RQ_PSN), RCT_EINVAL);
@@ -314,7 +335,8 @@ START_TEST(test_qp_device_wide_calls)
 	{
 		struct rct_qp_attr a = good(RCT_QPS_INIT);
 		a.qp_access_flags = 0;
-		rct_qp_modify(&q2, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS);
+		a.port_num = RCT_PORT_NUM;
+		rct_qp_modify(&q2, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT);
 		a = good(RCT_QPS_RTR);
 		a.max_dest_rd_atomic = 0;
 		rct_qp_modify(&q2, &a, rtr_mask());
