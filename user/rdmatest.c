@@ -819,7 +819,7 @@ static int self_connect(struct ibv_qp *qp) {
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RESET;
   if (ibv_modify_qp(qp, &a, IBV_QP_STATE)) return -1;
-  uint32_t psn = rdmau_rand() & 0xffffff;
+  uint32_t psn = rdmau_psn();
   struct rdma_peer me = { .qpn = qp->qp_num, .psn = psn, .ipv4 = rdmau_local_ipv4(ctx) };
   int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   return rdmau_connect(qp, &me, psn, mtu, all, 7, 14) ? -1 : 0;
