@@ -1026,34 +1026,63 @@ static void block_wait_write(struct kit *k) { rdma_wait_write(&never_written, 0,
 static void block_wait_cq(struct kit *k) { rdma_wait_cq(k->cq, FOREVER); }
 
 #define BLOCK_RETURNED 3     // the child's status if its blocking call returned
+#define KILL_ROUNDS 300      // kills that race the child's way into the call
+#define KILL_SWEEP_NS 60000  // their delays after the child's signal sweep 0..60 us
 
+// Frames for the engine: unsignaled WRITEs of a QP connected to itself.
+// Every frame taken in wakes rdma_wait_write's sleepers, who look at
+// proc_killed and sleep again: each time a window for a kill.
+static void noise(struct kit *k) {
+  struct rdma_send_wr w[4];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < 4; i++) {
+    w[i].opcode = IBV_WR_RDMA_WRITE;
+    w[i].num_sge = 1;
+    w[i].sg[0].addr = (unsigned long)buf;
+    w[i].sg[0].length = 64;
+    w[i].sg[0].lkey = k->keys.lkey;
+    w[i].remote_addr = (unsigned long)buf + PG;
+    w[i].rkey = k->keys.rkey;
+  }
+  rdma_post_send(k->qp, w, 4);
+}
+
+// Round 0 gives the child time to fall asleep; the others kill it on its
+// way into the call or while frames keep waking it, each a little later
+// than the one before: a kill landing between the call's look at
+// proc_killed and its sleep must not be lost (the child would sleep
+// forever and the wait below never return).
 static int kill_blocked(void (*block)(struct kit *)) {
   int fds[2];
+  struct kit frames;
   EXPECT(pipe(fds) == 0);
+  EXPECT(kit_open(&frames) == 0 && drive(frames.qp, IBV_QPS_RTS, frames.qpn) == 0);
   unsigned long before = free_pages();
-  int pid = fork();
-  EXPECT(pid >= 0);
-  if (pid == 0) {
-    struct kit k;
-    close(fds[0]);
-    if (kit_open(&k) < 0 || drive(k.qp, IBV_QPS_RTS, k.qpn) < 0) exit(2);
-    write(fds[1], "b", 1);
-    block(&k);
-    exit(BLOCK_RETURNED);
+  for (int round = 0; round < KILL_ROUNDS; round++) {
+    int pid = fork();
+    EXPECT(pid >= 0);
+    if (pid == 0) {
+      struct kit k;
+      close(fds[0]);
+      if (kit_open(&k) < 0 || drive(k.qp, IBV_QPS_RTS, k.qpn) < 0) exit(2);
+      write(fds[1], "b", 1);
+      block(&k);
+      exit(BLOCK_RETURNED);
+    }
+    char c;
+    EXPECT(read(fds[0], &c, 1) == 1);
+    if (round == 0) sleep(2);
+    unsigned long t = clock_ns() + (unsigned long)(round % 100) * (KILL_SWEEP_NS / 100);
+    do noise(&frames); while (clock_ns() < t);
+    EXPECT(kill(pid) == 0);
+    int st = 0;
+    EXPECT(wait(&st) == pid);
+    EXPECTF(st == -1, "round %d: child status %d, not killed (-1)", round, st);
+    EXPECT(qps_of(pid) == 0 && qps_of(-1) == 1);
   }
-  close(fds[1]);
-  char c;
-  EXPECT(read(fds[0], &c, 1) == 1);
-  // The child is on its way into the call; whether the kill finds it
-  // asleep or just before, the outcome must be the same. Give it the CPU.
-  sleep(2);
-  EXPECT(kill(pid) == 0);
-  int st = 0;
-  EXPECT(wait(&st) == pid);
-  EXPECTF(st == -1, "child status %d, not killed (-1)", st);
-  EXPECT(qps_of(pid) == 0 && qps_of(-1) == 0);
   unsigned long after = free_pages();
   close(fds[0]);
+  close(fds[1]);
   EXPECTF(after == before, "free pages %lu -> %lu", before, after);
   return 0;
 }
