@@ -15,7 +15,10 @@
 // A worker process does the walk; the top process compares the free pages
 // before the worker starts and after it (and all its children) exited.
 // Usage: rdmafuzz [-s SEED] [-t SECONDS | -n CALLS] [-v]
-// Prints "rdmafuzz: seed S calls N forks F kills K free pages X -> Y: ok|LEAK".
+// -n counts operations drawn from the table (each one system call, a few
+// for "connect" and "query"), so that it does not depend on results.
+// Prints "rdmafuzz: seed S calls N forks F kills K digest D ... free pages
+// X -> Y: ok|LEAK" (D: the generator's final state, equal for replays).
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
@@ -34,6 +37,7 @@ static struct rdma_device_info dev;
 static struct rdma_port_info port;
 static int verbose;
 static unsigned long calls;               // system calls made by this process
+static unsigned long steps;               // operations drawn from the table (-n counts these)
 
 // ---- the generator: xorshift64* ----
 static unsigned long rng;
@@ -73,16 +77,27 @@ static int limit_of(int kind) {
   return l[kind];
 }
 
+// One of the pool's live handles into *out (0 if the pool is empty). The
+// index is drawn either way: the draws never depend on what the kernel
+// answered, so a seed replays the same choices even where results differ.
+static int any(const struct pool *p, int *out) {
+  unsigned idx = (unsigned)(next() >> 33);
+  if (p->n == 0) return 0;
+  *out = p->live[idx % (unsigned)p->n];
+  return 1;
+}
+
 // A live handle mostly; else a destroyed one, a boundary value or noise.
 static int pick(int kind) {
   struct pool *p = &pools[kind];
-  unsigned r = below(20);
-  if (r < 14 && p->n) return p->live[below((unsigned)p->n)];
-  if (r < 16 && p->nd) return p->dead[below(p->nd < DEAD ? (unsigned)p->nd : DEAD)];
+  unsigned r = below(20), dead = (unsigned)(next() >> 33), edge = (unsigned)(next() >> 33);
+  int noise = (int)next(), h;
   int edges[] = { -1, 0, 1, limit_of(kind) - 1, limit_of(kind), limit_of(kind) + 1,
                   1 << 30, (int)0x80000000, 0x7fffffff };
-  if (r < 19) return edges[below(sizeof edges / sizeof edges[0])];
-  return (int)next();
+  if (r < 14 && any(p, &h)) return h;
+  if (r < 16 && p->nd) return p->dead[dead % (p->nd < DEAD ? (unsigned)p->nd : DEAD)];
+  if (r < 19) return edges[edge % (sizeof edges / sizeof edges[0])];
+  return noise;
 }
 
 // ---- pointers and sizes ----
@@ -99,8 +114,10 @@ static unsigned long bad_ptr(void) {
 // A pointer for size bytes: mostly inside the arena (sometimes unaligned),
 // else a bad one.
 static void *ptr(unsigned long size) {
-  if (chance(88) && size <= ARENA) return arena + below((unsigned)(ARENA - size + 1));
-  return (void *)bad_ptr();
+  int good = chance(88);
+  unsigned off = size <= ARENA ? below((unsigned)(ARENA - size + 1)) : 0;
+  unsigned long bad = bad_ptr();
+  return good && size <= ARENA ? (void *)(arena + off) : (void *)bad;
 }
 
 // A length: boundaries of the arena and of max_mr_size, or random.
@@ -165,7 +182,7 @@ static void walk_to_rts(int qp, unsigned dest) {
     memcpy(a.dmac, port.mac, 6);
     a.hop_limit = 64;
     calls++;
-    if (rdma_modify_qp(qp, &a, walk_masks[i]) < 0) return;
+    rdma_modify_qp(qp, &a, walk_masks[i]);     // after a refusal the next steps fail too
   }
 }
 
@@ -237,8 +254,8 @@ static void op_create_qp(void) {
 static void op_destroy_qp(void) { int h = pick(K_QP); calls++; if (rdma_destroy_qp(h) == 0) forget(K_QP, h); }
 
 static void op_modify_qp(void) {
-  int h = pick(K_QP);
-  unsigned dest = pools[K_QP].n ? qp_nums[pools[K_QP].live[below((unsigned)pools[K_QP].n)] & 1023] : 0;
+  int h = pick(K_QP), peer = 0;
+  unsigned dest = any(&pools[K_QP], &peer) ? qp_nums[peer & 1023] : 0;
   struct rdma_qp_attr *a = ptr(sizeof *a);
   unsigned state = chance(90) ? below(7) : (unsigned)next();
   unsigned mask = chance(60) ? walk_masks[below(5)] : (unsigned)next() & (chance(50) ? 0x1fffff : ~0u);
@@ -250,9 +267,9 @@ static void op_modify_qp(void) {
 
 // Two live QPs (or one with itself) walked to RTS towards each other.
 static void op_connect(void) {
-  struct pool *p = &pools[K_QP];
-  if (p->n == 0) return;
-  int x = p->live[below((unsigned)p->n)], y = p->live[below((unsigned)p->n)];
+  int x, y;
+  int have = any(&pools[K_QP], &x);
+  if (!any(&pools[K_QP], &y) || !have) return;
   walk_to_rts(x, qp_nums[y & 1023]);
   if (y != x) walk_to_rts(y, qp_nums[x & 1023]);
 }
@@ -266,7 +283,8 @@ static void op_query_qp(void) {
 
 // An SGE: an own MR's lkey over part of the arena mostly, else noise.
 static void rand_sge(struct rdma_sge *s) {
-  int mr = pools[K_MR].n ? pools[K_MR].live[below((unsigned)pools[K_MR].n)] : 0;
+  int mr = 0;
+  any(&pools[K_MR], &mr);
   s->addr = chance(85) ? (unsigned long)(arena + below(ARENA)) : bad_ptr();
   s->length = chance(85) ? below(2 * (unsigned)PG) : (unsigned)next();
   s->lkey = chance(85) ? mr_keys[mr & 1023].lkey : (unsigned)next();
@@ -276,7 +294,8 @@ static void op_post_send(void) {
   int n = count(MAX_WRS);
   struct rdma_send_wr *w = ptr(sizeof *w * MAX_WRS);
   for (int i = 0; (unsigned char *)w >= arena && (unsigned char *)w < arena + ARENA && i < MAX_WRS; i++) {
-    int mr = pools[K_MR].n ? pools[K_MR].live[below((unsigned)pools[K_MR].n)] : 0;
+    int mr = 0;
+    any(&pools[K_MR], &mr);
     memset(&w[i], 0, sizeof w[i]);
     w[i].wr_id = next();
     w[i].opcode = chance(90) ? below(5) : (unsigned)next();
@@ -359,7 +378,8 @@ static void step(void) {
   int r = (int)below((unsigned)total), i = 0;
   while (r >= ops[i].weight) r -= ops[i++].weight;
   if (in_child && ops[i].fn == op_fork) return;     // one level of children
-  if (verbose) printf("rdmafuzz: call %lu %s\n", calls, ops[i].name);
+  steps++;
+  if (verbose) printf("rdmafuzz: step %lu call %lu %s\n", steps, calls, ops[i].name);
   ops[i].fn();
 }
 
@@ -422,7 +442,7 @@ static unsigned long free_pages(void) {
 // CQs and PDs), report the call count through fd.
 static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
   unsigned long next_note = clock_ns() + PROGRESS_NS, t0 = clock_ns();
-  while ((ncalls && calls < ncalls) || (!ncalls && clock_ns() < end_ns)) {
+  while ((ncalls && steps < ncalls) || (!ncalls && clock_ns() < end_ns)) {
     step();
     if (clock_ns() >= next_note) {
       next_note += PROGRESS_NS;
@@ -437,7 +457,9 @@ static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
   for (int i = 0; i < NKIND; i++)
     for (struct pool *p = &pools[order[i]]; p->n > 0; p->n--, calls++)
       destroy[order[i]](p->live[p->n - 1]);     // MRs still busy are released at exit
-  unsigned long stats[3] = { calls, (unsigned long)forks, (unsigned long)kills };
+  // The generator's state at the end: the same for two runs of -s S -n N
+  // that made the same choices.
+  unsigned long stats[4] = { calls, (unsigned long)forks, (unsigned long)kills, rng };
   write(fd, stats, sizeof stats);
   exit(0);
 }
@@ -467,14 +489,15 @@ int main(int argc, char **argv) {
     worker(ncalls, clock_ns() + seconds * 1000000000UL, fds[1]);
   }
   close(fds[1]);
-  unsigned long stats[3] = { 0, 0, 0 };
+  unsigned long stats[4] = { 0, 0, 0, 0 };
   int got = pid > 0 ? read(fds[0], stats, sizeof stats) : 0;
   int st = -1;
   if (pid > 0) wait(&st);
   unsigned long after = free_pages();
   close(fds[0]);
   int ok = got == sizeof stats && st == 0 && after == before;
-  printf("rdmafuzz: seed %lu calls %lu forks %lu kills %lu worker status %d free pages %lu -> %lu: %s\n",
-         seed, stats[0], stats[1], stats[2], st, before, after, ok ? "ok" : after != before ? "LEAK" : "FAILED");
+  printf("rdmafuzz: seed %lu calls %lu forks %lu kills %lu digest %lx worker status %d "
+         "free pages %lu -> %lu: %s\n", seed, stats[0], stats[1], stats[2], stats[3], st, before, after,
+         ok ? "ok" : after != before ? "LEAK" : "FAILED");
   exit(ok ? 0 : 1);
 }
