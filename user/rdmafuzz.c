@@ -22,9 +22,10 @@
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
+#include "rdma_util.h"
+#include "rdma_hostile.h"
 
-#define PG 4096UL
-#define MAXVA (1UL << 38)
+#define PG HOSTILE_PG
 #define ARENA (16 * PG)                   // registered and posted memory
 #define POOL 48                           // live handles kept per kind
 #define DEAD 8                            // destroyed handles remembered per kind
@@ -101,14 +102,14 @@ static int pick(int kind) {
 }
 
 // ---- pointers and sizes ----
+static unsigned long bad_addrs[HOSTILE_NBAD];
+
+// One of rdma_hostile.h's bad addresses, an address somewhere in the
+// kernel's RAM, or noise.
 static unsigned long bad_ptr(void) {
-  unsigned long brk = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);
-  unsigned long list[] = {
-    0, 8, brk, brk + 64 * PG, 0x80000000UL, 0x80000000UL + below(1 << 27), 0x40000000UL,
-    (253UL << 30) + 0x10000000UL, (255UL << 30) - PG, MAXVA - PG, MAXVA - 2 * PG, MAXVA - 8,
-    MAXVA, 1UL << 63, 0xfffffffffffffff0UL, 0xfffffffffffff000UL, next(),
-  };
-  return list[below(sizeof list / sizeof list[0])];
+  unsigned r = below(10), i = below(HOSTILE_NBAD), ram = below(1 << 27);
+  unsigned long noise = next();
+  return r < 8 ? bad_addrs[i] : r < 9 ? 0x80000000UL + ram : noise;
 }
 
 // A pointer for size bytes: mostly inside the arena (sometimes unaligned),
@@ -134,12 +135,8 @@ static int count(int limit) {
 }
 
 // ---- QP walks ----
-#define M_INIT (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define M_RTR (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | \
-               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-#define M_RTS (IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
-               IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
-static const unsigned walk_masks[] = { IBV_QP_STATE, M_INIT, M_RTR, M_RTS, IBV_QP_STATE };
+static const unsigned walk_masks[] = { IBV_QP_STATE, RDMAU_MASK_INIT, RDMAU_MASK_RTR, RDMAU_MASK_RTS,
+                                       IBV_QP_STATE };
 
 // Plausible attributes with random fields, some out of range.
 static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
@@ -479,6 +476,7 @@ int main(int argc, char **argv) {
     exit(1);
   }
   rng = seed * 0x9e3779b97f4a7c15UL + 1;     // never 0: xorshift would stay there
+  hostile_bad_addrs(bad_addrs);
   printf("rdmafuzz: seed %lu, %s %lu\n", seed, ncalls ? "calls" : "seconds", ncalls ? ncalls : seconds);
   int fds[2];
   if (pipe(fds) < 0) exit(1);

@@ -21,9 +21,9 @@
 #include "ibverbs.h"
 #include "rdma_sys.h"
 #include "rdma_util.h"
+#include "rdma_hostile.h"
 
-#define PG 4096UL
-#define MAXVA (1UL << 38)             // one past the highest user address (Sv39)
+#define PG HOSTILE_PG
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 #define FOREVER (-1)                  // timeout_ms of the blocking calls: no deadline
 #define WHY_LEN 160
@@ -38,23 +38,9 @@ static unsigned char buf[4 * PG] __attribute__((aligned(4096)));   // registered
 #define EXPECTF(cond, ...) do { if (!(cond)) { \
   snprintf(why, WHY_LEN, __VA_ARGS__); return 1; } } while (0)
 
-// ---- the bad addresses ----
-// null and near-null, unmapped user memory past the break, the kernel's
-// RAM and devices (mapped in every page table without PTE_U: memlayout.h),
-// the kernel stacks, the trap frame and trampoline at the top of the user
-// range, MAXVA and beyond, and the last bytes below 2^64 (any length wraps).
-#define NBAD 15
+// ---- the bad addresses (rdma_hostile.h) ----
+#define NBAD HOSTILE_NBAD
 static unsigned long bad[NBAD];
-
-static void bad_init(void) {
-  unsigned long brk = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);
-  unsigned long list[NBAD] = {
-    0, 8, brk + 16 * PG, 0x80000000UL, 0x80201000UL, 0x40000000UL,
-    (253UL << 30) + 0x10000000UL, (255UL << 30) - PG, (254UL << 30) + 64,
-    MAXVA - 2 * PG, MAXVA - PG, MAXVA - 8, MAXVA, 1UL << 63, 0xfffffffffffffff0UL,
-  };
-  memcpy(bad, list, sizeof list);
-}
 
 // ---- a kit: one object of every kind, all of this process ----
 struct kit { int pd, ch, cq, mr, qp; struct rdma_mr_keys keys; unsigned qpn; };
@@ -105,11 +91,9 @@ static unsigned long free_pages(void) {
 }
 
 // ---- QP states: the attributes and masks of the valid transitions ----
-#define M_RTR (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | \
-               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
-#define M_INIT (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define M_RTS (IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
-               IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
+#define M_INIT RDMAU_MASK_INIT
+#define M_RTR RDMAU_MASK_RTR
+#define M_RTS RDMAU_MASK_RTS
 
 // Valid attributes for every transition: a loopback peer dest_qpn.
 static struct rdma_qp_attr attrs_for(unsigned state, unsigned dest_qpn) {
@@ -1177,7 +1161,7 @@ int main(int argc, char **argv) {
     printf("rdmahostile: no RDMA device\n0 passed, 1 failed\n");
     exit(1);
   }
-  bad_init();
+  hostile_bad_addrs(bad);
   int passed = 0, failed = 0;
   for (int i = 0; i < NCASES; i++) {
     if (listed(skip, nskip, cases[i].name) || (nonly && !listed(only, nonly, cases[i].name))) continue;
