@@ -114,9 +114,11 @@ static struct rdma_qp_attr attrs_for(unsigned state, unsigned dest_qpn) {
   return a;
 }
 
+#define NO_STATE 99                   // qp_state(): query_qp refused the handle
+
 static unsigned qp_state(int qp) {
   struct rdma_qp_attr a;
-  return rdma_query_qp(qp, &a) == 0 ? a.qp_state : 99;
+  return rdma_query_qp(qp, &a) == 0 ? a.qp_state : NO_STATE;
 }
 
 static int modify(int qp, unsigned state, unsigned mask, unsigned dest) {
@@ -242,7 +244,7 @@ static int c_ptr_post_send(void) {
     EXPECTF(rdma_post_send(k.qp, (void *)bad[i], 1) == -1, "post_send(%p, 1)", (void *)bad[i]);
     EXPECTF(rdma_post_send(k.qp, (void *)bad[i], 0x7fffffff) == -1, "post_send(%p, huge)", (void *)bad[i]);
   }
-  unsigned long top = (unsigned long)sbrk(0) & ~(PG - 1);
+  unsigned long top = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);   // first unmapped byte
   struct rdma_send_wr *last = (struct rdma_send_wr *)(top - sizeof *last);
   memset(last, 0, sizeof *last);
   last->opcode = IBV_WR_RDMA_WRITE;
@@ -257,7 +259,7 @@ static int c_ptr_post_recv(void) {
   EXPECT(kit_open(&k) == 0 && drive(k.qp, IBV_QPS_INIT, k.qpn) == 0);
   for (int i = 0; i < NBAD; i++)
     EXPECTF(rdma_post_recv(k.qp, (void *)bad[i], 1) == -1, "post_recv(%p, 1)", (void *)bad[i]);
-  unsigned long top = (unsigned long)sbrk(0) & ~(PG - 1);
+  unsigned long top = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);   // first unmapped byte
   struct rdma_recv_wr *last = (struct rdma_recv_wr *)(top - sizeof *last);
   memset(last, 0, sizeof *last);
   EXPECT(rdma_post_recv(k.qp, last, 2) == 1);
@@ -467,7 +469,7 @@ static int c_handle_child_in_parent(void) {
     kit_handles(&k, hs);
     write(to_parent[1], hs, sizeof hs);
     read(to_child[0], &c, 1);                  // until the parent is done
-    exit(kit_close(&k) == 0 && qp_state(k.qp) == 99 ? 0 : 3);
+    exit(kit_close(&k) == 0 && qp_state(k.qp) == NO_STATE ? 0 : 3);
   }
   close(to_parent[1]);
   close(to_child[0]);
