@@ -13,7 +13,8 @@
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
-#   make fuzz         libFuzzer on the frame parser and responder (FUZZ_SECONDS=N)
+#   make fuzz         libFuzzer on the frame parser and responder (FUZZ_SECONDS=N), and
+#                     (first) the guest syscall fuzzer (FUZZ_GUEST_SECONDS, default 600)
 #
 # Each subsystem keeps its rules in a fragment next to its sources; this file
 # only ties them together. Host tools build into build/.

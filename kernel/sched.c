@@ -96,12 +96,16 @@ void proc_yield(void) {
 // wait_chan and P_SLEEPING are set before lk is released: a waker that
 // changed the condition under lk then sees them in proc_wakeup's unlocked
 // look, and waits on p->lock until we are off the CPU.
+// A killed process yields instead of sleeping: proc_kill wakes only a
+// process already asleep, so one killed between its caller's look at
+// proc_killed and this point would sleep through its kill (a blocking
+// call without a deadline, forever). To the caller it is a spurious wakeup.
 void proc_sleep(void *chan, struct spinlock *lk) {
   struct proc *p = current();
   if (lk != &p->lock)
     spin_lock(&p->lock);
   p->wait_chan = chan;
-  p->state = P_SLEEPING;
+  p->state = p->killed ? P_RUNNABLE : P_SLEEPING;
   if (lk != &p->lock)
     spin_unlock(lk);
   sched_switch_out();

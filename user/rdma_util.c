@@ -24,7 +24,7 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
   a.pkey_index = 0;
   a.port_num = 1;
   a.qp_access_flags = access;
-  rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  rc = ibv_modify_qp(qp, &a, RDMAU_MASK_INIT);
   if (rc) return rc;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTR;
@@ -41,8 +41,7 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
   memset(&ext, 0, sizeof ext);
   memcpy(ext.dmac, peer->mac, 6);
   ext.roce_v1 = rdmau_roce_v1;
-  rc = ibvx_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &ext, 0);
+  rc = ibvx_modify_qp(qp, &a, RDMAU_MASK_RTR, &ext, 0);
   if (rc) return rc;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
@@ -51,8 +50,7 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
   a.retry_cnt = 7;
   a.rnr_retry = (uint8_t)rnr_retry;
   a.max_rd_atomic = 16;
-  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+  return ibv_modify_qp(qp, &a, RDMAU_MASK_RTS);
 }
 
 int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms) {

@@ -13,6 +13,14 @@ struct rdma_peer {
   uint8_t mac[6];
 };
 
+// The attribute masks of the three steps RESET -> INIT -> RTR -> RTS
+// (proto-spec/errors.md, required attributes).
+#define RDMAU_MASK_INIT (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+#define RDMAU_MASK_RTR (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | \
+                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+#define RDMAU_MASK_RTS (IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
+                        IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
+
 struct ibv_context *rdmau_open(void);
 // Set to 1 to make rdmau_connect choose RoCE v1 (EtherType 0x8915) AVs.
 extern int rdmau_roce_v1;

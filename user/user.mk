@@ -45,7 +45,8 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # RDMA tools (RDMA helper): each links the verbs library (ibverbs.c) and the
 # shared helpers (rdma_util.c, rdma_cm.c when present) besides the libc.
 U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
-  user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c))
+  user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
+  user/rdmahostile.c user/rdmafuzz.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
   user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o
 # The transport core's portable CM message codec, compiled for user space.

@@ -6,6 +6,9 @@
 #                         rdmacp of 16 MiB at 1 % loss, a perf smoke run;
 #                         ends with "N passed, M failed" over all of them
 #   make test-rdma-quick  rdmatest -q (no 1 MiB transfers) in one guest
+#   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
+#                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
+#                         (default 600 here, 60 in test-rdma); part of make fuzz
 #   make rdma-demo        (make demo) tests/rdma/demo.py: two guests, 1 % loss
 #                         (seeded), rdmacp of a DEMO_SIZE file, checksums on
 #                         both sides, a summary of rate and counters
@@ -24,10 +27,16 @@ test-rdma: kernel/kernel fs.img $(LINKEMU)
 test-rdma-quick: kernel/kernel fs.img
 	python3 tests/rdma/run_rdmatest.py --quick
 
+# make fuzz (kernel/transport/transport.mk) runs the guest fuzzer too.
+FUZZ_GUEST_SECONDS ?= 600
+fuzz-guest: kernel/kernel fs.img
+	FUZZ_GUEST_SECONDS=$(FUZZ_GUEST_SECONDS) python3 tests/rdma/run_hostile.py
+fuzz: fuzz-guest
+
 bench-rdma: kernel/kernel fs.img $(LINKEMU)
 	python3 bench/rdma/rdma_sweep.py
 
-.PHONY: test-rdma test-rdma-quick bench-rdma rdma-demo
+.PHONY: test-rdma test-rdma-quick fuzz-guest bench-rdma rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

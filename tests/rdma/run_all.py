@@ -15,6 +15,10 @@ Steps (times measured on the 2-core build machine, TCG):
   forge                      forged frames from a third linkemu port: bad ICRC,
                              PSN out of window, wrong R_Key, a stranger's DREQ
                              ([SEC-FORGE-*])
+  hostile                    rdmahostile (bad pointers, handles, limits, QP
+                             transitions, exhaustion, kills of waiters), then
+                             rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
+                             host-drawn seed; free pages must come back
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
 Usage: python3 tests/rdma/run_all.py [--skip NAME ...]
@@ -38,6 +42,7 @@ def steps():
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
         ("security", [PY, f"{HERE}/run_security.py"]),
         ("forge", [PY, f"{HERE}/run_forge.py"]),
+        ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),
