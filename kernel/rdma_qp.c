@@ -62,8 +62,9 @@ static const struct { uint32 ibv, rct; } mask_map[] = {
   { RDMA_QP_ADAPTIVE_RTO, RCT_QP_ADAPTIVE_RTO }, { RDMA_QP_MAX_INFLIGHT, RCT_QP_MAX_INFLIGHT },
   { IBV_QP_PORT, RCT_QP_PORT },
 };
-// Accepted and ignored: they have no meaning on an RC QP.
-#define MASK_IGNORED (IBV_QP_QKEY | IBV_QP_EN_SQD_ASYNC_NOTIFY)
+// Not in the map, so refused (EINVAL) like every other unlisted bit
+// ([QP-STATE-2]): IBV_QP_QKEY (an RC QP has no Q_Key) and
+// IBV_QP_EN_SQD_ASYNC_NOTIFY (no SQ-drained event is raised; errors.md).
 
 static struct rdma_qp *qp_get(int h) {
   if (h < 0 || h >= RDMA_MAX_QP) return NULL;
@@ -184,7 +185,8 @@ int64 sys_rdma_destroy_qp(void) {
 static int abi_to_rct_attr(const struct rdma_qp_attr *a, uint32 ibv_mask,
                            struct rct_qp_attr *r, uint32 *rct_mask) {
   *rct_mask = 0;
-  uint32 known = MASK_IGNORED | RDMA_QP_ROCE_V1;
+  uint32 known = RDMA_QP_ROCE_V1;
+  if ((ibv_mask & RDMA_QP_ROCE_V1) && !(ibv_mask & IBV_QP_AV)) return -1;  // qualifies the AV only
   for (int i = 0; i < (int)ARRAY_LEN(mask_map); i++) {
     known |= mask_map[i].ibv;
     if (ibv_mask & mask_map[i].ibv) *rct_mask |= mask_map[i].rct;
@@ -356,6 +358,9 @@ static int64 post_common(int is_send) {
   pagetable_t pt = current()->pagetable;
   uint64 size = is_send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr);
   if (n < 0) return -1;
+  // The error word must be writable before anything is posted: a bad
+  // pointer is -1 with the queue unchanged, not WRs posted and then -1.
+  if (err_uva && copy_out(pt, err_uva, &err, sizeof err) < 0) return -1;
   int done = 0;
   spin_lock(&rdma.lock);
   struct rdma_qp *q = qp_get(h);

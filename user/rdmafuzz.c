@@ -155,6 +155,8 @@ static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
   memcpy(a->dmac, port.mac, 6);
   if (chance(3)) memset(a->dmac, 0, 6);
   a->hop_limit = 64;
+  a->pkey_index = chance(90) ? 0 : below(4);
+  a->port_num = chance(90) ? 1 : below(4);
   a->sr_enable = below(2);
   a->adaptive_rto = below(2);
   a->max_inflight = below(300);
@@ -175,6 +177,7 @@ static void walk_to_rts(int qp, unsigned dest) {
     a.retry_cnt = a.rnr_retry = 3;
     a.min_rnr_timer = 1;
     a.max_rd_atomic = a.max_dest_rd_atomic = 4;
+    a.port_num = 1;
     a.dipv4 = port.ipv4;
     memcpy(a.dmac, port.mac, 6);
     a.hop_limit = 64;
@@ -304,8 +307,9 @@ static void op_post_send(void) {
     for (int j = 0; j < RDMA_MAX_SGE; j++) rand_sge(&w[i].sg[j]);
   }
   int h = pick(K_QP);
+  int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
   calls++;
-  rdma_post_send(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n);
+  rdma_post_send(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
 
 static void op_post_recv(void) {
@@ -317,8 +321,9 @@ static void op_post_recv(void) {
     for (int j = 0; j < RDMA_MAX_SGE; j++) rand_sge(&w[i].sg[j]);
   }
   int h = pick(K_QP);
+  int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
   calls++;
-  rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n);
+  rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
 
 static void op_get_async(void) { void *out = ptr(sizeof(struct rdma_async_event)); calls++; rdma_get_async(out, 0); }

@@ -173,14 +173,16 @@ static const struct qp_transition qp_transitions[] = {
 	{ RCT_QPS_INIT, RCT_QPS_RTR, M(STATE) | M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
 	  M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER), M(ACCESS_FLAGS) | M(PKEY_INDEX) | EXT },
 	{ RCT_QPS_RTR, RCT_QPS_RTS, M(STATE) | M(SQ_PSN) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
-	  M(MAX_QP_RD_ATOMIC), M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) },
-	{ RCT_QPS_RTS, RCT_QPS_RTS, M(STATE), M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) },
+	  M(MAX_QP_RD_ATOMIC), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(ADAPTIVE_RTO) |
+	  M(MAX_INFLIGHT) },
+	{ RCT_QPS_RTS, RCT_QPS_RTS, M(STATE), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
+	  M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) },
 	{ RCT_QPS_RTS, RCT_QPS_SQD, M(STATE), 0 },
-	{ RCT_QPS_SQD, RCT_QPS_RTS, M(STATE), M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(TIMEOUT) |
-	  M(RETRY_CNT) | M(RNR_RETRY) },
-	{ RCT_QPS_SQD, RCT_QPS_SQD, M(STATE), M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+	{ RCT_QPS_SQD, RCT_QPS_RTS, M(STATE), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
+	  M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) },
+	{ RCT_QPS_SQD, RCT_QPS_SQD, M(STATE), M(CUR_STATE) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
 	  M(MAX_QP_RD_ATOMIC) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) },
-	{ RCT_QPS_SQE, RCT_QPS_RTS, M(STATE), M(ACCESS_FLAGS) },
+	{ RCT_QPS_SQE, RCT_QPS_RTS, M(STATE), M(CUR_STATE) | M(ACCESS_FLAGS) },
 };
 
 static const struct qp_transition *find_transition(enum rct_qp_state from, enum rct_qp_state to)
@@ -278,14 +280,15 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
 {
 	enum rct_qp_state cur = qp->attr.qp_state, to = cur;
 	const struct qp_transition *tr;
-	if (mask & M(CUR_STATE)) {
-		if (attr->cur_qp_state != cur)
-			return RCT_EINVAL;
-		mask &= ~M(CUR_STATE);
-	}
 	if (mask & M(STATE))
 		to = attr->qp_state;
 	if (!(mask & M(STATE)) || to >= RCT_QPS_COUNT)
+		return RCT_EINVAL;
+	/* [QP-STATE-2]: to RESET and to ERR take STATE alone */
+	if ((to == RCT_QPS_RESET || to == RCT_QPS_ERR) && mask != M(STATE))
+		return RCT_EINVAL;
+	/* CUR_STATE, where the table lists it, must name the state the QP is in */
+	if ((mask & M(CUR_STATE)) && attr->cur_qp_state != cur)
 		return RCT_EINVAL;
 	if (to == RCT_QPS_RESET) {
 		qp_reset(qp);

@@ -117,6 +117,33 @@ START_TEST(test_qp_modify_checks)
 }
 END_TEST
 
+/* [QP-STATE-2] CUR_STATE only where the table lists it, naming the state
+ * the QP is in; RESET and ERR take STATE alone. */
+START_TEST(test_qp_modify_cur_state_and_state_alone)
+{
+	struct rct_qp_attr a = good(RCT_QPS_INIT);
+	a.cur_qp_state = RCT_QPS_RESET;                        /* right, but not listed for RESET -> INIT */
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask() | RCT_QP_CUR_STATE), RCT_EINVAL);
+	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+	ck_assert_int_eq(to_init(), RCT_OK);
+	a = good(RCT_QPS_RTR);
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask()), RCT_OK);
+	a = good(RCT_QPS_RTS);
+	a.cur_qp_state = RCT_QPS_INIT;                         /* listed for RTR -> RTS, wrong state */
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask() | RCT_QP_CUR_STATE), RCT_EINVAL);
+	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RTR);
+	a.cur_qp_state = RCT_QPS_RTR;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask() | RCT_QP_CUR_STATE), RCT_OK);
+	a = good(RCT_QPS_ERR);
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS), RCT_EINVAL);
+	a.qp_state = RCT_QPS_RESET;
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_CUR_STATE), RCT_EINVAL);
+	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RTS);
+	ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE), RCT_OK);
+	ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+}
+END_TEST
+
 /* [ENC-IP-3] a path MTU whose frames exceed the interface MTU is refused */
 START_TEST(test_qp_path_mtu_fits_interface)
 {
@@ -387,6 +414,7 @@ Suite *suite_qp(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, test_qp_new_is_reset);
 	tcase_add_test(t, test_qp_modify_checks);
+	tcase_add_test(t, test_qp_modify_cur_state_and_state_alone);
 	tcase_add_test(t, test_qp_no_sqe);
 	tcase_add_test(t, test_qp_path_mtu_fits_interface);
 	tcase_add_test(t, test_qp_post_per_state);
