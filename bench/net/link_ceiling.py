@@ -69,7 +69,7 @@ def collect_receiver(g, method):
     irq = g.expect(who + " " + IRQ, timeout=10)
     extra = {"recv_total": "", "rx_no_buf": "", "e1000_mpc": ""}
     if method == "kernel":
-        t = g.expect(r"kcount total (\d+) datagrams \d+ frames, rx_no_buf (\d+) rx_missed (\d+)",
+        t = g.expect(r"kcount total (\d+) datagrams \d+ frames, rx_no_buf (\d+) rx_missed (\d+)\n",
                      timeout=10)
         extra = dict(zip(extra, map(int, t.groups())))
     return (int(rate.group(1)), int(rate.group(4)), float(f"{rate.group(5)}.{rate.group(6)}"),

@@ -210,7 +210,9 @@ class Guest:
         """Wait until `pattern` appears in output not yet consumed.
 
         Returns the re.Match (on the transcript) and consumes output up to
-        its end. Raises GuestError on timeout, on QEMU exiting, or when the
+        its end. The pattern is tried on output as it arrives, so end one
+        that captures a number or word with what follows it (usually \n):
+        "rkey ([0-9a-f]+)" can match the first half of a key. Raises GuestError on timeout, on QEMU exiting, or when the
         `fail` pattern (a kernel panic by default) shows up first.
         """
         want = re.compile(pattern, re.MULTILINE)

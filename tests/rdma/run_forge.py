@@ -254,7 +254,7 @@ def mr_boundary_case():
     with Testbed(3, name="rdmaforge-mr") as tb:            # port 2: the third party
         holder_g, victim_g = connect_victim(tb)
         v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+) "
-                            r"len (\d+)", timeout=60)
+                            r"len (\d+)\n", timeout=60)
         qpn, epsn, va, rkey = (int(x, 16) for x in v.groups()[:4])
         length = int(v.group(5))
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -287,7 +287,7 @@ def main():
     try:
         with Testbed(3, name="rdmaforge") as tb:            # port 2: the third party, no guest
             holder_g, victim_g = connect_victim(tb)
-            v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+)",
+            v = victim_g.expect(r"victim: qpn ([0-9a-f]+) epsn ([0-9a-f]+) va ([0-9a-f]+) rkey ([0-9a-f]+) ",
                                 timeout=60)
             qpn, epsn, va, rkey = (int(x, 16) for x in v.groups())
             progress("forge", f"victim qpn {qpn:#x} epsn {epsn:#x} va {va:#x} rkey {rkey:#x}")

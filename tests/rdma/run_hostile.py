@@ -53,7 +53,7 @@ def main():
                     if line.startswith("case "):
                         passed, failed = (passed + 1, failed) if line.endswith(": ok") else (passed, failed + 1)
             g.send(f"rdmafuzz -s {seed} -t {args.seconds}")
-            m = g.expect(r"^rdmafuzz: seed \d+ calls (\d+) .*: (\w+)$", timeout=args.seconds + FUZZ_MARGIN)
+            m = g.expect(r"^rdmafuzz: seed \d+ calls (\d+) .*: (\w+)\n", timeout=args.seconds + FUZZ_MARGIN)
             print(m[0])
             print(f"hostile: fuzzer calls in {args.seconds} s: {m[1]}")
             passed, failed = (passed + 1, failed) if m[2] == "ok" else (passed, failed + 1)
