@@ -8,9 +8,10 @@
 //
 // Entropy: at boot, 32 bytes from virtio-rng (virtio_rng.c) and timing
 // jitter of the time CSR; afterwards the time CSR at every device
-// interrupt (plic.c) and a fresh virtio-rng chunk every RESEED_NS, both
-// folded into an 8-word pool that a request folds into the key (reseed)
-// once it holds a device chunk or RESEED_EVENTS interrupt samples.
+// interrupt (plic.c), gathered per hart without a lock, and a fresh
+// virtio-rng chunk every RESEED_NS; a request folds both into an 8-word
+// pool and the pool into the key (reseed) once it holds a device chunk or
+// RESEED_EVENTS interrupt samples.
 // Without the device the boot seed is jitter and time alone (a warning
 // says so). A boot self-test checks the block function against RFC 8439's
 // test vector (2.3.2) and panics on a mismatch.
@@ -19,6 +20,7 @@
 #include "lock.h"
 #include "proc.h"
 #include "printk.h"
+#include "param.h"
 #include "klib.h"
 #include "timer.h"
 #include "vm.h"
@@ -38,12 +40,19 @@ static struct {
   uint32 key[8];
   uint32 pool[8];                          // entropy not yet in the key
   int pool_pos;
-  uint32 pool_events;                      // jitter samples since the last reseed
+  uint32 jitter_seen;                      // harts' jitter samples at the last reseed
   int pool_fresh;                          // device bytes since the last reseed
   uint64 reseeds;
   uint64 requests;                         // output requests: the nonce
   uint64 refill_at;                        // clock_ns of the next device request
 } rnd = { .lock = { 0, "random", 0 } };      // ready for interrupts before random_init
+
+// Interrupt timing, one accumulator per hart: the handler touches only its
+// own hart's (interrupts are off there), so no lock is taken on the
+// interrupt path; a request reads them all under rnd.lock.
+static struct {
+  volatile uint32 acc, events;
+} jitter[NCPU];
 
 static uint32 rotl(uint32 x, int n) { return (x << n) | (x >> (32 - n)); }
 
@@ -105,7 +114,6 @@ static void reseed(void) {
   memcpy(rnd.key, out, sizeof rnd.key);
   memset(out, 0, sizeof out);
   memset(rnd.pool, 0, sizeof rnd.pool);
-  rnd.pool_events = 0;
   rnd.pool_fresh = 0;
   rnd.reseeds++;
 }
@@ -121,10 +129,20 @@ void random_add_entropy(const void *buf, int n) {
 
 void random_add_jitter(void) {
   uint64 t = read_time();
-  spin_lock(&rnd.lock);
-  pool_mix((uint32)t ^ (uint32)(t >> 32));
-  rnd.pool_events++;
-  spin_unlock(&rnd.lock);
+  int h = hart_id();
+  jitter[h].acc = rotl(jitter[h].acc, 5) ^ (uint32)t ^ (uint32)(t >> 32);
+  jitter[h].events++;
+}
+
+// Caller holds rnd.lock. Folds every hart's jitter into the pool; returns
+// how many samples arrived since the last reseed.
+static uint32 gather_jitter(void) {
+  uint32 events = 0;
+  for (int h = 0; h < NCPU; h++) {
+    pool_mix(jitter[h].acc);
+    events += jitter[h].events;
+  }
+  return events - rnd.jitter_seen;
 }
 
 void random_bytes(void *buf, int n) {
@@ -132,7 +150,11 @@ void random_bytes(void *buf, int n) {
   uint8 *dst = buf;
   int refill = 0;
   spin_lock(&rnd.lock);
-  if (rnd.pool_fresh || rnd.pool_events >= RESEED_EVENTS) reseed();
+  uint32 fresh_events = gather_jitter();
+  if (rnd.pool_fresh || fresh_events >= RESEED_EVENTS) {
+    rnd.jitter_seen += fresh_events;
+    reseed();
+  }
   const uint32 nonce[3] = { (uint32)rnd.requests, (uint32)(rnd.requests >> 32), 0 };
   rnd.requests++;
   for (uint32 ctr = 1; n > 0; ctr++) {

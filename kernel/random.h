@@ -12,6 +12,7 @@ void   random_bytes(void *buf, int n);       // any context; n >= 0
 uint32 random_u32(void);
 // Entropy in: bytes from a device (virtio-rng), any context.
 void   random_add_entropy(const void *buf, int n);
-// Entropy in: the time CSR at a device interrupt (plic.c), interrupt context.
+// Entropy in: the time CSR at a device interrupt (plic.c), interrupt context;
+// takes no lock (a per-hart accumulator).
 void   random_add_jitter(void);
 #endif

@@ -52,6 +52,20 @@ def progress(name, message):
     print(f"[{time.strftime('%H:%M:%S')}] {name}: {message}", flush=True)
 
 
+def poll(probe, done, timeout, interval=0.2):
+    """Calls probe() until done(value) holds or timeout seconds pass;
+    returns (the last value, whether done held). For conditions a test
+    waits for (a counter reaching a value), instead of a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if done(value):
+            return value, True
+        if time.monotonic() > deadline:
+            return value, False
+        time.sleep(interval)
+
+
 class Guest:
     """One QEMU guest and its console transcript.
 

@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from launch import Testbed  # noqa: E402
-from guest import GuestError  # noqa: E402
+from guest import GuestError, poll  # noqa: E402
 
 results = []
 
@@ -158,13 +158,10 @@ def main():
             got = int(m.group(1))
             # The receiver went idle for 3 s before it printed, so every frame
             # linkemu delivered has been counted; poll a little in case not.
-            drops, deadline = {}, time.monotonic() + 20
-            while True:
+            def drops_now():
                 c1 = counters(g1)
-                drops = {k: c1.get(k, 0) - c0.get(k, 0) for k in drop_counters}
-                if got + sum(drops.values()) >= delivered or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
+                return {k: c1.get(k, 0) - c0.get(k, 0) for k in drop_counters}
+            drops, _ = poll(drops_now, lambda d: got + sum(d.values()) >= delivered, 20, interval=0.5)
             dropped = sum(drops.values())
             ok = got + dropped == delivered == n and got <= n // 10
             detail = ", ".join(f"{k} {v}" for k, v in drops.items() if v)

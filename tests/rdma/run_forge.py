@@ -72,14 +72,13 @@ import re
 import socket
 import struct
 import sys
-import time
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import GuestError, progress  # noqa: E402
+from guest import GuestError, poll, progress  # noqa: E402
 from tally import Tally  # noqa: E402
 
 ROCE_PORT = 4791
@@ -150,13 +149,8 @@ def check(victim):
 
 
 def check_until(victim, done, timeout=30):
-    """check() until done(counters) holds or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        c = check(victim)
-        if done(c) or time.monotonic() > deadline:
-            return c
-        time.sleep(0.1)
+    """check() until done(counters) holds or the deadline passes; the last counters."""
+    return poll(lambda: check(victim), done, timeout, interval=0.1)[0]
 
 
 def drops_moved(before, after, want):

@@ -55,13 +55,12 @@ import math
 import os
 import re
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import Guest, progress  # noqa: E402
+from guest import Guest, poll, progress  # noqa: E402
 from tally import Tally  # noqa: E402
 
 
@@ -238,14 +237,10 @@ def qp_table(g):
 
 def wait_until(what, probe, timeout):
     """Polls probe() until it returns a true value; that value, or raises."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.2)
+    value, ok = poll(probe, bool, timeout)
+    if not ok:
+        raise AssertionError(f"{what}: not within {timeout} s")
+    return value
 
 
 KILL_FILE = 4 << 20         # bytes; at least 1024 data frames at any path MTU
