@@ -236,8 +236,34 @@ int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms) {
   }
 }
 
+// The end of a connection: the server SENDs BYE and waits for the
+// client's DREQ; the client disconnects only with BYE in hand. Every
+// earlier SEND of the server (the last perf_sync's) is acknowledged by
+// then, so the client's QP leaving RTS flushes none of them ([CM-STATE-6]).
+// BYE's own completion is not waited for: its ACK may be lost and the
+// disconnect flushes it. A BYE that meets no receive yet is retried on RNR
+// (rnr_retry 7 on CM connections).
+static void perf_bye(struct perf_conn *c) {
+  struct ibv_wc wc;
+  struct ibv_sge rs = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
+  struct ibv_recv_wr rw = { .wr_id = 0x5153, .sg_list = &rs, .num_sge = 1 }, *rbad;
+  struct ibv_send_wr sw = { .wr_id = 0x5154, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+  if (c->is_server) {
+    if (ibv_post_send(c->qp, &sw, &sbad)) die("bye post_send");
+    return;
+  }
+  // BYE is the server's only SEND after the last perf_sync; it may land in
+  // a receive a SEND-mode run left posted, so any receive completion is it.
+  if (ibv_post_recv(c->qp, &rw, &rbad)) die("bye post_recv");
+  do {
+    if (rdmau_wait(c->cq, &wc, 60000) != 1) die("bye: no completion in 60 s");
+    if (wc.status != IBV_WC_SUCCESS) die("bye: receive failed");
+  } while (wc.opcode != IBV_WC_RECV);
+}
+
 void perf_close(struct perf_conn *c) {
   if (c->id) {
+    perf_bye(c);
     if (c->is_server) rdma_wait_disconnect(c->id, 10000);
     else rdma_disconnect(c->id);
     rdma_destroy_id(c->id);

@@ -164,7 +164,15 @@ static int host_a(struct ibv_context *ctx) {
     if (wc.opcode != IBV_WC_SEND) fail("ack");
   }
   uint64 ns = clock_ns() - t0;
-  // host_b READs the buffer back, then disconnects.
+  // Every answer is acknowledged, so host_b may go: BYE tells it. BYE's own
+  // completion is not waited for: host_b disconnects once it has BYE, and
+  // its ACK may be lost, so our wait for it could outlive host_b's QP
+  // ([CM-STATE-6]; the disconnect flushes it). host_b READs the buffer back
+  // before it leaves.
+  struct ibv_sge bsge = { (uint64_t)r.ack, 4, r.ack_mr->lkey };
+  struct ibv_send_wr bye = { .wr_id = 6, .sg_list = &bsge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED }, *bbad;
+  if (ibv_post_send(r.qp, &bye, &bbad)) fail("post bye");
   if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
   print_stats(&r, ns, (uint64)size * iters);
   print_cm(id);
@@ -218,8 +226,15 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
                            .send_flags = IBV_SEND_SIGNALED }, *bad;
   w.wr.rdma.remote_addr = raddr;
   w.wr.rdma.rkey = rkey;
+  post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 7);   // host_a's BYE
   if (ibv_post_send(r.qp, &w, &bad)) fail("post read");
-  wait_wc(&r, &wc, "read");
+  // The READ and host_a's BYE, in either order. We disconnect only with
+  // BYE in hand: host_a's answers are all acknowledged by then, so none of
+  // them can be flushed by our QP leaving RTS.
+  for (int k = 0; k < 2; k++) {
+    wait_wc(&r, &wc, "read/bye");
+    if (wc.wr_id != 5 && wc.wr_id != 7) fail("read/bye");
+  }
   uint8_t *want = malloc(size);
   pattern(want, size, iters);
   if (memcmp(want, r.buf, size) != 0) fail("read-back mismatch");
