@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""rxe_compare.py: make bench-rxe. xv6-rdma against Linux Soft-RoCE (rxe),
+side by side on one link in one run.
+
+One linkemu link carries four guests: two xv6 guests (0 and 1) and two Linux
+Soft-RoCE guests (2 and 3, tests/harness/linux_guest.py). The cells are
+64 KiB RDMA WRITE and 1 MiB RDMA READ at 0, 1 and 5 % random loss on every
+port; in each cell three tools run in turn on the same link:
+
+  rxe     perftest's ib_write_bw / ib_read_bw, guest 2 -> guest 3
+  gbn     xv6's rdma_bw, go-back-N, guest 1 -> guest 0
+  sr      xv6's rdma_bw with --sr (selective repeat), guest 1 -> guest 0
+
+Fair by construction as far as this host allows:
+  - the same link, the same loss (set through linkemu's control socket
+    before each cell), the same host load (all four guests are up during
+    every run; the idle pair costs both sides alike);
+  - the same work: a fixed count of messages per cell, the same count for
+    all three tools (not perftest's fixed-time -D mode), so each moves the
+    same bytes; the count shrinks with the loss so rxe's slow cells end;
+  - the same waiting: every tool sleeps on its completion channel between
+    completions (perftest -e / rdma_bw -e), since two guests that busy-poll
+    on a 2-core host starve QEMU and linkemu;
+  - the same units: both print perftest's "BW average[MB/sec]" with
+    MB = 2^20 bytes; the ratio xv6/rxe is unit-free;
+  - ROUNDS rounds, the tools' order reversed every other round, the median
+    per cell; every run's value is kept in the CSV.
+  - rxe's path MTU: perftest picks the port's active MTU (4096 on the
+    9000-byte link), so xv6 runs with the same path MTU (boot argument
+    rdma_mtu=4096).
+
+Outputs (bench/results/): rxe-compare.csv, rxe-compare.png, and the section
+"xv6-rdma against Linux rxe" of rdma-summary.md (replaced in place, so
+make bench-rdma's part of the file is kept when this runs after it).
+
+Usage: python3 bench/rdma/rxe_compare.py [--out DIR] [--rounds N] [--seed N] [--quick]
+"""
+import argparse
+import csv
+import os
+import re
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "net"))
+sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
+from launch import Testbed  # noqa: E402
+from guest import GuestError, progress  # noqa: E402
+import rdma_sweep  # noqa: E402
+
+MIB = 1 << 20
+LOSSES = (0, 1, 5)
+# (name, xv6 rdma_bw -t, perftest program, size, messages per loss level)
+CELLS = (
+    ("WRITE 64 KiB", "write", "ib_write_bw", 65536, {0: 400, 1: 160, 5: 40}),
+    ("READ 1 MiB", "read", "ib_read_bw", MIB, {0: 24, 1: 12, 5: 6}),
+)
+TOOLS = ("rxe", "gbn", "sr")
+PERFTEST_ROW = rdma_sweep.BW_ROW      # perftest's columns, as rdma_bw prints them
+RXE_COUNTERS = ("sent_pkts", "rcvd_pkts", "completer_retry_err", "rcvd_seq_err", "duplicate_request",
+                "out_of_seq_request", "retry_exceeded_err")
+SECTION = "## xv6-rdma against Linux rxe"
+SECTION_END = "<!-- end of the rxe comparison (bench/rdma/rxe_compare.py) -->"
+
+
+def rxe_counters(lx):
+    """rxe0's port counters now (the hw_counters files), as a dict."""
+    out = lx.run("cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *", timeout=60)
+    vals = {}
+    for line in out.splitlines():
+        name, _, v = line.strip().partition(":")
+        if name in RXE_COUNTERS and v.strip().isdigit():
+            vals[name] = int(v)
+    return vals
+
+
+def rxe_bw(tb, prog, size, iters, log):
+    """One perftest run, server on guest 3, client on guest 2."""
+    cli, srv = tb.linux
+    flags = f"-s {size} -n {iters} -e -F"
+    srv.send(f"{prog} -d rxe0 -x {srv.gid_index} {flags}")
+    # The server is listening once perftest has printed its banner.
+    srv.expect(r"Waiting for client to connect|\*{6,}\n", timeout=120)
+    before = rxe_counters(cli)
+    cmd = f"{prog} -d rxe0 -x {cli.gid_index} {flags} {tb.ip(3)}"
+    out = cli.run(cmd, timeout=1800)
+    srv.expect(srv.prompt, timeout=300)
+    after = rxe_counters(cli)
+    log.append(f"### rxe: {cmd}\n{out.strip()}\n")
+    m = PERFTEST_ROW.search(out)
+    if not m:
+        progress("rxe", f"{prog}: no result row")
+        return None
+    r = {"bw_avg_MiBps": float(m.group(4)), "bw_peak_MiBps": float(m.group(3))}
+    for k in RXE_COUNTERS:
+        if k in before and k in after:
+            r[k] = after[k] - before[k]
+    r["tx_frames"] = r.get("sent_pkts")
+    r["retransmits"] = r.get("completer_retry_err")
+    return r
+
+
+def one_run(tb, tool, cell, loss, log):
+    name, op, prog, size, counts = cell
+    iters = counts[loss]
+    if tool == "rxe":
+        return rxe_bw(tb, prog, size, iters, log)
+    return rdma_sweep.bw(tb, op, size, iters, tool == "sr", log)
+
+
+def run_all(tb, rounds, seed, log):
+    rows = []
+    for rnd in range(rounds):
+        order = TOOLS if rnd % 2 == 0 else tuple(reversed(TOOLS))
+        for loss in LOSSES:
+            tb.set_spec("both", f"loss {loss}% seed {seed + rnd}")
+            for cell in CELLS:
+                for tool in order:
+                    t0 = time.monotonic()
+                    r = one_run(tb, tool, cell, loss, log)
+                    took = time.monotonic() - t0
+                    if not r:
+                        continue
+                    rows.append({"round": rnd + 1, "loss_pct": loss, "cell": cell[0], "tool": tool,
+                                 "size": cell[3], "messages": cell[4][loss], "seconds": round(took, 1),
+                                 "bw_avg_MiBps": r["bw_avg_MiBps"],
+                                 "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3),
+                                 "tx_frames": r.get("tx_frames"), "retransmits": r.get("retransmits"),
+                                 "timeouts": r.get("timeouts")})
+                    progress("rxe", f"round {rnd + 1} loss {loss}% {cell[0]} {tool}: "
+                             f"{r['bw_avg_MiBps']} MB/s (2^20), retx {r.get('retransmits')}, {took:.0f} s")
+    return rows
+
+
+def medians(rows):
+    """{(loss, cell, tool): (median goodput MB/s, [each run's])}."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["loss_pct"], r["cell"], r["tool"]), []).append(r["goodput_MBps"])
+    return {k: (statistics.median(v), v) for k, v in out.items()}
+
+
+def ratio(a, b):
+    return round(a / b, 2) if a is not None and b else None
+
+
+def summary_section(rows, meds, args, took, load):
+    L = [SECTION, "",
+         f"Command: `make bench-rxe` (bench/rdma/rxe_compare.py), seed {args.seed}, {args.rounds} rounds, "
+         f"{took / 60:.1f} minutes, finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+         f"host load average {load:.2f}. Two xv6 guests and two Linux 6.1 Soft-RoCE guests (QEMU TCG) on one "
+         "linkemu link, path MTU 4096, random loss on every port. Each cell moves the same number of messages "
+         "with every tool; all three sleep on their completion channel (-e); goodput is the tools' "
+         "BW average (MB = 2^20 in their tables) in MB = 10^6 bytes here, median of the rounds "
+         "(each run in rxe-compare.csv). rxe = perftest ib_write_bw / ib_read_bw; gbn / sr = xv6's rdma_bw "
+         "with go-back-N / selective repeat.", "",
+         "| cell | loss % | rxe MB/s | xv6 GBN MB/s | xv6 SR MB/s | GBN / rxe | SR / rxe |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for cell in CELLS:
+        for loss in LOSSES:
+            g = {t: meds.get((loss, cell[0], t), (None, []))[0] for t in TOOLS}
+            L.append(f"| {cell[0]} | {loss} | {g['rxe']} | {g['gbn']} | {g['sr']} | "
+                     f"{ratio(g['gbn'], g['rxe'])} | {ratio(g['sr'], g['rxe'])} |")
+    L += ["", "Frames each tool's requester sent per message, and its retransmissions (rxe: "
+          "completer_retry_err, its retransmission timeouts; xv6: rdma_bw --stats), medians:", "",
+          "| cell | loss % | rxe frames/msg | GBN frames/msg | SR frames/msg | rxe retries | GBN retx | SR retx |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for cell in CELLS:
+        for loss in LOSSES:
+            f, x = {}, {}
+            for t in TOOLS:
+                rs = [r for r in rows if r["cell"] == cell[0] and r["loss_pct"] == loss and r["tool"] == t]
+                fr = [r["tx_frames"] / r["messages"] for r in rs if r.get("tx_frames") is not None]
+                rt = [r["retransmits"] for r in rs if r.get("retransmits") is not None]
+                f[t] = round(statistics.median(fr), 1) if fr else None
+                x[t] = statistics.median(rt) if rt else None
+            L.append(f"| {cell[0]} | {loss} | {f['rxe']} | {f['gbn']} | {f['sr']} | {x['rxe']} | {x['gbn']} | {x['sr']} |")
+    L += ["", "Plot: rxe-compare.png.", SECTION_END]
+    return "\n".join(L) + "\n"
+
+
+def write_summary(out, section):
+    """Replaces the rxe section of rdma-summary.md (or appends it)."""
+    path = os.path.join(out, "rdma-summary.md")
+    text = open(path).read() if os.path.exists(path) else "# RDMA benchmarks\n"
+    start = text.find(SECTION)
+    if start >= 0:
+        end = text.find(SECTION_END, start)
+        end = len(text) if end < 0 else end + len(SECTION_END) + 1
+        text = text[:start] + text[end:]
+    with open(path, "w") as f:
+        f.write(text.rstrip("\n") + "\n\n" + section)
+
+
+def plot(out, meds):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        progress("rxe", "no matplotlib: no plot")
+        return
+    fig, axes = plt.subplots(1, len(CELLS), figsize=(11, 4.2))
+    colors = {"rxe": "#888888", "gbn": "#4a7ebb", "sr": "#d9822b"}
+    labels = {"rxe": "Linux rxe (perftest)", "gbn": "xv6 go-back-N", "sr": "xv6 selective repeat"}
+    for ax, cell in zip(axes, CELLS):
+        width = 0.27
+        for j, t in enumerate(TOOLS):
+            vals = [meds.get((loss, cell[0], t), (0, []))[0] or 0 for loss in LOSSES]
+            xs = [i + (j - 1) * width for i in range(len(LOSSES))]
+            ax.bar(xs, vals, width, color=colors[t], label=labels[t])
+        ax.set_xticks(range(len(LOSSES)))
+        ax.set_xticklabels([f"{loss} % loss" for loss in LOSSES])
+        ax.set_yscale("log")
+        ax.set_ylabel("goodput, MB/s (10^6 B), log scale")
+        ax.set_title(cell[0])
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("xv6-rdma vs Linux Soft-RoCE on one lossy link (same run, medians)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "rxe-compare.png"), dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", 7)))
+    ap.add_argument("--quick", action="store_true", help="one round, a quarter of the messages")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds = 1
+        global CELLS
+        CELLS = tuple((n, op, p, s, {k: max(5, v // 4) for k, v in c.items()}) for n, op, p, s, c in CELLS)
+    t0 = time.monotonic()
+    log = []
+    with Testbed(2, linux=2, name="rxe-cmp", extra_append="rdma_mtu=4096") as tb:
+        tb.boot()
+        rows = run_all(tb, args.rounds, args.seed, log)
+        tb.halt()
+    if not rows:
+        progress("rxe", "no run produced a result")
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "rxe-compare.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(args.out, "rxe-compare.txt"), "w") as f:
+        f.write("# perftest and rdma_bw tables from bench/rdma/rxe_compare.py (MB = 2^20)\n\n" + "\n".join(log))
+    meds = medians(rows)
+    plot(args.out, meds)
+    section = summary_section(rows, meds, args, time.monotonic() - t0, os.getloadavg()[0])
+    write_summary(args.out, section)
+    print(section)
+    expected = args.rounds * len(LOSSES) * len(CELLS) * len(TOOLS)
+    progress("rxe", f"{len(rows)} of {expected} runs gave a result")
+    return 0 if len(rows) == expected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
