@@ -24,10 +24,12 @@ ROOT=$OUT/root            # the initramfs, staged
 OVERLAY=$OUT/overlay      # extra files (the peer program), copied over ROOT
 MULTIARCH=x86_64-linux-gnu
 
-# The packages whose programs go into the image. Their shared libraries are
+# The packages whose programs go into the image. Debian's dynamic busybox,
+# not busybox-static: the static one's shell runs its own applets before
+# anything on PATH, so `ip`, `tc` and `ss` would never be iproute2's. Their shared libraries are
 # found by following Depends (lib* packages and zlib1g only) and then kept only if some
 # program or library in the image NEEDs them.
-TOOL_PACKAGES=(busybox-static libc6 iproute2 rdma-core libibverbs1 ibverbs-providers
+TOOL_PACKAGES=(busybox libc6 iproute2 rdma-core libibverbs1 ibverbs-providers
                librdmacm1 ibverbs-utils rdmacm-utils perftest)
 
 # Kernel modules to load (dependencies are added from modinfo).
