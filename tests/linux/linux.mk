@@ -6,8 +6,10 @@
 #                          the script, /init or a file under build/linux/overlay/
 #                          (the peer program) changes.
 #   make test-linux-guest  one xv6 and two Linux guests on linkemu: ping,
-#                          rxe0 ACTIVE, ib_write_bw between the Linux guests
-#                          (tests/linux/check_guest.py). Not part of make test.
+#                          rxe0 ACTIVE, ib_write_bw between the Linux guests;
+#                          then two xv6 guests through the Linux netem box
+#                          (tests/linux/check_guest.py, ~80 s; 10 checks).
+#                          LINUX_GUEST_ARGS="--only mixed|box". Not in make test.
 #
 # By hand: python3 tests/net/launch.py --guests 1 --linux 1 (docs/network.md).
 
