@@ -33,7 +33,7 @@ LINUX_PANIC = r"Kernel panic|BUG: |Oops: |linux-guest: rxe0 failed"
 READY = r"linux-guest: ready rxe0 (\S+) mtu (\d+) gid (\S+)\n"
 BOX_READY = r"linux-guest: ready br0 mtu (\d+)\n"
 # Terminal control sequences busybox's line editor writes (cursor queries).
-ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ESCAPE = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[A-Za-z])")
 ESCAPE_TAIL = re.compile(r"\x1b(\[[0-9;?]*)?$")
 
 

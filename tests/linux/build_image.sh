@@ -220,7 +220,7 @@ stage_overlay() {
 pack() {
   (cd "$ROOT" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -6 > "$OUT/initrd.img.new"
   mv "$OUT/initrd.img.new" "$OUT/initrd.img"
-  cmp -s "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage" 2>/dev/null || cp "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage"
+  cp "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage"        # a new time stamp for make
   echo "$KVER" > "$OUT/kernel-version"
 }
 
@@ -228,7 +228,12 @@ main() {
   mkdir -p "$OUT"
   local kpkg
   kpkg=$(kernel_package)
-  [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
+  if [ -z "$kpkg" ]; then               # a fresh machine: apt's lists are empty
+    log "apt-get update"
+    $( [ "$(id -u)" -eq 0 ] || echo sudo ) apt-get update -qq
+    kpkg=$(kernel_package)
+  fi
+  [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64"
   KVER=${kpkg#linux-image-}
   fetch_packages "$kpkg"
   unpack_packages

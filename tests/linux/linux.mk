@@ -14,8 +14,15 @@
 # By hand: python3 tests/net/launch.py --guests 1 --linux 1 (docs/network.md).
 
 LINUX_OUT := $(BUILD)/linux
-LINUX_IMAGE := $(LINUX_OUT)/bzImage $(LINUX_OUT)/initrd.img
-LINUX_OVERLAY_FILES := $(shell find $(LINUX_OUT)/overlay -type f 2>/dev/null)
+LINUX_KERNEL := $(LINUX_OUT)/bzImage
+LINUX_INITRD := $(LINUX_OUT)/initrd.img
+LINUX_IMAGE := $(LINUX_KERNEL) $(LINUX_INITRD)
+# The files and directories under the overlay when make starts (a removed
+# file changes its directory's time stamp). A fragment that builds a
+# file into the overlay in the same run names it itself, in a rule of its
+# own (works whatever the include order):
+#     $(LINUX_INITRD): $(LINUX_OUT)/overlay/usr/local/bin/PROGRAM
+LINUX_OVERLAY_FILES := $(shell find $(LINUX_OUT)/overlay 2>/dev/null)
 LINUX_GUEST_ARGS ?=
 
 # One run of the script makes both files (a grouped target).
