@@ -13,6 +13,8 @@
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
+#   make linux-image  the Linux Soft-RoCE guest (build/linux/: bzImage, initrd.img)
+#   make test-linux-guest  xv6 and Linux guests on one link: ping, rxe0, ib_write_bw
 #   make fuzz         libFuzzer on the frame parser and responder (FUZZ_SECONDS=N), and
 #                     (first) the guest syscall fuzzer (FUZZ_GUEST_SECONDS, default 600)
 #
@@ -51,6 +53,7 @@ include netem/netem.mk
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/linux/linux.mk
 
 all: deps kernel/kernel fs.img
 

@@ -16,6 +16,8 @@ PACKAGES=(
   python3-matplotlib           # bench plots
   iproute2                     # netem.sh namespaces
   tshark                       # reading captured traffic in tests
+  qemu-system-x86              # the Linux Soft-RoCE guest (tests/linux)
+  kmod cpio                    # its image: depmod/modinfo, the initramfs archive
 )
 
 missing=()
