@@ -27,6 +27,9 @@ CPUS ?= 3
 BUILD := build
 # The reference RoCEv2 captures from Linux Soft-RoCE (test fixtures, tests/vectors/README.md).
 VECTORS_DIR := tests/vectors
+# The interpreter of the benches that plot: Debian's python3 has
+# python3-matplotlib (deps.sh); a pyenv/venv python3 earlier on PATH may not.
+PLOT_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
 # Install missing Debian packages before anything else is built. The stamp is
 # an included makefile: GNU make first remakes it (running tests/deps.sh), then
@@ -79,6 +82,7 @@ demo: deps rdma-demo
 
 # Every benchmark that runs guests: the raw link ceiling, then the RDMA sweeps.
 bench: deps bench-net bench-rdma
+	$(MAKE) --no-print-directory bench-rxe     # after bench-rdma: it adds its section to rdma-summary.md
 
 .PHONY: demo bench
 

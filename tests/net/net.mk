@@ -25,6 +25,6 @@ test-net: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/net/test_net.py $(TEST_NET_ARGS)
 
 bench-net: kernel/kernel fs.img $(LINKEMU)
-	python3 bench/net/link_ceiling.py $(BENCH_NET_ARGS)
+	$(PLOT_PYTHON) bench/net/link_ceiling.py $(BENCH_NET_ARGS)
 
 .PHONY: test-net bench-net

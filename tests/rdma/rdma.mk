@@ -17,6 +17,8 @@
 #                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,
 #                         rdma-ceiling.csv (the link ceiling, same guests),
 #                         rdma-perf.txt, rdma-summary.md
+#   make bench-rxe        bench/rdma/rxe_compare.py: xv6 rdma_bw beside Linux
+#                         rxe's perftest on one lossy link -> rxe-compare.*
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
 # Include from the top Makefile: include tests/rdma/rdma.mk
@@ -34,9 +36,15 @@ fuzz-guest: kernel/kernel fs.img
 fuzz: fuzz-guest
 
 bench-rdma: kernel/kernel fs.img $(LINKEMU)
-	python3 bench/rdma/rdma_sweep.py
+	$(PLOT_PYTHON) bench/rdma/rdma_sweep.py
 
-.PHONY: test-rdma test-rdma-quick fuzz-guest bench-rdma rdma-demo
+# xv6's rdma_bw (go-back-N and selective repeat) beside Linux rxe's perftest
+# on one link, alternating, at 0/1/5 % loss -> bench/results/rxe-compare.*
+# and the rxe section of rdma-summary.md (make bench runs it after bench-rdma).
+bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
+	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
+
+.PHONY: test-rdma test-rdma-quick fuzz-guest bench-rdma bench-rxe rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

@@ -18,8 +18,6 @@ SIM_JOBS   ?= 2
 SIM_FILTER ?=
 SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Wno-format-truncation $(RCT_CFLAGS)
 SIM_KNOWN  := $(SIM_DIR)/known_failures.txt
-# Debian's python3 has python3-matplotlib; a pyenv/venv python3 earlier on PATH may not.
-SIM_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 
 SIM_CORE_SRCS := $(SIM_DIR)/sim.c $(SIM_DIR)/sim_link.c $(SIM_DIR)/scenario.c $(NETEM_IMPAIR_SRC)
 SIM_HDRS      := $(wildcard $(SIM_DIR)/*.h) $(NETEM_IMPAIR_HDR) $(RCT_DIR)/rct.h
@@ -59,7 +57,7 @@ test-sim: $(SIM_TEST_IMPAIR) $(SIM_MATRIX) $(LINKEMU)
 bench-sim: $(DEPS_STAMP) $(SIM_BENCH)
 	@mkdir -p bench/results
 	$(SIM_BENCH) --out bench/results $(SIM_BENCH_ARGS)
-	$(SIM_PYTHON) bench/sim/plot.py bench/results
+	$(PLOT_PYTHON) bench/sim/plot.py bench/results
 .PHONY: bench-sim
 
 clean-sim:
