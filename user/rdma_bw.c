@@ -129,7 +129,7 @@ int main(int argc, char **argv) {
     perf_sync(&c);
   }
   if (client) printf("---------------------------------------------------------------------------------------\n");
-  if (o.stats && client) perf_dump_qp(&c);
+  if (o.stats) perf_dump_qp(&c);               // the server too: what its QP received
   perf_close(&c);
   exit(0);
 }
