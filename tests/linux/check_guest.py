@@ -41,15 +41,8 @@ PERFTEST_PORT = 18515            # perftest's TCP port for its QP/GID exchange
 BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
-def status_of(guest, cmd, timeout=60):
-    """Runs cmd on a Linux guest; returns (exit status, output)."""
-    out = guest.run(f"{cmd}; echo rc=$?", timeout=timeout)
-    m = re.search(r"^rc=(\d+)$", out, re.M)
-    return (int(m[1]) if m else -1), out[:m.start()] if m else out
-
-
 def check_ping_from_linux(lx, xv6_ip):
-    rc, out = status_of(lx, f"ping -c 3 -W 5 {xv6_ip}")
+    rc, out = lx.run_status(f"ping -c 3 -W 5 {xv6_ip}")
     m = re.search(r"(\d+) packets received", out)
     return rc == 0 and m and m[1] == "3", (m[0] if m else out.strip()[-200:])
 
@@ -61,12 +54,12 @@ def check_ping_from_xv6(xv6, linux_ip):
 
 
 def check_rdma_link(lx):
-    rc, out = status_of(lx, "rdma link")
+    rc, out = lx.run_status("rdma link")
     return rc == 0 and "rxe0/1 state ACTIVE" in out, out.strip()
 
 
 def check_devinfo(lx):
-    rc, out = status_of(lx, "ibv_devinfo -d rxe0")
+    rc, out = lx.run_status("ibv_devinfo -d rxe0")
     active = re.search(r"state:\s+PORT_ACTIVE", out)
     mtu = re.search(r"active_mtu:\s+(\d+)", out)
     ok = rc == 0 and active and mtu and mtu[1] == "4096"
@@ -88,7 +81,7 @@ def write_bw(server, client, server_ip, opts, timeout):
     _, listening = poll(lambda: server.run(probe), lambda out: ready in out, 30, interval=0.5)
     if not listening:
         return False, f"server not listening: {server.run('cat /tmp/bw.log').strip()[-300:]}"
-    rc, out = status_of(client, f"{cmd} {server_ip}", timeout=timeout)
+    rc, out = client.run_status(f"{cmd} {server_ip}", timeout=timeout)
     server.run("wait", timeout=30)
     m = BW_LINE.search(out)
     if rc != 0 or not m:
@@ -97,7 +90,7 @@ def write_bw(server, client, server_ip, opts, timeout):
 
 
 def check_netem(lx):
-    rc, out = status_of(lx, "tc qdisc add dev lo root netem delay 1ms loss 1% && "
+    rc, out = lx.run_status("tc qdisc add dev lo root netem delay 1ms loss 1% && "
                             "tc qdisc show dev lo && tc qdisc del dev lo root")
     return rc == 0 and "netem" in out, out.strip()
 
