@@ -167,4 +167,5 @@ def linux_image_present():
     return all(os.path.exists(os.path.join(LINUX_DIR, f)) for f in ("bzImage", "initrd.img"))
 
 
-__all__ = ["LinuxGuest", "NetemBox", "GuestError", "progress", "linux_image_present", "LINUX_PROMPT"]
+__all__ = ["LinuxGuest", "NetemBox", "GuestError", "progress", "linux_image_present",
+           "LINUX_PROMPT"]

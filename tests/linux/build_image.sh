@@ -27,7 +27,8 @@ TREE=$OUT/tree            # every package unpacked (dpkg -x)
 ROOT=$OUT/root            # the initramfs, staged
 OVERLAY=$OUT/overlay      # extra files (the peer program)
 OVROOT=$OUT/overlay-root  # the overlay and the libraries it needs beyond ROOT's
-BASE_INPUTS=("$HERE/$(basename "$0")" "$HERE/init")   # what the base archive is made from, with the packages
+# What the base archive is made from, besides the packages.
+BASE_INPUTS=("$HERE/$(basename "$0")" "$HERE/init")
 MULTIARCH=x86_64-linux-gnu
 
 # The packages whose programs go into the image. Debian's dynamic busybox,
@@ -86,7 +87,8 @@ fetch_packages() {
   if [ ${#missing[@]} -gt 0 ]; then
     log "downloading ${#missing[@]} packages into $DEBS"
     # apt names the file itself; download by package name (the part before _).
-    (cd "$DEBS" && apt-get download -q "${missing[@]%%_*}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+    (cd "$DEBS" && apt-get download -q "${missing[@]%%_*}" 2>&1 |
+       grep -v '^W: Download is performed unsandboxed' || true)   # checked below
   fi
   while read -r file; do
     [ -f "$DEBS/$file" ] || die "$file was not downloaded"
@@ -292,7 +294,8 @@ main() {
   cat "$OUT/base.cpio.gz" "$OUT/overlay.cpio.gz" > "$OUT/initrd.img.new"
   mv "$OUT/initrd.img.new" "$OUT/initrd.img"
   cp "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage"        # a new time stamp for make
-  log "kernel $KVER: $(du -h "$OUT/bzImage" | cut -f1), initrd: $(du -h "$OUT/initrd.img" | cut -f1) ($(du -sh "$ROOT" | cut -f1) unpacked)"
+  log "kernel $KVER: $(du -h "$OUT/bzImage" | cut -f1)," \
+      "initrd: $(du -h "$OUT/initrd.img" | cut -f1) ($(du -sh "$ROOT" | cut -f1) unpacked)"
 }
 
 main "$@"
