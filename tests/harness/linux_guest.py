@@ -17,6 +17,7 @@ prompt, its panic and how it powers off (send_halt).
         lx.boot()                      # ready line, then the prompt
         print(lx.ip, lx.gid_index)     # from the ready line
         print(lx.run("ibv_devinfo -d rxe0"))
+        rc, out = lx.run_status("rdma link")   # exit status and output
         lx.halt()                      # poweroff -f; QEMU exits 0
 
 Python standard library only.
@@ -92,6 +93,14 @@ class LinuxGuest(Guest):
         self.gid_index = int(m[3]) if m[3].isdigit() else None
         return super().boot(timeout, prompt)
 
+    def run_status(self, cmd, timeout=30):
+        """Runs cmd; returns (its exit status, what it printed)."""
+        out = self.run(f"{cmd}; echo linux-rc=$?", timeout=timeout)
+        m = re.search(r"^linux-rc=(\d+)\n", out, re.M)
+        if not m:
+            raise GuestError(self._why(f"no exit status from {cmd!r}"))
+        return int(m[1]), out[:m.start()]
+
     def interrupt(self):
         """Ctrl-C to the foreground program (a server left running)."""
         self.proc.stdin.write(b"\x03")
@@ -158,4 +167,5 @@ def linux_image_present():
     return all(os.path.exists(os.path.join(LINUX_DIR, f)) for f in ("bzImage", "initrd.img"))
 
 
-__all__ = ["LinuxGuest", "NetemBox", "GuestError", "progress", "linux_image_present", "LINUX_PROMPT"]
+__all__ = ["LinuxGuest", "NetemBox", "GuestError", "progress", "linux_image_present",
+           "LINUX_PROMPT"]

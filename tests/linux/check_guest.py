@@ -31,24 +31,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
-from guest import GuestError, progress  # noqa: E402
+from guest import GuestError, poll, progress  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 
 BW_SIZE, BW_ITERS = 65536, 200
+PERFTEST_PORT = 18515            # perftest's TCP port for its QP/GID exchange
 # perftest's result line: bytes, iterations, peak and average MB/s, Mpps.
 BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
-def status_of(guest, cmd, timeout=60):
-    """Runs cmd on a Linux guest; returns (exit status, output)."""
-    out = guest.run(f"{cmd}; echo rc=$?", timeout=timeout)
-    m = re.search(r"^rc=(\d+)$", out, re.M)
-    return (int(m[1]) if m else -1), out[:m.start()] if m else out
-
-
 def check_ping_from_linux(lx, xv6_ip):
-    rc, out = status_of(lx, f"ping -c 3 -W 5 {xv6_ip}")
+    rc, out = lx.run_status(f"ping -c 3 -W 5 {xv6_ip}")
     m = re.search(r"(\d+) packets received", out)
     return rc == 0 and m and m[1] == "3", (m[0] if m else out.strip()[-200:])
 
@@ -60,12 +54,12 @@ def check_ping_from_xv6(xv6, linux_ip):
 
 
 def check_rdma_link(lx):
-    rc, out = status_of(lx, "rdma link")
+    rc, out = lx.run_status("rdma link")
     return rc == 0 and "rxe0/1 state ACTIVE" in out, out.strip()
 
 
 def check_devinfo(lx):
-    rc, out = status_of(lx, "ibv_devinfo -d rxe0")
+    rc, out = lx.run_status("ibv_devinfo -d rxe0")
     active = re.search(r"state:\s+PORT_ACTIVE", out)
     mtu = re.search(r"active_mtu:\s+(\d+)", out)
     ok = rc == 0 and active and mtu and mtu[1] == "4096"
@@ -73,13 +67,22 @@ def check_devinfo(lx):
 
 
 def write_bw(server, client, server_ip, opts, timeout):
-    """ib_write_bw server on one guest, client on the other; the client's
-    average MB/s. The client starts once the server says it waits."""
+    """ib_write_bw server on one guest (in the background, output to a
+    file), client on the other; the client's average MB/s. The client
+    starts only once the server listens: its TCP port (perftest's exchange,
+    `ss -ltn`) or its rdma_cm ID (`rdma res show cm_id`); perftest's client
+    does not retry a refused connect, and its output to a file is buffered."""
     cmd = f"ib_write_bw -d rxe0 -s {BW_SIZE} -n {BW_ITERS} {opts}"
-    server.send(cmd)
-    server.expect(r"Waiting for client to connect", timeout=30)
-    rc, out = status_of(client, f"{cmd} {server_ip}", timeout=timeout)
-    server.expect(server.prompt, timeout=30)
+    server.run(f"{cmd} > /tmp/bw.log 2>&1 &")
+    if "-R" in opts.split():
+        probe, ready = "rdma res show cm_id", "state LISTEN ps TCP"
+    else:
+        probe, ready = "ss -ltn", f":{PERFTEST_PORT} "
+    _, listening = poll(lambda: server.run(probe), lambda out: ready in out, 30, interval=0.5)
+    if not listening:
+        return False, f"server not listening: {server.run('cat /tmp/bw.log').strip()[-300:]}"
+    rc, out = client.run_status(f"{cmd} {server_ip}", timeout=timeout)
+    server.run("wait", timeout=30)
     m = BW_LINE.search(out)
     if rc != 0 or not m:
         return False, f"exit {rc}: {out.strip()[-300:]}"
@@ -87,7 +90,7 @@ def write_bw(server, client, server_ip, opts, timeout):
 
 
 def check_netem(lx):
-    rc, out = status_of(lx, "tc qdisc add dev lo root netem delay 1ms loss 1% && "
+    rc, out = lx.run_status("tc qdisc add dev lo root netem delay 1ms loss 1% && "
                             "tc qdisc show dev lo && tc qdisc del dev lo root")
     return rc == 0 and "netem" in out, out.strip()
 

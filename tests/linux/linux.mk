@@ -4,7 +4,10 @@
 #                          Debian packages (tests/linux/build_image.sh; the
 #                          .debs are cached in build/linux/debs). Rebuilt when
 #                          the script, /init or a file under build/linux/overlay/
-#                          (the peer program) changes.
+#                          (the peer program) changes; an overlay change
+#                          only re-packs the overlay's archive (a second).
+#                          `LINUX_REFRESH=1 bash tests/linux/build_image.sh`
+#                          takes apt's current package versions.
 #   make test-linux-guest  one xv6 and two Linux guests on linkemu: ping,
 #                          rxe0 ACTIVE, ib_write_bw between the Linux guests;
 #                          then two xv6 guests through the Linux netem box

@@ -149,7 +149,8 @@ class Testbed:
     mitigation on QEMU keeps at least 128 us between interrupts).
     linux: how many Linux guests follow the n xv6 guests (ports n..n+linux-1);
     linux_mtu: their eth0 MTU (9000 as the xv6 stack's: rxe's active MTU is
-    then 4096); linux_append: more boot arguments for them.
+    then 4096); linux_append: more boot arguments for them; linux_cpus:
+    their -smp (1: TCG on a shared host gains little from more).
     netem_box: a netem spec for both directions, or (a2b, b2a): n must be
     2; a linux_guest.NetemBox (self.box, not in self.guests) bridges guest
     0's link to guest 1's and impairs them; no linkemu runs.
@@ -157,7 +158,7 @@ class Testbed:
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
                  cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts="",
-                 linux=0, linux_mtu=9000, linux_append="", netem_box=None):
+                 linux=0, linux_mtu=9000, linux_append="", linux_cpus=1, netem_box=None):
         self.n = n
         self.total = n + linux          # linkemu ports, one per guest
         self.box = None
@@ -190,7 +191,7 @@ class Testbed:
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} mtu={linux_mtu} {linux_append}"
             args, fds = self._nic(i, nic_opts)
             self.linux.append(LinuxGuest(f"{name}{i}-linux", append=append.strip(),
-                                         extra_args=args, pass_fds=fds))
+                                         cpus=linux_cpus, extra_args=args, pass_fds=fds))
         self.guests += self.linux
         if box_links:
             self._make_box(netem_box, box_links, name, nic_opts)
@@ -397,6 +398,7 @@ def main():
     ap.add_argument("--linux", type=int, default=0, metavar="K",
                     help="K Linux Soft-RoCE guests after the xv6 ones (make linux-image)")
     ap.add_argument("--linux-mtu", type=int, default=9000, help="their eth0 MTU")
+    ap.add_argument("--linux-cpus", type=int, default=1, help="their -smp")
     ap.add_argument("--netem-box", metavar="SPEC",
                     help="a Linux bridge with tc netem SPEC each way between guests 0 and 1 "
                          "instead of linkemu (--box-a2b/--box-b2a: one direction)")
@@ -423,7 +425,8 @@ def main():
     with Testbed(args.guests, a2b=args.a2b, b2a=args.b2a, both=args.both, specs=specs,
                  pcap_dir=args.pcap, cpus=args.cpus, name="launch",
                  extra_append=args.append, tap=args.tap, linux=args.linux,
-                 linux_mtu=args.linux_mtu, netem_box=box) as tb:
+                 linux_mtu=args.linux_mtu, linux_cpus=args.linux_cpus,
+                 netem_box=box) as tb:
         tb.boot()
         for item in args.run:
             n, _, cmd = item.partition(":")
