@@ -53,10 +53,10 @@ include tests/tests.mk
 include proto-spec/spec.mk
 include kernel/transport/transport.mk
 include netem/netem.mk
+include tests/linux/linux.mk       # before the fragments whose rules name $(LINUX_IMAGE)
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
-include tests/linux/linux.mk
 
 all: deps kernel/kernel fs.img
 

@@ -41,7 +41,6 @@ Usage: python3 bench/rdma/rxe_compare.py [--out DIR] [--rounds N] [--seed N] [--
 import argparse
 import csv
 import os
-import re
 import statistics
 import sys
 import time
@@ -52,7 +51,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import GuestError, progress  # noqa: E402
+from guest import progress  # noqa: E402
 import rdma_sweep  # noqa: E402
 
 MIB = 1 << 20
@@ -88,13 +87,13 @@ def rxe_bw(tb, prog, size, iters, log):
     # (-e: "Events feature not available on WRITE verb"): rxe's client
     # busy-polls its CQ, the server only waits (one-sided operations).
     flags = f"-s {size} -n {iters} -F"
-    srv.send(f"{prog} -d rxe0 -x {srv.gid_index} {flags}")
-    # The server is listening once perftest has printed its banner.
-    srv.expect(r"Waiting for client to connect|\*{6,}\n", timeout=120)
+    if not srv.start_server(f"{prog} -d rxe0 -x {srv.gid_index} {flags}"):
+        progress("rxe", f"{prog}: the server never listened: {srv.server_output(30).strip()[-200:]}")
+        return None
     before = rxe_counters(cli)
     cmd = f"{prog} -d rxe0 -x {cli.gid_index} {flags} {tb.ip(3)}"
     out = cli.run(cmd, timeout=1800)
-    srv.expect(srv.prompt, timeout=300)
+    srv.server_output(300)
     after = rxe_counters(cli)
     log.append(f"### rxe: {cmd}\n{out.strip()}\n")
     m = PERFTEST_ROW.search(out)

@@ -25,10 +25,11 @@ Python standard library only.
 import os
 import re
 
-from guest import REPO, Guest, GuestError, progress
+from guest import REPO, Guest, GuestError, poll, progress
 
 QEMU_X86 = os.environ.get("QEMU_X86", "qemu-system-x86_64")
 LINUX_DIR = os.environ.get("LINUX_IMAGE_DIR", os.path.join(REPO, "build", "linux"))
+PERFTEST_PORT = 18515            # perftest's TCP port for its QP/GID exchange
 LINUX_PROMPT = r"^linux# $"
 LINUX_PANIC = r"Kernel panic|BUG: |Oops: |linux-guest: rxe0 failed"
 READY = r"linux-guest: ready rxe0 (\S+) mtu (\d+) gid (\S+)\n"
@@ -100,6 +101,22 @@ class LinuxGuest(Guest):
         if not m:
             raise GuestError(self._why(f"no exit status from {cmd!r}"))
         return int(m[1]), out[:m.start()]
+
+    def start_server(self, cmd, probe=None, ready=None, timeout=30, log="/tmp/server.log"):
+        """Starts cmd in the background (output to log) and waits until it
+        listens: probe's output contains ready (default: perftest's TCP
+        port in `ss -ltn`). perftest prints its "Waiting for client" banner
+        before it listens and its client does not retry a refused connect,
+        so a client must start only after this returns True."""
+        probe, ready = probe or "ss -ltn", ready or f":{PERFTEST_PORT} "
+        self.run(f"{cmd} > {log} 2>&1 &")
+        _, ok = poll(lambda: self.run(probe), lambda out: ready in out, timeout, interval=0.5)
+        return ok
+
+    def server_output(self, timeout=300, log="/tmp/server.log"):
+        """Waits for the background server to exit; its output."""
+        self.run("wait", timeout=timeout)
+        return self.run(f"cat {log}", timeout=30)
 
     def interrupt(self):
         """Ctrl-C to the foreground program (a server left running)."""

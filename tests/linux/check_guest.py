@@ -31,12 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
-from guest import GuestError, poll, progress  # noqa: E402
+from guest import GuestError, progress  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 
 BW_SIZE, BW_ITERS = 65536, 200
-PERFTEST_PORT = 18515            # perftest's TCP port for its QP/GID exchange
 # perftest's result line: bytes, iterations, peak and average MB/s, Mpps.
 BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
@@ -73,16 +72,11 @@ def write_bw(server, client, server_ip, opts, timeout):
     `ss -ltn`) or its rdma_cm ID (`rdma res show cm_id`); perftest's client
     does not retry a refused connect, and its output to a file is buffered."""
     cmd = f"ib_write_bw -d rxe0 -s {BW_SIZE} -n {BW_ITERS} {opts}"
-    server.run(f"{cmd} > /tmp/bw.log 2>&1 &")
-    if "-R" in opts.split():
-        probe, ready = "rdma res show cm_id", "state LISTEN ps TCP"
-    else:
-        probe, ready = "ss -ltn", f":{PERFTEST_PORT} "
-    _, listening = poll(lambda: server.run(probe), lambda out: ready in out, 30, interval=0.5)
-    if not listening:
-        return False, f"server not listening: {server.run('cat /tmp/bw.log').strip()[-300:]}"
+    probe, ready = ("rdma res show cm_id", "state LISTEN ps TCP") if "-R" in opts.split() else (None, None)
+    if not server.start_server(cmd, probe, ready):
+        return False, f"server not listening: {server.server_output(30).strip()[-300:]}"
     rc, out = client.run_status(f"{cmd} {server_ip}", timeout=timeout)
-    server.run("wait", timeout=30)
+    server.server_output(30)
     m = BW_LINE.search(out)
     if rc != 0 or not m:
         return False, f"exit {rc}: {out.strip()[-300:]}"

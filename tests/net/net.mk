@@ -1,5 +1,4 @@
 # tests/net/net.mk: the two-guest network tests and the link benchmark.
-# NOTE for the lead: add test-net to TEST_SUITES in the top Makefile.
 #
 #   make test-net        two guests through linkemu: ARP, ping both ways,
 #                        UDP echo 1..8972 bytes (jumbo frames, also
@@ -10,6 +9,12 @@
 #                        checked against linkemu's counters. 1-3 minutes.
 #                        Ends "N passed, M failed". TEST_NET_ARGS="--quick"
 #                        (sweep step 7), "--seed N", "--only loss".
+#   make test-netem      the loss experiment through real tc netem: two xv6
+#                        guests bridged by a Linux guest with netem on both
+#                        ports (tests/net/run_netem.py): the frames the QPs
+#                        lost at 2 % against the binomial bounds and netem's
+#                        own count; goodput at 1 % / clean against linkemu's.
+#                        ~3 minutes; needs the Linux image (make linux-image).
 #   make bench-net       link ceiling guest to guest (frames/s, MB/s at 64,
 #                        1082, 1500, 4154, 9000-byte frames; kernel burst and
 #                        sendto/recvfrom) and one-way latency ->
@@ -24,7 +29,10 @@ BENCH_NET_ARGS ?=
 test-net: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/net/test_net.py $(TEST_NET_ARGS)
 
+test-netem: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
+	python3 tests/net/run_netem.py
+
 bench-net: kernel/kernel fs.img $(LINKEMU)
 	$(PLOT_PYTHON) bench/net/link_ceiling.py $(BENCH_NET_ARGS)
 
-.PHONY: test-net bench-net
+.PHONY: test-net test-netem bench-net
