@@ -11,6 +11,7 @@
 #   make test-unit    transport core: Check suites, sanitizers, short fuzz, simulator
 #   make test-net     two guests over linkemu: ARP, ping, UDP echo, loss counts
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
+#   make test-interop xv6 against a Linux Soft-RoCE guest (xrpeer), both ways
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
 #   make fuzz         libFuzzer on the frame parser and responder (FUZZ_SECONDS=N), and
@@ -51,6 +52,8 @@ include netem/netem.mk
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/linux/peer/peer.mk
+include tests/interop/interop.mk
 
 all: deps kernel/kernel fs.img
 

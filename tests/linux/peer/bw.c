@@ -164,6 +164,7 @@ int bw_server(struct peer_dev *d, struct bw_opts *o) {
     perf_sync(&b);
   }
   perf_close(&b);
+  printf("xrpeer: bw-server done\n");
   return 0;
 }
 

@@ -7,7 +7,7 @@
 #
 # Include from the top Makefile: include tests/linux/peer/peer.mk
 
-XRPEER := build/linux/overlay/usr/local/bin/xrpeer
+XRPEER := $(BUILD)/linux/overlay/usr/local/bin/xrpeer
 XRPEER_SRC := $(wildcard tests/linux/peer/*.c)
 XRPEER_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Werror
 
