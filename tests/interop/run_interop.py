@@ -22,7 +22,7 @@ exchange and the xv6 tools' application protocols. Per test bed:
     dropped frames, else they tested nothing);
   * on the clean MTU 1024 bed: a bw smoke run each way (xv6 rdma_bw client
     against `xrpeer bw-server`, `xrpeer bw-client` against xv6 rdma_bw's
-    server; WRITE and READ), and the capture check: linkemu records the
+    server; WRITE, READ and SEND), and the capture check: linkemu records the
     bed, every RoCEv2 frame (UDP destination 4791) must carry a valid ICRC
     (recomputed by proto-spec/model/vectors_check.py's icrc_of) and
     tshark must report no malformed frame and no error-severity expert
@@ -221,7 +221,7 @@ def one_bed(tally, name, mtu, spec, capture, keep_capture):
                 progress(name, f"matrix {direction}")
                 tally.run(f"interop_{name}_{direction}", lambda d=direction: run_matrix(xv6, lnx, d, mtu))
             if capture:
-                for side, op in (("xv6", "write"), ("xv6", "read"), ("linux", "write"), ("linux", "read")):
+                for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
                     tally.run(f"interop_bw_{side}_client_{op}", lambda s=side, o=op: run_bw(xv6, lnx, s, o))
             link = tb.stats()
