@@ -14,6 +14,8 @@
 #   make test-interop xv6 against a Linux Soft-RoCE guest (xrpeer), both ways
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
+#   make linux-image  the Linux Soft-RoCE guest (build/linux/: bzImage, initrd.img)
+#   make test-linux-guest  xv6 and Linux guests on one link: ping, rxe0, ib_write_bw
 #   make fuzz         libFuzzer on the frame parser and responder (FUZZ_SECONDS=N), and
 #                     (first) the guest syscall fuzzer (FUZZ_GUEST_SECONDS, default 600)
 #
@@ -52,6 +54,7 @@ include netem/netem.mk
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/linux/linux.mk
 include tests/linux/peer/peer.mk
 include tests/interop/interop.mk
 

@@ -17,6 +17,8 @@ PACKAGES=(
   iproute2                     # netem.sh namespaces
   tshark                       # reading captured traffic in tests
   libibverbs-dev               # xrpeer, the Linux-side peer (tests/linux/peer)
+  qemu-system-x86              # the Linux Soft-RoCE guest (tests/linux)
+  kmod cpio                    # its image: depmod/modinfo, the initramfs archive
 )
 
 missing=()

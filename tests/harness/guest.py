@@ -74,7 +74,13 @@ class Guest:
     arguments (-append). kernel, fs_img: paths relative to the repository.
     rng: attach the virtio-rng entropy device (bus 7) the kernel seeds its
     random generator from; False boots the old command line without it.
+
+    Subclasses (linux_guest.LinuxGuest) reuse the console machinery and
+    override what is xv6's: prompt, panic, required_files(), prepare(),
+    clean() and send_halt().
     """
+    prompt = PROMPT            # the shell prompt boot() and run() wait for
+    panic = PANIC              # expect() fails at once when this shows up
 
     def __init__(self, name, cpus=3, memory="128M", extra_args=(),
                  append=None, kernel="kernel/kernel", fs_img="fs.img",
@@ -118,17 +124,25 @@ class Guest:
             cmd += ["-append", self.append]
         return cmd + self.extra_args
 
+    def required_files(self):
+        """Files that must exist before QEMU can start."""
+        return (self.kernel, self.fs_img)
+
+    def prepare(self, tmpdir):
+        """Copies the disk into tmpdir (private); returns the QEMU command."""
+        disk = os.path.join(tmpdir, "fs.img")
+        shutil.copyfile(self.fs_img, disk)
+        return self.qemu_command(disk)
+
     def start(self):
         """Copy the disk image and start QEMU; returns self."""
-        for path in (self.kernel, self.fs_img):
+        for path in self.required_files():
             if not os.path.exists(path):
                 raise GuestError(f"{path} does not exist (run make first)")
         self._tmpdir = tempfile.mkdtemp(prefix=f"guest-{self.name}-")
-        disk = os.path.join(self._tmpdir, "fs.img")
-        shutil.copyfile(self.fs_img, disk)
+        cmd = self.prepare(self._tmpdir)
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self._log = open(self.log_path, "wb")
-        cmd = self.qemu_command(disk)
         self._log.write(("# " + " ".join(cmd) + "\n").encode())
         progress(self.name, f"starting QEMU, {self.cpus} cpus, log {self.log_path}")
         self._started_at = time.monotonic()
@@ -155,7 +169,7 @@ class Guest:
                 break
             self._log.write(chunk)
             self._log.flush()
-            text = chunk.decode("utf-8", errors="replace").replace("\r", "")
+            text = self.clean(chunk.decode("utf-8", errors="replace"))
             now = time.monotonic()
             with self._cond:
                 self._text += text
@@ -166,17 +180,30 @@ class Guest:
             self._eof = True
             self._cond.notify_all()
 
-    def boot(self, timeout=60, prompt=PROMPT):
+    def clean(self, text):
+        """Console text as the transcript keeps it (\r removed)."""
+        return text.replace("\r", "")
+
+    def boot(self, timeout=60, prompt=None):
         """Start QEMU if needed and wait for the first shell prompt.
 
         Returns (and keeps in self.boot_seconds) the boot-to-prompt time.
         """
         if self.proc is None:
             self.start()
-        self.expect(prompt, timeout)
+        self.expect(prompt or self.prompt, timeout)
         self.boot_seconds = time.monotonic() - self._started_at
         progress(self.name, f"shell prompt after {self.boot_seconds:.2f} s")
         return self.boot_seconds
+
+    def send_halt(self, status=0):
+        """Type the command that powers the guest off with exit status `status`."""
+        self.send(f"halt {status}")
+
+    def halt(self, status=0, timeout=30):
+        """Power off from the shell; returns QEMU's exit status."""
+        self.send_halt(status)
+        return self.wait_exit(timeout)
 
     def wait_exit(self, timeout=30):
         """Wait for QEMU to exit by itself; returns its exit status."""
@@ -220,15 +247,18 @@ class Guest:
         self.proc.stdin.write((line + self.eol).encode())
         self.proc.stdin.flush()
 
-    def expect(self, pattern, timeout=30, fail=PANIC):
+    def expect(self, pattern, timeout=30, fail=""):
         """Wait until `pattern` appears in output not yet consumed.
 
         Returns the re.Match (on the transcript) and consumes output up to
         its end. The pattern is tried on output as it arrives, so end one
         that captures a number or word with what follows it (usually \n):
         "rkey ([0-9a-f]+)" can match the first half of a key. Raises GuestError on timeout, on QEMU exiting, or when the
-        `fail` pattern (a kernel panic by default) shows up first.
+        `fail` pattern (a kernel panic, self.panic, by default; None for
+        no such check) shows up first.
         """
+        if fail == "":
+            fail = self.panic
         want = re.compile(pattern, re.MULTILINE)
         bad = re.compile(fail, re.MULTILINE) if fail else None
         deadline = time.monotonic() + timeout
@@ -252,7 +282,7 @@ class Guest:
         tail = self._text[-600:]
         return f"{self.name}: {message}; last output:\n{tail}"
 
-    def run(self, cmd, until=PROMPT, timeout=30):
+    def run(self, cmd, until=None, timeout=30):
         """Type cmd, wait for `until` (the next prompt); return the output.
 
         The returned text is what the guest printed after the echoed command
@@ -260,7 +290,7 @@ class Guest:
         """
         start = len(self.output())
         self.send(cmd)
-        match = self.expect(until, timeout)
+        match = self.expect(until or self.prompt, timeout)
         text = self._text[start:match.start()]
         first, _, rest = text.partition("\n")
         return rest if first.strip() == cmd.strip() else text

@@ -9,6 +9,16 @@ address from the boot arguments:
 
     guest i: ip=10.0.0.(i+1)  mac=52:54:00:00:00:(i+1 in hex)
 
+With k Linux Soft-RoCE guests after the n xv6 ones (tests/harness/
+linux_guest.py; `make linux-image` first), numbered on: guest n+j gets
+ip=10.0.0.(n+j+1), the next MAC, an MTU of 9000 (linux_mtu=) like the xv6
+stack's, and rxe0 on eth0:
+
+    with Testbed(1, linux=1) as tb:
+        tb.boot()
+        lx = tb.guests[1]               # also tb.linux[0]
+        print(lx.run("ping -c 3 " + tb.ip(0)))
+
 As a module:
 
     from launch import Testbed
@@ -24,6 +34,7 @@ switches to guest N, `:stats` prints linkemu's counters, `:q` quits):
 
     python3 tests/net/launch.py --guests 2 --a2b "loss 1%" --pcap /tmp/cap
     python3 tests/net/launch.py --run "0:ping -c 3 10.0.0.2" --run "1:nettest stat"
+    python3 tests/net/launch.py --guests 1 --linux 1 --run "1:rdma link"
 
 With the host's tc netem instead of linkemu (netem/netem.sh makes the taps
 xrtap0/xrtap1 on a bridge in a namespace; exit status 2 if the host kernel
@@ -46,6 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 from guest import Guest, GuestError, progress  # noqa: E402
+from linux_guest import LinuxGuest  # noqa: E402
 
 LINKEMU = os.environ.get("LINKEMU", os.path.join(REPO, "build", "netem", "linkemu"))
 
@@ -109,11 +121,16 @@ class Testbed:
     more QEMU e1000 properties, e.g. ",mitigation=off" (QEMU then raises
     every interrupt at once, as a real 82540EM does with ITR 0; with
     mitigation on QEMU keeps at least 128 us between interrupts).
+    linux: how many Linux guests follow the n xv6 guests (ports n..n+linux-1);
+    linux_mtu: their eth0 MTU (9000 as the xv6 stack's: rxe's active MTU is
+    then 4096); linux_append: more boot arguments for them.
     """
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
-                 cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts=""):
+                 cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts="",
+                 linux=0, linux_mtu=9000, linux_append=""):
         self.n = n
+        self.total = n + linux          # linkemu ports, one per guest
         self.specs = dict(specs or {})
         if a2b:
             self.specs[0] = a2b
@@ -132,19 +149,30 @@ class Testbed:
         self.socks = []
         for i in range(n):
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
-            if tap:
-                netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
-                fds = ()
-            else:
-                sock = guest_socket(self.listen[i])
-                self.socks.append(sock)
-                self.gport.append(sock.getsockname()[1])
-                fds = (sock.fileno(),)
-                netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
-            args = ["-netdev", netdev,
-                    "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile={nic_opts}"]
+            args, fds = self._nic(i, nic_opts)
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
                                      append=append, extra_args=args, pass_fds=fds))
+        self.linux = []
+        for i in range(n, self.total):
+            append = f"ip={guest_ip(i)} mac={guest_mac(i)} mtu={linux_mtu} {linux_append}"
+            args, fds = self._nic(i, nic_opts)
+            self.linux.append(LinuxGuest(f"{name}{i}-linux", append=append.strip(),
+                                         extra_args=args, pass_fds=fds))
+        self.guests += self.linux
+
+    def _nic(self, i, nic_opts):
+        """QEMU arguments and inherited fds for guest i's E1000 on port i."""
+        if self.tap:
+            netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
+            fds = ()
+        else:
+            sock = guest_socket(self.listen[i])
+            self.socks.append(sock)
+            self.gport.append(sock.getsockname()[1])
+            fds = (sock.fileno(),)
+            netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
+        return ["-netdev", netdev,
+                "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile={nic_opts}"], fds
 
     @staticmethod
     def ip(i):
@@ -176,11 +204,11 @@ class Testbed:
 
     def _pick_linkemu_ports(self):
         """linkemu's listening port for each guest, and its control port."""
-        *self.listen, self.ctl_port = free_udp_ports(self.n + 1)
+        *self.listen, self.ctl_port = free_udp_ports(self.total + 1)
 
     def _linkemu_cmd(self):
         cmd = [LINKEMU]
-        for i in range(self.n):
+        for i in range(self.total):
             cmd += ["--port", f"{self.listen[i]}:{self.gport[i]}"]
         if self.both:
             cmd += ["--both", self.both]
@@ -223,7 +251,7 @@ class Testbed:
         statuses = []
         for g in self.guests:
             if g.proc and g.proc.poll() is None:
-                g.send("halt 0")
+                g.send_halt(0)
         for g in self.guests:
             statuses.append(g.wait_exit(timeout))
         return statuses
@@ -304,7 +332,7 @@ def console(tb):
             break
         if line == ":stats" and not tb.tap:
             print(json.dumps(tb.stats(), indent=1))
-        elif line[:1] == ":" and line[1:].isdigit() and int(line[1:]) < tb.n:
+        elif line[:1] == ":" and line[1:].isdigit() and int(line[1:]) < len(tb.guests):
             current[0] = int(line[1:])
             print(f"console: now guest {current[0]}")
         else:
@@ -316,6 +344,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--guests", type=int, default=2)
+    ap.add_argument("--linux", type=int, default=0, metavar="K",
+                    help="K Linux Soft-RoCE guests after the xv6 ones (make linux-image)")
+    ap.add_argument("--linux-mtu", type=int, default=9000, help="their eth0 MTU")
     ap.add_argument("--a2b", help="netem spec for frames from guest 0")
     ap.add_argument("--b2a", help="netem spec for frames from guest 1")
     ap.add_argument("--both", help="netem spec on every port")
@@ -333,7 +364,8 @@ def main():
     specs = {int(n): s for n, s in args.ins}
     with Testbed(args.guests, a2b=args.a2b, b2a=args.b2a, both=args.both, specs=specs,
                  pcap_dir=args.pcap, cpus=args.cpus, name="launch",
-                 extra_append=args.append, tap=args.tap) as tb:
+                 extra_append=args.append, tap=args.tap, linux=args.linux,
+                 linux_mtu=args.linux_mtu) as tb:
         tb.boot()
         for item in args.run:
             n, _, cmd = item.partition(":")

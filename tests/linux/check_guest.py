@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""check_guest.py: smoke check of the Linux Soft-RoCE guest on the test bed.
+
+Owns `make test-linux-guest`. One xv6 guest (10.0.0.1) and two Linux guests
+(10.0.0.2, 10.0.0.3) on one linkemu link (tests/net/launch.py, linux=2):
+
+  * ping: the first Linux guest pings the xv6 guest, and the xv6 guest it;
+  * rxe0: `rdma link` shows it ACTIVE, `ibv_devinfo -d rxe0` PORT_ACTIVE
+    with an active MTU of 4096 (eth0 at MTU 9000);
+  * ib_write_bw -d rxe0 -s 65536 -n 200 between the Linux guests, first
+    with perftest's own TCP exchange of QP numbers and GIDs (-x: the IPv4
+    GID's index from the ready line), then over rdma_cm (-R): the client
+    prints its result line;
+  * netem: sch_netem takes a qdisc (tc qdisc add dev lo root netem ...).
+
+One line per check ("test NAME: OK|FAILED (info)"), then "N passed, M
+failed" (tests/harness/tally.py). Needs kernel/kernel, fs.img,
+build/netem/linkemu and `make linux-image`. Python standard library only.
+"""
+import argparse
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
+sys.path.insert(0, os.path.join(REPO, "tests", "net"))
+from guest import progress  # noqa: E402
+from launch import Testbed  # noqa: E402
+from tally import Tally  # noqa: E402
+
+BW_SIZE, BW_ITERS = 65536, 200
+# perftest's result line: bytes, iterations, peak and average MB/s, Mpps.
+BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
+
+
+def status_of(guest, cmd, timeout=60):
+    """Runs cmd on a Linux guest; returns (exit status, output)."""
+    out = guest.run(f"{cmd}; echo rc=$?", timeout=timeout)
+    m = re.search(r"^rc=(\d+)$", out, re.M)
+    return (int(m[1]) if m else -1), out[:m.start()] if m else out
+
+
+def check_ping_from_linux(lx, xv6_ip):
+    rc, out = status_of(lx, f"ping -c 3 -W 5 {xv6_ip}")
+    m = re.search(r"(\d+) packets received", out)
+    return rc == 0 and m and m[1] == "3", (m[0] if m else out.strip()[-200:])
+
+
+def check_ping_from_xv6(xv6, linux_ip):
+    out = xv6.run(f"ping -c 3 {linux_ip}", timeout=60)
+    m = re.search(r"(\d+) transmitted, (\d+) received", out)
+    return bool(m) and m[2] == "3", (m[0] if m else out.strip()[-200:])
+
+
+def check_rdma_link(lx):
+    rc, out = status_of(lx, "rdma link")
+    return rc == 0 and "rxe0/1 state ACTIVE" in out, out.strip()
+
+
+def check_devinfo(lx):
+    rc, out = status_of(lx, "ibv_devinfo -d rxe0")
+    active = re.search(r"state:\s+PORT_ACTIVE", out)
+    mtu = re.search(r"active_mtu:\s+(\d+)", out)
+    ok = rc == 0 and active and mtu and mtu[1] == "4096"
+    return ok, f"port {'ACTIVE' if active else 'not active'}, active_mtu {mtu[1] if mtu else '?'}"
+
+
+def write_bw(server, client, server_ip, opts, timeout):
+    """ib_write_bw server on one guest, client on the other; the client's
+    average MB/s. The client starts once the server says it waits."""
+    cmd = f"ib_write_bw -d rxe0 -s {BW_SIZE} -n {BW_ITERS} {opts}"
+    server.send(cmd)
+    server.expect(r"Waiting for client to connect", timeout=30)
+    rc, out = status_of(client, f"{cmd} {server_ip}", timeout=timeout)
+    server.expect(server.prompt, timeout=30)
+    m = BW_LINE.search(out)
+    if rc != 0 or not m:
+        return False, f"exit {rc}: {out.strip()[-300:]}"
+    return True, f"{BW_SIZE} B x {BW_ITERS}: average {m[2]} MB/s, peak {m[1]} MB/s"
+
+
+def check_netem(lx):
+    rc, out = status_of(lx, "tc qdisc add dev lo root netem delay 1ms loss 1% && "
+                            "tc qdisc show dev lo && tc qdisc del dev lo root")
+    return rc == 0 and "netem" in out, out.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--timeout", type=int, default=180, help="seconds per ib_write_bw run")
+    ap.add_argument("--boot-timeout", type=int, default=180)
+    args = ap.parse_args()
+    t = Tally()
+    with Testbed(1, linux=2, name="linuxcheck") as tb:
+        tb.boot(args.boot_timeout)
+        xv6, lx1, lx2 = tb.guests
+        for g in tb.linux:
+            progress(g.name, f"ready: ip {g.ip} mtu {g.mtu} IPv4 GID index {g.gid_index}, "
+                             f"boot {g.boot_seconds:.1f} s")
+        t.run("ping_linux_to_xv6", lambda: check_ping_from_linux(lx1, tb.ip(0)))
+        t.run("ping_xv6_to_linux", lambda: check_ping_from_xv6(xv6, tb.ip(1)))
+        t.run("rdma_link_active", lambda: check_rdma_link(lx1))
+        t.run("ibv_devinfo_active", lambda: check_devinfo(lx2))
+        gid = f"-x {lx1.gid_index}"
+        t.run("ib_write_bw_tcp", lambda: write_bw(lx1, lx2, tb.ip(1), gid, args.timeout))
+        t.run("ib_write_bw_rdma_cm", lambda: write_bw(lx1, lx2, tb.ip(1), "-R", args.timeout))
+        t.run("netem_qdisc", lambda: check_netem(lx2))
+        tb.halt()
+    return t.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
