@@ -16,9 +16,12 @@
 # Include from the top Makefile: include tests/interop/interop.mk
 
 INTEROP_ARGS ?=
-LINUX_IMAGE_TARGET ?= linux-image
 
-test-interop: kernel/kernel fs.img $(LINKEMU) $(XRPEER) $(LINUX_IMAGE_TARGET)
+# The image carries the peer: rebuild it when xrpeer changes (linux.mk finds
+# the overlay's files only if they exist when make starts).
+$(LINUX_IMAGE): $(XRPEER)
+
+test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/interop/run_interop.py $(INTEROP_ARGS)
 
 .PHONY: test-interop

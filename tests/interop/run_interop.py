@@ -38,8 +38,9 @@ Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
 NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1).
-The Linux image is build/linux/bzImage + build/linux/initrd.img (make
-linux-image); LINUX_KERNEL / LINUX_INITRD override them.
+The Linux guest is tests/harness/linux_guest.py's, on the test bed as
+Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
+which carries xrpeer from build/linux/overlay/).
 """
 import argparse
 import os
@@ -59,7 +60,7 @@ sys.path.insert(0, os.path.join(REPO, "proto-spec", "model"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
 from tally import Tally  # noqa: E402
-import linux_guest  # noqa: E402  (tests/interop/linux_guest.py)
+from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 
 XV6, LNX = 0, 1
@@ -211,12 +212,15 @@ def one_bed(tally, name, mtu, spec, capture, keep_capture):
     cap_dir = tempfile.mkdtemp(prefix="interop-cap-") if capture else None
     try:
         xappend = "" if mtu == 1024 else f"rdma_mtu={mtu}"
-        with Testbed(2, both=spec, name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
-            lnx = linux_guest.attach(tb, LNX, eth_mtu=1500 if mtu <= 1024 else 9000)
+        # The Linux guest's eth0 MTU: 1500 for path MTU 1024 (rxe's active
+        # MTU is then 1024), 9000 for 4096.
+        with Testbed(1, linux=1, linux_mtu=1500 if mtu <= 1024 else 9000, both=spec,
+                     name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
             t0 = time.monotonic()
-            linux_guest.boot_mixed(tb)
-            progress(name, f"both guests up after {time.monotonic() - t0:.0f} s")
-            xv6 = tb.guests[XV6]
+            tb.boot(timeout=240)
+            xv6, lnx = tb.guests[XV6], tb.guests[LNX]
+            progress(name, f"both guests up after {time.monotonic() - t0:.0f} s; Linux: rxe0 {lnx.ip} "
+                           f"eth0 MTU {lnx.mtu} GID index {lnx.gid_index}")
             for direction in ("rxe_to_xv6", "xv6_to_rxe"):
                 progress(name, f"matrix {direction}")
                 tally.run(f"interop_{name}_{direction}", lambda d=direction: run_matrix(xv6, lnx, d, mtu))
@@ -246,6 +250,9 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("RDMA_TEST_SEED", 7)))
     ap.add_argument("--keep-capture", help="copy the checked capture (port*.pcap) here")
     args = ap.parse_args()
+    if not linux_image_present():
+        print("interop: no Linux image (make linux-image)")
+        return 2
     t0 = time.monotonic()
     progress("interop", f"seed {args.seed}")
     tally = Tally()
