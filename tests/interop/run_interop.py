@@ -22,7 +22,8 @@ exchange and the xv6 tools' application protocols. Per test bed:
     dropped frames, else they tested nothing);
   * on the clean MTU 1024 bed: a bw smoke run each way (xv6 rdma_bw client
     against `xrpeer bw-server`, `xrpeer bw-client` against xv6 rdma_bw's
-    server; WRITE, READ and SEND), and the capture check: linkemu records the
+    server; WRITE, READ and SEND), a connection whose RTUs xrpeer ignores
+    (its first RC frame must establish it), and the capture check: linkemu records the
     bed, every RoCEv2 frame (UDP destination 4791) must carry a valid ICRC
     (recomputed by proto-spec/model/vectors_check.py's icrc_of) and
     tshark must report no malformed frame and no error-severity expert
@@ -155,6 +156,22 @@ def run_bw(xv6, lnx, client_side, op):
     return True, f"{BW_SIZE} B x {BW_ITERS}: {rows[0][3]} MB/s average"
 
 
+def run_lost_rtu(xv6, lnx):
+    """xrpeer as the passive side ignoring every RTU (its test switch): the
+    xv6 client's first SEND must establish the connection [CM-STATE-3]."""
+    l0 = len(lnx.output())
+    lnx.send("XRPEER_TEST_LOSE_RTU=1 xrpeer bw-server")
+    lnx.expect(r"waiting for a client on port \d+\n", timeout=30)
+    xv6.send(f"rdma_bw -t send -s 1024 -n 20 {Testbed.ip(LNX)}")
+    xv6.expect(xv6.prompt, timeout=120)
+    lnx.expect(r"(xrpeer: bw-server done|perf: [^\n]*)\n", timeout=60)
+    lnx.expect(lnx.prompt, timeout=30)
+    out = lnx.output()[l0:]
+    by_frame = "established by the first RC frame (no RTU)" in out
+    done = "xrpeer: bw-server done" in out
+    return by_frame and done, f"established without RTU: {by_frame}; server done: {done}"
+
+
 # ---- the capture ----
 
 def roce_frames(path):
@@ -228,6 +245,8 @@ def one_bed(tally, name, mtu, spec, capture, keep_capture):
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
                     tally.run(f"interop_bw_{side}_client_{op}", lambda s=side, o=op: run_bw(xv6, lnx, s, o))
+                progress(name, "xrpeer passive, every RTU lost")
+                tally.run("interop_peer_lost_rtu", lambda: run_lost_rtu(xv6, lnx))
             link = tb.stats()
         dropped = sum(d["dropped"]["total"] for d in link["directions"])
         if spec:

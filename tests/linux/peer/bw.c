@@ -91,9 +91,10 @@ static void post_empty_send(struct bw *b, uint64_t id) {
 }
 
 // A SEND each way; the server answers once the client's has arrived.
-static void perf_sync(struct bw *b) {
+// posted: the receive for the peer's SEND is posted already.
+static void perf_sync_posted(struct bw *b, int posted) {
   struct ibv_wc wc;
-  post_recv(b, SYNC_RX);
+  if (!posted) post_recv(b, SYNC_RX);
   int sent = !b->server;
   if (sent) post_empty_send(b, SYNC_TX);
   for (int got = 0; got < 2;) {
@@ -102,6 +103,8 @@ static void perf_sync(struct bw *b) {
     if (wc.wr_id == SYNC_RX && !sent) { post_empty_send(b, SYNC_TX); sent = 1; }
   }
 }
+
+static void perf_sync(struct bw *b) { perf_sync_posted(b, 0); }
 
 static void perf_close(struct bw *b) {
   struct ibv_wc wc;
@@ -156,9 +159,11 @@ int bw_server(struct peer_dev *d, struct bw_opts *o) {
   uint8_t pd[16];
   pcm_pack_mr(pd, (uintptr_t)b.buf, b.mr->rkey, b.len);
   struct pcm_param p = { .private_data = pd, .private_len = 16, .mtu_limit = o->mtu_limit, .timeout = o->timeout };
+  if (pcm_qp_init(&b.c)) die("QP to INIT");
+  post_recv(&b, SYNC_RX);               // the client's first SEND follows RTU at once
   if (pcm_accept(&b.c, &p)) die("accept");
   close(ls);
-  perf_sync(&b);
+  perf_sync_posted(&b, 1);
   for (uint32_t size = o->all ? 2 : o->size; size <= o->size; size = o->all ? size * 2 : o->size + 1) {
     if (o->op == 2) send_server(&b, o, size);
     perf_sync(&b);

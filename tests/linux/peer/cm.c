@@ -346,11 +346,16 @@ static int qp_rts(struct pconn *c, const struct pcm_param *p) {
                        IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-static int qp_connect(struct pconn *c, const struct pcm_param *p) {
+int pcm_qp_init(struct pconn *c) {
   struct ibv_qp_attr a;
   struct ibv_qp_init_attr ia;
   if (ibv_query_qp(c->qp, &a, IBV_QP_STATE, &ia)) return -1;
   if (a.qp_state == IBV_QPS_RESET && qp_init(c)) { perror("xrpeer: QP to INIT"); return -1; }
+  return 0;
+}
+
+static int qp_connect(struct pconn *c, const struct pcm_param *p) {
+  if (pcm_qp_init(c)) return -1;
   if (qp_rtr(c)) { perror("xrpeer: QP to RTR"); return -1; }
   if (qp_rts(c, p)) { perror("xrpeer: QP to RTS"); return -1; }
   return 0;
@@ -446,7 +451,11 @@ int pcm_reject(struct pconn *c, uint16_t reason) {
 }
 
 // Waits for RTU (or the first RC frame on the QP) [CM-STATE-3], resending REP.
+// XRPEER_TEST_LOSE_RTU=1 in the environment ignores every RTU: the
+// lost-RTU path, tested by hand (docs/interop.md).
 static int await_rtu(struct pconn *c) {
+  const char *lose = getenv("XRPEER_TEST_LOSE_RTU");
+  int take_rtu = !(lose && *lose == '1');
   for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
     uint64_t end = now_ns() + CM_RETRY_MS * 1000000ull;
     while (now_ns() < end) {
@@ -454,8 +463,11 @@ static int await_rtu(struct pconn *c) {
       struct sockaddr_in from;
       int r = recv_msg(c->sock, &m, &from, 20, &c->dropped);
       if (r < 0) return -1;
-      if (r == 1 && from_peer(c, &m, &from) && m.type == T_RTU) return 0;
-      if (qp_heard(c)) return 0;
+      if (r == 1 && from_peer(c, &m, &from) && m.type == T_RTU && take_rtu) return 0;
+      if (qp_heard(c)) {
+        fprintf(stderr, "xrpeer: established by the first RC frame (no RTU)\n");
+        return 0;
+      }
     }
     if (tries < CM_MAX_RETRIES) send_raw(c->sock, &c->peer, c->last, c->last_len);
   }

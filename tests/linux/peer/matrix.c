@@ -200,9 +200,10 @@ int matrix_host_a(struct peer_dev *d, const struct matrix_opts *o) {
   uint8_t pd[16];
   pcm_pack_mr(pd, (uintptr_t)m->buf, m->mr->rkey, m->size);
   struct pcm_param p = { .private_data = pd, .private_len = 16, .mtu_limit = o->mtu_limit, .timeout = o->timeout };
+  if (pcm_qp_init(&m->c)) die("QP to INIT");
+  msg_recv_post(m);                     // before REP: host_b's PREP follows RTU at once
   if (pcm_accept(&m->c, &p)) die("accept");
   print_connected(m);
-  msg_recv_post(m);
   for (;;) {
     struct mmsg c = msg_get(m, "prep");
     if (c.type != M_PREP) break;

@@ -67,6 +67,11 @@ int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip);
 void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp);
 int pcm_listen(int port);                                  // a socket, or -1
 int pcm_get_request(int lsock, struct pconn *c, int timeout_ms);
+// The QP to INIT, so receives can be posted before accept: the first
+// SEND then lands, which establishes the connection even if every RTU
+// was lost [CM-STATE-3] (a SEND meeting no receive is RNR-NAKed and moves
+// nothing). accept/connect do it themselves if the caller did not.
+int pcm_qp_init(struct pconn *c);
 int pcm_accept(struct pconn *c, const struct pcm_param *p);
 int pcm_reject(struct pconn *c, uint16_t reason);
 int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p);
