@@ -17,6 +17,7 @@ prompt, its panic and how it powers off (send_halt).
         lx.boot()                      # ready line, then the prompt
         print(lx.ip, lx.gid_index)     # from the ready line
         print(lx.run("ibv_devinfo -d rxe0"))
+        rc, out = lx.run_status("rdma link")   # exit status and output
         lx.halt()                      # poweroff -f; QEMU exits 0
 
 Python standard library only.
@@ -31,8 +32,9 @@ LINUX_DIR = os.environ.get("LINUX_IMAGE_DIR", os.path.join(REPO, "build", "linux
 LINUX_PROMPT = r"^linux# $"
 LINUX_PANIC = r"Kernel panic|BUG: |Oops: |linux-guest: rxe0 failed"
 READY = r"linux-guest: ready rxe0 (\S+) mtu (\d+) gid (\S+)\n"
+BOX_READY = r"linux-guest: ready br0 mtu (\d+)\n"
 # Terminal control sequences busybox's line editor writes (cursor queries).
-ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ESCAPE = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[A-Za-z])")
 ESCAPE_TAIL = re.compile(r"\x1b(\[[0-9;?]*)?$")
 
 
@@ -91,10 +93,73 @@ class LinuxGuest(Guest):
         self.gid_index = int(m[3]) if m[3].isdigit() else None
         return super().boot(timeout, prompt)
 
+    def run_status(self, cmd, timeout=30):
+        """Runs cmd; returns (its exit status, what it printed)."""
+        out = self.run(f"{cmd}; echo linux-rc=$?", timeout=timeout)
+        m = re.search(r"^linux-rc=(\d+)\n", out, re.M)
+        if not m:
+            raise GuestError(self._why(f"no exit status from {cmd!r}"))
+        return int(m[1]), out[:m.start()]
+
+    def interrupt(self):
+        """Ctrl-C to the foreground program (a server left running)."""
+        self.proc.stdin.write(b"\x03")
+        self.proc.stdin.flush()
+
     def send_halt(self, status=0):
         """poweroff -f; QEMU then exits with status 0 (-no-reboot), whatever
         `status` says (Linux has no exit status to give QEMU)."""
         self.send("poweroff -f")
+
+
+class NetemBox(LinuxGuest):
+    """A Linux guest that is a bridge with tc netem on both ports: eth0 and
+    eth1 in br0, `tc qdisc add dev ethN root netem SPEC` on each. Frames
+    from the host on eth0's side leave through eth1, so eth1's qdisc
+    impairs that direction ("a2b" when guest 0 is on eth0) and eth0's the
+    other ("b2a"). nics: QEMU arguments for the two NICs, eth0's first."""
+
+    def __init__(self, name, a2b=None, b2a=None, nics=(), mtu=9000, pass_fds=(), **kw):
+        append = f"bridge=1 mtu={mtu}"
+        for port, spec in (("netem1", a2b), ("netem0", b2a)):
+            if spec:
+                append += f" {port}={self.boot_spec(spec)}"
+        super().__init__(name, extra_args=nics, append=append, pass_fds=pass_fds, **kw)
+        self.specs = {"a2b": a2b, "b2a": b2a}
+
+    @staticmethod
+    def boot_spec(spec):
+        """A netem spec as one boot argument (spaces become commas)."""
+        if "," in spec:
+            raise GuestError(f"netem spec {spec!r}: no commas on the boot line")
+        return spec.replace(" ", ",")
+
+    def boot(self, timeout=120, prompt=None):
+        """Waits for the bridge's ready line and the prompt."""
+        if self.proc is None:
+            self.start()
+        self.mtu = int(self.expect(BOX_READY, timeout)[1])
+        return Guest.boot(self, timeout, prompt)
+
+    def set_netem(self, direction, spec):
+        """Changes one direction's impairment now ('a2b', 'b2a' or 'both');
+        spec None or "" removes it."""
+        for d in (("a2b", "b2a") if direction == "both" else (direction,)):
+            dev = {"a2b": "eth1", "b2a": "eth0"}[d]
+            if spec:
+                cmd = f"tc qdisc replace dev {dev} root netem {spec}"
+            elif self.specs.get(d):
+                cmd = f"tc qdisc del dev {dev} root"
+            else:
+                continue
+            out = self.run(f"{cmd} && echo netem-ok", timeout=30)
+            if not re.search(r"^netem-ok$", out, re.M):
+                raise GuestError(f"{self.name}: {cmd}: {out.strip()}")
+            self.specs[d] = spec or None
+
+    def qdiscs(self):
+        """`tc -s qdisc show` of both ports (netem's sent/dropped counters)."""
+        return self.run("tc -s qdisc show dev eth0; tc -s qdisc show dev eth1", timeout=30)
 
 
 def linux_image_present():
@@ -102,4 +167,5 @@ def linux_image_present():
     return all(os.path.exists(os.path.join(LINUX_DIR, f)) for f in ("bzImage", "initrd.img"))
 
 
-__all__ = ["LinuxGuest", "GuestError", "progress", "linux_image_present", "LINUX_PROMPT"]
+__all__ = ["LinuxGuest", "NetemBox", "GuestError", "progress", "linux_image_present",
+           "LINUX_PROMPT"]

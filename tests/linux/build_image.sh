@@ -2,9 +2,12 @@
 # tests/linux/build_image.sh: builds the Linux Soft-RoCE guest of the test bed.
 #
 # Owns build/linux/bzImage (Debian's kernel, as shipped) and
-# build/linux/initrd.img (a gzip'd newc cpio: busybox, iproute2, rdma-core's
-# verbs/rdma_cm libraries and tools, perftest, the few kernel modules rxe and
-# netem need, tests/linux/init as /init, and build/linux/overlay/ on top).
+# build/linux/initrd.img, two gzip'd newc cpio archives one after the other:
+# base.cpio.gz (busybox, iproute2, rdma-core's verbs/rdma_cm libraries and
+# tools, perftest, the few kernel modules rxe and netem need,
+# tests/linux/init as /init), remade only when this script or /init
+# changes, and overlay.cpio.gz (build/linux/overlay/ and the libraries its
+# programs need beyond the base's), remade every run: a second.
 # Everything comes from Debian packages fetched with `apt-get download` into
 # build/linux/debs/ (a cache: a package is fetched again only when apt's
 # candidate version changes) and unpacked with `dpkg -x`; nothing else is
@@ -12,7 +15,8 @@
 # modinfo (kmod), ldconfig, cpio, gzip. Run by `make linux-image`
 # (tests/linux/linux.mk); safe to run again by hand.
 #
-# Environment: LINUX_OUT (default <repo>/build/linux).
+# Environment: LINUX_OUT (default <repo>/build/linux); LINUX_REFRESH=1
+# remakes the base with the package versions apt offers now.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +25,10 @@ OUT=${LINUX_OUT:-$REPO/build/linux}
 DEBS=$OUT/debs            # the .deb cache
 TREE=$OUT/tree            # every package unpacked (dpkg -x)
 ROOT=$OUT/root            # the initramfs, staged
-OVERLAY=$OUT/overlay      # extra files (the peer program), copied over ROOT
+OVERLAY=$OUT/overlay      # extra files (the peer program)
+OVROOT=$OUT/overlay-root  # the overlay and the libraries it needs beyond ROOT's
+# What the base archive is made from, besides the packages.
+BASE_INPUTS=("$HERE/$(basename "$0")" "$HERE/init")
 MULTIARCH=x86_64-linux-gnu
 
 # The packages whose programs go into the image. Debian's dynamic busybox,
@@ -80,7 +87,8 @@ fetch_packages() {
   if [ ${#missing[@]} -gt 0 ]; then
     log "downloading ${#missing[@]} packages into $DEBS"
     # apt names the file itself; download by package name (the part before _).
-    (cd "$DEBS" && apt-get download -q "${missing[@]%%_*}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+    (cd "$DEBS" && apt-get download -q "${missing[@]%%_*}" 2>&1 |
+       grep -v '^W: Download is performed unsandboxed' || true)   # checked below
   fi
   while read -r file; do
     [ -f "$DEBS/$file" ] || die "$file was not downloaded"
@@ -147,25 +155,36 @@ find_library() {
   done
 }
 
-# Copies every library the ELF files in ROOT need, transitively, into
-# ROOT/lib/<multiarch>; the dynamic loader also where programs look for it.
-stage_libraries() {
-  local libdir="$ROOT/lib/$MULTIARCH" changed=1 f lib src
+# The libraries ELF file $1 names as NEEDED.
+needed() {
+  readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+}
+
+# Copies into $1/lib/<multiarch> every library the ELF files under $1 need,
+# transitively, that neither $1 nor the base image ($ROOT) holds.
+stage_libraries_into() {
+  local dir=$1 libdir="$1/lib/$MULTIARCH" f lib src
+  local todo=()
   mkdir -p "$libdir"
-  cp -L "$TREE/lib64/ld-linux-x86-64.so.2" "$ROOT/lib64/"
-  while [ $changed = 1 ]; do
-    changed=0
-    while read -r f; do
-      for lib in $(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-        [ -e "$libdir/$lib" ] && continue
-        [ -n "$(find "$ROOT" -name "$lib" -print -quit)" ] && continue   # the overlay has it
-        src=$(find_library "$lib")
-        [ -n "$src" ] || die "$lib (needed by ${f#"$ROOT"/}) is in none of the packages"
-        cp -L "$src" "$libdir/$lib"
-        changed=1
-      done
-    done < <(find "$ROOT" -type f -perm -u+x -o -type f -name '*.so*')
+  mapfile -t todo < <(find "$dir" -type f \( -perm -u+x -o -name '*.so*' \))
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]}; todo=("${todo[@]:1}")
+    for lib in $(needed "$f"); do
+      [ -e "$libdir/$lib" ] || [ -e "$ROOT/lib/$MULTIARCH/$lib" ] && continue
+      [ -n "$(find "$dir" -name "$lib" -print -quit)" ] && continue   # the overlay has it
+      src=$(find_library "$lib")
+      [ -n "$src" ] || die "$lib (needed by ${f#"$dir"/}) is in none of the packages"
+      cp -L "$src" "$libdir/$lib"
+      todo+=("$libdir/$lib")
+    done
   done
+}
+
+# The base image's libraries, the dynamic loader and ld.so.cache.
+stage_libraries() {
+  mkdir -p "$ROOT/lib/$MULTIARCH"
+  cp -L "$TREE/lib64/ld-linux-x86-64.so.2" "$ROOT/lib64/"
+  stage_libraries_into "$ROOT"
   printf '/lib/%s\n/usr/lib/%s\n/usr/local/lib\n' "$MULTIARCH" "$MULTIARCH" > "$ROOT/etc/ld.so.conf"
   ldconfig -r "$ROOT"
 }
@@ -211,36 +230,72 @@ stage_init() {
   printf '127.0.0.1 localhost\n' > "$ROOT/etc/hosts"
 }
 
+# OVROOT: the overlay and the libraries its programs need that the base
+# lacks (in /lib/<multiarch>, a directory ld.so searches without the cache).
 stage_overlay() {
-  [ -d "$OVERLAY" ] || return 0
-  log "overlay: $(find "$OVERLAY" -type f | wc -l) files from ${OVERLAY#"$REPO"/}"
-  cp -a "$OVERLAY/." "$ROOT/"
+  rm -rf "$OVROOT" && mkdir -p "$OVROOT"
+  [ -d "$OVERLAY" ] && cp -a "$OVERLAY/." "$OVROOT/"
+  log "overlay: $(find "$OVROOT" -type f | wc -l) files from ${OVERLAY#"$REPO"/}"
+  stage_libraries_into "$OVROOT"
 }
 
-pack() {
-  (cd "$ROOT" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -6 > "$OUT/initrd.img.new"
-  mv "$OUT/initrd.img.new" "$OUT/initrd.img"
-  cmp -s "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage" 2>/dev/null || cp "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage"
-  echo "$KVER" > "$OUT/kernel-version"
+# A gzip'd newc archive of directory $1 in file $2.
+pack_dir() {
+  (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -6 > "$2.new"
+  mv "$2.new" "$2"
 }
 
-main() {
-  mkdir -p "$OUT"
+# The base archive is fetched, staged and packed only when BASE_INPUTS change
+# (or LINUX_REFRESH=1 asks apt again for the current package versions).
+base_is_current() {
+  [ -z "${LINUX_REFRESH:-}" ] && [ -f "$OUT/base.cpio.gz" ] && [ -f "$OUT/kernel-version" ] &&
+    [ -f "$TREE/.debs" ] && [ "$(base_key)" = "$(cat "$OUT/base.key" 2>/dev/null)" ]
+}
+
+base_key() {
+  cat "${BASE_INPUTS[@]}" | sha256sum | cut -d' ' -f1
+}
+
+build_base() {
   local kpkg
   kpkg=$(kernel_package)
-  [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64 (apt-get update?)"
+  if [ -z "$kpkg" ]; then               # a fresh machine: apt's lists are empty
+    log "apt-get update"
+    $( [ "$(id -u)" -eq 0 ] || echo sudo ) apt-get update -qq
+    kpkg=$(kernel_package)
+  fi
+  [ -n "$kpkg" ] || die "apt-cache knows no linux-image-amd64"
   KVER=${kpkg#linux-image-}
   fetch_packages "$kpkg"
   unpack_packages
   rm -rf "$ROOT"
   stage_busybox
   stage_programs
-  stage_overlay          # before the libraries: the overlay's programs need some too
   stage_libraries
   stage_modules
   stage_init
-  pack
-  log "kernel $KVER: $(du -h "$OUT/bzImage" | cut -f1), initrd: $(du -h "$OUT/initrd.img" | cut -f1) ($(du -sh "$ROOT" | cut -f1) unpacked)"
+  pack_dir "$ROOT" "$OUT/base.cpio.gz"
+  echo "$KVER" > "$OUT/kernel-version"
+  base_key > "$OUT/base.key"
+}
+
+# initrd.img: the base archive, then the overlay's (the kernel unpacks
+# concatenated archives in turn; a later file replaces an earlier one).
+main() {
+  mkdir -p "$OUT"
+  if base_is_current; then
+    log "base image current (LINUX_REFRESH=1 to ask apt again)"
+  else
+    build_base
+  fi
+  KVER=$(cat "$OUT/kernel-version")
+  stage_overlay
+  pack_dir "$OVROOT" "$OUT/overlay.cpio.gz"
+  cat "$OUT/base.cpio.gz" "$OUT/overlay.cpio.gz" > "$OUT/initrd.img.new"
+  mv "$OUT/initrd.img.new" "$OUT/initrd.img"
+  cp "$TREE/boot/vmlinuz-$KVER" "$OUT/bzImage"        # a new time stamp for make
+  log "kernel $KVER: $(du -h "$OUT/bzImage" | cut -f1)," \
+      "initrd: $(du -h "$OUT/initrd.img" | cut -f1) ($(du -sh "$ROOT" | cut -f1) unpacked)"
 }
 
 main "$@"

@@ -13,6 +13,11 @@ Owns `make test-linux-guest`. One xv6 guest (10.0.0.1) and two Linux guests
     prints its result line;
   * netem: sch_netem takes a qdisc (tc qdisc add dev lo root netem ...).
 
+Then the netem box (Testbed netem_box=): two xv6 guests joined by a Linux
+bridge with tc netem "delay 10ms" on both ports: the ping RTT includes
+both delays, a 8000-byte (jumbo) ping crosses, and "loss 100%" set mid-run
+on one direction stops every echo until it is removed. --only mixed|box.
+
 One line per check ("test NAME: OK|FAILED (info)"), then "N passed, M
 failed" (tests/harness/tally.py). Needs kernel/kernel, fs.img,
 build/netem/linkemu and `make linux-image`. Python standard library only.
@@ -26,24 +31,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
-from guest import progress  # noqa: E402
+from guest import GuestError, poll, progress  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 
 BW_SIZE, BW_ITERS = 65536, 200
+PERFTEST_PORT = 18515            # perftest's TCP port for its QP/GID exchange
 # perftest's result line: bytes, iterations, peak and average MB/s, Mpps.
 BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
-def status_of(guest, cmd, timeout=60):
-    """Runs cmd on a Linux guest; returns (exit status, output)."""
-    out = guest.run(f"{cmd}; echo rc=$?", timeout=timeout)
-    m = re.search(r"^rc=(\d+)$", out, re.M)
-    return (int(m[1]) if m else -1), out[:m.start()] if m else out
-
-
 def check_ping_from_linux(lx, xv6_ip):
-    rc, out = status_of(lx, f"ping -c 3 -W 5 {xv6_ip}")
+    rc, out = lx.run_status(f"ping -c 3 -W 5 {xv6_ip}")
     m = re.search(r"(\d+) packets received", out)
     return rc == 0 and m and m[1] == "3", (m[0] if m else out.strip()[-200:])
 
@@ -55,12 +54,12 @@ def check_ping_from_xv6(xv6, linux_ip):
 
 
 def check_rdma_link(lx):
-    rc, out = status_of(lx, "rdma link")
+    rc, out = lx.run_status("rdma link")
     return rc == 0 and "rxe0/1 state ACTIVE" in out, out.strip()
 
 
 def check_devinfo(lx):
-    rc, out = status_of(lx, "ibv_devinfo -d rxe0")
+    rc, out = lx.run_status("ibv_devinfo -d rxe0")
     active = re.search(r"state:\s+PORT_ACTIVE", out)
     mtu = re.search(r"active_mtu:\s+(\d+)", out)
     ok = rc == 0 and active and mtu and mtu[1] == "4096"
@@ -68,13 +67,22 @@ def check_devinfo(lx):
 
 
 def write_bw(server, client, server_ip, opts, timeout):
-    """ib_write_bw server on one guest, client on the other; the client's
-    average MB/s. The client starts once the server says it waits."""
+    """ib_write_bw server on one guest (in the background, output to a
+    file), client on the other; the client's average MB/s. The client
+    starts only once the server listens: its TCP port (perftest's exchange,
+    `ss -ltn`) or its rdma_cm ID (`rdma res show cm_id`); perftest's client
+    does not retry a refused connect, and its output to a file is buffered."""
     cmd = f"ib_write_bw -d rxe0 -s {BW_SIZE} -n {BW_ITERS} {opts}"
-    server.send(cmd)
-    server.expect(r"Waiting for client to connect", timeout=30)
-    rc, out = status_of(client, f"{cmd} {server_ip}", timeout=timeout)
-    server.expect(server.prompt, timeout=30)
+    server.run(f"{cmd} > /tmp/bw.log 2>&1 &")
+    if "-R" in opts.split():
+        probe, ready = "rdma res show cm_id", "state LISTEN ps TCP"
+    else:
+        probe, ready = "ss -ltn", f":{PERFTEST_PORT} "
+    _, listening = poll(lambda: server.run(probe), lambda out: ready in out, 30, interval=0.5)
+    if not listening:
+        return False, f"server not listening: {server.run('cat /tmp/bw.log').strip()[-300:]}"
+    rc, out = client.run_status(f"{cmd} {server_ip}", timeout=timeout)
+    server.run("wait", timeout=30)
     m = BW_LINE.search(out)
     if rc != 0 or not m:
         return False, f"exit {rc}: {out.strip()[-300:]}"
@@ -82,17 +90,40 @@ def write_bw(server, client, server_ip, opts, timeout):
 
 
 def check_netem(lx):
-    rc, out = status_of(lx, "tc qdisc add dev lo root netem delay 1ms loss 1% && "
+    rc, out = lx.run_status("tc qdisc add dev lo root netem delay 1ms loss 1% && "
                             "tc qdisc show dev lo && tc qdisc del dev lo root")
     return rc == 0 and "netem" in out, out.strip()
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--timeout", type=int, default=180, help="seconds per ib_write_bw run")
-    ap.add_argument("--boot-timeout", type=int, default=180)
-    args = ap.parse_args()
-    t = Tally()
+def xv6_ping(g, ip, opts=""):
+    """xv6 ping: (received, min RTT ms or None, the summary line)."""
+    out = g.run(f"ping {opts} {ip}".replace("  ", " "), timeout=90)
+    m = re.search(r"(\d+) transmitted, (\d+) received(?:, rtt min/avg/max ([\d.]+) ms)?", out)
+    if not m:
+        return 0, None, out.strip()[-200:]
+    return int(m[2]), (float(m[3]) if m[3] else None), m[0]
+
+
+def check_box_delay(g, ip):
+    got, rtt, line = xv6_ping(g, ip, "-c 5")
+    return got >= 4 and rtt is not None and rtt >= 20, line
+
+
+def check_box_jumbo(g, ip):
+    got, _, line = xv6_ping(g, ip, "-c 3 -s 8000")
+    return got == 3, line
+
+
+def check_box_set_loss(tb):
+    g, ip = tb.guests[0], tb.ip(1)
+    tb.box.set_netem("a2b", "loss 100%")
+    lost, _, line1 = xv6_ping(g, ip, "-c 3")
+    tb.box.set_netem("a2b", "delay 10ms")
+    back, _, line2 = xv6_ping(g, ip, "-c 3")
+    return lost == 0 and back >= 2, f"loss 100%: {line1}; removed: {line2}"
+
+
+def run_mixed(t, args):
     with Testbed(1, linux=2, name="linuxcheck") as tb:
         tb.boot(args.boot_timeout)
         xv6, lx1, lx2 = tb.guests
@@ -108,6 +139,31 @@ def main():
         t.run("ib_write_bw_rdma_cm", lambda: write_bw(lx1, lx2, tb.ip(1), "-R", args.timeout))
         t.run("netem_qdisc", lambda: check_netem(lx2))
         tb.halt()
+
+
+def run_box(t, args):
+    with Testbed(2, netem_box="delay 10ms", name="netembox") as tb:
+        tb.boot(args.boot_timeout)
+        progress(tb.box.name, f"bridge up after {tb.box.boot_seconds:.1f} s")
+        t.run("box_delay_both_ways", lambda: check_box_delay(tb.guests[0], tb.ip(1)))
+        t.run("box_jumbo_8000", lambda: check_box_jumbo(tb.guests[1], tb.ip(0)))
+        t.run("box_set_netem_midrun", lambda: check_box_set_loss(tb))
+        tb.halt()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--timeout", type=int, default=180, help="seconds per ib_write_bw run")
+    ap.add_argument("--boot-timeout", type=int, default=180)
+    ap.add_argument("--only", choices=("mixed", "box"), help="one of the two test beds")
+    args = ap.parse_args()
+    t = Tally()
+    for name, fn in (("mixed", run_mixed), ("box", run_box)):
+        if args.only in (None, name):
+            try:
+                fn(t, args)
+            except GuestError as e:               # a guest that never booted
+                t.record(f"{name}_testbed", False, str(e)[-400:])
     return t.finish()
 
 

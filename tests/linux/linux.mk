@@ -4,16 +4,28 @@
 #                          Debian packages (tests/linux/build_image.sh; the
 #                          .debs are cached in build/linux/debs). Rebuilt when
 #                          the script, /init or a file under build/linux/overlay/
-#                          (the peer program) changes.
+#                          (the peer program) changes; an overlay change
+#                          only re-packs the overlay's archive (a second).
+#                          `LINUX_REFRESH=1 bash tests/linux/build_image.sh`
+#                          takes apt's current package versions.
 #   make test-linux-guest  one xv6 and two Linux guests on linkemu: ping,
-#                          rxe0 ACTIVE, ib_write_bw between the Linux guests
-#                          (tests/linux/check_guest.py). Not part of make test.
+#                          rxe0 ACTIVE, ib_write_bw between the Linux guests;
+#                          then two xv6 guests through the Linux netem box
+#                          (tests/linux/check_guest.py, ~80 s; 10 checks).
+#                          LINUX_GUEST_ARGS="--only mixed|box". Not in make test.
 #
 # By hand: python3 tests/net/launch.py --guests 1 --linux 1 (docs/network.md).
 
 LINUX_OUT := $(BUILD)/linux
-LINUX_IMAGE := $(LINUX_OUT)/bzImage $(LINUX_OUT)/initrd.img
-LINUX_OVERLAY_FILES := $(shell find $(LINUX_OUT)/overlay -type f 2>/dev/null)
+LINUX_KERNEL := $(LINUX_OUT)/bzImage
+LINUX_INITRD := $(LINUX_OUT)/initrd.img
+LINUX_IMAGE := $(LINUX_KERNEL) $(LINUX_INITRD)
+# The files and directories under the overlay when make starts (a removed
+# file changes its directory's time stamp). A fragment that builds a
+# file into the overlay in the same run names it itself, in a rule of its
+# own (works whatever the include order):
+#     $(LINUX_INITRD): $(LINUX_OUT)/overlay/usr/local/bin/PROGRAM
+LINUX_OVERLAY_FILES := $(shell find $(LINUX_OUT)/overlay 2>/dev/null)
 LINUX_GUEST_ARGS ?=
 
 # One run of the script makes both files (a grouped target).

@@ -19,6 +19,16 @@ stack's, and rxe0 on eth0:
         lx = tb.guests[1]               # also tb.linux[0]
         print(lx.run("ping -c 3 " + tb.ip(0)))
 
+With a Linux "netem box" between two xv6 guests instead of linkemu: a
+Linux guest with two E1000s bridged (br0), tc netem on each port, guest 0
+on eth0's link and guest 1 on eth1's, each link a pair of UDP sockets
+connected to each other (no linkemu, so no stats() and no pcap):
+
+    with Testbed(2, netem_box="loss 1%") as tb:      # or ("loss 1%", None)
+        tb.boot()
+        tb.box.set_netem("a2b", "delay 5ms")         # mid-run change
+        print(tb.box.qdiscs())                       # netem's counters
+
 As a module:
 
     from launch import Testbed
@@ -35,6 +45,7 @@ switches to guest N, `:stats` prints linkemu's counters, `:q` quits):
     python3 tests/net/launch.py --guests 2 --a2b "loss 1%" --pcap /tmp/cap
     python3 tests/net/launch.py --run "0:ping -c 3 10.0.0.2" --run "1:nettest stat"
     python3 tests/net/launch.py --guests 1 --linux 1 --run "1:rdma link"
+    python3 tests/net/launch.py --netem-box "loss 1%" --run "0:ping -c 20 10.0.0.2"
 
 With the host's tc netem instead of linkemu (netem/netem.sh makes the taps
 xrtap0/xrtap1 on a bridge in a namespace; exit status 2 if the host kernel
@@ -57,7 +68,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 from guest import Guest, GuestError, progress  # noqa: E402
-from linux_guest import LinuxGuest  # noqa: E402
+from linux_guest import LinuxGuest, NetemBox  # noqa: E402
 
 LINKEMU = os.environ.get("LINKEMU", os.path.join(REPO, "build", "netem", "linkemu"))
 
@@ -93,6 +104,13 @@ def guest_socket(linkemu_port):
     gets big buffers: with the kernel's default 208 KiB receive buffer a
     burst of ~90 1-KiB frames that arrives while the receiving QEMU waits for
     a host core overflows it, and that loss is the host's, not the link's."""
+    s = big_udp_socket()
+    s.connect(("127.0.0.1", linkemu_port))
+    return s
+
+
+def big_udp_socket():
+    """A UDP socket on 127.0.0.1 (a port the kernel picks) with SOCK_BUF buffers."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
         try:
@@ -100,8 +118,16 @@ def guest_socket(linkemu_port):
         except OSError:                         # not root: up to the sysctl maximum
             s.setsockopt(socket.SOL_SOCKET, plain, SOCK_BUF)
     s.bind(("127.0.0.1", 0))
-    s.connect(("127.0.0.1", linkemu_port))
     return s
+
+
+def dgram_pair():
+    """Two UDP sockets connected to each other: a point-to-point link
+    between two QEMU NICs (the netem box's links)."""
+    a, b = big_udp_socket(), big_udp_socket()
+    a.connect(b.getsockname())
+    b.connect(a.getsockname())
+    return a, b
 
 
 def guest_ip(i):
@@ -123,14 +149,21 @@ class Testbed:
     mitigation on QEMU keeps at least 128 us between interrupts).
     linux: how many Linux guests follow the n xv6 guests (ports n..n+linux-1);
     linux_mtu: their eth0 MTU (9000 as the xv6 stack's: rxe's active MTU is
-    then 4096); linux_append: more boot arguments for them.
+    then 4096); linux_append: more boot arguments for them; linux_cpus:
+    their -smp (1: TCG on a shared host gains little from more).
+    netem_box: a netem spec for both directions, or (a2b, b2a): n must be
+    2; a linux_guest.NetemBox (self.box, not in self.guests) bridges guest
+    0's link to guest 1's and impairs them; no linkemu runs.
     """
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
                  cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts="",
-                 linux=0, linux_mtu=9000, linux_append=""):
+                 linux=0, linux_mtu=9000, linux_append="", linux_cpus=1, netem_box=None):
         self.n = n
         self.total = n + linux          # linkemu ports, one per guest
+        self.box = None
+        if netem_box is not None and (n != 2 or linux or tap):
+            raise GuestError("netem_box: two xv6 guests, no Linux guests, no taps")
         self.specs = dict(specs or {})
         if a2b:
             self.specs[0] = a2b
@@ -147,9 +180,10 @@ class Testbed:
         self.tap = tap                  # tap i = xrtap<i> (netem/netem.sh); no linkemu
         self.guests = []
         self.socks = []
+        box_links = [dgram_pair(), dgram_pair()] if netem_box is not None else None
         for i in range(n):
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
-            args, fds = self._nic(i, nic_opts)
+            args, fds = self._nic(i, nic_opts, box_links[i][0] if box_links else None)
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
                                      append=append, extra_args=args, pass_fds=fds))
         self.linux = []
@@ -157,22 +191,34 @@ class Testbed:
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} mtu={linux_mtu} {linux_append}"
             args, fds = self._nic(i, nic_opts)
             self.linux.append(LinuxGuest(f"{name}{i}-linux", append=append.strip(),
-                                         extra_args=args, pass_fds=fds))
+                                         cpus=linux_cpus, extra_args=args, pass_fds=fds))
         self.guests += self.linux
+        if box_links:
+            self._make_box(netem_box, box_links, name, nic_opts)
 
-    def _nic(self, i, nic_opts):
-        """QEMU arguments and inherited fds for guest i's E1000 on port i."""
+    def _nic(self, i, nic_opts, sock=None, netid="n0"):
+        """QEMU arguments and inherited fds for guest i's E1000: on port i
+        (a tap, or a socket connected to linkemu's port i) or on sock."""
         if self.tap:
-            netdev = f"tap,id=n0,ifname=xrtap{i},script=no,downscript=no"
+            netdev = f"tap,id={netid},ifname=xrtap{i},script=no,downscript=no"
             fds = ()
         else:
-            sock = guest_socket(self.listen[i])
+            if sock is None:
+                sock = guest_socket(self.listen[i])
+                self.gport.append(sock.getsockname()[1])
             self.socks.append(sock)
-            self.gport.append(sock.getsockname()[1])
             fds = (sock.fileno(),)
-            netdev = f"dgram,id=n0,local.type=fd,local.str={sock.fileno()}"
+            netdev = f"dgram,id={netid},local.type=fd,local.str={sock.fileno()}"
         return ["-netdev", netdev,
-                "-device", f"e1000,netdev=n0,mac={guest_mac(i)},romfile={nic_opts}"], fds
+                "-device", f"e1000,netdev={netid},mac={guest_mac(i)},romfile={nic_opts}"], fds
+
+    def _make_box(self, spec, links, name, nic_opts):
+        """The netem box: eth0 on guest 0's link, eth1 on guest 1's."""
+        a2b, b2a = spec if isinstance(spec, tuple) else (spec, spec)
+        args0, fds0 = self._nic(self.n, nic_opts, links[0][1], "n0")
+        args1, fds1 = self._nic(self.n + 1, nic_opts, links[1][1], "n1")
+        self.box = NetemBox(f"{name}-box", a2b=a2b, b2a=b2a, nics=args0 + args1,
+                            pass_fds=fds0 + fds1)
 
     @staticmethod
     def ip(i):
@@ -238,11 +284,12 @@ class Testbed:
 
     def boot(self, timeout=90):
         """Starts linkemu and every guest, waits for every shell prompt."""
-        if not self.linkemu and not self.tap:
+        if not self.linkemu and not self.tap and not self.box:
             self.start_linkemu()
-        for g in self.guests:
+        every = self.guests + ([self.box] if self.box else [])
+        for g in every:
             g.start()
-        for g in self.guests:
+        for g in every:
             g.boot(timeout)
         return self
 
@@ -254,10 +301,12 @@ class Testbed:
                 g.send_halt(0)
         for g in self.guests:
             statuses.append(g.wait_exit(timeout))
+        if self.box and self.box.proc and self.box.proc.poll() is None:
+            self.box.halt(timeout=timeout)
         return statuses
 
     def kill(self):
-        for g in self.guests:
+        for g in self.guests + ([self.box] if self.box else []):
             g.kill()
         for s in self.socks:
             s.close()
@@ -330,8 +379,10 @@ def console(tb):
         line = line.rstrip("\n")
         if line == ":q":
             break
-        if line == ":stats" and not tb.tap:
+        if line == ":stats" and tb.linkemu:
             print(json.dumps(tb.stats(), indent=1))
+        elif line == ":stats" and tb.box:
+            print(tb.box.qdiscs(), end="")
         elif line[:1] == ":" and line[1:].isdigit() and int(line[1:]) < len(tb.guests):
             current[0] = int(line[1:])
             print(f"console: now guest {current[0]}")
@@ -347,6 +398,12 @@ def main():
     ap.add_argument("--linux", type=int, default=0, metavar="K",
                     help="K Linux Soft-RoCE guests after the xv6 ones (make linux-image)")
     ap.add_argument("--linux-mtu", type=int, default=9000, help="their eth0 MTU")
+    ap.add_argument("--linux-cpus", type=int, default=1, help="their -smp")
+    ap.add_argument("--netem-box", metavar="SPEC",
+                    help="a Linux bridge with tc netem SPEC each way between guests 0 and 1 "
+                         "instead of linkemu (--box-a2b/--box-b2a: one direction)")
+    ap.add_argument("--box-a2b", metavar="SPEC", help="the netem box's spec from guest 0")
+    ap.add_argument("--box-b2a", metavar="SPEC", help="the netem box's spec from guest 1")
     ap.add_argument("--a2b", help="netem spec for frames from guest 0")
     ap.add_argument("--b2a", help="netem spec for frames from guest 1")
     ap.add_argument("--both", help="netem spec on every port")
@@ -362,10 +419,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=120, help="seconds per --run command")
     args = ap.parse_args()
     specs = {int(n): s for n, s in args.ins}
+    box = None
+    if args.netem_box is not None or args.box_a2b or args.box_b2a:
+        box = (args.box_a2b or args.netem_box, args.box_b2a or args.netem_box)
     with Testbed(args.guests, a2b=args.a2b, b2a=args.b2a, both=args.both, specs=specs,
                  pcap_dir=args.pcap, cpus=args.cpus, name="launch",
                  extra_append=args.append, tap=args.tap, linux=args.linux,
-                 linux_mtu=args.linux_mtu) as tb:
+                 linux_mtu=args.linux_mtu, linux_cpus=args.linux_cpus,
+                 netem_box=box) as tb:
         tb.boot()
         for item in args.run:
             n, _, cmd = item.partition(":")
@@ -377,8 +438,10 @@ def main():
             print(tb.guests[int(n)].run(cmd, timeout=args.timeout), end="")
         if not args.run:
             console(tb)
-        if not args.tap:
+        if tb.linkemu:
             print(json.dumps(tb.stats(), indent=1))
+        elif tb.box:
+            print(tb.box.qdiscs(), end="")
         tb.halt()
     if args.pcap:
         print(f"captures: {args.pcap}/port*.pcap (tshark -r {args.pcap}/port0.pcap)")
