@@ -19,7 +19,7 @@ INTEROP_ARGS ?=
 
 # The image carries the peer: rebuild it when xrpeer changes (linux.mk finds
 # the overlay's files only if they exist when make starts).
-$(LINUX_IMAGE): $(XRPEER)
+$(LINUX_INITRD): $(XRPEER)
 
 test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/interop/run_interop.py $(INTEROP_ARGS)
