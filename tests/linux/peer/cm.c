@@ -268,8 +268,10 @@ static void reject_to(int sock, const struct sockaddr_in *to, uint32_t src, uint
   send_raw(sock, to, b, encode(&r, b));
 }
 
-// The next valid message within timeout_ms: 1, 0 on timeout, -1 on error.
-// A malformed REQ is answered with REJ [CM-MSG-4]; other junk is counted.
+// The next valid message within timeout_ms: 1, 0 on timeout, -1 on error,
+// 2 for a REP with invalid parameters (m has its header: the active side
+// answers it with REJ [CM-MSG-4]). A malformed REQ is answered with REJ
+// here [CM-MSG-4]; other junk is counted.
 static int recv_msg(int sock, struct cmsg *m, struct sockaddr_in *from, int timeout_ms, unsigned *dropped) {
   uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
   for (;;) {
@@ -285,6 +287,7 @@ static int recv_msg(int sock, struct cmsg *m, struct sockaddr_in *from, int time
     if (n < 0) return errno == EINTR ? 0 : -1;
     int rc = parse(m, b, (int)n);
     if (rc == 0) return 1;
+    if (rc > 0 && m->type == T_REP) return 2;
     if (rc > 0 && m->type == T_REQ) reject_to(sock, from, 0, m->src, (uint16_t)rc);
     (*dropped)++;
   }
@@ -534,8 +537,14 @@ int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *
   for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
     struct sockaddr_in from;
     int r;
-    while ((r = recv_msg(c->sock, &m, &from, CM_RETRY_MS, &c->dropped)) == 1) {
+    while ((r = recv_msg(c->sock, &m, &from, CM_RETRY_MS, &c->dropped)) >= 1) {
       if (from.sin_addr.s_addr != c->peer.sin_addr.s_addr || m.dst != c->local_id) { c->dropped++; continue; }
+      if (r == 2) {                                             // [CM-MSG-4]
+        reject_to(c->sock, &from, c->local_id, m.src, REJ_INVALID);
+        c->state = PCM_CLOSED;
+        fprintf(stderr, "xrpeer: REP with invalid parameters, rejected\n");
+        return -1;
+      }
       if (m.type == T_REP || m.type == T_REJ) return answer_rep(c, &m, &from, p);
     }
     if (r < 0) return -1;
@@ -554,8 +563,8 @@ int pcm_disconnect(struct pconn *c) {
     struct cmsg m;
     struct sockaddr_in from;
     int r;
-    while ((r = recv_msg(c->sock, &m, &from, CM_RETRY_MS, &c->dropped)) == 1) {
-      if (!from_peer(c, &m, &from)) continue;
+    while ((r = recv_msg(c->sock, &m, &from, CM_RETRY_MS, &c->dropped)) >= 1) {
+      if (r != 1 || !from_peer(c, &m, &from)) continue;
       if (m.type == T_DREQ) send_hdr(c, T_DREP);                // both closing at once
       if (m.type == T_DREP || m.type == T_DREQ) { c->state = PCM_CLOSED; return 0; }
     }
@@ -575,7 +584,7 @@ int pcm_wait_disconnect(struct pconn *c, int timeout_ms) {
     struct sockaddr_in from;
     int r = recv_msg(c->sock, &m, &from, (int)((end - t) / 1000000u) + 1, &c->dropped);
     if (r < 0) return -1;
-    if (r == 0 || !from_peer(c, &m, &from)) continue;
+    if (r != 1 || !from_peer(c, &m, &from)) continue;
     if (m.type == T_REP) { send_hdr(c, T_RTU); continue; }     // [CM-TMO-3]
     if (m.type != T_DREQ) continue;
     qp_error(c);
