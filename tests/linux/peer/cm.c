@@ -455,7 +455,7 @@ int pcm_reject(struct pconn *c, uint16_t reason) {
 
 // Waits for RTU (or the first RC frame on the QP) [CM-STATE-3], resending REP.
 // XRPEER_TEST_LOSE_RTU=1 in the environment ignores every RTU: the
-// lost-RTU path, tested by hand (docs/interop.md).
+// lost-RTU path, which test-interop checks (interop_peer_lost_rtu).
 static int await_rtu(struct pconn *c) {
   const char *lose = getenv("XRPEER_TEST_LOSE_RTU");
   int take_rtu = !(lose && *lose == '1');
