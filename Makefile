@@ -11,6 +11,7 @@
 #   make test-unit    transport core: Check suites, sanitizers, short fuzz, simulator
 #   make test-net     two guests over linkemu: ARP, ping, UDP echo, loss counts
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
+#   make test-interop xv6 against a Linux Soft-RoCE guest (xrpeer), both ways
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
 #   make linux-image  the Linux Soft-RoCE guest (build/linux/: bzImage, initrd.img)
@@ -57,11 +58,15 @@ include tests/linux/linux.mk       # before the fragments whose rules name $(LIN
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/linux/peer/peer.mk
+include tests/interop/interop.mk
 
 all: deps kernel/kernel fs.img
 
 # The suites CI runs, quickest first so a broken build fails early.
-TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma
+# test-interop and test-netem boot Linux guests (tests/linux/: the image is
+# built from Debian packages on first use, about a minute).
+TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop test-netem
 
 # Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
 # kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,

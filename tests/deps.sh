@@ -16,6 +16,7 @@ PACKAGES=(
   python3-matplotlib           # bench plots
   iproute2                     # netem.sh namespaces
   tshark                       # reading captured traffic in tests
+  libibverbs-dev               # xrpeer, the Linux-side peer (tests/linux/peer)
   qemu-system-x86              # the Linux Soft-RoCE guest (tests/linux)
   kmod cpio                    # its image: depmod/modinfo, the initramfs archive
 )

@@ -10,10 +10,13 @@
 //       buffer back and compares.
 // --sr offers selective repeat; --v1 sends RoCE v1 frames (EtherType 0x8915).
 //   rdmanet_test host_a --matrix [--big]  /  host_b <ip> --matrix [--big]
-//       every opcode (WRITE, READ, SEND, WRITE_WITH_IMM) at every size class
-//       (0, 1, MTU-1, MTU, MTU+1, 1 MiB; --big adds 8 MiB), one line per case;
-//       the receiving side checks the bytes and that nothing past the end
-//       was written (host_a for WRITE/SEND/WRITE_IMM, host_b for READ).
+//       every opcode (WRITE, READ, SEND, WRITE_WITH_IMM, SEND_WITH_IMM) at
+//       every size class (0, 1, MTU-1, MTU, MTU+1, 64 KiB, 1 MiB; --big adds
+//       8 MiB), one line per case; the receiving side checks the bytes and
+//       that nothing past the end was written (host_a for WRITE/SEND/IMMs,
+//       host_b for READ), and for a receive its opcode, immediate and
+//       byte_len (the message's length; a WRITE_WITH_IMM's is the WRITE's).
+//       The Linux peer tests/linux/peer (xrpeer) speaks the same protocol.
 //   rdmanet_test ids [n]
 //       registers n MRs and creates min(n, 24) QPs, prints every lkey, rkey
 //       and QPN ("ids: mr <lkey> <rkey>", "ids: qp <qpn>"), then
@@ -394,8 +397,11 @@ static struct ibv_mr *mmr_rx, *mmr_tx, *mmr_dummy;
 static struct ibv_wc seen[ID_MAX];
 static int seen_ok[ID_MAX];
 
+// PREP's op is an index here: new opcodes go at the end (the Linux peer
+// tests/linux/peer/matrix.c has the same table).
 static const enum ibv_wr_opcode mops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND,
-                                           IBV_WR_RDMA_WRITE_WITH_IMM };
+                                           IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM };
+#define NOPS ((uint32_t)(sizeof mops / sizeof mops[0]))
 
 // Waits for the completion of work request `id` (others are kept for later).
 static struct ibv_wc *wait_for(struct res *r, int id, const char *what) {
@@ -459,6 +465,7 @@ static int matrix_a(struct res *r) {
       return 0;                                     // and our ACK wait would outlive the QP
     }
     struct mmsg c = mrx;
+    if (c.op >= NOPS) fail("unknown opcode in PREP");
     enum ibv_wr_opcode op = mops[c.op];
     if (op == IBV_WR_RDMA_READ) {
       pattern(r->buf, (int)c.len, (int)c.round);
@@ -466,16 +473,19 @@ static int matrix_a(struct res *r) {
     } else {
       memset(r->buf, GUARD_BYTE, c.len + GUARD);
     }
-    if (op == IBV_WR_SEND) post_recv(r, r->mr, r->buf, (int)c.len, ID_DATA_RX);
+    int with_imm = op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_SEND_WITH_IMM;
+    if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) post_recv(r, r->mr, r->buf, (int)c.len, ID_DATA_RX);
     if (op == IBV_WR_RDMA_WRITE_WITH_IMM) post_recv(r, mmr_dummy, &mdummy, sizeof mdummy, ID_DATA_RX);
     msg_recv_post(r);
     msg_send(r, M_READY, 0, 0, c.round);
     int verdict = 0;
-    if (op == IBV_WR_SEND || op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+    if (op == IBV_WR_SEND || with_imm) {
+      // byte_len: the message's length, a WRITE_WITH_IMM's too [RESP-RECV-4]
       struct ibv_wc *wc = wait_for(r, ID_DATA_RX, "data");
-      if (op == IBV_WR_SEND && (wc->opcode != IBV_WC_RECV || wc->byte_len != c.len)) verdict = 3;
-      if (op == IBV_WR_RDMA_WRITE_WITH_IMM &&
-          (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || ntohl(wc->imm_data) != c.round)) verdict = 4;
+      enum ibv_wc_opcode want = op == IBV_WR_RDMA_WRITE_WITH_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+      if (wc->opcode != want || wc->byte_len != c.len) verdict = 3;
+      else if (with_imm != !!(wc->wc_flags & IBV_WC_WITH_IMM) || (with_imm && ntohl(wc->imm_data) != c.round))
+        verdict = 4;
     }
     msg_wait(r, M_CHECK);
     if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(r->buf, c.len, c.round);
@@ -515,9 +525,9 @@ static int matrix_case(struct res *r, uint64_t raddr, uint32_t rkey, uint32_t op
 
 static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
   matrix_regs(r);
-  uint32_t sizes[] = { 0, 1, (uint32_t)mtu - 1, (uint32_t)mtu, (uint32_t)mtu + 1, 1 << 20, 8 << 20 };
-  int nsizes = big ? 7 : 6, bad = 0, n = 0;
-  for (uint32_t op = 0; op < 4; op++)
+  uint32_t sizes[] = { 0, 1, (uint32_t)mtu - 1, (uint32_t)mtu, (uint32_t)mtu + 1, 64 << 10, 1 << 20, 8 << 20 };
+  int nsizes = big ? 8 : 7, bad = 0, n = 0;
+  for (uint32_t op = 0; op < NOPS; op++)
     for (int k = 0; k < nsizes; k++) {
       n++;
       bad += matrix_case(r, raddr, rkey, op, sizes[k], (uint32_t)n);

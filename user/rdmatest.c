@@ -169,7 +169,7 @@ static int transfer(enum ibv_wr_opcode op, uint32_t len) {
     CHECK(wc.opcode == (is_send ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM));
     CHECK(wc.qp_num == p.b.qp->qp_num);
     CHECK(wc.src_qp == p.a.qp->qp_num);
-    if (is_send) CHECK(wc.byte_len == len);
+    CHECK(wc.byte_len == len);                 // WRITE_WITH_IMM too [RESP-RECV-4]
     if (has_imm) {
       CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
       CHECK(ntohl(wc.imm_data) == 0x12345678 + len);

@@ -568,6 +568,7 @@ struct rct_qp {
 	uint64_t wr_va;             /* current WRITE: next VA */
 	uint32_t wr_rkey;
 	uint32_t wr_left;           /* current WRITE: bytes still expected */
+	uint32_t wr_len;            /* current WRITE: its DMA length (WRITE_WITH_IMM's byte_len) */
 	uint8_t nak_latch;          /* [RESP-OOS-1] */
 	uint8_t ack_pending;        /* an ACK for ack_psn should be sent */
 	uint8_t early_probed;       /* the early probe went out since una last moved [REQ-TMO-8] */

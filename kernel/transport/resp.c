@@ -247,6 +247,7 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		qp->wr_va = p->h.reth.va;
 		qp->wr_rkey = p->h.reth.rkey;
 		qp->wr_left = p->h.reth.dmalen;
+		qp->wr_len = p->h.reth.dmalen;
 	}
 	if (p->paylen > qp->wr_left) {
 		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
@@ -265,7 +266,8 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 		return false;
 	}
 	if (f & OPF_IMM)
-		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, 0, true, p->h.imm);
+		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, qp->wr_len,
+		              true, p->h.imm);                            /* [RESP-RECV-4] */
 	qp->msn = psn_add(qp->msn, 1);
 	qp->resp_state = RCT_RESP_IDLE;
 	return true;

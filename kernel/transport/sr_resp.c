@@ -24,8 +24,8 @@ static void sr_advance(struct rct_qp *qp)
 				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, se, qp->sr_slot_len[slot],
 				              kind == SLOT_END_RECV_IMM, qp->sr_slot_imm[slot]);
 			else if (kind == SLOT_END_WRITE_IMM)
-				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, se, 0, true,
-				              qp->sr_slot_imm[slot]);
+				rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, se,
+				              qp->sr_slot_len[slot], true, qp->sr_slot_imm[slot]);
 			if (kind != SLOT_END_PLAIN)
 				qp->rsn_done = psn_add(qp->rsn_done, 1);
 			qp->msn = psn_add(qp->msn, 1);

@@ -14,7 +14,8 @@
 #                        ports (tests/net/run_netem.py): the frames the QPs
 #                        lost at 2 % against the binomial bounds and netem's
 #                        own count; goodput at 1 % / clean against linkemu's.
-#                        ~3 minutes; needs the Linux image (make linux-image).
+#                        ~3 minutes; builds the Linux image first (make
+#                        linux-image). Part of make test.
 #   make bench-net       link ceiling guest to guest (frames/s, MB/s at 64,
 #                        1082, 1500, 4154, 9000-byte frames; kernel burst and
 #                        sendto/recvfrom) and one-way latency ->

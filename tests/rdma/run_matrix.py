@@ -3,9 +3,10 @@
 under each link impairment (tests/net/launch.py + linkemu).
 
 Per impairment one pair of guests runs `rdmanet_test host_a/host_b --matrix`:
-WRITE, READ, SEND and WRITE_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes and
-1 MiB (8 MiB too where --big applies); the receiving side compares every
-byte and a guard after the end. The blackhole case switches linkemu's
+WRITE, READ, SEND, WRITE_WITH_IMM and SEND_WITH_IMM at 0, 1, MTU-1, MTU,
+MTU+1 bytes, 64 KiB and 1 MiB (8 MiB too where --big applies); the
+receiving side compares every byte and a guard after the end, and a
+receive's opcode, immediate and byte_len. The blackhole case switches linkemu's
 blackhole on for a few seconds mid-run through its control socket (less
 than the retry budget: 7 retries x ~0.54 s local ACK timeout, doubled per
 retry), then off; the transfer must recover, and the hole must have

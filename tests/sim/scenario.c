@@ -176,8 +176,8 @@ static int check_recv_wc(struct run *r, const struct rct_wc *wc)
   enum rct_wc_opcode want = sc->op == RCT_WR_RDMA_WRITE_WITH_IMM ? RCT_WC_RECV_RDMA_WITH_IMM : RCT_WC_RECV;
   if (wc->opcode != want)
     return failf(r, "receive #%u opcode %d, want %d", i, wc->opcode, want);
-  /* [RESP-RECV-4]: byte length = the message's payload, 0 for WRITE with immediate. */
-  uint32_t want_len = sc->op == RCT_WR_RDMA_WRITE_WITH_IMM ? 0 : sc->size;
+  /* [RESP-RECV-4]: byte length = the message's payload (a WRITE with immediate's: its length). */
+  uint32_t want_len = sc->size;
   if (wc->byte_len != want_len)
     return failf(r, "receive #%u byte_len %u, want %u [RESP-RECV-4]", i, wc->byte_len, want_len);
   if (!!(wc->wc_flags & RCT_WC_WITH_IMM) != imm)

@@ -509,9 +509,27 @@ START_TEST(test_resp_write_with_immediate)
 	ck_assert(cq_pop(&A->rcq, &wc));
 	ck_assert_int_eq(wc.opcode, RCT_WC_RECV_RDMA_WITH_IMM);
 	ck_assert_uint_eq(wc.imm_data, 0x0badcafe);
-	ck_assert_uint_eq(wc.byte_len, 0);
+	ck_assert_uint_eq(wc.byte_len, 2000);               /* the WRITE's length, as rxe */
 	ck_assert_uint_eq(W->buf[1999], 0x22);
 	ck_assert_uint_eq(R->buf[0], 1);                     /* receive buffer untouched */
+}
+END_TEST
+
+/* [RESP-RECV-4] a WRITE_ONLY with immediate: byte_len is its DMA length, 0 for an empty one */
+START_TEST(test_resp_write_only_imm_byte_len)
+{
+	struct rct_reth r = reth(0x40000, W->key, 300), z = reth(0, 0, 0);
+	struct rct_wc wc;
+	post_recv(A, 8, R, 0, 16);
+	post_recv(A, 9, R, 0, 16);
+	inject_req(A, P, 0, OP_WRITE_ONLY_IMM, E0, true, 300, 0x31, &r, 7);
+	inject_req(A, P, 0, OP_WRITE_ONLY_IMM, E0 + 1, true, 0, 0, &z, 8);
+	ck_assert(cq_pop(&A->rcq, &wc));
+	ck_assert_uint_eq(wc.byte_len, 300);
+	ck_assert_uint_eq(wc.imm_data, 7);
+	ck_assert(cq_pop(&A->rcq, &wc));
+	ck_assert_uint_eq(wc.byte_len, 0);
+	ck_assert_uint_eq(wc.imm_data, 8);
 }
 END_TEST
 
@@ -577,6 +595,7 @@ Suite *suite_resp(void)
 	tcase_add_test(t, test_resp_read_beyond_credit);
 	tcase_add_test(t, test_resp_read_without_resources);
 	tcase_add_test(t, test_resp_write_with_immediate);
+	tcase_add_test(t, test_resp_write_only_imm_byte_len);
 	tcase_add_test(t, test_resp_receives_in_order);
 	tcase_add_test(t, test_resp_psn_wrap);
 	suite_add_tcase(s, t);

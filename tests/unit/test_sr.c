@@ -152,6 +152,33 @@ START_TEST(test_sr_sends_complete_in_order)
 }
 END_TEST
 
+/* [SR-RESP-4] [RESP-RECV-4] an SR WRITE with immediate, its first packet lost:
+ * the receive completion's byte_len is the WRITE's length */
+START_TEST(test_sr_write_imm_byte_len)
+{
+	struct test_mr *src, *dst, *rb;
+	struct drops d = { .a = { 0 }, .na = 1 };
+	struct link l;
+	struct rct_wc wc;
+	pair_setup(true);
+	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
+	rb = ep_reg_mr(&eb, 0x80000, 64, RCT_ACCESS_LOCAL_WRITE);
+	post_recv(&eb, 20, rb, 0, 16);
+	post_send(&ea, 1, RCT_WR_RDMA_WRITE_WITH_IMM, src, 0, 3000, 0x40000, dst->key, 0x5a5a);
+	link_init(&l);
+	l.drop = drop_listed;
+	l.ctx = &d;
+	link_run(&l, &ea, &eb, 1000000000ull);
+	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+	ck_assert(cq_pop(&eb.rcq, &wc));
+	ck_assert_int_eq(wc.opcode, RCT_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.imm_data, 0x5a5a);
+	ck_assert_uint_eq(wc.byte_len, 3000);
+	ck_assert_int_eq(memcmp(src->buf, dst->buf, 3000), 0);
+}
+END_TEST
+
 /* A selective NAK from B's side, injected into A: e and the SACK bitmap. */
 static void inject_sack(struct ep *e, uint64_t now, uint32_t epsn, uint64_t bits)
 {
@@ -688,6 +715,7 @@ Suite *suite_sr(void)
 	tcase_add_test(t, test_sr_request_headers);
 	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
 	tcase_add_test(t, test_sr_sends_complete_in_order);
+	tcase_add_test(t, test_sr_write_imm_byte_len);
 	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
 	tcase_add_test(t, test_sr_karn_no_sample_from_resent);
 	tcase_add_test(t, test_sr_rtt_sample_from_sack);

@@ -1,0 +1,27 @@
+# tests/interop/interop.mk: xv6-rdma against Linux Soft-RoCE (rdma_rxe).
+#
+#   make test-interop   tests/interop/run_interop.py: one xv6 guest and one
+#                       Linux guest (tests/linux/) on a linkemu link; the
+#                       opcode x size matrix both ways (rxe requester -> xv6
+#                       responder, xv6 requester -> rxe responder) at path
+#                       MTU 1024 and 4096, clean and at 1 % seeded loss; a
+#                       bw smoke run each way and the capture check (ICRC
+#                       of every RoCEv2 frame, tshark finds nothing
+#                       malformed) on the clean MTU 1024 bed; ends with
+#                       "N passed, M failed". INTEROP_ARGS passes options
+#                       (e.g. --only mtu1024 --keep-capture DIR).
+#
+# The Linux image (make linux-image) carries xrpeer from build/linux/overlay/
+# (tests/linux/peer/peer.mk). Part of make test (TEST_SUITES).
+# Include from the top Makefile: include tests/interop/interop.mk
+
+INTEROP_ARGS ?=
+
+# The image carries the peer: rebuild it when xrpeer changes (linux.mk finds
+# the overlay's files only if they exist when make starts).
+$(LINUX_INITRD): $(XRPEER)
+
+test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
+	python3 tests/interop/run_interop.py $(INTEROP_ARGS)
+
+.PHONY: test-interop

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""run_interop.py: xv6-rdma against Linux Soft-RoCE (rdma_rxe), both ways.
+
+Owns `make test-interop`. One xv6 guest (10.0.0.1) and one Linux guest
+(10.0.0.2, rxe0 on eth0, tests/linux/) on a linkemu link; on the Linux side
+runs xrpeer (tests/linux/peer/), which speaks the project's connection
+exchange and the xv6 tools' application protocols. Per test bed:
+
+  * the opcode x size matrix (rdmanet_test --matrix: WRITE, READ, SEND,
+    WRITE_WITH_IMM, SEND_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes, 64 KiB
+    and 1 MiB; guard bytes, immediates and byte_len checked) in both
+    directions:
+      rxe_to_xv6  xv6 `rdmanet_test host_a --matrix`, Linux `xrpeer host_b`
+                  (rxe is the requester, xv6 the responder)
+      xv6_to_rxe  Linux `xrpeer host_a --matrix`, xv6 `rdmanet_test host_b`
+                  (xv6 is the requester, rxe the responder)
+    each case must pass on both sides, and both sides must report the
+    path MTU the bed was set up for;
+  * beds: path MTU 1024 and 4096 (xv6 boot argument rdma_mtu=4096, the
+    Linux eth0 at MTU 9000 so rxe's active MTU is 4096), each clean and at
+    1 % seeded loss on both link directions (the lossy beds must have
+    dropped frames, else they tested nothing);
+  * on the clean MTU 1024 bed: a bw smoke run each way (xv6 rdma_bw client
+    against `xrpeer bw-server`, `xrpeer bw-client` against xv6 rdma_bw's
+    server; WRITE, READ and SEND), a connection whose RTUs xrpeer ignores
+    (its first RC frame must establish it), and the capture check: linkemu records the
+    bed, every RoCEv2 frame (UDP destination 4791) must carry a valid ICRC
+    (recomputed by proto-spec/model/vectors_check.py's icrc_of) and
+    tshark must report no malformed frame and no error-severity expert
+    item. Two payload heuristics are disabled for tshark: RPC-over-RDMA
+    (rpcrdma_infiniband) and Ethernet-over-IB (eth_over_ib); both guess a
+    protocol from the application's payload bytes (the matrix's message
+    type 6 reads as EtherType 0x0600, XNS IDP) and then call the guess
+    malformed, which says nothing about the RoCEv2 frame.
+
+Selective repeat is never used against rxe (no --sr anywhere here).
+Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
+
+    python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
+
+NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1).
+The Linux guest is tests/harness/linux_guest.py's, on the test bed as
+Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
+which carries xrpeer from build/linux/overlay/).
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "net"))
+sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
+sys.path.insert(0, os.path.join(REPO, "proto-spec", "model"))
+from launch import Testbed  # noqa: E402
+from guest import GuestError, progress  # noqa: E402
+from tally import Tally  # noqa: E402
+from linux_guest import linux_image_present  # noqa: E402
+import vectors_check  # noqa: E402
+
+XV6, LNX = 0, 1
+CASES = 35                      # 5 opcodes x 7 sizes
+RESULT = r"rdmanet_test: (OK|FAILED[^\n]*)\n"
+ROCE_PORT = 4791
+TSHARK_OFF = ("rpcrdma_infiniband", "eth_over_ib")
+BW_SIZE, BW_ITERS = 65536, 200
+
+
+def beds(seed):
+    """(name, path MTU, netem spec on both directions or None, capture?)."""
+    loss = f"loss 1% seed {seed}"
+    return [("mtu1024", 1024, None, True), ("mtu1024_loss1", 1024, loss, False),
+            ("mtu4096", 4096, None, False), ("mtu4096_loss1", 4096, loss, False)]
+
+
+# ---- the matrix ----
+
+def matrix_verdict(passive_out, active_out, mtu):
+    """(ok, info) from both sides' transcripts of one matrix run."""
+    cases = re.findall(r"^matrix: (\S+) (\d+) bytes: (OK|FAILED)", active_out, re.M)
+    summary = re.search(r"^matrix: (\d+) cases, (\d+) failed", active_out, re.M)
+    conns = re.findall(r"rdmanet_test: connected, .* mtu (\d+) sr (\d)\n", passive_out + active_out)
+    mtus = [int(m) for m, _ in conns]
+    srs = [sr for _, sr in conns]
+    bad = [f"{op} {n}" for op, n, r in cases if r != "OK"]
+    problems = []
+    if len(cases) != CASES or bad:
+        problems.append(f"{len(cases)} cases, failed: {', '.join(bad) or 'none'}")
+    if not summary or summary.group(2) != "0":
+        problems.append("no clean summary")
+    if mtus != [mtu, mtu]:
+        problems.append(f"path MTU {mtus}, expected {mtu} on both sides")
+    if srs != ["0", "0"]:
+        problems.append("selective repeat in use")
+    for who, out in (("passive", passive_out), ("active", active_out)):
+        results = re.findall(RESULT, out)
+        if results != ["OK"]:
+            problems.append(f"{who}: {results or 'no result'}")
+    return not problems, "; ".join(problems) or f"{len(cases)} cases OK, path MTU {mtu}"
+
+
+def run_matrix(xv6, lnx, direction, mtu):
+    """One matrix run; direction rxe_to_xv6 (xv6 passive) or xv6_to_rxe."""
+    mtu_opt = f" --mtu {mtu}"
+    if direction == "rxe_to_xv6":
+        passive, active = xv6, lnx
+        passive_cmd, active_cmd = "rdmanet_test host_a --matrix", f"xrpeer host_b {Testbed.ip(XV6)} --matrix{mtu_opt}"
+    else:
+        passive, active = lnx, xv6
+        passive_cmd, active_cmd = f"xrpeer host_a --matrix{mtu_opt}", f"rdmanet_test host_b {Testbed.ip(LNX)} --matrix"
+    p0, a0 = len(passive.output()), len(active.output())
+    passive.send(passive_cmd)
+    passive.expect(r"rdmanet_test: listening on port \d+\n", timeout=30)
+    active.send(active_cmd)
+    active.expect(RESULT, timeout=300)
+    passive.expect(RESULT, timeout=90)
+    passive.expect(passive.prompt, timeout=30)
+    active.expect(active.prompt, timeout=30)
+    return matrix_verdict(passive.output()[p0:], active.output()[a0:], mtu)
+
+
+# ---- bw smoke ----
+
+BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\n", re.M)
+
+
+def run_bw(xv6, lnx, client_side, op):
+    """One rdma_bw exchange; client_side 'xv6' or 'linux'. (ok, info)."""
+    if client_side == "xv6":
+        server, client = lnx, xv6
+        server_cmd, server_done = "xrpeer bw-server", r"xrpeer: bw-server done\n"
+        client_cmd = f"rdma_bw -t {op} -s {BW_SIZE} -n {BW_ITERS} {Testbed.ip(LNX)}"
+    else:
+        server, client = xv6, lnx
+        server_cmd, server_done = "rdma_bw", None
+        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} -t {op} -s {BW_SIZE} -n {BW_ITERS}"
+    c0 = len(client.output())
+    server.send(server_cmd)
+    server.expect(r"waiting for a client on port \d+\n", timeout=30)
+    client.send(client_cmd)
+    client.expect(client.prompt, timeout=180)
+    if server_done:
+        server.expect(server_done, timeout=60)
+    server.expect(server.prompt, timeout=60)
+    out = client.output()[c0:]
+    rows = BW_ROW.findall(out)
+    if len(rows) != 1 or int(rows[0][0]) != BW_SIZE or int(rows[0][1]) != BW_ITERS or float(rows[0][3]) <= 0:
+        tail = out.strip().splitlines()[-3:]
+        return False, f"no result row: {tail}"
+    return True, f"{BW_SIZE} B x {BW_ITERS}: {rows[0][3]} MB/s average"
+
+
+def run_lost_rtu(xv6, lnx):
+    """xrpeer as the passive side ignoring every RTU (its test switch): the
+    xv6 client's first SEND must establish the connection [CM-STATE-3]."""
+    l0 = len(lnx.output())
+    lnx.send("XRPEER_TEST_LOSE_RTU=1 xrpeer bw-server")
+    lnx.expect(r"waiting for a client on port \d+\n", timeout=30)
+    xv6.send(f"rdma_bw -t send -s 1024 -n 20 {Testbed.ip(LNX)}")
+    xv6.expect(xv6.prompt, timeout=120)
+    lnx.expect(r"(xrpeer: bw-server done|perf: [^\n]*)\n", timeout=60)
+    lnx.expect(lnx.prompt, timeout=30)
+    out = lnx.output()[l0:]
+    by_frame = "established by the first RC frame (no RTU)" in out
+    done = "xrpeer: bw-server done" in out
+    return by_frame and done, f"established without RTU: {by_frame}; server done: {done}"
+
+
+# ---- the capture ----
+
+def roce_frames(path):
+    """Every RoCEv2 frame (IPv4, UDP destination 4791) of a pcap file."""
+    for f in vectors_check.pcap_frames(path):
+        if len(f) >= 14 + 20 + 8 + 12 + 4 and f[12:14] == b"\x08\x00" and f[14] == 0x45 and f[23] == 17 \
+                and struct.unpack(">H", f[36:38])[0] == ROCE_PORT:
+            yield f
+
+
+def check_icrc(path):
+    """(frames, bad, first bad description) over one capture file."""
+    n = bad = 0
+    first = ""
+    for f in roce_frames(path):
+        n += 1
+        iplen = struct.unpack(">H", f[16:18])[0]
+        if vectors_check.icrc_of(f, iplen) != f[14 + iplen - 4:14 + iplen]:
+            bad += 1
+            first = first or f"frame {n}: {f[26:30].hex()}->{f[30:34].hex()} opcode 0x{f[42]:02x}"
+    return n, bad, first
+
+
+def check_tshark(path):
+    """(malformed/error frames, their summary lines) as tshark sees them."""
+    cmd = ["tshark", "-r", path]
+    for h in TSHARK_OFF:
+        cmd += ["--disable-heuristic", h]
+    cmd += ["-Y", "_ws.malformed || _ws.expert.severity == error"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return -1, [r.stderr.strip()[-300:]]
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    return len(lines), lines[:3]
+
+
+def capture_verdict(cap_dir):
+    """Port 0 holds what the xv6 guest sent and received (linkemu records a
+    port's both directions), so one file covers both stacks' frames."""
+    path = os.path.join(cap_dir, "port0.pcap")
+    if not os.path.exists(path):
+        return False, "no capture"
+    n, bad, first = check_icrc(path)
+    mal, lines = check_tshark(path)
+    ok = n > 0 and bad == 0 and mal == 0
+    info = f"{n} RoCEv2 frames, {bad} with a bad ICRC{' (' + first + ')' if first else ''}; tshark: {mal} malformed"
+    if lines and mal:
+        info += f" ({' | '.join(lines)})"
+    return ok, info
+
+
+# ---- one bed ----
+
+def one_bed(tally, name, mtu, spec, capture, keep_capture):
+    cap_dir = tempfile.mkdtemp(prefix="interop-cap-") if capture else None
+    try:
+        xappend = "" if mtu == 1024 else f"rdma_mtu={mtu}"
+        # The Linux guest's eth0 MTU: 1500 for path MTU 1024 (rxe's active
+        # MTU is then 1024), 9000 for 4096.
+        with Testbed(1, linux=1, linux_mtu=1500 if mtu <= 1024 else 9000, both=spec,
+                     name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
+            t0 = time.monotonic()
+            tb.boot(timeout=240)
+            xv6, lnx = tb.guests[XV6], tb.guests[LNX]
+            progress(name, f"both guests up after {time.monotonic() - t0:.0f} s; Linux: rxe0 {lnx.ip} "
+                           f"eth0 MTU {lnx.mtu} GID index {lnx.gid_index}")
+            for direction in ("rxe_to_xv6", "xv6_to_rxe"):
+                progress(name, f"matrix {direction}")
+                tally.run(f"interop_{name}_{direction}", lambda d=direction: run_matrix(xv6, lnx, d, mtu))
+            if capture:
+                for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
+                    progress(name, f"bw {op}, {side} client")
+                    tally.run(f"interop_bw_{side}_client_{op}", lambda s=side, o=op: run_bw(xv6, lnx, s, o))
+                progress(name, "xrpeer passive, every RTU lost")
+                tally.run("interop_peer_lost_rtu", lambda: run_lost_rtu(xv6, lnx))
+            link = tb.stats()
+        dropped = sum(d["dropped"]["total"] for d in link["directions"])
+        if spec:
+            tally.record(f"interop_{name}_loss_applied", dropped > 0, f"link dropped {dropped} frames")
+        if capture:
+            ok, info = capture_verdict(cap_dir)
+            tally.record(f"interop_{name}_capture", ok, info)
+            if keep_capture:
+                shutil.copytree(cap_dir, keep_capture, dirs_exist_ok=True)
+    except GuestError as e:
+        tally.record(f"interop_{name}", False, f"guest error: {e}")
+    finally:
+        if cap_dir:
+            shutil.rmtree(cap_dir, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("RDMA_TEST_SEED", 7)))
+    ap.add_argument("--keep-capture", help="copy the checked capture (port*.pcap) here")
+    args = ap.parse_args()
+    if not linux_image_present():
+        print("interop: no Linux image (make linux-image)")
+        return 2
+    t0 = time.monotonic()
+    progress("interop", f"seed {args.seed}")
+    tally = Tally()
+    for name, mtu, spec, capture in beds(args.seed):
+        if args.only and name not in args.only:
+            continue
+        progress("interop", f"bed {name}: path MTU {mtu}, link {spec or 'clean'}")
+        one_bed(tally, name, mtu, spec, capture, args.keep_capture)
+    progress("interop", f"{time.monotonic() - t0:.0f} s in all")
+    return tally.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+// peer.h: xrpeer, the Linux-side (libibverbs, rdma_rxe) peer of the
+// project's xv6 RDMA tools. What the parts share:
+//   cm.c      the device, its RoCEv2 GID, the project's connection exchange
+//             (proto-spec/cm.md over UDP) and the QP's RESET..RTS moves;
+//             every line of connection code lives there, so it can be
+//             replaced by rdma_cm when the project moves to the IB CM
+//   cq.c      resources (PD, CQ with a completion channel, QP, MRs) and
+//             waiting for completions with a deadline
+//   matrix.c  rdmanet_test's --matrix protocol, host_a and host_b roles
+//   bw.c      rdma_bw's server and client roles
+//   main.c    the command line
+#ifndef XRPEER_H
+#define XRPEER_H
+#include <stdint.h>
+#include <netinet/in.h>
+#include <infiniband/verbs.h>
+
+#define PCM_PORT 18515
+#define PCM_PRIVATE_MAX 56
+
+// ---- cm.c ----
+struct peer_dev {
+  struct ibv_context *ctx;
+  uint8_t port;
+  int gid_index;                 // the RoCEv2 entry holding ::ffff:ipv4
+  union ibv_gid gid;
+  uint32_t ipv4;                 // host order
+  uint8_t mac[6];
+  enum ibv_mtu active_mtu;
+  uint8_t resp_res;              // READs we serve at once (max_dest_rd_atomic)
+  uint8_t init_depth;            // READs we keep outstanding (max_rd_atomic)
+};
+
+enum pcm_state { PCM_IDLE, PCM_REQ_SENT, PCM_REQ_RCVD, PCM_REP_SENT, PCM_ESTABLISHED,
+                 PCM_REJECTED, PCM_CLOSED };
+
+struct pcm_param {
+  const void *private_data;
+  uint8_t private_len;
+  enum ibv_mtu mtu_limit;        // 0: the port's active MTU
+  uint8_t timeout;               // local ACK timeout code; 0 = PCM_DEFAULT_TIMEOUT
+};
+
+struct pconn {
+  struct peer_dev *dev;
+  struct ibv_qp *qp;             // set by the caller before accept/connect
+  enum pcm_state state;
+  int sock;
+  struct sockaddr_in peer;       // where our messages go [CM-STATE-7]
+  uint32_t local_id, remote_id;
+  uint32_t my_psn, peer_qpn, peer_psn;
+  uint8_t peer_mtu, peer_caps, peer_resp_res, peer_init_depth;
+  uint8_t peer_gid[16], peer_mac[6];
+  enum ibv_mtu path_mtu;
+  uint16_t reject_reason;
+  uint8_t private_data[PCM_PRIVATE_MAX];   // what the peer sent
+  uint8_t private_len;
+  uint8_t last[128];             // the last REQ/REP, for retransmission
+  int last_len;
+  unsigned dropped;              // messages not from the peer, or malformed
+};
+
+// Opens `name` (NULL: the first device) and finds its IPv4-mapped RoCEv2
+// GID (want_ip != 0: that address). 0 or -1 with a message on stderr.
+int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip);
+// A fresh connection record on d for qp (no socket yet).
+void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp);
+int pcm_listen(int port);                                  // a socket, or -1
+int pcm_get_request(int lsock, struct pconn *c, int timeout_ms);
+// The QP to INIT, so receives can be posted before accept: the first
+// SEND then lands, which establishes the connection even if every RTU
+// was lost [CM-STATE-3] (a SEND meeting no receive is RNR-NAKed and moves
+// nothing). accept/connect do it themselves if the caller did not.
+int pcm_qp_init(struct pconn *c);
+int pcm_accept(struct pconn *c, const struct pcm_param *p);
+int pcm_reject(struct pconn *c, uint16_t reason);
+int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p);
+int pcm_disconnect(struct pconn *c);
+int pcm_wait_disconnect(struct pconn *c, int timeout_ms);
+void pcm_close(struct pconn *c);
+void pcm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
+void pcm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
+const char *pcm_reject_str(int reason);
+int pcm_mtu_bytes(enum ibv_mtu m);
+enum ibv_mtu pcm_mtu_enum(int bytes);                      // 0 if not a path MTU
+uint32_t pcm_random(void);
+int parse_ipv4(const char *s, uint32_t *ip);               // host order; 0 or -1
+
+// ---- cq.c ----
+struct pres {
+  struct ibv_pd *pd;
+  struct ibv_comp_channel *chan;
+  struct ibv_cq *cq;
+  struct ibv_qp *qp;
+};
+// PD, CQ (cq_depth) on a completion channel, RC QP (wr_depth each way).
+int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth);
+void pres_destroy(struct pres *r);
+// Up to max completions, at least one: n, 0 after timeout_ms, -1 on error.
+// Sleeps on the completion channel, never spins.
+int pres_poll(struct pres *r, struct ibv_wc *wc, int max, int timeout_ms);
+struct ibv_mr *pres_reg(struct pres *r, void *buf, size_t len);
+uint64_t now_ns(void);
+
+// ---- the roles ----
+struct matrix_opts { int port; enum ibv_mtu mtu_limit; int big; uint8_t timeout; };
+int matrix_host_a(struct peer_dev *d, const struct matrix_opts *o);
+int matrix_host_b(struct peer_dev *d, uint32_t ip, const struct matrix_opts *o);
+
+struct bw_opts {
+  int op;                        // 0 WRITE, 1 READ, 2 SEND (rdma_perf.h's perf_op)
+  uint32_t size, iters;
+  int all, tx_depth, cq_mod, port;
+  enum ibv_mtu mtu_limit;
+  uint8_t timeout;
+  uint32_t server_ip;            // 0: server role
+};
+int bw_server(struct peer_dev *d, struct bw_opts *o);
+int bw_client(struct peer_dev *d, struct bw_opts *o);
+#endif
