@@ -21,8 +21,16 @@ Checks (each a line; "N passed, M failed" at the end):
   netem_vs_linkemu_sr    medium's clean goodput (the box's own ceiling, a
                          Linux bridge in an emulated x86 guest, cancels
                          out), through netem and through linkemu: the two
-                         ratios differ by at most TOLERANCE (median of
-                         ROUNDS runs each)
+                         ratios (medians of ROUNDS runs each) differ by at
+                         most TOLERANCE[mode]. Go-back-N pays for every loss
+                         with a window of frames (ratio ~0.35), so a wrong
+                         loss rate moves it far; selective repeat loses
+                         almost nothing at 1 % (ratio ~0.95), so its single
+                         runs mostly measure the host: on a loaded 2-core
+                         host they ranged 0.66-1.22 through the box and
+                         0.79-1.11 through linkemu (go-back-N 0.23-0.41),
+                         hence its wider tolerance. The strict checks are
+                         the two above.
 
 Usage: python3 tests/net/run_netem.py [--rounds N]
 Needs build/linux (make linux-image); make test-netem runs it.
@@ -46,8 +54,8 @@ BINOMIAL_LOSS = 0.02       # netem's loss on the data direction for the counting
 BINOMIAL_SIGMAS = 4        # a correct link fails this about once in 16,000 runs
 COUNT_SLACK = 3            # frames besides the QP's that netem may drop (CM datagrams, ARP)
 COMPARE_LOSS = "loss 1%"
-TOLERANCE = 0.15           # |netem ratio - linkemu ratio|, lossy/clean goodput
-ROUNDS = 5                 # short runs swing (one GBN run at 1 % fell to 0.11): medians of 5
+TOLERANCE = {"gbn": 0.15, "sr": 0.3}   # |netem ratio - linkemu ratio|, lossy/clean goodput
+ROUNDS = 7                 # short runs swing (one GBN run at 1 % fell to 0.11): medians of 7
 MESSAGES = 160             # 64 KiB WRITEs per run: 10 MiB, ~10,000 MTU-1024 frames
 BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", re.M)
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
@@ -135,9 +143,9 @@ def main():
         if "netem" not in got or "linkemu" not in got:
             break
         n, k = statistics.median(got["netem"][mode]), statistics.median(got["linkemu"][mode])
-        tally.record(f"netem_vs_linkemu_{mode}", abs(n - k) <= TOLERANCE,
+        tally.record(f"netem_vs_linkemu_{mode}", abs(n - k) <= TOLERANCE[mode],
                      f"goodput at 1 % / clean: netem {n:.2f}, linkemu {k:.2f} "
-                     f"(tolerance {TOLERANCE}; rounds netem {[round(x, 2) for x in got['netem'][mode]]}, "
+                     f"(tolerance {TOLERANCE[mode]}; rounds netem {[round(x, 2) for x in got['netem'][mode]]}, "
                      f"linkemu {[round(x, 2) for x in got['linkemu'][mode]]})")
     return tally.finish()
 
