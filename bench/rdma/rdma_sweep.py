@@ -54,10 +54,8 @@ sys.path.insert(0, os.path.join(REPO, "bench", "net"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
 import link_ceiling  # noqa: E402
+import perftable  # noqa: E402
 
-BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
-LAT_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
-QP_STATS = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)")
 MIB = 1 << 20
 REPEATS = 3
 FRAME = {1024: 1082, 4096: 4154}      # a full RoCEv2 frame at each path MTU (no FCS)
@@ -76,14 +74,14 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     out = b.run(cmd, timeout=1800)
     a.expect(r"\$ $", timeout=120)
     log.append(f"### {cmd}\n{out.strip()}\n")
-    m = BW_ROW.search(out)
-    if not m:
+    row = perftable.bw_row(out)
+    if not row:
         progress("bench", f"{cmd}: no result row")
         return None
-    r = {"bw_peak_MiBps": float(m.group(3)), "bw_avg_MiBps": float(m.group(4)), "mpps": float(m.group(5))}
-    q = QP_STATS.search(out)
+    r = {k: row[k] for k in ("bw_peak_MiBps", "bw_avg_MiBps", "mpps")}
+    q = perftable.qp_stats(out)
     if q:
-        r.update({"tx_frames": int(q.group(1)), "retransmits": int(q.group(3)), "timeouts": int(q.group(4))})
+        r.update({k: q[k] for k in ("tx_frames", "retransmits", "timeouts")})
     return r
 
 
@@ -95,12 +93,7 @@ def lat(tb, op, size, iters, log):
     out = b.run(cmd, timeout=900)
     a.expect(r"\$ $", timeout=120)
     log.append(f"### {cmd}\n{out.strip()}\n")
-    m = LAT_ROW.search(out)
-    if not m:
-        return None
-    v = [float(x) for x in m.groups()]
-    return {"t_min_us": v[2], "t_max_us": v[3], "t_typical_us": v[4], "t_avg_us": v[5],
-            "t_stdev_us": v[6], "p99_us": v[7], "p999_us": v[8]}
+    return perftable.lat_row(out)
 
 
 def start_echo(tb):

@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 from launch import Testbed  # noqa: E402
 from guest import progress  # noqa: E402
 import rdma_sweep  # noqa: E402
+import perftable  # noqa: E402
 
 MIB = 1 << 20
 LOSSES = (0, 1, 5)
@@ -62,7 +63,6 @@ CELLS = (
     ("READ 1 MiB", "read", "ib_read_bw", MIB, {0: 24, 1: 12, 5: 6}),
 )
 TOOLS = ("rxe", "gbn", "sr")
-PERFTEST_ROW = rdma_sweep.BW_ROW      # perftest's columns, as rdma_bw prints them
 RXE_COUNTERS = ("sent_pkts", "rcvd_pkts", "completer_retry_err", "rcvd_seq_err", "duplicate_request",
                 "out_of_seq_request", "retry_exceeded_err")
 SECTION = "## xv6-rdma against Linux rxe"
@@ -96,11 +96,11 @@ def rxe_bw(tb, prog, size, iters, log):
     srv.server_output(300)
     after = rxe_counters(cli)
     log.append(f"### rxe: {cmd}\n{out.strip()}\n")
-    m = PERFTEST_ROW.search(out)
-    if not m:
+    row = perftable.bw_row(out)
+    if not row:
         progress("rxe", f"{prog}: no result row")
         return None
-    r = {"bw_avg_MiBps": float(m.group(4)), "bw_peak_MiBps": float(m.group(3))}
+    r = {"bw_avg_MiBps": row["bw_avg_MiBps"], "bw_peak_MiBps": row["bw_peak_MiBps"]}
     for k in RXE_COUNTERS:
         if k in before and k in after:
             r[k] = after[k] - before[k]

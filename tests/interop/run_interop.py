@@ -63,6 +63,7 @@ from guest import GuestError, progress  # noqa: E402
 from tally import Tally  # noqa: E402
 from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
+import perftable  # noqa: E402
 
 XV6, LNX = 0, 1
 CASES = 35                      # 5 opcodes x 7 sizes
@@ -127,9 +128,6 @@ def run_matrix(xv6, lnx, direction, mtu):
 
 # ---- bw smoke ----
 
-BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\n", re.M)
-
-
 def run_bw(xv6, lnx, client_side, op):
     """One rdma_bw exchange; client_side 'xv6' or 'linux'. (ok, info)."""
     if client_side == "xv6":
@@ -149,11 +147,11 @@ def run_bw(xv6, lnx, client_side, op):
         server.expect(server_done, timeout=60)
     server.expect(server.prompt, timeout=60)
     out = client.output()[c0:]
-    rows = BW_ROW.findall(out)
-    if len(rows) != 1 or int(rows[0][0]) != BW_SIZE or int(rows[0][1]) != BW_ITERS or float(rows[0][3]) <= 0:
+    rows = perftable.bw_rows(out)
+    if len(rows) != 1 or rows[0]["size"] != BW_SIZE or rows[0]["iters"] != BW_ITERS or rows[0]["bw_avg_MiBps"] <= 0:
         tail = out.strip().splitlines()[-3:]
         return False, f"no result row: {tail}"
-    return True, f"{BW_SIZE} B x {BW_ITERS}: {rows[0][3]} MB/s average"
+    return True, f"{BW_SIZE} B x {BW_ITERS}: {rows[0]['bw_avg_MiBps']} MB/s average"
 
 
 def run_lost_rtu(xv6, lnx):

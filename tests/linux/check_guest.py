@@ -34,10 +34,9 @@ sys.path.insert(0, os.path.join(REPO, "tests", "net"))
 from guest import GuestError, progress  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
+import perftable  # noqa: E402
 
 BW_SIZE, BW_ITERS = 65536, 200
-# perftest's result line: bytes, iterations, peak and average MB/s, Mpps.
-BW_LINE = re.compile(rf"^\s*{BW_SIZE}\s+{BW_ITERS}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
 def check_ping_from_linux(lx, xv6_ip):
@@ -77,10 +76,10 @@ def write_bw(server, client, server_ip, opts, timeout):
         return False, f"server not listening: {server.server_output(30).strip()[-300:]}"
     rc, out = client.run_status(f"{cmd} {server_ip}", timeout=timeout)
     server.server_output(30)
-    m = BW_LINE.search(out)
+    m = [r for r in perftable.bw_rows(out) if r["size"] == BW_SIZE and r["iters"] == BW_ITERS]
     if rc != 0 or not m:
         return False, f"exit {rc}: {out.strip()[-300:]}"
-    return True, f"{BW_SIZE} B x {BW_ITERS}: average {m[2]} MB/s, peak {m[1]} MB/s"
+    return True, f"{BW_SIZE} B x {BW_ITERS}: average {m[0]['bw_avg_MiBps']} MB/s, peak {m[0]['bw_peak_MiBps']} MB/s"
 
 
 def check_netem(lx):

@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
 from tally import Tally  # noqa: E402
+import perftable  # noqa: E402
 
 BINOMIAL_LOSS = 0.02       # netem's loss on the data direction for the counting check
 BINOMIAL_SIGMAS = 4        # a correct link fails this about once in 16,000 runs
@@ -57,8 +58,6 @@ COMPARE_LOSS = "loss 1%"
 TOLERANCE = {"gbn": 0.15, "sr": 0.3}   # |netem ratio - linkemu ratio|, lossy/clean goodput
 ROUNDS = 7                 # short runs swing (one GBN run at 1 % fell to 0.11): medians of 7
 MESSAGES = 160             # 64 KiB WRITEs per run: 10 MiB, ~10,000 MTU-1024 frames
-BW_ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", re.M)
-QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
 QDISC_SENT = re.compile(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+),")
 
 
@@ -70,12 +69,13 @@ def bw_run(tb, sr):
     a.expect(r"waiting for a client", timeout=60)
     out = b.run(f"rdma_bw -t write -s 65536 -n {MESSAGES} -e --stats{' --sr' if sr else ''} {tb.ip(0)}",
                 timeout=900)
-    srv = a.expect(QP_LINE.pattern, timeout=120)
+    srv = perftable.qp_stats(a.expect(perftable.QP_LINE.pattern, timeout=120)[0])
     a.expect(r"\$ $", timeout=120)
-    row, cli = BW_ROW.search(out), QP_LINE.search(out)
+    row, cli = perftable.bw_row(out), perftable.qp_stats(out)
     if not row or not cli:
         raise GuestError(f"rdma_bw printed no result: {out.strip()[-300:]}")
-    return float(row.group(4)), (int(cli.group(1)), int(cli.group(2))), (int(srv[1]), int(srv[2]))
+    return (row["bw_avg_MiBps"], (cli["tx_frames"], cli["rx_frames"]),
+            (srv["tx_frames"], srv["rx_frames"]))
 
 
 def qdisc_counts(box, dev):

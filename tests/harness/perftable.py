@@ -1,0 +1,48 @@
+"""perftable.py: the tables perftest prints, read into numbers.
+
+Owns the one reader of the output that perftest (ib_write_bw, ...) and the
+project's tools that print its columns (rdma_bw, rdma_lat, xrpeer) share,
+for every test and bench that runs them:
+
+  bandwidth:  #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]
+  latency:    #bytes #iterations t_min t_max t_typical t_avg t_stdev p99 p99.9 (usec)
+  counters:   rdma_bw/rdma_lat --stats: "perf: qp 0x.. state S tx T rx R retx X tmo Y ..."
+
+MB is 2^20 bytes in these tables. Python standard library only.
+"""
+import re
+
+BW_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)[ \t]*\n", re.M)
+LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7 + r"[ \t]*\n", re.M)
+# Ends with the line: a console pattern must end after its last capture.
+QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
+
+
+def bw_rows(text):
+    """Every bandwidth row of text, as dicts."""
+    return [{"size": int(m[1]), "iters": int(m[2]), "bw_peak_MiBps": float(m[3]),
+             "bw_avg_MiBps": float(m[4]), "mpps": float(m[5])} for m in BW_ROW.finditer(text)]
+
+
+def bw_row(text):
+    """The first bandwidth row of text, or None."""
+    rows = bw_rows(text)
+    return rows[0] if rows else None
+
+
+def lat_row(text):
+    """The first latency row of text (microseconds), or None."""
+    m = LAT_ROW.search(text)
+    if not m:
+        return None
+    v = [float(x) for x in m.groups()[2:]]
+    return {"t_min_us": v[0], "t_max_us": v[1], "t_typical_us": v[2], "t_avg_us": v[3],
+            "t_stdev_us": v[4], "p99_us": v[5], "p999_us": v[6]}
+
+
+def qp_stats(text):
+    """The first --stats counters line of text, or None."""
+    m = QP_LINE.search(text)
+    if not m:
+        return None
+    return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4])}
