@@ -7,46 +7,46 @@
 
 void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
 {
-	cq->ring = ring;
-	cq->size = size;
-	cq->head = cq->tail = cq->head_slot = 0;
-	cq->overflow = 0;
+  cq->ring = ring;
+  cq->size = size;
+  cq->head = cq->tail = cq->head_slot = 0;
+  cq->overflow = 0;
 }
 
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
 {
-	if (wc->status == RCT_WC_SUCCESS)
-		qp->cnt.completions++;
-	else if (wc->status != RCT_WC_WR_FLUSH_ERR)
-		qp->cnt.error_completions++;
-	if (cq->tail - cq->head >= cq->size) {
-		cq->overflow++;
-		qp->cnt.cq_overflow++;
-		return;
-	}
-	*rct_cq_at(cq, cq->tail) = *wc;
-	cq->tail++;
+  if (wc->status == RCT_WC_SUCCESS)
+    qp->cnt.completions++;
+  else if (wc->status != RCT_WC_WR_FLUSH_ERR)
+    qp->cnt.error_completions++;
+  if (cq->tail - cq->head >= cq->size) {
+    cq->overflow++;
+    qp->cnt.cq_overflow++;
+    return;
+  }
+  *rct_cq_at(cq, cq->tail) = *wc;
+  cq->tail++;
 }
 
 int rct_poll_cq(struct rct_cq *cq, struct rct_wc *wc, int n)
 {
-	int got = 0;
-	while (got < n && cq->head != cq->tail) {
-		wc[got++] = *rct_cq_at(cq, cq->head);
-		cq->head++;
-		cq->head_slot = cq->head_slot + 1 == cq->size ? 0 : cq->head_slot + 1;
-	}
-	return got;
+  int got = 0;
+  while (got < n && cq->head != cq->tail) {
+    wc[got++] = *rct_cq_at(cq, cq->head);
+    cq->head++;
+    cq->head_slot = cq->head_slot + 1 == cq->size ? 0 : cq->head_slot + 1;
+  }
+  return got;
 }
 
 enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op)
 {
-	static const enum rct_wc_opcode map[RCT_WR_COUNT] = {
-		[RCT_WR_RDMA_WRITE] = RCT_WC_RDMA_WRITE,
-		[RCT_WR_RDMA_WRITE_WITH_IMM] = RCT_WC_RDMA_WRITE,
-		[RCT_WR_SEND] = RCT_WC_SEND,
-		[RCT_WR_SEND_WITH_IMM] = RCT_WC_SEND,
-		[RCT_WR_RDMA_READ] = RCT_WC_RDMA_READ,
-	};
-	return (unsigned)op < RCT_WR_COUNT ? map[op] : RCT_WC_SEND;
+  static const enum rct_wc_opcode map[RCT_WR_COUNT] = {
+    [RCT_WR_RDMA_WRITE] = RCT_WC_RDMA_WRITE,
+    [RCT_WR_RDMA_WRITE_WITH_IMM] = RCT_WC_RDMA_WRITE,
+    [RCT_WR_SEND] = RCT_WC_SEND,
+    [RCT_WR_SEND_WITH_IMM] = RCT_WC_SEND,
+    [RCT_WR_RDMA_READ] = RCT_WC_RDMA_READ,
+  };
+  return (unsigned)op < RCT_WR_COUNT ? map[op] : RCT_WC_SEND;
 }

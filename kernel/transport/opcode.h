@@ -12,50 +12,50 @@
 #include <stdint.h>
 
 enum rct_opcode {
-	OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE = 0x01, OP_SEND_LAST = 0x02,
-	OP_SEND_LAST_IMM = 0x03, OP_SEND_ONLY = 0x04, OP_SEND_ONLY_IMM = 0x05,
-	OP_WRITE_FIRST = 0x06, OP_WRITE_MIDDLE = 0x07, OP_WRITE_LAST = 0x08,
-	OP_WRITE_LAST_IMM = 0x09, OP_WRITE_ONLY = 0x0a, OP_WRITE_ONLY_IMM = 0x0b,
-	OP_READ_REQ = 0x0c, OP_READ_RESP_FIRST = 0x0d, OP_READ_RESP_MIDDLE = 0x0e,
-	OP_READ_RESP_LAST = 0x0f, OP_READ_RESP_ONLY = 0x10, OP_ACK = 0x11,
-	OP_ATOMIC_ACK = 0x12, OP_CMP_SWAP = 0x13, OP_FETCH_ADD = 0x14,
-	OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
-	OP_SR_BASE = 0xC0,       /* SR request opcode = 0xC0 | RC opcode [SR-WIRE-1] */
-	OP_SR_SACK = 0xD1,       /* selective NAK [SR-WIRE-6] */
+  OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE = 0x01, OP_SEND_LAST = 0x02,
+  OP_SEND_LAST_IMM = 0x03, OP_SEND_ONLY = 0x04, OP_SEND_ONLY_IMM = 0x05,
+  OP_WRITE_FIRST = 0x06, OP_WRITE_MIDDLE = 0x07, OP_WRITE_LAST = 0x08,
+  OP_WRITE_LAST_IMM = 0x09, OP_WRITE_ONLY = 0x0a, OP_WRITE_ONLY_IMM = 0x0b,
+  OP_READ_REQ = 0x0c, OP_READ_RESP_FIRST = 0x0d, OP_READ_RESP_MIDDLE = 0x0e,
+  OP_READ_RESP_LAST = 0x0f, OP_READ_RESP_ONLY = 0x10, OP_ACK = 0x11,
+  OP_ATOMIC_ACK = 0x12, OP_CMP_SWAP = 0x13, OP_FETCH_ADD = 0x14,
+  OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
+  OP_SR_BASE = 0xC0,       /* SR request opcode = 0xC0 | RC opcode [SR-WIRE-1] */
+  OP_SR_SACK = 0xD1,       /* selective NAK [SR-WIRE-6] */
 };
 
 /* Flags. */
 enum {
-	OPF_VALID   = 1u << 0,   /* an RC opcode we know */
-	OPF_REQ     = 1u << 1,   /* requester -> responder */
-	OPF_RESP    = 1u << 2,   /* responder -> requester (ACK, READ response) */
-	OPF_FIRST   = 1u << 3,
-	OPF_MIDDLE  = 1u << 4,
-	OPF_LAST    = 1u << 5,   /* ONLY = FIRST|LAST */
-	OPF_PAYLOAD = 1u << 6,   /* may carry payload */
-	OPF_RETH    = 1u << 7,
-	OPF_AETH    = 1u << 8,
-	OPF_IMM     = 1u << 9,
-	OPF_SEND    = 1u << 10,  /* SEND: payload goes to the receive WQE's buffers */
-	OPF_WRITE   = 1u << 11,
-	OPF_READ    = 1u << 12,  /* READ request or response */
-	OPF_ATOMIC  = 1u << 13,  /* atomic: not supported -> NAK invalid request */
-	OPF_ACK     = 1u << 14,
-	OPF_INV     = 1u << 15,  /* SEND with invalidate: not supported */
-	OPF_ATOMETH = 1u << 16,
-	OPF_ATOMACK = 1u << 17,
-	OPF_SUPPORTED = 1u << 18, /* this core implements it */
-	OPF_RECV    = 1u << 19,  /* consumes a receive WQE (SEND, WRITE with immediate) */
-	OPF_SR      = 1u << 20,  /* selective-repeat opcode (0xC0..0xCC, 0xD1) [SR-WIRE-1] */
-	OPF_SRXH    = 1u << 21,  /* carries the 8-byte SRXH right after the BTH */
-	OPF_SACKH   = 1u << 22,  /* carries the 8-byte SACK bitmap after the AETH */
+  OPF_VALID   = 1u << 0,   /* an RC opcode we know */
+  OPF_REQ     = 1u << 1,   /* requester -> responder */
+  OPF_RESP    = 1u << 2,   /* responder -> requester (ACK, READ response) */
+  OPF_FIRST   = 1u << 3,
+  OPF_MIDDLE  = 1u << 4,
+  OPF_LAST    = 1u << 5,   /* ONLY = FIRST|LAST */
+  OPF_PAYLOAD = 1u << 6,   /* may carry payload */
+  OPF_RETH    = 1u << 7,
+  OPF_AETH    = 1u << 8,
+  OPF_IMM     = 1u << 9,
+  OPF_SEND    = 1u << 10,  /* SEND: payload goes to the receive WQE's buffers */
+  OPF_WRITE   = 1u << 11,
+  OPF_READ    = 1u << 12,  /* READ request or response */
+  OPF_ATOMIC  = 1u << 13,  /* atomic: not supported -> NAK invalid request */
+  OPF_ACK     = 1u << 14,
+  OPF_INV     = 1u << 15,  /* SEND with invalidate: not supported */
+  OPF_ATOMETH = 1u << 16,
+  OPF_ATOMACK = 1u << 17,
+  OPF_SUPPORTED = 1u << 18, /* this core implements it */
+  OPF_RECV    = 1u << 19,  /* consumes a receive WQE (SEND, WRITE with immediate) */
+  OPF_SR      = 1u << 20,  /* selective-repeat opcode (0xC0..0xCC, 0xD1) [SR-WIRE-1] */
+  OPF_SRXH    = 1u << 21,  /* carries the 8-byte SRXH right after the BTH */
+  OPF_SACKH   = 1u << 22,  /* carries the 8-byte SACK bitmap after the AETH */
 };
 #define OPF_ONLY (OPF_FIRST | OPF_LAST)
 
 struct rct_opcode_info {
-	const char *name;
-	uint32_t flags;
-	uint8_t ext_len;         /* bytes of extension headers after the BTH */
+  const char *name;
+  uint32_t flags;
+  uint8_t ext_len;         /* bytes of extension headers after the BTH */
 };
 
 extern const struct rct_opcode_info rct_opcode_table[256];

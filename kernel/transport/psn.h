@@ -18,14 +18,14 @@
 /* a + n, wrapped to 24 bits (n may be "negative" as a uint32 two's complement). */
 static inline uint32_t psn_add(uint32_t a, uint32_t n)
 {
-	return (a + n) & PSN_MASK;
+  return (a + n) & PSN_MASK;
 }
 
 /* Signed 24-bit distance a - b in [-2^23, 2^23). */
 static inline int32_t psn_diff(uint32_t a, uint32_t b)
 {
-	uint32_t d = (a - b) & PSN_MASK;
-	return (int32_t)(d ^ PSN_HALF) - (int32_t)PSN_HALF;
+  uint32_t d = (a - b) & PSN_MASK;
+  return (int32_t)(d ^ PSN_HALF) - (int32_t)PSN_HALF;
 }
 
 static inline int psn_lt(uint32_t a, uint32_t b) { return psn_diff(a, b) < 0; }
@@ -36,7 +36,7 @@ static inline int psn_ge(uint32_t a, uint32_t b) { return psn_diff(a, b) >= 0; }
 /* a in the half-open window [lo, lo + n)? (n <= 2^23) */
 static inline int psn_in_window(uint32_t a, uint32_t lo, uint32_t n)
 {
-	return ((a - lo) & PSN_MASK) < n;
+  return ((a - lo) & PSN_MASK) < n;
 }
 
 #endif /* RCT_PSN_H */

@@ -21,7 +21,7 @@
 /* Packets a message of len bytes takes at the QP's MTU: max(1, ceil(len/m)). */
 static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
 {
-	return len == 0 ? 1 : ((len - 1) >> qp->mtu_shift) + 1;
+  return len == 0 ? 1 : ((len - 1) >> qp->mtu_shift) + 1;
 }
 
 /* SR bitmap helpers (RCT_SR_WINDOW bits). */

@@ -16,193 +16,193 @@
 
 void rct_req_reset(struct rct_qp *qp)
 {
-	qp->req_state = RCT_REQ_IDLE;
-	qp->sq_next = qp->sq_head;
-	qp->req_psn = qp->next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
-	qp->rd_outstanding = 0;
-	qp->retx_valid = 0;
-	qp->rsn_next = 0;
-	qp->rto_probe = 0;
+  qp->req_state = RCT_REQ_IDLE;
+  qp->sq_next = qp->sq_head;
+  qp->req_psn = qp->next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
+  qp->rd_outstanding = 0;
+  qp->retx_valid = 0;
+  qp->rsn_next = 0;
+  qp->rto_probe = 0;
 }
 
 static uint32_t window(const struct rct_qp *qp)
 {
-	uint32_t w = qp->attr.max_inflight ? qp->attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
-	if (qp->sr && w > RCT_SR_WINDOW)
-		w = RCT_SR_WINDOW;                         /* [SR-REQ-1] */
-	return w;
+  uint32_t w = qp->attr.max_inflight ? qp->attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
+  if (qp->sr && w > RCT_SR_WINDOW)
+    w = RCT_SR_WINDOW;                         /* [SR-REQ-1] */
+  return w;
 }
 
 /* [REQ-WIN-1]: may PSNs [psn, psn + k) be outstanding? */
 static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
 {
-	return (uint32_t)psn_diff(psn_add(psn, k - 1), qp->una) < window(qp);
+  return (uint32_t)psn_diff(psn_add(psn, k - 1), qp->una) < window(qp);
 }
 
 bool rct_req_has_work(const struct rct_qp *qp)
 {
-	enum rct_qp_state s = qp->attr.qp_state;
-	if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || qp->req_state == RCT_REQ_WAIT_RNR ||
-	    qp->req_state == RCT_REQ_ERROR)
-		return false;
-	if (qp->sr && psn_lt(qp->sr_scan, qp->sr_scan_end))
-		return true;
-	if (qp->rto_probe && psn_lt(qp->una, qp->next_psn))
-		return true;
-	return qp->sq_next != qp->sq_tail;
+  enum rct_qp_state s = qp->attr.qp_state;
+  if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || qp->req_state == RCT_REQ_WAIT_RNR ||
+      qp->req_state == RCT_REQ_ERROR)
+    return false;
+  if (qp->sr && psn_lt(qp->sr_scan, qp->sr_scan_end))
+    return true;
+  if (qp->rto_probe && psn_lt(qp->una, qp->next_psn))
+    return true;
+  return qp->sq_next != qp->sq_tail;
 }
 
 /* The WQE whose PSNs contain psn, among the started ones. */
 struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx)
 {
-	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-		struct rct_send_wqe *w = SQ_AT(qp, i);
-		if (!w->started)
-			break;
-		if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
-			if (idx)
-				*idx = i;
-			return w;
-		}
-	}
-	return 0;
+  for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+    struct rct_send_wqe *w = SQ_AT(qp, i);
+    if (!w->started)
+      break;
+    if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
+      if (idx)
+        *idx = i;
+      return w;
+    }
+  }
+  return 0;
 }
 
 /* Go back: the next packet sent is psn [REQ-GBN-1]; a READ resumes at its
  * first missing response [REQ-READ-3]. */
 void rct_req_rewind(struct rct_qp *qp, uint32_t psn)
 {
-	uint32_t i;
-	struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, psn, &i);
-	qp->rtt_armed = 0;                                 /* Karn [REQ-TMO-4] */
-	if (!w) {
-		/* nothing outstanding at psn: continue with new work */
-		if (psn_ge(psn, qp->next_psn)) {
-			qp->req_psn = qp->next_psn;
-			while (qp->sq_next != qp->sq_tail && SQ_AT(qp, qp->sq_next)->started &&
-			       psn_lt(SQ_AT(qp, qp->sq_next)->last_psn, qp->req_psn))
-				qp->sq_next++;
-		}
-		return;
-	}
-	if (w->wr.opcode == RCT_WR_RDMA_READ && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
-		psn = psn_add(w->first_psn, w->read_pkts);
-	qp->sq_next = i;
-	qp->req_psn = psn;
+  uint32_t i;
+  struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, psn, &i);
+  qp->rtt_armed = 0;                                 /* Karn [REQ-TMO-4] */
+  if (!w) {
+    /* nothing outstanding at psn: continue with new work */
+    if (psn_ge(psn, qp->next_psn)) {
+      qp->req_psn = qp->next_psn;
+      while (qp->sq_next != qp->sq_tail && SQ_AT(qp, qp->sq_next)->started &&
+             psn_lt(SQ_AT(qp, qp->sq_next)->last_psn, qp->req_psn))
+        qp->sq_next++;
+    }
+    return;
+  }
+  if (w->wr.opcode == RCT_WR_RDMA_READ && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
+    psn = psn_add(w->first_psn, w->read_pkts);
+  qp->sq_next = i;
+  qp->req_psn = psn;
 }
 
 static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
 {
-	static const uint8_t send_ops[4][2] = {   /* [pos][imm]: FIRST, MIDDLE, LAST, ONLY */
-		{ OP_SEND_FIRST, OP_SEND_FIRST }, { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
-		{ OP_SEND_LAST, OP_SEND_LAST_IMM }, { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
-	static const uint8_t write_ops[4][2] = {
-		{ OP_WRITE_FIRST, OP_WRITE_FIRST }, { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
-		{ OP_WRITE_LAST, OP_WRITE_LAST_IMM }, { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
-	int pos = w->npkts == 1 ? 3 : idx == 0 ? 0 : idx + 1 == w->npkts ? 2 : 1;  /* [OPC-SEQ-1] */
-	int imm = w->wr.opcode == RCT_WR_SEND_WITH_IMM || w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM;
-	bool send = w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM;
-	return send ? send_ops[pos][imm] : write_ops[pos][imm];
+  static const uint8_t send_ops[4][2] = {   /* [pos][imm]: FIRST, MIDDLE, LAST, ONLY */
+    { OP_SEND_FIRST, OP_SEND_FIRST }, { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
+    { OP_SEND_LAST, OP_SEND_LAST_IMM }, { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
+  static const uint8_t write_ops[4][2] = {
+    { OP_WRITE_FIRST, OP_WRITE_FIRST }, { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
+    { OP_WRITE_LAST, OP_WRITE_LAST_IMM }, { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
+  int pos = w->npkts == 1 ? 3 : idx == 0 ? 0 : idx + 1 == w->npkts ? 2 : 1;  /* [OPC-SEQ-1] */
+  int imm = w->wr.opcode == RCT_WR_SEND_WITH_IMM || w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM;
+  bool send = w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM;
+  return send ? send_ops[pos][imm] : write_ops[pos][imm];
 }
 
 /* Complete the WQE at the head with an error and move the QP to ERR. */
 static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_status st)
 {
-	w->status = st;
-	rct_qp_to_err(qp);
+  w->status = st;
+  rct_qp_to_err(qp);
 }
 
 /* Local checks when a WR starts [REQ-FRAG-2]. */
 static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
 {
-	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-	uint32_t access = w->wr.opcode == RCT_WR_RDMA_READ ? RCT_ACCESS_LOCAL_WRITE : 0;
-	if (w->status != RCT_WC_SUCCESS)
-		return w->status;
-	for (int i = 0; i < w->wr.num_sge; i++) {
-		if (!w->sge[i].length)
-			continue;
-		if (ops->translate(qp->dev->attr.mr_ctx, w->sge[i].lkey, false, qp->init.pd,
-		                   w->sge[i].addr, w->sge[i].length, access, 0, 0) < 0)
-			return RCT_WC_LOC_PROT_ERR;
-	}
-	return RCT_WC_SUCCESS;
+  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  uint32_t access = w->wr.opcode == RCT_WR_RDMA_READ ? RCT_ACCESS_LOCAL_WRITE : 0;
+  if (w->status != RCT_WC_SUCCESS)
+    return w->status;
+  for (int i = 0; i < w->wr.num_sge; i++) {
+    if (!w->sge[i].length)
+      continue;
+    if (ops->translate(qp->dev->attr.mr_ctx, w->sge[i].lkey, false, qp->init.pd,
+                       w->sge[i].addr, w->sge[i].length, access, 0, 0) < 0)
+      return RCT_WC_LOC_PROT_ERR;
+  }
+  return RCT_WC_SUCCESS;
 }
 
 /* Start the WR at sq_next: assign its PSNs. Returns false if it must wait. */
 static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
-	bool read = w->wr.opcode == RCT_WR_RDMA_READ;
-	uint32_t n = qp_npkts(qp, w->length);
-	enum rct_wc_status st;
-	if (qp->attr.qp_state == RCT_QPS_SQD)
-		return false;                              /* [QP-STATE-7] */
-	if (!w->checked) {
-		st = check_local(qp, w);
-		if (st != RCT_WC_SUCCESS) {
-			/* fail in posting order: only once it is the oldest [REQ-CMPL-2] */
-			if (qp->sq_next == qp->sq_head)
-				fail_head(qp, w, st);
-			return false;
-		}
-		w->checked = 1;
-	}
-	if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
-		return false;                              /* [REQ-WIN-2] */
-	/* A READ longer than the whole window goes alone, when nothing is
-	 * outstanding (else it could never start) [REQ-WIN-4]. */
-	if (!window_allows(qp, qp->req_psn, read ? n : 1) && !(read && qp->req_psn == qp->una))
-		return false;
-	w->first_psn = w->resume_psn = qp->req_psn;
-	w->npkts = n;
-	w->last_psn = psn_add(qp->req_psn, n - 1);     /* [REQ-PSN-2] */
-	w->started = 1;
-	if (read)
-		qp->rd_outstanding++;
-	if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
-	    w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
-		w->rsn = qp->rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
-	else
-		w->rsn = qp->rsn_next & PSN_MASK;
-	return true;
+  bool read = w->wr.opcode == RCT_WR_RDMA_READ;
+  uint32_t n = qp_npkts(qp, w->length);
+  enum rct_wc_status st;
+  if (qp->attr.qp_state == RCT_QPS_SQD)
+    return false;                              /* [QP-STATE-7] */
+  if (!w->checked) {
+    st = check_local(qp, w);
+    if (st != RCT_WC_SUCCESS) {
+      /* fail in posting order: only once it is the oldest [REQ-CMPL-2] */
+      if (qp->sq_next == qp->sq_head)
+        fail_head(qp, w, st);
+      return false;
+    }
+    w->checked = 1;
+  }
+  if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
+    return false;                              /* [REQ-WIN-2] */
+  /* A READ longer than the whole window goes alone, when nothing is
+   * outstanding (else it could never start) [REQ-WIN-4]. */
+  if (!window_allows(qp, qp->req_psn, read ? n : 1) && !(read && qp->req_psn == qp->una))
+    return false;
+  w->first_psn = w->resume_psn = qp->req_psn;
+  w->npkts = n;
+  w->last_psn = psn_add(qp->req_psn, n - 1);     /* [REQ-PSN-2] */
+  w->started = 1;
+  if (read)
+    qp->rd_outstanding++;
+  if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
+      w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
+    w->rsn = qp->rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
+  else
+    w->rsn = qp->rsn_next & PSN_MASK;
+  return true;
 }
 
 /* READ request headers for response PSN idx of w (idx > 0: resumed) [REQ-READ-3]. */
 static void read_req_headers(struct rct_send_wqe *w, uint32_t off, struct rct_hdr *h)
 {
-	h->bth.opcode = OP_READ_REQ;
-	h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
-	h->reth.va = w->wr.remote_addr + off;
-	h->reth.rkey = w->wr.rkey;
-	h->reth.dmalen = w->length - off;
-	h->sreth.offset = off;                              /* [SR-WIRE-2] */
+  h->bth.opcode = OP_READ_REQ;
+  h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
+  h->reth.va = w->wr.remote_addr + off;
+  h->reth.rkey = w->wr.rkey;
+  h->reth.dmalen = w->length - off;
+  h->sreth.offset = off;                              /* [SR-WIRE-2] */
 }
 
 /* SEND/WRITE packet idx of w: headers, and payload segments into f. */
 static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, uint32_t off,
                         uint32_t paylen, struct rct_hdr *h, struct rct_frame *f)
 {
-	int r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
-	if (r < 0) {
-		if (SQ_AT(qp, qp->sq_head) == w)
-			fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
-		return false;
-	}
-	f->nseg = (uint8_t)r;
-	h->bth.opcode = data_opcode(w, idx);
-	if (idx + 1 == w->npkts) {
-		h->bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
-		h->bth.se = (w->wr.send_flags & RCT_SEND_SOLICITED) &&
-		            (op_flags(h->bth.opcode) & (OPF_SEND | OPF_IMM)) ? 1 : 0;   /* [HDR-BTH-3] */
-	} else if ((idx + 1) % RCT_ACK_REQ_INTERVAL == 0) {
-		h->bth.ackreq = 1;                          /* [REQ-ACKREQ-2] */
-	}
-	h->imm = w->wr.imm_data;                            /* [HDR-IMM-1] */
-	h->reth.va = w->wr.remote_addr + (qp->sr ? off : 0);    /* [SR-WIRE-4] */
-	h->reth.rkey = w->wr.rkey;
-	h->reth.dmalen = w->length;                         /* [HDR-RETH-1] */
-	h->sreth.offset = off;
-	return true;
+  int r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+  if (r < 0) {
+    if (SQ_AT(qp, qp->sq_head) == w)
+      fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
+    return false;
+  }
+  f->nseg = (uint8_t)r;
+  h->bth.opcode = data_opcode(w, idx);
+  if (idx + 1 == w->npkts) {
+    h->bth.ackreq = 1;                          /* [REQ-ACKREQ-1] */
+    h->bth.se = (w->wr.send_flags & RCT_SEND_SOLICITED) &&
+                (op_flags(h->bth.opcode) & (OPF_SEND | OPF_IMM)) ? 1 : 0;   /* [HDR-BTH-3] */
+  } else if ((idx + 1) % RCT_ACK_REQ_INTERVAL == 0) {
+    h->bth.ackreq = 1;                          /* [REQ-ACKREQ-2] */
+  }
+  h->imm = w->wr.imm_data;                            /* [HDR-IMM-1] */
+  h->reth.va = w->wr.remote_addr + (qp->sr ? off : 0);    /* [SR-WIRE-4] */
+  h->reth.rkey = w->wr.rkey;
+  h->reth.dmalen = w->length;                         /* [HDR-RETH-1] */
+  h->sreth.offset = off;
+  return true;
 }
 
 static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f);
@@ -210,35 +210,35 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
 /* Build the request packet of WQE w at PSN psn (new or again) [REQ-PSN-3]. */
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
 {
-	return build(qp, w, psn, false, f);
+  return build(qp, w, psn, false, f);
 }
 
 static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f)
 {
-	struct rct_hdr h;
-	uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
-	bool retx = psn_lt(psn, qp->next_psn);
-	RCT_MEMSET(&h, 0, sizeof(h));
-	h.bth.psn = psn;
-	h.sreth.rsn = w->rsn;
-	f->nseg = 0;
-	if (w->wr.opcode == RCT_WR_RDMA_READ) {
-		if (retx)
-			w->resume_psn = psn;                /* responses restart here [REQ-READ-3] */
-		read_req_headers(w, off, &h);
-	} else {
-		paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
-		if (!data_packet(qp, w, idx, off, paylen, &h, f))
-			return 0;
-	}
-	if (qp->sr)
-		h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
-	if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn)))
-		h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
-	rct_qp_emit(qp, f, &h, paylen);
-	if (retx)
-		qp->cnt.tx_retransmits++;
-	return 1;
+  struct rct_hdr h;
+  uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
+  bool retx = psn_lt(psn, qp->next_psn);
+  RCT_MEMSET(&h, 0, sizeof(h));
+  h.bth.psn = psn;
+  h.sreth.rsn = w->rsn;
+  f->nseg = 0;
+  if (w->wr.opcode == RCT_WR_RDMA_READ) {
+    if (retx)
+      w->resume_psn = psn;                /* responses restart here [REQ-READ-3] */
+    read_req_headers(w, off, &h);
+  } else {
+    paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
+    if (!data_packet(qp, w, idx, off, paylen, &h, f))
+      return 0;
+  }
+  if (qp->sr)
+    h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
+  if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn)))
+    h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
+  rct_qp_emit(qp, f, &h, paylen);
+  if (retx)
+    qp->cnt.tx_retransmits++;
+  return 1;
 }
 
 /* SR: resend the next PSN of the completer's retransmit scan: every PSN in
@@ -246,40 +246,40 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
  * last timeout; past sr_hole_end only READ requests [SR-REQ-11] [SR-REQ-12]. */
 static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-	while (psn_lt(qp->sr_scan, qp->sr_scan_end)) {
-		uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una), miss;
-		struct rct_send_wqe *w;
-		qp->sr_scan = psn_add(psn, 1);
-		if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
-		    bm_test(qp->sr_retxd, i))
-			continue;
-		w = rct_req_wqe_of_psn(qp, psn, 0);
-		if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->sr_hole_end)))
-			continue;
-		bm_set(qp->sr_retxd, i);
-		qp->sr_resend_mark[psn % RCT_SR_WINDOW] = qp->next_psn;   /* [SR-REQ-15] */
-		if (w->wr.opcode == RCT_WR_RDMA_READ) {
-			/* one re-request from the first missing response covers the rest
-			 * of the READ [SR-REQ-13] [SR-REQ-11] */
-			miss = rct_comp_read_first_missing(qp, w);
-			if (psn_gt(miss, w->last_psn))
-				continue;
-			if (psn_lt(psn, miss))
-				psn = miss;
-			while (psn_le(qp->sr_scan, w->last_psn)) {
-				uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
-				if (k < RCT_SR_WINDOW)
-					bm_set(qp->sr_retxd, k);
-				qp->sr_resend_mark[qp->sr_scan % RCT_SR_WINDOW] = qp->next_psn;
-				qp->sr_scan = psn_add(qp->sr_scan, 1);
-			}
-		}
-		if (!rct_req_build(qp, w, psn, f))
-			return 0;
-		rct_comp_on_send(qp, now, psn, true);
-		return 1;
-	}
-	return 0;
+  while (psn_lt(qp->sr_scan, qp->sr_scan_end)) {
+    uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una), miss;
+    struct rct_send_wqe *w;
+    qp->sr_scan = psn_add(psn, 1);
+    if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
+        bm_test(qp->sr_retxd, i))
+      continue;
+    w = rct_req_wqe_of_psn(qp, psn, 0);
+    if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->sr_hole_end)))
+      continue;
+    bm_set(qp->sr_retxd, i);
+    qp->sr_resend_mark[psn % RCT_SR_WINDOW] = qp->next_psn;   /* [SR-REQ-15] */
+    if (w->wr.opcode == RCT_WR_RDMA_READ) {
+      /* one re-request from the first missing response covers the rest
+       * of the READ [SR-REQ-13] [SR-REQ-11] */
+      miss = rct_comp_read_first_missing(qp, w);
+      if (psn_gt(miss, w->last_psn))
+        continue;
+      if (psn_lt(psn, miss))
+        psn = miss;
+      while (psn_le(qp->sr_scan, w->last_psn)) {
+        uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
+        if (k < RCT_SR_WINDOW)
+          bm_set(qp->sr_retxd, k);
+        qp->sr_resend_mark[qp->sr_scan % RCT_SR_WINDOW] = qp->next_psn;
+        qp->sr_scan = psn_add(qp->sr_scan, 1);
+      }
+    }
+    if (!rct_req_build(qp, w, psn, f))
+      return 0;
+    rct_comp_on_send(qp, now, psn, true);
+    return 1;
+  }
+  return 0;
 }
 
 /*
@@ -289,68 +289,68 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
  */
 static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-	struct rct_send_wqe *w;
-	uint32_t psn = qp->una, miss;
-	if (!qp->rto_probe)
-		return 0;
-	qp->rto_probe = 0;
-	if (!psn_lt(qp->una, qp->next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
-		return 0;
-	if (w->wr.opcode == RCT_WR_RDMA_READ) {
-		miss = rct_comp_read_first_missing(qp, w);
-		if (psn_gt(miss, w->last_psn))
-			return 0;
-		if (psn_lt(psn, miss))
-			psn = miss;
-	}
-	if (!build(qp, w, psn, true, f))
-		return 0;
-	rct_comp_on_send(qp, now, psn, true);
-	return 1;
+  struct rct_send_wqe *w;
+  uint32_t psn = qp->una, miss;
+  if (!qp->rto_probe)
+    return 0;
+  qp->rto_probe = 0;
+  if (!psn_lt(qp->una, qp->next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
+    return 0;
+  if (w->wr.opcode == RCT_WR_RDMA_READ) {
+    miss = rct_comp_read_first_missing(qp, w);
+    if (psn_gt(miss, w->last_psn))
+      return 0;
+    if (psn_lt(psn, miss))
+      psn = miss;
+  }
+  if (!build(qp, w, psn, true, f))
+    return 0;
+  rct_comp_on_send(qp, now, psn, true);
+  return 1;
 }
 
 static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
 
 int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-	if (!rct_req_has_work(qp))
-		return 0;
-	if (qp->sr && req_poll_sr_retx(qp, now, f))
-		return 1;
-	if (req_poll_send(qp, now, f))
-		return 1;
-	return req_poll_probe(qp, now, f);
+  if (!rct_req_has_work(qp))
+    return 0;
+  if (qp->sr && req_poll_sr_retx(qp, now, f))
+    return 1;
+  if (req_poll_send(qp, now, f))
+    return 1;
+  return req_poll_probe(qp, now, f);
 }
 
 /* The packet at the requester's cursor: new, or go-back-N again. */
 static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-	struct rct_send_wqe *w;
-	uint32_t psn;
-	if (qp->sq_next == qp->sq_tail)
-		return 0;
-	w = SQ_AT(qp, qp->sq_next);
-	if (!w->started) {
-		if (!start_wqe(qp, w))
-			return 0;
-	} else if (psn_ge(qp->req_psn, qp->next_psn) && !window_allows(qp, qp->req_psn, 1)) {
-		return 0;
-	}
-	psn = qp->req_psn;
-	if (!rct_req_build(qp, w, psn, f))
-		return 0;
-	if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
-		qp->req_psn = psn_add(w->last_psn, 1);
-		qp->sq_next++;
-	} else {
-		qp->req_psn = psn_add(psn, 1);
-	}
-	if (psn_gt(qp->req_psn, qp->next_psn)) {
-		rct_comp_on_send(qp, now, psn, false);
-		qp->next_psn = qp->req_psn;
-	} else {
-		rct_comp_on_send(qp, now, psn, true);
-	}
-	qp->req_state = RCT_REQ_SENDING;
-	return 1;
+  struct rct_send_wqe *w;
+  uint32_t psn;
+  if (qp->sq_next == qp->sq_tail)
+    return 0;
+  w = SQ_AT(qp, qp->sq_next);
+  if (!w->started) {
+    if (!start_wqe(qp, w))
+      return 0;
+  } else if (psn_ge(qp->req_psn, qp->next_psn) && !window_allows(qp, qp->req_psn, 1)) {
+    return 0;
+  }
+  psn = qp->req_psn;
+  if (!rct_req_build(qp, w, psn, f))
+    return 0;
+  if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
+    qp->req_psn = psn_add(w->last_psn, 1);
+    qp->sq_next++;
+  } else {
+    qp->req_psn = psn_add(psn, 1);
+  }
+  if (psn_gt(qp->req_psn, qp->next_psn)) {
+    rct_comp_on_send(qp, now, psn, false);
+    qp->next_psn = qp->req_psn;
+  } else {
+    rct_comp_on_send(qp, now, psn, true);
+  }
+  qp->req_state = RCT_REQ_SENDING;
+  return 1;
 }

@@ -12,45 +12,45 @@
 /* No ACK is pending or held any more. */
 static void ack_done(struct rct_qp *qp)
 {
-	qp->ack_release = 0;
-	qp->ack_deadline = 0;
-	qp->timer[RCT_TIMER_ACK] = RCT_NEVER;
+  qp->ack_release = 0;
+  qp->ack_deadline = 0;
+  qp->timer[RCT_TIMER_ACK] = RCT_NEVER;
 }
 
 void rct_resp_reset(struct rct_qp *qp)
 {
-	qp->resp_state = RCT_RESP_IDLE;
-	qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
-	qp->msn = 0;                                          /* [RESP-MSN-1] */
-	qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
-	qp->sack_skipped = 0;
-	qp->sack_epsn = psn_add(qp->epsn, PSN_MASK);          /* no selective NAK sent yet */
-	ack_done(qp);
-	qp->err_after_nak = 0;
-	qp->unacked = 0;
-	qp->rd_head = qp->rd_tail = 0;
-	for (uint32_t i = 0; i < qp->init.rd_size; i++)
-		qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
-	bm_clear_all(qp->sr_rcvd);
-	qp->rsn_done = 0;
-	for (int i = 0; i < RCT_SR_WINDOW; i++)
-		qp->sr_slot_kind[i] = SLOT_NONE;
+  qp->resp_state = RCT_RESP_IDLE;
+  qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
+  qp->msn = 0;                                          /* [RESP-MSN-1] */
+  qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
+  qp->sack_skipped = 0;
+  qp->sack_epsn = psn_add(qp->epsn, PSN_MASK);          /* no selective NAK sent yet */
+  ack_done(qp);
+  qp->err_after_nak = 0;
+  qp->unacked = 0;
+  qp->rd_head = qp->rd_tail = 0;
+  for (uint32_t i = 0; i < qp->init.rd_size; i++)
+    qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
+  bm_clear_all(qp->sr_rcvd);
+  qp->rsn_done = 0;
+  for (int i = 0; i < RCT_SR_WINDOW; i++)
+    qp->sr_slot_kind[i] = SLOT_NONE;
 }
 
 static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 {
-	struct rct_rd_res *best = 0;
-	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
-		struct rct_rd_res *r = RD_AT(qp, i);
-		if (r->pending && (!best || psn_lt(r->next_psn, best->next_psn)))
-			best = r;
-	}
-	return best;
+  struct rct_rd_res *best = 0;
+  for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+    struct rct_rd_res *r = RD_AT(qp, i);
+    if (r->pending && (!best || psn_lt(r->next_psn, best->next_psn)))
+      best = r;
+  }
+  return best;
 }
 
 bool rct_resp_has_work(const struct rct_qp *qp)
 {
-	return qp->ack_pending || qp->nak_pending || qp->sack_pending || rd_oldest_pending(qp);
+  return qp->ack_pending || qp->nak_pending || qp->sack_pending || rd_oldest_pending(qp);
 }
 
 /* ---------------------------------------------------------------- */
@@ -62,74 +62,74 @@ bool rct_resp_has_work(const struct rct_qp *qp)
  * ping-pong the answer travels ahead of the ACK [RESP-ACK-5]. */
 static bool ack_held(struct rct_qp *qp, uint64_t now)
 {
-	uint64_t delay = qp->dev->attr.ack_delay_ns;
-	if (!delay || qp->ack_release)
-		return false;
-	if (!qp->ack_deadline) {
-		qp->ack_deadline = now + delay;
-		qp->timer[RCT_TIMER_ACK] = qp->ack_deadline;
-	}
-	return now < qp->ack_deadline;
+  uint64_t delay = qp->dev->attr.ack_delay_ns;
+  if (!delay || qp->ack_release)
+    return false;
+  if (!qp->ack_deadline) {
+    qp->ack_deadline = now + delay;
+    qp->timer[RCT_TIMER_ACK] = qp->ack_deadline;
+  }
+  return now < qp->ack_deadline;
 }
 
 void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
 {
-	qp->ack_pending = 1;
-	qp->ack_psn = psn;
+  qp->ack_pending = 1;
+  qp->ack_psn = psn;
 }
 
 /* A NAK for psn; fatal ones move the QP to ERR once sent [RESP-ERR-1] [RESP-ERR-2]. */
 void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 {
-	qp->nak_pending = 1;
-	qp->nak_syndrome = syn;
-	qp->nak_psn = psn;
-	if (fatal) {
-		qp->err_after_nak = 1;
-		qp->resp_state = RCT_RESP_ERROR;
-	}
+  qp->nak_pending = 1;
+  qp->nak_syndrome = syn;
+  qp->nak_psn = psn;
+  if (fatal) {
+    qp->err_after_nak = 1;
+    qp->resp_state = RCT_RESP_ERROR;
+  }
 }
 
 /* Complete the receive WQE at the head. */
 void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op, bool se,
                           uint32_t len, bool has_imm, uint32_t imm)
 {
-	struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
-	struct rct_wc wc = { .wr_id = r->wr_id, .status = st, .opcode = op, .qp_num = qp->init.qpn,
-	                     .src_qp = qp->attr.dest_qp_num };
-	if (st == RCT_WC_SUCCESS) {
-		wc.byte_len = len;
-		if (has_imm) {
-			wc.wc_flags = RCT_WC_WITH_IMM;
-			wc.imm_data = imm;
-		}
-		if (se) {
-			wc.solicited = 1;                         /* [HDR-BTH-3] */
-			wc.wc_flags |= RCT_WC_SOLICITED;
-		}
-	}
-	rct_cq_push(qp, qp->init.recv_cq, &wc);
-	qp->rq_head++;
+  struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
+  struct rct_wc wc = { .wr_id = r->wr_id, .status = st, .opcode = op, .qp_num = qp->init.qpn,
+                       .src_qp = qp->attr.dest_qp_num };
+  if (st == RCT_WC_SUCCESS) {
+    wc.byte_len = len;
+    if (has_imm) {
+      wc.wc_flags = RCT_WC_WITH_IMM;
+      wc.imm_data = imm;
+    }
+    if (se) {
+      wc.solicited = 1;                         /* [HDR-BTH-3] */
+      wc.wc_flags |= RCT_WC_SOLICITED;
+    }
+  }
+  rct_cq_push(qp, qp->init.recv_cq, &wc);
+  qp->rq_head++;
 }
 
 /* A fatal error while executing: NAK, fail the taken receive, go to ERR. */
 void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
 {
-	if (recv_taken && qp->rq_head != qp->rq_tail)
-		rct_resp_recv_complete(qp, st, RCT_WC_RECV, false, 0, false, 0);
-	rct_resp_want_nak(qp, syn, psn, true);
+  if (recv_taken && qp->rq_head != qp->rq_tail)
+    rct_resp_recv_complete(qp, st, RCT_WC_RECV, false, 0, false, 0);
+  rct_resp_want_nak(qp, syn, psn, true);
 }
 
 void rct_resp_flush(struct rct_qp *qp)
 {
-	while (qp->rq_head != qp->rq_tail) {
-		qp->cnt.flushed++;
-		rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, false, 0, false, 0);
-	}
-	for (uint32_t i = 0; i < qp->init.rd_size; i++)
-		qp->init.rd[i].pending = 0;
-	qp->ack_pending = qp->sack_pending = qp->sack_gap = 0;
-	ack_done(qp);
+  while (qp->rq_head != qp->rq_tail) {
+    qp->cnt.flushed++;
+    rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, false, 0, false, 0);
+  }
+  for (uint32_t i = 0; i < qp->init.rd_size; i++)
+    qp->init.rd[i].pending = 0;
+  qp->ack_pending = qp->sack_pending = qp->sack_gap = 0;
+  ack_done(qp);
 }
 
 /* ---------------------------------------------------------------- */
@@ -139,40 +139,40 @@ void rct_resp_flush(struct rct_qp *qp)
 /* [OPC-SEQ-3] */
 static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
 {
-	if (qp->resp_state == RCT_RESP_IN_SEND)
-		return (f & OPF_SEND) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
-	if (qp->resp_state == RCT_RESP_IN_WRITE)
-		return (f & OPF_WRITE) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
-	return (f & OPF_FIRST) != 0;
+  if (qp->resp_state == RCT_RESP_IN_SEND)
+    return (f & OPF_SEND) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
+  if (qp->resp_state == RCT_RESP_IN_WRITE)
+    return (f & OPF_WRITE) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
+  return (f & OPF_FIRST) != 0;
 }
 
 /* [OPC-LEN-2] */
 bool rct_resp_length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
 {
-	if ((f & OPF_ONLY) == OPF_ONLY)
-		return len <= qp->mtu;
-	if (f & OPF_LAST)
-		return len >= 1 && len <= qp->mtu;
-	return len == qp->mtu;                               /* FIRST, MIDDLE */
+  if ((f & OPF_ONLY) == OPF_ONLY)
+    return len <= qp->mtu;
+  if (f & OPF_LAST)
+    return len >= 1 && len <= qp->mtu;
+  return len == qp->mtu;                               /* FIRST, MIDDLE */
 }
 
 /* R_Key check of a whole range [RESP-ACC-1] [RESP-ACC-2]. */
 bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access)
 {
-	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-	if (!(qp->attr.qp_access_flags & access))
-		return false;
-	if (len == 0)
-		return true;
-	return ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, len, access, 0, 0) >= 0;
+  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  if (!(qp->attr.qp_access_flags & access))
+    return false;
+  if (len == 0)
+    return true;
+  return ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, len, access, 0, 0) >= 0;
 }
 
 /* Does the packet take a receive WQE (SEND FIRST/ONLY, WRITE LAST/ONLY with imm)? */
 bool rct_resp_takes_recv(uint32_t f)
 {
-	if (!(f & OPF_RECV))
-		return false;
-	return (f & OPF_SEND) ? (f & OPF_FIRST) != 0 : (f & OPF_LAST) != 0;
+  if (!(f & OPF_RECV))
+    return false;
+  return (f & OPF_SEND) ? (f & OPF_FIRST) != 0 : (f & OPF_LAST) != 0;
 }
 
 /* ---------------------------------------------------------------- */
@@ -182,191 +182,191 @@ bool rct_resp_takes_recv(uint32_t f)
 /* Place payload of a SEND into receive WQE r at off. Returns false after failing. */
 static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, struct rct_pkt *p)
 {
-	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-	int n;
-	if ((uint64_t)off + p->paylen > r->length) {
-		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
-		return false;
-	}
-	n = rct_qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
-	                     seg, RCT_FRAME_MAX_SEGS);
-	if (n < 0) {
-		rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
-		return false;
-	}
-	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
-	return true;
+  struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+  int n;
+  if ((uint64_t)off + p->paylen > r->length) {
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
+    return false;
+  }
+  n = rct_qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
+                       seg, RCT_FRAME_MAX_SEGS);
+  if (n < 0) {
+    rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
+    return false;
+  }
+  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+  return true;
 }
 
 /* Place WRITE payload at va (already range-checked against the message). */
 bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken)
 {
-	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-	struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-	int n;
-	if (!p->paylen)
-		return true;
-	n = ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, p->paylen,
-	                   RCT_ACCESS_REMOTE_WRITE, seg, RCT_FRAME_MAX_SEGS);
-	if (n < 0) {
-		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
-		return false;
-	}
-	rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
-	return true;
+  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  struct rct_iov seg[RCT_FRAME_MAX_SEGS];
+  int n;
+  if (!p->paylen)
+    return true;
+  n = ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, p->paylen,
+                     RCT_ACCESS_REMOTE_WRITE, seg, RCT_FRAME_MAX_SEGS);
+  if (n < 0) {
+    rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
+    return false;
+  }
+  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+  return true;
 }
 
 static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
 {
-	uint32_t f = p->opflags;
-	if (f & OPF_FIRST)
-		qp->msg_offset = 0;
-	if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->msg_offset, p))
-		return false;
-	qp->msg_offset += p->paylen;
-	if (f & OPF_LAST) {
-		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, p->h.bth.se, qp->msg_offset,
-		              (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
-		qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
-		qp->resp_state = RCT_RESP_IDLE;
-	} else {
-		qp->resp_state = RCT_RESP_IN_SEND;
-	}
-	return true;
+  uint32_t f = p->opflags;
+  if (f & OPF_FIRST)
+    qp->msg_offset = 0;
+  if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->msg_offset, p))
+    return false;
+  qp->msg_offset += p->paylen;
+  if (f & OPF_LAST) {
+    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, p->h.bth.se, qp->msg_offset,
+                  (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
+    qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
+    qp->resp_state = RCT_RESP_IDLE;
+  } else {
+    qp->resp_state = RCT_RESP_IN_SEND;
+  }
+  return true;
 }
 
 static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 {
-	uint32_t f = p->opflags;
-	bool taken = rct_resp_takes_recv(f);
-	if (f & OPF_FIRST) {
-		if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->h.reth.dmalen, RCT_ACCESS_REMOTE_WRITE)) {
-			rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
-			return false;
-		}
-		qp->wr_va = p->h.reth.va;
-		qp->wr_rkey = p->h.reth.rkey;
-		qp->wr_left = p->h.reth.dmalen;
-		qp->wr_len = p->h.reth.dmalen;
-	}
-	if (p->paylen > qp->wr_left) {
-		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
-		return false;
-	}
-	if (!rct_resp_place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
-		return false;
-	qp->wr_va += p->paylen;
-	qp->wr_left -= p->paylen;
-	if (!(f & OPF_LAST)) {
-		qp->resp_state = RCT_RESP_IN_WRITE;
-		return true;
-	}
-	if (qp->wr_left) {
-		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
-		return false;
-	}
-	if (f & OPF_IMM)
-		rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, qp->wr_len,
-		              true, p->h.imm);                            /* [RESP-RECV-4] */
-	qp->msn = psn_add(qp->msn, 1);
-	qp->resp_state = RCT_RESP_IDLE;
-	return true;
+  uint32_t f = p->opflags;
+  bool taken = rct_resp_takes_recv(f);
+  if (f & OPF_FIRST) {
+    if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, p->h.reth.dmalen, RCT_ACCESS_REMOTE_WRITE)) {
+      rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
+      return false;
+    }
+    qp->wr_va = p->h.reth.va;
+    qp->wr_rkey = p->h.reth.rkey;
+    qp->wr_left = p->h.reth.dmalen;
+    qp->wr_len = p->h.reth.dmalen;
+  }
+  if (p->paylen > qp->wr_left) {
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
+    return false;
+  }
+  if (!rct_resp_place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
+    return false;
+  qp->wr_va += p->paylen;
+  qp->wr_left -= p->paylen;
+  if (!(f & OPF_LAST)) {
+    qp->resp_state = RCT_RESP_IN_WRITE;
+    return true;
+  }
+  if (qp->wr_left) {
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
+    return false;
+  }
+  if (f & OPF_IMM)
+    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, qp->wr_len,
+                  true, p->h.imm);                            /* [RESP-RECV-4] */
+  qp->msn = psn_add(qp->msn, 1);
+  qp->resp_state = RCT_RESP_IDLE;
+  return true;
 }
 
 /* Execute a READ request: take a resource, queue its responses [RESP-READ-*]. */
 bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
 {
-	struct rct_rd_res *r;
-	uint32_t len = p->h.reth.dmalen;
-	if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u) {
-		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
-		return false;
-	}
-	if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
-		struct rct_rd_res *old = RD_AT(qp, qp->rd_head);
-		if (old->pending && !old->replay) {
-			/* still sending its first responses: the requester exceeded
-			 * its READ credit [RESP-ERR-1] */
-			rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-			return false;
-		}
-		/* a new READ means the requester is done with the oldest; a replay
-		 * for a late duplicate stops here [RESP-READ-4] */
-		old->valid = old->pending = old->replay = 0;
-		qp->rd_head++;
-	}
-	if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
-		rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
-		return false;
-	}
-	r = RD_AT(qp, qp->rd_tail++);
-	r->valid = 1;
-	r->pending = 1;
-	r->replay = 0;
-	r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
-	r->npkts = qp_npkts(qp, len);
-	r->va = p->h.reth.va;
-	r->rkey = p->h.reth.rkey;
-	r->length = len;
-	qp->msn = psn_add(qp->msn, 1);                           /* [RESP-MSN-1] */
-	return true;
+  struct rct_rd_res *r;
+  uint32_t len = p->h.reth.dmalen;
+  if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u) {
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
+    return false;
+  }
+  if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
+    struct rct_rd_res *old = RD_AT(qp, qp->rd_head);
+    if (old->pending && !old->replay) {
+      /* still sending its first responses: the requester exceeded
+       * its READ credit [RESP-ERR-1] */
+      rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+      return false;
+    }
+    /* a new READ means the requester is done with the oldest; a replay
+     * for a late duplicate stops here [RESP-READ-4] */
+    old->valid = old->pending = old->replay = 0;
+    qp->rd_head++;
+  }
+  if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
+    rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
+    return false;
+  }
+  r = RD_AT(qp, qp->rd_tail++);
+  r->valid = 1;
+  r->pending = 1;
+  r->replay = 0;
+  r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
+  r->npkts = qp_npkts(qp, len);
+  r->va = p->h.reth.va;
+  r->rkey = p->h.reth.rkey;
+  r->length = len;
+  qp->msn = psn_add(qp->msn, 1);                           /* [RESP-MSN-1] */
+  return true;
 }
 
 /* Acknowledge an executed SEND/WRITE packet [RESP-ACK-1] [RESP-ACK-2]. */
 static void ack_policy(struct rct_qp *qp, struct rct_pkt *p, uint32_t ack_psn)
 {
-	qp->unacked++;
-	if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX)
-		rct_resp_want_ack(qp, ack_psn);
+  qp->unacked++;
+  if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX)
+    rct_resp_want_ack(qp, ack_psn);
 }
 
 static void execute(struct rct_qp *qp, struct rct_pkt *p)
 {
-	uint32_t f = p->opflags;
-	if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !rct_resp_length_ok(qp, f, p->paylen)) {
-		rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
-		     RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
-		return;
-	}
-	if (rct_resp_takes_recv(f) && qp->rq_head == qp->rq_tail) {
-		rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
-		return;
-	}
-	if (f & OPF_READ) {
-		if (rct_resp_exec_read(qp, p))
-			qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
-		return;                                                  /* [RESP-ACK-1] */
-	}
-	if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
-		return;
-	qp->epsn = psn_add(qp->epsn, 1);
-	ack_policy(qp, p, p->h.bth.psn);
+  uint32_t f = p->opflags;
+  if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !rct_resp_length_ok(qp, f, p->paylen)) {
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
+         RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
+    return;
+  }
+  if (rct_resp_takes_recv(f) && qp->rq_head == qp->rq_tail) {
+    rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
+    return;
+  }
+  if (f & OPF_READ) {
+    if (rct_resp_exec_read(qp, p))
+      qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
+    return;                                                  /* [RESP-ACK-1] */
+  }
+  if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
+    return;
+  qp->epsn = psn_add(qp->epsn, 1);
+  ack_policy(qp, p, p->h.bth.psn);
 }
 
 /* A duplicate request [RESP-DUP-*]. */
 static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 {
-	uint32_t q = p->h.bth.psn;
-	qp->cnt.rx_dup++;
-	if (!(p->opflags & OPF_READ)) {
-		rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
-		return;
-	}
-	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
-		struct rct_rd_res *r = RD_AT(qp, i);
-		uint32_t k = (uint32_t)psn_diff(q, r->first_psn);
-		if (!r->valid || k >= r->npkts)
-			continue;
-		if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
-			break;                                        /* [RESP-DUP-3] */
-		if (!r->pending || r->replay)
-			r->replay = 1;                                /* a stream already sent once */
-		r->next_psn = r->start_psn = q;                       /* [RESP-DUP-2] replay */
-		r->pending = 1;
-		qp->cnt.read_replays++;
-		return;
-	}
-	/* no held READ matches: dropped silently [RESP-DUP-3] */
+  uint32_t q = p->h.bth.psn;
+  qp->cnt.rx_dup++;
+  if (!(p->opflags & OPF_READ)) {
+    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
+    return;
+  }
+  for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+    struct rct_rd_res *r = RD_AT(qp, i);
+    uint32_t k = (uint32_t)psn_diff(q, r->first_psn);
+    if (!r->valid || k >= r->npkts)
+      continue;
+    if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
+      break;                                        /* [RESP-DUP-3] */
+    if (!r->pending || r->replay)
+      r->replay = 1;                                /* a stream already sent once */
+    r->next_psn = r->start_psn = q;                       /* [RESP-DUP-2] replay */
+    r->pending = 1;
+    qp->cnt.read_replays++;
+    return;
+  }
+  /* no held READ matches: dropped silently [RESP-DUP-3] */
 }
 
 /* ---------------------------------------------------------------- */
@@ -375,34 +375,34 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 
 void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
-	int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
-	(void)now;
-	if (qp->resp_state == RCT_RESP_ERROR) {
-		qp->cnt.rx_bad_state++;                           /* [QP-ERR-3] */
-		return;
-	}
-	if (d >= (int32_t)RCT_RESP_WINDOW || d < -(int32_t)RCT_RESP_WINDOW) {
-		qp->cnt.rx_out_of_window++;                       /* [RESP-PSN-3] */
-		return;
-	}
-	if (d < 0) {
-		duplicate(qp, p);                                 /*  too */
-		return;
-	}
-	if (qp->sr) {
-		rct_sr_resp_handle(qp, p, d);
-		return;
-	}
-	if (d > 0) {
-		qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
-		if (!qp->nak_latch) {
-			rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
-			qp->nak_latch = 1;
-		}
-		return;
-	}
-	qp->nak_latch = 0;                                        /* [RESP-OOS-3] */
-	execute(qp, p);
+  int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
+  (void)now;
+  if (qp->resp_state == RCT_RESP_ERROR) {
+    qp->cnt.rx_bad_state++;                           /* [QP-ERR-3] */
+    return;
+  }
+  if (d >= (int32_t)RCT_RESP_WINDOW || d < -(int32_t)RCT_RESP_WINDOW) {
+    qp->cnt.rx_out_of_window++;                       /* [RESP-PSN-3] */
+    return;
+  }
+  if (d < 0) {
+    duplicate(qp, p);                                 /*  too */
+    return;
+  }
+  if (qp->sr) {
+    rct_sr_resp_handle(qp, p, d);
+    return;
+  }
+  if (d > 0) {
+    qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
+    if (!qp->nak_latch) {
+      rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
+      qp->nak_latch = 1;
+    }
+    return;
+  }
+  qp->nak_latch = 0;                                        /* [RESP-OOS-3] */
+  execute(qp, p);
 }
 
 /* ---------------------------------------------------------------- */
@@ -411,134 +411,134 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 
 static void emit_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn)
 {
-	struct rct_hdr h;
-	RCT_MEMSET(&h, 0, sizeof(h));
-	h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
-	h.bth.psn = psn;
-	h.aeth.syndrome = syn;
-	h.aeth.msn = qp->msn;                                     /* [RESP-MSN-1] */
-	f->nseg = 0;
-	rct_qp_emit(qp, f, &h, 0);
+  struct rct_hdr h;
+  RCT_MEMSET(&h, 0, sizeof(h));
+  h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
+  h.bth.psn = psn;
+  h.aeth.syndrome = syn;
+  h.aeth.msn = qp->msn;                                     /* [RESP-MSN-1] */
+  f->nseg = 0;
+  rct_qp_emit(qp, f, &h, 0);
 }
 
 static void count_nak(struct rct_qp *qp, uint8_t syn)
 {
-	if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
-		qp->cnt.tx_rnr_nak++;
-	else if (syn == AETH_NAK_PSN_SEQ)
-		qp->cnt.tx_nak_seq++;
-	else if (syn == AETH_NAK_INV_REQ)
-		qp->cnt.tx_nak_inv++;
-	else if (syn == AETH_NAK_REM_ACC)
-		qp->cnt.tx_nak_acc++;
-	else if (syn == AETH_NAK_REM_OP)
-		qp->cnt.tx_nak_op++;
+  if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
+    qp->cnt.tx_rnr_nak++;
+  else if (syn == AETH_NAK_PSN_SEQ)
+    qp->cnt.tx_nak_seq++;
+  else if (syn == AETH_NAK_INV_REQ)
+    qp->cnt.tx_nak_inv++;
+  else if (syn == AETH_NAK_REM_ACC)
+    qp->cnt.tx_nak_acc++;
+  else if (syn == AETH_NAK_REM_OP)
+    qp->cnt.tx_nak_op++;
 }
 
 /* One READ response packet of r [RESP-READ-1]. Returns 0 if it had to fail. */
 static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
 {
-	const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-	uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
-	uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
-	bool first = r->next_psn == r->start_psn, last = idx + 1 >= r->npkts;
-	struct rct_hdr h;
-	int n = 0;
-	RCT_MEMSET(&h, 0, sizeof(h));
-	/* positions count from where this response sequence started [REQ-READ-3] */
-	if (first && last)
-		h.bth.opcode = OP_READ_RESP_ONLY;
-	else if (first)
-		h.bth.opcode = OP_READ_RESP_FIRST;
-	else if (last)
-		h.bth.opcode = OP_READ_RESP_LAST;
-	else
-		h.bth.opcode = OP_READ_RESP_MIDDLE;
-	h.bth.psn = r->next_psn;
-	h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
-	h.aeth.msn = qp->msn;
-	if (paylen) {
-		n = ops->translate(qp->dev->attr.mr_ctx, r->rkey, true, qp->init.pd, r->va + off, paylen,
-		                   RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
-		if (n < 0) {                                      /* MR went away meanwhile */
-			r->pending = 0;
-			rct_resp_fail(qp, AETH_NAK_REM_ACC, r->next_psn, false, RCT_WC_SUCCESS);
-			return 0;
-		}
-	}
-	f->nseg = (uint8_t)n;
-	rct_qp_emit(qp, f, &h, paylen);
-	qp->cnt.tx_read_resp++;
-	r->next_psn = psn_add(r->next_psn, 1);
-	if (idx + 1 >= r->npkts)
-		r->pending = 0;
-	return 1;
+  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
+  uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
+  bool first = r->next_psn == r->start_psn, last = idx + 1 >= r->npkts;
+  struct rct_hdr h;
+  int n = 0;
+  RCT_MEMSET(&h, 0, sizeof(h));
+  /* positions count from where this response sequence started [REQ-READ-3] */
+  if (first && last)
+    h.bth.opcode = OP_READ_RESP_ONLY;
+  else if (first)
+    h.bth.opcode = OP_READ_RESP_FIRST;
+  else if (last)
+    h.bth.opcode = OP_READ_RESP_LAST;
+  else
+    h.bth.opcode = OP_READ_RESP_MIDDLE;
+  h.bth.psn = r->next_psn;
+  h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
+  h.aeth.msn = qp->msn;
+  if (paylen) {
+    n = ops->translate(qp->dev->attr.mr_ctx, r->rkey, true, qp->init.pd, r->va + off, paylen,
+                       RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
+    if (n < 0) {                                      /* MR went away meanwhile */
+      r->pending = 0;
+      rct_resp_fail(qp, AETH_NAK_REM_ACC, r->next_psn, false, RCT_WC_SUCCESS);
+      return 0;
+    }
+  }
+  f->nseg = (uint8_t)n;
+  rct_qp_emit(qp, f, &h, paylen);
+  qp->cnt.tx_read_resp++;
+  r->next_psn = psn_add(r->next_psn, 1);
+  if (idx + 1 >= r->npkts)
+    r->pending = 0;
+  return 1;
 }
 
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-	struct rct_rd_res *r = rd_oldest_pending(qp);
-	/* [RESP-READ-2]: replies for later PSNs wait for earlier READ responses */
-	if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
-		uint8_t syn = qp->nak_syndrome;
-		qp->nak_pending = 0;
-		if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn)) {
-			qp->ack_pending = 0;                      /* the NAK implies it */
-			ack_done(qp);
-		}
-		emit_ack(qp, f, syn, qp->nak_psn);
-		count_nak(qp, syn);
-		if (qp->err_after_nak)
-			rct_qp_to_err(qp);                            /* [QP-ERR-1] */
-		return 1;
-	}
-	if (qp->sack_pending && !qp->sack_gap && !rct_bm_any(qp->sr_rcvd)) {
-		/* epsn has caught up since the SACK was due: nothing beyond it is
-		 * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
-		qp->sack_pending = 0;
-		rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
-	}
-	if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
-		struct rct_hdr h;
-		uint64_t w[SACK_WORDS_MAX];
-		uint32_t nw = 1;
-		for (uint32_t i = 0; i < SACK_WORDS_MAX; i++) {
-			w[i] = (uint64_t)qp->sr_rcvd[2 * i] | ((uint64_t)qp->sr_rcvd[2 * i + 1] << 32);
-			if (w[i])
-				nw = i + 1;
-		}
-		RCT_MEMSET(&h, 0, sizeof(h));
-		h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
-		h.bth.psn = qp->epsn;
-		h.aeth.syndrome = AETH_NAK_PSN_SEQ;
-		h.aeth.msn = qp->msn;
-		h.sack = w[0] & ~1ull;
-		/* as many words as reach the highest placed PSN [SR-WIRE-8] */
-		h.sack_ext_n = (uint8_t)(nw - 1);
-		for (uint32_t i = 1; i < nw; i++)
-			h.sack_ext[i - 1] = w[i];
-		f->nseg = 0;
-		rct_qp_emit(qp, f, &h, 0);
-		qp->sack_pending = qp->sack_gap = 0;
-		qp->sack_skipped = 0;
-		qp->sack_epsn = qp->epsn;
-		qp->ack_pending = 0;
-		ack_done(qp);
-		qp->unacked = 0;
-		qp->cnt.tx_sack++;
-		return 1;
-	}
-	if (qp->ack_pending && !(r && psn_lt(r->next_psn, qp->ack_psn))) {
-		if (!r && ack_held(qp, now))
-			return 0;
-		qp->ack_pending = 0;
-		ack_done(qp);
-		qp->unacked = 0;
-		emit_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn);   /* [HDR-AETH-2] */
-		qp->cnt.tx_ack++;
-		return 1;
-	}
-	if (r)
-		return emit_read_resp(qp, r, f);
-	return 0;
+  struct rct_rd_res *r = rd_oldest_pending(qp);
+  /* [RESP-READ-2]: replies for later PSNs wait for earlier READ responses */
+  if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
+    uint8_t syn = qp->nak_syndrome;
+    qp->nak_pending = 0;
+    if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn)) {
+      qp->ack_pending = 0;                      /* the NAK implies it */
+      ack_done(qp);
+    }
+    emit_ack(qp, f, syn, qp->nak_psn);
+    count_nak(qp, syn);
+    if (qp->err_after_nak)
+      rct_qp_to_err(qp);                            /* [QP-ERR-1] */
+    return 1;
+  }
+  if (qp->sack_pending && !qp->sack_gap && !rct_bm_any(qp->sr_rcvd)) {
+    /* epsn has caught up since the SACK was due: nothing beyond it is
+     * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
+    qp->sack_pending = 0;
+    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+  }
+  if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
+    struct rct_hdr h;
+    uint64_t w[SACK_WORDS_MAX];
+    uint32_t nw = 1;
+    for (uint32_t i = 0; i < SACK_WORDS_MAX; i++) {
+      w[i] = (uint64_t)qp->sr_rcvd[2 * i] | ((uint64_t)qp->sr_rcvd[2 * i + 1] << 32);
+      if (w[i])
+        nw = i + 1;
+    }
+    RCT_MEMSET(&h, 0, sizeof(h));
+    h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
+    h.bth.psn = qp->epsn;
+    h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+    h.aeth.msn = qp->msn;
+    h.sack = w[0] & ~1ull;
+    /* as many words as reach the highest placed PSN [SR-WIRE-8] */
+    h.sack_ext_n = (uint8_t)(nw - 1);
+    for (uint32_t i = 1; i < nw; i++)
+      h.sack_ext[i - 1] = w[i];
+    f->nseg = 0;
+    rct_qp_emit(qp, f, &h, 0);
+    qp->sack_pending = qp->sack_gap = 0;
+    qp->sack_skipped = 0;
+    qp->sack_epsn = qp->epsn;
+    qp->ack_pending = 0;
+    ack_done(qp);
+    qp->unacked = 0;
+    qp->cnt.tx_sack++;
+    return 1;
+  }
+  if (qp->ack_pending && !(r && psn_lt(r->next_psn, qp->ack_psn))) {
+    if (!r && ack_held(qp, now))
+      return 0;
+    qp->ack_pending = 0;
+    ack_done(qp);
+    qp->unacked = 0;
+    emit_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn);   /* [HDR-AETH-2] */
+    qp->cnt.tx_ack++;
+    return 1;
+  }
+  if (r)
+    return emit_read_resp(qp, r, f);
+  return 0;
 }

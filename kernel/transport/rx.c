@@ -12,24 +12,24 @@
 /* Opcode allowed for this QP's mode? [OPC-VAL-2] [SR-WIRE-7] */
 static bool opcode_ok(const struct rct_qp *qp, uint32_t f)
 {
-	if ((f & OPF_SR) && !qp->sr)
-		return false;
-	if (qp->sr && (f & OPF_REQ) && !(f & OPF_SR))
-		return false;
-	return true;
+  if ((f & OPF_SR) && !qp->sr)
+    return false;
+  if (qp->sr && (f & OPF_REQ) && !(f & OPF_SR))
+    return false;
+  return true;
 }
 
 /* Count a rejected frame: exactly one counter per dropped frame [CNT-QP-2]. */
 static int reject_frame(uint64_t *ctr)
 {
-	(*ctr)++;
-	return -1;
+  (*ctr)++;
+  return -1;
 }
 
 static bool reject_for_qp(uint64_t *ctr)
 {
-	(*ctr)++;
-	return false;
+  (*ctr)++;
+  return false;
 }
 
 /* Steps 1..7 of [RX-ORDER-1]: everything checked before a QP is looked up.
@@ -37,108 +37,108 @@ static bool reject_for_qp(uint64_t *ctr)
 static int validate_frame(struct rct_dev *dev, struct rct_pkt *p, const uint8_t *buf, size_t len,
                           uint32_t flags, enum rct_rx_result *res, int *ext)
 {
-	int r;
-	*res = RCT_RX_DROPPED;
-	if (len > 0xffff)
-		return reject_frame(&dev->cnt.rx_truncated);
-	r = rct_wire_parse_base(p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
-	if (r == RCT_PARSE_NOT_ROCE) {
-		dev->cnt.rx_not_roce++;                          /* steps 1, 3 */
-		*res = RCT_RX_NOT_ROCE;
-		return -1;
-	}
-	if (r == RCT_PARSE_BAD_IP || (r != RCT_PARSE_TRUNC && p->h.dip != dev->attr.ipv4))
-		return reject_frame(&dev->cnt.rx_bad_header);    /* step 2 */
-	if (r == RCT_PARSE_TRUNC)
-		return reject_frame(&dev->cnt.rx_truncated);     /* step 4 */
-	if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !(flags & RCT_RX_TRUSTED) && !rct_wire_icrc_ok(p))
-		return reject_frame(&dev->cnt.rx_icrc_err);      /* step 5 [ICRC-CALC-5] [RX-ORDER-2] */
-	if (p->h.bth.tver != BTH_TVER || p->h.bth.pkey != BTH_PKEY_DEFAULT)
-		return reject_frame(&dev->cnt.rx_bad_header);    /* step 6 [HDR-BTH-2] */
-	if (r == RCT_PARSE_BAD_BTH)
-		return reject_frame(&dev->cnt.rx_bad_opcode);    /* step 6 [OPC-VAL-2] */
-	*ext = rct_wire_parse_ext(p);
-	if (*ext == RCT_PARSE_TRUNC)
-		return reject_frame(&dev->cnt.rx_truncated);     /* step 7 [OPC-HDR-2] */
-	return 0;
+  int r;
+  *res = RCT_RX_DROPPED;
+  if (len > 0xffff)
+    return reject_frame(&dev->cnt.rx_truncated);
+  r = rct_wire_parse_base(p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
+  if (r == RCT_PARSE_NOT_ROCE) {
+    dev->cnt.rx_not_roce++;                          /* steps 1, 3 */
+    *res = RCT_RX_NOT_ROCE;
+    return -1;
+  }
+  if (r == RCT_PARSE_BAD_IP || (r != RCT_PARSE_TRUNC && p->h.dip != dev->attr.ipv4))
+    return reject_frame(&dev->cnt.rx_bad_header);    /* step 2 */
+  if (r == RCT_PARSE_TRUNC)
+    return reject_frame(&dev->cnt.rx_truncated);     /* step 4 */
+  if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD) && !(flags & RCT_RX_TRUSTED) && !rct_wire_icrc_ok(p))
+    return reject_frame(&dev->cnt.rx_icrc_err);      /* step 5 [ICRC-CALC-5] [RX-ORDER-2] */
+  if (p->h.bth.tver != BTH_TVER || p->h.bth.pkey != BTH_PKEY_DEFAULT)
+    return reject_frame(&dev->cnt.rx_bad_header);    /* step 6 [HDR-BTH-2] */
+  if (r == RCT_PARSE_BAD_BTH)
+    return reject_frame(&dev->cnt.rx_bad_opcode);    /* step 6 [OPC-VAL-2] */
+  *ext = rct_wire_parse_ext(p);
+  if (*ext == RCT_PARSE_TRUNC)
+    return reject_frame(&dev->cnt.rx_truncated);     /* step 7 [OPC-HDR-2] */
+  return 0;
 }
 
 /* Steps 9..10 and the checks of the frame against its QP. Returns true to deliver. */
 static bool validate_for_qp(struct rct_qp *qp, const struct rct_pkt *p, int ext)
 {
-	enum rct_qp_state s = qp->attr.qp_state;
-	bool req = (p->opflags & OPF_REQ) != 0;
-	if (!opcode_ok(qp, p->opflags))
-		return reject_for_qp(&qp->cnt.rx_bad_opcode);
-	if (p->h.encap != qp->encap)
-		return reject_for_qp(&qp->cnt.rx_wrong_encap);  /* step 9 [ENC-V1-3] */
-	if (p->h.sip != qp->attr.ah.dipv4)
-		return reject_for_qp(&qp->cnt.rx_wrong_peer);   /* step 9 */
-	if (req ? (s != RCT_QPS_RTR && s != RCT_QPS_RTS && s != RCT_QPS_SQD)
-	        : (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE))
-		return reject_for_qp(&qp->cnt.rx_bad_state);    /* step 10 [QP-STATE-6] */
-	if (ext == RCT_PARSE_BAD_LEN)
-		return reject_for_qp(&qp->cnt.rx_bad_length);   /* [OPC-LEN-5] */
-	if (!(p->opflags & OPF_SUPPORTED) && !req)
-		return reject_for_qp(&qp->cnt.rx_unexpected);   /* [OPC-VAL-1] */
-	return true;
+  enum rct_qp_state s = qp->attr.qp_state;
+  bool req = (p->opflags & OPF_REQ) != 0;
+  if (!opcode_ok(qp, p->opflags))
+    return reject_for_qp(&qp->cnt.rx_bad_opcode);
+  if (p->h.encap != qp->encap)
+    return reject_for_qp(&qp->cnt.rx_wrong_encap);  /* step 9 [ENC-V1-3] */
+  if (p->h.sip != qp->attr.ah.dipv4)
+    return reject_for_qp(&qp->cnt.rx_wrong_peer);   /* step 9 */
+  if (req ? (s != RCT_QPS_RTR && s != RCT_QPS_RTS && s != RCT_QPS_SQD)
+          : (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE))
+    return reject_for_qp(&qp->cnt.rx_bad_state);    /* step 10 [QP-STATE-6] */
+  if (ext == RCT_PARSE_BAD_LEN)
+    return reject_for_qp(&qp->cnt.rx_bad_length);   /* [OPC-LEN-5] */
+  if (!(p->opflags & OPF_SUPPORTED) && !req)
+    return reject_for_qp(&qp->cnt.rx_unexpected);   /* [OPC-VAL-1] */
+  return true;
 }
 
 /* [RX-ORDER-1]: steps 1..10 here, step 11 in the roles. */
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uint8_t *buf, size_t len)
 {
-	return rct_handle_frame_ex(dev, now, buf, len, 0);
+  return rct_handle_frame_ex(dev, now, buf, len, 0);
 }
 
 int rct_frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc)
 {
-	struct rct_pkt p;
-	uint32_t hl;
-	struct rct_iov rest;
-	if (len > 0xffff || rct_wire_parse_base(&p, buf, (uint32_t)len, true) != RCT_PARSE_OK)
-		return RCT_EINVAL;
-	hl = p.bth_off + BTH_LEN;
-	rest.base = (uint8_t *)(uintptr_t)(buf + hl);
-	rest.len = p.frame_len - hl - ICRC_LEN;
-	*icrc = rct_icrc_compute(buf, hl, p.l3_off, p.h.encap, &rest, 1, 0, 0);   /* [ICRC-CALC-1] */
-	return RCT_OK;
+  struct rct_pkt p;
+  uint32_t hl;
+  struct rct_iov rest;
+  if (len > 0xffff || rct_wire_parse_base(&p, buf, (uint32_t)len, true) != RCT_PARSE_OK)
+    return RCT_EINVAL;
+  hl = p.bth_off + BTH_LEN;
+  rest.base = (uint8_t *)(uintptr_t)(buf + hl);
+  rest.len = p.frame_len - hl - ICRC_LEN;
+  *icrc = rct_icrc_compute(buf, hl, p.l3_off, p.h.encap, &rest, 1, 0, 0);   /* [ICRC-CALC-1] */
+  return RCT_OK;
 }
 
 int rct_frame_set_icrc(uint8_t *buf, size_t len)
 {
-	uint32_t v;
-	if (rct_frame_icrc(buf, len, &v) != RCT_OK)
-		return RCT_EINVAL;
-	rct_wire_icrc_store(buf + len - ICRC_LEN, v);
-	return RCT_OK;
+  uint32_t v;
+  if (rct_frame_icrc(buf, len, &v) != RCT_OK)
+    return RCT_EINVAL;
+  rct_wire_icrc_store(buf + len - ICRC_LEN, v);
+  return RCT_OK;
 }
 
 /* A frame in; flags RCT_RX_TRUSTED: it never left memory, no ICRC check. */
 enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
                                        size_t len, uint32_t flags)
 {
-	struct rct_pkt p;
-	struct rct_qp *qp;
-	enum rct_rx_result res;
-	int ext = 0;
-	dev->cnt.rx_frames++;
-	if (validate_frame(dev, &p, buf, len, flags, &res, &ext))
-		return res;
-	qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
-	if (!qp || qp->dev != dev) {
-		dev->cnt.rx_unknown_qp++;                          /* step 8 */
-		return RCT_RX_DROPPED;
-	}
-	qp->cnt.rx_frames++;
-	qp->cnt.rx_bytes += p.frame_len;
-	if (!validate_for_qp(qp, &p, ext))
-		return RCT_RX_DROPPED;
-	qp->cnt.rx_payload_bytes += p.paylen;
-	if (p.opflags & OPF_REQ)
-		rct_resp_handle(qp, now, &p);                      /* step 11 */
-	else
-		rct_comp_handle(qp, now, &p);
-	if (rct_req_has_work(qp) || rct_resp_has_work(qp))
-		rct_qp_mark_ready(qp);
-	return RCT_RX_OK;
+  struct rct_pkt p;
+  struct rct_qp *qp;
+  enum rct_rx_result res;
+  int ext = 0;
+  dev->cnt.rx_frames++;
+  if (validate_frame(dev, &p, buf, len, flags, &res, &ext))
+    return res;
+  qp = dev->attr.qp_lookup(dev->attr.lookup_ctx, p.h.bth.dqpn);
+  if (!qp || qp->dev != dev) {
+    dev->cnt.rx_unknown_qp++;                          /* step 8 */
+    return RCT_RX_DROPPED;
+  }
+  qp->cnt.rx_frames++;
+  qp->cnt.rx_bytes += p.frame_len;
+  if (!validate_for_qp(qp, &p, ext))
+    return RCT_RX_DROPPED;
+  qp->cnt.rx_payload_bytes += p.paylen;
+  if (p.opflags & OPF_REQ)
+    rct_resp_handle(qp, now, &p);                      /* step 11 */
+  else
+    rct_comp_handle(qp, now, &p);
+  if (rct_req_has_work(qp) || rct_resp_has_work(qp))
+    rct_qp_mark_ready(qp);
+  return RCT_RX_OK;
 }

@@ -34,14 +34,14 @@ static inline uint16_t ld16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | 
 static inline uint32_t ld24(const uint8_t *p) { return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2]; }
 static inline uint32_t ld32(const uint8_t *p)
 {
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 static inline uint64_t ld64(const uint8_t *p) { return ((uint64_t)ld32(p) << 32) | ld32(p + 4); }
 static inline void st16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static inline void st24(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 16); p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)v; }
 static inline void st32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+  p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
 }
 static inline void st64(uint8_t *p, uint64_t v) { st32(p, (uint32_t)(v >> 32)); st32(p + 4, (uint32_t)v); }
 
@@ -67,14 +67,14 @@ static inline void st64(uint8_t *p, uint64_t v) { st32(p, (uint32_t)(v >> 32)); 
 
 /* Base Transport Header fields. */
 struct rct_bth {
-	uint8_t opcode;
-	uint8_t se, migreq, padcnt, tver;
-	uint16_t pkey;
-	uint8_t resv8a;             /* FECN/BECN in RoCEv2; masked in the ICRC */
-	uint32_t dqpn;
-	uint8_t ackreq;
-	uint8_t resv7;
-	uint32_t psn;
+  uint8_t opcode;
+  uint8_t se, migreq, padcnt, tver;
+  uint16_t pkey;
+  uint8_t resv8a;             /* FECN/BECN in RoCEv2; masked in the ICRC */
+  uint32_t dqpn;
+  uint8_t ackreq;
+  uint8_t resv7;
+  uint32_t psn;
 };
 
 struct rct_reth { uint64_t va; uint32_t rkey; uint32_t dmalen; };
@@ -91,47 +91,47 @@ enum rct_encap { RCT_ENCAP_V2 = 0, RCT_ENCAP_V1 = 1 };
 
 /* Everything needed to write a frame's headers. */
 struct rct_hdr {
-	enum rct_encap encap;
-	uint8_t dmac[6], smac[6];
-	uint32_t sip, dip;          /* host order */
-	uint8_t tos, ttl;
-	uint16_t ip_id;
-	uint16_t sport;
-	struct rct_bth bth;
-	struct rct_reth reth;
-	struct rct_aeth aeth;
-	uint32_t imm;
-	struct rct_sreth sreth;
-	uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */
-	uint64_t sack_ext[SACK_EXT_MAX]; /* SACKH words 1..: bits 64.. [SR-WIRE-8] */
-	uint8_t sack_ext_n;         /* extension words present (0 = 8-byte SACKH) */
+  enum rct_encap encap;
+  uint8_t dmac[6], smac[6];
+  uint32_t sip, dip;          /* host order */
+  uint8_t tos, ttl;
+  uint16_t ip_id;
+  uint16_t sport;
+  struct rct_bth bth;
+  struct rct_reth reth;
+  struct rct_aeth aeth;
+  uint32_t imm;
+  struct rct_sreth sreth;
+  uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */
+  uint64_t sack_ext[SACK_EXT_MAX]; /* SACKH words 1..: bits 64.. [SR-WIRE-8] */
+  uint8_t sack_ext_n;         /* extension words present (0 = 8-byte SACKH) */
 };
 
 /* A parsed frame; pointers refer into the caller's buffer. */
 struct rct_pkt {
-	struct rct_hdr h;
-	const uint8_t *frame;
-	uint32_t frame_len;
-	uint32_t l3_off;            /* IPv4 (v2) or GRH (v1) */
-	uint32_t bth_off;
-	uint32_t hdr_len;           /* bytes up to the payload */
-	const uint8_t *payload;
-	uint32_t paylen;            /* payload without pad */
-	uint32_t icrc;              /* as carried */
-	uint32_t opflags;           /* rct_opcode_table[bth.opcode].flags */
-	uint16_t udp_len, udp_csum, ip_csum, ip_tot_len;
-	uint8_t ip_flags_df;
+  struct rct_hdr h;
+  const uint8_t *frame;
+  uint32_t frame_len;
+  uint32_t l3_off;            /* IPv4 (v2) or GRH (v1) */
+  uint32_t bth_off;
+  uint32_t hdr_len;           /* bytes up to the payload */
+  const uint8_t *payload;
+  uint32_t paylen;            /* payload without pad */
+  uint32_t icrc;              /* as carried */
+  uint32_t opflags;           /* rct_opcode_table[bth.opcode].flags */
+  uint16_t udp_len, udp_csum, ip_csum, ip_tot_len;
+  uint8_t ip_flags_df;
 };
 
 /* Parse results. */
 enum rct_parse_err {
-	RCT_PARSE_OK = 0,
-	RCT_PARSE_NOT_ROCE = 1,
-	RCT_PARSE_TRUNC = 2,
-	RCT_PARSE_BAD_IP = 3,
-	RCT_PARSE_BAD_BTH = 4,
-	RCT_PARSE_BAD_ICRC = 5,
-	RCT_PARSE_BAD_LEN = 6,
+  RCT_PARSE_OK = 0,
+  RCT_PARSE_NOT_ROCE = 1,
+  RCT_PARSE_TRUNC = 2,
+  RCT_PARSE_BAD_IP = 3,
+  RCT_PARSE_BAD_BTH = 4,
+  RCT_PARSE_BAD_ICRC = 5,
+  RCT_PARSE_BAD_LEN = 6,
 };
 
 /* Parse Ethernet + IPv4/UDP (or GRH) + BTH; checks lengths, the IPv4

@@ -9,50 +9,50 @@
 
 static void parse_one(uint8_t *buf, size_t size)
 {
-	struct rct_pkt p;
-	uint8_t out[256];
-	if (size <= 0xffff && rct_wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
-		(void)rct_wire_icrc_ok(&p);
-		if (rct_wire_parse_ext(&p) == RCT_PARSE_OK) {
-			if (p.payload < buf || p.payload + p.paylen > buf + size)
-				abort();
-			if (p.hdr_len + p.paylen + p.h.bth.padcnt + 4 != p.frame_len)
-				abort();
-			if ((p.opflags & OPF_SUPPORTED) && !(p.opflags & OPF_SR) && p.h.encap == RCT_ENCAP_V2 &&
-			    p.hdr_len <= sizeof(out)) {
-				/* BTH and extension headers re-encode byte for byte */
-				struct rct_hdr h = p.h;
-				uint8_t pc = p.h.bth.padcnt;
-				uint32_t hl = rct_wire_build(out, &h, p.paylen);
-				if (hl != p.hdr_len)
-					abort();
-				if (h.bth.padcnt == pc && memcmp(out + p.bth_off, buf + p.bth_off, hl - p.bth_off) != 0)
-					abort();
-			}
-		}
-	}
+  struct rct_pkt p;
+  uint8_t out[256];
+  if (size <= 0xffff && rct_wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
+    (void)rct_wire_icrc_ok(&p);
+    if (rct_wire_parse_ext(&p) == RCT_PARSE_OK) {
+      if (p.payload < buf || p.payload + p.paylen > buf + size)
+        abort();
+      if (p.hdr_len + p.paylen + p.h.bth.padcnt + 4 != p.frame_len)
+        abort();
+      if ((p.opflags & OPF_SUPPORTED) && !(p.opflags & OPF_SR) && p.h.encap == RCT_ENCAP_V2 &&
+          p.hdr_len <= sizeof(out)) {
+        /* BTH and extension headers re-encode byte for byte */
+        struct rct_hdr h = p.h;
+        uint8_t pc = p.h.bth.padcnt;
+        uint32_t hl = rct_wire_build(out, &h, p.paylen);
+        if (hl != p.hdr_len)
+          abort();
+        if (h.bth.padcnt == pc && memcmp(out + p.bth_off, buf + p.bth_off, hl - p.bth_off) != 0)
+          abort();
+      }
+    }
+  }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rct_cm_msg m;
-	/* copy into an exact-size block so ASan sees any overread */
-	uint8_t *buf = malloc(size ? size : 1);
-	memcpy(buf, data, size);
-	parse_one(buf, size);
-	if (size >= 34 && buf[12] == 0x08 && buf[13] == 0x00) {
-		/* again with a valid IPv4 header checksum, so the BTH and extension parsing run */
-		st16(buf + 24, rct_wire_ipv4_csum(buf + 14));
-		parse_one(buf, size);
-		memcpy(buf, data, size);
-	}
-	if (rct_cm_parse(&m, buf, size) == RCT_OK) {
-		uint8_t enc[128];
-		int n = rct_cm_encode(&m, enc, sizeof(enc));
-		if (n != (int)size || (m.type != RCT_CM_REJ && m.type != RCT_CM_REQ && m.type != RCT_CM_REP &&
-		    memcmp(enc, buf, size) != 0))
-			abort();
-	}
-	free(buf);
-	return 0;
+  struct rct_cm_msg m;
+  /* copy into an exact-size block so ASan sees any overread */
+  uint8_t *buf = malloc(size ? size : 1);
+  memcpy(buf, data, size);
+  parse_one(buf, size);
+  if (size >= 34 && buf[12] == 0x08 && buf[13] == 0x00) {
+    /* again with a valid IPv4 header checksum, so the BTH and extension parsing run */
+    st16(buf + 24, rct_wire_ipv4_csum(buf + 14));
+    parse_one(buf, size);
+    memcpy(buf, data, size);
+  }
+  if (rct_cm_parse(&m, buf, size) == RCT_OK) {
+    uint8_t enc[128];
+    int n = rct_cm_encode(&m, enc, sizeof(enc));
+    if (n != (int)size || (m.type != RCT_CM_REJ && m.type != RCT_CM_REQ && m.type != RCT_CM_REP &&
+        memcmp(enc, buf, size) != 0))
+      abort();
+  }
+  free(buf);
+  return 0;
 }

@@ -26,36 +26,36 @@
 #define PAGE 4096
 
 struct test_mr {
-	uint32_t key, pd, access;
-	uint64_t va;
-	uint32_t len;
-	uint8_t *raw;              /* GUARD + len + GUARD bytes */
-	uint8_t *buf;              /* raw + GUARD */
+  uint32_t key, pd, access;
+  uint64_t va;
+  uint32_t len;
+  uint8_t *raw;              /* GUARD + len + GUARD bytes */
+  uint8_t *buf;              /* raw + GUARD */
 };
 
 struct ep {
-	struct rct_dev dev;
-	struct rct_qp qp;
-	struct rct_send_wqe sq[EP_SQ];
-	struct rct_recv_wqe rq[EP_RQ];
-	struct rct_rd_res rd[EP_RD];
-	struct rct_cq scq, rcq;
-	struct rct_wc swc[EP_CQ], rwc[EP_CQ];
-	struct test_mr mr[MR_MAX];
-	int nmr;
-	uint32_t pd;
-	bool allow_bad_frames;     /* the test injects malformed frames on purpose */
+  struct rct_dev dev;
+  struct rct_qp qp;
+  struct rct_send_wqe sq[EP_SQ];
+  struct rct_recv_wqe rq[EP_RQ];
+  struct rct_rd_res rd[EP_RD];
+  struct rct_cq scq, rcq;
+  struct rct_wc swc[EP_CQ], rwc[EP_CQ];
+  struct test_mr mr[MR_MAX];
+  int nmr;
+  uint32_t pd;
+  bool allow_bad_frames;     /* the test injects malformed frames on purpose */
 };
 
 /* Connection options. */
 struct conn_opts {
-	enum rct_mtu mtu;
-	uint32_t a_psn, b_psn;     /* sq_psn of A and of B */
-	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
-	uint8_t rd_atomic;
-	bool sr, adaptive;
-	uint32_t access;
-	uint32_t max_inflight;
+  enum rct_mtu mtu;
+  uint32_t a_psn, b_psn;     /* sq_psn of A and of B */
+  uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+  uint8_t rd_atomic;
+  bool sr, adaptive;
+  uint32_t access;
+  uint32_t max_inflight;
 };
 
 extern const struct rct_mr_ops test_mr_ops;
@@ -83,11 +83,11 @@ int post_recv(struct ep *e, uint64_t wr_id, struct test_mr *mr, uint32_t off, ui
  * drop(ctx, from_a, frame_no_from_that_side, pkt) returns true to drop. */
 typedef bool (*drop_fn)(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p);
 struct link {
-	drop_fn drop;
-	void *ctx;
-	unsigned sent_a, sent_b, dropped;
-	uint64_t now;
-	uint64_t latency;          /* ns per hop */
+  drop_fn drop;
+  void *ctx;
+  unsigned sent_a, sent_b, dropped;
+  uint64_t now;
+  uint64_t latency;          /* ns per hop */
 };
 void link_init(struct link *l);
 /* Run until nothing happens before `until`; returns the final virtual time. */
@@ -95,10 +95,10 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until);
 
 /* Scripted peer. */
 struct peer {
-	uint8_t mac[6];
-	uint32_t ip, qpn;
-	uint16_t sport;
-	uint16_t ip_id;
+  uint8_t mac[6];
+  uint32_t ip, qpn;
+  uint16_t sport;
+  uint16_t ip_id;
 };
 void peer_for(struct peer *p, const struct ep *e);   /* the peer e is connected to */
 /* Build and inject one frame (h: opcode, psn, ackreq, reth, aeth, imm set by caller). */

@@ -20,26 +20,26 @@ static inline int host_mr_segments(uint8_t *buf, uint64_t mr_va, uint32_t mr_len
                                    uint64_t va, uint32_t len, uint32_t access,
                                    struct rct_iov *out, int max)
 {
-	int n = 0;
-	if (va < mr_va || len > mr_len || va - mr_va > mr_len - len)
-		return RCT_MR_EBOUNDS;
-	if ((access & mr_access) != access)
-		return RCT_MR_EACCESS;
-	if (max == 0)
-		return 0;
-	while (len) {
-		uint32_t chunk = HOST_MR_PAGE - (uint32_t)(va % HOST_MR_PAGE);
-		if (chunk > len)
-			chunk = len;
-		if (n >= max)
-			return RCT_MR_ESEGS;
-		out[n].base = buf + (va - mr_va);
-		out[n].len = chunk;
-		n++;
-		va += chunk;
-		len -= chunk;
-	}
-	return n;
+  int n = 0;
+  if (va < mr_va || len > mr_len || va - mr_va > mr_len - len)
+    return RCT_MR_EBOUNDS;
+  if ((access & mr_access) != access)
+    return RCT_MR_EACCESS;
+  if (max == 0)
+    return 0;
+  while (len) {
+    uint32_t chunk = HOST_MR_PAGE - (uint32_t)(va % HOST_MR_PAGE);
+    if (chunk > len)
+      chunk = len;
+    if (n >= max)
+      return RCT_MR_ESEGS;
+    out[n].base = buf + (va - mr_va);
+    out[n].len = chunk;
+    n++;
+    va += chunk;
+    len -= chunk;
+  }
+  return n;
 }
 
 #endif

@@ -6,14 +6,14 @@
 
 int main(void)
 {
-	Suite *(*suites[])(void) = { suite_psn, suite_wire, suite_vectors, suite_opcode, suite_qp,
-	                             suite_req, suite_resp, suite_comp, suite_sr, suite_cm, suite_cm_ep, suite_rx };
-	SRunner *sr = srunner_create(suites[0]());
-	int failed;
-	for (size_t i = 1; i < sizeof(suites) / sizeof(suites[0]); i++)
-		srunner_add_suite(sr, suites[i]());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+  Suite *(*suites[])(void) = { suite_psn, suite_wire, suite_vectors, suite_opcode, suite_qp,
+                               suite_req, suite_resp, suite_comp, suite_sr, suite_cm, suite_cm_ep, suite_rx };
+  SRunner *sr = srunner_create(suites[0]());
+  int failed;
+  for (size_t i = 1; i < sizeof(suites) / sizeof(suites[0]); i++)
+    srunner_add_suite(sr, suites[i]());
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
 }

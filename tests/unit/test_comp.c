@@ -14,59 +14,59 @@ static struct test_mr *M;
 
 static void setup(void)
 {
-	fx_setup();
-	M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+  fx_setup();
+  M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
 }
 
 static void setup_with(struct conn_opts *o)
 {
-	fx_teardown();
-	fx_setup_opts(o);
-	M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+  fx_teardown();
+  fx_setup_opts(o);
+  M = ep_reg_mr(A, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
 }
 
 static int drain(uint64_t now, uint32_t *first_psn)
 {
-	struct rct_pkt p;
-	int n = 0;
-	while (expect_frame(A, now, &p, fb)) {
-		if (!n && first_psn)
-			*first_psn = p.h.bth.psn;
-		n++;
-	}
-	return n;
+  struct rct_pkt p;
+  int n = 0;
+  while (expect_frame(A, now, &p, fb)) {
+    if (!n && first_psn)
+      *first_psn = p.h.bth.psn;
+    n++;
+  }
+  return n;
 }
 
 /* [REQ-ACK-1] [REQ-CMPL-1] [REQ-CMPL-2] one coalesced ACK completes several WRs in order */
 START_TEST(test_comp_coalesced_ack)
 {
-	for (int i = 0; i < 3; i++)
-		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
-	ck_assert_int_eq(drain(0, NULL), 3);
-	ck_assert_int_eq(inject_ack(A, P, 5, 0x1f, PSN0 + 2, 3), RCT_RX_OK);
-	for (int i = 0; i < 3; i++)
-		expect_wc(&A->scq, (uint64_t)i, RCT_WC_SUCCESS);
-	ck_assert_uint_eq(A->qp.cnt.rx_ack, 1);
-	ck_assert_uint_eq(A->qp.last_msn, 3);                /* [REQ-ACK-4] */
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+  for (int i = 0; i < 3; i++)
+    post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+  ck_assert_int_eq(drain(0, NULL), 3);
+  ck_assert_int_eq(inject_ack(A, P, 5, 0x1f, PSN0 + 2, 3), RCT_RX_OK);
+  for (int i = 0; i < 3; i++)
+    expect_wc(&A->scq, (uint64_t)i, RCT_WC_SUCCESS);
+  ck_assert_uint_eq(A->qp.cnt.rx_ack, 1);
+  ck_assert_uint_eq(A->qp.last_msn, 3);                /* [REQ-ACK-4] */
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
 }
 END_TEST
 
 /* [REQ-ACK-2] [PSN-WIN-4] stale and never-sent ACKs change nothing */
 START_TEST(test_comp_stale_and_future_ack)
 {
-	post_send(A, 1, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
-	post_send(A, 2, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 1, 0x1f, PSN0, 1);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	inject_ack(A, P, 2, 0x1f, PSN0, 1);                /* una - 1: in window, nothing new */
-	inject_ack(A, P, 2, 0x1f, PSN0 - 5, 0);            /* older */
-	ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 1);
-	inject_ack(A, P, 3, 0x1f, PSN0 + 7, 9);            /* never sent */
-	ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 1);
-	expect_no_wc(&A->scq);
-	ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+  post_send(A, 2, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 1, 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  inject_ack(A, P, 2, 0x1f, PSN0, 1);                /* una - 1: in window, nothing new */
+  inject_ack(A, P, 2, 0x1f, PSN0 - 5, 0);            /* older */
+  ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 1);
+  inject_ack(A, P, 3, 0x1f, PSN0 + 7, 9);            /* never sent */
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 1);
+  expect_no_wc(&A->scq);
+  ck_assert_uint_eq(A->qp.una, PSN0 + 1);
 }
 END_TEST
 
@@ -75,310 +75,310 @@ END_TEST
  * the tail probe: one more copy of the oldest packet. */
 START_TEST(test_comp_timeout_go_back_n)
 {
-	uint8_t first[8192];
-	struct rct_pkt p, q;
-	int n;
-	post_send(A, 1, RCT_WR_RDMA_WRITE, M, 0, 3000, 0x5000, 0x77, 0);
-	ck_assert(expect_frame(A, 0, &p, first));
-	ck_assert_int_eq(drain(0, NULL), 2);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), RTO14);
-	rct_handle_timeout(&A->qp, RTO14 - 1);             /* spurious wakeup: harmless */
-	expect_nothing(A, RTO14 - 1);
-	rct_handle_timeout(&A->qp, RTO14);
-	ck_assert(expect_frame(A, RTO14, &q, fb));
-	ck_assert_uint_eq(q.h.bth.psn, PSN0);
-	/* same transport bytes; only the IPv4 ID (and so checksum and ICRC) differ */
-	ck_assert_int_eq(memcmp(fb + p.bth_off, first + p.bth_off, p.frame_len - p.bth_off - 4), 0);
-	n = 1;
-	while (n < 3 && expect_frame(A, RTO14, &q, fb))
-		n++;
-	ck_assert_int_eq(n, 3);
-	ck_assert_uint_eq(q.h.bth.psn, PSN0 + 2);
-	ck_assert(q.h.bth.ackreq);                           /* end of the burst */
-	ck_assert(expect_frame(A, RTO14, &q, fb));          /* tail probe [REQ-TMO-6] */
-	ck_assert_uint_eq(q.h.bth.psn, PSN0);
-	ck_assert(q.h.bth.ackreq);
-	expect_nothing(A, RTO14);
-	ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
-	ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 4);
-	ck_assert_uint_eq(A->qp.retry_left, 6);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
+  uint8_t first[8192];
+  struct rct_pkt p, q;
+  int n;
+  post_send(A, 1, RCT_WR_RDMA_WRITE, M, 0, 3000, 0x5000, 0x77, 0);
+  ck_assert(expect_frame(A, 0, &p, first));
+  ck_assert_int_eq(drain(0, NULL), 2);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RTO14);
+  rct_handle_timeout(&A->qp, RTO14 - 1);             /* spurious wakeup: harmless */
+  expect_nothing(A, RTO14 - 1);
+  rct_handle_timeout(&A->qp, RTO14);
+  ck_assert(expect_frame(A, RTO14, &q, fb));
+  ck_assert_uint_eq(q.h.bth.psn, PSN0);
+  /* same transport bytes; only the IPv4 ID (and so checksum and ICRC) differ */
+  ck_assert_int_eq(memcmp(fb + p.bth_off, first + p.bth_off, p.frame_len - p.bth_off - 4), 0);
+  n = 1;
+  while (n < 3 && expect_frame(A, RTO14, &q, fb))
+    n++;
+  ck_assert_int_eq(n, 3);
+  ck_assert_uint_eq(q.h.bth.psn, PSN0 + 2);
+  ck_assert(q.h.bth.ackreq);                           /* end of the burst */
+  ck_assert(expect_frame(A, RTO14, &q, fb));          /* tail probe [REQ-TMO-6] */
+  ck_assert_uint_eq(q.h.bth.psn, PSN0);
+  ck_assert(q.h.bth.ackreq);
+  expect_nothing(A, RTO14);
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
+  ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 4);
+  ck_assert_uint_eq(A->qp.retry_left, 6);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
 }
 END_TEST
 
 /* [REQ-RETRY-2] [WC-STATUS-3] [QP-ERR-2] retries exhausted: RETRY_EXC_ERR then flush */
 START_TEST(test_comp_retry_exhausted)
 {
-	struct conn_opts o;
-	uint64_t t = 0;
-	conn_defaults(&o);
-	o.retry_cnt = 2;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	for (int i = 0; i < 2; i++) {
-		t = rct_next_timeout(&A->qp);
-		rct_handle_timeout(&A->qp, t);
-		ck_assert_int_eq(drain(t, NULL), 3);             /* both, and the tail probe [REQ-TMO-6] */
-	}
-	t = rct_next_timeout(&A->qp);
-	rct_handle_timeout(&A->qp, t);
-	expect_nothing(A, t);
-	expect_wc(&A->scq, 1, RCT_WC_RETRY_EXC_ERR);
-	expect_wc(&A->scq, 2, RCT_WC_WR_FLUSH_ERR);
-	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);     /* [QP-ERR-3] */
+  struct conn_opts o;
+  uint64_t t = 0;
+  conn_defaults(&o);
+  o.retry_cnt = 2;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  for (int i = 0; i < 2; i++) {
+    t = rct_next_timeout(&A->qp);
+    rct_handle_timeout(&A->qp, t);
+    ck_assert_int_eq(drain(t, NULL), 3);             /* both, and the tail probe [REQ-TMO-6] */
+  }
+  t = rct_next_timeout(&A->qp);
+  rct_handle_timeout(&A->qp, t);
+  expect_nothing(A, t);
+  expect_wc(&A->scq, 1, RCT_WC_RETRY_EXC_ERR);
+  expect_wc(&A->scq, 2, RCT_WC_WR_FLUSH_ERR);
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);     /* [QP-ERR-3] */
 }
 END_TEST
 
 /* [REQ-RETRY-1] progress resets the retry budget */
 START_TEST(test_comp_retry_reset_on_progress)
 {
-	uint64_t t;
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	t = rct_next_timeout(&A->qp);
-	rct_handle_timeout(&A->qp, t);
-	drain(t, NULL);
-	ck_assert_uint_eq(A->qp.retry_left, 6);
-	inject_ack(A, P, t + 10, 0x1f, PSN0, 1);
-	ck_assert_uint_eq(A->qp.retry_left, 7);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 10 + RTO14);   /* restarted on progress */
+  uint64_t t;
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  t = rct_next_timeout(&A->qp);
+  rct_handle_timeout(&A->qp, t);
+  drain(t, NULL);
+  ck_assert_uint_eq(A->qp.retry_left, 6);
+  inject_ack(A, P, t + 10, 0x1f, PSN0, 1);
+  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 10 + RTO14);   /* restarted on progress */
 }
 END_TEST
 
 /* [REQ-TMO-1] timeout 0 waits forever */
 START_TEST(test_comp_timeout_zero_is_infinite)
 {
-	struct conn_opts o;
-	conn_defaults(&o);
-	o.timeout = 0;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
-	ck_assert_uint_eq(rct_ack_timeout_ns(14), 67108864ull);
-	ck_assert_uint_eq(rct_ack_timeout_ns(1), 8192ull);
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.timeout = 0;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+  ck_assert_uint_eq(rct_ack_timeout_ns(14), 67108864ull);
+  ck_assert_uint_eq(rct_ack_timeout_ns(1), 8192ull);
 }
 END_TEST
 
 /* [REQ-GBN-2] [REQ-RETRY-2] a sequence NAK: ack before p, resend from p once */
 START_TEST(test_comp_seq_nak_go_back)
 {
-	uint32_t first;
-	for (int i = 0; i < 5; i++)
-		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);
-	expect_wc(&A->scq, 0, RCT_WC_SUCCESS);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	ck_assert_int_eq(drain(10, &first), 3);
-	ck_assert_uint_eq(first, PSN0 + 2);
-	ck_assert_uint_eq(A->qp.retry_left, 7);             /* una advanced: no retry used */
-	inject_ack(A, P, 11, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);  /* same NAK again: ignored */
-	expect_nothing(A, 11);
-	ck_assert_uint_eq(A->qp.cnt.rx_nak_seq, 2);
+  uint32_t first;
+  for (int i = 0; i < 5; i++)
+    post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);
+  expect_wc(&A->scq, 0, RCT_WC_SUCCESS);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  ck_assert_int_eq(drain(10, &first), 3);
+  ck_assert_uint_eq(first, PSN0 + 2);
+  ck_assert_uint_eq(A->qp.retry_left, 7);             /* una advanced: no retry used */
+  inject_ack(A, P, 11, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);  /* same NAK again: ignored */
+  expect_nothing(A, 11);
+  ck_assert_uint_eq(A->qp.cnt.rx_nak_seq, 2);
 }
 END_TEST
 
 /* [REQ-RNR-1] [REQ-RNR-2] [REQ-RNR-3] [HDR-AETH-3] RNR: wait the coded time, then resend */
 START_TEST(test_comp_rnr_wait_and_retry)
 {
-	uint32_t first;
-	uint64_t t0 = 1000, wait = 640000;               /* code 12 = 0.64 ms */
-	post_send(A, 1, RCT_WR_SEND, M, 0, 3000, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, t0, AETH_RNR_NAK | 12, PSN0, 3);
-	inject_ack(A, P, t0 + 1, AETH_NAK_PSN_SEQ, PSN0, 3);   /* rxe's follow-up NAK: ignored */
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), t0 + wait);
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], RCT_NEVER);
-	expect_nothing(A, t0 + wait - 1);
-	rct_handle_timeout(&A->qp, t0 + wait);
-	ck_assert_int_eq(drain(t0 + wait, &first), 3);
-	ck_assert_uint_eq(first, PSN0);
-	ck_assert_uint_eq(A->qp.retry_left, 7);              /* RNR does not use retry_cnt */
-	ck_assert_uint_eq(A->qp.cnt.rnr_waits, 1);
-	ck_assert_uint_eq(rct_rnr_timer_ns(0), 655360000ull);
-	ck_assert_uint_eq(rct_rnr_timer_ns(1), 10000ull);
-	ck_assert_uint_eq(rct_rnr_timer_ns(31), 491520000ull);
+  uint32_t first;
+  uint64_t t0 = 1000, wait = 640000;               /* code 12 = 0.64 ms */
+  post_send(A, 1, RCT_WR_SEND, M, 0, 3000, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, t0, AETH_RNR_NAK | 12, PSN0, 3);
+  inject_ack(A, P, t0 + 1, AETH_NAK_PSN_SEQ, PSN0, 3);   /* rxe's follow-up NAK: ignored */
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), t0 + wait);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], RCT_NEVER);
+  expect_nothing(A, t0 + wait - 1);
+  rct_handle_timeout(&A->qp, t0 + wait);
+  ck_assert_int_eq(drain(t0 + wait, &first), 3);
+  ck_assert_uint_eq(first, PSN0);
+  ck_assert_uint_eq(A->qp.retry_left, 7);              /* RNR does not use retry_cnt */
+  ck_assert_uint_eq(A->qp.cnt.rnr_waits, 1);
+  ck_assert_uint_eq(rct_rnr_timer_ns(0), 655360000ull);
+  ck_assert_uint_eq(rct_rnr_timer_ns(1), 10000ull);
+  ck_assert_uint_eq(rct_rnr_timer_ns(31), 491520000ull);
 }
 END_TEST
 
 /* [REQ-RETRY-1] rnr_retry 0: the first RNR NAK fails the WR */
 START_TEST(test_comp_rnr_retry_exhausted)
 {
-	struct conn_opts o;
-	conn_defaults(&o);
-	o.rnr_retry = 0;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 5, AETH_RNR_NAK | 1, PSN0, 0);
-	expect_wc(&A->scq, 1, RCT_WC_RNR_RETRY_EXC_ERR);
-	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.rnr_retry = 0;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 5, AETH_RNR_NAK | 1, PSN0, 0);
+  expect_wc(&A->scq, 1, RCT_WC_RNR_RETRY_EXC_ERR);
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
 /* [REQ-RETRY-1] rnr_retry 7 is infinite */
 START_TEST(test_comp_rnr_retry_infinite)
 {
-	uint64_t t = 0;
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	for (int i = 0; i < 50; i++) {
-		inject_ack(A, P, t, AETH_RNR_NAK | 1, PSN0, 0);
-		t = rct_next_timeout(&A->qp);
-		rct_handle_timeout(&A->qp, t);
-		ck_assert_int_eq(drain(t, NULL), 1);
-	}
-	ck_assert_uint_eq(A->qp.rnr_left, 7);
-	inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  uint64_t t = 0;
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  for (int i = 0; i < 50; i++) {
+    inject_ack(A, P, t, AETH_RNR_NAK | 1, PSN0, 0);
+    t = rct_next_timeout(&A->qp);
+    rct_handle_timeout(&A->qp, t);
+    ck_assert_int_eq(drain(t, NULL), 1);
+  }
+  ck_assert_uint_eq(A->qp.rnr_left, 7);
+  inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 }
 END_TEST
 
 /* [REQ-ACK-6] [WC-STATUS-2] [WC-STATUS-4] fatal NAKs map to statuses and end the QP */
 START_TEST(test_comp_fatal_nak_status)
 {
-	static const struct { uint8_t syn; enum rct_wc_status st; } t[] = {
-		{ 0x61, RCT_WC_REM_INV_REQ_ERR }, { 0x62, RCT_WC_REM_ACCESS_ERR },
-		{ 0x63, RCT_WC_REM_OP_ERR }, { 0x64, RCT_WC_GENERAL_ERR },
-	};
-	for (int i = 0; i < 4; i++) {
-		struct rct_wc wc;
-		if (i) {
-			fx_teardown();
-			setup();
-		}
-		post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-		post_send(A, 2, RCT_WR_RDMA_WRITE, M, 0, 10, 0x5000, 0x77, 0);
-		post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-		drain(0, NULL);
-		inject_ack(A, P, 5, t[i].syn, PSN0 + 1, 1);
-		expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-		ck_assert(cq_pop(&A->scq, &wc));
-		ck_assert_int_eq(wc.status, t[i].st);
-		ck_assert_uint_eq(wc.wr_id, 2);
-		ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_WRITE);
-		ck_assert_uint_eq(wc.byte_len, 0);
-		ck_assert_uint_eq(wc.vendor_err, t[i].syn);
-		expect_wc(&A->scq, 3, RCT_WC_WR_FLUSH_ERR);
-		ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
-	}
+  static const struct { uint8_t syn; enum rct_wc_status st; } t[] = {
+    { 0x61, RCT_WC_REM_INV_REQ_ERR }, { 0x62, RCT_WC_REM_ACCESS_ERR },
+    { 0x63, RCT_WC_REM_OP_ERR }, { 0x64, RCT_WC_GENERAL_ERR },
+  };
+  for (int i = 0; i < 4; i++) {
+    struct rct_wc wc;
+    if (i) {
+      fx_teardown();
+      setup();
+    }
+    post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+    post_send(A, 2, RCT_WR_RDMA_WRITE, M, 0, 10, 0x5000, 0x77, 0);
+    post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+    drain(0, NULL);
+    inject_ack(A, P, 5, t[i].syn, PSN0 + 1, 1);
+    expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+    ck_assert(cq_pop(&A->scq, &wc));
+    ck_assert_int_eq(wc.status, t[i].st);
+    ck_assert_uint_eq(wc.wr_id, 2);
+    ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_WRITE);
+    ck_assert_uint_eq(wc.byte_len, 0);
+    ck_assert_uint_eq(wc.vendor_err, t[i].syn);
+    expect_wc(&A->scq, 3, RCT_WC_WR_FLUSH_ERR);
+    ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  }
 }
 END_TEST
 
 /* [REQ-ACK-7] an invalid syndrome is an unexpected response */
 START_TEST(test_comp_bad_aeth)
 {
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 5, 0x45, PSN0, 0);
-	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
-	ck_assert_uint_eq(A->qp.cnt.rx_bad_aeth, 1);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 5, 0x45, PSN0, 0);
+  expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+  ck_assert_uint_eq(A->qp.cnt.rx_bad_aeth, 1);
 }
 END_TEST
 
 /* [REQ-READ-1] [REQ-CMPL-1] [OPC-SEQ-5] READ responses land in the scatter list */
 START_TEST(test_comp_read_response_placed)
 {
-	struct rct_wc wc;
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 100, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
-	expect_no_wc(&A->scq);
-	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
-	ck_assert(cq_pop(&A->scq, &wc));
-	ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
-	ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_READ);
-	ck_assert_uint_eq(wc.byte_len, 3000);
-	ck_assert_uint_eq(M->buf[100], 0x11);
-	ck_assert_uint_eq(M->buf[100 + 1024], 0x22);
-	ck_assert_uint_eq(M->buf[100 + 2999], 0x33);
-	ck_assert_uint_ne(M->buf[100 + 3000], 0x33);
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+  struct rct_wc wc;
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 100, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+  expect_no_wc(&A->scq);
+  inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+  ck_assert(cq_pop(&A->scq, &wc));
+  ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
+  ck_assert_int_eq(wc.opcode, RCT_WC_RDMA_READ);
+  ck_assert_uint_eq(wc.byte_len, 3000);
+  ck_assert_uint_eq(M->buf[100], 0x11);
+  ck_assert_uint_eq(M->buf[100 + 1024], 0x22);
+  ck_assert_uint_eq(M->buf[100 + 2999], 0x33);
+  ck_assert_uint_ne(M->buf[100 + 3000], 0x33);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
 }
 END_TEST
 
 /* [REQ-ACK-3] a READ response acknowledges the requests before the READ */
 START_TEST(test_comp_read_implied_ack)
 {
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 10, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0 + 1, false, 10, 0x44, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 10, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0 + 1, false, 10, 0x44, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
 }
 END_TEST
 
 /* [OPC-SEQ-6] [OPC-LEN-2] [REQ-ACK-7] wrong opcode or length in a READ response */
 START_TEST(test_comp_read_response_unexpected)
 {
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0, false, 1024, 0x11, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
-	fx_teardown();
-	setup();
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1000, 0x11, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0, false, 1024, 0x11, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
+  fx_teardown();
+  setup();
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1000, 0x11, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
 }
 END_TEST
 
 /* [REQ-ACK-7] a READ response matching no READ is dropped and counted */
 START_TEST(test_comp_read_response_without_read)
 {
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0, false, 10, 0x11, NULL, 0);
-	ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 1);
-	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
-	expect_no_wc(&A->scq);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0, false, 10, 0x11, NULL, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 1);
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  expect_no_wc(&A->scq);
 }
 END_TEST
 
 /* [REQ-READ-1] duplicate and early READ responses are dropped */
 START_TEST(test_comp_read_response_dup_and_early)
 {
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
-	ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
-	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
-	expect_no_wc(&A->scq);
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  expect_no_wc(&A->scq);
 }
 END_TEST
 
 /* [REQ-ACK-5] [REQ-READ-3] an ACK past a READ with missing responses re-requests the rest */
 START_TEST(test_comp_read_rerequest_after_ack)
 {
-	struct rct_pkt p;
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	inject_ack(A, P, 2, 0x1f, PSN0 + 3, 2);          /* the SEND is acked: responses 2, 3 were lost */
-	ck_assert(expect_frame(A, 2, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
-	ck_assert_uint_eq(p.h.reth.dmalen, 3000 - 1024);
-	ck_assert_uint_eq(p.h.reth.rkey, 0x55);
-	ck_assert_uint_eq(A->qp.retry_left, 7);
-	ck_assert(expect_frame(A, 2, &p, fb));              /* and the SEND again (go-back-N) */
-	inject_req(A, P, 3, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x22, NULL, 0);  /* relative to the re-request */
-	inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	inject_ack(A, P, 5, 0x1f, PSN0 + 3, 2);
-	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  struct rct_pkt p;
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_ack(A, P, 2, 0x1f, PSN0 + 3, 2);          /* the SEND is acked: responses 2, 3 were lost */
+  ck_assert(expect_frame(A, 2, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, 3000 - 1024);
+  ck_assert_uint_eq(p.h.reth.rkey, 0x55);
+  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert(expect_frame(A, 2, &p, fb));              /* and the SEND again (go-back-N) */
+  inject_req(A, P, 3, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x22, NULL, 0);  /* relative to the re-request */
+  inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  inject_ack(A, P, 5, 0x1f, PSN0 + 3, 2);
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
 }
 END_TEST
 
@@ -387,32 +387,32 @@ END_TEST
  * waits until the READ is done. */
 START_TEST(test_comp_read_longer_than_window_goes_alone)
 {
-	struct conn_opts o;
-	struct rct_pkt p;
-	conn_defaults(&o);
-	o.max_inflight = 4;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 8 * 1024, 0x9000, 0x55, 0);   /* 8 PSNs > 4 */
-	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	ck_assert(expect_frame(A, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, PSN0);
-	expect_nothing(A, 0);                                /* the SEND is outstanding */
-	inject_ack(A, P, 1, 0x1f, PSN0, 1);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	ck_assert(expect_frame(A, 1, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	expect_nothing(A, 1);                                /* the READ goes alone */
-	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x11, NULL, 0);
-	for (uint32_t i = 2; i < 8; i++)
-		inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
-	/* una is PSN0 + 8 now: PSN0 + 9 is inside the window again */
-	ck_assert(expect_frame(A, 2, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
-	inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 8, false, 1024, 0x11, NULL, 0);
-	expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
-	expect_nothing(A, 3);
+  struct conn_opts o;
+  struct rct_pkt p;
+  conn_defaults(&o);
+  o.max_inflight = 4;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 8 * 1024, 0x9000, 0x55, 0);   /* 8 PSNs > 4 */
+  post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  ck_assert(expect_frame(A, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0);
+  expect_nothing(A, 0);                                /* the SEND is outstanding */
+  inject_ack(A, P, 1, 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  expect_nothing(A, 1);                                /* the READ goes alone */
+  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x11, NULL, 0);
+  for (uint32_t i = 2; i < 8; i++)
+    inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
+  /* una is PSN0 + 8 now: PSN0 + 9 is inside the window again */
+  ck_assert(expect_frame(A, 2, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
+  inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 8, false, 1024, 0x11, NULL, 0);
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  expect_nothing(A, 3);
 }
 END_TEST
 
@@ -422,33 +422,33 @@ END_TEST
  * next one re-requests again and gives the retry back. */
 START_TEST(test_comp_read_out_of_order_response_gbn)
 {
-	struct rct_pkt p;
-	uint64_t t;
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	/* the first response (PSN0 + 1) is lost */
-	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);               /* implied ACK of the SEND */
-	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
-	ck_assert(expect_frame(A, 1, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	ck_assert_uint_eq(p.h.reth.dmalen, 3000);
-	expect_nothing(A, 1);
-	inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 952, 0x33, NULL, 0);
-	expect_nothing(A, 2);                                /* once per first missing PSN */
-	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 2);
-	ck_assert_uint_eq(A->qp.retry_left, 7);
-	t = rct_next_timeout(&A->qp);
-	rct_handle_timeout(&A->qp, t);
-	ck_assert_int_eq(drain(t, NULL), 2);                 /* the READ, and the tail probe */
-	ck_assert_uint_eq(A->qp.retry_left, 6);
-	inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
-	ck_assert_uint_eq(A->qp.retry_left, 7);              /* the responder executed it */
-	ck_assert(expect_frame(A, t + 1, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	expect_no_wc(&A->scq);
+  struct rct_pkt p;
+  uint64_t t;
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  /* the first response (PSN0 + 1) is lost */
+  inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);               /* implied ACK of the SEND */
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  ck_assert_uint_eq(p.h.reth.dmalen, 3000);
+  expect_nothing(A, 1);
+  inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 952, 0x33, NULL, 0);
+  expect_nothing(A, 2);                                /* once per first missing PSN */
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 2);
+  ck_assert_uint_eq(A->qp.retry_left, 7);
+  t = rct_next_timeout(&A->qp);
+  rct_handle_timeout(&A->qp, t);
+  ck_assert_int_eq(drain(t, NULL), 2);                 /* the READ, and the tail probe */
+  ck_assert_uint_eq(A->qp.retry_left, 6);
+  inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+  ck_assert_uint_eq(A->qp.retry_left, 7);              /* the responder executed it */
+  ck_assert(expect_frame(A, t + 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  expect_no_wc(&A->scq);
 }
 END_TEST
 
@@ -456,98 +456,98 @@ END_TEST
  * response PSNs goes alone and its responses are taken in order. */
 START_TEST(test_comp_sr_read_longer_than_sr_window)
 {
-	struct conn_opts o;
-	struct rct_pkt p;
-	struct test_mr *big;
-	conn_defaults(&o);
-	o.sr = true;
-	setup_with(&o);
-	big = ep_reg_mr(A, 0x100000, (RCT_SR_WINDOW + 6) * 1024, RCT_ACCESS_LOCAL_WRITE);
-	post_send(A, 1, RCT_WR_RDMA_READ, big, 0, (RCT_SR_WINDOW + 6) * 1024, 0x9000, 0x55, 0);   /* > SR_WINDOW PSNs */
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	ck_assert(expect_frame(A, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
-	expect_nothing(A, 0);
-	/* PSN0 lost: PSN0 + 1 is not taken; the READ is re-requested from PSN0 */
-	inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
-	ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
-	ck_assert(expect_frame(A, 1, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
-	ck_assert_uint_eq(p.h.bth.psn, PSN0);
-	expect_nothing(A, 1);
-	inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	ck_assert_uint_eq(A->qp.una, PSN0 + 1);
-	/* PSN0 + 1 lost again: PSN0 + 2 re-requests from PSN0 + 1, offset 1024 */
-	inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
-	ck_assert(expect_frame(A, 3, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
-	expect_nothing(A, 3);
+  struct conn_opts o;
+  struct rct_pkt p;
+  struct test_mr *big;
+  conn_defaults(&o);
+  o.sr = true;
+  setup_with(&o);
+  big = ep_reg_mr(A, 0x100000, (RCT_SR_WINDOW + 6) * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(A, 1, RCT_WR_RDMA_READ, big, 0, (RCT_SR_WINDOW + 6) * 1024, 0x9000, 0x55, 0);   /* > SR_WINDOW PSNs */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  ck_assert(expect_frame(A, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+  expect_nothing(A, 0);
+  /* PSN0 lost: PSN0 + 1 is not taken; the READ is re-requested from PSN0 */
+  inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0);
+  expect_nothing(A, 1);
+  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+  /* PSN0 + 1 lost again: PSN0 + 2 re-requests from PSN0 + 1, offset 1024 */
+  inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 3, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
+  expect_nothing(A, 3);
 }
 END_TEST
 
 /* [PSN-WIN-4] a NAK naming una - 1 is outside the window */
 START_TEST(test_comp_nak_before_una_ignored)
 {
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 1, 0x1f, PSN0, 1);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	inject_ack(A, P, 2, AETH_NAK_PSN_SEQ, PSN0, 1);     /* una - 1 */
-	inject_ack(A, P, 2, AETH_NAK_REM_ACC, PSN0, 1);
-	expect_nothing(A, 2);
-	expect_no_wc(&A->scq);
-	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
-	ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 2);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 1, 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  inject_ack(A, P, 2, AETH_NAK_PSN_SEQ, PSN0, 1);     /* una - 1 */
+  inject_ack(A, P, 2, AETH_NAK_REM_ACC, PSN0, 1);
+  expect_nothing(A, 2);
+  expect_no_wc(&A->scq);
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 2);
 }
 END_TEST
 
 /* [REQ-READ-3] [OPC-SEQ-6] an old in-flight MIDDLE is still accepted after a re-request */
 START_TEST(test_comp_read_old_middle_after_rerequest)
 {
-	struct rct_pkt p;
-	uint64_t t;
-	post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
-	drain(0, NULL);
-	inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-	t = rct_next_timeout(&A->qp);
-	rct_handle_timeout(&A->qp, t);
-	ck_assert(expect_frame(A, t, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-	inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
-	inject_req(A, P, t + 2, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  struct rct_pkt p;
+  uint64_t t;
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 3000, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  t = rct_next_timeout(&A->qp);
+  rct_handle_timeout(&A->qp, t);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+  inject_req(A, P, t + 2, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 }
 END_TEST
 
 /* [REQ-TMO-4] adaptive RTO from un-retransmitted samples, clamped */
 START_TEST(test_comp_adaptive_rto)
 {
-	struct conn_opts o;
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 4 * RCT_MIN_RTO_DEFAULT_NS);   /* no sample yet */
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
-	ck_assert_uint_eq(A->qp.srtt, 4000000);
-	ck_assert_uint_eq(A->qp.rttvar, 2000000);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(5000000, NULL);
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], 5000000 + 12000000);
-	rct_handle_timeout(&A->qp, 17000000);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
-	drain(17000000, NULL);
-	inject_ack(A, P, 18000000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample (Karn) */
-	ck_assert_uint_eq(A->qp.srtt, 4000000);
-	/* tiny RTTs are clamped to min_rto */
-	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	A->qp.rto = 1000;
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.adaptive = true;
+  setup_with(&o);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 4 * RCT_MIN_RTO_DEFAULT_NS);   /* no sample yet */
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
+  ck_assert_uint_eq(A->qp.srtt, 4000000);
+  ck_assert_uint_eq(A->qp.rttvar, 2000000);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(5000000, NULL);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], 5000000 + 12000000);
+  rct_handle_timeout(&A->qp, 17000000);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
+  drain(17000000, NULL);
+  inject_ack(A, P, 18000000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample (Karn) */
+  ck_assert_uint_eq(A->qp.srtt, 4000000);
+  /* tiny RTTs are clamped to min_rto */
+  post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  A->qp.rto = 1000;
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
 }
 END_TEST
 
@@ -558,26 +558,26 @@ END_TEST
  * exceeds the IBTA value. */
 START_TEST(test_comp_initial_rto_before_first_sample)
 {
-	struct conn_opts o;
-	uint64_t rto0 = 4 * RCT_MIN_RTO_DEFAULT_NS;
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);                                      /* lost */
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0);
-	rct_handle_timeout(&A->qp, rto0);
-	ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 2 * rto0);   /* backoff */
-	drain(rto0, NULL);                                   /* the resend and its tail probe */
-	ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0 + 2 * rto0);
-	inject_ack(A, P, rto0 + 500000, 0x1f, PSN0, 1);      /* a resend's ACK: no sample (Karn) */
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-	ck_assert_uint_eq(A->qp.srtt, 0);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), rto0);       /* una moved: backoff over */
-	o.timeout = 8;                                       /* IBTA 1.048576 ms < 4 ms */
-	setup_with(&o);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 4096ull << 8);
+  struct conn_opts o;
+  uint64_t rto0 = 4 * RCT_MIN_RTO_DEFAULT_NS;
+  conn_defaults(&o);
+  o.adaptive = true;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);                                      /* lost */
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0);
+  rct_handle_timeout(&A->qp, rto0);
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 2 * rto0);   /* backoff */
+  drain(rto0, NULL);                                   /* the resend and its tail probe */
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0 + 2 * rto0);
+  inject_ack(A, P, rto0 + 500000, 0x1f, PSN0, 1);      /* a resend's ACK: no sample (Karn) */
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  ck_assert_uint_eq(A->qp.srtt, 0);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), rto0);       /* una moved: backoff over */
+  o.timeout = 8;                                       /* IBTA 1.048576 ms < 4 ms */
+  setup_with(&o);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 4096ull << 8);
 }
 END_TEST
 
@@ -585,60 +585,60 @@ END_TEST
  * first SEND was acknowledged rtt_ns after it left at t=0: one RTT sample. */
 static void adaptive_after_sample(uint64_t min_rto_ns, uint64_t rtt_ns)
 {
-	struct conn_opts o;
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	if (min_rto_ns)
-		A->qp.attr.min_rto_ns = min_rto_ns;
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, rtt_ns, 0x1f, PSN0, 1);
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.adaptive = true;
+  setup_with(&o);
+  if (min_rto_ns)
+    A->qp.attr.min_rto_ns = min_rto_ns;
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, rtt_ns, 0x1f, PSN0, 1);
 }
 
 /* [REQ-TMO-9] an estimate under min_rto backs off from min_rto: the
  * timeouts of an outage spread out from the first one */
 START_TEST(test_comp_backoff_from_clamped_rto)
 {
-	uint64_t t, gap[3];
-	adaptive_after_sample(10000000, 2000000);            /* 10 ms floor; RTT 2 ms: estimate 6 ms */
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 10000000);       /* clamped up */
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(3000000, NULL);
-	t = 3000000;
-	for (int i = 0; i < 3; i++) {
-		uint64_t next = A->qp.timer[RCT_TIMER_RETRANS];
-		gap[i] = next - t;
-		t = next;
-		rct_handle_timeout(&A->qp, t);
-		drain(t, NULL);
-	}
-	ck_assert_uint_eq(gap[0], 10000000);
-	ck_assert_uint_eq(gap[1], 20000000);                     /* not 2 x 6 ms */
-	ck_assert_uint_eq(gap[2], 40000000);
+  uint64_t t, gap[3];
+  adaptive_after_sample(10000000, 2000000);            /* 10 ms floor; RTT 2 ms: estimate 6 ms */
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 10000000);       /* clamped up */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(3000000, NULL);
+  t = 3000000;
+  for (int i = 0; i < 3; i++) {
+    uint64_t next = A->qp.timer[RCT_TIMER_RETRANS];
+    gap[i] = next - t;
+    t = next;
+    rct_handle_timeout(&A->qp, t);
+    drain(t, NULL);
+  }
+  ck_assert_uint_eq(gap[0], 10000000);
+  ck_assert_uint_eq(gap[1], 20000000);                     /* not 2 x 6 ms */
+  ck_assert_uint_eq(gap[2], 40000000);
 }
 END_TEST
 
 /* [REQ-TMO-7] una advancing without a sample (Karn) ends the backoff */
 START_TEST(test_comp_backoff_ends_with_progress)
 {
-	uint64_t t;
-	adaptive_after_sample(0, 4000000);                   /* sample: RTO 12 ms */
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(5000000, NULL);
-	t = A->qp.timer[RCT_TIMER_RETRANS];
-	rct_handle_timeout(&A->qp, t);
-	drain(t, NULL);
-	t = A->qp.timer[RCT_TIMER_RETRANS];
-	rct_handle_timeout(&A->qp, t);
-	drain(t, NULL);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
-	inject_ack(A, P, t + 1000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample */
-	ck_assert_uint_eq(A->qp.srtt, 4000000);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
-	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(t + 2000, NULL);
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], t + 2000 + 12000000);
+  uint64_t t;
+  adaptive_after_sample(0, 4000000);                   /* sample: RTO 12 ms */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(5000000, NULL);
+  t = A->qp.timer[RCT_TIMER_RETRANS];
+  rct_handle_timeout(&A->qp, t);
+  drain(t, NULL);
+  t = A->qp.timer[RCT_TIMER_RETRANS];
+  rct_handle_timeout(&A->qp, t);
+  drain(t, NULL);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
+  inject_ack(A, P, t + 1000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample */
+  ck_assert_uint_eq(A->qp.srtt, 4000000);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
+  post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(t + 2000, NULL);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], t + 2000 + 12000000);
 }
 END_TEST
 
@@ -647,33 +647,33 @@ END_TEST
  * backoff, once until una moves */
 START_TEST(test_comp_early_probe)
 {
-	struct conn_opts o;
-	struct rct_pkt p;
-	uint64_t t;
-	conn_defaults(&o);
-	o.adaptive = true;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* no SRTT yet */
-	inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms, RTO 12 ms */
-	post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	ck_assert_int_eq(drain(5000000, NULL), 2);
-	t = rct_next_timeout(&A->qp);
-	ck_assert_uint_eq(t, 5000000 + 9000000);             /* 2 x 4 ms + 1 ms < 12 ms */
-	rct_handle_timeout(&A->qp, t);
-	ck_assert(expect_frame(A, t, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);            /* una */
-	ck_assert_uint_eq(p.h.bth.ackreq, 1);
-	expect_nothing(A, t);
-	ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
-	ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
-	ck_assert_uint_eq(A->qp.retry_left, 7);
-	ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* no backoff */
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
-	inject_ack(A, P, t + 10, 0x1f, PSN0 + 1, 2);
-	ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.srtt + 1000000);
+  struct conn_opts o;
+  struct rct_pkt p;
+  uint64_t t;
+  conn_defaults(&o);
+  o.adaptive = true;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* no SRTT yet */
+  inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms, RTO 12 ms */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  ck_assert_int_eq(drain(5000000, NULL), 2);
+  t = rct_next_timeout(&A->qp);
+  ck_assert_uint_eq(t, 5000000 + 9000000);             /* 2 x 4 ms + 1 ms < 12 ms */
+  rct_handle_timeout(&A->qp, t);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);            /* una */
+  ck_assert_uint_eq(p.h.bth.ackreq, 1);
+  expect_nothing(A, t);
+  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* no backoff */
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
+  inject_ack(A, P, t + 10, 0x1f, PSN0 + 1, 2);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.srtt + 1000000);
 }
 END_TEST
 
@@ -681,47 +681,47 @@ END_TEST
  * over many RNR rounds do not add up to RETRY_EXC_ERR */
 START_TEST(test_comp_rnr_nak_resets_retry)
 {
-	struct conn_opts o;
-	uint64_t t = 0;
-	conn_defaults(&o);
-	o.retry_cnt = 1;
-	setup_with(&o);
-	post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	for (int i = 0; i < 5; i++) {
-		t = rct_next_timeout(&A->qp);                /* the request or its NAK was lost */
-		rct_handle_timeout(&A->qp, t);
-		ck_assert_int_eq(drain(t, NULL), 2);         /* resend + tail probe [REQ-TMO-6] */
-		ck_assert_uint_eq(A->qp.retry_left, 0);
-		inject_ack(A, P, t + 10, AETH_RNR_NAK | 1, PSN0, 0);
-		ck_assert_uint_eq(A->qp.retry_left, 1);
-		t = rct_next_timeout(&A->qp);                /* the RNR wait */
-		rct_handle_timeout(&A->qp, t);
-		ck_assert_int_eq(drain(t, NULL), 1);
-	}
-	ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
-	expect_no_wc(&A->scq);
-	inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
-	expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  struct conn_opts o;
+  uint64_t t = 0;
+  conn_defaults(&o);
+  o.retry_cnt = 1;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  for (int i = 0; i < 5; i++) {
+    t = rct_next_timeout(&A->qp);                /* the request or its NAK was lost */
+    rct_handle_timeout(&A->qp, t);
+    ck_assert_int_eq(drain(t, NULL), 2);         /* resend + tail probe [REQ-TMO-6] */
+    ck_assert_uint_eq(A->qp.retry_left, 0);
+    inject_ack(A, P, t + 10, AETH_RNR_NAK | 1, PSN0, 0);
+    ck_assert_uint_eq(A->qp.retry_left, 1);
+    t = rct_next_timeout(&A->qp);                /* the RNR wait */
+    rct_handle_timeout(&A->qp, t);
+    ck_assert_int_eq(drain(t, NULL), 1);
+  }
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  expect_no_wc(&A->scq);
+  inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 }
 END_TEST
 
 /* CQ overflow is counted, never overwrites */
 START_TEST(test_comp_cq_overflow_counted)
 {
-	struct rct_cq small;
-	struct rct_wc ring[2];
-	rct_cq_init(&small, ring, 2);
-	A->qp.init.send_cq = &small;
-	for (int i = 0; i < 3; i++)
-		post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-	drain(0, NULL);
-	inject_ack(A, P, 1, 0x1f, PSN0 + 2, 3);
-	ck_assert_uint_eq(small.overflow, 1);
-	expect_wc(&small, 0, RCT_WC_SUCCESS);
-	expect_wc(&small, 1, RCT_WC_SUCCESS);
-	A->qp.cnt.cq_overflow = 0;                            /* expected here */
-	A->qp.init.send_cq = &A->scq;
+  struct rct_cq small;
+  struct rct_wc ring[2];
+  rct_cq_init(&small, ring, 2);
+  A->qp.init.send_cq = &small;
+  for (int i = 0; i < 3; i++)
+    post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 1, 0x1f, PSN0 + 2, 3);
+  ck_assert_uint_eq(small.overflow, 1);
+  expect_wc(&small, 0, RCT_WC_SUCCESS);
+  expect_wc(&small, 1, RCT_WC_SUCCESS);
+  A->qp.cnt.cq_overflow = 0;                            /* expected here */
+  A->qp.init.send_cq = &A->scq;
 }
 END_TEST
 
@@ -729,60 +729,60 @@ END_TEST
  * divide: completions still come out in order, none overwritten. */
 START_TEST(test_comp_cq_counter_wrap)
 {
-	struct rct_cq cq;
-	struct rct_wc ring[3], wc;
-	rct_cq_init(&cq, ring, 3);
-	cq.head = cq.tail = 0xfffffffeu;
-	for (uint64_t round = 0; round < 3; round++) {
-		for (uint64_t i = 0; i < 3; i++) {
-			struct rct_wc w = { .wr_id = round * 3 + i, .status = RCT_WC_SUCCESS };
-			rct_cq_push(&A->qp, &cq, &w);
-		}
-		ck_assert_uint_eq(cq.overflow, 0);
-		for (uint64_t i = 0; i < 3; i++) {
-			ck_assert_int_eq(rct_poll_cq(&cq, &wc, 1), 1);
-			ck_assert_uint_eq(wc.wr_id, round * 3 + i);
-		}
-	}
+  struct rct_cq cq;
+  struct rct_wc ring[3], wc;
+  rct_cq_init(&cq, ring, 3);
+  cq.head = cq.tail = 0xfffffffeu;
+  for (uint64_t round = 0; round < 3; round++) {
+    for (uint64_t i = 0; i < 3; i++) {
+      struct rct_wc w = { .wr_id = round * 3 + i, .status = RCT_WC_SUCCESS };
+      rct_cq_push(&A->qp, &cq, &w);
+    }
+    ck_assert_uint_eq(cq.overflow, 0);
+    for (uint64_t i = 0; i < 3; i++) {
+      ck_assert_int_eq(rct_poll_cq(&cq, &wc, 1), 1);
+      ck_assert_uint_eq(wc.wr_id, round * 3 + i);
+    }
+  }
 }
 END_TEST
 
 Suite *suite_comp(void)
 {
-	Suite *s = suite_create("comp");
-	TCase *t = tcase_create("completer");
-	tcase_add_checked_fixture(t, setup, fx_teardown);
-	tcase_add_test(t, test_comp_coalesced_ack);
-	tcase_add_test(t, test_comp_stale_and_future_ack);
-	tcase_add_test(t, test_comp_timeout_go_back_n);
-	tcase_add_test(t, test_comp_retry_exhausted);
-	tcase_add_test(t, test_comp_retry_reset_on_progress);
-	tcase_add_test(t, test_comp_timeout_zero_is_infinite);
-	tcase_add_test(t, test_comp_seq_nak_go_back);
-	tcase_add_test(t, test_comp_rnr_wait_and_retry);
-	tcase_add_test(t, test_comp_rnr_retry_exhausted);
-	tcase_add_test(t, test_comp_rnr_retry_infinite);
-	tcase_add_test(t, test_comp_fatal_nak_status);
-	tcase_add_test(t, test_comp_bad_aeth);
-	tcase_add_test(t, test_comp_read_response_placed);
-	tcase_add_test(t, test_comp_read_implied_ack);
-	tcase_add_test(t, test_comp_read_response_unexpected);
-	tcase_add_test(t, test_comp_read_response_without_read);
-	tcase_add_test(t, test_comp_read_response_dup_and_early);
-	tcase_add_test(t, test_comp_read_rerequest_after_ack);
-	tcase_add_test(t, test_comp_adaptive_rto);
-	tcase_add_test(t, test_comp_initial_rto_before_first_sample);
-	tcase_add_test(t, test_comp_backoff_from_clamped_rto);
-	tcase_add_test(t, test_comp_backoff_ends_with_progress);
-	tcase_add_test(t, test_comp_early_probe);
-	tcase_add_test(t, test_comp_rnr_nak_resets_retry);
-	tcase_add_test(t, test_comp_nak_before_una_ignored);
-	tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
-	tcase_add_test(t, test_comp_read_longer_than_window_goes_alone);
-	tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
-	tcase_add_test(t, test_comp_sr_read_longer_than_sr_window);
-	tcase_add_test(t, test_comp_cq_overflow_counted);
-	tcase_add_test(t, test_comp_cq_counter_wrap);
-	suite_add_tcase(s, t);
-	return s;
+  Suite *s = suite_create("comp");
+  TCase *t = tcase_create("completer");
+  tcase_add_checked_fixture(t, setup, fx_teardown);
+  tcase_add_test(t, test_comp_coalesced_ack);
+  tcase_add_test(t, test_comp_stale_and_future_ack);
+  tcase_add_test(t, test_comp_timeout_go_back_n);
+  tcase_add_test(t, test_comp_retry_exhausted);
+  tcase_add_test(t, test_comp_retry_reset_on_progress);
+  tcase_add_test(t, test_comp_timeout_zero_is_infinite);
+  tcase_add_test(t, test_comp_seq_nak_go_back);
+  tcase_add_test(t, test_comp_rnr_wait_and_retry);
+  tcase_add_test(t, test_comp_rnr_retry_exhausted);
+  tcase_add_test(t, test_comp_rnr_retry_infinite);
+  tcase_add_test(t, test_comp_fatal_nak_status);
+  tcase_add_test(t, test_comp_bad_aeth);
+  tcase_add_test(t, test_comp_read_response_placed);
+  tcase_add_test(t, test_comp_read_implied_ack);
+  tcase_add_test(t, test_comp_read_response_unexpected);
+  tcase_add_test(t, test_comp_read_response_without_read);
+  tcase_add_test(t, test_comp_read_response_dup_and_early);
+  tcase_add_test(t, test_comp_read_rerequest_after_ack);
+  tcase_add_test(t, test_comp_adaptive_rto);
+  tcase_add_test(t, test_comp_initial_rto_before_first_sample);
+  tcase_add_test(t, test_comp_backoff_from_clamped_rto);
+  tcase_add_test(t, test_comp_backoff_ends_with_progress);
+  tcase_add_test(t, test_comp_early_probe);
+  tcase_add_test(t, test_comp_rnr_nak_resets_retry);
+  tcase_add_test(t, test_comp_nak_before_una_ignored);
+  tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
+  tcase_add_test(t, test_comp_read_longer_than_window_goes_alone);
+  tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
+  tcase_add_test(t, test_comp_sr_read_longer_than_sr_window);
+  tcase_add_test(t, test_comp_cq_overflow_counted);
+  tcase_add_test(t, test_comp_cq_counter_wrap);
+  suite_add_tcase(s, t);
+  return s;
 }

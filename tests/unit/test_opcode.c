@@ -6,76 +6,76 @@
 /* [OPC-VAL-1] [OPC-HDR-1]  header lengths per opcode */
 START_TEST(test_opcode_header_lengths)
 {
-	static const struct { uint8_t op; uint8_t ext; } t[] = {
-		{ 0x00, 0 }, { 0x01, 0 }, { 0x02, 0 }, { 0x03, 4 }, { 0x04, 0 }, { 0x05, 4 },
-		{ 0x06, 16 }, { 0x07, 0 }, { 0x08, 0 }, { 0x09, 4 }, { 0x0a, 16 }, { 0x0b, 20 },
-		{ 0x0c, 16 }, { 0x0d, 4 }, { 0x0e, 0 }, { 0x0f, 4 }, { 0x10, 4 }, { 0x11, 4 },
-	};
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		ck_assert_msg(op_flags(t[i].op) & OPF_SUPPORTED, "op %x", t[i].op);
-		ck_assert_uint_eq(rct_opcode_table[t[i].op].ext_len, t[i].ext);
-		ck_assert_uint_eq(rct_wire_hdr_len(RCT_ENCAP_V2, t[i].op), 54u + t[i].ext);
-	}
+  static const struct { uint8_t op; uint8_t ext; } t[] = {
+    { 0x00, 0 }, { 0x01, 0 }, { 0x02, 0 }, { 0x03, 4 }, { 0x04, 0 }, { 0x05, 4 },
+    { 0x06, 16 }, { 0x07, 0 }, { 0x08, 0 }, { 0x09, 4 }, { 0x0a, 16 }, { 0x0b, 20 },
+    { 0x0c, 16 }, { 0x0d, 4 }, { 0x0e, 0 }, { 0x0f, 4 }, { 0x10, 4 }, { 0x11, 4 },
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    ck_assert_msg(op_flags(t[i].op) & OPF_SUPPORTED, "op %x", t[i].op);
+    ck_assert_uint_eq(rct_opcode_table[t[i].op].ext_len, t[i].ext);
+    ck_assert_uint_eq(rct_wire_hdr_len(RCT_ENCAP_V2, t[i].op), 54u + t[i].ext);
+  }
 }
 END_TEST
 
 /* [OPC-VAL-1] [OPC-VAL-2] atomics and other transports are not supported */
 START_TEST(test_opcode_unsupported)
 {
-	for (int op = 0x12; op <= 0x1f; op++)
-		ck_assert(!(op_flags((uint8_t)op) & OPF_SUPPORTED));
-	for (int op = 0x20; op < 0xc0; op++)
-		ck_assert(!(op_flags((uint8_t)op) & OPF_VALID));
+  for (int op = 0x12; op <= 0x1f; op++)
+    ck_assert(!(op_flags((uint8_t)op) & OPF_SUPPORTED));
+  for (int op = 0x20; op < 0xc0; op++)
+    ck_assert(!(op_flags((uint8_t)op) & OPF_VALID));
 }
 END_TEST
 
 /* [OPC-TAB-2] which opcodes consume a receive WQE */
 START_TEST(test_opcode_consumes_receive)
 {
-	for (int op = 0; op <= 0x11; op++) {
-		bool want = op <= 0x05 || op == 0x09 || op == 0x0b;
-		ck_assert_msg(!!(op_flags((uint8_t)op) & OPF_RECV) == want, "op %x", op);
-	}
+  for (int op = 0; op <= 0x11; op++) {
+    bool want = op <= 0x05 || op == 0x09 || op == 0x0b;
+    ck_assert_msg(!!(op_flags((uint8_t)op) & OPF_RECV) == want, "op %x", op);
+  }
 }
 END_TEST
 
 /* [OPC-SEQ-1] [OPC-SEQ-5] FIRST/MIDDLE/LAST/ONLY classification */
 START_TEST(test_opcode_positions)
 {
-	ck_assert_uint_eq(op_flags(OP_SEND_ONLY) & OPF_ONLY, OPF_ONLY);
-	ck_assert_uint_eq(op_flags(OP_READ_RESP_ONLY) & OPF_ONLY, OPF_ONLY);
-	ck_assert(op_flags(OP_WRITE_MIDDLE) & OPF_MIDDLE);
-	ck_assert(op_flags(OP_READ_RESP_LAST) & OPF_LAST);
-	ck_assert(!(op_flags(OP_READ_RESP_MIDDLE) & OPF_AETH));
-	ck_assert_str_eq(rct_opcode_name(0x0c), "RDMA_READ_REQUEST");
+  ck_assert_uint_eq(op_flags(OP_SEND_ONLY) & OPF_ONLY, OPF_ONLY);
+  ck_assert_uint_eq(op_flags(OP_READ_RESP_ONLY) & OPF_ONLY, OPF_ONLY);
+  ck_assert(op_flags(OP_WRITE_MIDDLE) & OPF_MIDDLE);
+  ck_assert(op_flags(OP_READ_RESP_LAST) & OPF_LAST);
+  ck_assert(!(op_flags(OP_READ_RESP_MIDDLE) & OPF_AETH));
+  ck_assert_str_eq(rct_opcode_name(0x0c), "RDMA_READ_REQUEST");
 }
 END_TEST
 
 /* [SR-WIRE-1] SR opcodes mirror the RC ones with the SRXH first */
 START_TEST(test_opcode_sr_variants)
 {
-	for (int op = 0; op <= 0x0c; op++) {
-		uint32_t f = op_flags((uint8_t)op), g = op_flags((uint8_t)(0xc0 | op));
-		ck_assert(g & OPF_SR);
-		ck_assert(g & OPF_SRXH);
-		ck_assert_uint_eq(f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST | OPF_IMM | OPF_RECV),
-		                  g & (OPF_FIRST | OPF_MIDDLE | OPF_LAST | OPF_IMM | OPF_RECV));
-		if (f & OPF_WRITE)
-			ck_assert(g & OPF_RETH);    /* [SR-WIRE-4] */
-	}
-	ck_assert(op_flags(OP_SR_SACK) & OPF_SACKH);
+  for (int op = 0; op <= 0x0c; op++) {
+    uint32_t f = op_flags((uint8_t)op), g = op_flags((uint8_t)(0xc0 | op));
+    ck_assert(g & OPF_SR);
+    ck_assert(g & OPF_SRXH);
+    ck_assert_uint_eq(f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST | OPF_IMM | OPF_RECV),
+                      g & (OPF_FIRST | OPF_MIDDLE | OPF_LAST | OPF_IMM | OPF_RECV));
+    if (f & OPF_WRITE)
+      ck_assert(g & OPF_RETH);    /* [SR-WIRE-4] */
+  }
+  ck_assert(op_flags(OP_SR_SACK) & OPF_SACKH);
 }
 END_TEST
 
 Suite *suite_opcode(void)
 {
-	Suite *s = suite_create("opcode");
-	TCase *t = tcase_create("table");
-	tcase_add_test(t, test_opcode_header_lengths);
-	tcase_add_test(t, test_opcode_unsupported);
-	tcase_add_test(t, test_opcode_consumes_receive);
-	tcase_add_test(t, test_opcode_positions);
-	tcase_add_test(t, test_opcode_sr_variants);
-	suite_add_tcase(s, t);
-	return s;
+  Suite *s = suite_create("opcode");
+  TCase *t = tcase_create("table");
+  tcase_add_test(t, test_opcode_header_lengths);
+  tcase_add_test(t, test_opcode_unsupported);
+  tcase_add_test(t, test_opcode_consumes_receive);
+  tcase_add_test(t, test_opcode_positions);
+  tcase_add_test(t, test_opcode_sr_variants);
+  suite_add_tcase(s, t);
+  return s;
 }

@@ -10,90 +10,90 @@ static uint8_t fb[8192];
 
 static void pair_setup_adaptive(bool sr, bool adaptive)
 {
-	struct conn_opts o;
-	conn_defaults(&o);
-	o.sr = sr;
-	o.adaptive = adaptive;
-	o.timeout = 8;                       /* ~1 ms */
-	ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
-	ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
-	pair_connect(&ea, &eb, &o);
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.sr = sr;
+  o.adaptive = adaptive;
+  o.timeout = 8;                       /* ~1 ms */
+  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
+  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
+  pair_connect(&ea, &eb, &o);
 }
 
 static void pair_setup(bool sr)
 {
-	pair_setup_adaptive(sr, false);
+  pair_setup_adaptive(sr, false);
 }
 
 static void pair_teardown(void)
 {
-	ep_free(&ea);
-	ep_free(&eb);
+  ep_free(&ea);
+  ep_free(&eb);
 }
 
 /* Drop frames by number from A. */
 struct drops {
-	unsigned a[8], na;
-	unsigned b[8], nb;
-	uint32_t seed;
-	unsigned pct;
+  unsigned a[8], na;
+  unsigned b[8], nb;
+  uint32_t seed;
+  unsigned pct;
 };
 
 static bool drop_listed(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p)
 {
-	struct drops *d = ctx;
-	(void)p;
-	for (unsigned i = 0; i < (from_a ? d->na : d->nb); i++)
-		if ((from_a ? d->a[i] : d->b[i]) == n)
-			return true;
-	return false;
+  struct drops *d = ctx;
+  (void)p;
+  for (unsigned i = 0; i < (from_a ? d->na : d->nb); i++)
+    if ((from_a ? d->a[i] : d->b[i]) == n)
+      return true;
+  return false;
 }
 
 static uint32_t rnd(uint32_t *s)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
+  *s ^= *s << 13;
+  *s ^= *s >> 17;
+  *s ^= *s << 5;
+  return *s;
 }
 
 static bool drop_random(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p)
 {
-	struct drops *d = ctx;
-	(void)from_a; (void)n; (void)p;
-	return rnd(&d->seed) % 100 < d->pct;
+  struct drops *d = ctx;
+  (void)from_a; (void)n; (void)p;
+  return rnd(&d->seed) % 100 < d->pct;
 }
 
 /* [SR-WIRE-1] [SR-WIRE-2] [SR-WIRE-3] [SR-WIRE-4] [SR-NEG-2] SR request packets */
 START_TEST(test_sr_request_headers)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	pair_setup(true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_SEND, m, 0, 100, 0, 0, 0);
-	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2500, 0x5000, 0x77, 0);
-	post_send(&ea, 3, RCT_WR_SEND_WITH_IMM, m, 0, 10, 0, 0, 9);
-	ck_assert(expect_frame(&ea, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, 0xc4);
-	ck_assert_uint_eq(p.h.sreth.rsn, 0);
-	ck_assert_uint_eq(p.hdr_len, 54 + 8);
-	for (uint32_t i = 0; i < 3; i++) {
-		ck_assert(expect_frame(&ea, 0, &p, fb));
-		ck_assert_uint_eq(p.h.bth.opcode, 0xc6 + i);
-		ck_assert_uint_eq(p.hdr_len, 78);           /* SRXH at 54, RETH at 62, payload at 78 */
-		ck_assert_uint_eq(p.udp_len, 48 + p.paylen + p.h.bth.padcnt);
-		ck_assert_uint_eq(p.h.sreth.offset, i * 1024);
-		ck_assert_uint_eq(p.h.sreth.rsn, 1);        /* the next receive-consuming message's */
-		ck_assert_uint_eq(p.h.reth.va, 0x5000 + i * 1024);
-		ck_assert_uint_eq(p.h.reth.dmalen, 2500);
-		ck_assert_uint_eq(p.h.reth.rkey, 0x77);
-		ck_assert_uint_eq(p.h.bth.padcnt, (4 - p.paylen % 4) % 4);
-	}
-	ck_assert(expect_frame(&ea, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, 0xc5);
-	ck_assert_uint_eq(p.h.sreth.rsn, 1);
-	ck_assert_uint_eq(p.h.imm, 9);
+  struct test_mr *m;
+  struct rct_pkt p;
+  pair_setup(true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_SEND, m, 0, 100, 0, 0, 0);
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2500, 0x5000, 0x77, 0);
+  post_send(&ea, 3, RCT_WR_SEND_WITH_IMM, m, 0, 10, 0, 0, 9);
+  ck_assert(expect_frame(&ea, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, 0xc4);
+  ck_assert_uint_eq(p.h.sreth.rsn, 0);
+  ck_assert_uint_eq(p.hdr_len, 54 + 8);
+  for (uint32_t i = 0; i < 3; i++) {
+    ck_assert(expect_frame(&ea, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, 0xc6 + i);
+    ck_assert_uint_eq(p.hdr_len, 78);           /* SRXH at 54, RETH at 62, payload at 78 */
+    ck_assert_uint_eq(p.udp_len, 48 + p.paylen + p.h.bth.padcnt);
+    ck_assert_uint_eq(p.h.sreth.offset, i * 1024);
+    ck_assert_uint_eq(p.h.sreth.rsn, 1);        /* the next receive-consuming message's */
+    ck_assert_uint_eq(p.h.reth.va, 0x5000 + i * 1024);
+    ck_assert_uint_eq(p.h.reth.dmalen, 2500);
+    ck_assert_uint_eq(p.h.reth.rkey, 0x77);
+    ck_assert_uint_eq(p.h.bth.padcnt, (4 - p.paylen % 4) % 4);
+  }
+  ck_assert(expect_frame(&ea, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, 0xc5);
+  ck_assert_uint_eq(p.h.sreth.rsn, 1);
+  ck_assert_uint_eq(p.h.imm, 9);
 }
 END_TEST
 
@@ -102,53 +102,53 @@ END_TEST
  * only the hole is resent */
 START_TEST(test_sr_single_loss_resends_only_the_hole)
 {
-	struct test_mr *src, *dst;
-	struct drops d = { .a = { 3 }, .na = 1 };
-	struct link l;
-	pair_setup(true);
-	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
-	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, src, 0, 8 * 1024, 0x40000, dst->key, 0);
-	link_init(&l);
-	l.drop = drop_listed;
-	l.ctx = &d;
-	link_run(&l, &ea, &eb, 1000000000ull);
-	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
-	ck_assert_int_eq(memcmp(src->buf, dst->buf, 8192), 0);
-	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 1);
-	ck_assert_uint_ge(eb.qp.cnt.tx_sack, 1);
-	ck_assert_uint_ge(ea.qp.cnt.rx_sack, 1);
-	ck_assert_uint_eq(eb.qp.cnt.sr_placed_ooo, 4);
-	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
-	ck_assert_uint_eq(ea.qp.retry_left, 7);
+  struct test_mr *src, *dst;
+  struct drops d = { .a = { 3 }, .na = 1 };
+  struct link l;
+  pair_setup(true);
+  src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, src, 0, 8 * 1024, 0x40000, dst->key, 0);
+  link_init(&l);
+  l.drop = drop_listed;
+  l.ctx = &d;
+  link_run(&l, &ea, &eb, 1000000000ull);
+  expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+  ck_assert_int_eq(memcmp(src->buf, dst->buf, 8192), 0);
+  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 1);
+  ck_assert_uint_ge(eb.qp.cnt.tx_sack, 1);
+  ck_assert_uint_ge(ea.qp.cnt.rx_sack, 1);
+  ck_assert_uint_eq(eb.qp.cnt.sr_placed_ooo, 4);
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.retry_left, 7);
 }
 END_TEST
 
 /* [SR-RESP-4] [RESP-RECV-4] SENDs placed out of order complete in order */
 START_TEST(test_sr_sends_complete_in_order)
 {
-	struct test_mr *src, *dst;
-	struct drops d = { .a = { 0, 2 }, .na = 2 };
-	struct link l;
-	struct rct_wc wc;
-	pair_setup(true);
-	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
-	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_LOCAL_WRITE);
-	for (int i = 0; i < 4; i++)
-		post_recv(&eb, (uint64_t)(10 + i), dst, (uint32_t)i * 4096, 4096);
-	for (int i = 0; i < 4; i++)
-		post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, (uint32_t)i * 1000, 1000 + (uint32_t)i, 0, 0, 0);
-	link_init(&l);
-	l.drop = drop_listed;
-	l.ctx = &d;
-	link_run(&l, &ea, &eb, 1000000000ull);
-	for (int i = 0; i < 4; i++) {
-		expect_wc(&ea.scq, (uint64_t)i, RCT_WC_SUCCESS);
-		ck_assert(cq_pop(&eb.rcq, &wc));
-		ck_assert_uint_eq(wc.wr_id, (uint64_t)(10 + i));
-		ck_assert_uint_eq(wc.byte_len, 1000 + (uint32_t)i);
-		ck_assert_int_eq(memcmp(dst->buf + i * 4096, src->buf + i * 1000, 1000), 0);
-	}
+  struct test_mr *src, *dst;
+  struct drops d = { .a = { 0, 2 }, .na = 2 };
+  struct link l;
+  struct rct_wc wc;
+  pair_setup(true);
+  src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  for (int i = 0; i < 4; i++)
+    post_recv(&eb, (uint64_t)(10 + i), dst, (uint32_t)i * 4096, 4096);
+  for (int i = 0; i < 4; i++)
+    post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, (uint32_t)i * 1000, 1000 + (uint32_t)i, 0, 0, 0);
+  link_init(&l);
+  l.drop = drop_listed;
+  l.ctx = &d;
+  link_run(&l, &ea, &eb, 1000000000ull);
+  for (int i = 0; i < 4; i++) {
+    expect_wc(&ea.scq, (uint64_t)i, RCT_WC_SUCCESS);
+    ck_assert(cq_pop(&eb.rcq, &wc));
+    ck_assert_uint_eq(wc.wr_id, (uint64_t)(10 + i));
+    ck_assert_uint_eq(wc.byte_len, 1000 + (uint32_t)i);
+    ck_assert_int_eq(memcmp(dst->buf + i * 4096, src->buf + i * 1000, 1000), 0);
+  }
 }
 END_TEST
 
@@ -156,48 +156,48 @@ END_TEST
  * the receive completion's byte_len is the WRITE's length */
 START_TEST(test_sr_write_imm_byte_len)
 {
-	struct test_mr *src, *dst, *rb;
-	struct drops d = { .a = { 0 }, .na = 1 };
-	struct link l;
-	struct rct_wc wc;
-	pair_setup(true);
-	src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
-	dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
-	rb = ep_reg_mr(&eb, 0x80000, 64, RCT_ACCESS_LOCAL_WRITE);
-	post_recv(&eb, 20, rb, 0, 16);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE_WITH_IMM, src, 0, 3000, 0x40000, dst->key, 0x5a5a);
-	link_init(&l);
-	l.drop = drop_listed;
-	l.ctx = &d;
-	link_run(&l, &ea, &eb, 1000000000ull);
-	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
-	ck_assert(cq_pop(&eb.rcq, &wc));
-	ck_assert_int_eq(wc.opcode, RCT_WC_RECV_RDMA_WITH_IMM);
-	ck_assert_uint_eq(wc.imm_data, 0x5a5a);
-	ck_assert_uint_eq(wc.byte_len, 3000);
-	ck_assert_int_eq(memcmp(src->buf, dst->buf, 3000), 0);
+  struct test_mr *src, *dst, *rb;
+  struct drops d = { .a = { 0 }, .na = 1 };
+  struct link l;
+  struct rct_wc wc;
+  pair_setup(true);
+  src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
+  rb = ep_reg_mr(&eb, 0x80000, 64, RCT_ACCESS_LOCAL_WRITE);
+  post_recv(&eb, 20, rb, 0, 16);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE_WITH_IMM, src, 0, 3000, 0x40000, dst->key, 0x5a5a);
+  link_init(&l);
+  l.drop = drop_listed;
+  l.ctx = &d;
+  link_run(&l, &ea, &eb, 1000000000ull);
+  expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+  ck_assert(cq_pop(&eb.rcq, &wc));
+  ck_assert_int_eq(wc.opcode, RCT_WC_RECV_RDMA_WITH_IMM);
+  ck_assert_uint_eq(wc.imm_data, 0x5a5a);
+  ck_assert_uint_eq(wc.byte_len, 3000);
+  ck_assert_int_eq(memcmp(src->buf, dst->buf, 3000), 0);
 }
 END_TEST
 
 /* A selective NAK from B's side, injected into A: e and the SACK bitmap. */
 static void inject_sack(struct ep *e, uint64_t now, uint32_t epsn, uint64_t bits)
 {
-	struct peer pr;
-	struct rct_hdr h;
-	peer_for(&pr, e);
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = OP_SR_SACK;
-	h.bth.psn = epsn;
-	h.aeth.syndrome = AETH_NAK_PSN_SEQ;
-	h.sack = bits;
-	inject(e, &pr, now, &h, NULL, 0);
+  struct peer pr;
+  struct rct_hdr h;
+  peer_for(&pr, e);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_SACK;
+  h.bth.psn = epsn;
+  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  h.sack = bits;
+  inject(e, &pr, now, &h, NULL, 0);
 }
 
 static uint32_t expect_psn(struct ep *e, uint64_t now)
 {
-	struct rct_pkt p;
-	ck_assert(expect_frame(e, now, &p, fb));
-	return p.h.bth.psn;
+  struct rct_pkt p;
+  ck_assert(expect_frame(e, now, &p, fb));
+  return p.h.bth.psn;
 }
 
 /* [SR-REQ-11] [SR-REQ-2] [SR-REQ-3] [SR-REQ-12] [REQ-TMO-6] [REQ-RETRY-4]
@@ -206,34 +206,34 @@ static uint32_t expect_psn(struct ep *e, uint64_t now)
  * selective NAK that reports new PSNs gives back the spent retries. */
 START_TEST(test_sr_timeout_resends_every_unacked)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	uint64_t t;
-	pair_setup(true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59, all lost */
-	t = rct_next_timeout(&ea.qp);
-	rct_handle_timeout(&ea.qp, t);
-	for (uint32_t i = 0; i < 4; i++)
-		ck_assert_uint_eq(expect_psn(&ea, t), 0x123456 + i);
-	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
-	expect_nothing(&ea, t);
-	ck_assert_uint_eq(ea.qp.retry_left, 6);
-	/* 0x123458 arrived: the hole 0x123456..57 was resent by the timeout
-	 * already, so nothing goes out again before the next timeout [SR-REQ-3] */
-	inject_sack(&ea, t + 1, 0x123456, 1u << 2);
-	ck_assert_uint_eq(ea.qp.retry_left, 7);             /* new PSN sacked: progress */
-	expect_nothing(&ea, t + 1);
-	t = rct_next_timeout(&ea.qp);
-	rct_handle_timeout(&ea.qp, t);
-	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);
-	ck_assert_uint_eq(expect_psn(&ea, t), 0x123457);
-	ck_assert_uint_eq(expect_psn(&ea, t), 0x123459);   /* 0x123458 is sacked */
-	ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
-	expect_nothing(&ea, t);
-	ck_assert_uint_eq(ea.qp.retry_left, 6);
+  struct test_mr *m;
+  struct rct_pkt p;
+  uint64_t t;
+  pair_setup(true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 0, &p, fb));    /* 0x123456..59, all lost */
+  t = rct_next_timeout(&ea.qp);
+  rct_handle_timeout(&ea.qp, t);
+  for (uint32_t i = 0; i < 4; i++)
+    ck_assert_uint_eq(expect_psn(&ea, t), 0x123456 + i);
+  ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
+  expect_nothing(&ea, t);
+  ck_assert_uint_eq(ea.qp.retry_left, 6);
+  /* 0x123458 arrived: the hole 0x123456..57 was resent by the timeout
+   * already, so nothing goes out again before the next timeout [SR-REQ-3] */
+  inject_sack(&ea, t + 1, 0x123456, 1u << 2);
+  ck_assert_uint_eq(ea.qp.retry_left, 7);             /* new PSN sacked: progress */
+  expect_nothing(&ea, t + 1);
+  t = rct_next_timeout(&ea.qp);
+  rct_handle_timeout(&ea.qp, t);
+  ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);
+  ck_assert_uint_eq(expect_psn(&ea, t), 0x123457);
+  ck_assert_uint_eq(expect_psn(&ea, t), 0x123459);   /* 0x123458 is sacked */
+  ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
+  expect_nothing(&ea, t);
+  ck_assert_uint_eq(ea.qp.retry_left, 6);
 }
 END_TEST
 
@@ -241,17 +241,17 @@ END_TEST
  * NAK for 57 has brought 56's resend out at t=10. Returns the MR. */
 static struct test_mr *first_packet_resent(void)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	pair_setup(true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));
-	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived */
-	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
-	expect_nothing(&ea, 10);
-	return m;
+  struct test_mr *m;
+  struct rct_pkt p;
+  pair_setup(true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 0, &p, fb));
+  inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived */
+  ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
+  expect_nothing(&ea, 10);
+  return m;
 }
 
 /* [REQ-TMO-4] Karn in selective repeat: the RTT sample was armed on the
@@ -261,24 +261,24 @@ static struct test_mr *first_packet_resent(void)
  * every later RTO with it). The next packet sent fresh is timed instead. */
 START_TEST(test_sr_karn_no_sample_from_resent)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	struct peer pr;
-	pair_setup_adaptive(true, true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));        /* 0x123456 is timed */
-	inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived, 56 did not */
-	ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
-	peer_for(&pr, &ea);
-	inject_ack(&ea, &pr, 5000000, AETH_ACK, 0x123459, 1);
-	expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
-	ck_assert_uint_eq(ea.qp.srtt, 0);                   /* no sample from the repair */
-	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
-	ck_assert_uint_eq(expect_psn(&ea, 6000000), 0x12345a);
-	inject_ack(&ea, &pr, 6300000, AETH_ACK, 0x12345a, 2);
-	ck_assert_uint_eq(ea.qp.srtt, 300000);              /* the fresh packet's round trip */
+  struct test_mr *m;
+  struct rct_pkt p;
+  struct peer pr;
+  pair_setup_adaptive(true, true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 0, &p, fb));        /* 0x123456 is timed */
+  inject_sack(&ea, 10, 0x123456, 1u << 1);           /* 57 arrived, 56 did not */
+  ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456);  /* the resend */
+  peer_for(&pr, &ea);
+  inject_ack(&ea, &pr, 5000000, AETH_ACK, 0x123459, 1);
+  expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+  ck_assert_uint_eq(ea.qp.srtt, 0);                   /* no sample from the repair */
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 6000000), 0x12345a);
+  inject_ack(&ea, &pr, 6300000, AETH_ACK, 0x12345a, 2);
+  ck_assert_uint_eq(ea.qp.srtt, 300000);              /* the fresh packet's round trip */
 }
 END_TEST
 
@@ -287,22 +287,22 @@ END_TEST
  * and una passes it. */
 START_TEST(test_sr_rtt_sample_from_sack)
 {
-	struct test_mr *m;
-	struct rct_pkt p;
-	pair_setup_adaptive(true, true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
-	for (int i = 0; i < 4; i++)
-		ck_assert(expect_frame(&ea, 0, &p, fb));        /* 56..59; 56 timed, lost */
-	inject_sack(&ea, 1000000, 0x123456, 1u << 1);      /* 57 arrived */
-	ck_assert_uint_eq(expect_psn(&ea, 1000000), 0x123456);  /* resent: not timed any more */
-	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2048, 0x5000, 0x77, 0);
-	ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345a);  /* fresh: timed */
-	ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345b);
-	ck_assert_uint_eq(ea.qp.srtt, 0);
-	inject_sack(&ea, 2400000, 0x123456, 0x3eull);       /* 57..5b arrived, 56 still missing */
-	ck_assert_uint_eq(ea.qp.srtt, 400000);
-	ck_assert_uint_eq(ea.qp.una, 0x123456);
+  struct test_mr *m;
+  struct rct_pkt p;
+  pair_setup_adaptive(true, true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 0, &p, fb));        /* 56..59; 56 timed, lost */
+  inject_sack(&ea, 1000000, 0x123456, 1u << 1);      /* 57 arrived */
+  ck_assert_uint_eq(expect_psn(&ea, 1000000), 0x123456);  /* resent: not timed any more */
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2048, 0x5000, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345a);  /* fresh: timed */
+  ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345b);
+  ck_assert_uint_eq(ea.qp.srtt, 0);
+  inject_sack(&ea, 2400000, 0x123456, 0x3eull);       /* 57..5b arrived, 56 still missing */
+  ck_assert_uint_eq(ea.qp.srtt, 400000);
+  ck_assert_uint_eq(ea.qp.una, 0x123456);
 }
 END_TEST
 
@@ -311,17 +311,17 @@ END_TEST
  * hole goes out again at once instead of after a timeout, with no retry used. */
 START_TEST(test_sr_lost_resend_detected)
 {
-	struct test_mr *m = first_packet_resent();         /* ... and the resend is lost too */
-	inject_sack(&ea, 11, 0x123456, 1u << 2);           /* 58: sent before the resend */
-	expect_nothing(&ea, 11);
-	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
-	ck_assert_uint_eq(expect_psn(&ea, 12), 0x12345a);  /* sent after the resend */
-	inject_sack(&ea, 20, 0x123456, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
-	ck_assert_uint_eq(expect_psn(&ea, 20), 0x123456);  /* resent again, no timeout */
-	expect_nothing(&ea, 20);
-	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
-	ck_assert_uint_eq(ea.qp.retry_left, 7);
-	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+  struct test_mr *m = first_packet_resent();         /* ... and the resend is lost too */
+  inject_sack(&ea, 11, 0x123456, 1u << 2);           /* 58: sent before the resend */
+  expect_nothing(&ea, 11);
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 12), 0x12345a);  /* sent after the resend */
+  inject_sack(&ea, 20, 0x123456, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
+  ck_assert_uint_eq(expect_psn(&ea, 20), 0x123456);  /* resent again, no timeout */
+  expect_nothing(&ea, 20);
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.retry_left, 7);
+  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
 }
 END_TEST
 
@@ -329,15 +329,15 @@ END_TEST
  * resent after that packet is still in flight and does not go again. */
 START_TEST(test_sr_lost_resend_only_older)
 {
-	struct test_mr *m = first_packet_resent();         /* 58 was lost as well */
-	post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
-	ck_assert_uint_eq(expect_psn(&ea, 11), 0x12345a);  /* sent after 56's resend */
-	inject_sack(&ea, 12, 0x123456, 1u << 1 | 1u << 3); /* 57, 59 */
-	ck_assert_uint_eq(expect_psn(&ea, 12), 0x123458);  /* resend 58, after 5a */
-	expect_nothing(&ea, 12);
-	inject_sack(&ea, 13, 0x123458, 1u << 1 | 1u << 2); /* 56 repaired; 59, 5a */
-	expect_nothing(&ea, 13);                           /* 58's resend is in flight */
-	ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+  struct test_mr *m = first_packet_resent();         /* 58 was lost as well */
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 11), 0x12345a);  /* sent after 56's resend */
+  inject_sack(&ea, 12, 0x123456, 1u << 1 | 1u << 3); /* 57, 59 */
+  ck_assert_uint_eq(expect_psn(&ea, 12), 0x123458);  /* resend 58, after 5a */
+  expect_nothing(&ea, 12);
+  inject_sack(&ea, 13, 0x123458, 1u << 1 | 1u << 2); /* 56 repaired; 59, 5a */
+  expect_nothing(&ea, 13);                           /* 58's resend is in flight */
+  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
 }
 END_TEST
 
@@ -346,118 +346,118 @@ END_TEST
  * READ request after it, without waiting for a timeout. */
 START_TEST(test_sr_read_behind_hole_resent_with_it)
 {
-	struct test_mr *m, *r;
-	struct rct_pkt p;
-	pair_setup(true);
-	m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
-	post_send(&ea, 2, RCT_WR_RDMA_READ, r, 0, 2048, 0x6000, 0x77, 0);
-	post_send(&ea, 3, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
-	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456);   /* WRITE: lost */
-	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123457);   /* READ, 2 response PSNs: dropped */
-	ck_assert_uint_eq(expect_psn(&ea, 0), 0x123459);   /* WRITE: arrives */
-	expect_nothing(&ea, 0);
-	inject_sack(&ea, 10, 0x123456, 1u << 3);
-	ck_assert(expect_frame(&ea, 10, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_WRITE_ONLY);
-	ck_assert(expect_frame(&ea, 10, &p, fb));
-	ck_assert_uint_eq(p.h.bth.psn, 0x123457);
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
-	ck_assert_uint_eq(p.h.reth.dmalen, 2048);
-	expect_nothing(&ea, 10);
-	ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  struct test_mr *m, *r;
+  struct rct_pkt p;
+  pair_setup(true);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  post_send(&ea, 2, RCT_WR_RDMA_READ, r, 0, 2048, 0x6000, 0x77, 0);
+  post_send(&ea, 3, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456);   /* WRITE: lost */
+  ck_assert_uint_eq(expect_psn(&ea, 0), 0x123457);   /* READ, 2 response PSNs: dropped */
+  ck_assert_uint_eq(expect_psn(&ea, 0), 0x123459);   /* WRITE: arrives */
+  expect_nothing(&ea, 0);
+  inject_sack(&ea, 10, 0x123456, 1u << 3);
+  ck_assert(expect_frame(&ea, 10, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_WRITE_ONLY);
+  ck_assert(expect_frame(&ea, 10, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, 0x123457);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+  ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+  expect_nothing(&ea, 10);
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
 }
 END_TEST
 
 /* [SR-RESP-6] a READ ahead of epsn is not executed */
 START_TEST(test_sr_read_does_not_overtake)
 {
-	struct test_mr *w;
-	struct peer pr;
-	struct rct_hdr h;
-	struct rct_pkt p;
-	pair_setup(true);
-	w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = 0xcc;
-	h.bth.psn = 0x123456 + 1;
-	h.bth.ackreq = 1;
-	h.reth.va = 0x40000;
-	h.reth.rkey = w->key;
-	h.reth.dmalen = 100;
-	inject(&eb, &pr, 0, &h, NULL, 0);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
-	ck_assert_uint_eq(p.h.sack, 0);
-	expect_nothing(&eb, 0);
-	ck_assert_uint_eq(eb.qp.epsn, 0x123456);
+  struct test_mr *w;
+  struct peer pr;
+  struct rct_hdr h;
+  struct rct_pkt p;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = 0xcc;
+  h.bth.psn = 0x123456 + 1;
+  h.bth.ackreq = 1;
+  h.reth.va = 0x40000;
+  h.reth.rkey = w->key;
+  h.reth.dmalen = 100;
+  inject(&eb, &pr, 0, &h, NULL, 0);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  ck_assert_uint_eq(p.h.sack, 0);
+  expect_nothing(&eb, 0);
+  ck_assert_uint_eq(eb.qp.epsn, 0x123456);
 }
 END_TEST
 
 /* [SR-WIRE-7] [SR-NEG-1] [OPC-VAL-2] SR opcodes on a go-back-N QP, RC opcodes on an SR QP */
 START_TEST(test_sr_opcode_mode_mismatch_dropped)
 {
-	struct peer pr;
-	struct test_mr *r;
-	pair_setup(false);
-	r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_recv(&eb, 1, r, 0, 4096);
-	peer_for(&pr, &eb);
-	ck_assert_int_eq(inject_req(&eb, &pr, 0, 0xc4, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
-	ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
-	expect_nothing(&eb, 0);
-	pair_teardown();
-	pair_setup(true);
-	r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
-	post_recv(&eb, 1, r, 0, 4096);
-	peer_for(&pr, &eb);
-	ck_assert_int_eq(inject_req(&eb, &pr, 0, OP_SEND_ONLY, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
-	ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
-	expect_nothing(&eb, 0);
+  struct peer pr;
+  struct test_mr *r;
+  pair_setup(false);
+  r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_recv(&eb, 1, r, 0, 4096);
+  peer_for(&pr, &eb);
+  ck_assert_int_eq(inject_req(&eb, &pr, 0, 0xc4, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
+  ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+  expect_nothing(&eb, 0);
+  pair_teardown();
+  pair_setup(true);
+  r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_recv(&eb, 1, r, 0, 4096);
+  peer_for(&pr, &eb);
+  ck_assert_int_eq(inject_req(&eb, &pr, 0, OP_SEND_ONLY, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
+  ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+  expect_nothing(&eb, 0);
 }
 END_TEST
 
 /* [SR-RESP-3] [SR-RESP-1] duplicates in the window, packets beyond it */
 START_TEST(test_sr_duplicate_and_beyond_window)
 {
-	struct peer pr;
-	struct rct_pkt p;
-	struct test_mr *w;
-	struct rct_reth r;
-	pair_setup(true);
-	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	r.va = 0x40000 + 1024;
-	r.rkey = w->key;
-	r.dmalen = 4096;
-	{
-		struct rct_hdr h;
-		memset(&h, 0, sizeof(h));
-		h.bth.opcode = 0xc7;                       /* WRITE MIDDLE at epsn + 1 */
-		h.bth.psn = 0x123457;
-		h.reth = r;
-		h.sreth.offset = 1024;
-		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-		ck_assert(expect_frame(&eb, 0, &p, fb));
-		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-		ck_assert_uint_eq(p.h.sack, 2);             /* bit 1: epsn + 1 held */
-		ck_assert_uint_eq(p.udp_len, 36);           /* [SR-WIRE-6] AETH at 54, SACKH at 58 */
-		ck_assert_uint_eq(p.hdr_len, 66);
-		h.bth.ackreq = 1;
-		inject(&eb, &pr, 0, &h, fb + 4096, 1024);   /* again: duplicate */
-		ck_assert_uint_eq(eb.qp.cnt.rx_dup, 1);
-		ck_assert(expect_frame(&eb, 0, &p, fb));
-		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-		h.bth.psn = 0x123456 + RCT_SR_WINDOW + 3;   /* beyond the window */
-		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-		ck_assert(expect_frame(&eb, 0, &p, fb));
-		ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-		ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 2);
-	}
+  struct peer pr;
+  struct rct_pkt p;
+  struct test_mr *w;
+  struct rct_reth r;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  r.va = 0x40000 + 1024;
+  r.rkey = w->key;
+  r.dmalen = 4096;
+  {
+    struct rct_hdr h;
+    memset(&h, 0, sizeof(h));
+    h.bth.opcode = 0xc7;                       /* WRITE MIDDLE at epsn + 1 */
+    h.bth.psn = 0x123457;
+    h.reth = r;
+    h.sreth.offset = 1024;
+    inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+    ck_assert(expect_frame(&eb, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+    ck_assert_uint_eq(p.h.sack, 2);             /* bit 1: epsn + 1 held */
+    ck_assert_uint_eq(p.udp_len, 36);           /* [SR-WIRE-6] AETH at 54, SACKH at 58 */
+    ck_assert_uint_eq(p.hdr_len, 66);
+    h.bth.ackreq = 1;
+    inject(&eb, &pr, 0, &h, fb + 4096, 1024);   /* again: duplicate */
+    ck_assert_uint_eq(eb.qp.cnt.rx_dup, 1);
+    ck_assert(expect_frame(&eb, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+    h.bth.psn = 0x123456 + RCT_SR_WINDOW + 3;   /* beyond the window */
+    inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+    ck_assert(expect_frame(&eb, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+    ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 2);
+  }
 }
 END_TEST
 
@@ -467,39 +467,39 @@ END_TEST
  * a gap left by a packet beyond the window still goes out as a NAK. */
 START_TEST(test_sr_stale_sack_becomes_ack)
 {
-	struct peer pr;
-	struct rct_pkt p;
-	struct test_mr *w;
-	struct rct_hdr h;
-	pair_setup(true);
-	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	memset(&h, 0, sizeof(h));
-	h.reth.va = 0x40000;
-	h.reth.rkey = w->key;
-	h.reth.dmalen = 2048;
-	h.bth.opcode = OP_SR_BASE | OP_WRITE_LAST;         /* epsn + 1 first: out of order */
-	h.bth.psn = 0x123457;
-	h.bth.ackreq = 1;
-	h.sreth.offset = 1024;
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	h.bth.opcode = OP_SR_BASE | OP_WRITE_FIRST;        /* then the hole, before any send */
-	h.bth.psn = 0x123456;
-	h.bth.ackreq = 0;
-	h.sreth.offset = 0;
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	ck_assert_uint_eq(eb.qp.epsn, 0x123458);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
-	ck_assert_uint_eq(p.h.bth.psn, 0x123457);
-	expect_nothing(&eb, 0);
-	h.bth.psn = 0x123458 + RCT_SR_WINDOW;              /* beyond the window: a real gap */
-	h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-	ck_assert_uint_eq(p.h.bth.psn, 0x123458);
-	ck_assert_uint_eq(p.h.sack, 0);
+  struct peer pr;
+  struct rct_pkt p;
+  struct test_mr *w;
+  struct rct_hdr h;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  memset(&h, 0, sizeof(h));
+  h.reth.va = 0x40000;
+  h.reth.rkey = w->key;
+  h.reth.dmalen = 2048;
+  h.bth.opcode = OP_SR_BASE | OP_WRITE_LAST;         /* epsn + 1 first: out of order */
+  h.bth.psn = 0x123457;
+  h.bth.ackreq = 1;
+  h.sreth.offset = 1024;
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  h.bth.opcode = OP_SR_BASE | OP_WRITE_FIRST;        /* then the hole, before any send */
+  h.bth.psn = 0x123456;
+  h.bth.ackreq = 0;
+  h.sreth.offset = 0;
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  ck_assert_uint_eq(eb.qp.epsn, 0x123458);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123457);
+  expect_nothing(&eb, 0);
+  h.bth.psn = 0x123458 + RCT_SR_WINDOW;              /* beyond the window: a real gap */
+  h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+  ck_assert_uint_eq(p.h.sack, 0);
 }
 END_TEST
 
@@ -508,37 +508,37 @@ END_TEST
  * any packet with AckReq at once. */
 START_TEST(test_sr_sack_thinning)
 {
-	struct peer pr;
-	struct rct_pkt p;
-	struct test_mr *w;
-	struct rct_hdr h;
-	pair_setup(true);
-	eb.dev.attr.sack_every = 4;
-	w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	memset(&h, 0, sizeof(h));
-	h.reth.va = 0x40000;
-	h.reth.rkey = w->key;
-	h.reth.dmalen = 16 * 1024;
-	h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
-	for (uint32_t i = 1; i <= 9; i++) {                  /* epsn (0x123456) is lost */
-		h.bth.psn = 0x123456 + i;
-		h.sreth.offset = i * 1024;
-		inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-		if (i == 1 || i == 5 || i == 9) {            /* the new hole, then every 4th */
-			ck_assert_msg(expect_frame(&eb, 0, &p, fb), "packet %u: no selective NAK", i);
-			ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-			ck_assert_uint_eq(p.h.bth.psn, 0x123456);
-		}
-		expect_nothing(&eb, 0);
-	}
-	h.bth.psn = 0x123456 + 10;
-	h.bth.ackreq = 1;                                    /* AckReq: answered at once */
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-	ck_assert_uint_eq(p.h.sack, 0x7feull);               /* bits 1..10 */
-	ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 10);
+  struct peer pr;
+  struct rct_pkt p;
+  struct test_mr *w;
+  struct rct_hdr h;
+  pair_setup(true);
+  eb.dev.attr.sack_every = 4;
+  w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  memset(&h, 0, sizeof(h));
+  h.reth.va = 0x40000;
+  h.reth.rkey = w->key;
+  h.reth.dmalen = 16 * 1024;
+  h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
+  for (uint32_t i = 1; i <= 9; i++) {                  /* epsn (0x123456) is lost */
+    h.bth.psn = 0x123456 + i;
+    h.sreth.offset = i * 1024;
+    inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+    if (i == 1 || i == 5 || i == 9) {            /* the new hole, then every 4th */
+      ck_assert_msg(expect_frame(&eb, 0, &p, fb), "packet %u: no selective NAK", i);
+      ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+      ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+    }
+    expect_nothing(&eb, 0);
+  }
+  h.bth.psn = 0x123456 + 10;
+  h.bth.ackreq = 1;                                    /* AckReq: answered at once */
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.sack, 0x7feull);               /* bits 1..10 */
+  ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 10);
 }
 END_TEST
 
@@ -547,96 +547,96 @@ END_TEST
  * not whole words, or longer than SR_WINDOW bits, is malformed. */
 START_TEST(test_sr_sack_long_bitmap)
 {
-	struct peer pr;
-	struct rct_pkt p;
-	struct test_mr *w, *m;
-	struct rct_hdr h;
-	uint8_t buf[256];
-	uint32_t n;
-	pair_setup(true);
-	/* responder: a WRITE MIDDLE at epsn + 200 is reported in word 3 */
-	w = ep_reg_mr(&eb, 0x40000, 256 * 1024, RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = 0xc7;
-	h.bth.psn = 0x123456 + 200;
-	h.reth.va = 0x40000 + 200 * 1024;
-	h.reth.rkey = w->key;
-	h.reth.dmalen = 256 * 1024;
-	h.sreth.offset = 200 * 1024;
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-	ck_assert_uint_eq(p.h.bth.psn, 0x123456);
-	ck_assert_uint_eq(p.h.sack, 0);
-	ck_assert_uint_eq(p.h.sack_ext_n, 3);
-	ck_assert(p.h.sack_ext[0] == 0 && p.h.sack_ext[1] == 0);
-	ck_assert(p.h.sack_ext[2] == 1ull << (200 - 192));
-	ck_assert_uint_eq(p.udp_len, 36 + 24);
-	ck_assert_uint_eq(p.paylen, 0);
-	/* requester: bit 70 in the first extension word marks PSN una + 70 */
-	m = ep_reg_mr(&ea, 0x10000, 80 * 1024, RCT_ACCESS_LOCAL_WRITE);
-	post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 80 * 1024, 0x5000, 0x77, 0);
-	for (uint32_t i = 0; i < 80; i++)
-		ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456 + i);
-	expect_nothing(&ea, 0);
-	peer_for(&pr, &ea);
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = OP_SR_SACK;
-	h.bth.psn = 0x123456;
-	h.aeth.syndrome = AETH_NAK_PSN_SEQ;
-	h.sack_ext_n = 1;
-	h.sack_ext[0] = 1ull << (70 - 64);
-	inject(&ea, &pr, 10, &h, NULL, 0);
-	ck_assert(bm_test(ea.qp.sr_sacked, 70));
-	for (uint32_t i = 0; i < 70; i++)                 /* the hole before it [SR-REQ-3] */
-		ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456 + i);
-	expect_nothing(&ea, 10);
-	/* codec: 4 stray bytes, or 4 extension words, are malformed */
-	memset(&h, 0, sizeof(h));
-	h.encap = RCT_ENCAP_V2;
-	h.bth.opcode = OP_SR_SACK;
-	h.sack_ext_n = 2;
-	h.sack_ext[1] = 0x8000000000000001ull;
-	n = rct_wire_build(buf, &h, 0) + 4;
-	ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
-	ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
-	ck_assert_uint_eq(p.h.sack_ext_n, 2);
-	ck_assert(p.h.sack_ext[1] == 0x8000000000000001ull);
-	for (uint32_t bad = 0; bad < 2; bad++) {
-		memset(&h, 0, sizeof(h));
-		h.encap = RCT_ENCAP_V2;
-		h.bth.opcode = OP_SR_SACK;
-		n = rct_wire_build(buf, &h, bad ? 4 : 32) + (bad ? 4 : 32) + 4;   /* tail of 4 or 32 bytes */
-		ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
-		ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_BAD_LEN);
-	}
+  struct peer pr;
+  struct rct_pkt p;
+  struct test_mr *w, *m;
+  struct rct_hdr h;
+  uint8_t buf[256];
+  uint32_t n;
+  pair_setup(true);
+  /* responder: a WRITE MIDDLE at epsn + 200 is reported in word 3 */
+  w = ep_reg_mr(&eb, 0x40000, 256 * 1024, RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = 0xc7;
+  h.bth.psn = 0x123456 + 200;
+  h.reth.va = 0x40000 + 200 * 1024;
+  h.reth.rkey = w->key;
+  h.reth.dmalen = 256 * 1024;
+  h.sreth.offset = 200 * 1024;
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  ck_assert_uint_eq(p.h.sack, 0);
+  ck_assert_uint_eq(p.h.sack_ext_n, 3);
+  ck_assert(p.h.sack_ext[0] == 0 && p.h.sack_ext[1] == 0);
+  ck_assert(p.h.sack_ext[2] == 1ull << (200 - 192));
+  ck_assert_uint_eq(p.udp_len, 36 + 24);
+  ck_assert_uint_eq(p.paylen, 0);
+  /* requester: bit 70 in the first extension word marks PSN una + 70 */
+  m = ep_reg_mr(&ea, 0x10000, 80 * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 80 * 1024, 0x5000, 0x77, 0);
+  for (uint32_t i = 0; i < 80; i++)
+    ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456 + i);
+  expect_nothing(&ea, 0);
+  peer_for(&pr, &ea);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_SACK;
+  h.bth.psn = 0x123456;
+  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  h.sack_ext_n = 1;
+  h.sack_ext[0] = 1ull << (70 - 64);
+  inject(&ea, &pr, 10, &h, NULL, 0);
+  ck_assert(bm_test(ea.qp.sr_sacked, 70));
+  for (uint32_t i = 0; i < 70; i++)                 /* the hole before it [SR-REQ-3] */
+    ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456 + i);
+  expect_nothing(&ea, 10);
+  /* codec: 4 stray bytes, or 4 extension words, are malformed */
+  memset(&h, 0, sizeof(h));
+  h.encap = RCT_ENCAP_V2;
+  h.bth.opcode = OP_SR_SACK;
+  h.sack_ext_n = 2;
+  h.sack_ext[1] = 0x8000000000000001ull;
+  n = rct_wire_build(buf, &h, 0) + 4;
+  ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+  ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
+  ck_assert_uint_eq(p.h.sack_ext_n, 2);
+  ck_assert(p.h.sack_ext[1] == 0x8000000000000001ull);
+  for (uint32_t bad = 0; bad < 2; bad++) {
+    memset(&h, 0, sizeof(h));
+    h.encap = RCT_ENCAP_V2;
+    h.bth.opcode = OP_SR_SACK;
+    n = rct_wire_build(buf, &h, bad ? 4 : 32) + (bad ? 4 : 32) + 4;   /* tail of 4 or 32 bytes */
+    ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
+    ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_BAD_LEN);
+  }
 }
 END_TEST
 
 /* [SR-RESP-9] an SR WRITE packet failing the R_Key check: NAK with its own PSN, QP to ERR */
 START_TEST(test_sr_write_access_error_per_packet)
 {
-	struct peer pr;
-	struct rct_pkt p;
-	struct test_mr *w;
-	struct rct_hdr h;
-	pair_setup(true);
-	w = ep_reg_mr(&eb, 0x40000, 4096, RCT_ACCESS_REMOTE_WRITE);
-	peer_for(&pr, &eb);
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = 0xc7;                               /* MIDDLE placed ahead, bad rkey */
-	h.bth.psn = 0x123458;
-	h.reth.va = 0x40000 + 2048;
-	h.reth.rkey = w->key + 1;
-	h.reth.dmalen = 4096;
-	h.sreth.offset = 2048;
-	inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-	ck_assert(expect_frame(&eb, 0, &p, fb));
-	ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
-	ck_assert_uint_eq(p.h.aeth.syndrome, AETH_NAK_REM_ACC);
-	ck_assert_uint_eq(p.h.bth.psn, 0x123458);
-	ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_ERR);
+  struct peer pr;
+  struct rct_pkt p;
+  struct test_mr *w;
+  struct rct_hdr h;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 4096, RCT_ACCESS_REMOTE_WRITE);
+  peer_for(&pr, &eb);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = 0xc7;                               /* MIDDLE placed ahead, bad rkey */
+  h.bth.psn = 0x123458;
+  h.reth.va = 0x40000 + 2048;
+  h.reth.rkey = w->key + 1;
+  h.reth.dmalen = 4096;
+  h.sreth.offset = 2048;
+  inject(&eb, &pr, 0, &h, fb + 4096, 1024);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
+  ck_assert_uint_eq(p.h.aeth.syndrome, AETH_NAK_REM_ACC);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -644,95 +644,95 @@ END_TEST
  * [REQ-CMPL-6] [REQ-CMPL-2] [REQ-GBN-1] [SR-NEG-1] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-13] */
 static void random_loss(bool sr, uint32_t seed, unsigned pct)
 {
-	struct test_mr *src, *dst, *rd, *rb;
-	struct drops d = { .seed = seed, .pct = pct };
-	struct link l;
-	struct rct_wc wc;
-	int n = 0;
-	printf("random_loss sr=%d seed=%u loss=%u%%\n", sr, seed, pct);
-	fflush(stdout);
-	pair_setup(sr);
-	src = ep_reg_mr(&ea, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
-	rd = ep_reg_mr(&ea, 0x100000, 65536, RCT_ACCESS_LOCAL_WRITE);
-	dst = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
-	rb = ep_reg_mr(&eb, 0x200000, 65536, RCT_ACCESS_LOCAL_WRITE);
-	for (int i = 0; i < 16; i++)
-		post_recv(&eb, (uint64_t)(100 + i), rb, (uint32_t)i * 4096, 4096);
-	for (int i = 0; i < 48; i++) {
-		uint32_t len = 1 + (uint32_t)(i * 977) % 4000, off = (uint32_t)i * 1024 % 60000;
-		int k = i % 3;
-		if (k == 0)
-			post_send(&ea, (uint64_t)i, RCT_WR_RDMA_WRITE, src, off, len, 0x40000 + off, dst->key, 0);
-		else if (k == 1 && i < 48)
-			post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, off, len, 0, 0, 0);
-		else
-			post_send(&ea, (uint64_t)i, RCT_WR_RDMA_READ, rd, off, len, 0x40000 + off, dst->key, 0);
-	}
-	link_init(&l);
-	l.drop = drop_random;
-	l.ctx = &d;
-	link_run(&l, &ea, &eb, 60ull * 1000000000ull);
-	while (cq_pop(&ea.scq, &wc)) {
-		ck_assert_msg(wc.wr_id == (uint64_t)n && wc.status == RCT_WC_SUCCESS,
-		              "seed %u: completion %d is wr %llu %s", seed, n, (unsigned long long)wc.wr_id,
-		              rct_wc_status_name(wc.status));
-		n++;
-	}
-	ck_assert_msg(n == 48, "seed %u: %d of 48 completed", seed, n);
-	for (int i = 0; i < 16; i++) {
-		ck_assert(cq_pop(&eb.rcq, &wc));
-		ck_assert_uint_eq(wc.wr_id, (uint64_t)(100 + i));
-		ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
-	}
-	ck_assert_int_eq(ea.qp.attr.qp_state, RCT_QPS_RTS);
-	ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
+  struct test_mr *src, *dst, *rd, *rb;
+  struct drops d = { .seed = seed, .pct = pct };
+  struct link l;
+  struct rct_wc wc;
+  int n = 0;
+  printf("random_loss sr=%d seed=%u loss=%u%%\n", sr, seed, pct);
+  fflush(stdout);
+  pair_setup(sr);
+  src = ep_reg_mr(&ea, 0x10000, 65536, RCT_ACCESS_LOCAL_WRITE);
+  rd = ep_reg_mr(&ea, 0x100000, 65536, RCT_ACCESS_LOCAL_WRITE);
+  dst = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
+  rb = ep_reg_mr(&eb, 0x200000, 65536, RCT_ACCESS_LOCAL_WRITE);
+  for (int i = 0; i < 16; i++)
+    post_recv(&eb, (uint64_t)(100 + i), rb, (uint32_t)i * 4096, 4096);
+  for (int i = 0; i < 48; i++) {
+    uint32_t len = 1 + (uint32_t)(i * 977) % 4000, off = (uint32_t)i * 1024 % 60000;
+    int k = i % 3;
+    if (k == 0)
+      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_WRITE, src, off, len, 0x40000 + off, dst->key, 0);
+    else if (k == 1 && i < 48)
+      post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, off, len, 0, 0, 0);
+    else
+      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_READ, rd, off, len, 0x40000 + off, dst->key, 0);
+  }
+  link_init(&l);
+  l.drop = drop_random;
+  l.ctx = &d;
+  link_run(&l, &ea, &eb, 60ull * 1000000000ull);
+  while (cq_pop(&ea.scq, &wc)) {
+    ck_assert_msg(wc.wr_id == (uint64_t)n && wc.status == RCT_WC_SUCCESS,
+                  "seed %u: completion %d is wr %llu %s", seed, n, (unsigned long long)wc.wr_id,
+                  rct_wc_status_name(wc.status));
+    n++;
+  }
+  ck_assert_msg(n == 48, "seed %u: %d of 48 completed", seed, n);
+  for (int i = 0; i < 16; i++) {
+    ck_assert(cq_pop(&eb.rcq, &wc));
+    ck_assert_uint_eq(wc.wr_id, (uint64_t)(100 + i));
+    ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
+  }
+  ck_assert_int_eq(ea.qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
 }
 
 START_TEST(test_sr_random_loss_go_back_n)
 {
-	random_loss(false, 12345u + (uint32_t)_i, 5);
+  random_loss(false, 12345u + (uint32_t)_i, 5);
 }
 END_TEST
 
 START_TEST(test_sr_random_loss_selective_repeat)
 {
-	random_loss(true, 777u + (uint32_t)_i, 5);
+  random_loss(true, 777u + (uint32_t)_i, 5);
 }
 END_TEST
 
 START_TEST(test_sr_heavy_loss_both_modes)
 {
-	random_loss(_i & 1, 4242u + (uint32_t)_i, 20);
+  random_loss(_i & 1, 4242u + (uint32_t)_i, 20);
 }
 END_TEST
 
 Suite *suite_sr(void)
 {
-	Suite *s = suite_create("sr");
-	TCase *t = tcase_create("selective-repeat");
-	tcase_add_checked_fixture(t, NULL, pair_teardown);
-	tcase_set_timeout(t, 60);
-	tcase_add_test(t, test_sr_request_headers);
-	tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
-	tcase_add_test(t, test_sr_sends_complete_in_order);
-	tcase_add_test(t, test_sr_write_imm_byte_len);
-	tcase_add_test(t, test_sr_timeout_resends_every_unacked);
-	tcase_add_test(t, test_sr_karn_no_sample_from_resent);
-	tcase_add_test(t, test_sr_rtt_sample_from_sack);
-	tcase_add_test(t, test_sr_lost_resend_detected);
-	tcase_add_test(t, test_sr_lost_resend_only_older);
-	tcase_add_test(t, test_sr_stale_sack_becomes_ack);
-	tcase_add_test(t, test_sr_sack_thinning);
-	tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
-	tcase_add_test(t, test_sr_read_does_not_overtake);
-	tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
-	tcase_add_test(t, test_sr_duplicate_and_beyond_window);
-	tcase_add_test(t, test_sr_sack_long_bitmap);
-	tcase_add_test(t, test_sr_write_access_error_per_packet);
-	/* RCT_STRESS=N runs N seeds of each (default 3) */
-	tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
-	tcase_add_loop_test(t, test_sr_random_loss_selective_repeat, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
-	tcase_add_loop_test(t, test_sr_heavy_loss_both_modes, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 4);
-	suite_add_tcase(s, t);
-	return s;
+  Suite *s = suite_create("sr");
+  TCase *t = tcase_create("selective-repeat");
+  tcase_add_checked_fixture(t, NULL, pair_teardown);
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, test_sr_request_headers);
+  tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
+  tcase_add_test(t, test_sr_sends_complete_in_order);
+  tcase_add_test(t, test_sr_write_imm_byte_len);
+  tcase_add_test(t, test_sr_timeout_resends_every_unacked);
+  tcase_add_test(t, test_sr_karn_no_sample_from_resent);
+  tcase_add_test(t, test_sr_rtt_sample_from_sack);
+  tcase_add_test(t, test_sr_lost_resend_detected);
+  tcase_add_test(t, test_sr_lost_resend_only_older);
+  tcase_add_test(t, test_sr_stale_sack_becomes_ack);
+  tcase_add_test(t, test_sr_sack_thinning);
+  tcase_add_test(t, test_sr_read_behind_hole_resent_with_it);
+  tcase_add_test(t, test_sr_read_does_not_overtake);
+  tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
+  tcase_add_test(t, test_sr_duplicate_and_beyond_window);
+  tcase_add_test(t, test_sr_sack_long_bitmap);
+  tcase_add_test(t, test_sr_write_access_error_per_packet);
+  /* RCT_STRESS=N runs N seeds of each (default 3) */
+  tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
+  tcase_add_loop_test(t, test_sr_random_loss_selective_repeat, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
+  tcase_add_loop_test(t, test_sr_heavy_loss_both_modes, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 4);
+  suite_add_tcase(s, t);
+  return s;
 }

@@ -18,9 +18,9 @@
 #define MAXF 4096
 
 struct vframe {
-	uint8_t *buf;
-	uint32_t len;
-	struct rct_pkt p;
+  uint8_t *buf;
+  uint32_t len;
+  struct rct_pkt p;
 };
 
 static struct vframe vf[MAXF];
@@ -30,18 +30,18 @@ static int replay_matched, replay_expected;
 
 static void report(void)
 {
-	if (vectors_frames_total)
-		printf("vectors: %d RoCE frames, ICRC agreed %d, headers re-encoded %d, frames rebuilt %d; "
-		       "replayed frames matched %d/%d\n", vectors_frames_total, vectors_icrc_ok, vectors_hdr_ok,
-		       vectors_full_ok, replay_matched, replay_expected);
-	fflush(stdout);
+  if (vectors_frames_total)
+    printf("vectors: %d RoCE frames, ICRC agreed %d, headers re-encoded %d, frames rebuilt %d; "
+           "replayed frames matched %d/%d\n", vectors_frames_total, vectors_icrc_ok, vectors_hdr_ok,
+           vectors_full_ok, replay_matched, replay_expected);
+  fflush(stdout);
 }
 
 
 static const char *vec_dir(void)
 {
-	const char *d = getenv("RCT_VECTORS");
-	return d && *d ? d : "tests/vectors";
+  const char *d = getenv("RCT_VECTORS");
+  return d && *d ? d : "tests/vectors";
 }
 
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -49,116 +49,116 @@ static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | 
 /* Tiny pcap reader: keeps RoCE frames only. Returns count of frames read. */
 static int load_pcap(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t gh[24], rh[16];
-	int total = 0;
-	ck_assert_msg(f != NULL, "cannot open %s", path);
-	ck_assert_int_eq(fread(gh, 1, 24, f), 24);
-	ck_assert_msg(le32(gh) == 0xa1b2c3d4 || le32(gh) == 0xa1b23c4d, "not a little-endian pcap");
-	ck_assert_uint_eq(le32(gh + 20), 1);      /* LINKTYPE_ETHERNET */
-	nvf = 0;
-	while (fread(rh, 1, 16, f) == 16) {
-		uint32_t cl = le32(rh + 8);
-		uint8_t *b = malloc(cl ? cl : 1);
-		struct rct_pkt p;
-		ck_assert_int_eq(fread(b, 1, cl, f), cl);
-		total++;
-		if (rct_wire_parse_base(&p, b, cl, false) == RCT_PARSE_NOT_ROCE) {
-			free(b);
-			continue;
-		}
-		ck_assert_int_lt(nvf, MAXF);
-		ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
-		vf[nvf].buf = b;
-		vf[nvf].len = cl;
-		vf[nvf].p = p;
-		nvf++;
-	}
-	fclose(f);
-	return total;
+  FILE *f = fopen(path, "rb");
+  uint8_t gh[24], rh[16];
+  int total = 0;
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  ck_assert_int_eq(fread(gh, 1, 24, f), 24);
+  ck_assert_msg(le32(gh) == 0xa1b2c3d4 || le32(gh) == 0xa1b23c4d, "not a little-endian pcap");
+  ck_assert_uint_eq(le32(gh + 20), 1);      /* LINKTYPE_ETHERNET */
+  nvf = 0;
+  while (fread(rh, 1, 16, f) == 16) {
+    uint32_t cl = le32(rh + 8);
+    uint8_t *b = malloc(cl ? cl : 1);
+    struct rct_pkt p;
+    ck_assert_int_eq(fread(b, 1, cl, f), cl);
+    total++;
+    if (rct_wire_parse_base(&p, b, cl, false) == RCT_PARSE_NOT_ROCE) {
+      free(b);
+      continue;
+    }
+    ck_assert_int_lt(nvf, MAXF);
+    ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_OK);
+    vf[nvf].buf = b;
+    vf[nvf].len = cl;
+    vf[nvf].p = p;
+    nvf++;
+  }
+  fclose(f);
+  return total;
 }
 
 static void free_frames(void)
 {
-	for (int i = 0; i < nvf; i++)
-		free(vf[i].buf);
-	nvf = 0;
+  for (int i = 0; i < nvf; i++)
+    free(vf[i].buf);
+  nvf = 0;
 }
 
 /* [RX-PARSE-1] [RX-PARSE-3] [ICRC-CALC-1] [ICRC-CALC-3] [HDR-BTH-1] [HDR-RETH-1]
  * [HDR-AETH-1] [HDR-IMM-1] [OPC-HDR-1] [ENC-ETH-1] [ENC-IP-1] [ENC-UDP-1] [ENC-UDP-2] [HDR-BTH-4] */
 static void check_frames(const char *name)
 {
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", vec_dir(), name);
-	load_pcap(path);
-	ck_assert_msg(nvf > 0, "%s: no RoCE frames", path);
-	for (int i = 0; i < nvf; i++) {
-		struct rct_pkt *p = &vf[i].p;
-		uint8_t out[8192];
-		struct rct_hdr h;
-		uint32_t hl, pad;
-		struct rct_iov seg;
-		uint8_t zeros[4] = { 0 };
-		vectors_frames_total++;
-		ck_assert_int_eq(rct_wire_parse_base(p, vf[i].buf, vf[i].len, false), RCT_PARSE_OK);
-		ck_assert_msg(rct_wire_icrc_ok(p), "%s frame %d: ICRC mismatch", name, i);
-		vectors_icrc_ok++;
-		ck_assert_int_eq(rct_wire_parse_ext(p), RCT_PARSE_OK);
-		ck_assert_uint_eq(p->udp_csum, 0);
-		ck_assert(p->ip_flags_df);
-		ck_assert_uint_eq(p->h.ttl, 64);
-		/* re-encode the headers */
-		h = p->h;
-		hl = rct_wire_build(out, &h, p->paylen);
-		ck_assert_uint_eq(hl, p->hdr_len);
-		ck_assert_msg(memcmp(out, vf[i].buf, hl) == 0, "%s frame %d: header re-encode differs", name, i);
-		vectors_hdr_ok++;
-		/* rebuild the whole frame: payload, pad, our ICRC */
-		pad = h.bth.padcnt;
-		memcpy(out + hl, p->payload, p->paylen);
-		memset(out + hl + p->paylen, 0, pad);
-		seg.base = out + hl;
-		seg.len = p->paylen;
-		rct_wire_icrc_store(out + hl + p->paylen + pad,
-		                rct_icrc_compute(out, hl, ETH_HLEN, RCT_ENCAP_V2, &seg, 1, zeros, pad));
-		ck_assert_uint_eq(hl + p->paylen + pad + 4, p->frame_len);
-		ck_assert_msg(memcmp(out, vf[i].buf, p->frame_len) == 0, "%s frame %d: rebuild differs", name, i);
-		vectors_full_ok++;
-		/* [ENC-UDP-2]: the source port is the flow label of the two QPNs */
-		if (i + 1 < nvf && (p->opflags & OPF_REQ)) {
-			for (int j = i + 1; j < nvf; j++)
-				if (vf[j].p.h.sip == p->h.dip && (vf[j].p.opflags & OPF_RESP)) {
-					ck_assert_uint_eq(p->h.sport, rct_udp_sport(p->h.bth.dqpn, vf[j].p.h.bth.dqpn));
-					break;
-				}
-		}
-	}
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", vec_dir(), name);
+  load_pcap(path);
+  ck_assert_msg(nvf > 0, "%s: no RoCE frames", path);
+  for (int i = 0; i < nvf; i++) {
+    struct rct_pkt *p = &vf[i].p;
+    uint8_t out[8192];
+    struct rct_hdr h;
+    uint32_t hl, pad;
+    struct rct_iov seg;
+    uint8_t zeros[4] = { 0 };
+    vectors_frames_total++;
+    ck_assert_int_eq(rct_wire_parse_base(p, vf[i].buf, vf[i].len, false), RCT_PARSE_OK);
+    ck_assert_msg(rct_wire_icrc_ok(p), "%s frame %d: ICRC mismatch", name, i);
+    vectors_icrc_ok++;
+    ck_assert_int_eq(rct_wire_parse_ext(p), RCT_PARSE_OK);
+    ck_assert_uint_eq(p->udp_csum, 0);
+    ck_assert(p->ip_flags_df);
+    ck_assert_uint_eq(p->h.ttl, 64);
+    /* re-encode the headers */
+    h = p->h;
+    hl = rct_wire_build(out, &h, p->paylen);
+    ck_assert_uint_eq(hl, p->hdr_len);
+    ck_assert_msg(memcmp(out, vf[i].buf, hl) == 0, "%s frame %d: header re-encode differs", name, i);
+    vectors_hdr_ok++;
+    /* rebuild the whole frame: payload, pad, our ICRC */
+    pad = h.bth.padcnt;
+    memcpy(out + hl, p->payload, p->paylen);
+    memset(out + hl + p->paylen, 0, pad);
+    seg.base = out + hl;
+    seg.len = p->paylen;
+    rct_wire_icrc_store(out + hl + p->paylen + pad,
+                    rct_icrc_compute(out, hl, ETH_HLEN, RCT_ENCAP_V2, &seg, 1, zeros, pad));
+    ck_assert_uint_eq(hl + p->paylen + pad + 4, p->frame_len);
+    ck_assert_msg(memcmp(out, vf[i].buf, p->frame_len) == 0, "%s frame %d: rebuild differs", name, i);
+    vectors_full_ok++;
+    /* [ENC-UDP-2]: the source port is the flow label of the two QPNs */
+    if (i + 1 < nvf && (p->opflags & OPF_REQ)) {
+      for (int j = i + 1; j < nvf; j++)
+        if (vf[j].p.h.sip == p->h.dip && (vf[j].p.opflags & OPF_RESP)) {
+          ck_assert_uint_eq(p->h.sport, rct_udp_sport(p->h.bth.dqpn, vf[j].p.h.bth.dqpn));
+          break;
+        }
+    }
+  }
 }
 
 START_TEST(test_vectors_directory_present)
 {
-	DIR *d = opendir(vec_dir());
-	ck_assert_msg(d != NULL, "vectors directory %s is missing: run from the repository root "
-	              "or set RCT_VECTORS", vec_dir());
-	closedir(d);
+  DIR *d = opendir(vec_dir());
+  ck_assert_msg(d != NULL, "vectors directory %s is missing: run from the repository root "
+                "or set RCT_VECTORS", vec_dir());
+  closedir(d);
 }
 END_TEST
 
 START_TEST(test_vectors_perftest_frames)
 {
-	check_frames("rxe-perftest.pcap");
-	ck_assert_int_eq(nvf, 240);
-	report();
-	free_frames();
+  check_frames("rxe-perftest.pcap");
+  ck_assert_int_eq(nvf, 240);
+  report();
+  free_frames();
 }
 END_TEST
 
 START_TEST(test_vectors_imm_rnr_frames)
 {
-	check_frames("rxe-imm-rnr-nak.pcap");
-	report();
-	free_frames();
+  check_frames("rxe-imm-rnr-nak.pcap");
+  report();
+  free_frames();
 }
 END_TEST
 
@@ -169,162 +169,162 @@ END_TEST
 /* Frames S sent as responder to the requester QP rq (ACK/NAK/READ response). */
 static bool is_resp_from(const struct vframe *v, uint32_t s_ip, uint32_t r_qpn)
 {
-	return v->p.h.sip == s_ip && (v->p.opflags & OPF_RESP) && v->p.h.bth.dqpn == r_qpn;
+  return v->p.h.sip == s_ip && (v->p.opflags & OPF_RESP) && v->p.h.bth.dqpn == r_qpn;
 }
 
 static bool is_req_to(const struct vframe *v, uint32_t s_ip, uint32_t s_qpn)
 {
-	return v->p.h.dip == s_ip && (v->p.opflags & OPF_REQ) && v->p.h.bth.dqpn == s_qpn;
+  return v->p.h.dip == s_ip && (v->p.opflags & OPF_REQ) && v->p.h.bth.dqpn == s_qpn;
 }
 
 /* Is there a NAK remote access error at psn among the expected frames? */
 static bool nak_acc_at(uint32_t s_ip, uint32_t r_qpn, uint32_t psn)
 {
-	for (int i = 0; i < nvf; i++)
-		if (is_resp_from(&vf[i], s_ip, r_qpn) && (vf[i].p.opflags & OPF_ACK) &&
-		    vf[i].p.h.aeth.syndrome == AETH_NAK_REM_ACC && vf[i].p.h.bth.psn == psn)
-			return true;
-	return false;
+  for (int i = 0; i < nvf; i++)
+    if (is_resp_from(&vf[i], s_ip, r_qpn) && (vf[i].p.opflags & OPF_ACK) &&
+        vf[i].p.h.aeth.syndrome == AETH_NAK_REM_ACC && vf[i].p.h.bth.psn == psn)
+      return true;
+  return false;
 }
 
 /* Register MRs for every R_Key the requests use, READ contents from the responses. */
 static void replay_mrs(struct ep *s, uint32_t s_ip, uint32_t s_qpn, uint32_t r_qpn)
 {
-	for (int i = 0; i < nvf; i++) {
-		struct rct_pkt *p = &vf[i].p;
-		struct test_mr *m = NULL;
-		if (!is_req_to(&vf[i], s_ip, s_qpn) || !(p->opflags & OPF_RETH) || !p->h.reth.dmalen)
-			continue;
-		if (nak_acc_at(s_ip, r_qpn, p->h.bth.psn))
-			continue;
-		for (int k = 0; k < s->nmr; k++)
-			if (s->mr[k].key == p->h.reth.rkey)
-				m = &s->mr[k];
-		if (!m) {
-			m = ep_reg_mr(s, p->h.reth.va & ~0xfffull, 1 << 20,
-			              RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
-			m->key = p->h.reth.rkey;
-		}
-		ck_assert(p->h.reth.va + p->h.reth.dmalen <= m->va + m->len);
-		if (p->opflags & OPF_READ) {
-			/* fill from the READ responses of this request */
-			uint32_t n = (p->h.reth.dmalen + 1023) / 1024;
-			for (int j = i + 1; j < nvf; j++) {
-				struct rct_pkt *q = &vf[j].p;
-				int32_t k = psn_diff(q->h.bth.psn, p->h.bth.psn);
-				if (is_resp_from(&vf[j], s_ip, r_qpn) && (q->opflags & OPF_READ) && k >= 0 &&
-				    (uint32_t)k < n)
-					memcpy(m->buf + (p->h.reth.va - m->va) + (uint32_t)k * 1024, q->payload, q->paylen);
-			}
-		}
-	}
+  for (int i = 0; i < nvf; i++) {
+    struct rct_pkt *p = &vf[i].p;
+    struct test_mr *m = NULL;
+    if (!is_req_to(&vf[i], s_ip, s_qpn) || !(p->opflags & OPF_RETH) || !p->h.reth.dmalen)
+      continue;
+    if (nak_acc_at(s_ip, r_qpn, p->h.bth.psn))
+      continue;
+    for (int k = 0; k < s->nmr; k++)
+      if (s->mr[k].key == p->h.reth.rkey)
+        m = &s->mr[k];
+    if (!m) {
+      m = ep_reg_mr(s, p->h.reth.va & ~0xfffull, 1 << 20,
+                    RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
+      m->key = p->h.reth.rkey;
+    }
+    ck_assert(p->h.reth.va + p->h.reth.dmalen <= m->va + m->len);
+    if (p->opflags & OPF_READ) {
+      /* fill from the READ responses of this request */
+      uint32_t n = (p->h.reth.dmalen + 1023) / 1024;
+      for (int j = i + 1; j < nvf; j++) {
+        struct rct_pkt *q = &vf[j].p;
+        int32_t k = psn_diff(q->h.bth.psn, p->h.bth.psn);
+        if (is_resp_from(&vf[j], s_ip, r_qpn) && (q->opflags & OPF_READ) && k >= 0 &&
+            (uint32_t)k < n)
+          memcpy(m->buf + (p->h.reth.va - m->va) + (uint32_t)k * 1024, q->payload, q->paylen);
+      }
+    }
+  }
 }
 
 static void replay_responder(uint32_t s_ip, uint32_t s_qpn)
 {
-	struct ep s;
-	struct conn_opts o;
-	uint32_t r_ip = 0, r_qpn = 0, rq_psn = 0;
-	int first = -1, exp_i = 0;
-	uint8_t rmac[6], out[8192];
-	struct test_mr *rbuf;
-	for (int i = 0; i < nvf && first < 0; i++)
-		if (is_req_to(&vf[i], s_ip, s_qpn))
-			first = i;
-	ck_assert_int_ge(first, 0);
-	r_ip = vf[first].p.h.sip;
-	memcpy(rmac, vf[first].p.h.smac, 6);
-	rq_psn = vf[first].p.h.bth.psn;
-	for (int i = first; i < nvf && !r_qpn; i++)
-		if (vf[i].p.h.sip == s_ip && (vf[i].p.opflags & OPF_RESP))
-			r_qpn = vf[i].p.h.bth.dqpn;
-	ck_assert_uint_ne(r_qpn, 0);
+  struct ep s;
+  struct conn_opts o;
+  uint32_t r_ip = 0, r_qpn = 0, rq_psn = 0;
+  int first = -1, exp_i = 0;
+  uint8_t rmac[6], out[8192];
+  struct test_mr *rbuf;
+  for (int i = 0; i < nvf && first < 0; i++)
+    if (is_req_to(&vf[i], s_ip, s_qpn))
+      first = i;
+  ck_assert_int_ge(first, 0);
+  r_ip = vf[first].p.h.sip;
+  memcpy(rmac, vf[first].p.h.smac, 6);
+  rq_psn = vf[first].p.h.bth.psn;
+  for (int i = first; i < nvf && !r_qpn; i++)
+    if (vf[i].p.h.sip == s_ip && (vf[i].p.opflags & OPF_RESP))
+      r_qpn = vf[i].p.h.bth.dqpn;
+  ck_assert_uint_ne(r_qpn, 0);
 
-	ep_init(&s, vf[first].p.h.dmac, s_ip, s_qpn, 0);
-	conn_defaults(&o);
-	o.rd_atomic = 16;
-	o.min_rnr_timer = 12;
-	ep_connect(&s, rmac, r_ip, r_qpn, rq_psn, 0x000001, &o);
-	replay_mrs(&s, s_ip, s_qpn, r_qpn);
-	rbuf = ep_reg_mr(&s, 0x7000000, 64 * 8192, RCT_ACCESS_LOCAL_WRITE);
+  ep_init(&s, vf[first].p.h.dmac, s_ip, s_qpn, 0);
+  conn_defaults(&o);
+  o.rd_atomic = 16;
+  o.min_rnr_timer = 12;
+  ep_connect(&s, rmac, r_ip, r_qpn, rq_psn, 0x000001, &o);
+  replay_mrs(&s, s_ip, s_qpn, r_qpn);
+  rbuf = ep_reg_mr(&s, 0x7000000, 64 * 8192, RCT_ACCESS_LOCAL_WRITE);
 
-	for (int i = first; i < nvf; i++) {
-		int tries = 0;
-		if (!is_req_to(&vf[i], s_ip, s_qpn))
-			continue;
+  for (int i = first; i < nvf; i++) {
+    int tries = 0;
+    if (!is_req_to(&vf[i], s_ip, s_qpn))
+      continue;
 again:
-		if (rct_handle_frame(&s.dev, 0, vf[i].buf, vf[i].len) != RCT_RX_OK)
-			ck_assert_int_eq(s.qp.attr.qp_state, RCT_QPS_ERR);   /* after the NAK [QP-ERR-3] */
-		for (;;) {
-			struct rct_frame f;
-			int n;
-			while (exp_i < nvf && !is_resp_from(&vf[exp_i], s_ip, r_qpn))
-				exp_i++;
-			if (exp_i < nvf)
-				s.dev.ip_id = vf[exp_i].p.h.ip_id;
-			if (!rct_poll_transmit(&s.qp, 0, &f))
-				break;
-			n = rct_frame_linearize(&f, out, sizeof(out));
-			ck_assert_msg(exp_i < nvf, "responder sent an extra frame (opcode %x psn %x)", f.opcode, f.psn);
-			if ((out[54] & 0xe0) == 0x20 && f.opcode == OP_ACK &&
-			    (vf[exp_i].p.h.aeth.syndrome & 0xe0) != 0x20) {
-				/* rxe's application had a receive posted here: post one, resend */
-				ck_assert_int_lt(tries++, 1);
-				ck_assert_int_eq(post_recv(&s, 0x1000 + (uint64_t)i, rbuf, (uint32_t)(i % 64) * 8192, 8192),
-				                 RCT_OK);
-				s.qp.cnt.tx_rnr_nak--;
-				goto again;
-			}
-			replay_expected++;
-			ck_assert_msg((uint32_t)n == vf[exp_i].p.frame_len && memcmp(out, vf[exp_i].buf, (size_t)n) == 0,
-			              "responder frame for request %d differs from capture (ours opcode %x psn %x "
-			              "syn %x; rxe opcode %x psn %x syn %x msn %u)", i, f.opcode, f.psn, out[54],
-			              vf[exp_i].p.h.bth.opcode, vf[exp_i].p.h.bth.psn, vf[exp_i].p.h.aeth.syndrome,
-			              vf[exp_i].p.h.aeth.msn);
-			replay_matched++;
-			exp_i++;
-		}
-	}
-	while (exp_i < nvf && !is_resp_from(&vf[exp_i], s_ip, r_qpn))
-		exp_i++;
-	ck_assert_msg(exp_i == nvf, "responder did not send every frame rxe sent (next expected #%d)", exp_i);
-	ep_free(&s);
+    if (rct_handle_frame(&s.dev, 0, vf[i].buf, vf[i].len) != RCT_RX_OK)
+      ck_assert_int_eq(s.qp.attr.qp_state, RCT_QPS_ERR);   /* after the NAK [QP-ERR-3] */
+    for (;;) {
+      struct rct_frame f;
+      int n;
+      while (exp_i < nvf && !is_resp_from(&vf[exp_i], s_ip, r_qpn))
+        exp_i++;
+      if (exp_i < nvf)
+        s.dev.ip_id = vf[exp_i].p.h.ip_id;
+      if (!rct_poll_transmit(&s.qp, 0, &f))
+        break;
+      n = rct_frame_linearize(&f, out, sizeof(out));
+      ck_assert_msg(exp_i < nvf, "responder sent an extra frame (opcode %x psn %x)", f.opcode, f.psn);
+      if ((out[54] & 0xe0) == 0x20 && f.opcode == OP_ACK &&
+          (vf[exp_i].p.h.aeth.syndrome & 0xe0) != 0x20) {
+        /* rxe's application had a receive posted here: post one, resend */
+        ck_assert_int_lt(tries++, 1);
+        ck_assert_int_eq(post_recv(&s, 0x1000 + (uint64_t)i, rbuf, (uint32_t)(i % 64) * 8192, 8192),
+                         RCT_OK);
+        s.qp.cnt.tx_rnr_nak--;
+        goto again;
+      }
+      replay_expected++;
+      ck_assert_msg((uint32_t)n == vf[exp_i].p.frame_len && memcmp(out, vf[exp_i].buf, (size_t)n) == 0,
+                    "responder frame for request %d differs from capture (ours opcode %x psn %x "
+                    "syn %x; rxe opcode %x psn %x syn %x msn %u)", i, f.opcode, f.psn, out[54],
+                    vf[exp_i].p.h.bth.opcode, vf[exp_i].p.h.bth.psn, vf[exp_i].p.h.aeth.syndrome,
+                    vf[exp_i].p.h.aeth.msn);
+      replay_matched++;
+      exp_i++;
+    }
+  }
+  while (exp_i < nvf && !is_resp_from(&vf[exp_i], s_ip, r_qpn))
+    exp_i++;
+  ck_assert_msg(exp_i == nvf, "responder did not send every frame rxe sent (next expected #%d)", exp_i);
+  ep_free(&s);
 }
 
 /* [RESP-ACK-1] [RESP-MSN-1] [RESP-READ-1] [RESP-RECV-2] [RESP-OOS-1]
  * [RESP-OOS-3] [HDR-AETH-2] [HDR-AETH-3] [HDR-AETH-4] [RESP-ACC-1] [ENC-UDP-2] [ENC-IP-1] */
 START_TEST(test_vectors_responder_replay_perftest)
 {
-	char path[512];
-	uint32_t qpns[8];
-	int nq = 0;
-	snprintf(path, sizeof(path), "%s/rxe-perftest.pcap", vec_dir());
-	load_pcap(path);
-	for (int i = 0; i < nvf; i++) {
-		bool seen = false;
-		if (!(vf[i].p.opflags & OPF_REQ))
-			continue;
-		for (int k = 0; k < nq; k++)
-			seen |= qpns[k] == vf[i].p.h.bth.dqpn;
-		if (!seen)
-			qpns[nq++] = vf[i].p.h.bth.dqpn;
-	}
-	ck_assert_int_eq(nq, 3);
-	for (int k = 0; k < nq; k++)
-		replay_responder(IP_B, qpns[k]);
-	report();
-	free_frames();
+  char path[512];
+  uint32_t qpns[8];
+  int nq = 0;
+  snprintf(path, sizeof(path), "%s/rxe-perftest.pcap", vec_dir());
+  load_pcap(path);
+  for (int i = 0; i < nvf; i++) {
+    bool seen = false;
+    if (!(vf[i].p.opflags & OPF_REQ))
+      continue;
+    for (int k = 0; k < nq; k++)
+      seen |= qpns[k] == vf[i].p.h.bth.dqpn;
+    if (!seen)
+      qpns[nq++] = vf[i].p.h.bth.dqpn;
+  }
+  ck_assert_int_eq(nq, 3);
+  for (int k = 0; k < nq; k++)
+    replay_responder(IP_B, qpns[k]);
+  report();
+  free_frames();
 }
 END_TEST
 
 START_TEST(test_vectors_responder_replay_imm_rnr)
 {
-	char path[512];
-	snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
-	load_pcap(path);
-	replay_responder(IP_B, 0x11);
-	report();
-	free_frames();
+  char path[512];
+  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
+  load_pcap(path);
+  replay_responder(IP_B, 0x11);
+  report();
+  free_frames();
 }
 END_TEST
 
@@ -336,111 +336,111 @@ END_TEST
  * [HDR-IMM-1] [HDR-RETH-1] [ENC-UDP-2] */
 START_TEST(test_vectors_requester_replay_imm_rnr)
 {
-	char path[512];
-	struct ep a;
-	struct conn_opts o;
-	struct test_mr *src;
-	uint8_t out[8192];
-	int next = 0, msgs = 0;
-	uint64_t now = 0;
-	snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
-	load_pcap(path);
-	ep_init(&a, MAC_A, IP_A, 0x11, 0);
-	conn_defaults(&o);
-	o.timeout = 14;
-	ep_connect(&a, MAC_B, IP_B, 0x11, 0x123456, 0x123456, &o);
-	src = ep_reg_mr(&a, 0x10000, 1 << 16, RCT_ACCESS_LOCAL_WRITE);
-	/* Walk the capture: when A starts a new message, post the same WR. */
-	while (next < nvf) {
-		struct vframe *v = &vf[next];
-		struct rct_pkt *p = &v->p;
-		if (p->h.sip == IP_B) {                       /* B's answer: give it to A */
-			rct_handle_frame(&a.dev, now, v->buf, v->len);
-			next++;
-			continue;
-		}
-		if (p->opflags & OPF_FIRST && psn_ge(p->h.bth.psn, a.qp.next_psn)) {
-			/* new message: reconstruct its WR from the capture */
-			uint32_t len = 0, op = p->h.bth.opcode;
-			enum rct_wr_opcode wop;
-			for (int j = next; j < nvf; j++) {
-				if (vf[j].p.h.sip != IP_A)
-					continue;
-				memcpy(src->buf + len, vf[j].p.payload, vf[j].p.paylen);
-				len += vf[j].p.paylen;
-				if (vf[j].p.opflags & OPF_LAST) {
-					if (vf[j].p.opflags & OPF_IMM)
-						wop = (vf[j].p.opflags & OPF_SEND) ? RCT_WR_SEND_WITH_IMM : RCT_WR_RDMA_WRITE_WITH_IMM;
-					else
-						wop = (vf[j].p.opflags & OPF_SEND) ? RCT_WR_SEND : RCT_WR_RDMA_WRITE;
-					if (op == OP_READ_REQ) {
-						wop = RCT_WR_RDMA_READ;
-						len = p->h.reth.dmalen;
-					}
-					ck_assert_int_eq(post_send(&a, (uint64_t)msgs, wop, src, 0, len, p->h.reth.va,
-					                           p->h.reth.rkey, vf[j].p.h.imm), RCT_OK);
-					break;
-				}
-			}
-			msgs++;
-		}
-		/* A must now send exactly this frame (maybe after its RNR timer) */
-		a.dev.ip_id = p->h.ip_id;
-		{
-			struct rct_frame f;
-			int got = rct_poll_transmit(&a.qp, now, &f), n;
-			if (!got) {
-				uint64_t t = rct_next_timeout(&a.qp);
-				ck_assert_msg(t != RCT_NEVER, "A idle but capture frame %d expected", next);
-				now = t;
-				rct_handle_timeout(&a.qp, now);
-				a.dev.ip_id = p->h.ip_id;
-				got = rct_poll_transmit(&a.qp, now, &f);
-			}
-			ck_assert_msg(got, "A sent nothing for capture frame %d", next);
-			n = rct_frame_linearize(&f, out, sizeof(out));
-			ck_assert_msg((uint32_t)n == p->frame_len && memcmp(out, v->buf, (size_t)n) == 0,
-			              "requester frame %d differs (ours opcode %x psn %x, rxe opcode %x psn %x)",
-			              next, f.opcode, f.psn, p->h.bth.opcode, p->h.bth.psn);
-			replay_matched++;
-			replay_expected++;
-		}
-		next++;
-	}
-	ck_assert_int_eq(msgs, 5);
-	/* the wrong-rkey WRITE: REM_ACCESS_ERR, QP in ERR */
-	{
-		struct rct_wc wc;
-		int ok = 0, err = 0;
-		while (cq_pop(&a.scq, &wc)) {
-			if (wc.status == RCT_WC_SUCCESS)
-				ok++;
-			else {
-				ck_assert_int_eq(wc.status, RCT_WC_REM_ACCESS_ERR);
-				err++;
-			}
-		}
-		ck_assert_int_eq(ok, 4);
-		ck_assert_int_eq(err, 1);
-		ck_assert_int_eq(a.qp.attr.qp_state, RCT_QPS_ERR);
-	}
-	ep_free(&a);
-	report();
-	free_frames();
+  char path[512];
+  struct ep a;
+  struct conn_opts o;
+  struct test_mr *src;
+  uint8_t out[8192];
+  int next = 0, msgs = 0;
+  uint64_t now = 0;
+  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
+  load_pcap(path);
+  ep_init(&a, MAC_A, IP_A, 0x11, 0);
+  conn_defaults(&o);
+  o.timeout = 14;
+  ep_connect(&a, MAC_B, IP_B, 0x11, 0x123456, 0x123456, &o);
+  src = ep_reg_mr(&a, 0x10000, 1 << 16, RCT_ACCESS_LOCAL_WRITE);
+  /* Walk the capture: when A starts a new message, post the same WR. */
+  while (next < nvf) {
+    struct vframe *v = &vf[next];
+    struct rct_pkt *p = &v->p;
+    if (p->h.sip == IP_B) {                       /* B's answer: give it to A */
+      rct_handle_frame(&a.dev, now, v->buf, v->len);
+      next++;
+      continue;
+    }
+    if (p->opflags & OPF_FIRST && psn_ge(p->h.bth.psn, a.qp.next_psn)) {
+      /* new message: reconstruct its WR from the capture */
+      uint32_t len = 0, op = p->h.bth.opcode;
+      enum rct_wr_opcode wop;
+      for (int j = next; j < nvf; j++) {
+        if (vf[j].p.h.sip != IP_A)
+          continue;
+        memcpy(src->buf + len, vf[j].p.payload, vf[j].p.paylen);
+        len += vf[j].p.paylen;
+        if (vf[j].p.opflags & OPF_LAST) {
+          if (vf[j].p.opflags & OPF_IMM)
+            wop = (vf[j].p.opflags & OPF_SEND) ? RCT_WR_SEND_WITH_IMM : RCT_WR_RDMA_WRITE_WITH_IMM;
+          else
+            wop = (vf[j].p.opflags & OPF_SEND) ? RCT_WR_SEND : RCT_WR_RDMA_WRITE;
+          if (op == OP_READ_REQ) {
+            wop = RCT_WR_RDMA_READ;
+            len = p->h.reth.dmalen;
+          }
+          ck_assert_int_eq(post_send(&a, (uint64_t)msgs, wop, src, 0, len, p->h.reth.va,
+                                     p->h.reth.rkey, vf[j].p.h.imm), RCT_OK);
+          break;
+        }
+      }
+      msgs++;
+    }
+    /* A must now send exactly this frame (maybe after its RNR timer) */
+    a.dev.ip_id = p->h.ip_id;
+    {
+      struct rct_frame f;
+      int got = rct_poll_transmit(&a.qp, now, &f), n;
+      if (!got) {
+        uint64_t t = rct_next_timeout(&a.qp);
+        ck_assert_msg(t != RCT_NEVER, "A idle but capture frame %d expected", next);
+        now = t;
+        rct_handle_timeout(&a.qp, now);
+        a.dev.ip_id = p->h.ip_id;
+        got = rct_poll_transmit(&a.qp, now, &f);
+      }
+      ck_assert_msg(got, "A sent nothing for capture frame %d", next);
+      n = rct_frame_linearize(&f, out, sizeof(out));
+      ck_assert_msg((uint32_t)n == p->frame_len && memcmp(out, v->buf, (size_t)n) == 0,
+                    "requester frame %d differs (ours opcode %x psn %x, rxe opcode %x psn %x)",
+                    next, f.opcode, f.psn, p->h.bth.opcode, p->h.bth.psn);
+      replay_matched++;
+      replay_expected++;
+    }
+    next++;
+  }
+  ck_assert_int_eq(msgs, 5);
+  /* the wrong-rkey WRITE: REM_ACCESS_ERR, QP in ERR */
+  {
+    struct rct_wc wc;
+    int ok = 0, err = 0;
+    while (cq_pop(&a.scq, &wc)) {
+      if (wc.status == RCT_WC_SUCCESS)
+        ok++;
+      else {
+        ck_assert_int_eq(wc.status, RCT_WC_REM_ACCESS_ERR);
+        err++;
+      }
+    }
+    ck_assert_int_eq(ok, 4);
+    ck_assert_int_eq(err, 1);
+    ck_assert_int_eq(a.qp.attr.qp_state, RCT_QPS_ERR);
+  }
+  ep_free(&a);
+  report();
+  free_frames();
 }
 END_TEST
 
 Suite *suite_vectors(void)
 {
-	Suite *s = suite_create("vectors");
-	TCase *t = tcase_create("rxe");
-	tcase_set_timeout(t, 60);
-	tcase_add_test(t, test_vectors_directory_present);
-	tcase_add_test(t, test_vectors_perftest_frames);
-	tcase_add_test(t, test_vectors_imm_rnr_frames);
-	tcase_add_test(t, test_vectors_responder_replay_perftest);
-	tcase_add_test(t, test_vectors_responder_replay_imm_rnr);
-	tcase_add_test(t, test_vectors_requester_replay_imm_rnr);
-	suite_add_tcase(s, t);
-	return s;
+  Suite *s = suite_create("vectors");
+  TCase *t = tcase_create("rxe");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, test_vectors_directory_present);
+  tcase_add_test(t, test_vectors_perftest_frames);
+  tcase_add_test(t, test_vectors_imm_rnr_frames);
+  tcase_add_test(t, test_vectors_responder_replay_perftest);
+  tcase_add_test(t, test_vectors_responder_replay_imm_rnr);
+  tcase_add_test(t, test_vectors_requester_replay_imm_rnr);
+  suite_add_tcase(s, t);
+  return s;
 }
