@@ -4,7 +4,7 @@
 # kernel/kernel.mk installs into fs.img, with the leading '_' stripped) and
 # the rules that build them with the RISC-V cross compiler. Objects go under
 # $(BUILD)/user. user/usys.S is generated from the SYS_* lines of
-# kernel/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
+# kernel/lib/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
 #
 #   make user-progs     build every program in UPROGS
 #   make user-clean     remove generated files and objects
@@ -58,8 +58,8 @@ $(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS)
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<
 .SECONDARY: $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
 
-user/usys.S: kernel/uapi.h user/gen_usys.py
-	python3 user/gen_usys.py kernel/uapi.h > $@.tmp && mv $@.tmp $@
+user/usys.S: kernel/lib/uapi.h user/gen_usys.py
+	python3 user/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
 
 $(U_OBJDIR)/usys.o: user/usys.S
 	@mkdir -p $(dir $@)

@@ -200,7 +200,7 @@ static void test_mem_shrink_unmaps_on_every_hart(void)
   UT_CHECK(moved > 0, "the process never moved to another hart: nothing was tested");
 }
 
-// A process slot's page-table root outlives its process (kernel/vm.h): the
+// A process slot's page-table root outlives its process (kernel/core/vm.h): the
 // next process in the slot must not reach its predecessor's pages.
 static void test_mem_next_process_in_slot_sees_nothing(void)
 {
