@@ -14,6 +14,7 @@
 #include "syscall.h"
 #include "net.h"
 #include "rdma.h"
+#include "transport/rct_cm.h"
 #include "random.h"
 
 struct rdma_dev rdma;

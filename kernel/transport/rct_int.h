@@ -10,6 +10,7 @@
 #define RCT_INT_H
 
 #include "rct.h"
+#include "rct_cm.h"
 #include "psn.h"
 #include "wire.h"
 #include "opcode.h"
