@@ -80,13 +80,6 @@ int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr);
  * during the call. */
 enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
                                        size_t len, uint32_t flags);
-/* The ICRC of a complete RoCEv2 or RoCE v1 frame (buf[0..len), the last 4
- * bytes being the ICRC field, whose contents are ignored) [ICRC-CALC-1]. On
- * success *icrc holds it as rct_frame_set_icrc stores it (byte len-4 = bits
- * 7..0). Returns RCT_OK or RCT_EINVAL (not a RoCE frame, truncated). */
-int rct_frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc);
-/* Compute and store the ICRC in the frame's last 4 bytes. RCT_OK or RCT_EINVAL. */
-int rct_frame_set_icrc(uint8_t *buf, size_t len);
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now,
                                     const uint8_t *buf, size_t len);
 
