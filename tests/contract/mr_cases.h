@@ -137,6 +137,7 @@ static inline const char *mrc_run(const struct mrc_side *s, const struct mrc_cas
   uint32_t key = c->key == MRC_LKEY ? s->lkey[c->mr] : c->key == MRC_RKEY ? s->rkey[c->mr] : 0;
   struct rct_iov out[MRC_MAX_SEGS];
   uint64_t off = c->va - mrc_mrs[c->mr].va;
+  *got = 0;
   if (c->max > MRC_MAX_SEGS)
     return "case asks for more than MRC_MAX_SEGS segments";
   for (int i = 0; i < MRC_MAX_SEGS; i++)
