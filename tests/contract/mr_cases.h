@@ -1,17 +1,18 @@
 /*
- * mr_cases.h: the cases of the rct_mr_ops.translate contract (rct.h), run
- * against both implementations: the host reference (tests/host/host_mr.c,
- * by tests/unit/test_mr_contract.c) and the kernel's (rdma_mr.c, by the
- * kernel's boot selftest). Each side registers the four MRs of mrc_mrs in
- * one PD with its own keys, runs every case through its translate and
- * compares the return value, the segment lengths and where each segment
- * points (the MR's memory at the expected offset).
+ * mr_cases.h: the cases of the rct_mr_ops.translate contract (rct_types.h),
+ * run against both implementations: the host reference
+ * (tests/host/host_mr.c, by tests/unit/test_mr_contract.c) and the kernel's
+ * (rdma_mr.c, by kernel/rdma/rdma_mr_selftest.c at boot). Each side
+ * registers the four MRs of mrc_mrs in one PD with its own keys, runs every
+ * case through its translate and compares the return value, the segment
+ * lengths and where each segment points (the MR's memory at the expected
+ * offset).
  *
  * Owns the MRs, the cases and the one runner both sides call (mrc_run);
- * no host or kernel header. Include rct.h (the core's
- * header, for RCT_ACCESS_* and RCT_MR_E*) before this file. The kernel
- * side backs each MR with pages that are not physically adjacent, so its
- * translate must split where the host's does: at every 4 KiB VA boundary.
+ * no host or kernel header. Include rct.h (the core's header, for
+ * RCT_ACCESS_* and RCT_MR_E*) before this file. The kernel side backs each
+ * MR with pages that are not physically adjacent, so its translate must
+ * split where the host's does: at every 4 KiB VA boundary.
  */
 #ifndef MR_CASES_H
 #define MR_CASES_H

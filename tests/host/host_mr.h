@@ -1,7 +1,7 @@
 /*
  * host_mr.h: the host-side memory-registration backend of the transport
- * core (struct rct_mr_ops in rct.h), shared by every host build: the Check
- * harness (tests/unit), the fuzz targets (tests/fuzz), the simulator
+ * core (struct rct_mr_ops in rct_types.h), shared by every host build: the
+ * Check harness (tests/unit), the fuzz targets (tests/fuzz), the simulator
  * (tests/sim, and through it bench/sim) and the core bench
  * (tests/unit/bench.c).
  *
