@@ -69,6 +69,7 @@ static void boot_hart0(void) {
   hart_local_init();
   selftest_start();
   rdma_init();                  // RDMA verbs device and its engine thread
+  rdma_mr_selftest();           // the MR contract (kernel/transport/mr_contract.h)
   kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
   __sync_synchronize();
   boot_done = 1;

@@ -239,6 +239,17 @@ void rdma_dev_stats(struct rdma_dev_stats *s);
 // rdma_mr.c (lock held)
 extern const struct rct_mr_ops rdma_mr_ops;
 int  rdma_pd_get(int h);                // owned, in use: h, else -1 (lock held)
+// PDs and MRs of an explicit owner (lock NOT held): the syscalls pass the
+// caller's pid, the boot selftest an owner no process has.
+int  rdma_pd_alloc_for(int owner);
+int  rdma_pd_dealloc_for(int h, int owner);
+int  rdma_mr_reg_pages(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
+                       const uint64 *pa, struct rdma_mr_keys *keys);
+int  rdma_mr_dereg_for(int h, int owner);
+
+// rdma_mr_selftest.c: translate() against the shared MR contract cases;
+// panics on a mismatch. After rdma_init.
+void rdma_mr_selftest(void);
 int  rdma_mr_busy(const struct rdma_mr *mr);
 void rdma_mr_release_all(int pid);
 

@@ -13,8 +13,13 @@
 // trace of the table slot ([SEC-RAND-1]). mr_keys (rdma_idtab.c) maps each
 // live key to its slot for translate(). Deregistration fails (-1) while a
 // posted WR or the responder still uses the MR, so the core never sees
-// pages vanish. Functions here take kernel values; the system calls are
-// kernel/sys/sysrdma.c.
+// pages vanish.
+//
+// The owner of a PD or MR is a pid. Functions here take kernel values; the
+// system calls are kernel/sys/sysrdma.c. The boot selftest
+// (rdma_mr_selftest.c) registers kernel pages under an owner no process
+// has, through the same checks, slots and keys (rdma_pd_alloc_for,
+// rdma_mr_reg_pages, ...).
 #include "lib/types.h"
 #include "lib/param.h"
 #include "lib/riscv.h"
@@ -25,21 +30,25 @@
 #include "lib/klib.h"
 #include "rdma/rdma.h"
 
-// Lock held. A PD handle of the calling process, or -1.
-int rdma_pd_get(int h) {
+// Lock held. h if it is a PD handle of owner, else -1.
+static int pd_owned(int h, int owner) {
   if (h < 0 || h >= RDMA_MAX_PD) return -1;
   struct rdma_pd *pd = &rdma_pds[h];
-  return (pd->used && pd->owner == rdma_cur_pid()) ? h : -1;
+  return (pd->used && pd->owner == owner) ? h : -1;
 }
 
-// Lock NOT held (for every function below that takes a handle from a
-// system call). A PD: its handle, or -1.
-int rdma_alloc_pd(void) {
-  int pid = rdma_cur_pid(), h = -1;
+// Lock held. A PD handle of the calling process, or -1.
+int rdma_pd_get(int h) {
+  return pd_owned(h, rdma_cur_pid());
+}
+
+// Lock NOT held. A new PD of owner, or -1.
+int rdma_pd_alloc_for(int owner) {
+  int h = -1;
   spin_lock(&rdma.lock);
   for (int i = 0; i < RDMA_MAX_PD && h < 0; i++) {
     if (!rdma_pds[i].used) {
-      rdma_pds[i] = (struct rdma_pd){ .used = 1, .owner = pid };
+      rdma_pds[i] = (struct rdma_pd){ .used = 1, .owner = owner };
       h = i;
     }
   }
@@ -47,17 +56,22 @@ int rdma_alloc_pd(void) {
   return h;
 }
 
-// The caller's PD h, unless an MR or QP uses it: 0, or -1.
-int rdma_dealloc_pd(int h) {
+// Lock NOT held. 0, or -1 if h is no PD of owner or still has MRs or QPs.
+int rdma_pd_dealloc_for(int h, int owner) {
   int r = -1;
   spin_lock(&rdma.lock);
-  if (rdma_pd_get(h) >= 0 && rdma_pds[h].refs == 0) {
+  if (pd_owned(h, owner) >= 0 && rdma_pds[h].refs == 0) {
     rdma_pds[h].used = 0;
     r = 0;
   }
   spin_unlock(&rdma.lock);
   return r;
 }
+
+// Lock NOT held (these take handles from a system call): a PD of the
+// caller, or -1; the caller's PD h, unless an MR or QP uses it: 0, or -1.
+int rdma_alloc_pd(void) { return rdma_pd_alloc_for(rdma_cur_pid()); }
+int rdma_dealloc_pd(int h) { return rdma_pd_dealloc_for(h, rdma_cur_pid()); }
 
 static uint64 mr_pa(const struct rdma_mr *mr, int page) {
   return mr->pas[page / RDMA_PAS_PER_PAGE][page % RDMA_PAS_PER_PAGE];
@@ -75,10 +89,11 @@ static void mr_unpin(struct rdma_mr *mr) {
   mr->npages = 0;
 }
 
-// Pin [addr, addr+length) in chunks of one page list each. Checks write
-// permission when the MR may be written. Lock NOT held (walks page tables,
-// allocates). Returns 0, or -1 with nothing pinned.
-static int mr_pin(struct rdma_mr *mr, pagetable_t pt) {
+// Pin [addr, addr+length) in chunks of one page list each: the user pages
+// of pt (checks write permission when the MR may be written) or, if kpa is
+// not NULL, the kernel pages kpa[0..] (one per page, each held). Lock NOT
+// held (walks page tables, allocates). Returns 0, or -1 with nothing pinned.
+static int mr_pin(struct rdma_mr *mr, pagetable_t pt, const uint64 *kpa) {
   uint64 first = PG_ROUND_DOWN(mr->addr), end = PG_ROUND_UP(mr->addr + mr->length);
   int total = (int)((end - first) / PGSIZE);
   int want_write = (mr->access & (RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE)) != 0;
@@ -89,13 +104,18 @@ static int mr_pin(struct rdma_mr *mr, pagetable_t pt) {
     int n = total - mr->npages;
     if (n > RDMA_PAS_PER_PAGE) n = RDMA_PAS_PER_PAGE;
     uint64 va = first + (uint64)mr->npages * PGSIZE;
-    if (want_write) {
+    if (want_write && !kpa) {
       for (int i = 0; i < n; i++)
         if (uvm_user_pa(pt, va + (uint64)i * PGSIZE, 1) == 0) goto fail;
     }
     mr->pas[d] = page_alloc();
     if (!mr->pas[d]) goto fail;
-    if (uvm_pin(pt, va, (uint64)n * PGSIZE, mr->pas[d], n) != n) {
+    if (kpa) {
+      for (int i = 0; i < n; i++) {
+        mr->pas[d][i] = kpa[mr->npages + i];
+        page_hold(mr->pas[d][i]);
+      }
+    } else if (uvm_pin(pt, va, (uint64)n * PGSIZE, mr->pas[d], n) != n) {
       page_put((uint64)mr->pas[d]);
       mr->pas[d] = NULL;
       goto fail;
@@ -132,30 +152,36 @@ static void mr_free(int h) {
   mr->used = 0;
 }
 
-// Registers the caller's [addr, addr+length) in its PD pdh with access
-// (IBV_ACCESS_*): the MR's handle and *keys, or -1.
-int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys) {
-  struct proc *p = current();
-  if (length == 0 || length > RDMA_MAX_MR_SIZE || addr + length < addr) return -1;
-  if (access & ~RCT_ACCESS_ALL) return -1;
+// May [addr, addr+length) be registered with these access rights?
+static int mr_args_ok(uint64 addr, uint64 length, uint32 access) {
+  if (length == 0 || length > RDMA_MAX_MR_SIZE || addr + length < addr) return 0;
+  if (access & ~RCT_ACCESS_ALL) return 0;
   // IBTA: remote write (and atomic) access needs local write access.
-  if ((access & (RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_ATOMIC)) &&
-      !(access & RCT_ACCESS_LOCAL_WRITE)) return -1;
+  return !(access & (RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_ATOMIC)) ||
+         (access & RCT_ACCESS_LOCAL_WRITE);
+}
+
+// Lock NOT held. Register [addr, addr+length) of pt, or of the kernel
+// pages kpa (see mr_pin), as an MR of owner in owner's PD pdh. The MR
+// handle with *keys set, or -1 with nothing pinned.
+static int mr_reg(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
+                  pagetable_t pt, const uint64 *kpa, struct rdma_mr_keys *keys) {
+  if (!mr_args_ok(addr, length, access)) return -1;
   struct rdma_mr tmp;
   memset(&tmp, 0, sizeof tmp);
   tmp.addr = addr;
   tmp.length = length;
   tmp.access = access;
-  if (mr_pin(&tmp, p->pagetable) < 0) return -1;
+  if (mr_pin(&tmp, pt, kpa) < 0) return -1;
 
   int h = -1;
   spin_lock(&rdma.lock);
-  if (rdma_pd_get(pdh) >= 0) {
+  if (pd_owned(pdh, owner) >= 0) {
     for (int i = 0; i < RDMA_MAX_MR && h < 0; i++) {
       if (rdma_mrs[i].used) continue;
       h = i;
       tmp.used = 1;
-      tmp.owner = p->pid;
+      tmp.owner = owner;
       tmp.pd = pdh;
       mr_add_keys(&tmp, i);
       rdma_mrs[i] = tmp;
@@ -163,9 +189,23 @@ int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_
     }
   }
   spin_unlock(&rdma.lock);
-  if (h < 0) mr_unpin(&tmp);
+  if (h < 0) { mr_unpin(&tmp); return -1; }
   *keys = (struct rdma_mr_keys){ tmp.lkey, tmp.rkey };
   return h;
+}
+
+// Lock NOT held. Kernel pages pa[] (one per page of [addr, addr+length),
+// which need not be adjacent) as an MR of owner's PD pdh; see mr_reg.
+int rdma_mr_reg_pages(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
+                      const uint64 *pa, struct rdma_mr_keys *keys) {
+  return mr_reg(pdh, owner, addr, length, access, 0, pa, keys);
+}
+
+// Lock NOT held. Registers the caller's [addr, addr+length) in its PD pdh
+// with access (IBV_ACCESS_*): the MR's handle and *keys, or -1.
+int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys) {
+  struct proc *p = current();
+  return mr_reg(pdh, p->pid, addr, length, access, p->pagetable, NULL, keys);
 }
 
 static int sges_use(const struct rct_sge *s, int n, uint32 lkey) {
@@ -197,18 +237,21 @@ int rdma_mr_busy(const struct rdma_mr *mr) {
   return 0;
 }
 
-// The caller's MR h, unless a posted WR or the responder uses it: 0, or -1.
-int rdma_dereg_mr(int h) {
+// Lock NOT held. 0, or -1 if h is no MR of owner or is still in use.
+int rdma_mr_dereg_for(int h, int owner) {
   int r = -1;
   spin_lock(&rdma.lock);
   if (h >= 0 && h < RDMA_MAX_MR && rdma_mrs[h].used &&
-      rdma_mrs[h].owner == rdma_cur_pid() && !rdma_mr_busy(&rdma_mrs[h])) {
+      rdma_mrs[h].owner == owner && !rdma_mr_busy(&rdma_mrs[h])) {
     mr_free(h);
     r = 0;
   }
   spin_unlock(&rdma.lock);
   return r;
 }
+
+// The caller's MR h, unless a posted WR or the responder uses it: 0, or -1.
+int rdma_dereg_mr(int h) { return rdma_mr_dereg_for(h, rdma_cur_pid()); }
 
 // Lock held; the process's QPs are already gone.
 void rdma_mr_release_all(int pid) {

@@ -7,6 +7,9 @@
 #   RCT_CFLAGS   compile flags incl. -I for rct.h (#include "rct.h")
 #   RCT_LIB      the host static library, build it as a prerequisite
 #   RCT_SRCS     the core's sources (the kernel build compiles these too)
+#   HOST_MR_SRC, HOST_MR_HDR, HOST_MR_CFLAGS
+#                the host MR backend (tests/host/host_mr.c) that every host
+#                build gives the core as its rct_mr_ops
 #
 # Targets: test-core (suites under gcc + ASan/UBSan + a short fuzz run),
 #          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
@@ -19,6 +22,11 @@ RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 RCT_OUT     := $(BUILD)/transport
 RCT_LIB     := $(RCT_OUT)/librct.a
 RCT_OBJS    := $(patsubst $(RCT_DIR)/%.c,$(RCT_OUT)/%.o,$(RCT_SRCS))
+HOST_MR_SRC    := tests/host/host_mr.c
+HOST_MR_HDR    := tests/host/host_mr.h
+HOST_MR_CFLAGS := -Itests/host
+CONTRACT_HDRS   := kernel/transport/mr_contract.h
+CONTRACT_CFLAGS :=
 
 # Sanitizer build of the core (clang, ASan+UBSan) for the suites and fuzzers.
 RCT_SAN_OUT   := $(BUILD)/transport-san
@@ -62,20 +70,23 @@ rct-lib: $(RCT_LIB)
 
 RCT_UNIT_MAIN := $(filter-out tests/unit/bench.c,$(RCT_UNIT_SRCS))
 
-$(RCT_UNIT_BIN): $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(RCT_LIB)
-	gcc $(RCT_CFLAGS) -Itests/unit $(RCT_WARN) -O1 -g $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(RCT_LIB) $(RCT_CHECK_LIBS) -o $@
+RCT_UNIT_DEPS := $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(HOST_MR_SRC) $(HOST_MR_HDR) $(CONTRACT_HDRS)
+RCT_UNIT_INC  := -Itests/unit $(HOST_MR_CFLAGS) $(CONTRACT_CFLAGS)
 
-$(RCT_UNIT_SAN_BIN): $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(RCT_SAN_LIB)
-	clang $(RCT_CFLAGS) -Itests/unit $(RCT_WARN) $(RCT_SAN_FLAGS) $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(RCT_SAN_LIB) $(RCT_CHECK_LIBS) -o $@
+$(RCT_UNIT_BIN): $(RCT_UNIT_DEPS) $(RCT_LIB)
+	gcc $(RCT_CFLAGS) $(RCT_UNIT_INC) $(RCT_WARN) -O1 -g $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(HOST_MR_SRC) $(RCT_LIB) $(RCT_CHECK_LIBS) -o $@
 
-$(RCT_BENCH_BIN): tests/unit/bench.c $(RCT_UNIT_HDRS) $(RCT_SRCS) $(RCT_HDRS)
+$(RCT_UNIT_SAN_BIN): $(RCT_UNIT_DEPS) $(RCT_SAN_LIB)
+	clang $(RCT_CFLAGS) $(RCT_UNIT_INC) $(RCT_WARN) $(RCT_SAN_FLAGS) $(RCT_CHECK_CFLAGS) $(RCT_UNIT_MAIN) $(HOST_MR_SRC) $(RCT_SAN_LIB) $(RCT_CHECK_LIBS) -o $@
+
+$(RCT_BENCH_BIN): tests/unit/bench.c $(HOST_MR_SRC) $(HOST_MR_HDR) $(RCT_SRCS) $(RCT_HDRS)
 	@mkdir -p $(@D)
-	gcc $(RCT_CFLAGS) -Itests/unit -O2 -march=native tests/unit/bench.c $(RCT_SRCS) -o $@
+	gcc $(RCT_CFLAGS) $(HOST_MR_CFLAGS) -O2 -march=native tests/unit/bench.c $(HOST_MR_SRC) $(RCT_SRCS) -o $@
 
 # Fuzzers: clang libFuzzer + ASan/UBSan, the core compiled in.
-$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h tests/unit/host_mr.h $(RCT_SRCS) $(RCT_HDRS)
+$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(HOST_MR_SRC) $(HOST_MR_HDR) $(RCT_SRCS) $(RCT_HDRS)
 	@mkdir -p $(@D)
-	clang $(RCT_CFLAGS) -Itests/fuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(RCT_SRCS) -o $@
+	clang $(RCT_CFLAGS) -Itests/fuzz $(HOST_MR_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(HOST_MR_SRC) $(RCT_SRCS) -o $@
 
 # Seed corpora from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus/{parser,responder}.
 

@@ -12,10 +12,11 @@
 #include <stdio.h>
 #include "rct.h"
 #include "rct_int.h"
-#include "../unit/host_mr.h"
+#include "host_mr.h"
 
-#define FZ_MR 4
-struct fz_mr { uint32_t key, access; uint64_t va; uint32_t len; uint8_t *buf; };
+#define FZ_PD 1
+#define FZ_LKEY(i) (0x200u + (uint32_t)(i))   /* MR i's lkey */
+#define FZ_RKEY(i) (0x100u + (uint32_t)(i))   /* MR i's rkey: what the corpus' frames carry */
 struct fz_ep {
   struct rct_dev dev;
   struct rct_qp qp;
@@ -24,26 +25,8 @@ struct fz_ep {
   struct rct_rd_res rd[4];
   struct rct_cq scq, rcq;
   struct rct_wc swc[64], rwc[64];
-  struct fz_mr mr[FZ_MR];
+  struct host_mr_table mrs;    /* the device's mr_ctx */
 };
-
-static int fz_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint64_t va, uint32_t len,
-                        uint32_t access, struct rct_iov *out, int max)
-{
-  struct fz_ep *e = ctx;
-  struct fz_mr *m = NULL;
-  (void)is_remote;
-  for (int i = 0; i < FZ_MR; i++)
-    if (e->mr[i].buf && e->mr[i].key == key)
-      m = &e->mr[i];
-  if (!m)
-    return RCT_MR_EKEY;
-  if (pd != 1)
-    return RCT_MR_EPD;
-  return host_mr_segments(m->buf, m->va, m->len, m->access, va, len, access, out, max);
-}
-
-static const struct rct_mr_ops fz_ops = { fz_translate };
 
 static struct rct_qp *fz_lookup(void *ctx, uint32_t qpn)
 {
@@ -63,15 +46,15 @@ static void fz_ep_init(struct fz_ep *e, bool sr, enum rct_mtu mtu, uint32_t psn)
   memset(&da, 0, sizeof(da));
   memcpy(da.mac, FZ_MAC_A, 6);
   da.ipv4 = 0x0a000001;
-  da.mr_ops = &fz_ops;
-  da.mr_ctx = e;
+  da.mr_ops = &host_mr_ops;
+  da.mr_ctx = &e->mrs;
   da.qp_lookup = fz_lookup;
   da.lookup_ctx = e;
   rct_dev_init(&e->dev, &da);
   rct_cq_init(&e->scq, e->swc, 64);
   rct_cq_init(&e->rcq, e->rwc, 64);
   memset(&ia, 0, sizeof(ia));
-  ia.qpn = 0x11; ia.pd = 1;
+  ia.qpn = 0x11; ia.pd = FZ_PD;
   ia.sq = e->sq; ia.sq_size = 16; ia.rq = e->rq; ia.rq_size = 16; ia.rd = e->rd; ia.rd_size = 4;
   ia.send_cq = &e->scq; ia.recv_cq = &e->rcq;
   rct_qp_init(&e->dev, &e->qp, &ia);
@@ -101,22 +84,21 @@ static void fz_ep_init(struct fz_ep *e, bool sr, enum rct_mtu mtu, uint32_t psn)
                 RCT_QP_RNR_RETRY | RCT_QP_MAX_QP_RD_ATOMIC);
 }
 
-static struct fz_mr *fz_mr(struct fz_ep *e, int i, uint64_t va, uint32_t len, uint32_t access)
+/* MR number i (keys FZ_LKEY(i), FZ_RKEY(i)) in the QP's PD. */
+static struct host_mr *fz_mr(struct fz_ep *e, int i, uint64_t va, uint32_t len, uint32_t access)
 {
-  struct fz_mr *m = &e->mr[i];
-  m->key = 0x100 + (uint32_t)i;
-  m->va = va;
-  m->len = len;
-  m->access = access;
-  m->buf = malloc(len);
-  memset(m->buf, 0x3c, len);
+  uint8_t *buf = malloc(len);
+  struct host_mr *m = host_mr_reg(&e->mrs, FZ_LKEY(i), FZ_RKEY(i), FZ_PD, va, len, access, buf);
+  if (!m)
+    abort();
+  memset(buf, 0x3c, len);
   return m;
 }
 
 static void fz_ep_free(struct fz_ep *e)
 {
-  for (int i = 0; i < FZ_MR; i++)
-    free(e->mr[i].buf);
+  for (int i = 0; i < HOST_MR_MAX; i++)
+    free(e->mrs.mr[i].buf);
   rct_qp_destroy(&e->qp);
 }
 

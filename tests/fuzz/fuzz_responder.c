@@ -71,13 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   fz_mr(&e, 1, 0x20000, 300, RCT_ACCESS_REMOTE_READ);
   fz_mr(&e, 2, 0x30000, 8192, RCT_ACCESS_LOCAL_WRITE);
   for (int i = 0; i < 4; i++) {
-    struct rct_sge sge = { 0x30000 + (uint64_t)i * 2048, 2048, 0x102 };
+    struct rct_sge sge = { 0x30000 + (uint64_t)i * 2048, 2048, FZ_LKEY(2) };
     struct rct_recv_wr rw = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 };
     rct_post_recv(&e.qp, &rw);
   }
   {
     /* requests outstanding so ACKs and READ responses have something to match */
-    struct rct_sge s1 = { 0x30000, 3000, 0x102 };
+    struct rct_sge s1 = { 0x30000, 3000, FZ_LKEY(2) };
     struct rct_send_wr w1 = { .wr_id = 100, .opcode = RCT_WR_RDMA_READ, .send_flags = RCT_SEND_SIGNALED,
                               .sg_list = &s1, .num_sge = 1, .remote_addr = 0x5000, .rkey = 7 };
     struct rct_send_wr w2 = { .wr_id = 101, .opcode = RCT_WR_SEND, .send_flags = RCT_SEND_SIGNALED,

@@ -32,7 +32,7 @@ struct run {
   const struct scenario *sc;
   struct scenario_result *res;
   uint8_t *abuf, *bbuf;
-  const struct sim_mr *amr, *bmr;
+  const struct host_mr *amr, *bmr;
   uint64_t stride;
   uint32_t regions;
   uint32_t posted, rposted;        /* WRs posted on a's SQ / b's RQ */

@@ -10,59 +10,23 @@
 
 const char *const sim_result_name[5] = {"done", "stall", "time-limit", "check-failed", "livelock"};
 
-/* ---- the MR interface the core calls ---- */
-
-static int sim_translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint64_t va,
-                         uint32_t len, uint32_t access, struct rct_iov *out, int max)
-{
-  struct sim_ep *ep = ctx;
-  for (int i = 0; i < ep->nmr; i++) {
-    const struct sim_mr *m = &ep->mr[i];
-    if ((is_remote ? m->rkey : m->lkey) != key)
-      continue;
-    if (m->pd != pd)
-      return RCT_MR_EPD;
-    if ((m->access & access) != access)
-      return RCT_MR_EACCESS;
-    uint64_t start = m->va;
-    if (va < start || va - start > m->len || len > m->len - (va - start))
-      return RCT_MR_EBOUNDS;
-    if (len == 0)
-      return 0;
-    if (out == NULL && max == 0)
-      return 1;                        /* the core's validate-only call (req.c check_local) */
-    if (max < 1)
-      return RCT_MR_ESEGS;
-    out[0].base = m->base + (va - start);
-    out[0].len = len;
-    return 1;
-  }
-  return RCT_MR_EKEY;
-}
-
-static const struct rct_mr_ops sim_mr_ops = {.translate = sim_translate};
-
 static struct rct_qp *sim_lookup(void *ctx, uint32_t qpn)
 {
   struct sim_ep *ep = ctx;
   return ep->qp.init.qpn == qpn ? &ep->qp : NULL;
 }
 
-const struct sim_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access)
+const struct host_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access)
 {
-  if (ep->nmr == SIM_MAX_MR) {
-    fprintf(stderr, "sim: too many MRs\n");
+  uint32_t n = (uint32_t)ep->nmr;
+  uint64_t va = 0x100000000ull * (n + 1) + 0x10000000ull * ep->pd;
+  /* Keys differ between endpoints and MRs so a wrong key is caught. */
+  uint32_t lkey = 0x1000u + n * 0x10u + ep->pd, rkey = 0x80000u + n * 0x100u + ep->pd * 7u;
+  const struct host_mr *m = host_mr_reg(&ep->mrs, lkey, rkey, ep->pd, va, len, access, base);
+  if (!m) {
+    fprintf(stderr, "sim: MR not registered (too many MRs?)\n");
     exit(1);
   }
-  struct sim_mr *m = &ep->mr[ep->nmr];
-  m->base = base;
-  m->va = 0x100000000ull * (uint64_t)(ep->nmr + 1) + 0x10000000ull * ep->pd;
-  m->len = len;
-  m->access = access;
-  m->pd = ep->pd;
-  /* Keys differ between endpoints and MRs so a wrong key is caught. */
-  m->lkey = 0x1000u + (uint32_t)ep->nmr * 0x10u + ep->pd;
-  m->rkey = 0x80000u + (uint32_t)ep->nmr * 0x100u + ep->pd * 7u;
   ep->nmr++;
   return m;
 }
@@ -101,7 +65,7 @@ static int ep_init(struct sim_ep *ep, int id, const struct sim_params *p, char *
     .mac = {0x52, 0x54, 0x00, 0x00, 0x00, (uint8_t)(0x0a + id)},
     .ipv4 = 0x0a000001u + (uint32_t)id,
     .flags = p->dev_flags,
-    .mr_ops = &sim_mr_ops, .mr_ctx = ep,
+    .mr_ops = &host_mr_ops, .mr_ctx = &ep->mrs,
     .qp_lookup = sim_lookup, .lookup_ctx = ep,
   };
   ep->pd = 3u + (uint32_t)id;

@@ -22,18 +22,11 @@
 #include <stdint.h>
 
 #include "rct.h"
+#include "host_mr.h"
 #include "sim_link.h"
 
-#define SIM_MAX_MR 4
 #define SIM_FRAME_MAX 16384
 #define SIM_TX_RING_DEFAULT (256u << 10)   /* bytes of serialization backlog per NIC */
-
-struct sim_mr {
-  uint32_t lkey, rkey, access, pd;
-  uint8_t *base;
-  uint64_t va, len;             /* a fixed VA, not the host pointer, so that
-                                   traces do not depend on malloc's addresses */
-};
 
 struct sim_ep {
   struct rct_dev dev;
@@ -43,8 +36,8 @@ struct sim_ep {
   struct rct_rd_res *rd;
   struct rct_wc *scq_ring, *rcq_ring;
   struct rct_cq scq, rcq;
-  struct sim_mr mr[SIM_MAX_MR];
-  int nmr;
+  struct host_mr_table mrs;     /* the device's mr_ctx (tests/host/host_mr.h) */
+  int nmr;                      /* MRs registered (their VAs and keys derive from it) */
   uint32_t pd;
   uint64_t cpu_ns;              /* time inside the core (when measuring) */
   uint64_t cpu_calls;           /* timed calls (to subtract the clock's own cost) */
@@ -96,8 +89,10 @@ int sim_init(struct sim *s, const struct sim_params *p, const char *a2b, const c
              char *err, size_t errlen);
 void sim_free(struct sim *s);
 
-/* Register host memory on an endpoint; returns the MR (lkey and rkey set). */
-const struct sim_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access);
+/* Register host memory on an endpoint at a fixed VA (not the host pointer,
+ * so that traces do not depend on malloc's addresses); returns the MR
+ * (lkey and rkey set). */
+const struct host_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access);
 
 /* The step callback: post work, poll CQs. Returns 0 to continue, 1 when the
  * scenario is complete, -1 on a failed check (sim_run stops). */

@@ -9,18 +9,20 @@
 # SIM_FILTER (run only scenarios whose name contains it),
 # SIM_BENCH_ARGS (extra arguments to sim-bench, e.g. --quick).
 # The transport core comes from kernel/transport/transport.mk (RCT_LIB,
-# RCT_CFLAGS); the impairment engine and linkemu from netem/netem.mk.
+# RCT_CFLAGS), and so does the host MR backend (HOST_MR_*); the impairment
+# engine and linkemu from netem/netem.mk.
 
 SIM_DIR    := tests/sim
 SIM_OUT    := $(BUILD)/sim
 SIM_SEED   ?= 1
 SIM_JOBS   ?= 2
 SIM_FILTER ?=
-SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Wno-format-truncation $(RCT_CFLAGS)
+SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Wno-format-truncation $(RCT_CFLAGS) \
+              $(HOST_MR_CFLAGS)
 SIM_KNOWN  := $(SIM_DIR)/known_failures.txt
 
-SIM_CORE_SRCS := $(SIM_DIR)/sim.c $(SIM_DIR)/sim_link.c $(SIM_DIR)/scenario.c $(NETEM_IMPAIR_SRC)
-SIM_HDRS      := $(wildcard $(SIM_DIR)/*.h) $(NETEM_IMPAIR_HDR) $(RCT_HDRS)
+SIM_CORE_SRCS := $(SIM_DIR)/sim.c $(SIM_DIR)/sim_link.c $(SIM_DIR)/scenario.c $(NETEM_IMPAIR_SRC) $(HOST_MR_SRC)
+SIM_HDRS      := $(wildcard $(SIM_DIR)/*.h) $(NETEM_IMPAIR_HDR) $(RCT_HDRS) $(HOST_MR_HDR)
 
 SIM_TEST_IMPAIR := $(SIM_OUT)/test-impair
 SIM_MATRIX      := $(SIM_OUT)/sim-matrix

@@ -14,8 +14,8 @@
 #include <time.h>
 #include "rct.h"
 #include "rct_int.h"
+#include "host_mr.h"
 
-struct bmr { uint32_t key; uint64_t va; uint32_t len; uint8_t *buf; };
 struct bep {
   struct rct_dev dev;
   struct rct_qp qp;
@@ -24,23 +24,10 @@ struct bep {
   struct rct_rd_res rd[16];
   struct rct_cq scq, rcq;
   struct rct_wc swc[4096], rwc[64];
-  struct bmr mr;
+  struct host_mr_table mrs;          /* the device's mr_ctx */
+  struct host_mr *mr;                /* one 16 MiB MR */
 };
 
-static int translate(void *ctx, uint32_t key, bool rem, uint32_t pd, uint64_t va, uint32_t len, uint32_t acc,
-                     struct rct_iov *out, int max)
-{
-  struct bep *e = ctx;
-  (void)rem; (void)pd; (void)acc;
-  if (key != e->mr.key || va < e->mr.va || va - e->mr.va + len > e->mr.len)
-    return RCT_MR_EBOUNDS;
-  if (!max)
-    return 0;
-  out[0].base = e->mr.buf + (va - e->mr.va);
-  out[0].len = len;
-  return 1;
-}
-static const struct rct_mr_ops ops = { translate };
 static struct rct_qp *lookup(void *ctx, uint32_t qpn) { struct bep *e = ctx; return qpn == e->qp.init.qpn ? &e->qp : NULL; }
 
 static const uint8_t MA[6] = { 2, 0, 0, 0, 0, 1 }, MB[6] = { 2, 0, 0, 0, 0, 2 };
@@ -48,7 +35,8 @@ static const uint8_t MA[6] = { 2, 0, 0, 0, 0, 1 }, MB[6] = { 2, 0, 0, 0, 0, 2 };
 static void ep(struct bep *e, const uint8_t *mac, uint32_t ip, uint32_t qpn, const uint8_t *pmac, uint32_t pip,
                uint32_t pqpn, uint32_t flags, enum rct_mtu mtu)
 {
-  struct rct_dev_attr da = { .ipv4 = ip, .flags = flags, .mr_ops = &ops, .mr_ctx = e, .qp_lookup = lookup, .lookup_ctx = e };
+  struct rct_dev_attr da = { .ipv4 = ip, .flags = flags, .mr_ops = &host_mr_ops, .mr_ctx = &e->mrs,
+                             .qp_lookup = lookup, .lookup_ctx = e };
   struct rct_qp_init_attr ia = { .qpn = qpn, .pd = 1, .sq = e->sq, .sq_size = 1024, .rq = e->rq, .rq_size = 16,
                                  .rd = e->rd, .rd_size = 16, .send_cq = &e->scq, .recv_cq = &e->rcq };
   struct rct_qp_attr a;
@@ -81,10 +69,8 @@ static void ep(struct bep *e, const uint8_t *mac, uint32_t ip, uint32_t qpn, con
   a.max_inflight = 1u << 20;
   rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |
                 RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_MAX_INFLIGHT);
-  e->mr.key = 0x42;
-  e->mr.va = 0x100000;
-  e->mr.len = 1 << 24;
-  e->mr.buf = calloc(1, e->mr.len);
+  e->mr = host_mr_reg(&e->mrs, 0x42, 0x43, 1, 0x100000, 1 << 24,
+                      RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE, calloc(1, 1 << 24));
 }
 
 static double secs(void)
@@ -114,20 +100,20 @@ static void run(uint32_t payload, bool offload)
   ep(&b, MB, 0x0a000002, 0x12, MA, 0x0a000001, 0x11, flags, mtu);
   /* One WRITE of K packets; for payloads below the MTU the LAST is the only short one,
    * so use K ONLY-writes instead. */
-  sge.addr = a.mr.va;
-  sge.lkey = a.mr.key;
+  sge.addr = a.mr->va;
+  sge.lkey = a.mr->lkey;
   memset(&wr, 0, sizeof(wr));
   wr.opcode = RCT_WR_RDMA_WRITE;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.rkey = b.mr.key;
+  wr.rkey = b.mr->rkey;
   /* --- transmit: build K packets, ACK them, repeat --- */
   rounds = 0;
   t0 = secs();
   do {
     for (int i = 0; i < K / 16; i++) {
       sge.length = payload == mtub ? 16 * mtub : payload;
-      wr.remote_addr = b.mr.va;
+      wr.remote_addr = b.mr->va;
       rct_post_send(&a.qp, &wr);
       if (payload != mtub)
         for (int j = 1; j < 16; j++)
@@ -181,8 +167,8 @@ static void run(uint32_t payload, bool offload)
          flen[0], offload ? "offload" : "software", rx_rate / 1e6, tx_rate / 1e6);
   for (int i = 0; i < K; i++)
     free(frames[i]);
-  free(a.mr.buf);
-  free(b.mr.buf);
+  free(a.mr->buf);
+  free(b.mr->buf);
   rct_qp_destroy(&a.qp);
   rct_qp_destroy(&b.qp);
 }

@@ -3,7 +3,6 @@
  * peer used by every suite (see harness.h).
  */
 #include "harness.h"
-#include "host_mr.h"
 
 const uint8_t MAC_A[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0a };
 const uint8_t MAC_B[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
@@ -15,25 +14,6 @@ static struct rct_qp *lookup(void *ctx, uint32_t qpn)
   return e->qp.dev && e->qp.init.qpn == qpn ? &e->qp : NULL;
 }
 
-/* Key and PD here; range, access and page splitting in host_mr.h. */
-static int translate(void *ctx, uint32_t key, bool is_remote, uint32_t pd, uint64_t va, uint32_t len,
-                     uint32_t access, struct rct_iov *out, int max)
-{
-  struct ep *e = ctx;
-  struct test_mr *m = NULL;
-  (void)is_remote;
-  for (int i = 0; i < e->nmr; i++)
-    if (e->mr[i].key == key)
-      m = &e->mr[i];
-  if (!m)
-    return RCT_MR_EKEY;
-  if (m->pd != pd)
-    return RCT_MR_EPD;
-  return host_mr_segments(m->buf, m->va, m->len, m->access, va, len, access, out, max);
-}
-
-const struct rct_mr_ops test_mr_ops = { translate };
-
 void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint32_t flags)
 {
   struct rct_dev_attr da;
@@ -43,8 +23,8 @@ void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint
   memcpy(da.mac, mac, 6);
   da.ipv4 = ip;
   da.flags = flags;
-  da.mr_ops = &test_mr_ops;
-  da.mr_ctx = e;
+  da.mr_ops = &host_mr_ops;
+  da.mr_ctx = &e->mrs;
   da.qp_lookup = lookup;
   da.lookup_ctx = e;
   rct_dev_init(&e->dev, &da);
@@ -62,34 +42,40 @@ void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint
   ck_assert_int_eq(rct_qp_init(&e->dev, &e->qp, &ia), RCT_OK);
 }
 
-struct test_mr *ep_reg_mr(struct ep *e, uint64_t va, uint32_t len, uint32_t access)
+struct host_mr *ep_reg_mr_keys(struct ep *e, uint32_t lkey, uint32_t rkey, uint64_t va, uint32_t len,
+                               uint32_t access)
 {
-  struct test_mr *m = &e->mr[e->nmr];
-  ck_assert_int_lt(e->nmr, MR_MAX);
-  m->key = 0x1000 + 0x111 * (uint32_t)e->nmr;
-  m->pd = e->pd;
-  m->access = access;
-  m->va = va;
-  m->len = len;
-  m->raw = malloc(len + 2 * GUARD);
-  memset(m->raw, 0xa5, len + 2 * GUARD);
-  m->buf = m->raw + GUARD;
+  uint8_t *raw = malloc(len + 2 * GUARD);
+  struct host_mr *m = host_mr_reg(&e->mrs, lkey, rkey, e->pd, va, len, access, raw + GUARD);
+  ck_assert_msg(m != NULL, "MR not registered (table full or key taken)");
+  memset(raw, 0xa5, len + 2 * GUARD);
   for (uint32_t i = 0; i < len; i++)
     m->buf[i] = (uint8_t)(i * 7 + e->nmr);
   e->nmr++;
   return m;
 }
 
+struct host_mr *ep_reg_mr(struct ep *e, uint64_t va, uint32_t len, uint32_t access)
+{
+  uint32_t n = (uint32_t)e->nmr;
+  return ep_reg_mr_keys(e, 0x1000 + 0x111 * n, 0x8000 + 0x111 * n, va, len, access);
+}
+
 /* Teardown fixture: guards intact, no CQ overflow, counters sane. */
 void ep_free(struct ep *e)
 {
-  for (int i = 0; i < e->nmr; i++) {
-    struct test_mr *m = &e->mr[i];
+  for (int i = 0; i < HOST_MR_MAX; i++) {
+    struct host_mr *m = &e->mrs.mr[i];
+    uint8_t *raw;
+    if (!m->buf)
+      continue;
+    raw = m->buf - GUARD;
     for (int g = 0; g < GUARD; g++) {
-      ck_assert_msg(m->raw[g] == 0xa5, "MR %d guard before buffer overwritten", i);
-      ck_assert_msg(m->raw[GUARD + m->len + g] == 0xa5, "MR %d guard after buffer overwritten", i);
+      ck_assert_msg(raw[g] == 0xa5, "MR %d guard before buffer overwritten", i);
+      ck_assert_msg(raw[GUARD + m->len + g] == 0xa5, "MR %d guard after buffer overwritten", i);
     }
-    free(m->raw);
+    free(raw);
+    host_mr_dereg(&e->mrs, m);
   }
   e->nmr = 0;
   ck_assert_msg(e->qp.cnt.cq_overflow == 0, "CQ overflow");
@@ -162,19 +148,19 @@ void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o)
   ep_connect(b, MAC_A, IP_A, a->qp.init.qpn, o->a_psn, o->b_psn, o);
 }
 
-int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct test_mr *mr, uint32_t off,
+int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct host_mr *mr, uint32_t off,
               uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
-  struct rct_sge sge = { mr ? mr->va + off : 0, len, mr ? mr->key : 0 };
+  struct rct_sge sge = { mr ? mr->va + off : 0, len, mr ? mr->lkey : 0 };
   struct rct_send_wr wr = { .wr_id = wr_id, .opcode = op, .send_flags = RCT_SEND_SIGNALED,
                             .sg_list = &sge, .num_sge = mr ? 1 : 0, .imm_data = imm,
                             .remote_addr = raddr, .rkey = rkey };
   return rct_post_send(&e->qp, &wr);
 }
 
-int post_recv(struct ep *e, uint64_t wr_id, struct test_mr *mr, uint32_t off, uint32_t len)
+int post_recv(struct ep *e, uint64_t wr_id, struct host_mr *mr, uint32_t off, uint32_t len)
 {
-  struct rct_sge sge = { mr ? mr->va + off : 0, len, mr ? mr->key : 0 };
+  struct rct_sge sge = { mr ? mr->va + off : 0, len, mr ? mr->lkey : 0 };
   struct rct_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = mr ? 1 : 0 };
   return rct_post_recv(&e->qp, &wr);
 }

@@ -16,22 +16,14 @@
 #include <string.h>
 #include "rct.h"
 #include "rct_int.h"
+#include "host_mr.h"
 
 #define EP_SQ 64
 #define EP_RQ 64
 #define EP_RD 16
 #define EP_CQ 512
-#define MR_MAX 8
 #define GUARD 64
 #define PAGE 4096
-
-struct test_mr {
-  uint32_t key, pd, access;
-  uint64_t va;
-  uint32_t len;
-  uint8_t *raw;              /* GUARD + len + GUARD bytes */
-  uint8_t *buf;              /* raw + GUARD */
-};
 
 struct ep {
   struct rct_dev dev;
@@ -41,8 +33,8 @@ struct ep {
   struct rct_rd_res rd[EP_RD];
   struct rct_cq scq, rcq;
   struct rct_wc swc[EP_CQ], rwc[EP_CQ];
-  struct test_mr mr[MR_MAX];
-  int nmr;
+  struct host_mr_table mrs;  /* the device's mr_ctx; each buf has GUARD bytes either side */
+  int nmr;                   /* MRs registered so far (they pick the default keys) */
   uint32_t pd;
   bool allow_bad_frames;     /* the test injects malformed frames on purpose */
 };
@@ -58,7 +50,6 @@ struct conn_opts {
   uint32_t max_inflight;
 };
 
-extern const struct rct_mr_ops test_mr_ops;
 extern const uint8_t MAC_A[6], MAC_B[6];
 #define IP_A 0x0a000001u
 #define IP_B 0x0a000002u
@@ -67,7 +58,10 @@ extern const uint8_t MAC_A[6], MAC_B[6];
 
 void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint32_t flags);
 void ep_free(struct ep *e);               /* checks guards; frees MRs */
-struct test_mr *ep_reg_mr(struct ep *e, uint64_t va, uint32_t len, uint32_t access);
+/* An MR in e's PD, filled with a pattern; keys 0x1000 + 0x111 * n (lkey), 0x8000 + 0x111 * n (rkey). */
+struct host_mr *ep_reg_mr(struct ep *e, uint64_t va, uint32_t len, uint32_t access);
+struct host_mr *ep_reg_mr_keys(struct ep *e, uint32_t lkey, uint32_t rkey, uint64_t va, uint32_t len,
+                               uint32_t access);
 void conn_defaults(struct conn_opts *o);
 /* Bring e to RTS connected to the peer (mac/ip/qpn). */
 void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
@@ -75,9 +69,9 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
 void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o);
 
 /* Posting helpers. */
-int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct test_mr *mr, uint32_t off,
+int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct host_mr *mr, uint32_t off,
               uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm);
-int post_recv(struct ep *e, uint64_t wr_id, struct test_mr *mr, uint32_t off, uint32_t len);
+int post_recv(struct ep *e, uint64_t wr_id, struct host_mr *mr, uint32_t off, uint32_t len);
 
 /* Link: deliver frames both ways until quiet, firing timers up to `until`.
  * drop(ctx, from_a, frame_no_from_that_side, pkt) returns true to drop. */
@@ -128,6 +122,7 @@ Suite *suite_sr(void);
 Suite *suite_cm(void);
 Suite *suite_cm_ep(void);
 Suite *suite_rx(void);
+Suite *suite_mr_contract(void);
 
 #endif
 

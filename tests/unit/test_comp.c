@@ -10,7 +10,7 @@
 #define PSN0 0x123456u
 #define RTO14 (4096ull << 14)          /* 67.108864 ms */
 static uint8_t fb[8192];
-static struct test_mr *M;
+static struct host_mr *M;
 
 static void setup(void)
 {
@@ -458,7 +458,7 @@ START_TEST(test_comp_sr_read_longer_than_sr_window)
 {
   struct conn_opts o;
   struct rct_pkt p;
-  struct test_mr *big;
+  struct host_mr *big;
   conn_defaults(&o);
   o.sr = true;
   setup_with(&o);

@@ -171,7 +171,7 @@ END_TEST
 /* [QP-STATE-4] [QP-STATE-5] what posting does in each state */
 START_TEST(test_qp_post_per_state)
 {
-  struct test_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
   struct rct_qp_attr a;
   ck_assert_int_eq(post_send(&e, 1, RCT_WR_SEND, m, 0, 10, 0, 0, 0), RCT_EINVAL);   /* RESET */
   ck_assert_int_eq(post_recv(&e, 1, m, 0, 10), RCT_EINVAL);
@@ -200,7 +200,7 @@ END_TEST
 /* [QP-STATE-3] [CNT-QP-1] RESET drops queued work without completions, keeps counters */
 START_TEST(test_qp_reset_discards_work)
 {
-  struct test_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
   struct rct_qp_attr a = { .qp_state = RCT_QPS_RESET };
   ck_assert_int_eq(to_init(), RCT_OK);
   post_recv(&e, 1, m, 0, 10);
@@ -216,7 +216,7 @@ END_TEST
 /* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] [REQ-CMPL-3] modify to ERR flushes everything */
 START_TEST(test_qp_err_flushes_in_order)
 {
-  struct test_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(&e, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
   struct rct_qp_attr a;
   struct rct_frame f;
   struct conn_opts o;
@@ -252,7 +252,7 @@ END_TEST
 /* [QP-STATE-7] SQD: started WRs finish, new ones wait for RTS */
 START_TEST(test_qp_sqd_drains)
 {
-  struct test_mr *m = ep_reg_mr(&e, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(&e, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
   struct rct_qp_attr a;
   struct rct_frame f;
   struct conn_opts o;
@@ -309,7 +309,7 @@ START_TEST(test_qp_every_mtu)
 {
   struct rct_frame f;
   struct conn_opts o;
-  struct test_mr *m = ep_reg_mr(&e, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(&e, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
   uint32_t mtu = 128u << _i, n = 0, total = 0;
   conn_defaults(&o);
   o.mtu = (enum rct_mtu)_i;
@@ -346,7 +346,7 @@ START_TEST(test_qp_device_wide_calls)
   struct rct_qp_init_attr ia;
   struct conn_opts o;
   struct rct_frame f;
-  struct test_mr *m;
+  struct host_mr *m;
   int from1 = 0, from2 = 0, last = 0, alternations = 0;
   uint64_t t;
   ep_init(&x, MAC_A, IP_A, QPN_A, 0);
@@ -375,7 +375,7 @@ START_TEST(test_qp_device_wide_calls)
   m = ep_reg_mr(&x, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
   post_send(&x, 1, RCT_WR_SEND, m, 0, 4096, 0, 0, 0);
   {
-    struct rct_sge sge = { m->va, 4096, m->key };
+    struct rct_sge sge = { m->va, 4096, m->lkey };
     struct rct_send_wr wr = { .wr_id = 2, .opcode = RCT_WR_SEND, .send_flags = RCT_SEND_SIGNALED,
                               .sg_list = &sge, .num_sge = 1 };
     ck_assert_int_eq(rct_post_send(&q2, &wr), RCT_OK);

@@ -12,7 +12,7 @@ static uint8_t fb[8192];
 /* [REQ-FRAG-1] [OPC-SEQ-1] [OPC-SEQ-2] [REQ-PSN-1] [REQ-ACKREQ-1] [HDR-RETH-1] [HDR-BTH-2] [ENC-ETH-1] */
 START_TEST(test_req_write_fragments_at_mtu)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
   struct rct_pkt p;
   static const uint8_t ops[3] = { OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST };
   static const uint32_t lens[3] = { 1024, 1024, 452 };
@@ -55,7 +55,7 @@ END_TEST
 /* [REQ-FRAG-2] an SGE reaching beyond its MR fails before anything is sent */
 START_TEST(test_req_sge_beyond_mr)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 40 * 256, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 40 * 256, RCT_ACCESS_LOCAL_WRITE);
   ck_assert_int_eq(post_send(A, 3, RCT_WR_SEND, m, 0, 20 * 1024, 0, 0, 0), RCT_OK);
   expect_nothing(A, 0);
   expect_wc(&A->scq, 3, RCT_WC_LOC_PROT_ERR);
@@ -65,7 +65,7 @@ END_TEST
 
 START_TEST(test_req_ackreq_every_16th)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 20 * 1024, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 20 * 1024, RCT_ACCESS_LOCAL_WRITE);
   struct rct_pkt p;
   ck_assert_int_eq(post_send(A, 3, RCT_WR_SEND, m, 0, 20 * 1024, 0, 0, 0), RCT_OK);
   for (int i = 0; i < 20; i++) {
@@ -78,7 +78,7 @@ END_TEST
 /* [REQ-PSN-2] [PSN-WIN-2] a READ takes one PSN per response packet */
 START_TEST(test_req_read_consumes_response_psns)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
   struct rct_pkt p;
   post_send(A, 1, RCT_WR_RDMA_READ, m, 0, 3000, 0x9000, 0x55, 0);
   post_send(A, 2, RCT_WR_SEND, m, 0, 10, 0, 0, 0);
@@ -97,7 +97,7 @@ END_TEST
 START_TEST(test_req_window_limits_outstanding)
 {
   struct conn_opts o;
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   int n = 0;
   fx_teardown();
@@ -122,7 +122,7 @@ END_TEST
 START_TEST(test_req_read_credit)
 {
   struct conn_opts o;
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   fx_teardown();
   conn_defaults(&o);
@@ -148,7 +148,7 @@ END_TEST
 START_TEST(test_req_psn_wrap)
 {
   struct conn_opts o;
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   fx_teardown();
   conn_defaults(&o);
@@ -194,7 +194,7 @@ END_TEST
 /* [REQ-FRAG-2] a READ into memory without local write access */
 START_TEST(test_req_read_needs_local_write)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, 0);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, 0);
   post_send(A, 7, RCT_WR_RDMA_READ, m, 0, 100, 0x9000, 0x55, 0);
   expect_nothing(A, 0);
   expect_wc(&A->scq, 7, RCT_WC_LOC_PROT_ERR);
@@ -204,8 +204,8 @@ END_TEST
 /* [REQ-CMPL-3] [REQ-CMPL-2] unsignaled WRs complete silently, in order */
 START_TEST(test_req_unsignaled)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-  struct rct_sge sge = { m->va, 10, m->key };
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct rct_sge sge = { m->va, 10, m->lkey };
   struct rct_send_wr wr = { .wr_id = 1, .opcode = RCT_WR_SEND, .sg_list = &sge, .num_sge = 1 };
   struct rct_pkt p;
   rct_post_send(&A->qp, &wr);
@@ -222,8 +222,8 @@ END_TEST
 /* [HDR-BTH-3] [HDR-IMM-1] solicited event and immediate on the last packet only */
 START_TEST(test_req_solicited_and_immediate)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-  struct rct_sge sge = { m->va, 1500, m->key };
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct rct_sge sge = { m->va, 1500, m->lkey };
   struct rct_send_wr wr = { .wr_id = 1, .opcode = RCT_WR_SEND_WITH_IMM, .send_flags = RCT_SEND_SOLICITED,
                             .sg_list = &sge, .num_sge = 1, .imm_data = 0xabcdef01 };
   struct rct_pkt p;
@@ -241,7 +241,7 @@ END_TEST
 /* [REQ-WIN-2] [REQ-CMPL-6] WRs leave in posting order, each completes once */
 START_TEST(test_req_posting_order)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
   struct rct_pkt p;
   for (int i = 0; i < 5; i++)
     post_send(A, (uint64_t)i, i % 2 ? RCT_WR_RDMA_WRITE : RCT_WR_SEND, m, 0, 1500, 0x5000, 0x77, 0);

@@ -9,8 +9,8 @@
 #define P (fx_peer())
 #define E0 0x654321u                   /* A's rq_psn */
 static uint8_t fb[8192];
-static struct test_mr *W;              /* remote-writable/readable MR at 0x40000 */
-static struct test_mr *R;              /* receive buffers at 0x80000 */
+static struct host_mr *W;              /* remote-writable/readable MR at 0x40000 */
+static struct host_mr *R;              /* receive buffers at 0x80000 */
 
 static void setup(void)
 {
@@ -66,14 +66,14 @@ END_TEST
 /* [RESP-ACK-2] at most ACK_COALESCE_MAX executed packets go unacknowledged */
 START_TEST(test_resp_ack_coalescing)
 {
-  struct rct_reth r = reth(0x40000, W->key, 20 * 256);
+  struct rct_reth r = reth(0x40000, W->rkey, 20 * 256);
   struct conn_opts o;
   conn_defaults(&o);
   o.mtu = RCT_MTU_256;
   fx_teardown();
   fx_setup_opts(&o);
   W = ep_reg_mr(A, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE);
-  r.rkey = W->key;
+  r.rkey = W->rkey;
   inject_req(A, P, 0, OP_WRITE_FIRST, E0, false, 256, 1, &r, 0);
   for (uint32_t i = 1; i < 15; i++)
     inject_req(A, P, 0, OP_WRITE_MIDDLE, E0 + i, false, 256, 1, NULL, 0);
@@ -89,7 +89,7 @@ END_TEST
  * alone once the delay has passed; a later ACK replaces the held one. */
 START_TEST(test_resp_ack_delay_follows_request)
 {
-  struct rct_reth r = reth(0x40000, W->key, 100);
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
   struct rct_pkt p;
   uint64_t d = 200000;
   A->dev.attr.ack_delay_ns = d;
@@ -119,7 +119,7 @@ END_TEST
 /* [RESP-OOS-1] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
 START_TEST(test_resp_out_of_sequence_nak_once)
 {
-  struct rct_reth r = reth(0x40000, W->key, 4096);
+  struct rct_reth r = reth(0x40000, W->rkey, 4096);
   inject_req(A, P, 0, OP_WRITE_FIRST, E0 + 1, false, 1024, 1, &r, 0);   /* E0 lost */
   expect_ack(0, AETH_NAK_PSN_SEQ, E0, 0);
   for (int i = 2; i < 10; i++)
@@ -138,7 +138,7 @@ END_TEST
 /* [RESP-DUP-1] a duplicate SEND/WRITE is acknowledged, not executed again */
 START_TEST(test_resp_duplicate_acked)
 {
-  struct rct_reth r = reth(0x40000, W->key, 8);
+  struct rct_reth r = reth(0x40000, W->rkey, 8);
   post_recv(A, 1, R, 0, 4096);
   inject_req(A, P, 0, OP_SEND_ONLY, E0, true, 10, 0x55, NULL, 0);
   expect_ack(0, 0x1f, E0, 1);
@@ -213,12 +213,12 @@ END_TEST
 /* [RESP-ACC-1] [SEC-FORGE-3] [RESP-ERR-2] wrong rkey, out of bounds, no access: NAK 0x62, memory untouched */
 START_TEST(test_resp_write_access_errors)
 {
-  struct test_mr *ro;
+  struct host_mr *ro;
   struct rct_reth bad[4];
   static uint8_t snap_w[16384], snap_r[4096];
   bad[0] = reth(0x40000, 0xdead, 8);                     /* wrong rkey */
-  bad[1] = reth(0x40000 + 16380, W->key, 8);             /* beyond the MR */
-  bad[2] = reth(0x3fff8, W->key, 16);                    /* before the MR */
+  bad[1] = reth(0x40000 + 16380, W->rkey, 8);             /* beyond the MR */
+  bad[2] = reth(0x3fff8, W->rkey, 16);                    /* before the MR */
   for (int i = 0; i < 4; i++) {
     if (i) {
       fx_teardown();
@@ -226,9 +226,9 @@ START_TEST(test_resp_write_access_errors)
     }
     ro = ep_reg_mr(A, 0x100000, 4096, RCT_ACCESS_REMOTE_READ);
     if (i == 3)
-      bad[3] = reth(0x100000, ro->key, 8);           /* MR lacks remote write */
+      bad[3] = reth(0x100000, ro->rkey, 8);           /* MR lacks remote write */
     else
-      bad[i].rkey = i == 0 ? 0xdead : W->key;
+      bad[i].rkey = i == 0 ? 0xdead : W->rkey;
     memcpy(snap_w, W->buf, W->len);
     memcpy(snap_r, ro->buf, ro->len);
     inject_req(A, P, 0, OP_WRITE_ONLY, E0, true, 8, 0xee, &bad[i], 0);
@@ -250,7 +250,7 @@ START_TEST(test_resp_qp_access_flags)
   fx_teardown();
   fx_setup_opts(&o);
   W = ep_reg_mr(A, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE);
-  r = reth(0x40000, W->key, 8);
+  r = reth(0x40000, W->rkey, 8);
   inject_req(A, P, 0, OP_WRITE_ONLY, E0, true, 8, 0xee, &r, 0);
   expect_ack(0, AETH_NAK_REM_ACC, E0, 0);
 }
@@ -268,14 +268,14 @@ END_TEST
 /* [RESP-ACC-1] [OPC-LEN-6] payload beyond the DMA length, or short of it */
 START_TEST(test_resp_write_length_mismatch)
 {
-  struct rct_reth r = reth(0x40000, W->key, 1500);
+  struct rct_reth r = reth(0x40000, W->rkey, 1500);
   inject_req(A, P, 0, OP_WRITE_FIRST, E0, false, 1024, 1, &r, 0);
   inject_req(A, P, 0, OP_WRITE_MIDDLE, E0 + 1, false, 1024, 0xee, NULL, 0);
   expect_ack(0, AETH_NAK_INV_REQ, E0 + 1, 0);
   ck_assert_uint_ne(W->buf[1024], 0xee);
   fx_teardown();
   setup();
-  r.rkey = W->key;
+  r.rkey = W->rkey;
   inject_req(A, P, 0, OP_WRITE_FIRST, E0, false, 1024, 1, &r, 0);
   inject_req(A, P, 0, OP_WRITE_LAST, E0 + 1, true, 100, 1, NULL, 0);
   expect_ack(0, AETH_NAK_INV_REQ, E0 + 1, 0);
@@ -296,7 +296,7 @@ END_TEST
 /* [OPC-SEQ-3] [RESP-ERR-1] [QP-ERR-3] [QP-ERR-1] invalid opcode sequence */
 START_TEST(test_resp_bad_opcode_sequence)
 {
-  struct rct_reth r = reth(0x40000, W->key, 4096);
+  struct rct_reth r = reth(0x40000, W->rkey, 4096);
   post_recv(A, 1, R, 0, 4096);
   inject_req(A, P, 0, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
   inject_req(A, P, 0, OP_WRITE_MIDDLE, E0 + 1, false, 1024, 1, &r, 0);
@@ -344,7 +344,7 @@ END_TEST
 /* [RESP-READ-1] [RESP-READ-2] [RESP-ACK-1] [RESP-MSN-1] [OPC-SEQ-5] a READ answered in MTU pieces */
 START_TEST(test_resp_read_responses)
 {
-  struct rct_reth r = reth(0x40000 + 10, W->key, 3000);
+  struct rct_reth r = reth(0x40000 + 10, W->rkey, 3000);
   struct rct_pkt p;
   static const uint8_t ops[3] = { OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST };
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
@@ -367,7 +367,7 @@ END_TEST
 /* [RESP-READ-2] a reply to a later request waits for the READ's responses */
 START_TEST(test_resp_read_then_write_ordering)
 {
-  struct rct_reth r = reth(0x40000, W->key, 2048), w = reth(0x41000, W->key, 8);
+  struct rct_reth r = reth(0x40000, W->rkey, 2048), w = reth(0x41000, W->rkey, 8);
   struct rct_pkt p;
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
   inject_req(A, P, 0, OP_WRITE_ONLY, E0 + 2, true, 8, 1, &w, 0);
@@ -382,9 +382,9 @@ END_TEST
 /* [RESP-DUP-2] [RESP-DUP-3] duplicate READs are replayed from memory */
 START_TEST(test_resp_duplicate_read_replay)
 {
-  struct rct_reth r = reth(0x40000, W->key, 3000);
-  struct rct_reth resumed = reth(0x40000 + 1024, W->key, 3000 - 1024);
-  struct rct_reth wrong = reth(0x40000 + 8, W->key, 3000 - 1024);
+  struct rct_reth r = reth(0x40000, W->rkey, 3000);
+  struct rct_reth resumed = reth(0x40000 + 1024, W->rkey, 3000 - 1024);
+  struct rct_reth wrong = reth(0x40000 + 8, W->rkey, 3000 - 1024);
   struct rct_pkt p;
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
   for (int i = 0; i < 3; i++)
@@ -426,9 +426,9 @@ START_TEST(test_resp_new_read_retires_replaying_oldest)
   struct rct_reth r1, r2, r3;
   struct rct_pkt p;
   setup_rd(2);
-  r1 = reth(0x40000, W->key, 3000);
-  r2 = reth(0x41000, W->key, 1000);
-  r3 = reth(0x42000, W->key, 8);
+  r1 = reth(0x40000, W->rkey, 3000);
+  r2 = reth(0x41000, W->rkey, 1000);
+  r3 = reth(0x42000, W->rkey, 8);
   /* t=0: READ 1, E0..E0+2 */
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
   for (int i = 0; i < 3; i++)
@@ -468,8 +468,8 @@ START_TEST(test_resp_read_beyond_credit)
   struct rct_reth r1, r2;
   struct rct_pkt p;
   setup_rd(1);
-  r1 = reth(0x40000, W->key, 3000);
-  r2 = reth(0x41000, W->key, 8);
+  r1 = reth(0x40000, W->rkey, 3000);
+  r2 = reth(0x41000, W->rkey, 8);
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
   inject_req(A, P, 0, OP_READ_REQ, E0 + 3, true, 0, 0, &r2, 0);
   for (int i = 0; i < 3; i++) {
@@ -491,7 +491,7 @@ START_TEST(test_resp_read_without_resources)
   fx_teardown();
   fx_setup_opts(&o);
   W = ep_reg_mr(A, 0x40000, 16384, RCT_ACCESS_REMOTE_READ);
-  r = reth(0x40000, W->key, 8);
+  r = reth(0x40000, W->rkey, 8);
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
   expect_ack(0, AETH_NAK_INV_REQ, E0, 0);
 }
@@ -500,7 +500,7 @@ END_TEST
 /* [RESP-RECV-4] [OPC-TAB-2] WRITE with immediate: data at the VA, a receive with the immediate */
 START_TEST(test_resp_write_with_immediate)
 {
-  struct rct_reth r = reth(0x40000, W->key, 2000);
+  struct rct_reth r = reth(0x40000, W->rkey, 2000);
   struct rct_wc wc;
   post_recv(A, 8, R, 0, 16);
   inject_req(A, P, 0, OP_WRITE_FIRST, E0, false, 1024, 0x21, &r, 0);
@@ -518,7 +518,7 @@ END_TEST
 /* [RESP-RECV-4] a WRITE_ONLY with immediate: byte_len is its DMA length, 0 for an empty one */
 START_TEST(test_resp_write_only_imm_byte_len)
 {
-  struct rct_reth r = reth(0x40000, W->key, 300), z = reth(0, 0, 0);
+  struct rct_reth r = reth(0x40000, W->rkey, 300), z = reth(0, 0, 0);
   struct rct_wc wc;
   post_recv(A, 8, R, 0, 16);
   post_recv(A, 9, R, 0, 16);
@@ -556,7 +556,7 @@ START_TEST(test_resp_psn_wrap)
   fx_teardown();
   fx_setup_opts(&o);
   W = ep_reg_mr(A, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE);
-  r = reth(0x40000, W->key, 3072);
+  r = reth(0x40000, W->rkey, 3072);
   inject_req(A, P, 0, OP_WRITE_FIRST, 0xffffff, false, 1024, 1, &r, 0);
   inject_req(A, P, 0, OP_WRITE_MIDDLE, 0x000000, false, 1024, 1, NULL, 0);
   inject_req(A, P, 0, OP_WRITE_LAST, 0x000001, true, 1024, 1, NULL, 0);

@@ -8,7 +8,7 @@
 #define P (fx_peer())
 #define E0 0x654321u
 static uint8_t buf[8192];
-static struct test_mr *R;
+static struct host_mr *R;
 
 static void setup(void)
 {
@@ -257,7 +257,7 @@ END_TEST
 /* [SEC-FORGE-4] a forged in-window NAK can at most end the connection */
 START_TEST(test_rx_forged_nak_ends_connection_only)
 {
-  struct test_mr *m = ep_reg_mr(A, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
+  struct host_mr *m = ep_reg_mr(A, 0x10000, 4096, RCT_ACCESS_LOCAL_WRITE);
   struct rct_frame f;
   post_send(A, 5, RCT_WR_SEND, m, 0, 10, 0, 0, 0);
   ck_assert(rct_poll_transmit(&A->qp, 0, &f));

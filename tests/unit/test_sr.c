@@ -67,7 +67,7 @@ static bool drop_random(void *ctx, bool from_a, unsigned n, const struct rct_pkt
 /* [SR-WIRE-1] [SR-WIRE-2] [SR-WIRE-3] [SR-WIRE-4] [SR-NEG-2] SR request packets */
 START_TEST(test_sr_request_headers)
 {
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   pair_setup(true);
   m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
@@ -102,13 +102,13 @@ END_TEST
  * only the hole is resent */
 START_TEST(test_sr_single_loss_resends_only_the_hole)
 {
-  struct test_mr *src, *dst;
+  struct host_mr *src, *dst;
   struct drops d = { .a = { 3 }, .na = 1 };
   struct link l;
   pair_setup(true);
   src = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
   dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
-  post_send(&ea, 1, RCT_WR_RDMA_WRITE, src, 0, 8 * 1024, 0x40000, dst->key, 0);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, src, 0, 8 * 1024, 0x40000, dst->rkey, 0);
   link_init(&l);
   l.drop = drop_listed;
   l.ctx = &d;
@@ -127,7 +127,7 @@ END_TEST
 /* [SR-RESP-4] [RESP-RECV-4] SENDs placed out of order complete in order */
 START_TEST(test_sr_sends_complete_in_order)
 {
-  struct test_mr *src, *dst;
+  struct host_mr *src, *dst;
   struct drops d = { .a = { 0, 2 }, .na = 2 };
   struct link l;
   struct rct_wc wc;
@@ -156,7 +156,7 @@ END_TEST
  * the receive completion's byte_len is the WRITE's length */
 START_TEST(test_sr_write_imm_byte_len)
 {
-  struct test_mr *src, *dst, *rb;
+  struct host_mr *src, *dst, *rb;
   struct drops d = { .a = { 0 }, .na = 1 };
   struct link l;
   struct rct_wc wc;
@@ -165,7 +165,7 @@ START_TEST(test_sr_write_imm_byte_len)
   dst = ep_reg_mr(&eb, 0x40000, 16384, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_LOCAL_WRITE);
   rb = ep_reg_mr(&eb, 0x80000, 64, RCT_ACCESS_LOCAL_WRITE);
   post_recv(&eb, 20, rb, 0, 16);
-  post_send(&ea, 1, RCT_WR_RDMA_WRITE_WITH_IMM, src, 0, 3000, 0x40000, dst->key, 0x5a5a);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE_WITH_IMM, src, 0, 3000, 0x40000, dst->rkey, 0x5a5a);
   link_init(&l);
   l.drop = drop_listed;
   l.ctx = &d;
@@ -206,7 +206,7 @@ static uint32_t expect_psn(struct ep *e, uint64_t now)
  * selective NAK that reports new PSNs gives back the spent retries. */
 START_TEST(test_sr_timeout_resends_every_unacked)
 {
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   uint64_t t;
   pair_setup(true);
@@ -239,9 +239,9 @@ END_TEST
 
 /* A 4-packet WRITE 0x123456..59 whose first packet was lost; a selective
  * NAK for 57 has brought 56's resend out at t=10. Returns the MR. */
-static struct test_mr *first_packet_resent(void)
+static struct host_mr *first_packet_resent(void)
 {
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   pair_setup(true);
   m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
@@ -261,7 +261,7 @@ static struct test_mr *first_packet_resent(void)
  * every later RTO with it). The next packet sent fresh is timed instead. */
 START_TEST(test_sr_karn_no_sample_from_resent)
 {
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   struct peer pr;
   pair_setup_adaptive(true, true);
@@ -287,7 +287,7 @@ END_TEST
  * and una passes it. */
 START_TEST(test_sr_rtt_sample_from_sack)
 {
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_pkt p;
   pair_setup_adaptive(true, true);
   m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
@@ -311,7 +311,7 @@ END_TEST
  * hole goes out again at once instead of after a timeout, with no retry used. */
 START_TEST(test_sr_lost_resend_detected)
 {
-  struct test_mr *m = first_packet_resent();         /* ... and the resend is lost too */
+  struct host_mr *m = first_packet_resent();         /* ... and the resend is lost too */
   inject_sack(&ea, 11, 0x123456, 1u << 2);           /* 58: sent before the resend */
   expect_nothing(&ea, 11);
   post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
@@ -329,7 +329,7 @@ END_TEST
  * resent after that packet is still in flight and does not go again. */
 START_TEST(test_sr_lost_resend_only_older)
 {
-  struct test_mr *m = first_packet_resent();         /* 58 was lost as well */
+  struct host_mr *m = first_packet_resent();         /* 58 was lost as well */
   post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
   ck_assert_uint_eq(expect_psn(&ea, 11), 0x12345a);  /* sent after 56's resend */
   inject_sack(&ea, 12, 0x123456, 1u << 1 | 1u << 3); /* 57, 59 */
@@ -346,7 +346,7 @@ END_TEST
  * READ request after it, without waiting for a timeout. */
 START_TEST(test_sr_read_behind_hole_resent_with_it)
 {
-  struct test_mr *m, *r;
+  struct host_mr *m, *r;
   struct rct_pkt p;
   pair_setup(true);
   m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
@@ -374,7 +374,7 @@ END_TEST
 /* [SR-RESP-6] a READ ahead of epsn is not executed */
 START_TEST(test_sr_read_does_not_overtake)
 {
-  struct test_mr *w;
+  struct host_mr *w;
   struct peer pr;
   struct rct_hdr h;
   struct rct_pkt p;
@@ -386,7 +386,7 @@ START_TEST(test_sr_read_does_not_overtake)
   h.bth.psn = 0x123456 + 1;
   h.bth.ackreq = 1;
   h.reth.va = 0x40000;
-  h.reth.rkey = w->key;
+  h.reth.rkey = w->rkey;
   h.reth.dmalen = 100;
   inject(&eb, &pr, 0, &h, NULL, 0);
   ck_assert(expect_frame(&eb, 0, &p, fb));
@@ -402,7 +402,7 @@ END_TEST
 START_TEST(test_sr_opcode_mode_mismatch_dropped)
 {
   struct peer pr;
-  struct test_mr *r;
+  struct host_mr *r;
   pair_setup(false);
   r = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_LOCAL_WRITE);
   post_recv(&eb, 1, r, 0, 4096);
@@ -426,13 +426,13 @@ START_TEST(test_sr_duplicate_and_beyond_window)
 {
   struct peer pr;
   struct rct_pkt p;
-  struct test_mr *w;
+  struct host_mr *w;
   struct rct_reth r;
   pair_setup(true);
   w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
   peer_for(&pr, &eb);
   r.va = 0x40000 + 1024;
-  r.rkey = w->key;
+  r.rkey = w->rkey;
   r.dmalen = 4096;
   {
     struct rct_hdr h;
@@ -469,14 +469,14 @@ START_TEST(test_sr_stale_sack_becomes_ack)
 {
   struct peer pr;
   struct rct_pkt p;
-  struct test_mr *w;
+  struct host_mr *w;
   struct rct_hdr h;
   pair_setup(true);
   w = ep_reg_mr(&eb, 0x40000, 65536, RCT_ACCESS_REMOTE_WRITE);
   peer_for(&pr, &eb);
   memset(&h, 0, sizeof(h));
   h.reth.va = 0x40000;
-  h.reth.rkey = w->key;
+  h.reth.rkey = w->rkey;
   h.reth.dmalen = 2048;
   h.bth.opcode = OP_SR_BASE | OP_WRITE_LAST;         /* epsn + 1 first: out of order */
   h.bth.psn = 0x123457;
@@ -510,7 +510,7 @@ START_TEST(test_sr_sack_thinning)
 {
   struct peer pr;
   struct rct_pkt p;
-  struct test_mr *w;
+  struct host_mr *w;
   struct rct_hdr h;
   pair_setup(true);
   eb.dev.attr.sack_every = 4;
@@ -518,7 +518,7 @@ START_TEST(test_sr_sack_thinning)
   peer_for(&pr, &eb);
   memset(&h, 0, sizeof(h));
   h.reth.va = 0x40000;
-  h.reth.rkey = w->key;
+  h.reth.rkey = w->rkey;
   h.reth.dmalen = 16 * 1024;
   h.bth.opcode = OP_SR_BASE | OP_WRITE_MIDDLE;
   for (uint32_t i = 1; i <= 9; i++) {                  /* epsn (0x123456) is lost */
@@ -549,7 +549,7 @@ START_TEST(test_sr_sack_long_bitmap)
 {
   struct peer pr;
   struct rct_pkt p;
-  struct test_mr *w, *m;
+  struct host_mr *w, *m;
   struct rct_hdr h;
   uint8_t buf[256];
   uint32_t n;
@@ -561,7 +561,7 @@ START_TEST(test_sr_sack_long_bitmap)
   h.bth.opcode = 0xc7;
   h.bth.psn = 0x123456 + 200;
   h.reth.va = 0x40000 + 200 * 1024;
-  h.reth.rkey = w->key;
+  h.reth.rkey = w->rkey;
   h.reth.dmalen = 256 * 1024;
   h.sreth.offset = 200 * 1024;
   inject(&eb, &pr, 0, &h, fb + 4096, 1024);
@@ -619,7 +619,7 @@ START_TEST(test_sr_write_access_error_per_packet)
 {
   struct peer pr;
   struct rct_pkt p;
-  struct test_mr *w;
+  struct host_mr *w;
   struct rct_hdr h;
   pair_setup(true);
   w = ep_reg_mr(&eb, 0x40000, 4096, RCT_ACCESS_REMOTE_WRITE);
@@ -628,7 +628,7 @@ START_TEST(test_sr_write_access_error_per_packet)
   h.bth.opcode = 0xc7;                               /* MIDDLE placed ahead, bad rkey */
   h.bth.psn = 0x123458;
   h.reth.va = 0x40000 + 2048;
-  h.reth.rkey = w->key + 1;
+  h.reth.rkey = w->rkey + 1;
   h.reth.dmalen = 4096;
   h.sreth.offset = 2048;
   inject(&eb, &pr, 0, &h, fb + 4096, 1024);
@@ -644,7 +644,7 @@ END_TEST
  * [REQ-CMPL-6] [REQ-CMPL-2] [REQ-GBN-1] [SR-NEG-1] [RESP-DUP-2] [SR-REQ-7] [SR-REQ-13] */
 static void random_loss(bool sr, uint32_t seed, unsigned pct)
 {
-  struct test_mr *src, *dst, *rd, *rb;
+  struct host_mr *src, *dst, *rd, *rb;
   struct drops d = { .seed = seed, .pct = pct };
   struct link l;
   struct rct_wc wc;
@@ -662,11 +662,11 @@ static void random_loss(bool sr, uint32_t seed, unsigned pct)
     uint32_t len = 1 + (uint32_t)(i * 977) % 4000, off = (uint32_t)i * 1024 % 60000;
     int k = i % 3;
     if (k == 0)
-      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_WRITE, src, off, len, 0x40000 + off, dst->key, 0);
+      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_WRITE, src, off, len, 0x40000 + off, dst->rkey, 0);
     else if (k == 1 && i < 48)
       post_send(&ea, (uint64_t)i, RCT_WR_SEND, src, off, len, 0, 0, 0);
     else
-      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_READ, rd, off, len, 0x40000 + off, dst->key, 0);
+      post_send(&ea, (uint64_t)i, RCT_WR_RDMA_READ, rd, off, len, 0x40000 + off, dst->rkey, 0);
   }
   link_init(&l);
   l.drop = drop_random;

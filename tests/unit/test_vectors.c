@@ -192,19 +192,15 @@ static void replay_mrs(struct ep *s, uint32_t s_ip, uint32_t s_qpn, uint32_t r_q
 {
   for (int i = 0; i < nvf; i++) {
     struct rct_pkt *p = &vf[i].p;
-    struct test_mr *m = NULL;
+    struct host_mr *m;
     if (!is_req_to(&vf[i], s_ip, s_qpn) || !(p->opflags & OPF_RETH) || !p->h.reth.dmalen)
       continue;
     if (nak_acc_at(s_ip, r_qpn, p->h.bth.psn))
       continue;
-    for (int k = 0; k < s->nmr; k++)
-      if (s->mr[k].key == p->h.reth.rkey)
-        m = &s->mr[k];
-    if (!m) {
-      m = ep_reg_mr(s, p->h.reth.va & ~0xfffull, 1 << 20,
-                    RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
-      m->key = p->h.reth.rkey;
-    }
+    m = host_mr_find(&s->mrs, p->h.reth.rkey, true);
+    if (!m)   /* the recorded R_Key; an lkey no frame carries */
+      m = ep_reg_mr_keys(s, ~p->h.reth.rkey, p->h.reth.rkey, p->h.reth.va & ~0xfffull, 1 << 20,
+                         RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
     ck_assert(p->h.reth.va + p->h.reth.dmalen <= m->va + m->len);
     if (p->opflags & OPF_READ) {
       /* fill from the READ responses of this request */
@@ -227,7 +223,7 @@ static void replay_responder(uint32_t s_ip, uint32_t s_qpn)
   uint32_t r_ip = 0, r_qpn = 0, rq_psn = 0;
   int first = -1, exp_i = 0;
   uint8_t rmac[6], out[8192];
-  struct test_mr *rbuf;
+  struct host_mr *rbuf;
   for (int i = 0; i < nvf && first < 0; i++)
     if (is_req_to(&vf[i], s_ip, s_qpn))
       first = i;
@@ -339,7 +335,7 @@ START_TEST(test_vectors_requester_replay_imm_rnr)
   char path[512];
   struct ep a;
   struct conn_opts o;
-  struct test_mr *src;
+  struct host_mr *src;
   uint8_t out[8192];
   int next = 0, msgs = 0;
   uint64_t now = 0;

@@ -156,7 +156,7 @@ START_TEST(test_wire_roce_v1_endpoints)
   static struct ep a, b;
   struct conn_opts o;
   struct link l;
-  struct test_mr *src, *dst;
+  struct host_mr *src, *dst;
   struct rct_frame f;
   uint8_t buf[8192];
   int n;
@@ -168,7 +168,7 @@ START_TEST(test_wire_roce_v1_endpoints)
   a.qp.encap = b.qp.encap = RCT_ENCAP_V1;      /* as if ah.roce_v1 had been set at RTR */
   src = ep_reg_mr(&a, 0x1000, 4096, RCT_ACCESS_LOCAL_WRITE);
   dst = ep_reg_mr(&b, 0x1000, 4096, RCT_ACCESS_REMOTE_WRITE);
-  post_send(&a, 1, RCT_WR_RDMA_WRITE, src, 0, 2000, 0x1000, dst->key, 0);
+  post_send(&a, 1, RCT_WR_RDMA_WRITE, src, 0, 2000, 0x1000, dst->rkey, 0);
   ck_assert(rct_poll_transmit(&a.qp, 0, &f));
   n = rct_frame_linearize(&f, buf, sizeof(buf));
   ck_assert_uint_eq(ld16(buf + 12), 0x8915);
@@ -202,7 +202,7 @@ START_TEST(test_wire_linearize_bounds)
   struct conn_opts o;
   struct rct_frame f;
   uint8_t buf[64];
-  struct test_mr *m;
+  struct host_mr *m;
   ep_init(&e, MAC_A, IP_A, QPN_A, 0);
   conn_defaults(&o);
   ep_connect(&e, MAC_B, IP_B, QPN_B, 1, 1, &o);
@@ -223,7 +223,7 @@ START_TEST(test_wire_icrc_offload)
   struct conn_opts o;
   struct rct_frame f;
   uint8_t buf[8192];
-  struct test_mr *m, *r;
+  struct host_mr *m, *r;
   int n;
   ep_init(&a, MAC_A, IP_A, QPN_A, RCT_DEV_ICRC_OFFLOAD);
   ep_init(&b, MAC_B, IP_B, QPN_B, RCT_DEV_ICRC_OFFLOAD);
