@@ -128,6 +128,7 @@ Suite *suite_sr(void);
 Suite *suite_cm(void);
 Suite *suite_cm_ep(void);
 Suite *suite_rx(void);
+Suite *suite_event(void);
 
 #endif
 
