@@ -131,7 +131,6 @@ int64 sys_rdma_create_qp(void) {
   q->recv_cq = c.recv_cq;
   q->max_send_sge = c.max_send_sge ? c.max_send_sge : 1;
   q->max_recv_sge = c.max_recv_sge ? c.max_recv_sge : 1;
-  q->last_state = RCT_QPS_RESET;
   rdma_pds[c.pd].refs++;
   scq->refs++;
   rcq->refs++;
@@ -249,7 +248,6 @@ int64 sys_rdma_modify_qp(void) {
   struct rdma_qp *q = qp_get(h);
   int rc = -1;
   if (q && abi_to_rct_attr(&a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
-    q->last_state = q->qp.attr.qp_state;
     rc = 0;
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
   }
@@ -382,15 +380,13 @@ static int64 post_common(int is_send) {
 int64 sys_rdma_post_send(void) { return post_common(1); }
 int64 sys_rdma_post_recv(void) { return post_common(0); }
 
-// Lock held. A QP that entered ERR on its own (a fatal transport error)
-// raises IBV_EVENT_QP_FATAL for its owner.
-void rdma_qp_scan(void) {
-  rdma_for_each_live(i, rdma.qp_live) {
-    struct rdma_qp *q = &rdma_qps[i];
-    if (q->qp.attr.qp_state == q->last_state) continue;
-    if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
-    q->last_state = q->qp.attr.qp_state;
-  }
+// Lock held; the core's event for a live QP (rct_qp_destroy takes a freed
+// QP's away). A QP that entered ERR on its own (a fatal transport error,
+// not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner.
+void rdma_qp_on_event(const struct rct_event *ev) {
+  struct rdma_qp *q = (struct rdma_qp *)((char *)ev->qp - offsetof(struct rdma_qp, qp));
+  if (ev->info == RCT_QP_ERR_TRANSPORT)
+    rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, (int)(q - rdma_qps), 0);
 }
 
 // rdma_dev_stats(out): the device-wide counters of struct rdma_dev_stats.
