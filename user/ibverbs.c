@@ -3,7 +3,7 @@
 // Each verbs object is a malloc'd struct with the libibverbs fields; its
 // `handle` is the kernel's handle. The library turns linked WR lists into
 // arrays for one system call, converts between libibverbs' structs and the
-// kernel ABI (kernel/uapi.h), and maps kernel handles back to the caller's
+// kernel ABI (kernel/lib/uapi.h), and maps kernel handles back to the caller's
 // objects for events.
 #include "user.h"
 #include "ibverbs.h"

@@ -9,7 +9,7 @@
 // ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
 // functions returning int return 0 or an errno value; functions returning
 // a pointer return NULL and set errno. Implementation: user/ibverbs.c over
-// the SYS_rdma_* system calls (kernel/uapi.h).
+// the SYS_rdma_* system calls (kernel/lib/uapi.h).
 //
 // Extensions (not in libibverbs) carry the prefix ibvx_.
 #ifndef IBVERBS_H
@@ -436,7 +436,7 @@ const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
 int ibv_mtu_to_num(enum ibv_mtu mtu);
 
 // Extensions (xv6-rdma): transport options beyond libibverbs, applied with
-// ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/uapi.h).
+// ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/lib/uapi.h).
 struct ibvx_qp_ext {
   int sr_enable;                 // selective repeat (both ends agreed in the CM)
   int adaptive_rto;              // RFC 6298-style retransmission timeout
