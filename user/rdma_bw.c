@@ -2,12 +2,14 @@
 // ib_read_bw / ib_send_bw.
 //
 //   rdma_bw [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-e] [--sr]
-//           [--inflight pkts] [--min-rto us | --fixed-rto]
+//           [--inflight pkts] [--min-rto us | --fixed-rto] [--idle-qps n]
 //           (-L | <server ip>)        client side / loopback
 //   rdma_bw                           server side (parameters come from the client)
 //
 // The client keeps up to `depth` WRs outstanding (every WR signaled);
-// -e sleeps on the completion channel between completions.
+// -e sleeps on the completion channel between completions. --idle-qps n
+// makes n more connected QPs (loopback pairs, the client's) that stay idle:
+// what the engine's per-pass cost does with QPs that have no work.
 // Columns as perftest prints them, MB = 2^20 bytes:
 //   BW average = bytes / (last completion - first post)
 //   BW peak    = best rate over any max(16, iters/8) consecutive completions
@@ -95,10 +97,12 @@ int main(int argc, char **argv) {
   done_at = malloc(sizeof(uint64) * o.iters);
   if (!done_at) fail("memory");
   int client = !c.is_server;
+  if (client && o.idle_qps) perf_idle_qps(&c, o.idle_qps);
   if (client) {
     printf("---------------------------------------------------------------------------------------\n");
     printf("                    %s BW Test (xv6-rdma, RC, %s)\n", perf_op_name(o.op), o.loopback ? "loopback" : "RoCEv2");
-    printf(" TX depth: %d   CQ Moderation: %d   SR: %s\n", o.tx_depth, o.cq_mod, o.sr ? "on" : "off");
+    printf(" TX depth: %d   CQ Moderation: %d   SR: %s   Idle QPs: %d\n", o.tx_depth, o.cq_mod,
+           o.sr ? "on" : "off", o.idle_qps);
     printf("---------------------------------------------------------------------------------------\n");
     printf(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   }

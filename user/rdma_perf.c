@@ -13,7 +13,8 @@ const char *perf_op_name(int op) {
 
 static void usage(const char *what) {
   printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-Q cq_mod] [-p port] [-e] [--sr]\n"
-         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [-L | <server ip>]\n", what);
+         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [--idle-qps n]\n"
+         "       [-L | <server ip>]\n", what);
   exit(2);
 }
 
@@ -45,13 +46,14 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "--min-rto") == 0 && i + 1 < argc) o->min_rto_us = (uint32_t)atoi(argv[++i]);
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "--stats") == 0) o->stats = 1;
+    else if (strcmp(a, "--idle-qps") == 0 && i + 1 < argc) o->idle_qps = atoi(argv[++i]);
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
     else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
     else usage(what);
   }
   if (o->all && !size_set) o->size = 1u << 23;
   if (o->size < 1 || o->size > (1u << 23) || o->iters < 1 || o->tx_depth < 1 || o->tx_depth > 128) usage(what);
-  if (o->cq_mod < 1) usage(what);
+  if (o->cq_mod < 1 || o->idle_qps < 0 || o->idle_qps > PERF_MAX_IDLE_QPS) usage(what);
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
 }
 
@@ -164,6 +166,30 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     if (rdma_connect(c->id, o->server_ip, o->port, &p)) die("connect");
     uint32_t len;
     rdma_cm_unpack_mr(c->id->private_data, &c->raddr, &c->rkey, &len);
+  }
+}
+
+// n QPs of this process, connected in pairs over loopback (an odd last one
+// to itself) and left idle: they cost the engine whatever idle QPs cost.
+void perf_idle_qps(struct perf_conn *c, int n) {
+  struct ibv_qp *qp[PERF_MAX_IDLE_QPS];
+  uint32_t psn[PERF_MAX_IDLE_QPS];
+  struct ibv_cq *cq = ibv_create_cq(c->ctx, 4, NULL, NULL, 0);
+  struct ibv_port_attr pa;
+  if (!cq) die("idle QPs: CQ");
+  ibv_query_port(c->ctx, 1, &pa);
+  struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+    .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+  for (int i = 0; i < n; i++) {
+    qp[i] = ibv_create_qp(c->pd, &ia);
+    if (!qp[i]) die("idle QPs: no QP left");
+    psn[i] = rdmau_psn();
+  }
+  for (int i = 0; i < n; i++) {
+    int j = (i ^ 1) < n ? i ^ 1 : i;
+    struct rdma_peer peer = { .qpn = qp[j]->qp_num, .psn = psn[j], .ipv4 = rdmau_local_ipv4(c->ctx) };
+    if (rdmau_connect(qp[i], &peer, psn[i], pa.active_mtu, IBV_ACCESS_LOCAL_WRITE, 7, 14))
+      die("idle QPs: connect");
   }
 }
 

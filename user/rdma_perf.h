@@ -16,6 +16,8 @@
 
 enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
 
+#define PERF_MAX_IDLE_QPS 32   // --idle-qps: no more than the device's QPs
+
 struct perf_opts {
   int op;              // enum perf_op
   uint32_t size;       // -s bytes (largest with -a)
@@ -29,6 +31,7 @@ struct perf_opts {
   uint32_t inflight;   // --inflight: request packets in flight (0 = rdma_cm's default)
   int stats;           // --stats: the QP's transport counters after the table
   uint32_t min_rto_us; // --min-rto: adaptive RTO floor; ~0u (--fixed-rto) = IBTA timeout only
+  int idle_qps;        // --idle-qps: connected QPs that stay idle during the run (bw)
   int loopback;        // -L
   uint32_t server_ip;  // 0 = server role
 };
@@ -55,6 +58,8 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what);
 int perf_connect(struct perf_conn *c, struct perf_opts *o);
 // Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
 void perf_sync(struct perf_conn *c);
+// n more connected QPs (loopback pairs) that carry no traffic.
+void perf_idle_qps(struct perf_conn *c, int n);
 void perf_close(struct perf_conn *c);
 // Up to max completions, at least one: n, 0 after timeout_ms, < 0 on
 // error. With -e it sleeps on the completion channel instead of spinning.

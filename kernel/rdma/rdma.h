@@ -101,9 +101,7 @@ struct rdma_cq {              // in use: its bit in rdma.cq_live
   struct rct_wc ring[RDMA_MAX_CQE];
   int armed;                // req_notify: event on the next new completion
   int solicited_only;       // ... only if it is solicited or an error
-  uint32 arm_tail;
   int events;               // events raised and not yet taken by get_cq_event
-  uint32 seen_overflow;
   int error;                // overrun: the CQ is in error [IBTA 11.4.2.1 / CQ_ERR]
   int waiters;              // processes asleep in rdma_wait_cq on this CQ
 };
@@ -111,7 +109,6 @@ struct rdma_cq {              // in use: its bit in rdma.cq_live
 struct rdma_qp {              // in use: its bit in rdma.qp_live
   int owner, pd, send_cq, recv_cq;
   uint32 max_send_sge, max_recv_sge;
-  enum rct_qp_state last_state;     // to raise an async event on entering ERR
   struct rct_qp qp;
   struct rct_send_wqe sq[RDMA_MAX_QP_WR];
   struct rct_recv_wqe rq[RDMA_MAX_QP_WR];
@@ -144,8 +141,7 @@ struct rdma_dev {
   uint64 async_dropped;     // events dropped from a full queue (its oldest), all processes
   uint64 tx_no_route, tx_too_big;   // frames the engine could not route (rdma_engine.c)
   // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
-  // The scans after every received frame visit only these (each slot is
-  // tens of KiB: touching all 32 cost more than the frame's own work).
+  // Loops over the tables visit only these (each slot is tens of KiB).
   uint32 cq_live, qp_live;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
@@ -186,6 +182,7 @@ void rdma_kick(void);                   // let the engine thread run
 int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
 int  rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);   // lock NOT held
 int  rdma_wait_cq(int h, int timeout_ms);                                     // lock NOT held
+void rdma_events_drain(void);           // act on what the core reports (rct_dev_next_event)
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device
@@ -255,14 +252,14 @@ void rdma_mr_release_all(int pid);
 
 // rdma_cq.c (lock held)
 struct rdma_cq *rdma_cq_get(int h);
-void rdma_cq_scan(void);
+void rdma_cq_on_event(const struct rct_event *ev);   // CQ_COMP, CQ_OVERFLOW
 void rdma_async_push(int owner, int type, int handle, uint64 cookie);
 void rdma_cq_release_all(int pid);
 void rdma_async_release(int pid);
 
 // rdma_qp.c (lock held)
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);
-void rdma_qp_scan(void);
+void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR
 void rdma_qp_release_all(int pid);
 
 #endif

@@ -6,7 +6,9 @@
 // calls are kernel/sys/sysrdma.c. Notification:
 // req_notify arms the CQ; the next completion added after arming raises
 // one event on the CQ's channel, and get_cq_event sleeps until there is
-// one (IBTA 11.4.2.2). Overrun: when a completion did not fit, the CQ goes
+// one (IBTA 11.4.2.2). The core says which CQs got completions (and
+// whether one was solicited or an error) as events the engine drains
+// (rdma_cq_on_event); this file reads none of the CQ's ring. Overrun: when a completion did not fit, the CQ goes
 // to the error state (poll fails from then on) and an IBV_EVENT_CQ_ERR
 // async event is recorded for the owner (IBTA 11.4.2.1, "CQ overrun").
 // Async events: a queue per process (rdma.evq), created by its first
@@ -78,7 +80,6 @@ int rdma_create_cq(int cqe, int ch, uint64 cookie) {
       cq->cookie = cookie;
       cq->refs = cq->armed = cq->events = cq->error = cq->waiters = 0;
       rct_cq_init(&cq->cq, cq->ring, (uint32)cqe);
-      cq->seen_overflow = cq->cq.overflow;
     }
   }
   spin_unlock(&rdma.lock);
@@ -91,6 +92,7 @@ int rdma_destroy_cq(int h) {
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && cq->refs == 0) {
+    rct_cq_destroy(&cq->cq);
     rdma.cq_live &= ~(1u << h);
     r = 0;
   }
@@ -116,15 +118,16 @@ int rdma_poll_cq(int h, struct rct_wc *out, int n) {
 // Arms the caller's CQ h for one event: 0, or -1. With sol (solicited
 // only) the event waits
 // for a receive completion whose message carried BTH.SE (rct_wc.solicited)
-// or for an error completion.
+// or for an error completion. Completions the core reported before the
+// arming are taken first, so only later ones raise the event.
 int rdma_req_notify(int h, int sol) {
   int r = -1;
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && !cq->error) {
+    rdma_events_drain();
     cq->armed = 1;
     cq->solicited_only = sol != 0;
-    cq->arm_tail = cq->cq.tail;
     r = 0;
   }
   spin_unlock(&rdma.lock);
@@ -206,46 +209,32 @@ void rdma_async_release(int pid) {
   if (q) q->pid = 0;
 }
 
-// Lock held; cq armed with new completions since arm_tail. Does one of
-// them raise the event? Any does, unless solicited_only; then a solicited
-// receive or an error does. Completions already polled are skipped, and
-// arm_tail moves on so each is looked at once.
-static int wakes(struct rdma_cq *cq) {
-  if (!cq->solicited_only) return 1;
-  uint32 i = (int32)(cq->cq.head - cq->arm_tail) > 0 ? cq->cq.head : cq->arm_tail;
-  int hit = 0;
-  for (; i != cq->cq.tail && !hit; i++) {
-    const struct rct_wc *w = rct_cq_at(&cq->cq, i);
-    hit = w->solicited || w->status != RCT_WC_SUCCESS;
+// Lock held. The core's event for a live CQ (rct_cq_destroy takes a freed
+// CQ's events away). An overrun puts the CQ in error and tells its owner
+// once; completions wake rdma_wait_cq's sleepers, and an armed CQ's
+// channel unless solicited_only and none of them was solicited or an error.
+void rdma_cq_on_event(const struct rct_event *ev) {
+  struct rdma_cq *cq = (struct rdma_cq *)((char *)ev->cq - offsetof(struct rdma_cq, cq));
+  int h = (int)(cq - rdma_cqs);
+  if (ev->type == RCT_EV_CQ_OVERFLOW && !cq->error) {
+    cq->error = 1;
+    rdma_async_push(cq->owner, IBV_EVENT_CQ_ERR, h, cq->cookie);
   }
-  cq->arm_tail = cq->cq.tail;
-  return hit;
-}
-
-// Lock held. After the core ran: overruns and armed CQs that got work.
-void rdma_cq_scan(void) {
-  rdma_for_each_live(i, rdma.cq_live) {
-    struct rdma_cq *cq = &rdma_cqs[i];
-    if (cq->cq.overflow != cq->seen_overflow && !cq->error) {
-      cq->seen_overflow = cq->cq.overflow;
-      cq->error = 1;
-      rdma_async_push(cq->owner, IBV_EVENT_CQ_ERR, i, cq->cookie);
-    }
-    if (cq->waiters && (cq->cq.tail != cq->cq.head || cq->error))
-      proc_wakeup(cq);                       // rdma_wait_cq
-    if (cq->armed && cq->cq.tail != cq->arm_tail && cq->chan >= 0 && wakes(cq)) {
-      cq->armed = 0;
-      cq->events++;
-      proc_wakeup(&rdma_chans[cq->chan]);
-    }
-  }
+  if (cq->waiters) proc_wakeup(cq);          // rdma_wait_cq
+  if (ev->type != RCT_EV_CQ_COMP || !cq->armed || cq->chan < 0) return;
+  if (cq->solicited_only && !(ev->info & RCT_EV_SOLICITED)) return;
+  cq->armed = 0;
+  cq->events++;
+  proc_wakeup(&rdma_chans[cq->chan]);
 }
 
 // Lock held; the process's QPs are already gone.
 void rdma_cq_release_all(int pid) {
   for (int i = 0; i < RDMA_MAX_CQ; i++)
-    if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].owner == pid)
+    if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].owner == pid) {
+      rct_cq_destroy(&rdma_cqs[i].cq);
       rdma.cq_live &= ~(1u << i);
+    }
   for (int i = 0; i < RDMA_MAX_CHAN; i++)
     if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
 }

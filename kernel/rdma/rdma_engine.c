@@ -3,8 +3,10 @@
 // routes each one: a frame addressed to our own IPv4 goes straight back
 // into rct_handle_frame (loopback: two QPs of this guest talk without the
 // NIC), any other frame goes to the NIC seam (rdma_net.c), which hands
-// received frames to the core itself. After moving frames it raises CQ
-// events and re-arms the one ktimer to the core's next deadline.
+// received frames to the core itself. After moving frames it acts on the
+// events the core recorded (rct_dev_next_event: QPs that entered ERR, CQs
+// that got completions or overflowed; the cost is per event, not per QP)
+// and re-arms the one ktimer to the core's next deadline.
 //
 // Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
 // its target, so a process that waits for one polls memory. Instead of
@@ -92,10 +94,23 @@ int rdma_progress(int budget) {
     }
   }
   rdma_net_burst_end();
-  rdma_cq_scan();
-  rdma_qp_scan();
+  rdma_events_drain();
   rearm_timer();
   return moved == budget;
+}
+
+// What each kind of core event does (rdma_cq.c, rdma_qp.c); NULL: nothing.
+static void (*const event_handlers[RCT_EV_COUNT])(const struct rct_event *) = {
+  [RCT_EV_QP_ERR] = rdma_qp_on_event,
+  [RCT_EV_CQ_OVERFLOW] = rdma_cq_on_event,
+  [RCT_EV_CQ_COMP] = rdma_cq_on_event,
+};
+
+// Lock held. Every event the core recorded since the last drain.
+void rdma_events_drain(void) {
+  struct rct_event ev;
+  while (rct_dev_next_event(&rdma.dev, &ev))
+    if (event_handlers[ev.type]) event_handlers[ev.type](&ev);
 }
 
 void rdma_kick(void) {
@@ -162,7 +177,8 @@ int rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
 // overrun: the next poll reports it), -2 at the timeout (< 0: none), -1
 // for a CQ that is not the caller's or a kill. Completions stay in the CQ
 // for ibv_poll_cq: this is the sleeping half of a polling loop for
-// programs without a completion channel. rdma_cq_scan wakes the waiters.
+// programs without a completion channel. The CQ's events wake the waiters
+// (rdma_cq_on_event).
 int rdma_wait_cq(int h, int timeout_ms) {
   uint64 deadline = deadline_after_ms(timeout_ms);
   struct proc *p = current();
@@ -172,7 +188,7 @@ int rdma_wait_cq(int h, int timeout_ms) {
   for (;;) {
     struct rdma_cq *cq = rdma_cq_get(h);
     if (!cq || proc_killed(p)) { r = -1; break; }
-    if (cq->error || cq->cq.head != cq->cq.tail) { r = 0; break; }
+    if (cq->error || rct_cq_count(&cq->cq) > 0) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     cq->waiters++;
     proc_sleep_until(cq, &rdma.lock, deadline);

@@ -208,33 +208,10 @@ int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_
   return mr_reg(pdh, p->pid, addr, length, access, p->pagetable, NULL, keys);
 }
 
-static int sges_use(const struct rct_sge *s, int n, uint32 lkey) {
-  for (int i = 0; i < n; i++)
-    if (s[i].lkey == lkey && s[i].length > 0) return 1;
-  return 0;
-}
-
 // Lock held. Does a posted WR, the responder's current WRITE or a pending
-// READ response still reach this MR?
+// READ response still reach this MR? The core walks its own rings.
 int rdma_mr_busy(const struct rdma_mr *mr) {
-  rdma_for_each_live(i, rdma.qp_live) {
-    const struct rdma_qp *q = &rdma_qps[i];
-    const struct rct_qp *c = &q->qp;
-    for (uint32 j = c->sq_head; j != c->sq_tail; j++) {
-      const struct rct_send_wqe *w = &q->sq[j & (c->init.sq_size - 1)];
-      if (w->state == RCT_WQE_POSTED && sges_use(w->sge, w->wr.num_sge, mr->lkey)) return 1;
-    }
-    for (uint32 j = c->rq_head; j != c->rq_tail; j++) {
-      const struct rct_recv_wqe *w = &q->rq[j & (c->init.rq_size - 1)];
-      if (sges_use(w->sge, w->num_sge, mr->lkey)) return 1;
-    }
-    if (c->wr_left > 0 && c->wr_rkey == mr->rkey) return 1;
-    for (uint32 j = c->rd_head; j != c->rd_tail; j++) {
-      const struct rct_rd_res *r = &q->rd[j & (c->init.rd_size - 1)];
-      if (r->valid && r->pending && r->rkey == mr->rkey) return 1;
-    }
-  }
-  return 0;
+  return rct_key_in_use(&rdma.dev, mr->lkey) || rct_key_in_use(&rdma.dev, mr->rkey);
 }
 
 // Lock NOT held. 0, or -1 if h is no MR of owner or is still in use.

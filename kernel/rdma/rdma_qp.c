@@ -70,7 +70,6 @@ static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct 
   q->recv_cq = c->recv_cq;
   q->max_send_sge = c->max_send_sge ? c->max_send_sge : 1;
   q->max_recv_sge = c->max_recv_sge ? c->max_recv_sge : 1;
-  q->last_state = RCT_QPS_RESET;
   rdma_pds[c->pd].refs++;
   scq->refs++;
   rcq->refs++;
@@ -152,7 +151,6 @@ int rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
   spin_lock(&rdma.lock);
   struct rdma_qp *q = qp_get(h);
   if (q && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
-    q->last_state = q->qp.attr.qp_state;
     rc = 0;
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
   }
@@ -227,15 +225,13 @@ int rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
   return post_many(h, 0, wr, n, err);
 }
 
-// Lock held. A QP that entered ERR on its own (a fatal transport error)
-// raises IBV_EVENT_QP_FATAL for its owner.
-void rdma_qp_scan(void) {
-  rdma_for_each_live(i, rdma.qp_live) {
-    struct rdma_qp *q = &rdma_qps[i];
-    if (q->qp.attr.qp_state == q->last_state) continue;
-    if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
-    q->last_state = q->qp.attr.qp_state;
-  }
+// Lock held; the core's event for a live QP (rct_qp_destroy takes a freed
+// QP's away). A QP that entered ERR on its own (a fatal transport error,
+// not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner.
+void rdma_qp_on_event(const struct rct_event *ev) {
+  struct rdma_qp *q = (struct rdma_qp *)((char *)ev->qp - offsetof(struct rdma_qp, qp));
+  if (ev->info == RCT_QP_ERR_TRANSPORT)
+    rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, (int)(q - rdma_qps), 0);
 }
 
 // Lock NOT held. The device-wide counters.

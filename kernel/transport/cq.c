@@ -2,6 +2,8 @@
  * cq.c: completion queues over caller arrays. The roles push completions
  * (cq_push); the application pops them (rct_poll_cq). A full CQ drops the
  * completion and counts it, never overwrites. [REQ-CMPL-*] [RESP-RECV-4]
+ * Each push leaves an event (event.c); rct_cq_count / rct_cq_overflow are
+ * the caller's view of the ring.
  */
 #include "rct_int.h"
 
@@ -11,6 +13,7 @@ void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
   cq->size = size;
   cq->head = cq->tail = cq->head_slot = 0;
   cq->overflow = 0;
+  RCT_MEMSET(&cq->ev, 0, sizeof(cq->ev));
 }
 
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
@@ -22,10 +25,27 @@ void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
   if (cq->tail - cq->head >= cq->size) {
     cq->overflow++;
     qp->cnt.cq_overflow++;
+    rct_ev_cq(qp, cq, RCT_EV_CQ_OVERFLOW, false);
     return;
   }
   *rct_cq_at(cq, cq->tail) = *wc;
   cq->tail++;
+  rct_ev_cq(qp, cq, RCT_EV_CQ_COMP, wc->solicited || wc->status != RCT_WC_SUCCESS);
+}
+
+uint32_t rct_cq_count(const struct rct_cq *cq)
+{
+  return cq->tail - cq->head;
+}
+
+uint32_t rct_cq_overflow(const struct rct_cq *cq)
+{
+  return cq->overflow;
+}
+
+void rct_cq_destroy(struct rct_cq *cq)
+{
+  rct_ev_forget(&cq->ev);
 }
 
 int rct_poll_cq(struct rct_cq *cq, struct rct_wc *wc, int n)

@@ -50,6 +50,7 @@ bool rct_qp_release_ack(struct rct_qp *qp)
 
 void rct_qp_destroy(struct rct_qp *qp)
 {
+  rct_ev_forget(&qp->ev);
   rct_dev_remove_qp(qp->dev, qp);
   qp->dev = 0;
 }
@@ -170,6 +171,8 @@ static void qp_reset(struct rct_qp *qp)
     qp->timer[t] = RCT_NEVER;
 }
 
+static void qp_enter_err(struct rct_qp *qp, enum rct_qp_err_cause cause);
+
 int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t mask)
 {
   enum rct_qp_state cur = qp->attr.qp_state, to = cur;
@@ -190,7 +193,7 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
     return RCT_OK;
   }
   if (to == RCT_QPS_ERR) {
-    rct_qp_to_err(qp);
+    qp_enter_err(qp, RCT_QP_ERR_MODIFY);
     return RCT_OK;
   }
   tr = find_transition(cur, to);
@@ -234,8 +237,8 @@ int rct_qp_query(const struct rct_qp *qp, struct rct_qp_attr *attr)
   return RCT_OK;
 }
 
-/* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] */
-void rct_qp_to_err(struct rct_qp *qp)
+/* [QP-ERR-1] [QP-ERR-2] [QP-ERR-3] The event says whether the caller asked. */
+static void qp_enter_err(struct rct_qp *qp, enum rct_qp_err_cause cause)
 {
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
@@ -247,4 +250,10 @@ void rct_qp_to_err(struct rct_qp *qp)
     qp->timer[t] = RCT_NEVER;
   rct_comp_flush(qp);
   rct_resp_flush(qp);
+  rct_ev_qp_err(qp, cause);
+}
+
+void rct_qp_to_err(struct rct_qp *qp)
+{
+  qp_enter_err(qp, RCT_QP_ERR_TRANSPORT);
 }

@@ -11,6 +11,7 @@
  *   work out  :  rct_poll_transmit(qp, now, &frame)      next frame to send
  *                rct_next_timeout(qp)                    next deadline (ns)
  *                rct_poll_cq(cq, wc, n)                  completions
+ *                rct_dev_next_event(dev, &ev)            what happened (QP to ERR, CQ work)
  *
  * The core never allocates, never reads a clock, never sends and never
  * sleeps. All storage (device, QPs, their send/receive rings, CQs, responder
@@ -99,6 +100,33 @@ uint64_t rct_dev_next_timeout(const struct rct_dev *dev);
 /* Completions. */
 void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size);
 int rct_poll_cq(struct rct_cq *cq, struct rct_wc *wc, int n);
+
+/* ------------------------------------------------------------------ */
+/* Events (event.c; the types are in rct_types.h)                       */
+/* ------------------------------------------------------------------ */
+
+/* The next event, true; false when none is left. A CQ's events go to the
+ * device of the QP whose completion queued it. */
+bool rct_dev_next_event(struct rct_dev *dev, struct rct_event *ev);
+
+/* A CQ leaves its device's pending list; call before freeing or re-initializing
+ * a CQ (rct_qp_destroy does the same for a QP). */
+void rct_cq_destroy(struct rct_cq *cq);
+
+/* Completions waiting in the CQ, and how many it has dropped so far. */
+uint32_t rct_cq_count(const struct rct_cq *cq);
+uint32_t rct_cq_overflow(const struct rct_cq *cq);
+
+/* Does a posted send or receive WR (its SGEs' lkeys), the responder's
+ * current WRITE or a pending READ response (rkeys) still use `key`? */
+bool rct_qp_key_in_use(const struct rct_qp *qp, uint32_t key);
+bool rct_key_in_use(const struct rct_dev *dev, uint32_t key);
+
+/* Watch key: true if it is in use (RCT_EV_KEY_IDLE follows once it is not,
+ * and w is then free again), false if it is already idle (nothing watched). */
+bool rct_key_watch(struct rct_dev *dev, struct rct_key_watch *w, uint32_t key);
+/* Stop watching (harmless if w is not watched). */
+void rct_key_unwatch(struct rct_dev *dev, struct rct_key_watch *w);
 
 /* ------------------------------------------------------------------ */
 /* Names for tracing                                                    */

@@ -5,7 +5,7 @@
  * ready list, tx.c frames out, rx.c frames in, timer.c the deadlines, post.c
  * posting, sge.c SGE walks; req.c (requester), comp.c (completer) and resp.c
  * with sr_resp.c (responder) are the three roles; cq.c owns completion
- * queues. Roles talk to each other only through
+ * queues; event.c the events the caller drains. Roles talk to each other only through
  * the functions declared here, never through shared flags.
  */
 #ifndef RCT_INT_H
@@ -59,6 +59,11 @@ void rct_timer_stop_all(struct rct_qp *qp);
 /* cq.c */
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
 enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op);
+
+/* event.c: the marks the roles leave (via qp.c and cq.c), and a node's exit */
+void rct_ev_qp_err(struct rct_qp *qp, enum rct_qp_err_cause cause);
+void rct_ev_cq(struct rct_qp *qp, struct rct_cq *cq, enum rct_event_type t, bool solicited);
+void rct_ev_forget(struct rct_ev_node *n);
 
 /* req.c: requester */
 void rct_req_reset(struct rct_qp *qp);

@@ -201,6 +201,23 @@ struct rct_wc {
   uint8_t solicited;          /* receive of SEND / WRITE with immediate whose last packet had BTH.SE [HDR-BTH-3] */
 };
 
+/* ---- Events, part 1 of 2 (event.c): the intrusive pending-list node ---- */
+
+struct rct_dev;
+
+/* Embedded in every QP and CQ: while an event of the object is waiting to be
+ * reported (rct_dev_next_event) the object sits on its device's pending list.
+ * Private; zeroed by rct_qp_init / rct_cq_init. */
+struct rct_ev_node {
+  struct rct_ev_node *next;   /* dev pending list */
+  struct rct_dev *dev;        /* the device whose list holds it; NULL = not queued */
+  uint8_t pending;            /* 1 << enum rct_event_type, not yet reported */
+  uint8_t kind;               /* a QP's or a CQ's node (event.c) */
+  uint8_t info;               /* QP: enum rct_qp_err_cause; CQ: RCT_EV_SOLICITED */
+};
+
+/* ---- end of events, part 1 ---- */
+
 /* A completion queue over a caller array of `size` entries. Completions
  * that do not fit are dropped and counted in `overflow` (size the CQ for
  * sq_size + rq_size of every QP that uses it). */
@@ -212,6 +229,7 @@ struct rct_cq {
   uint32_t head_slot;         /* ring index of head: the counters wrap at 2^32, which
                                * a size that is not a power of two does not divide */
   uint32_t overflow;
+  struct rct_ev_node ev;      /* private: events (event.c) */
 };
 
 /* The completion counted i, head <= i < tail (free-running). */
@@ -326,6 +344,9 @@ struct rct_dev {
   struct rct_qp *ready_head;  /* private: QPs that may have frames to send */
   struct rct_qp *ready_tail;
   uint16_t ip_id;             /* per-interface IPv4 Identification counter [ENC-IP-2] */
+  struct rct_ev_node *ev_head;    /* private: objects with events to report (event.c) */
+  struct rct_ev_node *ev_tail;
+  struct rct_key_watch *watches;  /* private: keys whose last use is awaited (event.c) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -538,7 +559,51 @@ struct rct_qp {
   uint8_t sr_slot_kind[RCT_SR_WINDOW];   /* 0 nothing, else message end (see resp.c) */
   uint32_t sr_slot_len[RCT_SR_WINDOW];
   uint32_t sr_slot_imm[RCT_SR_WINDOW];
+
+  struct rct_ev_node ev;      /* events (event.c) */
 };
+
+/* ---- Events, part 2 of 2 (event.c): what rct_dev_next_event reports ---- */
+
+/* The core records what happened to its objects; after driving the core
+ * (frames, timeouts, posting) the caller drains the records with
+ * rct_dev_next_event instead of comparing objects against copies. Memory is
+ * the node in each QP and CQ (no ring to overflow): one pending entry per
+ * object, each kind reported once however often it happened since the last
+ * drain. Objects come out in the order of their first pending event; one
+ * object's kinds in enum order. The cost is per event, never per object. */
+enum rct_event_type {
+  RCT_EV_QP_ERR = 0,          /* ev.qp entered ERR; ev.info = enum rct_qp_err_cause */
+  RCT_EV_CQ_OVERFLOW,         /* ev.cq dropped a completion (rct_cq_overflow counts them) */
+  RCT_EV_CQ_COMP,             /* ev.cq got completions; ev.info has RCT_EV_SOLICITED if one
+                               * of them is a solicited receive or an error */
+  RCT_EV_KEY_IDLE,            /* the last use of a watched key (ev.key) ended */
+  RCT_EV_COUNT
+};
+
+enum rct_qp_err_cause {
+  RCT_QP_ERR_TRANSPORT = 0,   /* the transport found a fatal error [QP-ERR-1] */
+  RCT_QP_ERR_MODIFY = 1,      /* the caller's rct_qp_modify to ERR */
+};
+
+#define RCT_EV_SOLICITED 1u
+
+struct rct_event {
+  enum rct_event_type type;
+  struct rct_qp *qp;          /* QP_ERR */
+  struct rct_cq *cq;          /* CQ_OVERFLOW, CQ_COMP */
+  uint32_t key;               /* KEY_IDLE */
+  uint32_t info;
+};
+
+/* A caller-provided record for waiting on a key's last use (rct_key_watch). */
+struct rct_key_watch {
+  struct rct_key_watch *next; /* private */
+  uint32_t key;
+  uint8_t linked;             /* private */
+};
+
+/* ---- end of events, part 2 ---- */
 
 /* rct_handle_frame_ex flags. */
 #define RCT_RX_TRUSTED 1u    /* the frame never left memory (loopback): skip the ICRC check */
