@@ -11,6 +11,7 @@
 #include "rdma_sys.h"
 #include "rdma_util.h"
 #include "kernel/transport/rct.h"
+#include "kernel/transport/rct_cm.h"
 
 #define CM_RETRY_MS 250
 #define CM_MAX_RETRIES 5

@@ -15,6 +15,7 @@
 #include "proc/args.h"
 #include "net/net.h"
 #include "rdma/rdma.h"
+#include "transport/rct_cm.h"
 #include "dev/random.h"
 
 struct rdma_dev rdma;

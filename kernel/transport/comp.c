@@ -617,13 +617,13 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
 static bool place_read_resp(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, struct rct_pkt *p)
 {
   struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-  int n = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
-                               RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+  int n = rct_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
+                            RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     fail_wr(qp, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR, 0);
     return false;
   }
-  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);      /* [REQ-READ-1] */
+  rct_segs_copy(seg, n, p->payload, p->paylen);      /* [REQ-READ-1] */
   return true;
 }
 

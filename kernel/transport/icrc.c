@@ -68,6 +68,7 @@ RCT_HOT_LOOP uint32_t rct_crc32_update(uint32_t crc, const uint8_t *p, size_t n)
   return crc;
 }
 
+/* The ICRC of a frame: CRC-32 over the masked pseudo packet [ICRC-CALC-1]. */
 uint32_t rct_icrc_compute(const uint8_t *hdr, uint32_t hdr_len, uint32_t l3_off,
                           enum rct_encap encap, const struct rct_iov *seg, int nseg,
                           const uint8_t *pad, uint32_t padlen)

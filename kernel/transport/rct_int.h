@@ -1,18 +1,22 @@
 /*
  * rct_int.h: private interfaces between the files of the transport core.
  *
- * qp.c owns the QP object, the state machine and the frame/timer plumbing;
- * req.c (requester), comp.c (completer) and resp.c (responder) are the three
- * roles; cq.c owns completion queues. Roles talk to each other only through
+ * qp.c owns the QP object and its state machine, dev.c the device and its
+ * ready list, tx.c frames out, rx.c frames in, timer.c the deadlines, post.c
+ * posting, sge.c SGE walks; req.c (requester), comp.c (completer) and resp.c
+ * with sr_resp.c (responder) are the three roles; cq.c owns completion
+ * queues. Roles talk to each other only through
  * the functions declared here, never through shared flags.
  */
 #ifndef RCT_INT_H
 #define RCT_INT_H
 
 #include "rct.h"
+#include "rct_cm.h"
 #include "psn.h"
 #include "wire.h"
 #include "opcode.h"
+#include "sr_bitmap.h"
 
 #define SQ_AT(qp, i) (&(qp)->init.sq[(i) & ((qp)->init.sq_size - 1)])
 #define RQ_AT(qp, i) (&(qp)->init.rq[(i) & ((qp)->init.rq_size - 1)])
@@ -24,27 +28,33 @@ static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
   return len == 0 ? 1 : ((len - 1) >> qp->mtu_shift) + 1;
 }
 
-/* SR bitmap helpers (RCT_SR_WINDOW bits). */
-static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
-static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
-static inline void bm_clear(uint32_t *bm, uint32_t i) { bm[i >> 5] &= ~(1u << (i & 31)); }
-static inline void bm_clear_all(uint32_t *bm) { for (int i = 0; i < RCT_SR_WORDS; i++) bm[i] = 0; }
-void rct_bm_shift(uint32_t *bm, uint32_t n);     /* drop the n lowest bits */
-int rct_bm_any(const uint32_t *bm);
-
-/* qp.c: plumbing shared by the roles */
+/* qp.c: the QP state machine */
 void rct_qp_to_err(struct rct_qp *qp);
+
+/* dev.c: the device's QP list and ready list */
+void rct_dev_add_qp(struct rct_dev *dev, struct rct_qp *qp);
+void rct_dev_remove_qp(struct rct_dev *dev, struct rct_qp *qp);
 void rct_qp_mark_ready(struct rct_qp *qp);
-/* Build a frame: headers from h (opcode etc. set by the role), Ethernet/IP/UDP
- * addressing from the QP, payload segments already in f->seg[0..nseg). */
-void rct_qp_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen);
-/* Walk an SGE list: translate [off, off+len) of the message into segments. */
-int rct_qp_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
-                     uint32_t len, uint32_t access, struct rct_iov *out, int max);
-/* Copy len bytes of src into the segments. */
-void rct_qp_copy_to_segs(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len);
+
+/* tx.c: frames out. rct_tx_emit builds a frame: headers from h (opcode etc.
+ * set by the role), Ethernet/IP/UDP addressing from the QP, payload segments
+ * already in f->seg[0..nseg). rct_tx_ack: an ACK or NAK (syndrome syn) for
+ * psn; rct_tx_sack: a selective NAK at epsn with the placed-PSN bitmap. */
+void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen);
+void rct_tx_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn, uint32_t msn);
+void rct_tx_sack(struct rct_qp *qp, struct rct_frame *f, uint32_t epsn, uint32_t msn,
+                 const uint32_t *placed);
+
+/* sge.c: walk an SGE list: translate [off, off+len) of the message into
+ * segments; copy len bytes of src into segments. */
+int rct_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
+                      uint32_t len, uint32_t access, struct rct_iov *out, int max);
+void rct_segs_copy(const struct rct_iov *seg, int nseg, const uint8_t *src, uint32_t len);
+
+/* timer.c: every write of a QP deadline goes through these */
 void rct_timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
 void rct_timer_stop(struct rct_qp *qp, enum rct_timer t);
+void rct_timer_stop_all(struct rct_qp *qp);
 
 /* cq.c */
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);

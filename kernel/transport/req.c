@@ -182,7 +182,7 @@ static void read_req_headers(struct rct_send_wqe *w, uint32_t off, struct rct_hd
 static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, uint32_t off,
                         uint32_t paylen, struct rct_hdr *h, struct rct_frame *f)
 {
-  int r = rct_qp_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+  int r = rct_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
   if (r < 0) {
     if (SQ_AT(qp, qp->sq_head) == w)
       fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
@@ -235,7 +235,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
     h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
   if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn)))
     h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
-  rct_qp_emit(qp, f, &h, paylen);
+  rct_tx_emit(qp, f, &h, paylen);
   if (retx)
     qp->cnt.tx_retransmits++;
   return 1;

@@ -188,13 +188,13 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
     return false;
   }
-  n = rct_qp_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
-                       seg, RCT_FRAME_MAX_SEGS);
+  n = rct_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
+                        seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
     return false;
   }
-  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+  rct_segs_copy(seg, n, p->payload, p->paylen);
   return true;
 }
 
@@ -212,7 +212,7 @@ bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct 
     rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
     return false;
   }
-  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+  rct_segs_copy(seg, n, p->payload, p->paylen);
   return true;
 }
 
@@ -409,18 +409,6 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 /* Output                                                            */
 /* ---------------------------------------------------------------- */
 
-static void emit_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn)
-{
-  struct rct_hdr h;
-  RCT_MEMSET(&h, 0, sizeof(h));
-  h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
-  h.bth.psn = psn;
-  h.aeth.syndrome = syn;
-  h.aeth.msn = qp->msn;                                     /* [RESP-MSN-1] */
-  f->nseg = 0;
-  rct_qp_emit(qp, f, &h, 0);
-}
-
 static void count_nak(struct rct_qp *qp, uint8_t syn)
 {
   if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
@@ -467,7 +455,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
     }
   }
   f->nseg = (uint8_t)n;
-  rct_qp_emit(qp, f, &h, paylen);
+  rct_tx_emit(qp, f, &h, paylen);
   qp->cnt.tx_read_resp++;
   r->next_psn = psn_add(r->next_psn, 1);
   if (idx + 1 >= r->npkts)
@@ -486,7 +474,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       qp->ack_pending = 0;                      /* the NAK implies it */
       ack_done(qp);
     }
-    emit_ack(qp, f, syn, qp->nak_psn);
+    rct_tx_ack(qp, f, syn, qp->nak_psn, qp->msn);
     count_nak(qp, syn);
     if (qp->err_after_nak)
       rct_qp_to_err(qp);                            /* [QP-ERR-1] */
@@ -499,26 +487,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
   }
   if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
-    struct rct_hdr h;
-    uint64_t w[SACK_WORDS_MAX];
-    uint32_t nw = 1;
-    for (uint32_t i = 0; i < SACK_WORDS_MAX; i++) {
-      w[i] = (uint64_t)qp->sr_rcvd[2 * i] | ((uint64_t)qp->sr_rcvd[2 * i + 1] << 32);
-      if (w[i])
-        nw = i + 1;
-    }
-    RCT_MEMSET(&h, 0, sizeof(h));
-    h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
-    h.bth.psn = qp->epsn;
-    h.aeth.syndrome = AETH_NAK_PSN_SEQ;
-    h.aeth.msn = qp->msn;
-    h.sack = w[0] & ~1ull;
-    /* as many words as reach the highest placed PSN [SR-WIRE-8] */
-    h.sack_ext_n = (uint8_t)(nw - 1);
-    for (uint32_t i = 1; i < nw; i++)
-      h.sack_ext[i - 1] = w[i];
-    f->nseg = 0;
-    rct_qp_emit(qp, f, &h, 0);
+    rct_tx_sack(qp, f, qp->epsn, qp->msn, qp->sr_rcvd);
     qp->sack_pending = qp->sack_gap = 0;
     qp->sack_skipped = 0;
     qp->sack_epsn = qp->epsn;
@@ -534,7 +503,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     qp->ack_pending = 0;
     ack_done(qp);
     qp->unacked = 0;
-    emit_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn);   /* [HDR-AETH-2] */
+    rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn, qp->msn);   /* [HDR-AETH-2] */
     qp->cnt.tx_ack++;
     return 1;
   }

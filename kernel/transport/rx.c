@@ -8,7 +8,6 @@
  */
 #include "rct_int.h"
 
-
 /* Opcode allowed for this QP's mode? [OPC-VAL-2] [SR-WIRE-7] */
 static bool opcode_ok(const struct rct_qp *qp, uint32_t f)
 {
@@ -88,29 +87,6 @@ static bool validate_for_qp(struct rct_qp *qp, const struct rct_pkt *p, int ext)
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uint8_t *buf, size_t len)
 {
   return rct_handle_frame_ex(dev, now, buf, len, 0);
-}
-
-int rct_frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc)
-{
-  struct rct_pkt p;
-  uint32_t hl;
-  struct rct_iov rest;
-  if (len > 0xffff || rct_wire_parse_base(&p, buf, (uint32_t)len, true) != RCT_PARSE_OK)
-    return RCT_EINVAL;
-  hl = p.bth_off + BTH_LEN;
-  rest.base = (uint8_t *)(uintptr_t)(buf + hl);
-  rest.len = p.frame_len - hl - ICRC_LEN;
-  *icrc = rct_icrc_compute(buf, hl, p.l3_off, p.h.encap, &rest, 1, 0, 0);   /* [ICRC-CALC-1] */
-  return RCT_OK;
-}
-
-int rct_frame_set_icrc(uint8_t *buf, size_t len)
-{
-  uint32_t v;
-  if (rct_frame_icrc(buf, len, &v) != RCT_OK)
-    return RCT_EINVAL;
-  rct_wire_icrc_store(buf + len - ICRC_LEN, v);
-  return RCT_OK;
 }
 
 /* A frame in; flags RCT_RX_TRUSTED: it never left memory, no ICRC check. */

@@ -47,13 +47,13 @@ static bool sr_place_send(struct rct_qp *qp, struct rct_pkt *p, uint32_t k)
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
     return false;
   }
-  n = rct_qp_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
-                           RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+  n = rct_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
+                        RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
     return false;
   }
-  rct_qp_copy_to_segs(seg, n, p->payload, p->paylen);
+  rct_segs_copy(seg, n, p->payload, p->paylen);
   return true;
 }
 

@@ -163,7 +163,7 @@ static void print_counters(const struct scenario_result *r)
            (unsigned long long)d[i]->rx_truncated, (unsigned long long)d[i]->rx_bad_header,
            (unsigned long long)d[i]->rx_icrc_err, (unsigned long long)d[i]->rx_bad_opcode,
            (unsigned long long)d[i]->rx_unknown_qp);
-    printf("    %c qp: tx %llu rx %llu retx %llu to %llu acks %llu/%llu nakseq %llu/%llu sack %llu/%llu dup %llu stale %llu oos %llu oow %llu badstate %llu badop %llu badlen %llu icrc %llu unexp %llu\n",
+    printf("    %c qp: tx %llu rx %llu retx %llu to %llu acks %llu/%llu nakseq %llu/%llu sack %llu/%llu dup %llu stale %llu oos %llu oow %llu badstate %llu badop %llu badlen %llu unexp %llu\n",
            'a' + i, (unsigned long long)q[i]->tx_frames, (unsigned long long)q[i]->rx_frames,
            (unsigned long long)q[i]->tx_retransmits, (unsigned long long)q[i]->timeouts,
            (unsigned long long)q[i]->tx_ack, (unsigned long long)q[i]->rx_ack,
@@ -172,7 +172,7 @@ static void print_counters(const struct scenario_result *r)
            (unsigned long long)q[i]->rx_dup, (unsigned long long)q[i]->rx_stale_ack,
            (unsigned long long)q[i]->rx_out_of_seq, (unsigned long long)q[i]->rx_out_of_window,
            (unsigned long long)q[i]->rx_bad_state, (unsigned long long)q[i]->rx_bad_opcode,
-           (unsigned long long)q[i]->rx_bad_length, (unsigned long long)q[i]->rx_icrc_err,
+           (unsigned long long)q[i]->rx_bad_length,
            (unsigned long long)q[i]->rx_unexpected);
   }
 }

@@ -20,7 +20,7 @@ SIM_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -g -Wall -Wextra -Wno-forma
 SIM_KNOWN  := $(SIM_DIR)/known_failures.txt
 
 SIM_CORE_SRCS := $(SIM_DIR)/sim.c $(SIM_DIR)/sim_link.c $(SIM_DIR)/scenario.c $(NETEM_IMPAIR_SRC)
-SIM_HDRS      := $(wildcard $(SIM_DIR)/*.h) $(NETEM_IMPAIR_HDR) $(RCT_DIR)/rct.h
+SIM_HDRS      := $(wildcard $(SIM_DIR)/*.h) $(NETEM_IMPAIR_HDR) $(RCT_HDRS)
 
 SIM_TEST_IMPAIR := $(SIM_OUT)/test-impair
 SIM_MATRIX      := $(SIM_OUT)/sim-matrix

@@ -148,3 +148,6 @@ void expect_wc_(struct rct_cq *cq, uint64_t wr_id, enum rct_wc_status st, const 
 #define expect_wc(cq, id, st) expect_wc_((cq), (id), (st), __FILE__, __LINE__)
 void expect_no_wc_(struct rct_cq *cq, const char *file, int line);
 #define expect_no_wc(cq) expect_no_wc_((cq), __FILE__, __LINE__)
+/* frame_icrc.c: the ICRC of a whole frame (RCT_OK / RCT_EINVAL), and storing it. */
+int frame_icrc(const uint8_t *buf, size_t len, uint32_t *icrc);
+int frame_set_icrc(uint8_t *buf, size_t len);

@@ -283,16 +283,16 @@ START_TEST(test_rx_counters_kept)
 }
 END_TEST
 
-/* [ICRC-CALC-1] [ICRC-CALC-5] [RX-ORDER-2] rct_frame_icrc computes the ICRC the
- * core puts on the wire; rct_frame_set_icrc repairs a damaged one; a frame
+/* [ICRC-CALC-1] [ICRC-CALC-5] [RX-ORDER-2] frame_icrc computes the ICRC the
+ * core puts on the wire; frame_set_icrc repairs a damaged one; a frame
  * handed over with RCT_RX_TRUSTED (loopback) skips the check, per call. */
 START_TEST(test_rx_icrc_api_and_trusted_frames)
 {
   uint32_t n = good_frame(16), v;
   struct rct_wc wc;
-  ck_assert_int_eq(rct_frame_icrc(buf, n, &v), RCT_OK);
+  ck_assert_int_eq(frame_icrc(buf, n, &v), RCT_OK);
   ck_assert_uint_eq(v, rct_wire_icrc_load(buf + n - 4));
-  ck_assert_int_eq(rct_frame_icrc(buf, 20, &v), RCT_EINVAL);
+  ck_assert_int_eq(frame_icrc(buf, 20, &v), RCT_EINVAL);
   buf[n - 1] ^= 0xff;                                  /* damaged ICRC */
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
   ck_assert_uint_eq(A->dev.cnt.rx_icrc_err, 1);
@@ -302,7 +302,7 @@ START_TEST(test_rx_icrc_api_and_trusted_frames)
   ck_assert(cq_pop(&A->rcq, &wc));
   ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
   ck_assert_uint_eq(wc.solicited, 0);
-  ck_assert_int_eq(rct_frame_set_icrc(buf, n), RCT_OK);
+  ck_assert_int_eq(frame_set_icrc(buf, n), RCT_OK);
   ck_assert_uint_eq(rct_wire_icrc_load(buf + n - 4), v);
 }
 END_TEST

@@ -1,0 +1,41 @@
+/*
+ * sr_bitmap.h: the selective-repeat bitmaps of the core: RCT_SR_WINDOW bits,
+ * bit i standing for PSN base + i (the completer's sacked/resent sets, the
+ * responder's placed set). Test, set, clear, and shift the base forward.
+ */
+#ifndef RCT_SR_BITMAP_H
+#define RCT_SR_BITMAP_H
+
+#include "rct_types.h"
+
+static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
+static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
+static inline void bm_clear(uint32_t *bm, uint32_t i) { bm[i >> 5] &= ~(1u << (i & 31)); }
+static inline void bm_clear_all(uint32_t *bm) { for (int i = 0; i < RCT_SR_WORDS; i++) bm[i] = 0; }
+
+/* Drop the n lowest bits (the base moved forward by n). */
+static inline void rct_bm_shift(uint32_t *bm, uint32_t n)
+{
+  while (n >= 32) {
+    for (int i = 0; i < RCT_SR_WORDS - 1; i++)
+      bm[i] = bm[i + 1];
+    bm[RCT_SR_WORDS - 1] = 0;
+    n -= 32;
+  }
+  if (n) {
+    for (int i = 0; i < RCT_SR_WORDS - 1; i++)
+      bm[i] = (bm[i] >> n) | (bm[i + 1] << (32 - n));
+    bm[RCT_SR_WORDS - 1] >>= n;
+  }
+}
+
+/* Any bit set? */
+static inline int rct_bm_any(const uint32_t *bm)
+{
+  for (int i = 0; i < RCT_SR_WORDS; i++)
+    if (bm[i])
+      return 1;
+  return 0;
+}
+
+#endif /* RCT_SR_BITMAP_H */

@@ -1,0 +1,125 @@
+/*
+ * tx.c: frames out, the mirror of rx.c. rct_poll_transmit asks the
+ * responder first (ACKs, NAKs, READ responses), then the requester;
+ * rct_tx_emit completes a frame a role started (Ethernet/IPv4/UDP or GRH
+ * addressing from the QP, BTH P_Key and destination QP, pad and ICRC,
+ * counters); rct_tx_ack builds the acknowledgement headers (ACK, NAK,
+ * selective NAK); rct_udp_sport is the source-port hash [ENC-UDP-2];
+ * rct_frame_linearize flattens a frame.
+ */
+#include "rct_int.h"
+
+/* [ENC-UDP-2] flow label of the two QPNs, folded into a port >= 0xC000. */
+uint16_t rct_udp_sport(uint32_t src_qpn, uint32_t dst_qpn)
+{
+  uint64_t v = (uint64_t)src_qpn * dst_qpn;
+  uint32_t fl;
+  v ^= v >> 20;
+  v ^= v >> 40;
+  fl = (uint32_t)(v & 0xfffff);
+  return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ (fl >> 14)));
+}
+
+void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
+{
+  struct rct_dev *dev = qp->dev;
+  uint32_t pad, l3_off = ETH_HLEN;
+  h->encap = (enum rct_encap)qp->encap;
+  RCT_MEMCPY(h->dmac, qp->attr.ah.dmac, 6);
+  RCT_MEMCPY(h->smac, dev->attr.mac, 6);
+  h->sip = dev->attr.ipv4;
+  h->dip = qp->attr.ah.dipv4;
+  h->tos = (uint8_t)(qp->attr.ah.dscp << 2);
+  h->ttl = qp->attr.ah.ttl;
+  h->ip_id = dev->ip_id++;             /* [ENC-IP-2] */
+  h->sport = qp->sport;
+  h->bth.pkey = BTH_PKEY_DEFAULT;      /* [HDR-BTH-2] */
+  h->bth.dqpn = qp->attr.dest_qp_num;
+  f->hdr_len = (uint16_t)rct_wire_build(f->hdr, h, paylen);
+  pad = h->bth.padcnt;
+  RCT_MEMSET(f->trailer, 0, sizeof(f->trailer));
+  if (!(dev->attr.flags & RCT_DEV_ICRC_OFFLOAD))
+    rct_wire_icrc_store(f->trailer + pad,
+                    rct_icrc_compute(f->hdr, f->hdr_len, l3_off, h->encap, f->seg, f->nseg,
+                                     f->trailer, pad));
+  f->trailer_len = (uint8_t)(pad + ICRC_LEN);
+  f->len = f->hdr_len + paylen + f->trailer_len;
+  f->qpn = qp->init.qpn;
+  f->psn = h->bth.psn;
+  f->opcode = h->bth.opcode;
+  qp->cnt.tx_frames++;
+  qp->cnt.tx_bytes += f->len;
+  qp->cnt.tx_payload_bytes += paylen;
+  dev->cnt.tx_frames++;
+}
+
+/* An ACK or NAK frame: AETH syndrome syn for psn, the responder's MSN. */
+void rct_tx_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn, uint32_t msn)
+{
+  struct rct_hdr h;
+  RCT_MEMSET(&h, 0, sizeof(h));
+  h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
+  h.bth.psn = psn;
+  h.aeth.syndrome = syn;
+  h.aeth.msn = msn;                                         /* [RESP-MSN-1] */
+  f->nseg = 0;
+  rct_tx_emit(qp, f, &h, 0);
+}
+
+/* A selective NAK at epsn; placed = the responder's bitmap (bit i = PSN
+ * epsn + i placed) [SR-WIRE-6]. */
+void rct_tx_sack(struct rct_qp *qp, struct rct_frame *f, uint32_t epsn, uint32_t msn,
+                 const uint32_t *placed)
+{
+  struct rct_hdr h;
+  uint64_t w[SACK_WORDS_MAX];
+  uint32_t nw = 1;
+  for (uint32_t i = 0; i < SACK_WORDS_MAX; i++) {
+    w[i] = (uint64_t)placed[2 * i] | ((uint64_t)placed[2 * i + 1] << 32);
+    if (w[i])
+      nw = i + 1;
+  }
+  RCT_MEMSET(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
+  h.bth.psn = epsn;
+  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  h.aeth.msn = msn;
+  h.sack = w[0] & ~1ull;
+  /* as many words as reach the highest placed PSN [SR-WIRE-8] */
+  h.sack_ext_n = (uint8_t)(nw - 1);
+  for (uint32_t i = 1; i < nw; i++)
+    h.sack_ext[i - 1] = w[i];
+  f->nseg = 0;
+  rct_tx_emit(qp, f, &h, 0);
+}
+
+int rct_frame_linearize(const struct rct_frame *f, uint8_t *buf, size_t cap)
+{
+  size_t n = f->hdr_len;
+  if (f->len > cap)
+    return RCT_ETRUNC;
+  RCT_MEMCPY(buf, f->hdr, f->hdr_len);
+  for (int i = 0; i < f->nseg; i++) {
+    RCT_MEMCPY(buf + n, f->seg[i].base, f->seg[i].len);
+    n += f->seg[i].len;
+  }
+  RCT_MEMCPY(buf + n, f->trailer, f->trailer_len);
+  return (int)(n + f->trailer_len);
+}
+
+/* Responder output first (ACKs, NAKs, READ responses), then requests. */
+int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
+{
+  enum rct_qp_state s = qp->attr.qp_state;
+  out->nseg = 0;
+  if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_ERR)
+    return 0;                    /* [QP-ERR-3] */
+  if (rct_resp_poll(qp, now, out))
+    return 1;
+  if ((s == RCT_QPS_RTS || s == RCT_QPS_SQD) && rct_req_poll(qp, now, out)) {
+    if (qp->ack_pending)
+      qp->ack_release = 1;      /* the held ACK goes next [RESP-ACK-5] */
+    return 1;
+  }
+  return 0;
+}
