@@ -254,6 +254,13 @@ static int c_ptr_post_send(void) {
   last->remote_addr = (unsigned long)buf;
   last->rkey = k.keys.rkey;
   EXPECT(rdma_post_send(k.qp, last, 3, 0) == 1);
+  // The kernel reads a WR's SGEs where sg_list points: a bad list is a bad WR.
+  struct rdma_send_wr sgw = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1, .remote_addr = (unsigned long)buf,
+                              .rkey = k.keys.rkey };
+  for (int i = 0; i < NBAD; i++) {
+    sgw.sg_list = bad[i];
+    EXPECTF(rdma_post_send(k.qp, &sgw, 1, 0) == -1, "post_send(sg_list %p)", (void *)bad[i]);
+  }
   // The error pointer (NULL: not wanted) is checked before anything is posted.
   struct rdma_send_wr ok = { .opcode = IBV_WR_RDMA_WRITE, .remote_addr = (unsigned long)buf,
                              .rkey = k.keys.rkey };
@@ -1043,13 +1050,12 @@ static void block_wait_cq(struct kit *k) { rdma_wait_cq(k->cq, FOREVER); }
 // proc_killed and sleep again: each time a window for a kill.
 static void noise(struct kit *k) {
   struct rdma_send_wr w[4];
+  struct ibv_sge sge = { .addr = (unsigned long)buf, .length = 64, .lkey = k->keys.lkey };
   memset(w, 0, sizeof w);
   for (int i = 0; i < 4; i++) {
     w[i].opcode = IBV_WR_RDMA_WRITE;
     w[i].num_sge = 1;
-    w[i].sg[0].addr = (unsigned long)buf;
-    w[i].sg[0].length = 64;
-    w[i].sg[0].lkey = k->keys.lkey;
+    w[i].sg_list = (unsigned long)&sge;
     w[i].remote_addr = (unsigned long)buf + PG;
     w[i].rkey = k->keys.rkey;
   }

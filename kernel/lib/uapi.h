@@ -1,7 +1,9 @@
 // uapi.h: the ABI between the kernel and user programs.
 //
 // Owns: system call numbers, open() flags, struct stat, file types,
-// device majors, struct sysinfo and the tick length. Both the kernel
+// device majors, struct sysinfo, the tick length, and the RDMA verbs ABI:
+// every libibverbs constant and structure the SYS_rdma_* calls carry
+// (user/ibverbs.h takes them from here). Both the kernel
 // (kernel/sys/syscall.c dispatches by SYS_* through a table) and user space
 // (user/usys.S is generated from the SYS_* lines below) include this file,
 // so it must stay free of kernel-only types: it uses only the C base types.
@@ -55,7 +57,7 @@
 #define SYS_sendzc    48  // (s, buf, n, to): sendto, payload DMA'd from pinned pages (UDP csum 0)
 #define SYS_netblast  49  // (s, buf, n, to, count 1..2^20): sendzc's datagram count times -> sent
 
-// RDMA verbs (kernel/rdma*.c; user/ibverbs.c gives them libibverbs names).
+// RDMA verbs (kernel/sys/sysrdma.c; user/ibverbs.c gives them libibverbs names).
 // Objects are named by small per-kind handles that only their creating
 // process may use; every call returns -1 on any error (bad handle, bad
 // pointer, bad argument, object busy).
@@ -73,7 +75,7 @@
 #define SYS_rdma_req_notify   71  // (cq, solicited_only): arm one event
 #define SYS_rdma_get_cq_event 72  // (chan, unsigned long long *cookie) -> cq; sleeps
 #define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp
-#define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* mask)
+#define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
 #define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
 #define SYS_rdma_destroy_qp   76  // (qp)
 #define SYS_rdma_post_send    77  // (qp, struct rdma_send_wr *wr, n, int *err) -> WRs accepted;
@@ -130,11 +132,97 @@ struct dirent {
 };
 
 
-// ---- RDMA verbs ABI (SYS_rdma_*). Field meanings follow libibverbs. ----
+// ---- RDMA verbs ABI (SYS_rdma_*). ----
+// The libibverbs constants the system calls carry, under libibverbs'
+// names and values (user/ibverbs.h takes them from here; the kernel's
+// rdma/rdma_abi.c asserts that the transport core's values are the same).
 #define RDMA_MAX_SGE 4
 // Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
 #define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
 #define RDMA_ENOMEM 12       // the queue is full
+
+enum ibv_mtu {
+  IBV_MTU_256 = 1, IBV_MTU_512 = 2, IBV_MTU_1024 = 3, IBV_MTU_2048 = 4, IBV_MTU_4096 = 5
+};
+
+enum ibv_port_state {
+  IBV_PORT_NOP = 0, IBV_PORT_DOWN = 1, IBV_PORT_INIT = 2, IBV_PORT_ARMED = 3,
+  IBV_PORT_ACTIVE = 4, IBV_PORT_ACTIVE_DEFER = 5
+};
+
+// MR access and QP remote-access flags.
+enum ibv_access_flags {
+  IBV_ACCESS_LOCAL_WRITE = 1, IBV_ACCESS_REMOTE_WRITE = 1 << 1, IBV_ACCESS_REMOTE_READ = 1 << 2,
+  IBV_ACCESS_REMOTE_ATOMIC = 1 << 3, IBV_ACCESS_MW_BIND = 1 << 4,
+};
+
+enum ibv_qp_state {
+  IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE,
+  IBV_QPS_ERR, IBV_QPS_UNKNOWN
+};
+
+// SYS_rdma_modify_qp's mask bits (RDMA_QP_* below extend them).
+enum ibv_qp_attr_mask {
+  IBV_QP_STATE = 1 << 0,
+  IBV_QP_CUR_STATE = 1 << 1,
+  IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+  IBV_QP_ACCESS_FLAGS = 1 << 3,
+  IBV_QP_PKEY_INDEX = 1 << 4,
+  IBV_QP_PORT = 1 << 5,
+  IBV_QP_QKEY = 1 << 6,
+  IBV_QP_AV = 1 << 7,
+  IBV_QP_PATH_MIG_STATE = 1 << 8,
+  IBV_QP_TIMEOUT = 1 << 9,
+  IBV_QP_RETRY_CNT = 1 << 10,
+  IBV_QP_RNR_RETRY = 1 << 11,
+  IBV_QP_RQ_PSN = 1 << 12,
+  IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+  IBV_QP_ALT_PATH = 1 << 14,
+  IBV_QP_MIN_RNR_TIMER = 1 << 15,
+  IBV_QP_SQ_PSN = 1 << 16,
+  IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+  IBV_QP_PATH_MTU = 1 << 18,
+  IBV_QP_CAP = 1 << 19,
+  IBV_QP_DEST_QPN = 1 << 20,
+};
+
+enum ibv_wr_opcode {
+  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
+  IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+// IBV_SEND_INLINE is the library's (user/ibverbs.c): the kernel ignores it.
+enum ibv_send_flags {
+  IBV_SEND_FENCE = 1 << 0, IBV_SEND_SIGNALED = 1 << 1, IBV_SEND_SOLICITED = 1 << 2,
+  IBV_SEND_INLINE = 1 << 3,
+};
+
+enum ibv_wc_status {
+  IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR,
+  IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
+  IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_LOC_RDD_VIOL_ERR,
+  IBV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_INV_EECN_ERR,
+  IBV_WC_INV_EEC_STATE_ERR, IBV_WC_FATAL_ERR, IBV_WC_RESP_TIMEOUT_ERR, IBV_WC_GENERAL_ERR,
+};
+
+enum ibv_wc_opcode {
+  IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD,
+  IBV_WC_BIND_MW, IBV_WC_LOCAL_INV, IBV_WC_TSO,
+  IBV_WC_RECV = 1 << 7,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+};
+
+enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
+
+// struct rdma_async_event's event_type.
+enum ibv_event_type {
+  IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR,
+  IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED, IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR,
+  IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
+  IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
+  IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
+};
 
 struct rdma_device_info {
   unsigned long long node_guid, max_mr_size, page_size_cap;
@@ -145,8 +233,8 @@ struct rdma_device_info {
 };
 
 struct rdma_port_info {
-  int state;                 // IBV_PORT_ACTIVE (4)
-  int max_mtu, active_mtu;   // IBTA enum 1..5
+  int state;                 // enum ibv_port_state
+  int max_mtu, active_mtu;   // enum ibv_mtu
   int gid_tbl_len;
   unsigned int max_msg_sz;
   unsigned int ipv4;         // host order
@@ -156,25 +244,44 @@ struct rdma_port_info {
 
 struct rdma_mr_keys { unsigned int lkey, rkey; };
 
-struct rdma_sge { unsigned long long addr; unsigned int length, lkey; };
+// Work requests and completions have the transport core's layout (rct_sge,
+// rct_send_wr, rct_recv_wr, rct_wc; rdma/rdma_abi.c asserts it field by
+// field), so the kernel copies them in and out as they are.
+// libibverbs' own SGE: a WR's sg_list points at the caller's array of them.
+struct ibv_sge {
+  unsigned long long addr;
+  unsigned int length;
+  unsigned int lkey;
+};
 
-struct rdma_send_wr {        // opcode, send_flags: IBV_WR_*, IBV_SEND_* values
-  unsigned long long wr_id, remote_addr;
-  unsigned int opcode, send_flags, num_sge, imm_data, rkey, pad;
-  struct rdma_sge sg[RDMA_MAX_SGE];   // imm_data in network order
+struct rdma_send_wr {
+  unsigned long long wr_id;
+  unsigned int opcode;       // enum ibv_wr_opcode
+  unsigned int send_flags;   // enum ibv_send_flags
+  unsigned long long sg_list;   // address of num_sge struct ibv_sge
+  int num_sge;
+  unsigned int imm_data;     // host order (ibv_send_wr's is network order)
+  unsigned long long remote_addr;
+  unsigned int rkey, pad;
 };
 
 struct rdma_recv_wr {
   unsigned long long wr_id;
-  unsigned int num_sge, pad;
-  struct rdma_sge sg[RDMA_MAX_SGE];
+  unsigned long long sg_list;   // address of num_sge struct ibv_sge
+  int num_sge;
+  unsigned int pad;
 };
 
-struct rdma_wc {             // IBV_WC_* status/opcode values
+struct rdma_wc {
   unsigned long long wr_id;
-  unsigned int status, opcode, vendor_err, byte_len;
-  unsigned int imm_data;     // network order
-  unsigned int qp_num, src_qp, wc_flags;
+  unsigned int status;       // enum ibv_wc_status
+  unsigned int opcode;       // enum ibv_wc_opcode
+  unsigned int byte_len;
+  unsigned int imm_data;     // host order (ibv_wc's is network order)
+  unsigned int wc_flags;     // enum ibv_wc_flags
+  unsigned int qp_num, src_qp, vendor_err;
+  unsigned char solicited;   // a receive whose message asked for an event
+  unsigned char pad[7];
 };
 
 struct rdma_qp_create {
@@ -204,7 +311,7 @@ struct rdma_qp_attr {
 };
 
 struct rdma_async_event {
-  int event_type;            // IBV_EVENT_* value
+  int event_type;            // enum ibv_event_type
   int handle;                // the cq or qp handle it concerns
   unsigned long long cookie; // the cq's cookie for CQ events
 };

@@ -8,13 +8,17 @@
 // Locking: one spin lock, rdma.lock, serializes every core call and every
 // table change (rct.h asks the caller to serialize per device). Objects are
 // static table slots; a handle is the slot index, valid only for the process
-// that created the object (owner pid). Syscalls: rdma_*.c, sys_rdma_* names.
+// that created the object (owner pid). The system calls (kernel/sys/
+// sysrdma.c) fetch and copy their arguments and call the functions below,
+// which take kernel values, check them and return -1 for anything wrong.
 //
 // Files: rdma_dev.c (device, query, exit hook, random, neighbours),
 // rdma_engine.c (progress loop, thread, timer, loopback routing),
 // rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
 // translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
-// statistics), rdma_idtab.c (random MR keys and QPNs -> table slots).
+// statistics), rdma_idtab.c (random MR keys and QPNs -> table slots),
+// rdma_abi.c (the ABI's values and layouts are the core's: static
+// assertions; the QP attribute translation).
 // Lock order: rdma.lock, then the driver's and rdma_tx locks; never the
 // other way (the NIC's callbacks take rdma.lock with no driver lock held).
 #ifndef RDMA_H
@@ -171,12 +175,17 @@ void   rdma_init(void);
 uint32 rdma_random(void);
 int    rdma_cur_pid(void);
 int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
+int    rdma_set_neigh(uint32 ip, const uint8 mac[6]);
+void   rdma_query_device(struct rdma_device_info *out);
+int    rdma_query_port(int port, struct rdma_port_info *out);
 
 // rdma_engine.c (all with rdma.lock held)
 int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
 int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
+int  rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);   // lock NOT held
+int  rdma_wait_cq(int h, int timeout_ms);                                     // lock NOT held
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device
@@ -196,7 +205,38 @@ int    rdma_idtab_find(const struct rdma_idtab *t, uint32 id);   // slot, or -1
 uint32 rdma_idtab_add(struct rdma_idtab *t, uint32 min, uint32 id_mask, int slot);
 void   rdma_idtab_del(struct rdma_idtab *t, uint32 id);
 
-// rdma_mr.c
+// rdma_abi.c (rdma_qp_attr_in: lock held)
+int  rdma_qp_attr_in(const struct rdma_qp_attr *a, uint32 ibv_mask,
+                     struct rct_qp_attr *r, uint32 *rct_mask);
+void rdma_qp_attr_out(const struct rct_qp_attr *r, struct rdma_qp_attr *a);
+
+// The verbs, for kernel/sys/sysrdma.c: handles as user space names them;
+// -1 for a handle that is not the caller's or any bad argument. Lock NOT
+// held. rdma_mr.c:
+int  rdma_alloc_pd(void);
+int  rdma_dealloc_pd(int h);
+int  rdma_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
+int  rdma_dereg_mr(int h);
+// rdma_cq.c:
+int  rdma_create_chan(void);
+int  rdma_destroy_chan(int h);
+int  rdma_create_cq(int cqe, int chan, uint64 cookie);
+int  rdma_destroy_cq(int h);
+int  rdma_poll_cq(int h, struct rct_wc *out, int n);
+int  rdma_req_notify(int h, int solicited_only);
+int  rdma_get_cq_event(int chan, uint64 *cookie);         // sleeps
+int  rdma_get_async(struct rdma_async_event *ev, int block);
+// rdma_qp.c:
+int  rdma_create_qp(struct rdma_qp_create *c);
+int  rdma_destroy_qp(int h);
+int  rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (ARP)
+int  rdma_query_qp(int h, struct rdma_qp_attr *a);
+int  rdma_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
+int  rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
+int  rdma_qp_stats(int i, struct rdma_qp_stats *s);
+void rdma_dev_stats(struct rdma_dev_stats *s);
+
+// rdma_mr.c (lock held)
 extern const struct rct_mr_ops rdma_mr_ops;
 int  rdma_pd_get(int h);                // owned, in use: h, else -1 (lock held)
 int  rdma_mr_busy(const struct rdma_mr *mr);

@@ -1,7 +1,9 @@
 // rdma_cq.c: completion queues, completion channels and async events.
 //
-// A CQ is the core's struct rct_cq over a ring in the slot. poll copies
-// completions out in the ABI layout (libibverbs values). Notification:
+// A CQ is the core's struct rct_cq over a ring in the slot. poll hands
+// out the core's completions as they are (the ABI's struct rdma_wc is
+// their layout, rdma_abi.c). Functions here take kernel values; the system
+// calls are kernel/sys/sysrdma.c. Notification:
 // req_notify arms the CQ; the next completion added after arming raises
 // one event on the CQ's channel, and get_cq_event sleeps until there is
 // one (IBTA 11.4.2.2). Overrun: when a completion did not fit, the CQ goes
@@ -16,10 +18,7 @@
 #include "core/printk.h"
 #include "core/vm.h"
 #include "lib/klib.h"
-#include "proc/args.h"
 #include "rdma/rdma.h"
-
-#define IBV_EVENT_CQ_ERR 0
 
 static int chan_get(int h) {
   if (h < 0 || h >= RDMA_MAX_CHAN) return -1;
@@ -33,7 +32,9 @@ struct rdma_cq *rdma_cq_get(int h) {
   return (rdma_live(rdma.cq_live, h) && cq->owner == rdma_cur_pid()) ? cq : NULL;
 }
 
-int64 sys_rdma_create_chan(void) {
+// Lock NOT held (for every function below that takes a handle from a
+// system call). A completion channel: its handle, or -1.
+int rdma_create_chan(void) {
   int h = -1;
   spin_lock(&rdma.lock);
   for (int i = 0; i < RDMA_MAX_CHAN && h < 0; i++) {
@@ -46,8 +47,9 @@ int64 sys_rdma_create_chan(void) {
   return h;
 }
 
-int64 sys_rdma_destroy_chan(void) {
-  int h = arg_int(0), r = -1;
+// The caller's channel h, unless a CQ uses it: 0, or -1.
+int rdma_destroy_chan(int h) {
+  int r = -1;
   spin_lock(&rdma.lock);
   if (chan_get(h) >= 0) {
     r = 0;
@@ -59,10 +61,10 @@ int64 sys_rdma_destroy_chan(void) {
   return r;
 }
 
-// rdma_create_cq(cqe, chan or -1, cookie) -> cq
-int64 sys_rdma_create_cq(void) {
-  int cqe = arg_int(0), ch = arg_int(1), h = -1;
-  uint64 cookie = arg_addr(2);
+// A CQ of cqe entries reporting to channel ch (-1: none), its events
+// carrying cookie: its handle, or -1.
+int rdma_create_cq(int cqe, int ch, uint64 cookie) {
+  int h = -1;
   if (cqe < 1 || cqe > RDMA_MAX_CQE) return -1;
   spin_lock(&rdma.lock);
   if (ch == -1 || chan_get(ch) >= 0) {
@@ -83,8 +85,9 @@ int64 sys_rdma_create_cq(void) {
   return h;
 }
 
-int64 sys_rdma_destroy_cq(void) {
-  int h = arg_int(0), r = -1;
+// The caller's CQ h, unless a QP uses it: 0, or -1.
+int rdma_destroy_cq(int h) {
+  int r = -1;
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && cq->refs == 0) {
@@ -95,49 +98,27 @@ int64 sys_rdma_destroy_cq(void) {
   return r;
 }
 
-static void to_abi_wc(const struct rct_wc *w, struct rdma_wc *o) {
-  o->wr_id = w->wr_id;
-  o->status = w->status;
-  o->opcode = w->opcode;
-  o->vendor_err = w->vendor_err;
-  o->byte_len = w->byte_len;
-  o->imm_data = __builtin_bswap32(w->imm_data);   // ibv_wc.imm_data is big-endian
-  o->qp_num = w->qp_num;
-  o->src_qp = w->src_qp;
-  o->wc_flags = w->wc_flags;
-}
-
-// rdma_poll_cq(cq, n, struct rdma_wc *wc) -> completions copied
-int64 sys_rdma_poll_cq(void) {
-  int h = arg_int(0), n = arg_int(1);
-  uint64 uva = arg_addr(2);
-  pagetable_t pt = current()->pagetable;
-  if (n < 0) return -1;
-  int got = 0;
+// Up to n of the caller's CQ h's completions into out: how many, or -1
+// for a CQ that is not the caller's or has overrun.
+int rdma_poll_cq(int h, struct rct_wc *out, int n) {
+  int got = -1;
   spin_lock(&rdma.lock);
-  if (rdma_cq_get(h) == NULL || rdma_cqs[h].error) { spin_unlock(&rdma.lock); return -1; }
-  if (rdma_progress(16)) rdma_kick();
-  while (got < n) {
-    struct rct_wc w;
-    struct rdma_wc o;
-    if (rct_poll_cq(&rdma_cqs[h].cq, &w, 1) != 1) break;
-    to_abi_wc(&w, &o);
-    // copy_out under the spin lock: user pages are resident (no paging).
-    if (copy_out(pt, uva + (uint64)got * sizeof o, &o, sizeof o) < 0) {
-      spin_unlock(&rdma.lock);
-      return -1;       // the completion is lost, as when a poller passes a bad buffer
-    }
-    got++;
+  if (rdma_cq_get(h) && !rdma_cqs[h].error) {
+    if (rdma_progress(16)) rdma_kick();
+    got = rct_poll_cq(&rdma_cqs[h].cq, out, n);
   }
+  for (int i = 0; i < got; i++)   // the padding goes to user space too: no stale bytes
+    memset(&out[i].solicited + 1, 0, sizeof *out - offsetof(struct rct_wc, solicited) - 1);
   spin_unlock(&rdma.lock);
   return got;
 }
 
-// rdma_req_notify(cq, solicited_only). With solicited_only the event waits
+// Arms the caller's CQ h for one event: 0, or -1. With sol (solicited
+// only) the event waits
 // for a receive completion whose message carried BTH.SE (rct_wc.solicited)
 // or for an error completion.
-int64 sys_rdma_req_notify(void) {
-  int h = arg_int(0), sol = arg_int(1), r = -1;
+int rdma_req_notify(int h, int sol) {
+  int r = -1;
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && !cq->error) {
@@ -150,10 +131,10 @@ int64 sys_rdma_req_notify(void) {
   return r;
 }
 
-// rdma_get_cq_event(chan, unsigned long long *cookie) -> cq; sleeps.
-int64 sys_rdma_get_cq_event(void) {
-  int ch = arg_int(0), h = -1;
-  uint64 cookie = 0;
+// Sleeps until a CQ of the caller's channel ch has an event, takes it:
+// the CQ's handle and *cookie, or -1 (not the caller's channel, killed).
+int rdma_get_cq_event(int ch, uint64 *cookie) {
+  int h = -1;
   struct proc *p = current();
   spin_lock(&rdma.lock);
   while (chan_get(ch) >= 0 && h < 0) {
@@ -162,14 +143,13 @@ int64 sys_rdma_get_cq_event(void) {
       if (rdma_live(rdma.cq_live, i) && cq->chan == ch && cq->events > 0) {
         cq->events--;
         h = i;
-        cookie = cq->cookie;
+        *cookie = cq->cookie;
       }
     }
     if (h >= 0 || proc_killed(p)) break;
     proc_sleep(&rdma_chans[ch], &rdma.lock);
   }
   spin_unlock(&rdma.lock);
-  if (h >= 0 && copy_out(p->pagetable, arg_addr(1), &cookie, sizeof cookie) < 0) return -1;
   return h;
 }
 
@@ -201,25 +181,23 @@ void rdma_async_push(int owner, int type, int handle, uint64 cookie) {
   proc_wakeup(q);
 }
 
-// rdma_get_async(struct rdma_async_event *out, block) -> 0, or -1 if none.
-// Takes the caller's oldest event.
-int64 sys_rdma_get_async(void) {
-  int block = arg_int(1), found = 0;
-  struct rdma_async_event ev;
+// Takes the caller's oldest async event into *ev: 0, or -1 if there is
+// none (with block: sleeps until there is one, -1 if killed).
+int rdma_get_async(struct rdma_async_event *ev, int block) {
+  int found = 0;
   struct proc *p = current();
   spin_lock(&rdma.lock);
   for (;;) {
     struct rdma_evq *q = evq_of(p->pid, block);
     if (q && q->head != q->tail) {
-      ev = q->ev[q->head++ % RDMA_ASYNC_PER_PROC];
+      *ev = q->ev[q->head++ % RDMA_ASYNC_PER_PROC];
       found = 1;
     }
     if (found || !block || !q || proc_killed(p)) break;
     proc_sleep(q, &rdma.lock);
   }
   spin_unlock(&rdma.lock);
-  if (!found) return -1;
-  return copy_out(p->pagetable, arg_addr(0), &ev, sizeof ev);
+  return found ? 0 : -1;
 }
 
 // Lock held. The exit hook: pid's queue and its events go.

@@ -12,7 +12,6 @@
 #include "core/vm.h"
 #include "lib/klib.h"
 #include "lib/bootarg.h"
-#include "proc/args.h"
 #include "net/net.h"
 #include "rdma/rdma.h"
 #include "transport/rct_cm.h"
@@ -90,10 +89,9 @@ int rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]) {
   return -1;
 }
 
-int64 sys_rdma_set_neigh(void) {
-  uint32 ip = (uint32)arg_int(0);
-  uint8 mac[6];
-  if (ip == 0 || copy_in(current()->pagetable, mac, arg_addr(1), 6) < 0) return -1;
+// Lock NOT held. ip (host order, not 0) is at mac: 0, or -1.
+int rdma_set_neigh(uint32 ip, const uint8 mac[6]) {
+  if (ip == 0) return -1;
   spin_lock(&rdma.lock);
   int slot = -1;
   for (int i = 0; i < RDMA_MAX_NEIGH && slot < 0; i++)
@@ -105,7 +103,8 @@ int64 sys_rdma_set_neigh(void) {
   return 0;
 }
 
-int64 sys_rdma_query_device(void) {
+// The device's attributes and limits.
+void rdma_query_device(struct rdma_device_info *out) {
   struct rdma_device_info d;
   memset(&d, 0, sizeof d);
   d.node_guid = ((uint64)rdma.mac[0] << 56) | ((uint64)rdma.mac[1] << 48) |
@@ -126,7 +125,7 @@ int64 sys_rdma_query_device(void) {
   d.max_qp_init_rd_atom = RDMA_MAX_RD;
   d.max_res_rd_atom = RDMA_MAX_RD * RDMA_MAX_QP;
   d.phys_port_cnt = 1;
-  return copy_out(current()->pagetable, arg_addr(0), &d, sizeof d);
+  *out = d;
 }
 
 // The port's active MTU: rdma_mtu=N on the boot line, else 1024.
@@ -138,12 +137,13 @@ static enum rct_mtu boot_mtu(void) {
   return RCT_MTU_1024;
 }
 
-int64 sys_rdma_query_port(void) {
-  if (arg_int(0) != 1) return -1;
+// Port port's attributes into *out: 0, or -1 (the device has port 1 only).
+int rdma_query_port(int port, struct rdma_port_info *out) {
+  if (port != 1) return -1;
   struct rdma_port_info pi;
   memset(&pi, 0, sizeof pi);
-  pi.state = 4;                  // IBV_PORT_ACTIVE
-  pi.max_mtu = RCT_MTU_4096;
+  pi.state = IBV_PORT_ACTIVE;
+  pi.max_mtu = IBV_MTU_4096;
   // 1024 fits a standard 1500-byte Ethernet frame. The E1000 path carries
   // jumbo frames too, but bursts of 4 KiB frames overflow the host socket
   // buffers of the QEMU link (measured: 25 % loss at 0 % link loss), so
@@ -155,5 +155,6 @@ int64 sys_rdma_query_port(void) {
   pi.ipv4 = rdma.ipv4;
   memcpy(pi.mac, rdma.mac, 6);
   rct_cm_gid_from_ipv4(pi.gid, rdma.ipv4);
-  return copy_out(current()->pagetable, arg_addr(1), &pi, sizeof pi);
+  *out = pi;
+  return 0;
 }

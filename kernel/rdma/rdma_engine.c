@@ -24,7 +24,6 @@
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/vm.h"
-#include "proc/args.h"
 #include "rdma/rdma.h"
 
 static struct rct_frame tx_frame;              // under rdma.lock
@@ -128,18 +127,18 @@ int rdma_frame_arrived(void) {
   return 1;
 }
 
-// rdma_wait_write(const uchar *addr, old, timeout_ms) -> 0 once *addr != old,
-// -2 at the timeout (< 0: none), -1 for a bad address or a kill.
-int64 sys_rdma_wait_write(void) {
-  uint64 uva = arg_addr(0);
-  uint8 old = (uint8)arg_int(1), now_val;
-  uint64 deadline = deadline_after_ms(arg_int(2));
+// Lock NOT held. addr: the kernel's address of a byte of the caller's
+// memory (the system call translated it; the caller, asleep here, cannot
+// unmap it). 0 once *addr != old, -2 at the timeout (< 0: none), -1 for a
+// kill.
+int rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
   struct proc *p = current();
   int r;
   spin_lock(&rdma.lock);
   for (;;) {
-    if (copy_in(p->pagetable, &now_val, uva, 1) < 0 || proc_killed(p)) { r = -1; break; }
-    if (now_val != old) { r = 0; break; }
+    if (proc_killed(p)) { r = -1; break; }
+    if (*addr != old) { r = 0; break; }
     if (clock_ns() >= deadline) { r = -2; break; }
     write_waiters++;
     proc_sleep_until(&write_waiters, &rdma.lock, deadline);
@@ -149,14 +148,13 @@ int64 sys_rdma_wait_write(void) {
   return r;
 }
 
-// rdma_wait_cq(cq, timeout_ms) -> 0 once the CQ holds a completion (or has
+// Lock NOT held. 0 once the caller's CQ h holds a completion (or has
 // overrun: the next poll reports it), -2 at the timeout (< 0: none), -1
 // for a CQ that is not the caller's or a kill. Completions stay in the CQ
 // for ibv_poll_cq: this is the sleeping half of a polling loop for
 // programs without a completion channel. rdma_cq_scan wakes the waiters.
-int64 sys_rdma_wait_cq(void) {
-  int h = arg_int(0);
-  uint64 deadline = deadline_after_ms(arg_int(1));
+int rdma_wait_cq(int h, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
   struct proc *p = current();
   int r;
   spin_lock(&rdma.lock);

@@ -13,7 +13,8 @@
 // trace of the table slot ([SEC-RAND-1]). mr_keys (rdma_idtab.c) maps each
 // live key to its slot for translate(). Deregistration fails (-1) while a
 // posted WR or the responder still uses the MR, so the core never sees
-// pages vanish.
+// pages vanish. Functions here take kernel values; the system calls are
+// kernel/sys/sysrdma.c.
 #include "lib/types.h"
 #include "lib/param.h"
 #include "lib/riscv.h"
@@ -22,7 +23,6 @@
 #include "core/pmem.h"
 #include "core/vm.h"
 #include "lib/klib.h"
-#include "proc/args.h"
 #include "rdma/rdma.h"
 
 // Lock held. A PD handle of the calling process, or -1.
@@ -32,7 +32,9 @@ int rdma_pd_get(int h) {
   return (pd->used && pd->owner == rdma_cur_pid()) ? h : -1;
 }
 
-int64 sys_rdma_alloc_pd(void) {
+// Lock NOT held (for every function below that takes a handle from a
+// system call). A PD: its handle, or -1.
+int rdma_alloc_pd(void) {
   int pid = rdma_cur_pid(), h = -1;
   spin_lock(&rdma.lock);
   for (int i = 0; i < RDMA_MAX_PD && h < 0; i++) {
@@ -45,8 +47,9 @@ int64 sys_rdma_alloc_pd(void) {
   return h;
 }
 
-int64 sys_rdma_dealloc_pd(void) {
-  int h = arg_int(0), r = -1;
+// The caller's PD h, unless an MR or QP uses it: 0, or -1.
+int rdma_dealloc_pd(int h) {
+  int r = -1;
   spin_lock(&rdma.lock);
   if (rdma_pd_get(h) >= 0 && rdma_pds[h].refs == 0) {
     rdma_pds[h].used = 0;
@@ -81,7 +84,7 @@ static int mr_pin(struct rdma_mr *mr, pagetable_t pt) {
   int want_write = (mr->access & (RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE)) != 0;
   mr->page0 = first;
   mr->npages = 0;
-  if (total > RDMA_MR_PAGES) return -1;     // sys_rdma_reg_mr's length check keeps it in
+  if (total > RDMA_MR_PAGES) return -1;     // rdma_reg_mr's length check keeps it in
   for (int d = 0; mr->npages < total; d++) {
     int n = total - mr->npages;
     if (n > RDMA_PAS_PER_PAGE) n = RDMA_PAS_PER_PAGE;
@@ -129,11 +132,9 @@ static void mr_free(int h) {
   mr->used = 0;
 }
 
-// rdma_reg_mr(pd, addr, length, access, struct rdma_mr_keys *out) -> mr
-int64 sys_rdma_reg_mr(void) {
-  int pdh = arg_int(0);
-  uint64 addr = arg_addr(1), length = arg_addr(2), keys_uva = arg_addr(4);
-  uint32 access = (uint32)arg_int(3);
+// Registers the caller's [addr, addr+length) in its PD pdh with access
+// (IBV_ACCESS_*): the MR's handle and *keys, or -1.
+int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys) {
   struct proc *p = current();
   if (length == 0 || length > RDMA_MAX_MR_SIZE || addr + length < addr) return -1;
   if (access & ~RCT_ACCESS_ALL) return -1;
@@ -162,14 +163,8 @@ int64 sys_rdma_reg_mr(void) {
     }
   }
   spin_unlock(&rdma.lock);
-  if (h < 0) { mr_unpin(&tmp); return -1; }
-  struct rdma_mr_keys k = { tmp.lkey, tmp.rkey };
-  if (copy_out(p->pagetable, keys_uva, &k, sizeof k) < 0) {
-    spin_lock(&rdma.lock);
-    mr_free(h);
-    spin_unlock(&rdma.lock);
-    return -1;
-  }
+  if (h < 0) mr_unpin(&tmp);
+  *keys = (struct rdma_mr_keys){ tmp.lkey, tmp.rkey };
   return h;
 }
 
@@ -202,8 +197,9 @@ int rdma_mr_busy(const struct rdma_mr *mr) {
   return 0;
 }
 
-int64 sys_rdma_dereg_mr(void) {
-  int h = arg_int(0), r = -1;
+// The caller's MR h, unless a posted WR or the responder uses it: 0, or -1.
+int rdma_dereg_mr(int h) {
+  int r = -1;
   spin_lock(&rdma.lock);
   if (h >= 0 && h < RDMA_MAX_MR && rdma_mrs[h].used &&
       rdma_mrs[h].owner == rdma_cur_pid() && !rdma_mr_busy(&rdma_mrs[h])) {

@@ -10,7 +10,7 @@
 #include "sys/syscall.h"
 #include "lib/uapi.h"
 
-// RDMA verbs (kernel/rdma_*.c), numbers 60..83 in uapi.h.
+// RDMA verbs (sysrdma.c over kernel/rdma/), numbers 60..84 in uapi.h.
 #define RDMA_HANDLERS(X) \
   X(rdma_query_device) X(rdma_query_port) X(rdma_alloc_pd) X(rdma_dealloc_pd) \
   X(rdma_reg_mr) X(rdma_dereg_mr) X(rdma_create_chan) X(rdma_destroy_chan) \
