@@ -61,6 +61,7 @@ static eth_handler_fn handler_for(uint16 type) {
 
 void net_rx(struct netbuf *nb) {
   net_count(NC_eth_rx);
+  nb->frame = nb->data;
   uint8 *h = netbuf_pull(nb, ETH_HLEN);
   if (!h) { net_count(NC_eth_short); goto drop; }
   int to_us = memcmp(h, netcfg.mac, 6) == 0 || memcmp(h, eth_broadcast, 6) == 0;

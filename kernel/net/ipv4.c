@@ -5,7 +5,9 @@
 // fragments (dropped and counted: nothing here reassembles), TTL; then
 // dispatch by protocol to ICMP or UDP. Output writes a 20-byte header
 // (TTL 64, DF) and resolves the next hop with ARP; every host is on our
-// /24 (no router).
+// /24 (no router). ip_next_id is the interface's one Identification
+// counter: RoCE frames, which the RDMA core builds whole, take theirs here
+// too.
 #include "lib/types.h"
 #include "core/printk.h"
 #include "lib/klib.h"
@@ -18,11 +20,13 @@
 
 static uint32 ip_id;               // low 16 bits go on the wire
 
+uint16 ip_next_id(void) { return (uint16)__sync_fetch_and_add(&ip_id, 1); }
+
 void ip_build_header(uint8 *h, uint32 src, uint32 dst, uint8 proto, uint32 payload_len) {
   h[0] = 0x45;                            // version 4, 5 words
   h[1] = 0;
   put16(h + 2, IP_HLEN + payload_len);
-  put16(h + 4, __sync_fetch_and_add(&ip_id, 1));
+  put16(h + 4, ip_next_id());
   put16(h + 6, IP_FLAG_DF);
   h[8] = IP_TTL;
   h[9] = proto;

@@ -12,8 +12,10 @@
 // passes the buffer up (the next layer owns it) or frees it at its single
 // exit; an output function always consumes the buffer it is given.
 // Receive layers strip headers with netbuf_pull, which only moves `data`:
-// the Ethernet, IPv4 and UDP headers stay in place just before it (the
-// RoCEv2 handler reads the whole frame back from there).
+// the Ethernet, IPv4 and UDP headers stay in place just before it, and
+// net_rx records where the frame starts (nb->frame), so a layer above that
+// needs the whole frame (RoCE: the ICRC covers the IP and UDP headers)
+// takes frame..data+len without recomputing any header's length.
 #ifndef NET_H
 #define NET_H
 #include "lib/types.h"
@@ -35,6 +37,7 @@ struct netbuf {
   uint8 *data;                  // first valid byte
   uint32 len;                   // valid bytes
   // Set by receive layers for the layers above (host byte order):
+  uint8 *frame;                 // net_rx: the Ethernet header (NULL on output)
   uint32 src_ip, dst_ip;
   uint16 src_port, dst_port;
   uint8 src_mac[6];
@@ -139,6 +142,10 @@ void ip_output(struct netbuf *nb, uint32 dst, uint8 proto);   // consumes nb
 // payload_len bytes into h[0..19].
 void ip_build_header(uint8 *h, uint32 src, uint32 dst, uint8 proto, uint32 payload_len);
 uint32 ip_next_hop(uint32 dst);
+// The interface's one IPv4 Identification counter [ENC-IP-2]: every IPv4
+// frame sent takes the next value, those of ip_build_header and those the
+// RDMA core builds (it asks through its device interface). Any context.
+uint16 ip_next_id(void);
 
 void icmp_rx(struct netbuf *nb);
 int  icmp_echo_send(uint32 dst, uint16 id, uint16 seq, struct netbuf *payload);  // consumes

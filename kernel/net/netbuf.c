@@ -34,6 +34,7 @@ static struct netbuf *take(void) {
   nb->next = NULL;
   nb->data = nb->space + NETBUF_HEADROOM;
   nb->len = 0;
+  nb->frame = NULL;
   nb->src_ip = nb->dst_ip = 0;
   nb->src_port = nb->dst_port = 0;
   return nb;

@@ -18,6 +18,10 @@
 #include "dev/random.h"
 
 struct rdma_dev rdma;
+
+// The core's IPv4 Identifications come from the interface's one counter,
+// the one ipv4.c's own frames take theirs from [ENC-IP-2].
+static uint16 iface_ip_id(void *ctx) { return ip_next_id(); }
 struct rdma_pd rdma_pds[RDMA_MAX_PD];
 struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
@@ -66,6 +70,7 @@ void rdma_init(void) {
   a.sack_every = (uint32)bootarg_uint("sack_every", RDMA_SACK_EVERY);
   a.mr_ops = &rdma_mr_ops;
   a.qp_lookup = rdma_qp_lookup;
+  a.next_ip_id = iface_ip_id;
   rct_dev_init(&rdma.dev, &a);
   rdma.timer_deadline = RCT_NEVER;
   proc_on_exit(rdma_proc_exit);

@@ -1,12 +1,14 @@
 // rdma_engine.c: drives the sans-IO transport core. rdma_progress() runs
 // the core's expired timers, pulls frames with rct_dev_poll_transmit and
-// routes each one: a frame addressed to our own IPv4 goes straight back
-// into rct_handle_frame (loopback: two QPs of this guest talk without the
-// NIC), any other frame goes to the NIC seam (rdma_net.c), which hands
-// received frames to the core itself. After moving frames it acts on the
-// events the core recorded (rct_dev_next_event: QPs that entered ERR, CQs
-// that got completions or overflowed; the cost is per event, not per QP)
-// and re-arms the one ktimer to the core's next deadline.
+// routes each one by the destination the core gives it (rct_frame.dipv4,
+// from the QP's address vector; no header byte is read back): a frame for
+// our own IPv4 goes straight back into rct_handle_frame (loopback: two QPs
+// of this guest talk without the NIC), any other frame goes to the NIC
+// seam (rdma_net.c), which hands received frames to the core itself. After
+// moving frames it acts on the events the core recorded
+// (rct_dev_next_event: QPs that entered ERR, CQs that got completions or
+// overflowed; the cost is per event, not per QP) and re-arms the one ktimer
+// to the core's next deadline.
 //
 // Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
 // its target, so a process that waits for one polls memory. Instead of
@@ -30,20 +32,9 @@
 static struct rct_frame tx_frame;              // under rdma.lock
 static uint8 loop_buf[RDMA_FRAME_MAX + 8] __attribute__((aligned(8)));   // under rdma.lock
 
-static int frame_is_local(const struct rct_frame *f) {
-  // RoCEv2: IPv4 destination at IP offset 16. RoCE v1 (EtherType 0x8915):
-  // the GRH's DGID ::ffff:a.b.c.d ends at GRH offset 40.
-  int v1 = f->hdr_len >= 14 && f->hdr[12] == 0x89 && f->hdr[13] == 0x15;
-  int off = v1 ? 14 + 36 : 14 + 16;
-  if (f->hdr_len < off + 4) return 0;
-  const uint8 *d = f->hdr + off;
-  uint32 dst = ((uint32)d[0] << 24) | ((uint32)d[1] << 16) | ((uint32)d[2] << 8) | d[3];
-  return dst == rdma.ipv4;
-}
-
 // Returns -1 when the NIC's ring is full (stop pulling frames for now).
 static int route(const struct rct_frame *f, uint64 now) {
-  if (!frame_is_local(f)) {
+  if (f->dipv4 != rdma.ipv4) {     // the core's address for the frame (v1 and v2)
     if (rdma.nic_send) return rdma.nic_send(f);
     rdma.tx_no_route++;
     return 0;                       // no NIC: the frame is lost, as on a dead link

@@ -13,10 +13,17 @@
 // RoCE v1 frames (EtherType 0x8915, GRH) come from the Ethernet layer's
 // type hook and go out the same way as v2 ones.
 //
-// In: UDP port 4791's handler gets the datagram payload; the Ethernet,
-// IPv4 (no options) and UDP headers are still in the buffer just before
-// it, so the whole frame goes to rct_handle_frame, which validates it
-// again in its own order [RX-ORDER-1]. The handlers only put frames
+// In: the one place a RoCEv2 frame leaves the IP/UDP receive path is UDP
+// port 4791's handler (roce_rx). eth.c has checked the destination MAC,
+// ipv4.c the header (version, checksum, Total Length, our address or
+// broadcast, no fragment, TTL) and udp.c the UDP length (and a checksum a
+// sender filled in; RoCE sends 0). The netbuf records where the frame
+// starts (nb->frame, set by net_rx), and the whole frame goes to the core
+// once, flagged RCT_RX_IP_CHECKED: it skips what the stack checked and
+// does the RoCE-only checks of [RX-ORDER-1] (IHL 5, unicast to our
+// address, UDP length = Total Length - 20, ICRC, BTH, ...), counting its
+// drops in the device counters (rdmastat); the stack's drops stay in
+// netstat's counters. The handlers only put frames
 // aside; at the end of the driver's receive pass (or when 32 wait),
 // rx_pass_end hands them all to the core under one hold of rdma.lock and
 // then runs one engine pass for what they caused (ACKs, READ responses).
@@ -177,6 +184,7 @@ static struct rx_waiting {
   uint8 *frame;                 // its Ethernet header
   uint32 len;
   int may_place;                // not an acknowledgement: it may place data
+  uint32 flags;                 // RCT_RX_IP_CHECKED when ipv4.c took it in
 } rx_batch[RX_BATCH];
 static int rx_nbatch;
 
@@ -191,7 +199,7 @@ static void rx_pass_end(void) {
   uint64 now = clock_ns();
   for (int i = 0; i < rx_nbatch; i++) {
     rdma_net_rx_frames++;
-    rct_handle_frame(&rdma.dev, now, rx_batch[i].frame, rx_batch[i].len);
+    rct_handle_frame_ex(&rdma.dev, now, rx_batch[i].frame, rx_batch[i].len, rx_batch[i].flags);
     may_place |= rx_batch[i].may_place;
   }
   // A process woken for these frames (a ping-pong's answer) should not
@@ -207,29 +215,28 @@ static void rx_pass_end(void) {
   rx_nbatch = 0;
 }
 
-// Driver thread: sets a frame aside for rx_pass_end; it owns nb from here.
-static void rx_set_aside(struct netbuf *nb, uint8 *frame, uint32 len, const uint8 *bth) {
+// Driver thread: sets the frame nb holds aside for rx_pass_end (it owns nb
+// from here); the frame runs from nb->frame to the end of nb's data, and
+// bth is where its BTH starts. A netbuf that did not come through net_rx
+// has no recorded start and is dropped (counted: nic_rx_bad).
+static void rx_set_aside(struct netbuf *nb, const uint8 *bth, uint32 flags) {
+  if (!nb->frame || nb->frame >= nb->data) { rdma_net_rx_bad++; netbuf_free(nb); return; }
   if (rx_nbatch == RX_BATCH) rx_pass_end();
-  int may_place = frame + len > bth && !rct_opcode_is_ack(bth[0]);
-  rx_batch[rx_nbatch++] = (struct rx_waiting){ nb, frame, len, may_place };
+  uint32 len = nb->data + nb->len - nb->frame;
+  int may_place = nb->data + nb->len > bth && !rct_opcode_is_ack(bth[0]);
+  rx_batch[rx_nbatch++] = (struct rx_waiting){ nb, nb->frame, len, may_place, flags };
 }
 
-// Driver thread: a UDP datagram for port 4791; we own nb.
+// Driver thread: a UDP datagram for port 4791, data at the BTH; we own nb.
+// This is where RoCEv2 frames leave the IP/UDP receive path.
 static void roce_rx(struct netbuf *nb, void *arg) {
-  uint8 *frame = nb->data - UDP_HLEN - IP_HLEN - ETH_HLEN;
-  if (frame < nb->space || frame[ETH_HLEN] != 0x45) {   // IPv4 with options: not RoCEv2 as we send it
-    rdma_net_rx_bad++;
-    netbuf_free(nb);
-    return;
-  }
-  rx_set_aside(nb, frame, nb->len + UDP_HLEN + IP_HLEN + ETH_HLEN, nb->data);
+  rx_set_aside(nb, nb->data, RCT_RX_IP_CHECKED);
 }
 
-// Driver thread: a RoCE v1 frame (EtherType 0x8915); data is at the GRH.
+// Driver thread: a RoCE v1 frame (EtherType 0x8915); data is at the GRH,
+// which no IP layer has seen: the core checks all of it.
 static void roce_v1_rx(struct netbuf *nb) {
-  uint8 *frame = nb->data - ETH_HLEN;
-  if (frame < nb->space) { rdma_net_rx_bad++; netbuf_free(nb); return; }
-  rx_set_aside(nb, frame, nb->len + ETH_HLEN, nb->data + GRH_BYTES);
+  rx_set_aside(nb, nb->data + GRH_BYTES, 0);
 }
 
 // Process context, rdma.lock NOT held: the MAC of a peer for an AV.

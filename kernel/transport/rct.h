@@ -78,7 +78,7 @@ int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr);
 /* ------------------------------------------------------------------ */
 
 /* A frame arrived (Ethernet frame without FCS). The core reads buf only
- * during the call. */
+ * during the call. flags: RCT_RX_* (rct_types.h). */
 enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
                                        size_t len, uint32_t flags);
 enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now,

@@ -257,6 +257,7 @@ struct rct_frame {
   uint32_t qpn;               /* local QP that produced it (tracing) */
   uint32_t psn;               /* its BTH PSN (tracing) */
   uint8_t opcode;             /* its BTH opcode (tracing) */
+  uint32_t dipv4;             /* destination IPv4 (host order), v1 and v2: routing without reading hdr */
 };
 
 
@@ -335,6 +336,12 @@ struct rct_dev_attr {
   /* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */
   struct rct_qp *(*qp_lookup)(void *ctx, uint32_t qpn);
   void *lookup_ctx;
+  /* The interface's IPv4 Identification counter [ENC-IP-2]: the next ID for
+   * an IPv4 frame this device sends. An OS answers from the counter its own
+   * IPv4 output uses, so the interface has one; NULL = the core's
+   * rct_dev.ip_id (host tests and the simulator). */
+  uint16_t (*next_ip_id)(void *ctx);
+  void *ip_id_ctx;
 };
 
 struct rct_dev {
@@ -343,7 +350,7 @@ struct rct_dev {
   struct rct_qp *qps;         /* list of initialized QPs (rct_dev_* helpers) */
   struct rct_qp *ready_head;  /* private: QPs that may have frames to send */
   struct rct_qp *ready_tail;
-  uint16_t ip_id;             /* per-interface IPv4 Identification counter [ENC-IP-2] */
+  uint16_t ip_id;             /* the IPv4 Identification counter when attr.next_ip_id is NULL [ENC-IP-2] */
   struct rct_ev_node *ev_head;    /* private: objects with events to report (event.c) */
   struct rct_ev_node *ev_tail;
   struct rct_key_watch *watches;  /* private: keys whose last use is awaited (event.c) */
@@ -607,6 +614,11 @@ struct rct_key_watch {
 
 /* rct_handle_frame_ex flags. */
 #define RCT_RX_TRUSTED 1u    /* the frame never left memory (loopback): skip the ICRC check */
+/* The caller's IP stack already took the frame in: version 4, header
+ * checksum, Total Length within the frame, not a fragment. The core skips
+ * those and keeps the RoCE-only ones (IHL 5, destination = the device's own
+ * address, UDP port and length) and every bound on its own reads. */
+#define RCT_RX_IP_CHECKED 2u
 
 /* What rct_handle_frame did with a frame. */
 enum rct_rx_result {

@@ -40,7 +40,9 @@ static int validate_frame(struct rct_dev *dev, struct rct_pkt *p, const uint8_t 
   *res = RCT_RX_DROPPED;
   if (len > 0xffff)
     return reject_frame(&dev->cnt.rx_truncated);
-  r = rct_wire_parse_base(p, buf, (uint32_t)len, (dev->attr.flags & RCT_DEV_ROCE_V1) != 0);
+  r = rct_wire_parse_frame(p, buf, (uint32_t)len,
+                           ((dev->attr.flags & RCT_DEV_ROCE_V1) ? RCT_WIRE_V1_OK : 0) |
+                           ((flags & RCT_RX_IP_CHECKED) ? RCT_WIRE_IP_CHECKED : 0));
   if (r == RCT_PARSE_NOT_ROCE) {
     dev->cnt.rx_not_roce++;                          /* steps 1, 3 */
     *res = RCT_RX_NOT_ROCE;
@@ -89,7 +91,8 @@ enum rct_rx_result rct_handle_frame(struct rct_dev *dev, uint64_t now, const uin
   return rct_handle_frame_ex(dev, now, buf, len, 0);
 }
 
-/* A frame in; flags RCT_RX_TRUSTED: it never left memory, no ICRC check. */
+/* A frame in; flags RCT_RX_TRUSTED: it never left memory, no ICRC check;
+ * RCT_RX_IP_CHECKED: an IP stack took it in (what it checked is skipped). */
 enum rct_rx_result rct_handle_frame_ex(struct rct_dev *dev, uint64_t now, const uint8_t *buf,
                                        size_t len, uint32_t flags)
 {

@@ -20,6 +20,15 @@ uint16_t rct_udp_sport(uint32_t src_qpn, uint32_t dst_qpn)
   return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ (fl >> 14)));
 }
 
+/* The next IPv4 Identification: one per IPv4 frame sent, from the
+ * interface's counter [ENC-IP-2]. */
+static uint16_t take_ip_id(struct rct_dev *dev)
+{
+  if (dev->attr.next_ip_id)
+    return dev->attr.next_ip_id(dev->attr.ip_id_ctx);
+  return dev->ip_id++;
+}
+
 void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
 {
   struct rct_dev *dev = qp->dev;
@@ -31,7 +40,7 @@ void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint
   h->dip = qp->attr.ah.dipv4;
   h->tos = (uint8_t)(qp->attr.ah.dscp << 2);
   h->ttl = qp->attr.ah.ttl;
-  h->ip_id = dev->ip_id++;             /* [ENC-IP-2] */
+  h->ip_id = h->encap == RCT_ENCAP_V2 ? take_ip_id(dev) : 0;   /* v1 has no IPv4 header [ENC-IP-2] */
   h->sport = qp->sport;
   h->bth.pkey = BTH_PKEY_DEFAULT;      /* [HDR-BTH-2] */
   h->bth.dqpn = qp->attr.dest_qp_num;
@@ -47,6 +56,7 @@ void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint
   f->qpn = qp->init.qpn;
   f->psn = h->bth.psn;
   f->opcode = h->bth.opcode;
+  f->dipv4 = h->dip;
   qp->cnt.tx_frames++;
   qp->cnt.tx_bytes += f->len;
   qp->cnt.tx_payload_bytes += paylen;

@@ -136,7 +136,9 @@ uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
   return bth_off + BTH_LEN + xl;
 }
 
-static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t *end)
+/* ip_checked: the caller's IP stack did version, checksum and fragment
+ * (RCT_RX_IP_CHECKED); the bounds on our reads are checked either way. */
+static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t *end, bool ip_checked)
 {
   const uint8_t *ip = buf + ETH_HLEN, *udp;
   uint16_t frag;
@@ -145,15 +147,15 @@ static int parse_v2(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_
   if (ip[9] != IPPROTO_UDP_)
     return RCT_PARSE_NOT_ROCE;
   if (ip[0] != 0x45)
-    return RCT_PARSE_BAD_IP;     /* IPv4 without options only */
+    return RCT_PARSE_BAD_IP;     /* IPv4 without options only (a stack takes options) */
   p->ip_tot_len = ld16(ip + 2);
   if (p->ip_tot_len < IPV4_HLEN + UDP_HLEN || ETH_HLEN + (uint32_t)p->ip_tot_len > len)
     return RCT_PARSE_TRUNC;
   frag = ld16(ip + 6);
-  if (frag & 0x3fff)
-    return RCT_PARSE_BAD_IP;     /* fragments are not RoCE */
   p->ip_csum = ld16(ip + 10);
-  if (rct_wire_ipv4_csum(ip) != p->ip_csum)
+  if (!ip_checked && (frag & 0x3fff))
+    return RCT_PARSE_BAD_IP;     /* fragments are not RoCE */
+  if (!ip_checked && rct_wire_ipv4_csum(ip) != p->ip_csum)
     return RCT_PARSE_BAD_IP;
   p->ip_flags_df = (frag & 0x4000) != 0;
   p->h.tos = ip[1];
@@ -200,6 +202,11 @@ static int parse_v1(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_
 
 int rct_wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok)
 {
+  return rct_wire_parse_frame(p, buf, len, v1_ok ? RCT_WIRE_V1_OK : 0);
+}
+
+int rct_wire_parse_frame(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t flags)
+{
   uint32_t end = 0;
   uint16_t et;
   int r;
@@ -209,8 +216,8 @@ int rct_wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, boo
     return RCT_PARSE_TRUNC;
   et = ld16(buf + 12);
   if (et == ETHERTYPE_IPV4)
-    r = parse_v2(p, buf, len, &end);
-  else if (et == ETHERTYPE_ROCEV1 && v1_ok)
+    r = parse_v2(p, buf, len, &end, (flags & RCT_WIRE_IP_CHECKED) != 0);
+  else if (et == ETHERTYPE_ROCEV1 && (flags & RCT_WIRE_V1_OK))
     r = parse_v1(p, buf, len, &end);
   else
     return RCT_PARSE_NOT_ROCE;

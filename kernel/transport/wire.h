@@ -139,6 +139,10 @@ enum rct_parse_err {
  * (wire_icrc_ok) so that offload can skip it. Then wire_parse_ext parses
  * the extension headers the opcode table lists and bounds the payload. */
 int rct_wire_parse_base(struct rct_pkt *p, const uint8_t *buf, uint32_t len, bool v1_ok);
+/* The same with RCT_WIRE_* flags. */
+#define RCT_WIRE_V1_OK     1u   /* accept RoCE v1 */
+#define RCT_WIRE_IP_CHECKED 2u  /* skip the IPv4 checks RCT_RX_IP_CHECKED names */
+int rct_wire_parse_frame(struct rct_pkt *p, const uint8_t *buf, uint32_t len, uint32_t flags);
 int rct_wire_parse_ext(struct rct_pkt *p);
 bool rct_wire_icrc_ok(const struct rct_pkt *p);
 

@@ -3,15 +3,17 @@
  * codec. Invariants: parsing never reads outside the input; a frame that
  * parses has its payload inside the frame; its headers re-encode to the
  * same bytes (for supported opcodes); a CM message that parses re-encodes
- * to the same bytes.
+ * to the same bytes. Every input is parsed both as a raw frame and as one
+ * an IP stack already checked (RCT_WIRE_IP_CHECKED), which skips the IPv4
+ * checksum and fragment checks but none of the bounds.
  */
 #include "fuzz_common.h"
 
-static void parse_one(uint8_t *buf, size_t size)
+static void parse_one(uint8_t *buf, size_t size, uint32_t flags)
 {
   struct rct_pkt p;
   uint8_t out[256];
-  if (size <= 0xffff && rct_wire_parse_base(&p, buf, (uint32_t)size, true) == RCT_PARSE_OK) {
+  if (size <= 0xffff && rct_wire_parse_frame(&p, buf, (uint32_t)size, flags) == RCT_PARSE_OK) {
     (void)rct_wire_icrc_ok(&p);
     if (rct_wire_parse_ext(&p) == RCT_PARSE_OK) {
       if (p.payload < buf || p.payload + p.paylen > buf + size)
@@ -39,11 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   /* copy into an exact-size block so ASan sees any overread */
   uint8_t *buf = malloc(size ? size : 1);
   memcpy(buf, data, size);
-  parse_one(buf, size);
+  parse_one(buf, size, RCT_WIRE_V1_OK);
+  parse_one(buf, size, RCT_WIRE_V1_OK | RCT_WIRE_IP_CHECKED);
   if (size >= 34 && buf[12] == 0x08 && buf[13] == 0x00) {
     /* again with a valid IPv4 header checksum, so the BTH and extension parsing run */
     st16(buf + 24, rct_wire_ipv4_csum(buf + 14));
-    parse_one(buf, size);
+    parse_one(buf, size, RCT_WIRE_V1_OK);
     memcpy(buf, data, size);
   }
   if (rct_cm_parse(&m, buf, size) == RCT_OK) {

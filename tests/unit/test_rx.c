@@ -243,6 +243,33 @@ START_TEST(test_rx_not_roce_and_bad_ip)
 }
 END_TEST
 
+/* [RX-ORDER-1] a frame an IP stack took in (RCT_RX_IP_CHECKED) skips the
+ * IPv4 checks the stack made (header checksum, fragment) and still meets
+ * the RoCE-only ones: IHL 5, our own address, the UDP length */
+START_TEST(test_rx_ip_checked_keeps_roce_checks)
+{
+  uint32_t n = good_frame(10);
+  buf[24] ^= 1;                                       /* header checksum (masked in the ICRC) */
+  ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
+  ck_assert_int_eq(rct_handle_frame_ex(&A->dev, 0, buf, n, RCT_RX_IP_CHECKED), RCT_RX_OK);
+  expect_wc(&A->rcq, 1, RCT_WC_SUCCESS);
+  n = good_frame(10);
+  buf[14] = 0x46;                                     /* options */
+  fix(n);
+  ck_assert_int_eq(rct_handle_frame_ex(&A->dev, 0, buf, n, RCT_RX_IP_CHECKED), RCT_RX_DROPPED);
+  n = good_frame(10);
+  st32(buf + 30, 0xffffffff);                         /* broadcast: a stack takes it, RoCE does not */
+  fix(n);
+  ck_assert_int_eq(rct_handle_frame_ex(&A->dev, 0, buf, n, RCT_RX_IP_CHECKED), RCT_RX_DROPPED);
+  n = good_frame(10);
+  st16(buf + 38, ld16(buf + 38) - 4);                 /* UDP length short of Total Length - 20 */
+  fix(n);
+  ck_assert_int_eq(rct_handle_frame_ex(&A->dev, 0, buf, n, RCT_RX_IP_CHECKED), RCT_RX_DROPPED);
+  ck_assert_uint_eq(A->dev.cnt.rx_bad_header, 3);     /* the first, options, broadcast */
+  ck_assert_uint_eq(A->dev.cnt.rx_truncated, 1);      /* the UDP length */
+}
+END_TEST
+
 /* [RX-PARSE-1] [ENC-UDP-3] Ethernet padding after the ICRC is ignored; a UDP checksum is not checked */
 START_TEST(test_rx_ethernet_padding_and_udp_csum)
 {
@@ -350,6 +377,7 @@ Suite *suite_rx(void)
   tcase_add_test(t, test_rx_other_transport_opcode);
   tcase_add_test(t, test_rx_ack_with_payload);
   tcase_add_test(t, test_rx_not_roce_and_bad_ip);
+  tcase_add_test(t, test_rx_ip_checked_keeps_roce_checks);
   tcase_add_test(t, test_rx_ethernet_padding_and_udp_csum);
   tcase_add_test(t, test_rx_forged_nak_ends_connection_only);
   tcase_add_test(t, test_rx_counters_kept);

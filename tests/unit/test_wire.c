@@ -185,6 +185,47 @@ START_TEST(test_wire_roce_v1_endpoints)
 }
 END_TEST
 
+static uint16_t iface_id;
+
+static uint16_t iface_next_id(void *ctx)
+{
+  (void)ctx;
+  return iface_id++;
+}
+
+/* [ENC-IP-2] with next_ip_id set, every IPv4 frame takes its Identification
+ * from the interface's counter (the core's own stays untouched); a v1 frame
+ * has no IPv4 header and takes none. The frame names its destination. */
+START_TEST(test_wire_ip_id_from_interface)
+{
+  static struct ep a;
+  struct conn_opts o;
+  struct test_mr *m;
+  struct rct_frame f;
+  uint8_t buf[256];
+  ep_init(&a, MAC_A, IP_A, QPN_A, RCT_DEV_ROCE_V1);
+  a.dev.attr.next_ip_id = iface_next_id;
+  iface_id = 0x7000;
+  conn_defaults(&o);
+  ep_connect(&a, MAC_B, IP_B, QPN_B, o.b_psn, o.a_psn, &o);
+  m = ep_reg_mr(&a, 0x1000, 4096, RCT_ACCESS_LOCAL_WRITE);
+  for (uint16_t id = 0x7000; id < 0x7002; id++) {
+    post_send(&a, id, RCT_WR_SEND, m, 0, 16, 0, 0, 0);
+    ck_assert(rct_poll_transmit(&a.qp, 0, &f));
+    ck_assert_int_gt(rct_frame_linearize(&f, buf, sizeof(buf)), 0);
+    ck_assert_uint_eq(ld16(buf + ETH_HLEN + 4), id);
+    ck_assert_uint_eq(f.dipv4, IP_B);
+  }
+  ck_assert_uint_eq(a.dev.ip_id, 0);
+  a.qp.encap = RCT_ENCAP_V1;
+  post_send(&a, 3, RCT_WR_SEND, m, 0, 16, 0, 0, 0);
+  ck_assert(rct_poll_transmit(&a.qp, 0, &f));
+  ck_assert_uint_eq(f.dipv4, IP_B);
+  ck_assert_uint_eq(iface_id, 0x7002);
+  ep_free(&a);
+}
+END_TEST
+
 /* [ENC-UDP-2] the source port formula */
 START_TEST(test_wire_udp_sport)
 {
@@ -253,6 +294,7 @@ Suite *suite_wire(void)
   tcase_add_test(t, test_wire_field_layout);
   tcase_add_test(t, test_wire_roce_v1);
   tcase_add_test(t, test_wire_roce_v1_endpoints);
+  tcase_add_test(t, test_wire_ip_id_from_interface);
   tcase_add_test(t, test_wire_udp_sport);
   tcase_add_test(t, test_wire_linearize_bounds);
   tcase_add_test(t, test_wire_icrc_offload);
