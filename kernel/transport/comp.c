@@ -122,17 +122,17 @@ static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->srtt + 1000000;
   if (!qp->attr.adaptive_rto || !qp->srtt || qp->early_probed || rto == RCT_NEVER || wait >= rto)
-    qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+    rct_timer_stop(qp, RCT_TIMER_PROBE);
   else
-    qp->timer[RCT_TIMER_PROBE] = now + wait;
+    rct_timer_set(qp, RCT_TIMER_PROBE, now + wait);
 }
 
 static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp);
-  if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
+  if (!outstanding(qp) || rct_timer_armed(qp, RCT_TIMER_RNR)) {
     rct_timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
-    qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+    rct_timer_stop(qp, RCT_TIMER_PROBE);
     return;
   }
   rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
@@ -142,9 +142,9 @@ static void restart_timer(struct rct_qp *qp, uint64_t now)
 /* Called by the requester for every request packet it sends [REQ-TMO-2]. */
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
 {
-  if (retransmit || qp->timer[RCT_TIMER_RETRANS] == RCT_NEVER) {
+  if (retransmit || !rct_timer_armed(qp, RCT_TIMER_RETRANS)) {
     uint64_t rto = rct_comp_rto(qp);
-    qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
+    rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
     arm_probe(qp, now);
   }
   if (retransmit && qp->rtt_armed && psn == qp->rtt_psn)
@@ -356,18 +356,17 @@ static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
 /* [PSN-WIN-4]: an ACK may name una - 1 (nothing new), a NAK must name una or later. */
 static bool ack_in_window(const struct rct_qp *qp, uint32_t p, bool nak)
 {
-  uint32_t lo = nak ? qp->una : psn_add(qp->una, PSN_MASK);
+  uint32_t lo = nak ? qp->una : psn_prev(qp->una);
   return psn_diff(p, lo) >= 0 && psn_diff(p, qp->next_psn) < 0;
 }
 
 static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
-  qp->cnt.rx_rnr_nak++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
   if (qp->rnr_left == 0) {
-    fail_wr(qp, p, true, RCT_WC_RNR_RETRY_EXC_ERR, syn);   /* [REQ-RNR-1] */
+    fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-RNR-1] */
     return;
   }
   if (qp->rnr_left != RCT_RETRY_INFINITE)
@@ -402,13 +401,12 @@ static bool use_retry(struct rct_qp *qp)
 static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
   uint32_t old_una = qp->una;
-  qp->cnt.rx_nak_seq++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
   if (psn_lt(qp->una, p))
     return;      /* stopped at a READ missing responses: re-requested from una [REQ-ACK-5] */
-  if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER && psn_le(p, qp->rnr_psn))
+  if (rct_timer_armed(qp, RCT_TIMER_RNR) && psn_le(p, qp->rnr_psn))
     return;                                          /* [REQ-RNR-3] */
   if (qp->retx_valid && psn_le(p, qp->retx_psn))
     return;                                          /* [REQ-GBN-2] */
@@ -417,23 +415,14 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
   qp->retx_psn = p;
   qp->retx_valid = 1;
   rct_req_rewind(qp, p);                                       /* [REQ-GBN-1] */
-  qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;                /* restarted by the resend */
+  rct_timer_stop(qp, RCT_TIMER_RETRANS);                   /* restarted by the resend */
 }
-
-static const enum rct_wc_status nak_status[5] = {
-  [1] = RCT_WC_REM_INV_REQ_ERR, [2] = RCT_WC_REM_ACCESS_ERR,
-  [3] = RCT_WC_REM_OP_ERR, [4] = RCT_WC_GENERAL_ERR,       /* [WC-STATUS-2] */
-};
 
 static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
-  uint8_t code = syn & 0x1f;
-  if (code == 1) qp->cnt.rx_nak_inv++;
-  else if (code == 2) qp->cnt.rx_nak_acc++;
-  else if (code == 3) qp->cnt.rx_nak_op++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state != RCT_QPS_ERR)
-    fail_wr(qp, p, true, nak_status[code], syn);     /* [REQ-ACK-6] */
+    fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-ACK-6] [WC-STATUS-2] */
 }
 
 /* SR: the end of the last READ request at or after PSN from that the
@@ -464,7 +453,7 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
   uint32_t high = e, hole_end, end;
   bool fresh = false;
   qp->cnt.rx_sack++;
-  ack_through(qp, now, psn_add(e, PSN_MASK));
+  ack_through(qp, now, psn_prev(e));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
   for (uint32_t i = 1; i < nbits; i++) {
@@ -486,7 +475,7 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
     progress(qp);                                    /* [REQ-RETRY-4] */
   if (psn_gt(high, e))
     sr_forget_lost_resends(qp, e, high);             /* [SR-REQ-15] */
-  if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER || !psn_lt(e, qp->next_psn))
+  if (rct_timer_armed(qp, RCT_TIMER_RNR) || !psn_lt(e, qp->next_psn))
     return;
   /* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */
   hole_end = psn_gt(high, e) ? high : psn_add(e, 1);
@@ -498,6 +487,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
 {
   uint32_t psn = p->h.bth.psn;
   uint8_t syn = p->h.aeth.syndrome;
+  const struct rct_syndrome_info *si = rct_syndrome_info(syn);
   if (!ack_in_window(qp, psn, (syn & AETH_KIND_MASK) != AETH_ACK || (p->opflags & OPF_SACKH))) {
     /* [REQ-ACK-2] */
     if (psn_lt(psn, qp->una))
@@ -513,21 +503,19 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
     handle_sack(qp, now, psn, &p->h);
     return;
   }
-  switch (syn & AETH_KIND_MASK) {
-  case AETH_ACK:
-    qp->cnt.rx_ack++;
+  rct_cnt_bump(&qp->cnt, si->rx_cnt);
+  switch (si->kind) {
+  case SYN_ACK:
     ack_through(qp, now, psn);
     return;
-  case AETH_RNR_NAK:
+  case SYN_RNR_NAK:
     handle_rnr(qp, now, psn, syn);
     return;
-  case AETH_NAK:
-    if (syn == AETH_NAK_PSN_SEQ)
-      handle_seq_nak(qp, now, psn);
-    else if ((syn & 0x1f) <= 4)
-      handle_fatal_nak(qp, now, psn, syn);
-    else
-      goto bad;
+  case SYN_NAK_SEQ:
+    handle_seq_nak(qp, now, psn);
+    return;
+  case SYN_NAK_FATAL:
+    handle_fatal_nak(qp, now, psn, syn);
     return;
   default:
     goto bad;
@@ -602,7 +590,7 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
   qp->cnt.rx_out_of_seq++;
   if (!qp->sr) {
     /* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
-    ack_through(qp, now, psn_add(psn, PSN_MASK));
+    ack_through(qp, now, psn_prev(psn));
   } else if (!(qp->retx_valid && qp->retx_psn == expect)) {
     uint32_t k = (uint32_t)psn_diff(expect, qp->una);
     qp->retx_psn = expect;                               /* [SR-REQ-13] once per gap */
@@ -655,7 +643,7 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   }
   qp->cnt.rx_read_resp++;
-  ack_through(qp, now, psn_add(w->first_psn, PSN_MASK));   /* implied ACK [REQ-ACK-3] */
+  ack_through(qp, now, psn_prev(w->first_psn));   /* implied ACK [REQ-ACK-3] */
   if (qp->attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
     return;
   w->read_pkts++;
@@ -708,7 +696,7 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
 {
   enum rct_qp_state s = qp->attr.qp_state;
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp) ||
-      qp->timer[RCT_TIMER_RNR] != RCT_NEVER)
+      rct_timer_armed(qp, RCT_TIMER_RNR))
     return;
   qp->early_probed = 1;
   qp->cnt.early_probes++;

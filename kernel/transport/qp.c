@@ -166,8 +166,7 @@ static void qp_reset(struct rct_qp *qp)
   rct_resp_reset(qp);
   qp->sq_head = qp->sq_next = qp->sq_tail = 0;
   qp->rq_head = qp->rq_tail = 0;
-  for (int t = 0; t < RCT_TIMER_COUNT; t++)
-    qp->timer[t] = RCT_NEVER;
+  rct_timer_stop_all(qp);
 }
 
 int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t mask)
@@ -243,8 +242,7 @@ void rct_qp_to_err(struct rct_qp *qp)
   qp->req_state = RCT_REQ_ERROR;
   qp->comp_state = RCT_COMP_ERROR;
   qp->resp_state = RCT_RESP_ERROR;
-  for (int t = 0; t < RCT_TIMER_COUNT; t++)
-    qp->timer[t] = RCT_NEVER;
+  rct_timer_stop_all(qp);
   rct_comp_flush(qp);
   rct_resp_flush(qp);
 }

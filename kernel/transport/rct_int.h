@@ -22,6 +22,13 @@
 #define RQ_AT(qp, i) (&(qp)->init.rq[(i) & ((qp)->init.rq_size - 1)])
 #define RD_AT(qp, i) (&(qp)->init.rd[(i) & ((qp)->init.rd_size - 1)])
 
+/* Count one event in the QP counter at byte offset off (SYN_NO_CNT: none). */
+static inline void rct_cnt_bump(struct rct_qp_counters *c, uint16_t off)
+{
+  if (off != SYN_NO_CNT)
+    (*(uint64_t *)(void *)((uint8_t *)c + off))++;
+}
+
 /* Packets a message of len bytes takes at the QP's MTU: max(1, ceil(len/m)). */
 static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
 {
@@ -55,6 +62,10 @@ void rct_segs_copy(const struct rct_iov *seg, int nseg, const uint8_t *src, uint
 void rct_timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
 void rct_timer_stop(struct rct_qp *qp, enum rct_timer t);
 void rct_timer_stop_all(struct rct_qp *qp);
+static inline bool rct_timer_armed(const struct rct_qp *qp, enum rct_timer t)
+{
+  return qp->timer[t] != RCT_NEVER;
+}
 
 /* cq.c */
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);

@@ -93,13 +93,13 @@ void rct_req_rewind(struct rct_qp *qp, uint32_t psn)
 
 static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
 {
-  static const uint8_t send_ops[4][2] = {   /* [pos][imm]: FIRST, MIDDLE, LAST, ONLY */
-    { OP_SEND_FIRST, OP_SEND_FIRST }, { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
-    { OP_SEND_LAST, OP_SEND_LAST_IMM }, { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
-  static const uint8_t write_ops[4][2] = {
-    { OP_WRITE_FIRST, OP_WRITE_FIRST }, { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
-    { OP_WRITE_LAST, OP_WRITE_LAST_IMM }, { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
-  int pos = w->npkts == 1 ? 3 : idx == 0 ? 0 : idx + 1 == w->npkts ? 2 : 1;  /* [OPC-SEQ-1] */
+  static const uint8_t send_ops[POS_COUNT][2] = {   /* [pos][imm] */
+    [POS_FIRST] = { OP_SEND_FIRST, OP_SEND_FIRST }, [POS_MIDDLE] = { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
+    [POS_LAST] = { OP_SEND_LAST, OP_SEND_LAST_IMM }, [POS_ONLY] = { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
+  static const uint8_t write_ops[POS_COUNT][2] = {
+    [POS_FIRST] = { OP_WRITE_FIRST, OP_WRITE_FIRST }, [POS_MIDDLE] = { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
+    [POS_LAST] = { OP_WRITE_LAST, OP_WRITE_LAST_IMM }, [POS_ONLY] = { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
+  enum rct_pos pos = op_pos(idx == 0, idx + 1 == w->npkts);   /* [OPC-SEQ-1] */
   int imm = w->wr.opcode == RCT_WR_SEND_WITH_IMM || w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM;
   bool send = w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM;
   return send ? send_ops[pos][imm] : write_ops[pos][imm];

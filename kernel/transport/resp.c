@@ -14,7 +14,7 @@ static void ack_done(struct rct_qp *qp)
 {
   qp->ack_release = 0;
   qp->ack_deadline = 0;
-  qp->timer[RCT_TIMER_ACK] = RCT_NEVER;
+  rct_timer_stop(qp, RCT_TIMER_ACK);
 }
 
 void rct_resp_reset(struct rct_qp *qp)
@@ -24,7 +24,7 @@ void rct_resp_reset(struct rct_qp *qp)
   qp->msn = 0;                                          /* [RESP-MSN-1] */
   qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
   qp->sack_skipped = 0;
-  qp->sack_epsn = psn_add(qp->epsn, PSN_MASK);          /* no selective NAK sent yet */
+  qp->sack_epsn = psn_prev(qp->epsn);          /* no selective NAK sent yet */
   ack_done(qp);
   qp->err_after_nak = 0;
   qp->unacked = 0;
@@ -67,7 +67,7 @@ static bool ack_held(struct rct_qp *qp, uint64_t now)
     return false;
   if (!qp->ack_deadline) {
     qp->ack_deadline = now + delay;
-    qp->timer[RCT_TIMER_ACK] = qp->ack_deadline;
+    rct_timer_set(qp, RCT_TIMER_ACK, qp->ack_deadline);
   }
   return now < qp->ack_deadline;
 }
@@ -349,7 +349,7 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
   uint32_t q = p->h.bth.psn;
   qp->cnt.rx_dup++;
   if (!(p->opflags & OPF_READ)) {
-    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
+    rct_resp_want_ack(qp, psn_prev(qp->epsn));          /* [RESP-DUP-1] */
     return;
   }
   for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
@@ -409,20 +409,6 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 /* Output                                                            */
 /* ---------------------------------------------------------------- */
 
-static void count_nak(struct rct_qp *qp, uint8_t syn)
-{
-  if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
-    qp->cnt.tx_rnr_nak++;
-  else if (syn == AETH_NAK_PSN_SEQ)
-    qp->cnt.tx_nak_seq++;
-  else if (syn == AETH_NAK_INV_REQ)
-    qp->cnt.tx_nak_inv++;
-  else if (syn == AETH_NAK_REM_ACC)
-    qp->cnt.tx_nak_acc++;
-  else if (syn == AETH_NAK_REM_OP)
-    qp->cnt.tx_nak_op++;
-}
-
 /* One READ response packet of r [RESP-READ-1]. Returns 0 if it had to fail. */
 static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
 {
@@ -433,15 +419,10 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   struct rct_hdr h;
   int n = 0;
   RCT_MEMSET(&h, 0, sizeof(h));
+  static const uint8_t resp_ops[POS_COUNT] = { [POS_FIRST] = OP_READ_RESP_FIRST,
+    [POS_MIDDLE] = OP_READ_RESP_MIDDLE, [POS_LAST] = OP_READ_RESP_LAST, [POS_ONLY] = OP_READ_RESP_ONLY };
   /* positions count from where this response sequence started [REQ-READ-3] */
-  if (first && last)
-    h.bth.opcode = OP_READ_RESP_ONLY;
-  else if (first)
-    h.bth.opcode = OP_READ_RESP_FIRST;
-  else if (last)
-    h.bth.opcode = OP_READ_RESP_LAST;
-  else
-    h.bth.opcode = OP_READ_RESP_MIDDLE;
+  h.bth.opcode = resp_ops[op_pos(first, last)];
   h.bth.psn = r->next_psn;
   h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
   h.aeth.msn = qp->msn;
@@ -475,7 +456,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       ack_done(qp);
     }
     rct_tx_ack(qp, f, syn, qp->nak_psn, qp->msn);
-    count_nak(qp, syn);
+    rct_cnt_bump(&qp->cnt, rct_syndrome_info(syn)->tx_cnt);
     if (qp->err_after_nak)
       rct_qp_to_err(qp);                            /* [QP-ERR-1] */
     return 1;
@@ -484,7 +465,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     /* epsn has caught up since the SACK was due: nothing beyond it is
      * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
     qp->sack_pending = 0;
-    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+    rct_resp_want_ack(qp, psn_prev(qp->epsn));
   }
   if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
     rct_tx_sack(qp, f, qp->epsn, qp->msn, qp->sr_rcvd);

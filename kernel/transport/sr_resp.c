@@ -178,6 +178,6 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
     if (rct_bm_any(qp->sr_rcvd))
       qp->sack_pending = 1;
     else
-      rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+      rct_resp_want_ack(qp, psn_prev(qp->epsn));
   }
 }
