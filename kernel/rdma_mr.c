@@ -193,8 +193,8 @@ int rdma_mr_busy(const struct rdma_mr *mr) {
       const struct rct_recv_wqe *w = &q->rq[j & (c->init.rq_size - 1)];
       if (sges_use(w->sge, w->num_sge, mr->lkey)) return 1;
     }
-    if (c->wr_left > 0 && c->wr_rkey == mr->rkey) return 1;
-    for (uint32 j = c->rd_head; j != c->rd_tail; j++) {
+    if (c->resp.wr_left > 0 && c->resp.wr_rkey == mr->rkey) return 1;
+    for (uint32 j = c->resp.rd_head; j != c->resp.rd_tail; j++) {
       const struct rct_rd_res *r = &q->rd[j & (c->init.rd_size - 1)];
       if (r->valid && r->pending && r->rkey == mr->rkey) return 1;
     }

@@ -42,7 +42,7 @@ static const struct {
   { RCT_TIMER_RNR, rct_comp_rnr_timeout },     /* [REQ-RNR-1] */
   { RCT_TIMER_RETRANS, rct_comp_timeout },     /* [REQ-TMO-2] */
   { RCT_TIMER_PROBE, rct_comp_probe },         /* [REQ-TMO-8] */
-  { RCT_TIMER_ACK, 0 },                        /* the held ACK may go [RESP-ACK-5] */
+  { RCT_TIMER_ACK, rct_resp_ack_timeout },     /* the held ACK may go [RESP-ACK-5] */
 };
 
 void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
@@ -51,8 +51,7 @@ void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
     if (qp->timer[expiry[i].t] > now)
       continue;
     rct_timer_stop(qp, expiry[i].t);
-    if (expiry[i].fire)
-      expiry[i].fire(qp, now);
+    expiry[i].fire(qp, now);
   }
   if (rct_req_has_work(qp) || rct_resp_has_work(qp))
     rct_qp_mark_ready(qp);
