@@ -2,7 +2,7 @@
 """prof.py: where the guests' kernels spend their time while commands run.
 
 Boots guests with the kernel's sampling profiler on (boot argument
-prof=N, kernel/prof.c), runs the given commands, halts the guests (the
+prof=N, kernel/core/prof.c), runs the given commands, halts the guests (the
 kernel prints its hottest pcs at `halt`), resolves the pcs against
 kernel/kernel with addr2line and prints, per guest, the functions with the
 most samples.
@@ -44,7 +44,7 @@ ADDR2LINE = os.environ.get("ADDR2LINE", "riscv64-unknown-elf-addr2line")
 OBJDUMP = os.environ.get("OBJDUMP", "riscv64-unknown-elf-objdump")
 NM = os.environ.get("NM", "riscv64-unknown-elf-nm")
 IDLE = "(idle: wfi)"
-# kernel/memlayout.h: the trampoline page sits at MAXVA - PGSIZE (MAXVA =
+# kernel/lib/memlayout.h: the trampoline page sits at MAXVA - PGSIZE (MAXVA =
 # 2^38); its code is linked at the symbol `trampoline` inside the kernel.
 TRAMPOLINE_VA = (1 << 38) - 4096
 

@@ -2,36 +2,37 @@
 // dependency order and creates the first process; the other harts wait
 // for it, then set up their own page-table register, trap vector, PLIC
 // context and timer. Every hart ends in scheduler().
-#include "types.h"
-#include "riscv.h"
-#include "param.h"
-#include "lock.h"
-#include "proc.h"
-#include "printk.h"
-#include "pmem.h"
-#include "vm.h"
-#include "trap.h"
-#include "irq.h"
-#include "timer.h"
-#include "console.h"
-#include "uart.h"
-#include "buf.h"
-#include "blkdev.h"
-#include "fs.h"
-#include "file.h"
-#include "bootarg.h"
+#include "lib/types.h"
+#include "lib/riscv.h"
+#include "lib/param.h"
+#include "core/lock.h"
+#include "core/proc.h"
+#include "proc/proc.h"
+#include "core/printk.h"
+#include "core/pmem.h"
+#include "core/vm.h"
+#include "proc/trap.h"
+#include "sys/syscall.h"
+#include "dev/irq.h"
+#include "core/timer.h"
+#include "dev/console.h"
+#include "dev/uart.h"
+#include "fs/buf.h"
+#include "fs/blkdev.h"
+#include "fs/fs.h"
+#include "fs/file.h"
+#include "lib/bootarg.h"
 #include "selftest.h"
-#include "prof.h"
-#include "memlayout.h"
-#include "rdma.h"
-#include "pci.h"
-#include "net.h"
-#include "random.h"
+#include "core/prof.h"
+#include "lib/memlayout.h"
+#include "rdma/rdma.h"
+#include "dev/pci.h"
+#include "net/net.h"
+#include "dev/random.h"
 
 extern uint64 boot_dtb;
 extern int sstc_missing;
 static volatile int boot_done;
-int ncpu_started;
 
 // Paging is already on (kvm_hart_init): devices are reached at KDEV.
 static void hart_local_init(void) {
@@ -43,7 +44,8 @@ static void hart_local_init(void) {
 
 static void boot_hart0(void) {
   console_init();
-  printk_init();
+  printk_init(uart_putc_sync);
+  trap_set_syscall(syscall_dispatch);
   if (sstc_missing) panic("CPU lacks the Sstc extension (stimecmp); QEMU 7.1 or newer needed");
   fdt_scan(boot_dtb);           // before pmem_init hands the DTB's RAM out
   kprintf("\nxv6-rdma kernel booting (bootargs \"%s\")\n", bootargs_all());

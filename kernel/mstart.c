@@ -7,9 +7,9 @@
 // and interrupt goes to S-mode directly, and the S-mode timer is stimecmp
 // (Sstc, present in QEMU 7.2's rv64 CPU), so no M-mode timer handler is
 // needed.
-#include "types.h"
-#include "riscv.h"
-#include "param.h"
+#include "lib/types.h"
+#include "lib/riscv.h"
+#include "lib/param.h"
 
 void kernel_main(void);
 void machine_vector(void);

@@ -10,17 +10,18 @@
 // Failures panic; results are printed only with the boot argument
 // "selftest". Boot argument "kpanic" panics on purpose, to check that a
 // panic powers QEMU off with a failure status.
-#include "types.h"
-#include "lock.h"
-#include "proc.h"
-#include "printk.h"
-#include "timer.h"
+#include "lib/types.h"
+#include "core/lock.h"
+#include "core/proc.h"
+#include "proc/proc.h"
+#include "core/printk.h"
+#include "core/timer.h"
 #include "selftest.h"
-#include "riscv.h"
-#include "pmem.h"
-#include "vm.h"
-#include "bootarg.h"
-#include "klib.h"
+#include "lib/riscv.h"
+#include "core/pmem.h"
+#include "core/vm.h"
+#include "lib/bootarg.h"
+#include "lib/klib.h"
 
 struct probe {
   struct spinlock lock;

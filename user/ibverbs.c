@@ -2,9 +2,10 @@
 //
 // Each verbs object is a malloc'd struct with the libibverbs fields; its
 // `handle` is the kernel's handle. The library turns linked WR lists into
-// arrays for one system call, converts between libibverbs' structs and the
-// kernel ABI (kernel/uapi.h), and maps kernel handles back to the caller's
-// objects for events.
+// arrays for one system call (the SGE lists stay in the caller's memory:
+// the kernel reads them there), converts between libibverbs' structs and
+// the kernel ABI (kernel/lib/uapi.h), and maps kernel handles back to the
+// caller's objects for events.
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
@@ -228,7 +229,7 @@ int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc) {
       w->opcode = (enum ibv_wc_opcode)kw[i].opcode;
       w->vendor_err = kw[i].vendor_err;
       w->byte_len = kw[i].byte_len;
-      w->imm_data = kw[i].imm_data;
+      w->imm_data = htonl(kw[i].imm_data);      // the kernel's is host order
       w->qp_num = kw[i].qp_num;
       w->src_qp = kw[i].src_qp;
       w->wc_flags = kw[i].wc_flags;
@@ -415,19 +416,15 @@ int ibv_destroy_qp(struct ibv_qp *qp) {
 
 #define POST_BATCH 16
 
-static int sges_in(struct rdma_sge *out, const struct ibv_sge *in, int n) {
-  if (n < 0 || n > RDMA_MAX_SGE || (n > 0 && !in)) return -1;
-  for (int i = 0; i < n; i++) {
-    out[i].addr = in[i].addr;
-    out[i].length = in[i].length;
-    out[i].lkey = in[i].lkey;
-  }
-  return 0;
+// A WR's SGE list as the kernel reads it (struct ibv_sge is uapi.h's):
+// -1 for a count the kernel would not take from a library caller.
+static int sges_ok(const struct ibv_sge *sg, int n) {
+  return n < 0 || n > RDMA_MAX_SGE || (n > 0 && !sg) ? -1 : 0;
 }
 
-// Gather the WR's SGEs into the next inline slot; one SGE replaces them.
+// Gather the WR's SGEs into the next inline slot; *one replaces them.
 static int inline_copy(struct qp_priv *priv, const struct ibv_send_wr *wr, struct rdma_send_wr *k,
-                       uint32_t ahead) {
+                       struct ibv_sge *one, uint32_t ahead) {
   uint32_t total = 0;
   for (int i = 0; i < wr->num_sge; i++) total += wr->sg_list[i].length;
   if (!priv->inl || total > MAX_INLINE) return -1;
@@ -437,36 +434,42 @@ static int inline_copy(struct qp_priv *priv, const struct ibv_send_wr *wr, struc
     memcpy(slot + off, (const void *)wr->sg_list[i].addr, wr->sg_list[i].length);
     off += wr->sg_list[i].length;
   }
+  *one = (struct ibv_sge){ .addr = (uint64_t)slot, .length = total, .lkey = priv->inl_mr->lkey };
   k->num_sge = total ? 1 : 0;
-  k->sg[0].addr = (uint64_t)slot;
-  k->sg[0].length = total;
-  k->sg[0].lkey = priv->inl_mr->lkey;
+  k->sg_list = (unsigned long long)one;
   return 0;
+}
+
+static int is_inline(const struct ibv_send_wr *wr) {
+  return (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
+}
+
+// The kernel's form of a libibverbs send WR: the list becomes an array
+// entry, the SGEs stay where the caller keeps them, imm_data host order.
+static void send_wr_out(const struct ibv_send_wr *wr, struct rdma_send_wr *k) {
+  *k = (struct rdma_send_wr){
+    .wr_id = wr->wr_id, .opcode = wr->opcode, .send_flags = wr->send_flags & ~IBV_SEND_INLINE,
+    .sg_list = (unsigned long long)wr->sg_list, .num_sge = wr->num_sge,
+    .imm_data = ntohl(wr->imm_data), .remote_addr = wr->wr.rdma.remote_addr, .rkey = wr->wr.rdma.rkey,
+  };
 }
 
 int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
   struct rdma_send_wr k[POST_BATCH];
+  struct ibv_sge inl[POST_BATCH];
   struct ibv_send_wr *first[POST_BATCH];
   if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
   while (wr) {
     int n = 0, bad_arg = 0;
     uint32_t inl_in_batch = 0;
     for (; wr && n < POST_BATCH; wr = wr->next, n++) {
-      memset(&k[n], 0, sizeof k[n]);
       first[n] = wr;
-      if ((unsigned)wr->opcode > IBV_WR_RDMA_READ || sges_in(k[n].sg, wr->sg_list, wr->num_sge) < 0) {
+      if ((unsigned)wr->opcode > IBV_WR_RDMA_READ || sges_ok(wr->sg_list, wr->num_sge) < 0) {
         bad_arg = 1;
         break;
       }
-      k[n].wr_id = wr->wr_id;
-      k[n].opcode = wr->opcode;
-      k[n].send_flags = wr->send_flags & ~IBV_SEND_INLINE;
-      k[n].num_sge = (unsigned)wr->num_sge;
-      k[n].imm_data = wr->imm_data;
-      k[n].remote_addr = wr->wr.rdma.remote_addr;
-      k[n].rkey = wr->wr.rdma.rkey;
-      if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
-          inline_copy((struct qp_priv *)qp, wr, &k[n], inl_in_batch++) < 0) {
+      send_wr_out(wr, &k[n]);
+      if (is_inline(wr) && inline_copy((struct qp_priv *)qp, wr, &k[n], &inl[n], inl_in_batch++) < 0) {
         bad_arg = 1;
         break;
       }
@@ -475,8 +478,7 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
     int done = n > 0 ? rdma_post_send((int)qp->handle, k, n, &err) : 0;
     if (done < 0) { done = 0; err = EINVAL; }
     for (int i = 0; i < done; i++)              // the slots of accepted inline WRs are taken
-      if ((first[i]->send_flags & IBV_SEND_INLINE) && first[i]->opcode != IBV_WR_RDMA_READ)
-        ((struct qp_priv *)qp)->inl_next++;
+      if (is_inline(first[i])) ((struct qp_priv *)qp)->inl_next++;
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;
       return (done < n && err) ? err : EINVAL;
@@ -492,11 +494,10 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
   while (wr) {
     int n = 0, bad_arg = 0;
     for (; wr && n < POST_BATCH; wr = wr->next, n++) {
-      memset(&k[n], 0, sizeof k[n]);
       first[n] = wr;
-      if (sges_in(k[n].sg, wr->sg_list, wr->num_sge) < 0) { bad_arg = 1; break; }
-      k[n].wr_id = wr->wr_id;
-      k[n].num_sge = (unsigned)wr->num_sge;
+      if (sges_ok(wr->sg_list, wr->num_sge) < 0) { bad_arg = 1; break; }
+      k[n] = (struct rdma_recv_wr){ .wr_id = wr->wr_id, .sg_list = (unsigned long long)wr->sg_list,
+                                    .num_sge = wr->num_sge };
     }
     int err = 0;
     int done = n > 0 ? rdma_post_recv((int)qp->handle, k, n, &err) : 0;

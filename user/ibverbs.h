@@ -9,7 +9,10 @@
 // ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
 // functions returning int return 0 or an errno value; functions returning
 // a pointer return NULL and set errno. Implementation: user/ibverbs.c over
-// the SYS_rdma_* system calls (kernel/uapi.h).
+// the SYS_rdma_* system calls (kernel/lib/uapi.h). The constants the
+// kernel sees (IBV_QP_*, IBV_SEND_*, IBV_WR_*, IBV_WC_*, IBV_EVENT_*,
+// IBV_PORT_*, IBV_ACCESS_*, IBV_QPS_*, IBV_MTU_*) and struct ibv_sge are
+// defined once, in uapi.h, with libibverbs' names and values.
 //
 // Extensions (not in libibverbs) carry the prefix ibvx_.
 #ifndef IBVERBS_H
@@ -112,15 +115,6 @@ struct ibv_device_attr {
   uint8_t phys_port_cnt;
 };
 
-enum ibv_mtu {
-  IBV_MTU_256 = 1, IBV_MTU_512 = 2, IBV_MTU_1024 = 3, IBV_MTU_2048 = 4, IBV_MTU_4096 = 5
-};
-
-enum ibv_port_state {
-  IBV_PORT_NOP = 0, IBV_PORT_DOWN = 1, IBV_PORT_INIT = 2, IBV_PORT_ARMED = 3,
-  IBV_PORT_ACTIVE = 4, IBV_PORT_ACTIVE_DEFER = 5
-};
-
 enum { IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_ETHERNET };
 
 struct ibv_port_attr {
@@ -145,14 +139,6 @@ struct ibv_port_attr {
   uint8_t phys_state;
   uint8_t link_layer;
   uint8_t flags;
-};
-
-enum ibv_access_flags {
-  IBV_ACCESS_LOCAL_WRITE = 1,
-  IBV_ACCESS_REMOTE_WRITE = 1 << 1,
-  IBV_ACCESS_REMOTE_READ = 1 << 2,
-  IBV_ACCESS_REMOTE_ATOMIC = 1 << 3,
-  IBV_ACCESS_MW_BIND = 1 << 4,
 };
 
 struct ibv_pd {
@@ -186,24 +172,7 @@ struct ibv_cq {
   uint32_t async_events_completed;
 };
 
-enum ibv_wc_status {
-  IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR,
-  IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
-  IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR,
-  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_LOC_RDD_VIOL_ERR,
-  IBV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_INV_EECN_ERR,
-  IBV_WC_INV_EEC_STATE_ERR, IBV_WC_FATAL_ERR, IBV_WC_RESP_TIMEOUT_ERR, IBV_WC_GENERAL_ERR,
-};
 const char *ibv_wc_status_str(enum ibv_wc_status status);
-
-enum ibv_wc_opcode {
-  IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD,
-  IBV_WC_BIND_MW, IBV_WC_LOCAL_INV, IBV_WC_TSO,
-  IBV_WC_RECV = 1 << 7,
-  IBV_WC_RECV_RDMA_WITH_IMM,
-};
-
-enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
 
 struct ibv_wc {
   uint64_t wr_id;
@@ -243,11 +212,6 @@ struct ibv_qp_init_attr {
   int sq_sig_all;
 };
 
-enum ibv_qp_state {
-  IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE,
-  IBV_QPS_ERR, IBV_QPS_UNKNOWN
-};
-
 enum ibv_mig_state { IBV_MIG_MIGRATED, IBV_MIG_REARM, IBV_MIG_ARMED };
 
 struct ibv_qp {
@@ -282,30 +246,6 @@ struct ibv_ah_attr {
   uint8_t port_num;
 };
 
-enum ibv_qp_attr_mask {
-  IBV_QP_STATE = 1 << 0,
-  IBV_QP_CUR_STATE = 1 << 1,
-  IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
-  IBV_QP_ACCESS_FLAGS = 1 << 3,
-  IBV_QP_PKEY_INDEX = 1 << 4,
-  IBV_QP_PORT = 1 << 5,
-  IBV_QP_QKEY = 1 << 6,
-  IBV_QP_AV = 1 << 7,
-  IBV_QP_PATH_MIG_STATE = 1 << 8,
-  IBV_QP_TIMEOUT = 1 << 9,
-  IBV_QP_RETRY_CNT = 1 << 10,
-  IBV_QP_RNR_RETRY = 1 << 11,
-  IBV_QP_RQ_PSN = 1 << 12,
-  IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
-  IBV_QP_ALT_PATH = 1 << 14,
-  IBV_QP_MIN_RNR_TIMER = 1 << 15,
-  IBV_QP_SQ_PSN = 1 << 16,
-  IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
-  IBV_QP_PATH_MTU = 1 << 18,
-  IBV_QP_CAP = 1 << 19,
-  IBV_QP_DEST_QPN = 1 << 20,
-};
-
 struct ibv_qp_attr {
   enum ibv_qp_state qp_state;
   enum ibv_qp_state cur_qp_state;
@@ -335,24 +275,6 @@ struct ibv_qp_attr {
   uint32_t rate_limit;
 };
 
-enum ibv_wr_opcode {
-  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
-};
-
-enum ibv_send_flags {
-  IBV_SEND_FENCE = 1 << 0,
-  IBV_SEND_SIGNALED = 1 << 1,
-  IBV_SEND_SOLICITED = 1 << 2,
-  IBV_SEND_INLINE = 1 << 3,
-};
-
-struct ibv_sge {
-  uint64_t addr;
-  uint32_t length;
-  uint32_t lkey;
-};
-
 struct ibv_ah;
 
 struct ibv_send_wr {
@@ -375,14 +297,6 @@ struct ibv_recv_wr {
   struct ibv_recv_wr *next;
   struct ibv_sge *sg_list;
   int num_sge;
-};
-
-enum ibv_event_type {
-  IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR,
-  IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED, IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR,
-  IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
-  IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
-  IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
 };
 
 struct ibv_async_event {
@@ -436,7 +350,7 @@ const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
 int ibv_mtu_to_num(enum ibv_mtu mtu);
 
 // Extensions (xv6-rdma): transport options beyond libibverbs, applied with
-// ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/uapi.h).
+// ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/lib/uapi.h).
 struct ibvx_qp_ext {
   int sr_enable;                 // selective repeat (both ends agreed in the CM)
   int adaptive_rto;              // RFC 6298-style retransmission timeout

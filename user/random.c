@@ -1,5 +1,5 @@
 // random.c: random numbers for user programs, from the kernel's ChaCha20
-// generator (getrandom, kernel/random.c). There is no user-space
+// generator (getrandom, kernel/dev/random.c). There is no user-space
 // generator: identifiers a peer must not guess (CM connection IDs,
 // starting PSNs) take their bits straight from the kernel, so processes
 // started together, or guests booted in the same second, share nothing.

@@ -3,7 +3,7 @@
 // Owns the list of addresses no system call may accept as the caller's
 // memory: null and near-null, unmapped memory past the break, the kernel's
 // RAM and devices (mapped in every page table without PTE_U, see
-// kernel/memlayout.h), the kernel stacks, the trap frame and trampoline at
+// kernel/lib/memlayout.h), the kernel stacks, the trap frame and trampoline at
 // the top of the user range, MAXVA and beyond, and the last bytes below
 // 2^64 (any length wraps).
 #ifndef RDMA_HOSTILE_H

@@ -1,9 +1,9 @@
 // rdma_sys.h: prototypes of the raw RDMA system calls (SYS_rdma_* in
-// kernel/uapi.h; stubs generated into user/usys.S). Programs use the verbs
+// kernel/lib/uapi.h; stubs generated into user/usys.S). Programs use the verbs
 // in ibverbs.h; only the library and rdmastat call these directly.
 #ifndef RDMA_SYS_H
 #define RDMA_SYS_H
-#include "kernel/uapi.h"
+#include "kernel/lib/uapi.h"
 
 int rdma_query_device(struct rdma_device_info *out);
 int rdma_query_port(int port, struct rdma_port_info *out);

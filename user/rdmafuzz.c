@@ -282,12 +282,20 @@ static void op_query_qp(void) {
 }
 
 // An SGE: an own MR's lkey over part of the arena mostly, else noise.
-static void rand_sge(struct rdma_sge *s) {
+static void rand_sge(struct ibv_sge *s) {
   int mr = 0;
   any(&pools[K_MR], &mr);
   s->addr = chance(85) ? (unsigned long)(arena + below(ARENA)) : bad_ptr();
   s->length = chance(85) ? below(2 * (unsigned)PG) : (unsigned)next();
   s->lkey = chance(85) ? mr_keys[mr & 1023].lkey : (unsigned)next();
+}
+
+// A WR's SGE list: RDMA_MAX_SGE entries somewhere in the arena, or noise.
+static unsigned long rand_sges(void) {
+  struct ibv_sge *s = ptr(sizeof *s * RDMA_MAX_SGE);
+  for (int j = 0; (unsigned char *)s >= arena && (unsigned char *)s < arena + ARENA && j < RDMA_MAX_SGE; j++)
+    rand_sge(&s[j]);
+  return (unsigned long)s;
 }
 
 static void op_post_send(void) {
@@ -304,7 +312,7 @@ static void op_post_send(void) {
     w[i].imm_data = (unsigned)next();
     w[i].remote_addr = chance(85) ? (unsigned long)(arena + below(ARENA)) : next();
     w[i].rkey = chance(85) ? mr_keys[mr & 1023].rkey : (unsigned)next();
-    for (int j = 0; j < RDMA_MAX_SGE; j++) rand_sge(&w[i].sg[j]);
+    w[i].sg_list = rand_sges();
   }
   int h = pick(K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
@@ -318,7 +326,7 @@ static void op_post_recv(void) {
   for (int i = 0; (unsigned char *)w >= arena && (unsigned char *)w < arena + ARENA && i < MAX_WRS; i++) {
     w[i].wr_id = next();
     w[i].num_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
-    for (int j = 0; j < RDMA_MAX_SGE; j++) rand_sge(&w[i].sg[j]);
+    w[i].sg_list = rand_sges();
   }
   int h = pick(K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes

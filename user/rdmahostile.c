@@ -12,16 +12,17 @@
 // call has only -1. Expected results: uapi.h ("-1 on any error"),
 // proto-spec/errors.md (rule IDs in the comments) and libibverbs' manual.
 //
-// Each case runs in its own child process; the runner compares the free
-// pages (sysinfo) before the fork and after the wait, so a case whose
-// objects are not all returned at exit fails too.
-// Usage: rdmahostile [-x NAME]... [NAME]...  (no NAME: every case)
-// Prints "case NAME: ok|FAILED (why)" and "N passed, M failed".
+// Each case runs in its own child process (the shared runner, testrun.h);
+// the runner compares the free pages (sysinfo) before the fork and after
+// the wait, so a case whose objects are not all returned at exit fails too.
+// Usage: rdmahostile [-l] [-x NAME]... [NAME]...  (no NAME: every case)
+// Prints "test NAME: OK" or "test NAME: FAILED (why)" and "N passed, M failed".
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
 #include "rdma_util.h"
 #include "rdma_hostile.h"
+#include "testrun.h"
 
 #define PG HOSTILE_PG
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
@@ -253,6 +254,13 @@ static int c_ptr_post_send(void) {
   last->remote_addr = (unsigned long)buf;
   last->rkey = k.keys.rkey;
   EXPECT(rdma_post_send(k.qp, last, 3, 0) == 1);
+  // The kernel reads a WR's SGEs where sg_list points: a bad list is a bad WR.
+  struct rdma_send_wr sgw = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1, .remote_addr = (unsigned long)buf,
+                              .rkey = k.keys.rkey };
+  for (int i = 0; i < NBAD; i++) {
+    sgw.sg_list = bad[i];
+    EXPECTF(rdma_post_send(k.qp, &sgw, 1, 0) == -1, "post_send(sg_list %p)", (void *)bad[i]);
+  }
   // The error pointer (NULL: not wanted) is checked before anything is posted.
   struct rdma_send_wr ok = { .opcode = IBV_WR_RDMA_WRITE, .remote_addr = (unsigned long)buf,
                              .rkey = k.keys.rkey };
@@ -1042,13 +1050,12 @@ static void block_wait_cq(struct kit *k) { rdma_wait_cq(k->cq, FOREVER); }
 // proc_killed and sleep again: each time a window for a kill.
 static void noise(struct kit *k) {
   struct rdma_send_wr w[4];
+  struct ibv_sge sge = { .addr = (unsigned long)buf, .length = 64, .lkey = k->keys.lkey };
   memset(w, 0, sizeof w);
   for (int i = 0; i < 4; i++) {
     w[i].opcode = IBV_WR_RDMA_WRITE;
     w[i].num_sge = 1;
-    w[i].sg[0].addr = (unsigned long)buf;
-    w[i].sg[0].length = 64;
-    w[i].sg[0].lkey = k->keys.lkey;
+    w[i].sg_list = (unsigned long)&sge;
     w[i].remote_addr = (unsigned long)buf + PG;
     w[i].rkey = k->keys.rkey;
   }
@@ -1102,96 +1109,92 @@ static int c_kill_wait_cq(void) { return kill_blocked(block_wait_cq); }
 
 // ======================= runner =======================
 
-struct hcase { const char *name; int (*fn)(void); };
-static const struct hcase cases[] = {
-  { "ptr_query_device", c_ptr_query_device }, { "ptr_query_port", c_ptr_query_port },
-  { "ptr_reg_mr_addr", c_ptr_reg_mr_addr }, { "ptr_reg_mr_keys", c_ptr_reg_mr_keys },
-  { "ptr_create_qp", c_ptr_create_qp }, { "ptr_modify_qp", c_ptr_modify_qp },
-  { "ptr_query_qp", c_ptr_query_qp }, { "ptr_post_send", c_ptr_post_send },
-  { "ptr_post_recv", c_ptr_post_recv }, { "ptr_poll_cq", c_ptr_poll_cq },
-  { "ptr_get_cq_event", c_ptr_get_cq_event }, { "ptr_get_async", c_ptr_get_async },
-  { "ptr_qp_stats", c_ptr_qp_stats }, { "ptr_set_neigh", c_ptr_set_neigh },
-  { "ptr_wait_write", c_ptr_wait_write },
-  { "handle_out_of_range", c_handle_out_of_range }, { "handle_destroyed", c_handle_destroyed },
-  { "handle_parent_in_child", c_handle_parent_in_child },
-  { "handle_child_in_parent", c_handle_child_in_parent },
-  { "limit_mr_size", c_limit_mr_size }, { "limit_mr_access", c_limit_mr_access },
-  { "limit_qp_caps", c_limit_qp_caps }, { "limit_cqe", c_limit_cqe },
-  { "limit_queue_full", c_limit_queue_full }, { "limit_post_state", c_limit_post_state },
-  { "limit_post_sge", c_limit_post_sge }, { "limit_inline", c_limit_inline },
-  { "limit_counts", c_limit_counts }, { "limit_rd_atomic", c_limit_rd_atomic },
-  { "limit_attr_ranges", c_limit_attr_ranges }, { "limit_wait_timeouts", c_limit_wait_timeouts },
-  { "qp_invalid_transitions", c_qp_invalid_transitions },
-  { "qp_missing_required", c_qp_missing_required }, { "qp_extra_bits", c_qp_extra_bits },
-  { "qp_extra_ignored_bits", c_qp_extra_ignored_bits },
-  { "qp_bad_access", c_qp_bad_access },
-  { "exhaust_pd", c_exhaust_pd }, { "exhaust_chan", c_exhaust_chan }, { "exhaust_cq", c_exhaust_cq },
-  { "exhaust_mr", c_exhaust_mr }, { "exhaust_qp", c_exhaust_qp },
-  { "kill_get_cq_event", c_kill_get_cq_event }, { "kill_get_async", c_kill_get_async },
-  { "kill_wait_write", c_kill_wait_write }, { "kill_wait_cq", c_kill_wait_cq },
-  // Last: it panicked kernels whose MR page directory had no room for the
-  // extra page (skip it with -x on such a kernel to run the rest).
-  { "limit_mr_size_unaligned", c_limit_mr_size_unaligned },
-};
-#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+// Every case, in the order they run. Last: limit_mr_size_unaligned panicked
+// kernels whose MR page directory had no room for the extra page (skip it
+// with -x on such a kernel to run the rest).
+#define HOSTILE_CASES(X) \
+  X(ptr_query_device) \
+  X(ptr_query_port) \
+  X(ptr_reg_mr_addr) \
+  X(ptr_reg_mr_keys) \
+  X(ptr_create_qp) \
+  X(ptr_modify_qp) \
+  X(ptr_query_qp) \
+  X(ptr_post_send) \
+  X(ptr_post_recv) \
+  X(ptr_poll_cq) \
+  X(ptr_get_cq_event) \
+  X(ptr_get_async) \
+  X(ptr_qp_stats) \
+  X(ptr_set_neigh) \
+  X(ptr_wait_write) \
+  X(handle_out_of_range) \
+  X(handle_destroyed) \
+  X(handle_parent_in_child) \
+  X(handle_child_in_parent) \
+  X(limit_mr_size) \
+  X(limit_mr_access) \
+  X(limit_qp_caps) \
+  X(limit_cqe) \
+  X(limit_queue_full) \
+  X(limit_post_state) \
+  X(limit_post_sge) \
+  X(limit_inline) \
+  X(limit_counts) \
+  X(limit_rd_atomic) \
+  X(limit_attr_ranges) \
+  X(limit_wait_timeouts) \
+  X(qp_invalid_transitions) \
+  X(qp_missing_required) \
+  X(qp_extra_bits) \
+  X(qp_extra_ignored_bits) \
+  X(qp_bad_access) \
+  X(exhaust_pd) \
+  X(exhaust_chan) \
+  X(exhaust_cq) \
+  X(exhaust_mr) \
+  X(exhaust_qp) \
+  X(kill_get_cq_event) \
+  X(kill_get_async) \
+  X(kill_wait_write) \
+  X(kill_wait_cq) \
+  X(limit_mr_size_unaligned)
 
-// Runs one case in a child; the child sends its "why" through a pipe. The
-// free pages must be the same before the fork and after the wait.
-static int run_case(const struct hcase *c) {
-  int fds[2];
-  char msg[WHY_LEN];
-  if (pipe(fds) < 0) { printf("case %s: FAILED (pipe)\n", c->name); return 1; }
-  unsigned long before = free_pages();
-  int pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    why[0] = 0;
-    int r = c->fn();
-    if (r && !why[0]) snprintf(why, WHY_LEN, "failed");
-    write(fds[1], why, (int)strlen(why));
-    exit(r ? 1 : 0);
-  }
-  close(fds[1]);
-  int n = 0, got;
-  while (pid > 0 && n < WHY_LEN - 1 && (got = read(fds[0], msg + n, WHY_LEN - 1 - n)) > 0) n += got;
-  msg[n] = 0;
-  int st = -1;
-  if (pid > 0) wait(&st);
-  unsigned long after = free_pages();        // the pipe still open, as before the fork
-  close(fds[0]);
-  if (pid < 0) snprintf(msg, WHY_LEN, "fork");
-  else if (st != 0 && !msg[0]) snprintf(msg, WHY_LEN, "case process died, status %d", st);
-  else if (st == 0 && after != before) snprintf(msg, WHY_LEN, "LEAK: free pages %lu -> %lu", before, after);
-  int ok = pid > 0 && st == 0 && after == before;
-  if (ok) printf("case %s: ok\n", c->name);
-  else printf("case %s: FAILED (%s)\n", c->name, msg);
-  return ok ? 0 : 1;
+// A case's function returns 0 if it passed, else 1 with why set; in the
+// runner's child, a failure ends the case with that reason.
+static void run_hostile(int (*fn)(void)) {
+  why[0] = 0;
+  if (fn()) tr_failed(why[0] ? why : "failed");
 }
 
-static int listed(char **names, int n, const char *name) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(names[i], name) == 0) return 1;
+#define WRAP(name) static void run_##name(void) { run_hostile(c_##name); }
+HOSTILE_CASES(WRAP)
+#define ENTRY(name) { #name, run_##name, TR_QUICK, 0 },
+static const struct tr_case cases[] = {
+  HOSTILE_CASES(ENTRY)
+  { NULL },
+};
+static const struct tr_case *const tables[] = { cases };
+
+// The limits every case tests against, and the addresses no call may take.
+static int read_limits(void) {
+  if (rdma_query_device(&dev) < 0 || rdma_query_port(1, &port) < 0) {
+    printf("rdmahostile: no RDMA device\n");
+    return -1;
+  }
+  hostile_bad_addrs(bad);
   return 0;
 }
 
+static const struct tr_suite suite = {
+  .prog = "rdmahostile",
+  .tables = tables,
+  .ntables = 1,
+  .timeout_s = 300,
+  .check_pages = 1,
+  .setup = read_limits,
+};
+
 int main(int argc, char **argv) {
-  char *skip[NCASES], *only[NCASES];
-  int nskip = 0, nonly = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-x") == 0 && i + 1 < argc && nskip < NCASES) skip[nskip++] = argv[++i];
-    else if (nonly < NCASES) only[nonly++] = argv[i];
-  }
-  if (rdma_query_device(&dev) < 0 || rdma_query_port(1, &port) < 0) {
-    printf("rdmahostile: no RDMA device\n0 passed, 1 failed\n");
-    exit(1);
-  }
-  hostile_bad_addrs(bad);
-  int passed = 0, failed = 0;
-  for (int i = 0; i < NCASES; i++) {
-    if (listed(skip, nskip, cases[i].name) || (nonly && !listed(only, nonly, cases[i].name))) continue;
-    if (run_case(&cases[i])) failed++;
-    else passed++;
-  }
-  printf("%d passed, %d failed\n", passed, failed);
-  exit(failed ? 1 : 0);
+  return tr_main(&suite, argc, argv);
 }

@@ -1,13 +1,13 @@
 // user.h: everything a user program can call.
 //
 // Owns the prototypes of the system calls (stubs generated into user/usys.S
-// from kernel/uapi.h) and of the small C library in user/: strings
+// from kernel/lib/uapi.h) and of the small C library in user/: strings
 // (string.c), formatted output (printf.c), the heap (malloc.c) and line
 // input (readline.c). Programs include only this file; it pulls in the ABI.
 #ifndef USER_H
 #define USER_H
 
-#include "kernel/uapi.h"
+#include "kernel/lib/uapi.h"
 
 typedef unsigned long size_t;
 typedef unsigned char uint8;
@@ -56,7 +56,7 @@ int sysinfo(struct sysinfo *info);
 // returns how many, -1 for a bad pointer or argument.
 int getrandom(void *buf, int len, int flags);
 unsigned int random_u32(void);   // user/random.c: 4 bytes of getrandom
-// Network (kernel/sysnet.c; see uapi.h). Addresses in host byte order.
+// Network (kernel/sys/sysnet.c; see uapi.h). Addresses in host byte order.
 int socket(int type);
 int bind(int s, int port);
 int sendto(int s, const void *buf, int n, const struct net_addr *to);

@@ -4,7 +4,7 @@
 # kernel/kernel.mk installs into fs.img, with the leading '_' stripped) and
 # the rules that build them with the RISC-V cross compiler. Objects go under
 # $(BUILD)/user. user/usys.S is generated from the SYS_* lines of
-# kernel/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
+# kernel/lib/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
 #
 #   make user-progs     build every program in UPROGS
 #   make user-clean     remove generated files and objects
@@ -31,9 +31,13 @@ U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
 # Programs built from one source file each: user/<name>.c -> user/_<name>.
 U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free
 
-# usertests is a runner plus one file per tested module.
+# The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
+# share.
+U_TESTRUN_OBJ := $(U_OBJDIR)/testrun.o
+
+# usertests is one file per tested module plus the list of their tables.
 U_USERTESTS_SRCS := $(wildcard user/usertests/*.c)
-U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS))
+U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS)) $(U_TESTRUN_OBJ)
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
 
@@ -55,11 +59,15 @@ $(U_OBJDIR)/rct_cm.o: kernel/transport/cm.c
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
 $(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
-	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<
-.SECONDARY: $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $<
+# The RDMA test programs link the shared test runner too.
+U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile
+$(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
+$(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
+.SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
 
-user/usys.S: kernel/uapi.h user/gen_usys.py
-	python3 user/gen_usys.py kernel/uapi.h > $@.tmp && mv $@.tmp $@
+user/usys.S: kernel/lib/uapi.h user/gen_usys.py
+	python3 user/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
 
 $(U_OBJDIR)/usys.o: user/usys.S
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 // mkfs.c: host tool that builds an empty file system image (layout in
-// kernel/fs_format.h) and installs the given user programs in the root
+// kernel/lib/fs_format.h) and installs the given user programs in the root
 // directory, dropping a leading '_' and any directory prefix from their
 // names ("user/_sh" becomes "/sh").
 //
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fs_format.h"
-#include "uapi.h"          // no POSIX headers: they clash with uapi's names
+#include "lib/fs_format.h"
+#include "lib/uapi.h"          // no POSIX headers: they clash with uapi's names
 
 static FILE *img;
 static struct fs_super sb;

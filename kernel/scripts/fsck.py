@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fsck.py: check a file-system image (the layout in kernel/fs_format.h)
+"""fsck.py: check a file-system image (the layout in kernel/lib/fs_format.h)
 from the host. Run it on an image whose log is empty (after a clean halt).
 
 usage: python3 kernel/scripts/fsck.py fs.img

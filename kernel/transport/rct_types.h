@@ -79,7 +79,7 @@ enum rct_qp_state {
   RCT_QPS_COUNT
 };
 
-/* Work request opcodes (IBV_WR_* meanings). */
+/* Work request opcodes, IBV_WR_* meanings and values. */
 enum rct_wr_opcode {
   RCT_WR_RDMA_WRITE = 0,
   RCT_WR_RDMA_WRITE_WITH_IMM = 1,
@@ -89,10 +89,11 @@ enum rct_wr_opcode {
   RCT_WR_COUNT
 };
 
-/* send_flags */
-#define RCT_SEND_SIGNALED  1u
-#define RCT_SEND_SOLICITED 2u
-#define RCT_SEND_FENCE     4u
+/* send_flags, IBV_SEND_* values (the kernel passes a user's flags through);
+ * other bits are ignored. */
+#define RCT_SEND_FENCE     1u
+#define RCT_SEND_SIGNALED  2u
+#define RCT_SEND_SOLICITED 4u
 
 /* Work completion status, IBV_WC_* meanings and values. */
 enum rct_wc_status {

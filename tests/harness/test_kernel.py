@@ -240,6 +240,14 @@ def main():
     halt_error = check_halt_status(args)
     hot_error = check_hot_loops(args.kernel)
     crashes = check_crashes(args.kernel, args.fs_img)
+    layers = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                          "layers.py")], capture_output=True, text=True)
+    layer_lines = layers.stdout.splitlines()
+    layer_passed = sum(l.startswith("PASS ") for l in layer_lines)
+    layer_failed = sum(l.startswith("FAIL ") for l in layer_lines)
+    if layers.returncode != 0 and not layer_failed:
+        layer_lines.append("FAIL kernel_layers: " + layers.stderr.strip()[-300:])
+        layer_failed = 1
 
     print("==== test-kernel summary")
     for r in results:
@@ -257,11 +265,13 @@ def main():
           + ("" if hot_error is None else f": {hot_error}"))
     for name, err in crashes:
         print(("PASS " if err is None else "FAIL ") + name + ("" if err is None else f": {err}"))
+    for line in layer_lines:
+        print(line)
     crash_failed = sum(err is not None for _, err in crashes)
     passed = (sum(r.passed for r in results) + (halt_error is None) + (hot_error is None)
-              + len(crashes) - crash_failed)
+              + len(crashes) - crash_failed + layer_passed)
     failed = (sum(r.failed for r in results) + (halt_error is not None) + (hot_error is not None)
-              + crash_failed)
+              + crash_failed + layer_failed)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and all(r.ok() for r in results) else 1
 

@@ -151,6 +151,8 @@ class Testbed:
     linux_mtu: their eth0 MTU (9000 as the xv6 stack's: rxe's active MTU is
     then 4096); linux_append: more boot arguments for them; linux_cpus:
     their -smp (1: TCG on a shared host gains little from more).
+    kernel, fs_img: the xv6 guests' kernel and disk (another build's, to
+    compare two trees in one run: bench/rdma/ab_compare.py).
     netem_box: a netem spec for both directions, or (a2b, b2a): n must be
     2; a linux_guest.NetemBox (self.box, not in self.guests) bridges guest
     0's link to guest 1's and impairs them; no linkemu runs.
@@ -158,7 +160,8 @@ class Testbed:
 
     def __init__(self, n=2, a2b=None, b2a=None, both=None, specs=None, pcap_dir=None,
                  cpus=2, memory="128M", name="net", extra_append="", tap=False, nic_opts="",
-                 linux=0, linux_mtu=9000, linux_append="", linux_cpus=1, netem_box=None):
+                 linux=0, linux_mtu=9000, linux_append="", linux_cpus=1, netem_box=None,
+                 kernel="kernel/kernel", fs_img="fs.img"):
         self.n = n
         self.total = n + linux          # linkemu ports, one per guest
         self.box = None
@@ -185,7 +188,8 @@ class Testbed:
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} {extra_append}".strip()
             args, fds = self._nic(i, nic_opts, box_links[i][0] if box_links else None)
             self.guests.append(Guest(f"{name}{i}", cpus=cpus, memory=memory,
-                                     append=append, extra_args=args, pass_fds=fds))
+                                     append=append, extra_args=args, pass_fds=fds,
+                                     kernel=kernel, fs_img=fs_img))
         self.linux = []
         for i in range(n, self.total):
             append = f"ip={guest_ip(i)} mac={guest_mac(i)} mtu={linux_mtu} {linux_append}"

@@ -17,6 +17,8 @@
 #                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,
 #                         rdma-ceiling.csv (the link ceiling, same guests),
 #                         rdma-perf.txt, rdma-summary.md
+#   make bench-ab         bench/rdma/ab_compare.py: BASE=<rev> against this tree,
+#                         the same workloads, alternating -> ab-compare.txt
 #   make bench-rxe        bench/rdma/rxe_compare.py: xv6 rdma_bw beside Linux
 #                         rxe's perftest on one lossy link -> rxe-compare.*
 #
@@ -49,3 +51,10 @@ bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)
 	DEMO_SIZE=$(DEMO_SIZE) python3 tests/rdma/demo.py
+
+# The same RDMA workloads on two builds in one run (ABBA rounds): BASE, a git
+# revision built in build/ab/<sha>, against the working tree. Prints medians
+# and new/base -> bench/results/ab-compare.{txt,log}. BASE=HEAD~3 ROUNDS=4.
+bench-ab: kernel/kernel fs.img $(LINKEMU)
+	python3 bench/rdma/ab_compare.py
+.PHONY: bench-ab

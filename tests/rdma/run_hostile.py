@@ -3,7 +3,7 @@
 system calls in one guest.
 
 Boots one guest (tests/harness/guest.py), runs rdmahostile (every case;
-each prints "case NAME: ok|FAILED (why)"), then rdmafuzz for
+each prints "test NAME: OK|FAILED (why)"), then rdmafuzz for
 FUZZ_GUEST_SECONDS (default 60) with a seed drawn on the host and printed
 here (FUZZ_SEED=S replays one), then checks that the guest still answers a
 shell command. Fails on a panic, a failed case, a LEAK or any other
@@ -48,10 +48,10 @@ def main():
             g.expect(r"^\d+ passed, \d+ failed$", timeout=CASES_TIMEOUT)
             g.expect(r"\$ $")
             for line in g.output()[start:].splitlines():
-                if line.startswith("case ") or line.startswith("  "):
+                if line.startswith("test ") or line.startswith("  "):
                     print(line)
-                    if line.startswith("case "):
-                        passed, failed = (passed + 1, failed) if line.endswith(": ok") else (passed, failed + 1)
+                    if line.startswith("test "):
+                        passed, failed = (passed + 1, failed) if line.endswith(": OK") else (passed, failed + 1)
             g.send(f"rdmafuzz -s {seed} -t {args.seconds}")
             m = g.expect(r"^rdmafuzz: seed \d+ calls (\d+) .*: (\w+)\n", timeout=args.seconds + FUZZ_MARGIN)
             print(m[0])

@@ -3,7 +3,8 @@
 print its transcript lines, and exit 0 only if it ends with "N passed, 0
 failed" and the guest powers off cleanly.
 
-Usage: python3 tests/rdma/run_rdmatest.py [--cpus N] [--quick] [--timeout S] [--only PREFIX]
+Usage: python3 tests/rdma/run_rdmatest.py [--cpus N] [--quick] [--timeout S] [--only NAME]
+(--only NAME: that case, or every case named NAME_*)
 """
 import argparse
 import os

@@ -28,8 +28,8 @@ static void test_exec_many_args(void)
                     i + 1 < N ? " " : "\n");
   }
   argv[N + 1] = NULL;
-  UT_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
-  UT_CHECK(len == pos && memcmp(out, expect, len) == 0,
+  TR_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
+  TR_CHECK(len == pos && memcmp(out, expect, len) == 0,
            "echo printed %d bytes, expected %d", len, pos);
 }
 
@@ -38,7 +38,7 @@ static void test_exec_too_many_args(void)
 {
   enum { N = 2000 };
   char **argv = malloc((N + 2) * sizeof(char *));
-  UT_CHECK(argv != NULL, "malloc");
+  TR_CHECK(argv != NULL, "malloc");
   argv[0] = "/echo";
   for (int i = 1; i <= N; i++)
     argv[i] = "x";
@@ -50,15 +50,15 @@ static void test_exec_too_many_args(void)
     exit(42);
   }
   int status = ut_wait_for(pid);
-  UT_CHECK(status == 42 || status == 0, "exec with %d args: status %d",
+  TR_CHECK(status == 42 || status == 0, "exec with %d args: status %d",
            N, status);
 }
 
 static int load_echo(unsigned char *image)
 {
   int n = ut_read_file("/echo", image, IMAGE_MAX);
-  UT_CHECK(n > 64 && n < IMAGE_MAX, "cannot read /echo (%d bytes)", n);
-  UT_CHECK(image[0] == 0x7f && image[1] == 'E', "/echo is not ELF");
+  TR_CHECK(n > 64 && n < IMAGE_MAX, "cannot read /echo (%d bytes)", n);
+  TR_CHECK(image[0] == 0x7f && image[1] == 'E', "/echo is not ELF");
   return n;
 }
 
@@ -73,9 +73,9 @@ static void check_exec_refuses(const char *path, const unsigned char *image,
   int status = ut_exec_status(path, argv);
   unsigned long after = ut_settle_freepages(before);
   unlink(path);
-  UT_CHECK(status == UT_EXEC_REFUSED, "exec of %s was not refused (status %d)",
+  TR_CHECK(status == UT_EXEC_REFUSED, "exec of %s was not refused (status %d)",
            what, status);
-  UT_CHECK(after >= before, "exec of %s leaked %lu pages", what,
+  TR_CHECK(after >= before, "exec of %s leaked %lu pages", what,
            before - after);
 }
 
@@ -84,26 +84,26 @@ static void test_exec_argument_sizes(void)
 {
   enum { FITS = 3000, TOO_BIG = 64 * 1024 };
   char *arg = malloc(TOO_BIG + 1), *out = malloc(FITS + 16);
-  UT_CHECK(arg && out, "malloc");
+  TR_CHECK(arg && out, "malloc");
   memset(arg, 'q', FITS);
   arg[FITS] = 0;
   char *argv[] = { "/echo", arg, NULL };
   int len;
-  UT_CHECK(ut_run_capture(argv, out, FITS + 16, &len) == 0, "echo failed");
-  UT_CHECK(len == FITS + 1 && out[0] == 'q' && out[FITS] == '\n',
+  TR_CHECK(ut_run_capture(argv, out, FITS + 16, &len) == 0, "echo failed");
+  TR_CHECK(len == FITS + 1 && out[0] == 'q' && out[FITS] == '\n',
            "echo of a %d-byte argument printed %d bytes", FITS, len);
   memset(arg, 'q', TOO_BIG);
   arg[TOO_BIG] = 0;
-  UT_CHECK(ut_exec_status("/echo", argv) == UT_EXEC_REFUSED,
+  TR_CHECK(ut_exec_status("/echo", argv) == UT_EXEC_REFUSED,
            "exec with a %d-byte argument", TOO_BIG);
 }
 
 static void test_exec_missing_file_fails(void)
 {
   char *argv[] = { "nope", NULL };
-  UT_CHECK(exec("/no/such/program", argv) == -1, "exec of a missing path");
-  UT_CHECK(ut_exec_status("", argv) == UT_EXEC_REFUSED, "exec of an empty path");
-  UT_CHECK(ut_exec_status("/", argv) == UT_EXEC_REFUSED, "exec of a directory");
+  TR_CHECK(exec("/no/such/program", argv) == -1, "exec of a missing path");
+  TR_CHECK(ut_exec_status("", argv) == UT_EXEC_REFUSED, "exec of an empty path");
+  TR_CHECK(ut_exec_status("/", argv) == UT_EXEC_REFUSED, "exec of a directory");
 }
 
 static void test_exec_non_elf_fails(void)
@@ -128,7 +128,7 @@ static void test_exec_truncated_elf_fails(void)
   memcpy(&phoff, image + ELF_PHOFF, 8);
   memcpy(&seg_off, image + phoff + PH_OFFSET, 8);
   memcpy(&seg_filesz, image + phoff + PH_FILESZ, 8);
-  UT_CHECK(seg_off + seg_filesz <= (unsigned long)n && seg_filesz > 2,
+  TR_CHECK(seg_off + seg_filesz <= (unsigned long)n && seg_filesz > 2,
            "unexpected /echo layout");
   check_exec_refuses("ut_trunc", image, seg_off + seg_filesz / 2,
                      "/echo cut inside its text");
@@ -147,7 +147,7 @@ static void damage_phdr(const unsigned char *orig, int n, int field,
   unsigned long phoff;
   memcpy(image, orig, n);
   memcpy(&phoff, image + ELF_PHOFF, 8);
-  UT_CHECK(phoff + 56 <= (unsigned long)n, "bad /echo phoff");
+  TR_CHECK(phoff + 56 <= (unsigned long)n, "bad /echo phoff");
   put64(image + phoff + field, value);
   check_exec_refuses("ut_badelf", image, n, what);
 }
@@ -179,7 +179,7 @@ static void test_exec_keeps_fds(void)
   int p[2], len;
   char out[64];
   ut_write_file("ut_execfd", text, strlen(text));
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     close(STDIN);
@@ -195,20 +195,20 @@ static void test_exec_keeps_fds(void)
   close(p[1]);
   len = read(p[0], out, sizeof out);
   close(p[0]);
-  UT_CHECK(ut_wait_for(pid) == 0, "cat failed");
+  TR_CHECK(ut_wait_for(pid) == 0, "cat failed");
   unlink("ut_execfd");
-  UT_CHECK(len == (int)strlen(text) && memcmp(out, text, len) == 0,
+  TR_CHECK(len == (int)strlen(text) && memcmp(out, text, len) == 0,
            "cat through inherited fds printed %d bytes", len);
 }
 
-const struct ut_test ut_exec_tests[] = {
-  { "exec_many_args", test_exec_many_args, UT_QUICK, 0 },
-  { "exec_too_many_args", test_exec_too_many_args, UT_QUICK, 0 },
-  { "exec_argument_sizes", test_exec_argument_sizes, UT_QUICK, 0 },
-  { "exec_missing_file_fails", test_exec_missing_file_fails, UT_QUICK, 0 },
-  { "exec_non_elf_fails", test_exec_non_elf_fails, UT_QUICK, 0 },
-  { "exec_truncated_elf_fails", test_exec_truncated_elf_fails, UT_QUICK, 0 },
-  { "exec_corrupt_headers_fail", test_exec_corrupt_headers_fail, UT_QUICK, 0 },
-  { "exec_keeps_fds", test_exec_keeps_fds, UT_QUICK, 0 },
+const struct tr_case ut_exec_tests[] = {
+  { "exec_many_args", test_exec_many_args, TR_QUICK, 0 },
+  { "exec_too_many_args", test_exec_too_many_args, TR_QUICK, 0 },
+  { "exec_argument_sizes", test_exec_argument_sizes, TR_QUICK, 0 },
+  { "exec_missing_file_fails", test_exec_missing_file_fails, TR_QUICK, 0 },
+  { "exec_non_elf_fails", test_exec_non_elf_fails, TR_QUICK, 0 },
+  { "exec_truncated_elf_fails", test_exec_truncated_elf_fails, TR_QUICK, 0 },
+  { "exec_corrupt_headers_fail", test_exec_corrupt_headers_fail, TR_QUICK, 0 },
+  { "exec_keeps_fds", test_exec_keeps_fds, TR_QUICK, 0 },
   { NULL },
 };

@@ -14,18 +14,18 @@ static void test_fs_create_write_read(void)
 {
   unlink("ut_basic");
   int fd = open("ut_basic", O_RDONLY);
-  UT_CHECK(fd == -1, "opened a file that does not exist");
+  TR_CHECK(fd == -1, "opened a file that does not exist");
   ut_write_file("ut_basic", "hello, file", 11);
   char buf[32];
   int n = ut_read_file("ut_basic", buf, sizeof buf);
-  UT_CHECK(n == 11 && memcmp(buf, "hello, file", 11) == 0, "read back %d", n);
+  TR_CHECK(n == 11 && memcmp(buf, "hello, file", 11) == 0, "read back %d", n);
   struct stat st;
-  UT_CHECK(stat("ut_basic", &st) == 0, "stat");
-  UT_CHECK(st.type == T_FILE && st.size == 11 && st.nlink == 1,
+  TR_CHECK(stat("ut_basic", &st) == 0, "stat");
+  TR_CHECK(st.type == T_FILE && st.size == 11 && st.nlink == 1,
            "stat type %d size %lu nlink %d", st.type, st.size, st.nlink);
-  UT_CHECK(unlink("ut_basic") == 0, "unlink");
-  UT_CHECK(open("ut_basic", O_RDONLY) == -1, "file survived unlink");
-  UT_CHECK(unlink("ut_basic") == -1, "second unlink succeeded");
+  TR_CHECK(unlink("ut_basic") == 0, "unlink");
+  TR_CHECK(open("ut_basic", O_RDONLY) == -1, "file survived unlink");
+  TR_CHECK(unlink("ut_basic") == -1, "second unlink succeeded");
 }
 
 // Reads and writes that straddle block boundaries at odd offsets.
@@ -34,10 +34,10 @@ static void test_fs_odd_offsets(void)
   static unsigned char data[5000], back[5000];
   ut_fill_pattern(data, sizeof data, 3);
   int fd = open("ut_odd", O_CREATE | O_TRUNC | O_RDWR);
-  UT_CHECK(fd >= 0, "create");
+  TR_CHECK(fd >= 0, "create");
   for (int off = 0; off < 5000; off += 777) {
     int n = 5000 - off < 777 ? 5000 - off : 777;
-    UT_CHECK(write(fd, data + off, n) == n, "write at %d", off);
+    TR_CHECK(write(fd, data + off, n) == n, "write at %d", off);
   }
   close(fd);
   fd = open("ut_odd", O_RDONLY);
@@ -46,8 +46,8 @@ static void test_fs_odd_offsets(void)
     got += n;
   close(fd);
   unlink("ut_odd");
-  UT_CHECK(got == 5000, "read back %d bytes", got);
-  UT_CHECK(memcmp(data, back, 5000) == 0, "data differs");
+  TR_CHECK(got == 5000, "read back %d bytes", got);
+  TR_CHECK(memcmp(data, back, 5000) == 0, "data differs");
 }
 
 static void test_fs_link_and_unlink(void)
@@ -55,21 +55,21 @@ static void test_fs_link_and_unlink(void)
   unlink("ut_la");
   unlink("ut_lb");
   ut_write_file("ut_la", "shared", 6);
-  UT_CHECK(link("ut_la", "ut_lb") == 0, "link");
-  UT_CHECK(link("ut_la", "ut_lb") == -1, "link over an existing name");
-  UT_CHECK(link("ut_nonexistent", "ut_lc") == -1, "link to a missing file");
+  TR_CHECK(link("ut_la", "ut_lb") == 0, "link");
+  TR_CHECK(link("ut_la", "ut_lb") == -1, "link over an existing name");
+  TR_CHECK(link("ut_nonexistent", "ut_lc") == -1, "link to a missing file");
   struct stat a, b;
-  UT_CHECK(stat("ut_la", &a) == 0 && stat("ut_lb", &b) == 0, "stat");
-  UT_CHECK(a.ino == b.ino && a.nlink == 2, "ino %u/%u nlink %d",
+  TR_CHECK(stat("ut_la", &a) == 0 && stat("ut_lb", &b) == 0, "stat");
+  TR_CHECK(a.ino == b.ino && a.nlink == 2, "ino %u/%u nlink %d",
            a.ino, b.ino, a.nlink);
-  UT_CHECK(unlink("ut_la") == 0, "unlink first name");
+  TR_CHECK(unlink("ut_la") == 0, "unlink first name");
   char buf[8];
-  UT_CHECK(ut_read_file("ut_lb", buf, 8) == 6 && memcmp(buf, "shared", 6) == 0,
+  TR_CHECK(ut_read_file("ut_lb", buf, 8) == 6 && memcmp(buf, "shared", 6) == 0,
            "second name lost the data");
-  UT_CHECK(stat("ut_lb", &b) == 0 && b.nlink == 1, "nlink %d after unlink",
+  TR_CHECK(stat("ut_lb", &b) == 0 && b.nlink == 1, "nlink %d after unlink",
            b.nlink);
-  UT_CHECK(link("ut_lb", "ut_la") == 0, "relink");
-  UT_CHECK(unlink("ut_lb") == 0 && unlink("ut_la") == 0, "final unlinks");
+  TR_CHECK(link("ut_lb", "ut_la") == 0, "relink");
+  TR_CHECK(unlink("ut_lb") == 0 && unlink("ut_la") == 0, "final unlinks");
 }
 
 // An unlinked file stays readable and writable while it is open.
@@ -77,15 +77,15 @@ static void test_fs_unlink_open_file(void)
 {
   ut_write_file("ut_ghost", "still here", 10);
   int fd = open("ut_ghost", O_RDWR);
-  UT_CHECK(fd >= 0, "open");
-  UT_CHECK(unlink("ut_ghost") == 0, "unlink");
-  UT_CHECK(open("ut_ghost", O_RDONLY) == -1, "name still visible");
+  TR_CHECK(fd >= 0, "open");
+  TR_CHECK(unlink("ut_ghost") == 0, "unlink");
+  TR_CHECK(open("ut_ghost", O_RDONLY) == -1, "name still visible");
   char buf[16];
-  UT_CHECK(read(fd, buf, sizeof buf) == 10 && memcmp(buf, "still here", 10) == 0,
+  TR_CHECK(read(fd, buf, sizeof buf) == 10 && memcmp(buf, "still here", 10) == 0,
            "data gone after unlink");
-  UT_CHECK(write(fd, "!", 1) == 1, "write after unlink");
+  TR_CHECK(write(fd, "!", 1) == 1, "write after unlink");
   struct stat st;
-  UT_CHECK(fstat(fd, &st) == 0 && st.nlink == 0 && st.size == 11,
+  TR_CHECK(fstat(fd, &st) == 0 && st.nlink == 0 && st.size == 11,
            "fstat nlink %d size %lu", st.nlink, st.size);
   close(fd);
 }
@@ -96,20 +96,20 @@ static void test_fs_nested_dirs(void)
   unlink("ut_d1/d2/d3");
   unlink("ut_d1/d2");
   unlink("ut_d1");
-  UT_CHECK(mkdir("ut_d1") == 0 && mkdir("ut_d1/d2") == 0 &&
+  TR_CHECK(mkdir("ut_d1") == 0 && mkdir("ut_d1/d2") == 0 &&
            mkdir("ut_d1/d2/d3") == 0, "mkdir chain");
-  UT_CHECK(mkdir("ut_d1") == -1, "mkdir over an existing name");
-  UT_CHECK(mkdir("ut_nodir/x") == -1, "mkdir in a missing directory");
+  TR_CHECK(mkdir("ut_d1") == -1, "mkdir over an existing name");
+  TR_CHECK(mkdir("ut_nodir/x") == -1, "mkdir in a missing directory");
   ut_write_file("ut_d1/d2/d3/f", "deep", 4);
-  UT_CHECK(chdir("ut_d1/d2") == 0, "chdir");
+  TR_CHECK(chdir("ut_d1/d2") == 0, "chdir");
   char buf[8];
-  UT_CHECK(ut_read_file("d3/f", buf, 8) == 4, "relative path after chdir");
-  UT_CHECK(chdir("d3/../../d2/./d3") == 0, "chdir through . and ..");
-  UT_CHECK(ut_read_file("f", buf, 8) == 4, "file via dot-dot path");
-  UT_CHECK(chdir("../../..") == 0, "chdir up");
+  TR_CHECK(ut_read_file("d3/f", buf, 8) == 4, "relative path after chdir");
+  TR_CHECK(chdir("d3/../../d2/./d3") == 0, "chdir through . and ..");
+  TR_CHECK(ut_read_file("f", buf, 8) == 4, "file via dot-dot path");
+  TR_CHECK(chdir("../../..") == 0, "chdir up");
   struct stat st;
-  UT_CHECK(stat("ut_d1/d2", &st) == 0 && st.type == T_DIR, "type of a dir");
-  UT_CHECK(unlink("ut_d1/d2/d3/f") == 0 && unlink("ut_d1/d2/d3") == 0 &&
+  TR_CHECK(stat("ut_d1/d2", &st) == 0 && st.type == T_DIR, "type of a dir");
+  TR_CHECK(unlink("ut_d1/d2/d3/f") == 0 && unlink("ut_d1/d2/d3") == 0 &&
            unlink("ut_d1/d2") == 0 && unlink("ut_d1") == 0, "cleanup");
 }
 
@@ -117,46 +117,46 @@ static void test_fs_unlink_nonempty_dir_fails(void)
 {
   unlink("ut_full/f");
   unlink("ut_full");
-  UT_CHECK(mkdir("ut_full") == 0, "mkdir");
+  TR_CHECK(mkdir("ut_full") == 0, "mkdir");
   ut_write_file("ut_full/f", "x", 1);
-  UT_CHECK(unlink("ut_full") == -1, "removed a non-empty directory");
-  UT_CHECK(file_size("ut_full/f") == 1, "contents damaged");
-  UT_CHECK(unlink("ut_full/f") == 0, "unlink the file");
-  UT_CHECK(unlink("ut_full") == 0, "empty directory not removable");
+  TR_CHECK(unlink("ut_full") == -1, "removed a non-empty directory");
+  TR_CHECK(file_size("ut_full/f") == 1, "contents damaged");
+  TR_CHECK(unlink("ut_full/f") == 0, "unlink the file");
+  TR_CHECK(unlink("ut_full") == 0, "empty directory not removable");
 }
 
 static void test_fs_dot_entries(void)
 {
   struct stat root, dot, dotdot;
-  UT_CHECK(stat("/", &root) == 0 && stat("/.", &dot) == 0 &&
+  TR_CHECK(stat("/", &root) == 0 && stat("/.", &dot) == 0 &&
            stat("/..", &dotdot) == 0, "stat of / . ..");
-  UT_CHECK(root.ino == dot.ino && root.ino == dotdot.ino,
+  TR_CHECK(root.ino == dot.ino && root.ino == dotdot.ino,
            "/, /. and /.. differ: %u %u %u", root.ino, dot.ino, dotdot.ino);
-  UT_CHECK(unlink(".") == -1 && unlink("..") == -1, "unlinked . or ..");
-  UT_CHECK(mkdir(".") == -1, "mkdir .");
-  UT_CHECK(open(".", O_RDWR) == -1 && open(".", O_WRONLY) == -1,
+  TR_CHECK(unlink(".") == -1 && unlink("..") == -1, "unlinked . or ..");
+  TR_CHECK(mkdir(".") == -1, "mkdir .");
+  TR_CHECK(open(".", O_RDWR) == -1 && open(".", O_WRONLY) == -1,
            "opened a directory for writing");
   int fd = open(".", O_RDONLY);
-  UT_CHECK(fd >= 0, "open . for reading");
+  TR_CHECK(fd >= 0, "open . for reading");
   struct dirent de;
-  UT_CHECK(read(fd, &de, sizeof de) == sizeof de, "read a dirent");
-  UT_CHECK(write(fd, &de, sizeof de) == -1, "wrote into a directory");
+  TR_CHECK(read(fd, &de, sizeof de) == sizeof de, "read a dirent");
+  TR_CHECK(write(fd, &de, sizeof de) == -1, "wrote into a directory");
   close(fd);
-  UT_CHECK(mkdir("ut_dots") == 0 || stat("ut_dots", &dot) == 0, "mkdir");
-  UT_CHECK(stat("ut_dots/..", &dotdot) == 0 && dotdot.ino == root.ino,
+  TR_CHECK(mkdir("ut_dots") == 0 || stat("ut_dots", &dot) == 0, "mkdir");
+  TR_CHECK(stat("ut_dots/..", &dotdot) == 0 && dotdot.ino == root.ino,
            "ut_dots/.. is not /");
-  UT_CHECK(unlink("ut_dots/.") == -1, "unlinked ut_dots/.");
-  UT_CHECK(unlink("ut_dots") == 0, "rmdir");
+  TR_CHECK(unlink("ut_dots/.") == -1, "unlinked ut_dots/.");
+  TR_CHECK(unlink("ut_dots") == 0, "rmdir");
 }
 
 static void test_fs_link_to_dir_fails(void)
 {
   unlink("ut_ldir");
   unlink("ut_ldir2");
-  UT_CHECK(mkdir("ut_ldir") == 0, "mkdir");
-  UT_CHECK(link("ut_ldir", "ut_ldir2") == -1, "hard link to a directory");
-  UT_CHECK(link("/", "ut_ldir2") == -1, "hard link to /");
-  UT_CHECK(unlink("ut_ldir") == 0, "rmdir");
+  TR_CHECK(mkdir("ut_ldir") == 0, "mkdir");
+  TR_CHECK(link("ut_ldir", "ut_ldir2") == -1, "hard link to a directory");
+  TR_CHECK(link("/", "ut_ldir2") == -1, "hard link to /");
+  TR_CHECK(unlink("ut_ldir") == 0, "rmdir");
 }
 
 // A name of exactly DIRSIZ bytes round-trips; longer names are either
@@ -168,22 +168,22 @@ static void test_fs_dirsiz_names(void)
   name[DIRSIZ] = 0;
   unlink(name);
   ut_write_file(name, "fits", 4);
-  UT_CHECK(file_size(name) == 4, "name of DIRSIZ bytes");
+  TR_CHECK(file_size(name) == 4, "name of DIRSIZ bytes");
   int fd = open(".", O_RDONLY), found = 0;
   struct dirent de;
   while (read(fd, &de, sizeof de) == sizeof de)
     found |= de.inum != 0 && memcmp(de.name, name, DIRSIZ) == 0;
   close(fd);
-  UT_CHECK(found, "DIRSIZ name not in the directory");
-  UT_CHECK(unlink(name) == 0, "unlink");
+  TR_CHECK(found, "DIRSIZ name not in the directory");
+  TR_CHECK(unlink(name) == 0, "unlink");
   memset(longer, 'm', sizeof longer - 1);
   longer[sizeof longer - 1] = 0;
   fd = open(longer, O_CREATE | O_RDWR);
   if (fd >= 0) {
     write(fd, "xy", 2);
     close(fd);
-    UT_CHECK(file_size(longer) == 2, "a long name does not find its file");
-    UT_CHECK(unlink(longer) == 0, "unlink long name");
+    TR_CHECK(file_size(longer) == 2, "a long name does not find its file");
+    TR_CHECK(unlink(longer) == 0, "unlink long name");
   }
 }
 
@@ -192,15 +192,15 @@ static void test_fs_path_too_long_fails(void)
   static char path[4200];
   memset(path, 'a', sizeof path - 1);
   path[sizeof path - 1] = 0;
-  UT_CHECK(open(path, O_CREATE | O_RDWR) == -1, "open of a 4 KiB name");
+  TR_CHECK(open(path, O_CREATE | O_RDWR) == -1, "open of a 4 KiB name");
   for (int i = 0; i + 2 < (int)sizeof path; i += 2) {
     path[i] = 'd';
     path[i + 1] = '/';
   }
-  UT_CHECK(open(path, O_RDONLY) == -1, "open of a 4 KiB path");
-  UT_CHECK(mkdir(path) == -1, "mkdir of a 4 KiB path");
-  UT_CHECK(chdir(path) == -1, "chdir to a 4 KiB path");
-  UT_CHECK(unlink(path) == -1, "unlink of a 4 KiB path");
+  TR_CHECK(open(path, O_RDONLY) == -1, "open of a 4 KiB path");
+  TR_CHECK(mkdir(path) == -1, "mkdir of a 4 KiB path");
+  TR_CHECK(chdir(path) == -1, "chdir to a 4 KiB path");
+  TR_CHECK(unlink(path) == -1, "unlink of a 4 KiB path");
 }
 
 static void test_fs_many_files_in_dir(void)
@@ -217,16 +217,16 @@ static void test_fs_many_files_in_dir(void)
   while (read(fd, &de, sizeof de) == sizeof de)
     count += de.inum != 0 && de.name[0] == 'f';
   close(fd);
-  UT_CHECK(count == N, "directory lists %d of %d files", count, N);
+  TR_CHECK(count == N, "directory lists %d of %d files", count, N);
   for (int i = 0; i < N; i++) {
     char buf[32];
     snprintf(path, sizeof path, "ut_many/f%d", i);
     int n = ut_read_file(path, buf, sizeof buf);
-    UT_CHECK(n == (int)strlen(path) && memcmp(buf, path, n) == 0,
+    TR_CHECK(n == (int)strlen(path) && memcmp(buf, path, n) == 0,
              "%s has the wrong contents", path);
-    UT_CHECK(unlink(path) == 0, "unlink %s", path);
+    TR_CHECK(unlink(path) == 0, "unlink %s", path);
   }
-  UT_CHECK(unlink("ut_many") == 0, "directory not empty after unlinks");
+  TR_CHECK(unlink("ut_many") == 0, "directory not empty after unlinks");
 }
 
 // 16 MiB written in 64 KiB pieces, read back and compared.
@@ -234,47 +234,47 @@ static void test_fs_big_file_16mib(void)
 {
   enum { PIECE = 64 * 1024, TOTAL = 16 << 20 };
   unsigned char *buf = malloc(PIECE);
-  UT_CHECK(buf != NULL, "malloc");
+  TR_CHECK(buf != NULL, "malloc");
   int fd = open("ut_big", O_CREATE | O_TRUNC | O_WRONLY);
-  UT_CHECK(fd >= 0, "create");
+  TR_CHECK(fd >= 0, "create");
   for (int k = 0; k < TOTAL / PIECE; k++) {
     ut_fill_pattern(buf, PIECE, k);
     int n = write(fd, buf, PIECE);
-    UT_CHECK(n == PIECE, "write %d returned %d (at %d KiB)", k, n,
+    TR_CHECK(n == PIECE, "write %d returned %d (at %d KiB)", k, n,
              k * (PIECE / 1024));
   }
   close(fd);
-  UT_CHECK(file_size("ut_big") == TOTAL, "size %d", file_size("ut_big"));
+  TR_CHECK(file_size("ut_big") == TOTAL, "size %d", file_size("ut_big"));
   fd = open("ut_big", O_RDONLY);
   for (int k = 0; k < TOTAL / PIECE; k++) {
     int got = 0, n;
     while (got < PIECE && (n = read(fd, buf + got, PIECE - got)) > 0)
       got += n;
-    UT_CHECK(got == PIECE, "short read in piece %d", k);
+    TR_CHECK(got == PIECE, "short read in piece %d", k);
     int bad = ut_check_pattern(buf, PIECE, k);
-    UT_CHECK(bad < 0, "wrong byte at %d", k * PIECE + bad);
+    TR_CHECK(bad < 0, "wrong byte at %d", k * PIECE + bad);
   }
   char c;
-  UT_CHECK(read(fd, &c, 1) == 0, "data past the end");
+  TR_CHECK(read(fd, &c, 1) == 0, "data past the end");
   close(fd);
-  UT_CHECK(unlink("ut_big") == 0, "unlink");
+  TR_CHECK(unlink("ut_big") == 0, "unlink");
 }
 
 static void test_fs_truncate_on_open(void)
 {
   ut_write_file("ut_trunc", "a long first version", 20);
   int fd = open("ut_trunc", O_WRONLY | O_TRUNC);
-  UT_CHECK(fd >= 0, "open O_TRUNC");
+  TR_CHECK(fd >= 0, "open O_TRUNC");
   struct stat st;
-  UT_CHECK(fstat(fd, &st) == 0 && st.size == 0, "size %lu after O_TRUNC",
+  TR_CHECK(fstat(fd, &st) == 0 && st.size == 0, "size %lu after O_TRUNC",
            st.size);
   write(fd, "v2", 2);
   close(fd);
   fd = open("ut_trunc", O_CREATE | O_RDWR);   // O_CREATE alone keeps data
-  UT_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.size == 2,
+  TR_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.size == 2,
            "O_CREATE on an existing file changed its size to %lu", st.size);
   close(fd);
-  UT_CHECK(unlink("ut_trunc") == 0, "unlink");
+  TR_CHECK(unlink("ut_trunc") == 0, "unlink");
 }
 
 // Append by reading to the end, then writing; reopen and check.
@@ -284,15 +284,15 @@ static void test_fs_append_by_reopen(void)
   unlink("ut_append");
   for (int i = 0; i < 5; i++) {
     int fd = open("ut_append", O_CREATE | O_RDWR);
-    UT_CHECK(fd >= 0, "open %d", i);
+    TR_CHECK(fd >= 0, "open %d", i);
     while (read(fd, buf, sizeof buf) > 0)
       ;
     char line[4] = { 'L', (char)('0' + i), '\n', 0 };
-    UT_CHECK(write(fd, line, 3) == 3, "append %d", i);
+    TR_CHECK(write(fd, line, 3) == 3, "append %d", i);
     close(fd);
   }
   int n = ut_read_file("ut_append", buf, sizeof buf);
-  UT_CHECK(n == 15 && memcmp(buf, "L0\nL1\nL2\nL3\nL4\n", 15) == 0,
+  TR_CHECK(n == 15 && memcmp(buf, "L0\nL1\nL2\nL3\nL4\n", 15) == 0,
            "appended file has %d bytes", n);
   unlink("ut_append");
 }
@@ -300,47 +300,47 @@ static void test_fs_append_by_reopen(void)
 static void test_fs_open_edge_cases(void)
 {
   ut_write_file("ut_plain", "x", 1);
-  UT_CHECK(open("ut_plain/child", O_RDONLY) == -1, "file used as a directory");
-  UT_CHECK(open("ut_plain/child", O_CREATE | O_RDWR) == -1,
+  TR_CHECK(open("ut_plain/child", O_RDONLY) == -1, "file used as a directory");
+  TR_CHECK(open("ut_plain/child", O_CREATE | O_RDWR) == -1,
            "created inside a file");
-  UT_CHECK(open("ut_nodir/f", O_CREATE | O_RDWR) == -1,
+  TR_CHECK(open("ut_nodir/f", O_CREATE | O_RDWR) == -1,
            "created in a missing directory");
-  UT_CHECK(chdir("ut_plain") == -1, "chdir into a file");
-  UT_CHECK(chdir("ut_nodir") == -1, "chdir into nothing");
-  UT_CHECK(mkdir("ut_plain") == -1, "mkdir over a file");
-  UT_CHECK(unlink("ut_plain") == 0, "unlink");
+  TR_CHECK(chdir("ut_plain") == -1, "chdir into a file");
+  TR_CHECK(chdir("ut_nodir") == -1, "chdir into nothing");
+  TR_CHECK(mkdir("ut_plain") == -1, "mkdir over a file");
+  TR_CHECK(unlink("ut_plain") == 0, "unlink");
 }
 
 static void test_fs_mknod_console(void)
 {
   unlink("ut_cons");
-  UT_CHECK(mknod("ut_cons", DEV_CONSOLE, 0) == 0, "mknod");
-  UT_CHECK(mknod("ut_cons", DEV_CONSOLE, 0) == -1, "mknod over a name");
+  TR_CHECK(mknod("ut_cons", DEV_CONSOLE, 0) == 0, "mknod");
+  TR_CHECK(mknod("ut_cons", DEV_CONSOLE, 0) == -1, "mknod over a name");
   int fd = open("ut_cons", O_WRONLY);
   struct stat st;
-  UT_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.type == T_DEVICE,
+  TR_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.type == T_DEVICE,
            "device node type %d", st.type);
-  UT_CHECK(write(fd, "", 0) == 0, "zero-length console write");
+  TR_CHECK(write(fd, "", 0) == 0, "zero-length console write");
   close(fd);
-  UT_CHECK(unlink("ut_cons") == 0, "unlink");
+  TR_CHECK(unlink("ut_cons") == 0, "unlink");
 }
 
-const struct ut_test ut_fs_tests[] = {
-  { "fs_create_write_read", test_fs_create_write_read, UT_QUICK, 0 },
-  { "fs_odd_offsets", test_fs_odd_offsets, UT_QUICK, 0 },
-  { "fs_link_and_unlink", test_fs_link_and_unlink, UT_QUICK, 0 },
-  { "fs_unlink_open_file", test_fs_unlink_open_file, UT_QUICK, 0 },
-  { "fs_nested_dirs", test_fs_nested_dirs, UT_QUICK, 0 },
-  { "fs_unlink_nonempty_dir_fails", test_fs_unlink_nonempty_dir_fails, UT_QUICK, 0 },
-  { "fs_dot_entries", test_fs_dot_entries, UT_QUICK, 0 },
-  { "fs_link_to_dir_fails", test_fs_link_to_dir_fails, UT_QUICK, 0 },
-  { "fs_dirsiz_names", test_fs_dirsiz_names, UT_QUICK, 0 },
-  { "fs_path_too_long_fails", test_fs_path_too_long_fails, UT_QUICK, 0 },
-  { "fs_many_files_in_dir", test_fs_many_files_in_dir, UT_QUICK, 0 },
-  { "fs_big_file_16mib", test_fs_big_file_16mib, UT_SLOW, 300 },
-  { "fs_truncate_on_open", test_fs_truncate_on_open, UT_QUICK, 0 },
-  { "fs_append_by_reopen", test_fs_append_by_reopen, UT_QUICK, 0 },
-  { "fs_open_edge_cases", test_fs_open_edge_cases, UT_QUICK, 0 },
-  { "fs_mknod_console", test_fs_mknod_console, UT_QUICK, 0 },
+const struct tr_case ut_fs_tests[] = {
+  { "fs_create_write_read", test_fs_create_write_read, TR_QUICK, 0 },
+  { "fs_odd_offsets", test_fs_odd_offsets, TR_QUICK, 0 },
+  { "fs_link_and_unlink", test_fs_link_and_unlink, TR_QUICK, 0 },
+  { "fs_unlink_open_file", test_fs_unlink_open_file, TR_QUICK, 0 },
+  { "fs_nested_dirs", test_fs_nested_dirs, TR_QUICK, 0 },
+  { "fs_unlink_nonempty_dir_fails", test_fs_unlink_nonempty_dir_fails, TR_QUICK, 0 },
+  { "fs_dot_entries", test_fs_dot_entries, TR_QUICK, 0 },
+  { "fs_link_to_dir_fails", test_fs_link_to_dir_fails, TR_QUICK, 0 },
+  { "fs_dirsiz_names", test_fs_dirsiz_names, TR_QUICK, 0 },
+  { "fs_path_too_long_fails", test_fs_path_too_long_fails, TR_QUICK, 0 },
+  { "fs_many_files_in_dir", test_fs_many_files_in_dir, TR_QUICK, 0 },
+  { "fs_big_file_16mib", test_fs_big_file_16mib, TR_SLOW, 300 },
+  { "fs_truncate_on_open", test_fs_truncate_on_open, TR_QUICK, 0 },
+  { "fs_append_by_reopen", test_fs_append_by_reopen, TR_QUICK, 0 },
+  { "fs_open_edge_cases", test_fs_open_edge_cases, TR_QUICK, 0 },
+  { "fs_mknod_console", test_fs_mknod_console, TR_QUICK, 0 },
   { NULL },
 };

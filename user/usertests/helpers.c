@@ -5,31 +5,10 @@
 // up to two seconds until the count is back to the baseline.
 #include "ut.h"
 
-int ut_report_fd = -1;
-
-void ut_fail(int line, const char *fmt, ...)
-{
-  char why[200];
-  int n = snprintf(why, sizeof why, "line %d: ", line);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why + n, sizeof why - n, fmt, ap);
-  va_end(ap);
-  for (char *c = why; *c; c++) {   // the runner's record ends at '\n'
-    if (*c == '\n')
-      *c = ' ';
-  }
-  if (ut_report_fd >= 0)
-    write(ut_report_fd, why, strlen(why));
-  else
-    fprintf(STDERR, "%s\n", why);
-  exit(1);
-}
-
 static struct sysinfo read_sysinfo(void)
 {
   struct sysinfo info;
-  UT_CHECK(sysinfo(&info) == 0, "sysinfo failed");
+  TR_CHECK(sysinfo(&info) == 0, "sysinfo failed");
   return info;
 }
 
@@ -66,7 +45,7 @@ unsigned int ut_settle_nproc(unsigned int baseline)
 int ut_fork(void)
 {
   int pid = fork();
-  UT_CHECK(pid >= 0, "fork failed");
+  TR_CHECK(pid >= 0, "fork failed");
   return pid;
 }
 
@@ -75,7 +54,7 @@ int ut_wait_for(int pid)
 {
   int status = -12345;
   int got = wait(&status);
-  UT_CHECK(got == pid, "wait returned %d, expected child %d", got, pid);
+  TR_CHECK(got == pid, "wait returned %d, expected child %d", got, pid);
   return status;
 }
 
@@ -87,8 +66,8 @@ unsigned long ut_now_ms(void)
 void ut_write_file(const char *path, const void *data, int n)
 {
   int fd = open(path, O_CREATE | O_TRUNC | O_WRONLY);
-  UT_CHECK(fd >= 0, "cannot create %s", path);
-  UT_CHECK(write(fd, data, n) == n, "short write to %s", path);
+  TR_CHECK(fd >= 0, "cannot create %s", path);
+  TR_CHECK(write(fd, data, n) == n, "short write to %s", path);
   close(fd);
 }
 
@@ -110,7 +89,7 @@ int ut_read_file(const char *path, void *buf, int size)
 int ut_run_capture(char **argv, char *out, int size, int *out_len)
 {
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe failed");
+  TR_CHECK(pipe(p) == 0, "pipe failed");
   int pid = ut_fork();
   if (pid == 0) {
     close(p[0]);

@@ -5,20 +5,20 @@ static void test_mem_sbrk_grow_shrink(void)
 {
   char *start = sbrk(0);
   char *p = sbrk(3 * PGSIZE + 100);
-  UT_CHECK(p == start, "sbrk returned %p, the old break was %p", p, start);
-  UT_CHECK(sbrk(0) == start + 3 * PGSIZE + 100, "break did not move");
+  TR_CHECK(p == start, "sbrk returned %p, the old break was %p", p, start);
+  TR_CHECK(sbrk(0) == start + 3 * PGSIZE + 100, "break did not move");
   memset(p, 0x5a, 3 * PGSIZE + 100);
-  UT_CHECK(p[3 * PGSIZE + 99] == 0x5a, "new memory not writable");
-  UT_CHECK(sbrk(-(3 * PGSIZE + 100)) == start + 3 * PGSIZE + 100,
+  TR_CHECK(p[3 * PGSIZE + 99] == 0x5a, "new memory not writable");
+  TR_CHECK(sbrk(-(3 * PGSIZE + 100)) == start + 3 * PGSIZE + 100,
            "shrinking sbrk must return the old break");
-  UT_CHECK(sbrk(0) == start, "break did not come back");
+  TR_CHECK(sbrk(0) == start, "break did not come back");
   // Pages that were released and come back must be zero; only the part of
   // the old break's page that stayed mapped may keep our bytes.
   char *again = sbrk(2 * PGSIZE);
-  UT_CHECK(again == start, "regrow at %p", again);
+  TR_CHECK(again == start, "regrow at %p", again);
   char *fresh = (char *)PGROUNDUP((unsigned long)start);
   for (char *c = fresh; c < fresh + PGSIZE; c++)
-    UT_CHECK(*c == 0, "regrown page not zeroed at %p", c);
+    TR_CHECK(*c == 0, "regrown page not zeroed at %p", c);
 }
 
 // After shrinking, touching the released memory kills the process.
@@ -34,7 +34,7 @@ static void test_mem_sbrk_shrink_unmaps(void)
     *(volatile char *)(released + PGSIZE) = 2;
     exit(0);
   }
-  UT_CHECK(ut_wait_for(pid) != 0, "wrote to memory released by sbrk");
+  TR_CHECK(ut_wait_for(pid) != 0, "wrote to memory released by sbrk");
 }
 
 // Grows until the kernel says no, in the child; then frees everything.
@@ -42,7 +42,7 @@ static void test_mem_out_of_memory(void)
 {
   unsigned long before = ut_freepages();
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     long got = 0;
@@ -67,24 +67,24 @@ static void test_mem_out_of_memory(void)
   read(p[0], &at_limit, sizeof at_limit);
   read(p[0], &released, sizeof released);
   close(p[0]);
-  UT_CHECK(ut_wait_for(pid) == 0, "child died while exhausting memory");
+  TR_CHECK(ut_wait_for(pid) == 0, "child died while exhausting memory");
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(got >= (8 << 20), "only %ld bytes before sbrk failed", got);
-  UT_CHECK(at_limit < 1024, "%lu pages still free when sbrk failed", at_limit);
+  TR_CHECK(got >= (8 << 20), "only %ld bytes before sbrk failed", got);
+  TR_CHECK(at_limit < 1024, "%lu pages still free when sbrk failed", at_limit);
   // Page-table pages may stay until exit; everything else comes back.
-  UT_CHECK(released + before / 128 >= before,
+  TR_CHECK(released + before / 128 >= before,
            "shrinking returned only to %lu of %lu", released, before);
-  UT_CHECK(after >= before, "%lu pages lost after exit", before - after);
+  TR_CHECK(after >= before, "%lu pages lost after exit", before - after);
 }
 
 static void test_mem_sbrk_hostile_sizes(void)
 {
   char *start = sbrk(0);
-  UT_CHECK(sbrk(0x7fffffff) == (char *)-1, "sbrk(2 GiB) succeeded");
-  UT_CHECK(sbrk(-0x7fffffff) == (char *)-1, "sbrk(-2 GiB) succeeded");
-  UT_CHECK(sbrk(0) == start, "failed sbrk moved the break");
+  TR_CHECK(sbrk(0x7fffffff) == (char *)-1, "sbrk(2 GiB) succeeded");
+  TR_CHECK(sbrk(-0x7fffffff) == (char *)-1, "sbrk(-2 GiB) succeeded");
+  TR_CHECK(sbrk(0) == start, "failed sbrk moved the break");
   char *p = malloc(100);
-  UT_CHECK(p != NULL, "heap unusable after failed sbrk");
+  TR_CHECK(p != NULL, "heap unusable after failed sbrk");
 }
 
 static void test_mem_write_to_text_faults(void)
@@ -94,7 +94,7 @@ static void test_mem_write_to_text_faults(void)
     *(volatile unsigned char *)test_mem_sbrk_hostile_sizes = 0;
     exit(0);
   }
-  UT_CHECK(ut_wait_for(pid) != 0, "wrote into the text segment");
+  TR_CHECK(ut_wait_for(pid) != 0, "wrote into the text segment");
 }
 
 static void test_mem_null_deref_faults(void)
@@ -106,7 +106,7 @@ static void test_mem_null_deref_faults(void)
     volatile unsigned long zero = 0;
     exit(*(volatile int *)zero == 12345 ? 0 : 0);
   }
-  UT_CHECK(ut_wait_for(pid) != 0, "read from address 0 did not fault");
+  TR_CHECK(ut_wait_for(pid) != 0, "read from address 0 did not fault");
 }
 
 static void test_mem_kernel_address_faults(void)
@@ -116,7 +116,7 @@ static void test_mem_kernel_address_faults(void)
     *(volatile int *)KERNBASE = 1;
     exit(0);
   }
-  UT_CHECK(ut_wait_for(pid) != 0, "wrote to the kernel's memory");
+  TR_CHECK(ut_wait_for(pid) != 0, "wrote to the kernel's memory");
 }
 
 // The kernel maps its RAM, PCI memory, devices and stacks into every
@@ -133,7 +133,7 @@ static void test_mem_kernel_regions_fault(void)
         if (write) *k = 0x55;
         exit(write ? 0 : *k == 0x12 ? 0 : 0);
       }
-      UT_CHECK(ut_wait_for(pid) != 0, "%s %p from user mode did not fault",
+      TR_CHECK(ut_wait_for(pid) != 0, "%s %p from user mode did not fault",
                write ? "wrote" : "read", (void *)regions[i]);
     }
   }
@@ -142,7 +142,7 @@ static void test_mem_kernel_regions_fault(void)
 static int hart_now(void)
 {
   struct sysinfo si;
-  UT_CHECK(sysinfo(&si) == 0, "sysinfo");
+  TR_CHECK(sysinfo(&si) == 0, "sysinfo");
   return (int)si.hart;
 }
 
@@ -172,7 +172,7 @@ static volatile char *touch_while_moving(int rounds, unsigned *harts)
 static void test_mem_shrink_unmaps_on_every_hart(void)
 {
   struct sysinfo si;
-  UT_CHECK(sysinfo(&si) == 0, "sysinfo");
+  TR_CHECK(sysinfo(&si) == 0, "sysinfo");
   if (si.ncpu < 2) return;       // one hart: test_mem_sbrk_shrink_unmaps covers it
   enum { NEVER_MOVED = 3 };
   int moved = 0;
@@ -194,13 +194,13 @@ static void test_mem_shrink_unmaps_on_every_hart(void)
       exit(NEVER_MOVED);
     }
     int status = ut_wait_for(pid);
-    UT_CHECK(status != 0, "round %d: wrote to a page sbrk released, on another hart", round);
+    TR_CHECK(status != 0, "round %d: wrote to a page sbrk released, on another hart", round);
     moved += status != NEVER_MOVED;
   }
-  UT_CHECK(moved > 0, "the process never moved to another hart: nothing was tested");
+  TR_CHECK(moved > 0, "the process never moved to another hart: nothing was tested");
 }
 
-// A process slot's page-table root outlives its process (kernel/vm.h): the
+// A process slot's page-table root outlives its process (kernel/core/vm.h): the
 // next process in the slot must not reach its predecessor's pages.
 static void test_mem_next_process_in_slot_sees_nothing(void)
 {
@@ -211,11 +211,11 @@ static void test_mem_next_process_in_slot_sees_nothing(void)
       touch_while_moving(4, NULL)[0] = 0x5a;
       exit(0);
     }
-    UT_CHECK(ut_wait_for(pid) == 0, "round %d: toucher failed", round);
+    TR_CHECK(ut_wait_for(pid) == 0, "round %d: toucher failed", round);
     pid = ut_fork();             // most likely in the slot just freed
     if (pid == 0)
       exit(*(volatile char *)page == 0x5a ? 0 : 0);
-    UT_CHECK(ut_wait_for(pid) != 0, "round %d: read the exited process's page", round);
+    TR_CHECK(ut_wait_for(pid) != 0, "round %d: read the exited process's page", round);
   }
 }
 
@@ -230,7 +230,7 @@ static void test_mem_malloc_stress(void)
     x = x * 1103515245u + 12345u;
     int i = (x >> 8) % SLOTS;
     if (blocks[i]) {
-      UT_CHECK(blocks[i][0] == (unsigned char)sizes[i] &&
+      TR_CHECK(blocks[i][0] == (unsigned char)sizes[i] &&
                blocks[i][sizes[i] - 1] == (unsigned char)i,
                "block %d (%d bytes) corrupted", i, sizes[i]);
       if (x & 1) {
@@ -240,35 +240,35 @@ static void test_mem_malloc_stress(void)
       }
       int grown = sizes[i] * 2;
       blocks[i] = realloc(blocks[i], grown);
-      UT_CHECK(blocks[i] && blocks[i][0] == (unsigned char)sizes[i],
+      TR_CHECK(blocks[i] && blocks[i][0] == (unsigned char)sizes[i],
                "realloc lost the contents");
       sizes[i] = grown;
     } else {
       sizes[i] = 1 + (x >> 16) % 3000;
       blocks[i] = malloc(sizes[i]);
-      UT_CHECK(blocks[i] != NULL, "malloc(%d) failed", sizes[i]);
+      TR_CHECK(blocks[i] != NULL, "malloc(%d) failed", sizes[i]);
     }
     memset(blocks[i], 0xee, sizes[i]);
     blocks[i][0] = (unsigned char)sizes[i];
     blocks[i][sizes[i] - 1] = (unsigned char)i;
   }
   unsigned char *z = calloc(100, 40);
-  UT_CHECK(z != NULL, "calloc");
+  TR_CHECK(z != NULL, "calloc");
   for (int i = 0; i < 4000; i++)
-    UT_CHECK(z[i] == 0, "calloc memory not zero at %d", i);
+    TR_CHECK(z[i] == 0, "calloc memory not zero at %d", i);
 }
 
-const struct ut_test ut_mem_tests[] = {
-  { "mem_sbrk_grow_shrink", test_mem_sbrk_grow_shrink, UT_QUICK, 0 },
-  { "mem_sbrk_shrink_unmaps", test_mem_sbrk_shrink_unmaps, UT_QUICK, 0 },
-  { "mem_out_of_memory", test_mem_out_of_memory, UT_QUICK, 120 },
-  { "mem_sbrk_hostile_sizes", test_mem_sbrk_hostile_sizes, UT_QUICK, 0 },
-  { "mem_write_to_text_faults", test_mem_write_to_text_faults, UT_QUICK, 0 },
-  { "mem_null_deref_faults", test_mem_null_deref_faults, UT_QUICK, 0 },
-  { "mem_kernel_address_faults", test_mem_kernel_address_faults, UT_QUICK, 0 },
-  { "mem_kernel_regions_fault", test_mem_kernel_regions_fault, UT_QUICK, 0 },
-  { "mem_shrink_unmaps_on_every_hart", test_mem_shrink_unmaps_on_every_hart, UT_QUICK, 0 },
-  { "mem_next_process_in_slot_sees_nothing", test_mem_next_process_in_slot_sees_nothing, UT_QUICK, 0 },
-  { "mem_malloc_stress", test_mem_malloc_stress, UT_QUICK, 0 },
+const struct tr_case ut_mem_tests[] = {
+  { "mem_sbrk_grow_shrink", test_mem_sbrk_grow_shrink, TR_QUICK, 0 },
+  { "mem_sbrk_shrink_unmaps", test_mem_sbrk_shrink_unmaps, TR_QUICK, 0 },
+  { "mem_out_of_memory", test_mem_out_of_memory, TR_QUICK, 120 },
+  { "mem_sbrk_hostile_sizes", test_mem_sbrk_hostile_sizes, TR_QUICK, 0 },
+  { "mem_write_to_text_faults", test_mem_write_to_text_faults, TR_QUICK, 0 },
+  { "mem_null_deref_faults", test_mem_null_deref_faults, TR_QUICK, 0 },
+  { "mem_kernel_address_faults", test_mem_kernel_address_faults, TR_QUICK, 0 },
+  { "mem_kernel_regions_fault", test_mem_kernel_regions_fault, TR_QUICK, 0 },
+  { "mem_shrink_unmaps_on_every_hart", test_mem_shrink_unmaps_on_every_hart, TR_QUICK, 0 },
+  { "mem_next_process_in_slot_sees_nothing", test_mem_next_process_in_slot_sees_nothing, TR_QUICK, 0 },
+  { "mem_malloc_stress", test_mem_malloc_stress, TR_QUICK, 0 },
   { NULL },
 };

@@ -10,7 +10,7 @@ static void send_pattern(int fd, int nbytes, unsigned seed)
   for (int sent = 0, k = 0; sent < nbytes; sent += CHUNK, k++) {
     int n = nbytes - sent < CHUNK ? nbytes - sent : CHUNK;
     ut_fill_pattern(buf, n, seed + k);
-    UT_CHECK(write(fd, buf, n) == n, "short pipe write at %d", sent);
+    TR_CHECK(write(fd, buf, n) == n, "short pipe write at %d", sent);
   }
 }
 
@@ -27,7 +27,7 @@ static int receive_pattern(int fd, int nbytes, unsigned seed)
     if (fill == 0)
       break;
     int bad = ut_check_pattern(buf, fill, seed + k);
-    UT_CHECK(bad < 0, "byte %d of the stream is wrong", got + bad);
+    TR_CHECK(bad < 0, "byte %d of the stream is wrong", got + bad);
     got += fill;
     k++;
   }
@@ -38,7 +38,7 @@ static void test_pipe_large_transfer(void)
 {
   enum { TOTAL = 1 << 20 };
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     close(p[0]);
@@ -48,23 +48,23 @@ static void test_pipe_large_transfer(void)
   close(p[1]);
   int got = receive_pattern(p[0], TOTAL + 1, 7);
   close(p[0]);
-  UT_CHECK(ut_wait_for(pid) == 0, "writer failed");
-  UT_CHECK(got == TOTAL, "received %d of %d bytes", got, TOTAL);
+  TR_CHECK(ut_wait_for(pid) == 0, "writer failed");
+  TR_CHECK(got == TOTAL, "received %d of %d bytes", got, TOTAL);
 }
 
 static void test_pipe_eof_after_writers_close(void)
 {
   int p[2];
   char buf[8];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     write(p[1], "last", 4);
     exit(0);   // closes the child's copy of p[1]
   }
   close(p[1]);
-  UT_CHECK(read(p[0], buf, sizeof buf) == 4, "data before EOF");
-  UT_CHECK(read(p[0], buf, sizeof buf) == 0, "no EOF after writers closed");
+  TR_CHECK(read(p[0], buf, sizeof buf) == 4, "data before EOF");
+  TR_CHECK(read(p[0], buf, sizeof buf) == 0, "no EOF after writers closed");
   close(p[0]);
   ut_wait_for(pid);
 }
@@ -74,7 +74,7 @@ static void test_pipe_write_without_reader_fails(void)
 {
   int p[2];
   static char buf[4096];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   close(p[0]);
   int pid = ut_fork();
   if (pid == 0) {
@@ -85,14 +85,14 @@ static void test_pipe_write_without_reader_fails(void)
     exit(1);
   }
   close(p[1]);
-  UT_CHECK(ut_wait_for(pid) == 0, "256 KiB written into a pipe with no reader");
+  TR_CHECK(ut_wait_for(pid) == 0, "256 KiB written into a pipe with no reader");
 }
 
 // The reader goes away while the writer is blocked on a full pipe.
 static void test_pipe_reader_exits_mid_stream(void)
 {
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int reader = ut_fork();
   if (reader == 0) {
     char buf[100];
@@ -107,7 +107,7 @@ static void test_pipe_reader_exits_mid_stream(void)
     failed = write(p[1], buf, sizeof buf) < 0;
   close(p[1]);
   ut_wait_for(reader);
-  UT_CHECK(failed, "writes kept succeeding after the reader exited");
+  TR_CHECK(failed, "writes kept succeeding after the reader exited");
 }
 
 // Many pipes at once; all pages come back when they are closed.
@@ -115,7 +115,7 @@ static void test_pipe_many_open_pipes(void)
 {
   int fds[64], n = 0;
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");   // warm up
+  TR_CHECK(pipe(p) == 0, "pipe");   // warm up
   close(p[0]);
   close(p[1]);
   unsigned long before = ut_freepages();
@@ -123,18 +123,18 @@ static void test_pipe_many_open_pipes(void)
     write(fds[n + 1], "q", 1);
     n += 2;
   }
-  UT_CHECK(n >= 8, "only %d pipes", n / 2);
+  TR_CHECK(n >= 8, "only %d pipes", n / 2);
   for (int i = 0; i < n; i++)
     close(fds[i]);
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(after >= before, "%lu pages lost by %d pipes", before - after, n / 2);
+  TR_CHECK(after >= before, "%lu pages lost by %d pipes", before - after, n / 2);
 }
 
-const struct ut_test ut_pipe_tests[] = {
-  { "pipe_large_transfer", test_pipe_large_transfer, UT_QUICK, 0 },
-  { "pipe_eof_after_writers_close", test_pipe_eof_after_writers_close, UT_QUICK, 0 },
-  { "pipe_write_without_reader_fails", test_pipe_write_without_reader_fails, UT_QUICK, 0 },
-  { "pipe_reader_exits_mid_stream", test_pipe_reader_exits_mid_stream, UT_QUICK, 0 },
-  { "pipe_many_open_pipes", test_pipe_many_open_pipes, UT_QUICK, 0 },
+const struct tr_case ut_pipe_tests[] = {
+  { "pipe_large_transfer", test_pipe_large_transfer, TR_QUICK, 0 },
+  { "pipe_eof_after_writers_close", test_pipe_eof_after_writers_close, TR_QUICK, 0 },
+  { "pipe_write_without_reader_fails", test_pipe_write_without_reader_fails, TR_QUICK, 0 },
+  { "pipe_reader_exits_mid_stream", test_pipe_reader_exits_mid_stream, TR_QUICK, 0 },
+  { "pipe_many_open_pipes", test_pipe_many_open_pipes, TR_QUICK, 0 },
   { NULL },
 };

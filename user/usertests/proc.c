@@ -10,7 +10,7 @@ static void test_proc_wait_status_propagates(void)
     if (pid == 0)
       exit(statuses[i]);
     int got = ut_wait_for(pid);
-    UT_CHECK(got == statuses[i], "exit(%d) reached wait as %d",
+    TR_CHECK(got == statuses[i], "exit(%d) reached wait as %d",
              statuses[i], got);
   }
 }
@@ -27,18 +27,18 @@ static void test_proc_wait_many_children(void)
   for (int k = 0; k < N; k++) {
     int status, pid = wait(&status);
     int i = status - 10;
-    UT_CHECK(i >= 0 && i < N && pids[i] == pid && !seen[i],
+    TR_CHECK(i >= 0 && i < N && pids[i] == pid && !seen[i],
              "wait gave pid %d status %d", pid, status);
     seen[i] = 1;
   }
-  UT_CHECK(wait(NULL) == -1, "wait with no children left must fail");
+  TR_CHECK(wait(NULL) == -1, "wait with no children left must fail");
 }
 
 static void test_proc_wait_without_children_fails(void)
 {
-  UT_CHECK(wait(NULL) == -1, "wait returned a child that does not exist");
+  TR_CHECK(wait(NULL) == -1, "wait returned a child that does not exist");
   int status;
-  UT_CHECK(wait(&status) == -1, "wait(&status) with no children");
+  TR_CHECK(wait(&status) == -1, "wait(&status) with no children");
 }
 
 // Memory is copied at fork: the child's writes don't reach the parent.
@@ -46,7 +46,7 @@ static int shared_value = 1;
 static void test_proc_fork_copies_memory(void)
 {
   char *heap = malloc(8192);
-  UT_CHECK(heap != NULL, "malloc");
+  TR_CHECK(heap != NULL, "malloc");
   memset(heap, 'p', 8192);
   int pid = ut_fork();
   if (pid == 0) {
@@ -54,9 +54,9 @@ static void test_proc_fork_copies_memory(void)
     memset(heap, 'c', 8192);
     exit(shared_value == 2 && heap[8191] == 'c' ? 0 : 1);
   }
-  UT_CHECK(ut_wait_for(pid) == 0, "child did not see its own writes");
-  UT_CHECK(shared_value == 1, "child's write to data reached the parent");
-  UT_CHECK(heap[0] == 'p' && heap[8191] == 'p',
+  TR_CHECK(ut_wait_for(pid) == 0, "child did not see its own writes");
+  TR_CHECK(shared_value == 1, "child's write to data reached the parent");
+  TR_CHECK(heap[0] == 'p' && heap[8191] == 'p',
            "child's write to the heap reached the parent");
 }
 
@@ -65,11 +65,11 @@ static void check_killed_promptly(int pid)
 {
   sleep(5);
   unsigned long t0 = ut_now_ms();
-  UT_CHECK(kill(pid) == 0, "kill(%d) failed", pid);
+  TR_CHECK(kill(pid) == 0, "kill(%d) failed", pid);
   int status = ut_wait_for(pid);
   unsigned long took = ut_now_ms() - t0;
-  UT_CHECK(status != 0, "killed child exited with 0");
-  UT_CHECK(took < 1000, "killed child took %lu ms to die", took);
+  TR_CHECK(status != 0, "killed child exited with 0");
+  TR_CHECK(took < 1000, "killed child took %lu ms to die", took);
 }
 
 static void test_proc_kill_sleeping_child(void)
@@ -95,7 +95,7 @@ static void test_proc_kill_looping_child(void)
 static void test_proc_kill_blocked_reader(void)
 {
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     char c;
@@ -112,7 +112,7 @@ static void test_proc_kill_bad_pid_fails(void)
 {
   int pids[] = { -1, -100, 0x7fffffff, 99999 };
   for (int i = 0; i < 4; i++)
-    UT_CHECK(kill(pids[i]) == -1, "kill(%d) succeeded", pids[i]);
+    TR_CHECK(kill(pids[i]) == -1, "kill(%d) succeeded", pids[i]);
 }
 
 static void test_proc_kill_self(void)
@@ -124,7 +124,7 @@ static void test_proc_kill_self(void)
       sleep(1);   // the kill takes effect at the latest on return from here
     exit(0);
   }
-  UT_CHECK(ut_wait_for(pid) != 0, "a process survived killing itself");
+  TR_CHECK(ut_wait_for(pid) != 0, "a process survived killing itself");
 }
 
 // A child forks a grandchild and exits; init must reap the orphan.
@@ -144,7 +144,7 @@ static void test_proc_orphans_reaped(void)
   ut_wait_for(pid);
   sleep(20);
   unsigned int after = ut_settle_nproc(before);
-  UT_CHECK(after == before, "%u processes before, %u after the orphans died",
+  TR_CHECK(after == before, "%u processes before, %u after the orphans died",
            before, after);
 }
 
@@ -154,7 +154,7 @@ static void test_proc_fork_until_limit(void)
   unsigned int before = ut_nproc();
   unsigned long free_before = ut_freepages();
   int p[2], count = 0;
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   for (; count < 5000; count++) {
     int pid = fork();
     if (pid < 0)
@@ -169,12 +169,12 @@ static void test_proc_fork_until_limit(void)
   close(p[1]);
   close(p[0]);
   for (int i = 0; i < count; i++)
-    UT_CHECK(wait(NULL) > 0, "reaped only %d of %d children", i, count);
-  UT_CHECK(wait(NULL) == -1, "an extra child appeared");
-  UT_CHECK(count >= 8 && count < 5000, "fork succeeded %d times", count);
-  UT_CHECK(ut_settle_nproc(before) == before, "process count did not return");
+    TR_CHECK(wait(NULL) > 0, "reaped only %d of %d children", i, count);
+  TR_CHECK(wait(NULL) == -1, "an extra child appeared");
+  TR_CHECK(count >= 8 && count < 5000, "fork succeeded %d times", count);
+  TR_CHECK(ut_settle_nproc(before) == before, "process count did not return");
   unsigned long free_after = ut_settle_freepages(free_before);
-  UT_CHECK(free_after >= free_before, "lost %lu pages",
+  TR_CHECK(free_after >= free_before, "lost %lu pages",
            free_before - free_after);
 }
 
@@ -187,11 +187,11 @@ static void test_proc_exec_exit_frees_pages(void)
   ut_run_capture(argv, out, sizeof out, &len);   // warm up caches
   unsigned long before = ut_freepages();
   for (int i = 0; i < 5; i++) {
-    UT_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
-    UT_CHECK(len == 6 && memcmp(out, "hello\n", 6) == 0, "echo output");
+    TR_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
+    TR_CHECK(len == 6 && memcmp(out, "hello\n", 6) == 0, "echo output");
   }
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(after >= before, "%lu pages not returned", before - after);
+  TR_CHECK(after >= before, "%lu pages not returned", before - after);
 }
 
 // A child that grabbed many pages gives them all back when it exits.
@@ -207,9 +207,9 @@ static void test_proc_big_child_frees_pages(void)
       p[i * PGSIZE] = (char)i;
     exit(0);
   }
-  UT_CHECK(ut_wait_for(pid) == 0, "child could not grow by 4 MiB");
+  TR_CHECK(ut_wait_for(pid) == 0, "child could not grow by 4 MiB");
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(after >= before, "%lu pages not returned", before - after);
+  TR_CHECK(after >= before, "%lu pages not returned", before - after);
 }
 
 static void test_proc_fork_storm(void)
@@ -223,27 +223,27 @@ static void test_proc_fork_storm(void)
         exit(i);
       made += pid > 0;
     }
-    UT_CHECK(made >= 10, "only %d forks in round %d", made, round);
+    TR_CHECK(made >= 10, "only %d forks in round %d", made, round);
     for (int i = 0; i < made; i++)
-      UT_CHECK(wait(NULL) > 0, "lost a child");
+      TR_CHECK(wait(NULL) > 0, "lost a child");
   }
-  UT_CHECK(ut_settle_nproc(before) == before, "process count grew");
+  TR_CHECK(ut_settle_nproc(before) == before, "process count grew");
 }
 
-const struct ut_test ut_proc_tests[] = {
-  { "proc_wait_status_propagates", test_proc_wait_status_propagates, UT_QUICK, 0 },
-  { "proc_wait_many_children", test_proc_wait_many_children, UT_QUICK, 0 },
-  { "proc_wait_without_children_fails", test_proc_wait_without_children_fails, UT_QUICK, 0 },
-  { "proc_fork_copies_memory", test_proc_fork_copies_memory, UT_QUICK, 0 },
-  { "proc_kill_sleeping_child", test_proc_kill_sleeping_child, UT_QUICK, 0 },
-  { "proc_kill_looping_child", test_proc_kill_looping_child, UT_QUICK, 0 },
-  { "proc_kill_blocked_reader", test_proc_kill_blocked_reader, UT_QUICK, 0 },
-  { "proc_kill_bad_pid_fails", test_proc_kill_bad_pid_fails, UT_QUICK, 0 },
-  { "proc_kill_self", test_proc_kill_self, UT_QUICK, 0 },
-  { "proc_orphans_reaped", test_proc_orphans_reaped, UT_QUICK, 0 },
-  { "proc_fork_until_limit", test_proc_fork_until_limit, UT_QUICK, 0 },
-  { "proc_exec_exit_frees_pages", test_proc_exec_exit_frees_pages, UT_QUICK, 0 },
-  { "proc_big_child_frees_pages", test_proc_big_child_frees_pages, UT_QUICK, 0 },
-  { "proc_fork_storm", test_proc_fork_storm, UT_SLOW, 0 },
+const struct tr_case ut_proc_tests[] = {
+  { "proc_wait_status_propagates", test_proc_wait_status_propagates, TR_QUICK, 0 },
+  { "proc_wait_many_children", test_proc_wait_many_children, TR_QUICK, 0 },
+  { "proc_wait_without_children_fails", test_proc_wait_without_children_fails, TR_QUICK, 0 },
+  { "proc_fork_copies_memory", test_proc_fork_copies_memory, TR_QUICK, 0 },
+  { "proc_kill_sleeping_child", test_proc_kill_sleeping_child, TR_QUICK, 0 },
+  { "proc_kill_looping_child", test_proc_kill_looping_child, TR_QUICK, 0 },
+  { "proc_kill_blocked_reader", test_proc_kill_blocked_reader, TR_QUICK, 0 },
+  { "proc_kill_bad_pid_fails", test_proc_kill_bad_pid_fails, TR_QUICK, 0 },
+  { "proc_kill_self", test_proc_kill_self, TR_QUICK, 0 },
+  { "proc_orphans_reaped", test_proc_orphans_reaped, TR_QUICK, 0 },
+  { "proc_fork_until_limit", test_proc_fork_until_limit, TR_QUICK, 0 },
+  { "proc_exec_exit_frees_pages", test_proc_exec_exit_frees_pages, TR_QUICK, 0 },
+  { "proc_big_child_frees_pages", test_proc_big_child_frees_pages, TR_QUICK, 0 },
+  { "proc_fork_storm", test_proc_fork_storm, TR_SLOW, 0 },
   { NULL },
 };

@@ -18,10 +18,10 @@ static void run_workers(void (*fn)(int))
   }
   int failures = 0, status;
   for (int i = 0; i < WORKERS; i++) {
-    UT_CHECK(wait(&status) > 0, "lost a worker");
+    TR_CHECK(wait(&status) > 0, "lost a worker");
     failures += status != 0;
   }
-  UT_CHECK(failures == 0, "%d of %d workers failed", failures, WORKERS);
+  TR_CHECK(failures == 0, "%d of %d workers failed", failures, WORKERS);
 }
 
 static void files_worker(int id)
@@ -30,14 +30,14 @@ static void files_worker(int id)
   for (int i = 0; i < 40; i++) {
     snprintf(name, sizeof name, "ut_smpdir/w%d_%d", id, i);
     ut_write_file(name, name, strlen(name));
-    UT_CHECK(ut_read_file(name, buf, sizeof buf) == (int)strlen(name) &&
+    TR_CHECK(ut_read_file(name, buf, sizeof buf) == (int)strlen(name) &&
              memcmp(buf, name, strlen(name)) == 0, "%s corrupted", name);
     // Everyone fights over one shared name too.
     int fd = open("ut_smpdir/shared", O_CREATE | O_RDWR);
     if (fd >= 0)
       close(fd);
     unlink("ut_smpdir/shared");
-    UT_CHECK(unlink(name) == 0, "unlink %s", name);
+    TR_CHECK(unlink(name) == 0, "unlink %s", name);
   }
 }
 
@@ -52,8 +52,8 @@ static void test_smp_parallel_files(void)
   while (read(fd, &de, sizeof de) == sizeof de)
     left += de.inum != 0 && de.name[0] != '.';
   close(fd);
-  UT_CHECK(left == 0, "%d entries left in the directory", left);
-  UT_CHECK(unlink("ut_smpdir") == 0, "rmdir");
+  TR_CHECK(left == 0, "%d entries left in the directory", left);
+  TR_CHECK(unlink("ut_smpdir") == 0, "rmdir");
 }
 
 // Each worker streams through its own pipe to its own child.
@@ -62,7 +62,7 @@ static void pipes_worker(int id)
   enum { TOTAL = 128 * 1024 };
   int p[2];
   static unsigned char buf[4096];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     close(p[0]);
@@ -79,12 +79,12 @@ static void pipes_worker(int id)
   while ((n = read(p[0], buf, 1000)) > 0) {
     for (int i = 0; i < n; i++) {
       int k = (got + i) / 4096;
-      UT_CHECK(buf[i] == ((id * 31 + k) & 0xff), "byte %ld wrong", got + i);
+      TR_CHECK(buf[i] == ((id * 31 + k) & 0xff), "byte %ld wrong", got + i);
     }
     got += n;
   }
-  UT_CHECK(got == TOTAL, "got %ld bytes", got);
-  UT_CHECK(ut_wait_for(pid) == 0, "writer failed");
+  TR_CHECK(got == TOTAL, "got %ld bytes", got);
+  TR_CHECK(ut_wait_for(pid) == 0, "writer failed");
 }
 
 static void test_smp_concurrent_pipes(void)
@@ -97,11 +97,11 @@ static void sbrk_worker(int id)
   for (int round = 0; round < 30; round++) {
     int pages = 8 + (id + round) % 24;
     unsigned char *p = (unsigned char *)sbrk(pages * PGSIZE);
-    UT_CHECK(p != (unsigned char *)-1, "sbrk %d pages", pages);
+    TR_CHECK(p != (unsigned char *)-1, "sbrk %d pages", pages);
     for (int i = 0; i < pages; i++)
       p[i * PGSIZE + id] = (unsigned char)(round + i);
     for (int i = 0; i < pages; i++)
-      UT_CHECK(p[i * PGSIZE + id] == (unsigned char)(round + i),
+      TR_CHECK(p[i * PGSIZE + id] == (unsigned char)(round + i),
                "page %d lost its byte", i);
     sbrk(-pages * (int)PGSIZE);
   }
@@ -112,7 +112,7 @@ static void test_smp_concurrent_sbrk(void)
   unsigned long before = ut_freepages();
   run_workers(sbrk_worker);
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(after >= before, "%lu pages lost", before - after);
+  TR_CHECK(after >= before, "%lu pages lost", before - after);
 }
 
 // Every worker runs echo repeatedly: exec on several harts at once.
@@ -123,8 +123,8 @@ static void exec_worker(int id)
   snprintf(word, sizeof word, "w%d", id);
   char *argv[] = { "/echo", word, NULL };
   for (int i = 0; i < 15; i++) {
-    UT_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
-    UT_CHECK(len == (int)strlen(word) + 1 && memcmp(out, word, len - 1) == 0,
+    TR_CHECK(ut_run_capture(argv, out, sizeof out, &len) == 0, "echo failed");
+    TR_CHECK(len == (int)strlen(word) + 1 && memcmp(out, word, len - 1) == 0,
              "worker %d got the wrong output", id);
   }
 }
@@ -134,7 +134,7 @@ static void test_smp_parallel_exec(void)
   unsigned long before = ut_freepages();
   run_workers(exec_worker);
   unsigned long after = ut_settle_freepages(before);
-  UT_CHECK(after >= before, "%lu pages lost", before - after);
+  TR_CHECK(after >= before, "%lu pages lost", before - after);
 }
 
 static void fork_worker(int id)
@@ -149,7 +149,7 @@ static void fork_worker(int id)
       made += pid > 0;
     }
     for (int i = 0; i < made; i++)
-      UT_CHECK(wait(NULL) > 0, "lost a grandchild");
+      TR_CHECK(wait(NULL) > 0, "lost a grandchild");
   }
 }
 
@@ -158,16 +158,16 @@ static void test_smp_fork_storm(void)
   unsigned int before = ut_nproc();
   unsigned long free_before = ut_freepages();
   run_workers(fork_worker);
-  UT_CHECK(ut_settle_nproc(before) == before, "process count grew");
+  TR_CHECK(ut_settle_nproc(before) == before, "process count grew");
   unsigned long after = ut_settle_freepages(free_before);
-  UT_CHECK(after >= free_before, "%lu pages lost", free_before - after);
+  TR_CHECK(after >= free_before, "%lu pages lost", free_before - after);
 }
 
-const struct ut_test ut_smp_tests[] = {
-  { "smp_parallel_files", test_smp_parallel_files, UT_QUICK, 120 },
-  { "smp_concurrent_pipes", test_smp_concurrent_pipes, UT_QUICK, 0 },
-  { "smp_concurrent_sbrk", test_smp_concurrent_sbrk, UT_QUICK, 0 },
-  { "smp_fork_storm", test_smp_fork_storm, UT_QUICK, 0 },
-  { "smp_parallel_exec", test_smp_parallel_exec, UT_QUICK, 0 },
+const struct tr_case ut_smp_tests[] = {
+  { "smp_parallel_files", test_smp_parallel_files, TR_QUICK, 120 },
+  { "smp_concurrent_pipes", test_smp_concurrent_pipes, TR_QUICK, 0 },
+  { "smp_concurrent_sbrk", test_smp_concurrent_sbrk, TR_QUICK, 0 },
+  { "smp_fork_storm", test_smp_fork_storm, TR_QUICK, 0 },
+  { "smp_parallel_exec", test_smp_parallel_exec, TR_QUICK, 0 },
   { NULL },
 };

@@ -17,22 +17,22 @@ static void test_sys_unknown_number_fails(void)
   long numbers[] = { 0, 26, 39, 999, 100000, -1, 0x7fffffff, 1L << 40 };
   for (int i = 0; i < (int)(sizeof numbers / sizeof numbers[0]); i++) {
     long r = raw_syscall(numbers[i], 0);
-    UT_CHECK(r == -1, "syscall %ld returned %ld, expected -1", numbers[i], r);
+    TR_CHECK(r == -1, "syscall %ld returned %ld, expected -1", numbers[i], r);
   }
-  UT_CHECK(getpid() > 0, "process unusable after bad syscalls");
+  TR_CHECK(getpid() > 0, "process unusable after bad syscalls");
 }
 
 static void test_sys_sysinfo_sane(void)
 {
   struct sysinfo info;
-  UT_CHECK(sysinfo(&info) == 0, "sysinfo failed");
-  UT_CHECK(info.totalpages >= 1000 && info.totalpages <= (1UL << 24),
+  TR_CHECK(sysinfo(&info) == 0, "sysinfo failed");
+  TR_CHECK(info.totalpages >= 1000 && info.totalpages <= (1UL << 24),
            "totalpages %lu implausible", info.totalpages);
-  UT_CHECK(info.freepages > 0 && info.freepages < info.totalpages,
+  TR_CHECK(info.freepages > 0 && info.freepages < info.totalpages,
            "freepages %lu of %lu", info.freepages, info.totalpages);
-  UT_CHECK(info.nproc >= 3, "nproc %u: init, sh, usertests and this test "
+  TR_CHECK(info.nproc >= 3, "nproc %u: init, sh, usertests and this test "
            "should be running", info.nproc);
-  UT_CHECK(info.ncpu >= 1 && info.ncpu <= 64, "ncpu %u", info.ncpu);
+  TR_CHECK(info.ncpu >= 1 && info.ncpu <= 64, "ncpu %u", info.ncpu);
 }
 
 // nproc follows fork and wait.
@@ -40,7 +40,7 @@ static void test_sys_sysinfo_counts_procs(void)
 {
   unsigned int before = ut_nproc();
   int p[2];
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     char c;
@@ -52,9 +52,9 @@ static void test_sys_sysinfo_counts_procs(void)
   close(p[1]);
   ut_wait_for(pid);
   unsigned int after = ut_settle_nproc(before);
-  UT_CHECK(during == before + 1, "nproc %u with a child, %u without",
+  TR_CHECK(during == before + 1, "nproc %u with a child, %u without",
            during, before);
-  UT_CHECK(after == before, "nproc %u after wait, %u before", after, before);
+  TR_CHECK(after == before, "nproc %u after wait, %u before", after, before);
 }
 
 // sysinfo's freepages moves when memory is allocated and freed.
@@ -62,21 +62,21 @@ static void test_sys_sysinfo_tracks_sbrk(void)
 {
   unsigned long before = ut_freepages();
   char *p = sbrk(64 * PGSIZE);
-  UT_CHECK(p != (char *)-1, "sbrk failed");
+  TR_CHECK(p != (char *)-1, "sbrk failed");
   for (int i = 0; i < 64; i++)
     p[i * PGSIZE] = 1;   // touch, in case the kernel allocates lazily
   unsigned long during = ut_freepages();
   sbrk(-64 * PGSIZE);
   unsigned long after = ut_freepages();
-  UT_CHECK(during + 64 <= before, "freepages %lu -> %lu after 64 pages",
+  TR_CHECK(during + 64 <= before, "freepages %lu -> %lu after 64 pages",
            before, during);
-  UT_CHECK(after >= before - 2, "freepages %lu, baseline %lu", after, before);
+  TR_CHECK(after >= before - 2, "freepages %lu, baseline %lu", after, before);
 }
 
 static void test_sys_getpid_distinct(void)
 {
   int p[2], child_pid = 0;
-  UT_CHECK(pipe(p) == 0, "pipe");
+  TR_CHECK(pipe(p) == 0, "pipe");
   int me = getpid();
   int pid = ut_fork();
   if (pid == 0) {
@@ -84,12 +84,12 @@ static void test_sys_getpid_distinct(void)
     write(p[1], &mine, sizeof mine);
     exit(0);
   }
-  UT_CHECK(read(p[0], &child_pid, sizeof child_pid) == sizeof child_pid,
+  TR_CHECK(read(p[0], &child_pid, sizeof child_pid) == sizeof child_pid,
            "no pid from child");
   ut_wait_for(pid);
-  UT_CHECK(me > 0 && getpid() == me, "getpid not stable");
-  UT_CHECK(child_pid == pid, "child says %d, fork said %d", child_pid, pid);
-  UT_CHECK(child_pid != me, "child has the parent's pid");
+  TR_CHECK(me > 0 && getpid() == me, "getpid not stable");
+  TR_CHECK(child_pid == pid, "child says %d, fork said %d", child_pid, pid);
+  TR_CHECK(child_pid != me, "child has the parent's pid");
 }
 
 // getrandom [SEC-RAND-9]: -1 for a bad pointer, a negative length or
@@ -100,14 +100,14 @@ static void test_sys_getrandom_bad_args_fail(void)
   unsigned long brk = PGROUNDUP((unsigned long)sbrk(0));
   unsigned long bad[] = { 0, brk + 4 * PGSIZE, KERNBASE, KDEV_UART, KSTACK_TOP_PAGE, MAXVA - 8, 1UL << 63 };
   for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++)
-    UT_CHECK(getrandom((void *)bad[i], 16, 0) == -1, "bad pointer %lx accepted", bad[i]);
+    TR_CHECK(getrandom((void *)bad[i], 16, 0) == -1, "bad pointer %lx accepted", bad[i]);
   unsigned char buf[16] = { 0 };
-  UT_CHECK(getrandom(buf, -1, 0) == -1, "negative length accepted");
-  UT_CHECK(getrandom(buf, 16, 1) == -1, "unknown flags accepted");
-  for (int i = 0; i < 16; i++) UT_CHECK(buf[i] == 0, "a refused call wrote byte %d", i);
+  TR_CHECK(getrandom(buf, -1, 0) == -1, "negative length accepted");
+  TR_CHECK(getrandom(buf, 16, 1) == -1, "unknown flags accepted");
+  for (int i = 0; i < 16; i++) TR_CHECK(buf[i] == 0, "a refused call wrote byte %d", i);
   static unsigned char big[2 * GETRANDOM_MAX];
-  UT_CHECK(getrandom(big, sizeof big, 0) == GETRANDOM_MAX, "more than GETRANDOM_MAX bytes");
-  UT_CHECK(getrandom(big, 0, 0) == 0, "empty request");
+  TR_CHECK(getrandom(big, sizeof big, 0) == GETRANDOM_MAX, "more than GETRANDOM_MAX bytes");
+  TR_CHECK(getrandom(big, 0, 0) == 0, "empty request");
 }
 
 // Output is not constant: consecutive calls differ (two equal 32-byte
@@ -115,22 +115,22 @@ static void test_sys_getrandom_bad_args_fail(void)
 static void test_sys_getrandom_varies(void)
 {
   unsigned char a[32], b[32];
-  UT_CHECK(getrandom(a, sizeof a, 0) == sizeof a && getrandom(b, sizeof b, 0) == sizeof b, "getrandom");
-  UT_CHECK(memcmp(a, b, sizeof a) != 0, "two draws are equal");
+  TR_CHECK(getrandom(a, sizeof a, 0) == sizeof a && getrandom(b, sizeof b, 0) == sizeof b, "getrandom");
+  TR_CHECK(memcmp(a, b, sizeof a) != 0, "two draws are equal");
   int repeats = 0;                         // neighbours equal: 1/256 each if random
   for (int i = 1; i < 32; i++) repeats += a[i] == a[i - 1];
-  UT_CHECK(repeats < 8, "%d of 31 neighbouring bytes equal", repeats);
+  TR_CHECK(repeats < 8, "%d of 31 neighbouring bytes equal", repeats);
   unsigned int x = random_u32(), y = random_u32();
-  UT_CHECK(x != y, "random_u32 repeats %x", x);
+  TR_CHECK(x != y, "random_u32 repeats %x", x);
 }
 
-const struct ut_test ut_sys_tests[] = {
-  { "sys_unknown_number_fails", test_sys_unknown_number_fails, UT_QUICK, 0 },
-  { "sys_sysinfo_sane", test_sys_sysinfo_sane, UT_QUICK, 0 },
-  { "sys_sysinfo_counts_procs", test_sys_sysinfo_counts_procs, UT_QUICK, 0 },
-  { "sys_sysinfo_tracks_sbrk", test_sys_sysinfo_tracks_sbrk, UT_QUICK, 0 },
-  { "sys_getpid_distinct", test_sys_getpid_distinct, UT_QUICK, 0 },
-  { "sys_getrandom_bad_args_fail", test_sys_getrandom_bad_args_fail, UT_QUICK, 0 },
-  { "sys_getrandom_varies", test_sys_getrandom_varies, UT_QUICK, 0 },
+const struct tr_case ut_sys_tests[] = {
+  { "sys_unknown_number_fails", test_sys_unknown_number_fails, TR_QUICK, 0 },
+  { "sys_sysinfo_sane", test_sys_sysinfo_sane, TR_QUICK, 0 },
+  { "sys_sysinfo_counts_procs", test_sys_sysinfo_counts_procs, TR_QUICK, 0 },
+  { "sys_sysinfo_tracks_sbrk", test_sys_sysinfo_tracks_sbrk, TR_QUICK, 0 },
+  { "sys_getpid_distinct", test_sys_getpid_distinct, TR_QUICK, 0 },
+  { "sys_getrandom_bad_args_fail", test_sys_getrandom_bad_args_fail, TR_QUICK, 0 },
+  { "sys_getrandom_varies", test_sys_getrandom_varies, TR_QUICK, 0 },
   { NULL },
 };

@@ -9,11 +9,11 @@ static void test_time_clock_monotonic(void)
   unsigned long prev = clock_ns();
   for (int i = 0; i < 20000; i++) {
     unsigned long now = clock_ns();
-    UT_CHECK(now >= prev, "clock went back from %lu to %lu", prev, now);
+    TR_CHECK(now >= prev, "clock went back from %lu to %lu", prev, now);
     prev = now;
   }
   sleep(2);
-  UT_CHECK(clock_ns() > prev, "clock did not advance across a sleep");
+  TR_CHECK(clock_ns() > prev, "clock did not advance across a sleep");
 }
 
 // clock_ns() reads the time CSR in user mode (user/clock.c); the kernel's
@@ -22,10 +22,10 @@ static void test_time_clock_monotonic(void)
 // traps and the test process dies.
 static void test_time_user_clock_matches_kernel(void)
 {
-  UT_CHECK(timebase() > 0, "the kernel says user mode may not read the time CSR");
+  TR_CHECK(timebase() > 0, "the kernel says user mode may not read the time CSR");
   for (int i = 0; i < 2000; i++) {
     unsigned long before = clock_ns(), kernel = kclock_ns(), after = clock_ns();
-    UT_CHECK(before <= kernel && kernel <= after,
+    TR_CHECK(before <= kernel && kernel <= after,
              "round %d: user %lu, kernel %lu, user again %lu", i, before, kernel, after);
     if (i % 200 == 0)
       sleep(1);                 // may resume on another hart
@@ -40,12 +40,12 @@ static void test_time_sleep_matches_clock(void)
   unsigned long best = ~0UL;
   for (int i = 0; i < 3; i++) {
     unsigned long t0 = clock_ns();
-    UT_CHECK(sleep(10) == 0, "sleep returned nonzero");
+    TR_CHECK(sleep(10) == 0, "sleep returned nonzero");
     unsigned long ms = (clock_ns() - t0) / MS;
-    UT_CHECK(ms >= 90, "sleep(10) took only %lu ms", ms);
+    TR_CHECK(ms >= 90, "sleep(10) took only %lu ms", ms);
     best = ms < best ? ms : best;
   }
-  UT_CHECK(best <= 300, "the shortest of three sleep(10) took %lu ms", best);
+  TR_CHECK(best <= 300, "the shortest of three sleep(10) took %lu ms", best);
 }
 
 static void test_time_uptime_matches_clock(void)
@@ -59,8 +59,8 @@ static void test_time_uptime_matches_clock(void)
   long clock_delta = (long)(c1 - c0);
   long diff = ticks_ns > clock_delta ? ticks_ns - clock_delta
                                      : clock_delta - ticks_ns;
-  UT_CHECK(u1 - u0 >= 50, "uptime advanced %d ticks over sleep(50)", u1 - u0);
-  UT_CHECK(diff <= 3 * (long)TICK_NS, "uptime says %ld ms, clock_ns %ld ms",
+  TR_CHECK(u1 - u0 >= 50, "uptime advanced %d ticks over sleep(50)", u1 - u0);
+  TR_CHECK(diff <= 3 * (long)TICK_NS, "uptime says %ld ms, clock_ns %ld ms",
            ticks_ns / (long)MS, clock_delta / (long)MS);
 }
 
@@ -70,7 +70,7 @@ static void test_time_uptime_matches_clock(void)
 static void test_time_clock_agrees_across_processes(void)
 {
   int to_child[2], to_parent[2];
-  UT_CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0, "pipe");
+  TR_CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0, "pipe");
   int pid = ut_fork();
   if (pid == 0) {
     unsigned long t;
@@ -87,9 +87,9 @@ static void test_time_clock_agrees_across_processes(void)
   for (int i = 0; i < 200; i++) {
     unsigned long sent = clock_ns(), child;
     write(to_child[1], &sent, sizeof sent);
-    UT_CHECK(read(to_parent[0], &child, sizeof child) == sizeof child, "reply");
+    TR_CHECK(read(to_parent[0], &child, sizeof child) == sizeof child, "reply");
     unsigned long back = clock_ns();
-    UT_CHECK(sent <= child && child <= back,
+    TR_CHECK(sent <= child && child <= back,
              "round %d: parent %lu, child %lu, parent again %lu", i, sent,
              child, back);
   }
@@ -102,7 +102,7 @@ static void test_time_sleep_zero_and_negative(void)
 {
   unsigned long t0 = ut_now_ms();
   sleep(0);
-  UT_CHECK(ut_now_ms() - t0 < 100, "sleep(0) took %lu ms", ut_now_ms() - t0);
+  TR_CHECK(ut_now_ms() - t0 < 100, "sleep(0) took %lu ms", ut_now_ms() - t0);
   int pid = ut_fork();
   if (pid == 0) {
     sleep(-1);
@@ -112,15 +112,15 @@ static void test_time_sleep_zero_and_negative(void)
   sleep(100);
   kill(pid);   // fails harmlessly if the child is already done
   int status = ut_wait_for(pid);
-  UT_CHECK(status == 7, "negative sleep did not return within 1 s");
+  TR_CHECK(status == 7, "negative sleep did not return within 1 s");
 }
 
-const struct ut_test ut_time_tests[] = {
-  { "time_clock_monotonic", test_time_clock_monotonic, UT_QUICK, 0 },
-  { "time_user_clock_matches_kernel", test_time_user_clock_matches_kernel, UT_QUICK, 0 },
-  { "time_sleep_matches_clock", test_time_sleep_matches_clock, UT_QUICK, 0 },
-  { "time_uptime_matches_clock", test_time_uptime_matches_clock, UT_QUICK, 0 },
-  { "time_sleep_zero_and_negative", test_time_sleep_zero_and_negative, UT_QUICK, 0 },
-  { "time_clock_agrees_across_processes", test_time_clock_agrees_across_processes, UT_QUICK, 0 },
+const struct tr_case ut_time_tests[] = {
+  { "time_clock_monotonic", test_time_clock_monotonic, TR_QUICK, 0 },
+  { "time_user_clock_matches_kernel", test_time_user_clock_matches_kernel, TR_QUICK, 0 },
+  { "time_sleep_matches_clock", test_time_sleep_matches_clock, TR_QUICK, 0 },
+  { "time_uptime_matches_clock", test_time_uptime_matches_clock, TR_QUICK, 0 },
+  { "time_sleep_zero_and_negative", test_time_sleep_zero_and_negative, TR_QUICK, 0 },
+  { "time_clock_agrees_across_processes", test_time_clock_agrees_across_processes, TR_QUICK, 0 },
   { NULL },
 };

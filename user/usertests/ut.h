@@ -1,14 +1,15 @@
-// ut.h: the framework shared by the usertests modules.
+// ut.h: what the usertests modules share.
 //
-// A test is a function that returns normally on success and calls
-// ut_fail (through UT_CHECK) on failure. The runner (main.c) runs each test
-// in its own child process, so a test may crash, leak, or exit freely.
-// Each module (proc.c, mem.c, ...) exports a table of its tests ending
-// with an entry whose name is NULL; main.c lists the tables.
+// A test is a function that returns normally on success and fails through
+// TR_CHECK (user/testrun.h). The shared runner runs each test in its own
+// child process, so a test may crash, leak, or exit freely. Each module
+// (proc.c, mem.c, ...) exports a table of its tests ending with an entry
+// whose name is NULL; main.c lists the tables.
 #ifndef UT_H
 #define UT_H
 
 #include "user/user.h"
+#include "user/testrun.h"
 
 #define PGSIZE     4096L
 #define PGROUNDUP(a) (((a) + PGSIZE - 1) & ~(PGSIZE - 1))
@@ -22,28 +23,11 @@
 #define KSTACK_TOP_PAGE ((255UL << 30) - PGSIZE)
 #define MS         1000000UL     // nanoseconds per millisecond
 
-enum ut_speed { UT_QUICK, UT_SLOW };   // slow tests are skipped by -q
-
-struct ut_test {
-  const char *name;      // printed as "test <name>: ..."
-  void (*run)(void);
-  enum ut_speed speed;
-  int timeout_s;         // 0: the default of main.c
-};
-
 // The module tables (each ends with a { NULL } entry).
-extern const struct ut_test ut_proc_tests[], ut_mem_tests[],
+extern const struct tr_case ut_proc_tests[], ut_mem_tests[],
   ut_badptr_tests[], ut_fd_tests[], ut_pipe_tests[], ut_fs_tests[],
   ut_time_tests[], ut_sys_tests[], ut_smp_tests[], ut_exec_tests[],
   ut_libc_tests[], ut_badptr_ext_tests[], ut_net_tests[];
-
-// Ends the current test as failed; the reason reaches the runner.
-void ut_fail(int line, const char *fmt, ...) __attribute__((noreturn));
-#define UT_CHECK(cond, ...) \
-  do { if (!(cond)) ut_fail(__LINE__, __VA_ARGS__); } while (0)
-
-// Set by the runner in the test's child: where ut_fail sends the reason.
-extern int ut_report_fd;
 
 // Helpers (helpers.c). Each fails the test itself when the system call it
 // wraps fails unexpectedly, so tests stay short.

@@ -1,0 +1,361 @@
+// uapi.h: the ABI between the kernel and user programs.
+//
+// Owns: system call numbers, open() flags, struct stat, file types,
+// device majors, struct sysinfo, the tick length, and the RDMA verbs ABI:
+// every libibverbs constant and structure the SYS_rdma_* calls carry
+// (user/ibverbs.h takes them from here). Both the kernel
+// (kernel/sys/syscall.c dispatches by SYS_* through a table) and user space
+// (user/usys.S is generated from the SYS_* lines below) include this file,
+// so it must stay free of kernel-only types: it uses only the C base types.
+//
+// Adding a syscall: add a SYS_ line here, an entry in the kernel's table,
+// and a prototype in user/user.h; the user stub is generated.
+#ifndef UAPI_H
+#define UAPI_H
+
+// System call numbers. Numbers are never reused.
+#define SYS_fork      1
+#define SYS_exit      2
+#define SYS_wait      3
+#define SYS_pipe      4
+#define SYS_read      5
+#define SYS_write     6
+#define SYS_close     7
+#define SYS_kill      8
+#define SYS_exec      9
+#define SYS_open     10
+#define SYS_mknod    11
+#define SYS_unlink   12
+#define SYS_fstat    13
+#define SYS_link     14
+#define SYS_mkdir    15
+#define SYS_chdir    16
+#define SYS_dup      17
+#define SYS_getpid   18
+#define SYS_sbrk     19
+#define SYS_sleep    20
+#define SYS_uptime   21
+#define SYS_kclock_ns 22  // monotonic nanoseconds since boot, from the time CSR (user
+                          // space's clock_ns() reads the CSR itself, see SYS_timebase)
+#define SYS_halt     23   // power off through the test finisher; arg = exit status
+#define SYS_sysinfo  24   // fill a struct sysinfo
+#define SYS_timebase 25   // Hz of the time CSR, which user mode may read (rdtime); 0 if it may not
+#define SYS_getrandom 26  // (buf, len, flags 0) -> bytes written: min(len, GETRANDOM_MAX);
+                          // -1 for a bad pointer, len < 0 or flags != 0
+#define GETRANDOM_MAX 256 // bytes per getrandom call (kernel/dev/random.c)
+// 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
+// Network (kernel/sys/sysnet.c). Sockets are small handles owned by the
+// creating process (closed at its exit); addresses are host byte order.
+#define SYS_socket    40  // (SOCK_UDP | SOCK_ICMP) -> handle
+#define SYS_bind      41  // (s, port): UDP port, 0 = any ephemeral; 4791 is reserved
+#define SYS_sendto    42  // (s, buf, n, const struct net_addr *to) -> n; ICMP: to->port = seq
+#define SYS_recvfrom  43  // (s, buf, n, struct net_addr *from, timeout_ms <0 = forever) -> n, -2 timeout
+#define SYS_sockclose 44  // (s)
+#define SYS_netstat   45  // (char *buf, n) -> bytes of "name value\n" text
+#define SYS_netinfo   46  // (struct net_info *out)
+#define SYS_arpwait   47  // (ip, unsigned char mac[6], timeout_ms) -> 0, -2 timeout
+#define SYS_sendzc    48  // (s, buf, n, to): sendto, payload DMA'd from pinned pages (UDP csum 0)
+#define SYS_netblast  49  // (s, buf, n, to, count 1..2^20): sendzc's datagram count times -> sent
+
+// RDMA verbs (kernel/sys/sysrdma.c; user/ibverbs.c gives them libibverbs names).
+// Objects are named by small per-kind handles that only their creating
+// process may use; every call returns -1 on any error (bad handle, bad
+// pointer, bad argument, object busy).
+#define SYS_rdma_query_device 60  // (struct rdma_device_info *out)
+#define SYS_rdma_query_port   61  // (port 1, struct rdma_port_info *out)
+#define SYS_rdma_alloc_pd     62  // () -> pd
+#define SYS_rdma_dealloc_pd   63  // (pd); -1 while MRs/QPs use it
+#define SYS_rdma_reg_mr       64  // (pd, addr, length, access, struct rdma_mr_keys *out) -> mr
+#define SYS_rdma_dereg_mr     65  // (mr); -1 while posted WRs or the responder use it
+#define SYS_rdma_create_chan  66  // () -> completion channel
+#define SYS_rdma_destroy_chan 67  // (chan); -1 while CQs use it
+#define SYS_rdma_create_cq    68  // (cqe, chan or -1, cookie) -> cq
+#define SYS_rdma_destroy_cq   69  // (cq); -1 while QPs use it
+#define SYS_rdma_poll_cq      70  // (cq, n, struct rdma_wc *wc) -> completions copied
+#define SYS_rdma_req_notify   71  // (cq, solicited_only): arm one event
+#define SYS_rdma_get_cq_event 72  // (chan, unsigned long long *cookie) -> cq; sleeps
+#define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp
+#define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
+#define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
+#define SYS_rdma_destroy_qp   76  // (qp)
+#define SYS_rdma_post_send    77  // (qp, struct rdma_send_wr *wr, n, int *err) -> WRs accepted;
+                                  // err (if not 0): RDMA_E* of the first refused WR
+#define SYS_rdma_post_recv    78  // (qp, struct rdma_recv_wr *wr, n, int *err) -> as post_send
+#define SYS_rdma_get_async    79  // (struct rdma_async_event *out, block)
+#define SYS_rdma_qp_stats     80  // (i, struct rdma_qp_stats *out): i-th QP of the device
+#define SYS_rdma_set_neigh    81  // (ipv4 host order, unsigned char mac[6])
+#define SYS_rdma_wait_write   82  // (const uchar *addr, old, timeout_ms) -> 0 changed, -2 timeout
+#define SYS_rdma_wait_cq      83  // (cq, timeout_ms) -> 0 a completion (or overrun) waits, -2 timeout
+#define SYS_rdma_dev_stats    84  // (struct rdma_dev_stats *out): the device-wide counters
+
+// Scheduler tick: sleep(n) and uptime() count ticks of this length.
+#define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
+
+// open() flags.
+#define O_RDONLY  0x000
+#define O_WRONLY  0x001
+#define O_RDWR    0x002
+#define O_CREATE  0x040
+#define O_TRUNC   0x200
+
+// File types in struct stat.
+#define T_DIR     1
+#define T_FILE    2
+#define T_DEVICE  3
+
+// Device majors for mknod().
+#define DEV_CONSOLE 1
+
+struct stat {
+  int dev;                  // file system's disk device
+  unsigned int ino;         // inode number
+  short type;               // T_DIR, T_FILE or T_DEVICE
+  short nlink;              // number of links to the file
+  unsigned long size;       // size of the file in bytes
+};
+
+struct sysinfo {
+  unsigned long freepages;  // physical pages on the free list
+  unsigned long totalpages; // physical pages the allocator manages
+  unsigned int nproc;       // processes not in the UNUSED state
+  unsigned int ncpu;        // harts running
+  unsigned int hart;        // the hart that ran this call (the process may move on)
+  unsigned int pad;
+};
+
+#define DIRSIZ 14           // longest file name component, in bytes
+
+// A directory is a file of these records; inum 0 marks a free slot.
+struct dirent {
+  unsigned short inum;
+  char name[DIRSIZ];
+};
+
+
+// ---- RDMA verbs ABI (SYS_rdma_*). ----
+// The libibverbs constants the system calls carry, under libibverbs'
+// names and values (user/ibverbs.h takes them from here; the kernel's
+// rdma/rdma_abi.c asserts that the transport core's values are the same).
+#define RDMA_MAX_SGE 4
+// Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
+#define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
+#define RDMA_ENOMEM 12       // the queue is full
+
+enum ibv_mtu {
+  IBV_MTU_256 = 1, IBV_MTU_512 = 2, IBV_MTU_1024 = 3, IBV_MTU_2048 = 4, IBV_MTU_4096 = 5
+};
+
+enum ibv_port_state {
+  IBV_PORT_NOP = 0, IBV_PORT_DOWN = 1, IBV_PORT_INIT = 2, IBV_PORT_ARMED = 3,
+  IBV_PORT_ACTIVE = 4, IBV_PORT_ACTIVE_DEFER = 5
+};
+
+// MR access and QP remote-access flags.
+enum ibv_access_flags {
+  IBV_ACCESS_LOCAL_WRITE = 1, IBV_ACCESS_REMOTE_WRITE = 1 << 1, IBV_ACCESS_REMOTE_READ = 1 << 2,
+  IBV_ACCESS_REMOTE_ATOMIC = 1 << 3, IBV_ACCESS_MW_BIND = 1 << 4,
+};
+
+enum ibv_qp_state {
+  IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE,
+  IBV_QPS_ERR, IBV_QPS_UNKNOWN
+};
+
+// SYS_rdma_modify_qp's mask bits (RDMA_QP_* below extend them).
+enum ibv_qp_attr_mask {
+  IBV_QP_STATE = 1 << 0,
+  IBV_QP_CUR_STATE = 1 << 1,
+  IBV_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+  IBV_QP_ACCESS_FLAGS = 1 << 3,
+  IBV_QP_PKEY_INDEX = 1 << 4,
+  IBV_QP_PORT = 1 << 5,
+  IBV_QP_QKEY = 1 << 6,
+  IBV_QP_AV = 1 << 7,
+  IBV_QP_PATH_MIG_STATE = 1 << 8,
+  IBV_QP_TIMEOUT = 1 << 9,
+  IBV_QP_RETRY_CNT = 1 << 10,
+  IBV_QP_RNR_RETRY = 1 << 11,
+  IBV_QP_RQ_PSN = 1 << 12,
+  IBV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+  IBV_QP_ALT_PATH = 1 << 14,
+  IBV_QP_MIN_RNR_TIMER = 1 << 15,
+  IBV_QP_SQ_PSN = 1 << 16,
+  IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+  IBV_QP_PATH_MTU = 1 << 18,
+  IBV_QP_CAP = 1 << 19,
+  IBV_QP_DEST_QPN = 1 << 20,
+};
+
+enum ibv_wr_opcode {
+  IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
+  IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+// IBV_SEND_INLINE is the library's (user/ibverbs.c): the kernel ignores it.
+enum ibv_send_flags {
+  IBV_SEND_FENCE = 1 << 0, IBV_SEND_SIGNALED = 1 << 1, IBV_SEND_SOLICITED = 1 << 2,
+  IBV_SEND_INLINE = 1 << 3,
+};
+
+enum ibv_wc_status {
+  IBV_WC_SUCCESS, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_EEC_OP_ERR,
+  IBV_WC_LOC_PROT_ERR, IBV_WC_WR_FLUSH_ERR, IBV_WC_MW_BIND_ERR, IBV_WC_BAD_RESP_ERR,
+  IBV_WC_LOC_ACCESS_ERR, IBV_WC_REM_INV_REQ_ERR, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR,
+  IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR, IBV_WC_LOC_RDD_VIOL_ERR,
+  IBV_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_ABORT_ERR, IBV_WC_INV_EECN_ERR,
+  IBV_WC_INV_EEC_STATE_ERR, IBV_WC_FATAL_ERR, IBV_WC_RESP_TIMEOUT_ERR, IBV_WC_GENERAL_ERR,
+};
+
+enum ibv_wc_opcode {
+  IBV_WC_SEND, IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ, IBV_WC_COMP_SWAP, IBV_WC_FETCH_ADD,
+  IBV_WC_BIND_MW, IBV_WC_LOCAL_INV, IBV_WC_TSO,
+  IBV_WC_RECV = 1 << 7,
+  IBV_WC_RECV_RDMA_WITH_IMM,
+};
+
+enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
+
+// struct rdma_async_event's event_type.
+enum ibv_event_type {
+  IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR,
+  IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED, IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR,
+  IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
+  IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
+  IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
+};
+
+struct rdma_device_info {
+  unsigned long long node_guid, max_mr_size, page_size_cap;
+  unsigned int vendor_id, vendor_part_id, hw_ver;
+  int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+  int max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
+  int phys_port_cnt;
+};
+
+struct rdma_port_info {
+  int state;                 // enum ibv_port_state
+  int max_mtu, active_mtu;   // enum ibv_mtu
+  int gid_tbl_len;
+  unsigned int max_msg_sz;
+  unsigned int ipv4;         // host order
+  unsigned char mac[6];
+  unsigned char gid[16];     // GID index 0: IPv4-mapped ::ffff:a.b.c.d
+};
+
+struct rdma_mr_keys { unsigned int lkey, rkey; };
+
+// Work requests and completions have the transport core's layout (rct_sge,
+// rct_send_wr, rct_recv_wr, rct_wc; rdma/rdma_abi.c asserts it field by
+// field), so the kernel copies them in and out as they are.
+// libibverbs' own SGE: a WR's sg_list points at the caller's array of them.
+struct ibv_sge {
+  unsigned long long addr;
+  unsigned int length;
+  unsigned int lkey;
+};
+
+struct rdma_send_wr {
+  unsigned long long wr_id;
+  unsigned int opcode;       // enum ibv_wr_opcode
+  unsigned int send_flags;   // enum ibv_send_flags
+  unsigned long long sg_list;   // address of num_sge struct ibv_sge
+  int num_sge;
+  unsigned int imm_data;     // host order (ibv_send_wr's is network order)
+  unsigned long long remote_addr;
+  unsigned int rkey, pad;
+};
+
+struct rdma_recv_wr {
+  unsigned long long wr_id;
+  unsigned long long sg_list;   // address of num_sge struct ibv_sge
+  int num_sge;
+  unsigned int pad;
+};
+
+struct rdma_wc {
+  unsigned long long wr_id;
+  unsigned int status;       // enum ibv_wc_status
+  unsigned int opcode;       // enum ibv_wc_opcode
+  unsigned int byte_len;
+  unsigned int imm_data;     // host order (ibv_wc's is network order)
+  unsigned int wc_flags;     // enum ibv_wc_flags
+  unsigned int qp_num, src_qp, vendor_err;
+  unsigned char solicited;   // a receive whose message asked for an event
+  unsigned char pad[7];
+};
+
+struct rdma_qp_create {
+  int pd, send_cq, recv_cq, sq_sig_all;
+  unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // in: wanted, out: granted
+  unsigned int qp_num;       // out
+};
+
+// Extension mask bits next to the IBV_QP_* bits of SYS_rdma_modify_qp.
+#define RDMA_QP_SR            (1u << 28)  // sr_enable
+#define RDMA_QP_ADAPTIVE_RTO  (1u << 29)  // adaptive_rto, min_rto_ns
+#define RDMA_QP_MAX_INFLIGHT  (1u << 30)  // max_inflight
+#define RDMA_QP_ROCE_V1       (1u << 27)  // with IBV_QP_AV: RoCE v1 (EtherType 0x8915 + GRH)
+
+struct rdma_qp_attr {
+  unsigned int qp_state, cur_qp_state, path_mtu, qp_access_flags;
+  unsigned int rq_psn, sq_psn, dest_qp_num;
+  unsigned int timeout, retry_cnt, rnr_retry, min_rnr_timer;
+  unsigned int max_rd_atomic, max_dest_rd_atomic;
+  unsigned int dipv4;        // peer IPv4, host order (from the AV's GID)
+  unsigned char dmac[6];     // peer MAC; all zero = resolve in the kernel
+  unsigned char hop_limit, traffic_class;
+  unsigned int sr_enable, adaptive_rto, max_inflight;
+  unsigned long long min_rto_ns;
+  unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // query only
+  unsigned int pkey_index, port_num;   // IBV_QP_PKEY_INDEX (0), IBV_QP_PORT (1)
+};
+
+struct rdma_async_event {
+  int event_type;            // enum ibv_event_type
+  int handle;                // the cq or qp handle it concerns
+  unsigned long long cookie; // the cq's cookie for CQ events
+};
+
+// Device-wide counters: frames dropped before a QP was found, by reason
+// (the core's, one counter per dropped frame), the NIC seam's, and async
+// events lost to a full queue. Every field is a counter, in this order
+// (user/rdma_util.c names them for rdmastat).
+struct rdma_dev_stats {
+  unsigned long long rx_frames;        // frames handed to the transport core
+  unsigned long long rx_not_roce, rx_truncated, rx_bad_header, rx_icrc_err;
+  unsigned long long rx_bad_opcode, rx_unknown_qp;
+  unsigned long long tx_frames;        // frames the core sent
+  unsigned long long nic_rx_frames;    // RoCE frames from the NIC
+  unsigned long long nic_rx_bad;       // dropped before the core (IPv4 options, no headroom)
+  unsigned long long nic_tx_frames;    // frames given to the NIC
+  unsigned long long nic_tx_full;      // frames lost to a full NIC ring
+  unsigned long long tx_no_route;      // frames for another host with no NIC
+  unsigned long long tx_too_big;       // loopback frames larger than the loopback buffer
+  unsigned long long async_dropped;    // async events dropped from a full per-process queue
+};
+
+struct rdma_qp_stats {
+  int handle, owner_pid;     // handle -1: not this process's QP
+  unsigned int qp_num, dest_qp_num, state, sr;
+  unsigned int req_state, resp_state, comp_state;
+  unsigned long long tx_frames, tx_bytes, rx_frames, rx_bytes;
+  unsigned long long tx_payload_bytes, rx_payload_bytes;
+  unsigned long long tx_retransmits, timeouts, rnr_timeouts;
+  unsigned long long tx_ack, rx_ack, tx_nak, rx_nak, tx_rnr_nak, rx_rnr_nak;
+  unsigned long long rx_dup, rx_out_of_seq, rx_out_of_window, rx_dropped;
+  unsigned long long completions, error_completions, flushed, cq_overflow;
+};
+
+
+// Network ABI (see SYS_socket..SYS_arpwait).
+#define SOCK_UDP  1
+#define SOCK_ICMP 2
+struct net_addr { unsigned int ip; unsigned short port; unsigned short pad; };
+struct net_info {
+  unsigned int ip, netmask;
+  unsigned char mac[6];
+  unsigned char present, link_up;
+};
+#define NET_MAX_UDP_PAYLOAD 8972   // 9000-byte MTU - IPv4 - UDP headers
+
+#endif

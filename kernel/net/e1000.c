@@ -1,0 +1,329 @@
+// e1000.c: the Intel 82540EM network driver, the lower half of netdev.h.
+//
+// Rings: TX_RING legacy transmit descriptors and RX_RING receive
+// descriptors in static memory (RAM is mapped 1:1, so an address is both
+// virtual and physical). Each receive descriptor owns one 4096-byte buffer,
+// a page from the page allocator (RCTL.BSEX + BSIZE); a jumbo frame (up to 9018 bytes, RCTL.LPE) spans
+// several descriptors and ends at the one with EOP. Transmit is
+// scatter-gather: one descriptor per fragment of the caller's frame; the
+// tail register (the doorbell) is written per frame, or once per burst
+// between netdev_tx_hold and netdev_tx_flush.
+//
+// Interrupts: the handler only reads ICR (which acknowledges it), notes the
+// link state and wakes the driver thread; the thread reaps finished
+// transmissions (running their done callbacks) and received frames (copied
+// into netbufs and passed up with net_rx). ITR caps the interrupt rate so a
+// burst of frames costs a few interrupts, not one per frame.
+#include "lib/types.h"
+#include "lib/param.h"
+#include "core/lock.h"
+#include "core/proc.h"
+#include "proc/proc.h"
+#include "core/printk.h"
+#include "lib/klib.h"
+#include "core/pmem.h"
+#include "dev/irq.h"
+#include "dev/pci.h"
+#include "lib/bootarg.h"
+#include "net/net.h"
+#include "net/netdev.h"
+#include "net/e1000.h"
+#include "net/e1000_regs.h"
+
+#define TX_RING 1024           // ~340 RoCE frames of 3 fragments: a 256-packet window never waits for room
+#define RX_RING 1024           // 4 MiB of buffers: rides out a guest descheduled by a busy host
+#define RX_BUF  4096
+#define DEFAULT_ITR 977        // 977 * 256 ns = 250 us: at most 4,000 interrupts/s
+
+static struct e1000_tx_desc tx_ring[TX_RING] __attribute__((aligned(4096)));
+static struct e1000_rx_desc rx_ring[RX_RING] __attribute__((aligned(4096)));
+static uint8 *rx_bufs[RX_RING];      // one page each, allocated only when a NIC is found
+
+struct tx_slot {               // per descriptor; meaningful at a frame's first one
+  uint16 eop;                  // index of the frame's last descriptor
+  uint16 nfrags;
+  netdev_done_fn done;
+  void *arg;
+};
+
+static struct {
+  volatile uint32 *regs;
+  int present;
+  uint8 mac[6];
+  int link_up;
+  // transmit, under tx_lock
+  struct spinlock tx_lock;
+  struct tx_slot tx[TX_RING];
+  uint32 tx_tail;              // next descriptor to fill
+  uint32 tx_clean;             // first descriptor not yet reaped
+  uint32 tx_used;              // descriptors owned by the device
+  int tx_waiting;              // senders asleep in netdev_tx_wait
+  int tx_hold;                 // netdev_tx_hold depth: TDT is written at the flush
+  int tx_dirty;                // descriptors queued since TDT was last written
+  // receive, driver thread only
+  uint32 rx_next;
+  uint32 rx_unreturned;        // descriptors taken since RDT was last written
+  struct netbuf *rx_partial;   // frame being assembled from several descriptors
+  int rx_partial_bad;
+  // the driver thread's wakeup, under work_lock
+  struct spinlock work_lock;
+  int work;
+  struct netdev_stats st;
+} nic;
+
+static uint32 rd(uint32 off) { return nic.regs[off / 4]; }
+static void wr(uint32 off, uint32 v) { nic.regs[off / 4] = v; }
+
+static uint16 eeprom_read(int word) {
+  wr(E1000_EERD, ((uint32)word << EERD_ADDR_SHIFT) | EERD_START);
+  for (int i = 0; i < 100000; i++) {
+    uint32 v = rd(E1000_EERD);
+    if (v & EERD_DONE) return v >> EERD_DATA_SHIFT;
+  }
+  panic("e1000: EEPROM read of word %d timed out", word);
+}
+
+static void read_mac(void) {
+  for (int i = 0; i < 3; i++) {
+    uint16 w = eeprom_read(i);
+    nic.mac[2 * i] = w & 0xff;
+    nic.mac[2 * i + 1] = w >> 8;
+  }
+  uint32 ral = nic.mac[0] | nic.mac[1] << 8 | nic.mac[2] << 16 | (uint32)nic.mac[3] << 24;
+  wr(E1000_RAL0, ral);
+  wr(E1000_RAH0, nic.mac[4] | nic.mac[5] << 8 | RAH_AV);
+}
+
+static void rx_setup(void) {
+  for (int i = 0; i < RX_RING; i++) {
+    if (!(rx_bufs[i] = page_alloc())) panic("e1000: no memory for RX buffer %d", i);
+    rx_ring[i].addr = (uint64)rx_bufs[i];
+    rx_ring[i].status = 0;
+  }
+  for (int i = 0; i < 128; i++) wr(E1000_MTA + 4 * i, 0);
+  wr(E1000_RDBAL, (uint32)(uint64)rx_ring);
+  wr(E1000_RDBAH, (uint32)((uint64)rx_ring >> 32));
+  wr(E1000_RDLEN, sizeof rx_ring);
+  wr(E1000_RDH, 0);
+  wr(E1000_RDT, RX_RING - 1);        // the device owns all but one descriptor
+  wr(E1000_RDTR, 0);                 // no per-frame delay: ITR does the moderation
+  wr(E1000_RADV, 0);
+  // Promiscuous (UPE, MPE): the device filters nothing, eth.c decides and
+  // counts every frame it refuses (eth_not_for_us), so each frame the link
+  // delivers shows up in some counter.
+  wr(E1000_RCTL, RCTL_EN | RCTL_UPE | RCTL_MPE | RCTL_BAM | RCTL_LPE | RCTL_BSEX |
+                 RCTL_BSIZE_4096 | RCTL_SECRC);
+}
+
+static void tx_setup(void) {
+  memset(tx_ring, 0, sizeof tx_ring);
+  wr(E1000_TDBAL, (uint32)(uint64)tx_ring);
+  wr(E1000_TDBAH, (uint32)((uint64)tx_ring >> 32));
+  wr(E1000_TDLEN, sizeof tx_ring);
+  wr(E1000_TDH, 0);
+  wr(E1000_TDT, 0);
+  wr(E1000_TIDV, 0);
+  wr(E1000_TADV, 0);
+  wr(E1000_TIPG, 10 | 8 << 10 | 6 << 20);
+  wr(E1000_TCTL, TCTL_EN | TCTL_PSP | 0x10 << TCTL_CT_SHIFT | 0x40 << TCTL_COLD_SHIFT);
+}
+
+// ---- transmit ----
+
+int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, void *arg) {
+  if (!nic.present || nfrags < 1 || nfrags > NETDEV_MAX_FRAGS) return -1;
+  for (int i = 0; i < nfrags; i++)
+    if (frags[i].len == 0 || frags[i].len > NETDEV_FRAG_MAX) return -1;
+  spin_lock(&nic.tx_lock);
+  if (nic.tx_used + nfrags > TX_RING - 1) {
+    nic.st.tx_ring_full++;
+    spin_unlock(&nic.tx_lock);
+    return -1;
+  }
+  uint32 first = nic.tx_tail, i = first, bytes = 0;
+  for (int k = 0; k < nfrags; k++) {
+    struct e1000_tx_desc *d = &tx_ring[i];
+    d->addr = frags[k].pa;
+    d->length = frags[k].len;
+    d->cmd = TXD_CMD_IFCS | (k == nfrags - 1 ? TXD_CMD_EOP | TXD_CMD_RS : 0);
+    d->status = 0;
+    bytes += frags[k].len;
+    if (k < nfrags - 1) i = (i + 1) % TX_RING;
+  }
+  nic.tx[first] = (struct tx_slot){ .eop = i, .nfrags = nfrags, .done = done, .arg = arg };
+  nic.tx_tail = (i + 1) % TX_RING;
+  nic.tx_used += nfrags;
+  nic.st.tx_frames++;
+  nic.st.tx_bytes += bytes;
+  if (nic.tx_hold) {
+    nic.tx_dirty = 1;
+  } else {
+    __sync_synchronize();            // descriptors before the doorbell
+    wr(E1000_TDT, nic.tx_tail);
+  }
+  spin_unlock(&nic.tx_lock);
+  return 0;
+}
+
+void netdev_tx_hold(void) {
+  spin_lock(&nic.tx_lock);
+  nic.tx_hold++;
+  spin_unlock(&nic.tx_lock);
+}
+
+void netdev_tx_flush(void) {
+  spin_lock(&nic.tx_lock);
+  if (nic.tx_hold > 0 && --nic.tx_hold == 0 && nic.tx_dirty) {
+    nic.tx_dirty = 0;
+    __sync_synchronize();
+    wr(E1000_TDT, nic.tx_tail);
+  }
+  spin_unlock(&nic.tx_lock);
+}
+
+// Driver thread: retires frames the device has sent, then runs their
+// callbacks with no lock held.
+static void tx_reap(void) {
+  struct tx_slot finished[32];
+  for (;;) {
+    int n = 0;
+    spin_lock(&nic.tx_lock);
+    while (n < (int)ARRAY_LEN(finished) && nic.tx_used > 0) {
+      struct tx_slot *s = &nic.tx[nic.tx_clean];
+      if (!(tx_ring[s->eop].status & TXD_STAT_DD)) break;
+      finished[n++] = *s;
+      nic.tx_used -= s->nfrags;
+      nic.tx_clean = (s->eop + 1) % TX_RING;
+    }
+    if (n > 0 && nic.tx_waiting) proc_wakeup(&nic.tx_used);
+    spin_unlock(&nic.tx_lock);
+    for (int k = 0; k < n; k++)
+      if (finished[k].done) finished[k].done(finished[k].arg);
+    if (n < (int)ARRAY_LEN(finished)) return;
+  }
+}
+
+int netdev_tx_wait(int nfrags) {
+  if (!nic.present) return -1;
+  spin_lock(&nic.tx_lock);
+  while (nic.tx_used + nfrags > TX_RING - 1) {
+    nic.tx_waiting++;
+    proc_sleep(&nic.tx_used, &nic.tx_lock);
+    nic.tx_waiting--;
+  }
+  spin_unlock(&nic.tx_lock);
+  return 0;
+}
+
+// ---- receive ----
+
+// Adds one descriptor's bytes to the frame being assembled; at EOP passes
+// a good frame up. Returns the number of frames passed up (0 or 1).
+static int rx_take(struct e1000_rx_desc *d, uint8 *buf) {
+  if (!nic.rx_partial && !nic.rx_partial_bad) {
+    nic.rx_partial = netbuf_alloc();
+    if (!nic.rx_partial) { nic.st.rx_no_buf++; net_count(NC_netbuf_none); nic.rx_partial_bad = 1; }
+  }
+  struct netbuf *nb = nic.rx_partial;
+  if (d->errors && nb) { nic.st.rx_errors++; nic.rx_partial_bad = 1; }
+  if (nb && !nic.rx_partial_bad) {
+    if (nb->len + d->length > NETBUF_DATA) { nic.st.rx_errors++; nic.rx_partial_bad = 1; }
+    else { memcpy(nb->data + nb->len, buf, d->length); nb->len += d->length; }
+  }
+  if (!(d->status & RXD_STAT_EOP)) return 0;
+  int bad = nic.rx_partial_bad;
+  nic.rx_partial = NULL;
+  nic.rx_partial_bad = 0;
+  if (bad) {                         // counted above: no buffer, or a device error
+    if (nb) netbuf_free(nb);
+    return 0;
+  }
+  nic.st.rx_frames++;
+  nic.st.rx_bytes += nb->len;
+  net_rx(nb);
+  return 1;
+}
+
+// Buffers go back to the device RX_RETURN at a time, not at the end of
+// every pass: the device always keeps RX_RING - RX_RETURN of them, and on
+// QEMU an RDT write costs tens of microseconds (it flushes the backend's
+// queue and wakes the I/O thread), which a ping-pong paid once per frame.
+#define RX_RETURN 64
+
+static int rx_reap(void) {
+  int frames = 0;
+  for (;;) {
+    struct e1000_rx_desc *d = &rx_ring[nic.rx_next];
+    if (!(d->status & RXD_STAT_DD)) break;
+    __sync_synchronize();            // status before the rest of the descriptor
+    frames += rx_take(d, rx_bufs[nic.rx_next]);
+    d->status = 0;
+    nic.rx_next = (nic.rx_next + 1) % RX_RING;
+    if (++nic.rx_unreturned == RX_RETURN) {
+      nic.rx_unreturned = 0;
+      wr(E1000_RDT, (nic.rx_next + RX_RING - 1) % RX_RING);
+    }
+  }
+  return frames;
+}
+
+// ---- interrupt and driver thread ----
+
+static void e1000_interrupt(void *unused) {
+  uint32 icr = rd(E1000_ICR);
+  if (icr == 0) return;
+  nic.st.interrupts++;
+  if (icr & ICR_LSC) nic.link_up = (rd(E1000_STATUS) & STATUS_LU) != 0;
+  spin_lock(&nic.work_lock);
+  nic.work = 1;
+  proc_wakeup(&nic.work);
+  spin_unlock(&nic.work_lock);
+}
+
+static void e1000_thread(void *unused) {
+  for (;;) {
+    spin_lock(&nic.work_lock);
+    while (!nic.work) proc_sleep(&nic.work, &nic.work_lock);
+    nic.work = 0;
+    spin_unlock(&nic.work_lock);
+    tx_reap();
+    int frames = rx_reap();
+    if (frames) net_rx_pass_end();
+    if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
+    nic.st.rx_missed = rd(E1000_MPC) + nic.st.rx_missed;   // MPC clears on read
+  }
+}
+
+int e1000_init(void) {
+  struct pci_dev *pd = pci_find(E1000_VENDOR, E1000_DEVICE);
+  if (!pd || !pd->bar[0]) { kprintf("e1000: no device\n"); return -1; }
+  nic.regs = (volatile uint32 *)pd->bar[0];
+  spin_init(&nic.tx_lock, "e1000_tx");
+  spin_init(&nic.work_lock, "e1000_work");
+  wr(E1000_IMC, 0xffffffff);
+  wr(E1000_CTRL, rd(E1000_CTRL) | CTRL_RST);
+  for (volatile int i = 0; i < 100000 && (rd(E1000_CTRL) & CTRL_RST); i++)
+    ;
+  wr(E1000_IMC, 0xffffffff);
+  wr(E1000_CTRL, rd(E1000_CTRL) | CTRL_SLU);
+  read_mac();
+  tx_setup();
+  rx_setup();
+  uint32 itr_val = (uint32)bootarg_uint("itr", DEFAULT_ITR);   // interrupt moderation, 256 ns units
+  wr(E1000_ITR, itr_val);
+  nic.link_up = (rd(E1000_STATUS) & STATUS_LU) != 0;
+  nic.present = 1;
+  if (kthread_start("e1000", e1000_thread, NULL) < 0) panic("e1000: no thread slot");
+  irq_register(pd->irq, e1000_interrupt, NULL);
+  rd(E1000_ICR);
+  wr(E1000_IMS, ICR_TXDW | ICR_LSC | ICR_RXDMT0 | ICR_RXO | ICR_RXT0);
+  kprintf("e1000: mac %x:%x:%x:%x:%x:%x link %s irq %d itr %d\n", nic.mac[0], nic.mac[1],
+          nic.mac[2], nic.mac[3], nic.mac[4], nic.mac[5], nic.link_up ? "up" : "down",
+          pd->irq, (int)itr_val);
+  return 0;
+}
+
+int netdev_present(void) { return nic.present; }
+void netdev_mac(uint8 mac[6]) { memcpy(mac, nic.mac, 6); }
+int netdev_link_up(void) { return nic.present && (nic.link_up = (rd(E1000_STATUS) & STATUS_LU) != 0); }
+void netdev_get_stats(struct netdev_stats *st) { *st = nic.st; }

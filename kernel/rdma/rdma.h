@@ -1,0 +1,257 @@
+// rdma.h: the kernel's RDMA verbs subsystem (kernel/rdma_*.c).
+//
+// Owns the one RDMA device (struct rdma_dev): the transport core's device
+// (kernel/transport/rct.h), the tables of verbs objects (PDs, MRs, CQs,
+// completion channels, QPs), the engine that drives the core (a kernel
+// thread and a ktimer), and the frame routing (loopback or NIC).
+//
+// Locking: one spin lock, rdma.lock, serializes every core call and every
+// table change (rct.h asks the caller to serialize per device). Objects are
+// static table slots; a handle is the slot index, valid only for the process
+// that created the object (owner pid). The system calls (kernel/sys/
+// sysrdma.c) fetch and copy their arguments and call the functions below,
+// which take kernel values, check them and return -1 for anything wrong.
+//
+// Files: rdma_dev.c (device, query, exit hook, random, neighbours),
+// rdma_engine.c (progress loop, thread, timer, loopback routing),
+// rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
+// translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
+// statistics), rdma_idtab.c (random MR keys and QPNs -> table slots),
+// rdma_abi.c (the ABI's values and layouts are the core's: static
+// assertions; the QP attribute translation).
+// Lock order: rdma.lock, then the driver's and rdma_tx locks; never the
+// other way (the NIC's callbacks take rdma.lock with no driver lock held).
+#ifndef RDMA_H
+#define RDMA_H
+#include "lib/types.h"
+#include "lib/riscv.h"
+#include "lib/param.h"
+#include "core/lock.h"
+#include "core/timer.h"
+#include "lib/uapi.h"
+#include "transport/rct.h"
+
+// Limits (reported by ibv_query_device).
+#define RDMA_MAX_PD      64
+#define RDMA_MAX_MR      256
+#define RDMA_MAX_CQ      32
+#define RDMA_MAX_CQE     1024
+#define RDMA_MAX_CHAN    32
+#define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
+#define RDMA_MAX_QP_WR   256
+#define RDMA_MAX_RD      16       // READs held as responder / outstanding
+// Async events: one queue per process. An object reports at most one event
+// per error it enters (a CQ once, a QP each time it goes to ERR), and the
+// latest state is what a reader needs: a queue holds one event for each QP
+// and CQ its process may own, and a full queue drops its own oldest event.
+#define RDMA_ASYNC_PER_PROC (RDMA_MAX_QP + RDMA_MAX_CQ)
+#define RDMA_MAX_MR_SIZE (64ULL << 20)   // max_mr_size: the longest region, at any address
+// An MR keeps the physical address of each page it covers in page-sized
+// lists (a directory of them). A region that does not start on a page
+// boundary touches one page more than its length holds.
+#define RDMA_MR_PAGES    ((int)(RDMA_MAX_MR_SIZE / PGSIZE) + 1)
+#define RDMA_PAS_PER_PAGE ((int)(PGSIZE / sizeof(uint64)))
+#define RDMA_MR_DIR      ((RDMA_MR_PAGES + RDMA_PAS_PER_PAGE - 1) / RDMA_PAS_PER_PAGE)
+#define RDMA_FRAME_MAX   (4096 + 256)
+#define RDMA_BUDGET      64       // frames moved per lock hold
+#define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
+#define RDMA_SACK_EVERY  32       // SR: a selective NAK per 32 out-of-order packets (rdma_dev.c)
+
+_Static_assert(RDMA_MAX_QP <= 32 && RDMA_MAX_CQ <= 32, "rdma.qp_live / cq_live are 32-bit masks");
+_Static_assert(RDMA_MAX_MR_SIZE % PGSIZE == 0, "max_mr_size is whole pages");
+_Static_assert(RDMA_MR_DIR * RDMA_PAS_PER_PAGE >= RDMA_MR_PAGES,
+               "the MR page directory holds a max_mr_size region at an unaligned address");
+_Static_assert((RDMA_MR_DIR - 1) * RDMA_PAS_PER_PAGE < RDMA_MR_PAGES, "no unused page list");
+// The core indexes its rings with i & (size - 1), and create_qp rounds
+// max_send_wr / max_recv_wr up to a power of two: the slot's rings hold
+// the rounded max_qp_wr only if it is one.
+_Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a power of two");
+_Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
+_Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
+// The event rings count with free-running uint32 indices.
+_Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ring wraps cleanly");
+// The loopback buffer holds the largest frame: headers, a 4096-byte MTU, pad + ICRC.
+_Static_assert(RDMA_FRAME_MAX >= RCT_HDR_MAX + 4096 + 8, "loopback buffer fits a frame");
+
+struct proc;
+
+struct rdma_pd {
+  int used, owner;
+  int refs;                 // MRs and QPs in this PD
+};
+
+struct rdma_mr {
+  int used, owner, pd;
+  uint32 lkey, rkey, access;
+  uint64 addr, length;
+  uint64 page0;             // PG_ROUND_DOWN(addr)
+  int npages;
+  uint64 *pas[RDMA_MR_DIR]; // pas[i / 512][i % 512] backs page0 + i * PGSIZE
+};
+
+struct rdma_chan {
+  int used, owner;
+};
+
+struct rdma_cq {              // in use: its bit in rdma.cq_live
+  int owner, chan;
+  uint64 cookie;
+  int refs;                 // QPs using it
+  struct rct_cq cq;
+  struct rct_wc ring[RDMA_MAX_CQE];
+  int armed;                // req_notify: event on the next new completion
+  int solicited_only;       // ... only if it is solicited or an error
+  uint32 arm_tail;
+  int events;               // events raised and not yet taken by get_cq_event
+  uint32 seen_overflow;
+  int error;                // overrun: the CQ is in error [IBTA 11.4.2.1 / CQ_ERR]
+  int waiters;              // processes asleep in rdma_wait_cq on this CQ
+};
+
+struct rdma_qp {              // in use: its bit in rdma.qp_live
+  int owner, pd, send_cq, recv_cq;
+  uint32 max_send_sge, max_recv_sge;
+  enum rct_qp_state last_state;     // to raise an async event on entering ERR
+  struct rct_qp qp;
+  struct rct_send_wqe sq[RDMA_MAX_QP_WR];
+  struct rct_recv_wqe rq[RDMA_MAX_QP_WR];
+  struct rct_rd_res rd[RDMA_MAX_RD];
+};
+
+// A process's async event queue (rdma_cq.c); pid 0: free slot. Every
+// process that owns objects may have one, so the table has a slot per
+// process slot.
+struct rdma_evq {
+  int pid;
+  uint32 head, tail;        // ring indices, tail - head <= RDMA_ASYNC_PER_PROC
+  struct rdma_async_event ev[RDMA_ASYNC_PER_PROC];
+};
+
+struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
+#define RDMA_MAX_NEIGH 16
+
+struct rdma_dev {
+  struct spinlock lock;
+  struct rct_dev dev;
+  uint32 ipv4;
+  uint8 mac[6];
+  uint32 ip_mtu;            // the interface's IP MTU for the core [ENC-IP-3]; 0 = loopback only
+  int kick;                 // the engine thread has work (timer, rx, budget)
+  struct ktimer timer;
+  uint64 timer_deadline;    // what the ktimer is armed for (may be before the core's next), RCT_NEVER if not
+  struct rdma_neigh neigh[RDMA_MAX_NEIGH];
+  struct rdma_evq evq[NPROC];
+  uint64 async_dropped;     // events dropped from a full queue (its oldest), all processes
+  uint64 tx_no_route, tx_too_big;   // frames the engine could not route (rdma_engine.c)
+  // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
+  // The scans after every received frame visit only these (each slot is
+  // tens of KiB: touching all 32 cost more than the frame's own work).
+  uint32 cq_live, qp_live;
+  // the NIC seam (rdma_net.c); NULL transmit = loopback only
+  int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
+};
+
+extern struct rdma_dev rdma;
+extern struct rdma_pd rdma_pds[RDMA_MAX_PD];
+extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
+extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
+extern struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
+extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
+
+// Lock held. Slot i's bit in a live mask (rdma.cq_live, rdma.qp_live).
+static inline int rdma_live(uint32 mask, int i) { return (mask >> i) & 1; }
+// The first slot at or after i that is live in mask, or -1.
+static inline int rdma_live_next(uint32 mask, int i) {
+  for (; i < 32 && (mask >> i); i++)
+    if ((mask >> i) & 1) return i;
+  return -1;
+}
+// Lock held. Every live slot i of mask, in order.
+#define rdma_for_each_live(i, mask) \
+  for (int i = rdma_live_next((mask), 0); i >= 0; i = rdma_live_next((mask), i + 1))
+
+// rdma_dev.c
+void   rdma_init(void);
+uint32 rdma_random(void);
+int    rdma_cur_pid(void);
+int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
+int    rdma_set_neigh(uint32 ip, const uint8 mac[6]);
+void   rdma_query_device(struct rdma_device_info *out);
+int    rdma_query_port(int port, struct rdma_port_info *out);
+
+// rdma_engine.c (all with rdma.lock held)
+int  rdma_progress(int budget);         // 1 if work was left at the budget
+void rdma_engine_start(void);
+void rdma_kick(void);                   // let the engine thread run
+int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
+int  rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);   // lock NOT held
+int  rdma_wait_cq(int h, int timeout_ms);                                     // lock NOT held
+
+// rdma_net.c
+void rdma_net_init(void);               // boot, before the core's device
+int  rdma_net_retry(void);              // lock held; -1 while the ring is full
+void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the frames
+void rdma_net_burst_end(void);          //   sent until burst_end
+int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
+extern uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
+
+// rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)
+struct rdma_id_ent { uint32 id; int slot; };     // id 0: empty entry
+struct rdma_idtab {
+  struct rdma_id_ent *ent;  // 1 << bits entries, >= twice the live ids
+  uint32 bits;
+};
+int    rdma_idtab_find(const struct rdma_idtab *t, uint32 id);   // slot, or -1
+uint32 rdma_idtab_add(struct rdma_idtab *t, uint32 min, uint32 id_mask, int slot);
+void   rdma_idtab_del(struct rdma_idtab *t, uint32 id);
+
+// rdma_abi.c (rdma_qp_attr_in: lock held)
+int  rdma_qp_attr_in(const struct rdma_qp_attr *a, uint32 ibv_mask,
+                     struct rct_qp_attr *r, uint32 *rct_mask);
+void rdma_qp_attr_out(const struct rct_qp_attr *r, struct rdma_qp_attr *a);
+
+// The verbs, for kernel/sys/sysrdma.c: handles as user space names them;
+// -1 for a handle that is not the caller's or any bad argument. Lock NOT
+// held. rdma_mr.c:
+int  rdma_alloc_pd(void);
+int  rdma_dealloc_pd(int h);
+int  rdma_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
+int  rdma_dereg_mr(int h);
+// rdma_cq.c:
+int  rdma_create_chan(void);
+int  rdma_destroy_chan(int h);
+int  rdma_create_cq(int cqe, int chan, uint64 cookie);
+int  rdma_destroy_cq(int h);
+int  rdma_poll_cq(int h, struct rct_wc *out, int n);
+int  rdma_req_notify(int h, int solicited_only);
+int  rdma_get_cq_event(int chan, uint64 *cookie);         // sleeps
+int  rdma_get_async(struct rdma_async_event *ev, int block);
+// rdma_qp.c:
+int  rdma_create_qp(struct rdma_qp_create *c);
+int  rdma_destroy_qp(int h);
+int  rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (ARP)
+int  rdma_query_qp(int h, struct rdma_qp_attr *a);
+int  rdma_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
+int  rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
+int  rdma_qp_stats(int i, struct rdma_qp_stats *s);
+void rdma_dev_stats(struct rdma_dev_stats *s);
+
+// rdma_mr.c (lock held)
+extern const struct rct_mr_ops rdma_mr_ops;
+int  rdma_pd_get(int h);                // owned, in use: h, else -1 (lock held)
+int  rdma_mr_busy(const struct rdma_mr *mr);
+void rdma_mr_release_all(int pid);
+
+// rdma_cq.c (lock held)
+struct rdma_cq *rdma_cq_get(int h);
+void rdma_cq_scan(void);
+void rdma_async_push(int owner, int type, int handle, uint64 cookie);
+void rdma_cq_release_all(int pid);
+void rdma_async_release(int pid);
+
+// rdma_qp.c (lock held)
+struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);
+void rdma_qp_scan(void);
+void rdma_qp_release_all(int pid);
+
+#endif

@@ -1,0 +1,183 @@
+// rdma_engine.c: drives the sans-IO transport core. rdma_progress() runs
+// the core's expired timers, pulls frames with rct_dev_poll_transmit and
+// routes each one: a frame addressed to our own IPv4 goes straight back
+// into rct_handle_frame (loopback: two QPs of this guest talk without the
+// NIC), any other frame goes to the NIC seam (rdma_net.c), which hands
+// received frames to the core itself. After moving frames it raises CQ
+// events and re-arms the one ktimer to the core's next deadline.
+//
+// Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
+// its target, so a process that waits for one polls memory. Instead of
+// spinning, it may sleep here until the byte it watches changes: every
+// frame the core takes in wakes the sleepers, each re-reads its byte.
+//
+// Who runs it: syscalls that post work or poll (low latency, same hart),
+// and the "rdma" kernel thread, woken by the ktimer, by received frames
+// and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
+// rdma.lock; the thread drops the lock between budgets so interrupts and
+// other harts get in.
+#include "lib/types.h"
+#include "lib/param.h"
+#include "core/proc.h"
+#include "proc/proc.h"
+#include "core/printk.h"
+#include "lib/klib.h"
+#include "core/vm.h"
+#include "rdma/rdma.h"
+
+static struct rct_frame tx_frame;              // under rdma.lock
+static uint8 loop_buf[RDMA_FRAME_MAX + 8] __attribute__((aligned(8)));   // under rdma.lock
+
+static int frame_is_local(const struct rct_frame *f) {
+  // RoCEv2: IPv4 destination at IP offset 16. RoCE v1 (EtherType 0x8915):
+  // the GRH's DGID ::ffff:a.b.c.d ends at GRH offset 40.
+  int v1 = f->hdr_len >= 14 && f->hdr[12] == 0x89 && f->hdr[13] == 0x15;
+  int off = v1 ? 14 + 36 : 14 + 16;
+  if (f->hdr_len < off + 4) return 0;
+  const uint8 *d = f->hdr + off;
+  uint32 dst = ((uint32)d[0] << 24) | ((uint32)d[1] << 16) | ((uint32)d[2] << 8) | d[3];
+  return dst == rdma.ipv4;
+}
+
+// Returns -1 when the NIC's ring is full (stop pulling frames for now).
+static int route(const struct rct_frame *f, uint64 now) {
+  if (!frame_is_local(f)) {
+    if (rdma.nic_send) return rdma.nic_send(f);
+    rdma.tx_no_route++;
+    return 0;                       // no NIC: the frame is lost, as on a dead link
+  }
+  // Start the frame so that its payload lands 8-byte aligned: both copies
+  // (MR -> frame here, frame -> MR in the responder) then move words.
+  uint8 *frame = loop_buf + (8 - f->hdr_len % 8) % 8;
+  int len = rct_frame_linearize(f, frame, RDMA_FRAME_MAX);
+  if (len < 0) {
+    kprintf("rdma: frame of %d bytes does not fit the loopback buffer\n", (int)f->len);
+    rdma.tx_too_big++;
+    return 0;
+  }
+  // The frame never left memory: no ICRC check (saves a CRC per frame).
+  rct_handle_frame_ex(&rdma.dev, now, frame, (uint64)len, RCT_RX_TRUSTED);
+  rdma_frame_arrived();
+  return 0;
+}
+
+static void timer_fired(void *arg) {
+  spin_lock(&rdma.lock);
+  rdma.timer_deadline = RCT_NEVER;
+  rdma_kick();
+  spin_unlock(&rdma.lock);
+}
+
+// A deadline that moved later (or went away) leaves the armed ktimer
+// alone: it fires early once, the engine runs and arms the real one. The
+// core moves its deadlines with nearly every frame (retransmission timer,
+// ACK hold), and re-arming costs a ktimer list walk and a stimecmp write.
+static void rearm_timer(void) {
+  uint64 next = rct_dev_next_timeout(&rdma.dev);
+  if (next >= rdma.timer_deadline) return;
+  ktimer_arm(&rdma.timer, next, timer_fired, NULL);
+  rdma.timer_deadline = next;
+}
+
+// Lock held. Returns 1 if it stopped at the budget with work left.
+int rdma_progress(int budget) {
+  uint64 now = clock_ns();
+  int moved = 0;
+  rct_dev_handle_timeout(&rdma.dev, now);
+  rdma_net_burst_begin();
+  if (rdma_net_retry() == 0) {
+    while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
+      moved++;
+      if (route(&tx_frame, now) < 0) break;     // done() kicks us when there is room
+    }
+  }
+  rdma_net_burst_end();
+  rdma_cq_scan();
+  rdma_qp_scan();
+  rearm_timer();
+  return moved == budget;
+}
+
+void rdma_kick(void) {
+  rdma.kick = 1;
+  proc_wakeup(&rdma.kick);
+}
+
+static void engine_thread(void *arg) {
+  spin_lock(&rdma.lock);
+  for (;;) {
+    rdma.kick = 0;
+    if (rdma_progress(RDMA_BUDGET)) {
+      spin_unlock(&rdma.lock);    // let interrupts and syscalls in
+      proc_yield();
+      spin_lock(&rdma.lock);
+      continue;
+    }
+    if (!rdma.kick) proc_sleep(&rdma.kick, &rdma.lock);
+  }
+}
+
+void rdma_engine_start(void) {
+  if (kthread_start("rdma", engine_thread, NULL) < 0) panic("rdma: no slot for the engine thread");
+}
+
+// ---- rdma_wait_write ----
+
+static int write_waiters;                     // under rdma.lock
+
+static uint64 deadline_after_ms(int timeout_ms) {
+  return timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+}
+
+// rdma.lock held: the core just took in a frame (it may have placed data).
+// Returns 1 if a process waiting in rdma_wait_write was woken.
+int rdma_frame_arrived(void) {
+  if (!write_waiters) return 0;
+  proc_wakeup(&write_waiters);
+  return 1;
+}
+
+// Lock NOT held. addr: the kernel's address of a byte of the caller's
+// memory (the system call translated it; the caller, asleep here, cannot
+// unmap it). 0 once *addr != old, -2 at the timeout (< 0: none), -1 for a
+// kill.
+int rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
+  struct proc *p = current();
+  int r;
+  spin_lock(&rdma.lock);
+  for (;;) {
+    if (proc_killed(p)) { r = -1; break; }
+    if (*addr != old) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    write_waiters++;
+    proc_sleep_until(&write_waiters, &rdma.lock, deadline);
+    write_waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// Lock NOT held. 0 once the caller's CQ h holds a completion (or has
+// overrun: the next poll reports it), -2 at the timeout (< 0: none), -1
+// for a CQ that is not the caller's or a kill. Completions stay in the CQ
+// for ibv_poll_cq: this is the sleeping half of a polling loop for
+// programs without a completion channel. rdma_cq_scan wakes the waiters.
+int rdma_wait_cq(int h, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
+  struct proc *p = current();
+  int r;
+  spin_lock(&rdma.lock);
+  if (rdma_cq_get(h) && rdma_progress(RDMA_BUDGET)) rdma_kick();
+  for (;;) {
+    struct rdma_cq *cq = rdma_cq_get(h);
+    if (!cq || proc_killed(p)) { r = -1; break; }
+    if (cq->error || cq->cq.head != cq->cq.tail) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    cq->waiters++;
+    proc_sleep_until(cq, &rdma.lock, deadline);
+    cq->waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}

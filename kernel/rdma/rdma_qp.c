@@ -1,0 +1,297 @@
+// rdma_qp.c: reliable-connected queue pairs and posting work.
+//
+// A QP slot holds the core's struct rct_qp with its send/receive rings and
+// responder READ resources. QPNs are drawn at random from [2, 2^24), not
+// reused while live, and carry no trace of the slot ([SEC-RAND-4]);
+// qp_nums (rdma_idtab.c) maps each live QPN to its slot for the core's
+// lookup of every received frame. modify/query translate the attributes
+// (rdma_abi.c); the state machine and the required attributes per
+// transition are the core's (IBTA 10.3.1). Posting hands the WRs, as the
+// system call copied them in (the core's layout), to the core, then runs
+// the engine at once so loopback and the NIC see the work without waiting
+// for the engine thread. Functions here take kernel values; the system
+// calls are kernel/sys/sysrdma.c.
+#include "lib/types.h"
+#include "lib/param.h"
+#include "core/proc.h"
+#include "core/printk.h"
+#include "core/vm.h"
+#include "lib/klib.h"
+#include "rdma/rdma.h"
+
+static struct rdma_qp *qp_get(int h) {
+  if (h < 0 || h >= RDMA_MAX_QP) return NULL;
+  struct rdma_qp *q = &rdma_qps[h];
+  return (rdma_live(rdma.qp_live, h) && q->owner == rdma_cur_pid()) ? q : NULL;
+}
+
+// Every live QPN -> its slot; at least twice RDMA_MAX_QP entries.
+#define QP_NUM_BITS 6
+_Static_assert((1 << QP_NUM_BITS) >= 2 * RDMA_MAX_QP, "qp_nums too small");
+static struct rdma_id_ent qp_num_ents[1 << QP_NUM_BITS];
+static struct rdma_idtab qp_nums = { qp_num_ents, QP_NUM_BITS };
+
+// The core's QPN lookup (rct_dev_attr.qp_lookup). Caller holds rdma.lock.
+struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn) {
+  int h = rdma_idtab_find(&qp_nums, qpn);
+  return h < 0 ? NULL : &rdma_qps[h].qp;
+}
+
+static uint32 pow2_at_least(uint32 n) {
+  uint32 p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// Lock held; slot h free, c checked, its PD and CQs the caller's.
+static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct rdma_cq *rcq) {
+  struct rdma_qp *q = &rdma_qps[h];
+  struct rct_qp_init_attr ia;
+  memset(&ia, 0, sizeof ia);
+  ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
+  ia.pd = (uint32)c->pd;
+  ia.sq = q->sq;
+  ia.sq_size = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
+  ia.rq = q->rq;
+  ia.rq_size = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+  ia.rd = q->rd;
+  ia.rd_size = RDMA_MAX_RD;
+  ia.send_cq = &scq->cq;
+  ia.recv_cq = &rcq->cq;
+  ia.sq_sig_all = c->sq_sig_all != 0;
+  if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) {
+    rdma_idtab_del(&qp_nums, ia.qpn);
+    return -1;
+  }
+  rdma.qp_live |= 1u << h;
+  q->owner = rdma_cur_pid();
+  q->pd = c->pd;
+  q->send_cq = c->send_cq;
+  q->recv_cq = c->recv_cq;
+  q->max_send_sge = c->max_send_sge ? c->max_send_sge : 1;
+  q->max_recv_sge = c->max_recv_sge ? c->max_recv_sge : 1;
+  q->last_state = RCT_QPS_RESET;
+  rdma_pds[c->pd].refs++;
+  scq->refs++;
+  rcq->refs++;
+  c->max_send_wr = ia.sq_size;
+  c->max_recv_wr = ia.rq_size;
+  c->max_send_sge = q->max_send_sge;
+  c->max_recv_sge = q->max_recv_sge;
+  c->qp_num = ia.qpn;
+  return 0;
+}
+
+// Lock NOT held. A QP over the caller's PD and CQs with c's queue sizes;
+// fills in what was granted and the QPN. Returns the handle, or -1.
+int rdma_create_qp(struct rdma_qp_create *c) {
+  if (c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
+      c->max_send_sge > RDMA_MAX_SGE || c->max_recv_sge > RDMA_MAX_SGE) return -1;
+  int h = -1;
+  spin_lock(&rdma.lock);
+  struct rdma_cq *scq = rdma_cq_get(c->send_cq), *rcq = rdma_cq_get(c->recv_cq);
+  if (rdma_pd_get(c->pd) >= 0 && scq && rcq) {
+    for (int i = 0; i < RDMA_MAX_QP && h < 0; i++)
+      if (!rdma_live(rdma.qp_live, i)) h = i;
+  }
+  if (h >= 0 && qp_init(h, c, scq, rcq) < 0) h = -1;
+  spin_unlock(&rdma.lock);
+  return h;
+}
+
+// Caller holds rdma.lock. An ACK the core holds for a request to follow
+// ([RESP-ACK-5]) leaves first: it may answer the peer's last message.
+static void qp_free(int h) {
+  struct rdma_qp *q = &rdma_qps[h];
+  if (rct_qp_release_ack(&q->qp)) rdma_progress(RDMA_BUDGET);
+  rdma_idtab_del(&qp_nums, q->qp.init.qpn);
+  rct_qp_destroy(&q->qp);
+  rdma_pds[q->pd].refs--;
+  rdma_cqs[q->send_cq].refs--;
+  rdma_cqs[q->recv_cq].refs--;
+  rdma.qp_live &= ~(1u << h);
+}
+
+// Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
+void rdma_qp_release_all(int pid) {
+  rdma_for_each_live(i, rdma.qp_live)
+    if (rdma_qps[i].owner == pid || pid == -1 - i) qp_free(i);
+}
+
+// Lock NOT held. Destroys the caller's QP h: 0, or -1.
+int rdma_destroy_qp(int h) {
+  int r = -1;
+  spin_lock(&rdma.lock);
+  if (qp_get(h)) {
+    qp_free(h);
+    r = 0;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// Fill a->dmac when the caller left it zero: our own address, the
+// neighbour table, else ARP through the network stack (may sleep).
+static void resolve_peer(struct rdma_qp_attr *a) {
+  static const uint8 zero[6];
+  if (memcmp(a->dmac, zero, 6) != 0) return;
+  spin_lock(&rdma.lock);
+  int known = rdma_neigh_lookup(a->dipv4, a->dmac) == 0;
+  spin_unlock(&rdma.lock);
+  if (!known && rdma_net_resolve(a->dipv4, a->dmac) < 0) memset(a->dmac, 0, 6);
+}
+
+// Lock NOT held (may sleep resolving the peer's MAC). Applies a's
+// attributes named by mask (IBV_QP_* | RDMA_QP_*) to the caller's QP h:
+// 0, or -1.
+int rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
+  struct rct_qp_attr r;
+  uint32 rmask;
+  int rc = -1;
+  if (mask & IBV_QP_AV) resolve_peer(a);
+  spin_lock(&rdma.lock);
+  struct rdma_qp *q = qp_get(h);
+  if (q && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
+    q->last_state = q->qp.attr.qp_state;
+    rc = 0;
+    if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
+  }
+  spin_unlock(&rdma.lock);
+  return rc;
+}
+
+// Lock NOT held. The caller's QP h's attributes into *a: 0, or -1.
+int rdma_query_qp(int h, struct rdma_qp_attr *a) {
+  struct rct_qp_attr r;
+  memset(a, 0, sizeof *a);
+  spin_lock(&rdma.lock);
+  struct rdma_qp *q = qp_get(h);
+  if (q) {
+    rct_qp_query(&q->qp, &r);
+    rdma_qp_attr_out(&r, a);
+    a->max_send_wr = q->qp.init.sq_size;
+    a->max_recv_wr = q->qp.init.rq_size;
+    a->max_send_sge = q->max_send_sge;
+    a->max_recv_sge = q->max_recv_sge;
+  }
+  spin_unlock(&rdma.lock);
+  return q ? 0 : -1;
+}
+
+// The core's refusal of a WR -> the errno a libibverbs caller expects.
+static const struct { int rct, err; } post_errs[] = {
+  { RCT_EINVAL, RDMA_EINVAL }, { RCT_ESTATE, RDMA_EINVAL }, { RCT_ENOTSUP, RDMA_EINVAL },
+  { RCT_ENOSPC, RDMA_ENOMEM },
+};
+
+static int post_err(int rct) {
+  for (int i = 0; i < (int)ARRAY_LEN(post_errs); i++)
+    if (post_errs[i].rct == rct) return post_errs[i].err;
+  return RDMA_EINVAL;
+}
+
+// Lock held. Posts one WR: 0, or the RDMA_E* reason it was refused.
+static int post_one(struct rdma_qp *q, int is_send, const void *wr) {
+  const struct rct_send_wr *s = wr;
+  const struct rct_recv_wr *r = wr;
+  uint32 nsge = (uint32)(is_send ? s->num_sge : r->num_sge);
+  if (nsge > (is_send ? q->max_send_sge : q->max_recv_sge)) return RDMA_EINVAL;
+  int rc = is_send ? rct_post_send(&q->qp, s) : rct_post_recv(&q->qp, r);
+  return rc == RCT_OK ? 0 : post_err(rc);
+}
+
+// Lock NOT held. Posts wr[0..n) (struct rct_send_wr or rct_recv_wr, their
+// SGEs in kernel memory) to the caller's QP h in order. Returns how many
+// were accepted, *err the first refused one's RDMA_E* reason (0 if none),
+// or -1 for a handle that is not the caller's QP.
+static int post_many(int h, int is_send, const void *wr, int n, int *err) {
+  uint64 size = is_send ? sizeof(struct rct_send_wr) : sizeof(struct rct_recv_wr);
+  int done = -1;
+  *err = 0;
+  spin_lock(&rdma.lock);
+  struct rdma_qp *q = qp_get(h);
+  if (q) {
+    for (done = 0; done < n; done++)
+      if ((*err = post_one(q, is_send, (const uint8 *)wr + done * size)) != 0) break;
+    if (rdma_progress(RDMA_BUDGET)) rdma_kick();
+  }
+  spin_unlock(&rdma.lock);
+  return done;
+}
+
+int rdma_post_send(int h, const struct rct_send_wr *wr, int n, int *err) {
+  return post_many(h, 1, wr, n, err);
+}
+
+int rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
+  return post_many(h, 0, wr, n, err);
+}
+
+// Lock held. A QP that entered ERR on its own (a fatal transport error)
+// raises IBV_EVENT_QP_FATAL for its owner.
+void rdma_qp_scan(void) {
+  rdma_for_each_live(i, rdma.qp_live) {
+    struct rdma_qp *q = &rdma_qps[i];
+    if (q->qp.attr.qp_state == q->last_state) continue;
+    if (q->qp.attr.qp_state == RCT_QPS_ERR) rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, i, 0);
+    q->last_state = q->qp.attr.qp_state;
+  }
+}
+
+// Lock NOT held. The device-wide counters.
+void rdma_dev_stats(struct rdma_dev_stats *s) {
+  spin_lock(&rdma.lock);
+  const struct rct_dev_counters *c = &rdma.dev.cnt;
+  *s = (struct rdma_dev_stats){
+    .rx_frames = c->rx_frames, .rx_not_roce = c->rx_not_roce, .rx_truncated = c->rx_truncated,
+    .rx_bad_header = c->rx_bad_header, .rx_icrc_err = c->rx_icrc_err,
+    .rx_bad_opcode = c->rx_bad_opcode, .rx_unknown_qp = c->rx_unknown_qp, .tx_frames = c->tx_frames,
+    .nic_rx_frames = rdma_net_rx_frames, .nic_rx_bad = rdma_net_rx_bad,
+    .nic_tx_frames = rdma_net_tx_frames, .nic_tx_full = rdma_net_tx_full,
+    .tx_no_route = rdma.tx_no_route, .tx_too_big = rdma.tx_too_big,
+    .async_dropped = rdma.async_dropped,
+  };
+  spin_unlock(&rdma.lock);
+}
+
+static uint64 sum2(uint64 a, uint64 b) { return a + b; }
+
+// Lock held. Live QP q (slot i)'s counters and states.
+static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
+  const struct rct_qp_counters *c = &q->qp.cnt;
+  s->handle = q->owner == rdma_cur_pid() ? i : -1;
+  s->owner_pid = q->owner;
+  s->qp_num = q->qp.init.qpn;
+  s->dest_qp_num = q->qp.attr.dest_qp_num;
+  s->state = q->qp.attr.qp_state;
+  s->sr = q->qp.sr;
+  s->req_state = q->qp.req_state;
+  s->resp_state = q->qp.resp_state;
+  s->comp_state = q->qp.comp_state;
+  s->tx_frames = c->tx_frames; s->tx_bytes = c->tx_bytes;
+  s->rx_frames = c->rx_frames; s->rx_bytes = c->rx_bytes;
+  s->tx_payload_bytes = c->tx_payload_bytes; s->rx_payload_bytes = c->rx_payload_bytes;
+  s->tx_retransmits = c->tx_retransmits; s->timeouts = c->timeouts; s->rnr_timeouts = c->rnr_timeouts;
+  s->tx_ack = c->tx_ack; s->rx_ack = c->rx_ack;
+  s->tx_nak = c->tx_nak_seq + c->tx_nak_inv + c->tx_nak_acc + c->tx_nak_op + c->tx_sack;
+  s->rx_nak = c->rx_nak_seq + c->rx_nak_inv + c->rx_nak_acc + c->rx_nak_op + c->rx_sack;
+  s->tx_rnr_nak = c->tx_rnr_nak; s->rx_rnr_nak = c->rx_rnr_nak;
+  s->rx_dup = c->rx_dup; s->rx_out_of_seq = c->rx_out_of_seq; s->rx_out_of_window = c->rx_out_of_window;
+  s->rx_dropped = sum2(c->rx_bad_state + c->rx_bad_opcode + c->rx_bad_length + c->rx_truncated,
+                      c->rx_wrong_encap + c->rx_wrong_peer + c->rx_bad_aeth + c->rx_unexpected);
+  s->completions = c->completions; s->error_completions = c->error_completions;
+  s->flushed = c->flushed; s->cq_overflow = c->cq_overflow;
+}
+
+// Lock NOT held. Slot i's QP (of any process) into *s: 0, 1 for an empty
+// slot, -1 past the table.
+int rdma_qp_stats(int i, struct rdma_qp_stats *s) {
+  if (i < 0 || i >= RDMA_MAX_QP) return -1;
+  memset(s, 0, sizeof *s);
+  spin_lock(&rdma.lock);
+  int live = rdma_live(rdma.qp_live, i);
+  if (live) qp_stats(&rdma_qps[i], i, s);
+  spin_unlock(&rdma.lock);
+  return live ? 0 : 1;
+}
+
