@@ -261,9 +261,9 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
   s->dest_qp_num = q->qp.attr.dest_qp_num;
   s->state = q->qp.attr.qp_state;
   s->sr = q->qp.sr;
-  s->req_state = q->qp.req_state;
-  s->resp_state = q->qp.resp_state;
-  s->comp_state = q->qp.comp_state;
+  s->req_state = rct_qp_req_state(&q->qp);
+  s->resp_state = rct_qp_resp_state(&q->qp);
+  s->comp_state = rct_qp_comp_state(&q->qp);
   s->tx_frames = c->tx_frames; s->tx_bytes = c->tx_bytes;
   s->rx_frames = c->rx_frames; s->rx_bytes = c->rx_bytes;
   s->tx_payload_bytes = c->tx_payload_bytes; s->rx_payload_bytes = c->rx_payload_bytes;

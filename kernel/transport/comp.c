@@ -1,71 +1,40 @@
 /*
  * comp.c: the completer role. Consumes ACKs, NAKs, selective NAKs and READ
  * responses; advances una; completes send WQEs in posting order; owns the
- * retransmission and RNR timers, the retry counters and the adaptive RTO;
- * tells the requester where to resend from (req_rewind, or the SR scan).
+ * retransmission and early-probe timers, the retry counters and the
+ * adaptive RTO; tells the requester what to do through its calls in
+ * rct_int.h: resend from a PSN (rct_req_retransmit_from) or, in SR, which
+ * PSNs to resend (rct_req_sr_*), pause on an RNR NAK (rct_req_pause_rnr),
+ * probe (rct_req_probe). It writes only qp->comp.
  * [REQ-ACK-*] [REQ-TMO-*] [REQ-RETRY-*] [REQ-RNR-*] [REQ-GBN-*] [REQ-READ-*]
  * [REQ-CMPL-*] [SR-REQ-*]
  */
 #include "rct_int.h"
 
-/* Every outstanding PSN may be resent once more [SR-REQ-11]. */
-static void sr_new_round(struct rct_qp *qp)
-{
-  bm_clear_all(qp->sr_retxd);
-}
-
-/* A selective NAK sacked `high` while the PSNs from `from` below it are
- * still holes: each hole resent before `high` was first sent had its
- * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
- * hole resent after that is in flight and stays marked. */
-static void sr_forget_lost_resends(struct rct_qp *qp, uint32_t from, uint32_t high)
-{
-  for (uint32_t psn = from; psn_lt(psn, high); psn = psn_add(psn, 1)) {
-    uint32_t k = (uint32_t)psn_diff(psn, qp->una);
-    if (k >= RCT_SR_WINDOW)
-      break;
-    if (bm_test(qp->sr_retxd, k) && !bm_test(qp->sr_sacked, k) &&
-        psn_ge(high, qp->sr_resend_mark[psn % RCT_SR_WINDOW]))
-      bm_clear(qp->sr_retxd, k);
-  }
-}
-
 void rct_comp_reset(struct rct_qp *qp)
 {
-  qp->comp_state = RCT_COMP_IDLE;
-  qp->una = qp->attr.sq_psn;
-  qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-  qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
-  qp->srtt = qp->rttvar = qp->rto = 0;
-  qp->rtt_armed = 0;
-  qp->last_msn = 0;
-  bm_clear_all(qp->sr_sacked);
-  sr_new_round(qp);
-  qp->sr_scan = qp->sr_scan_end = qp->sr_hole_end = qp->una;
+  qp->comp.una = qp->attr.sq_psn;
+  qp->comp.retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
+  qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
+  qp->comp.srtt = qp->comp.rttvar = qp->comp.rto = 0;
+  qp->comp.rtt_armed = 0;
+  qp->comp.last_msn = 0;
+  bm_clear_all(qp->comp.sr_sacked);
+  qp->comp.retx_valid = 0;
 }
 
-/* SR: add PSNs [from, end) to the retransmit scan, only READ requests from
- * hole_end on; merged with a scan in progress [SR-REQ-3] [SR-REQ-12]. */
-void rct_comp_sr_scan(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end)
+/* Resend from psn (go-back-N); the timed packet no longer times a round
+ * trip (Karn [REQ-TMO-4]). */
+static void resend_from(struct rct_qp *qp, uint32_t psn)
 {
-  if (!psn_lt(qp->sr_scan, qp->sr_scan_end)) {
-    qp->sr_scan = from;
-    qp->sr_hole_end = hole_end;
-    qp->sr_scan_end = end;
-    return;
-  }
-  if (psn_lt(from, qp->sr_scan))
-    qp->sr_scan = from;
-  if (psn_gt(hole_end, qp->sr_hole_end))
-    qp->sr_hole_end = hole_end;
-  if (psn_gt(end, qp->sr_scan_end))
-    qp->sr_scan_end = end;
+  qp->comp.rtt_armed = 0;
+  rct_req_retransmit_from(qp, psn);
 }
 
 /* Forward progress: the peer received something new; retries start over [REQ-RETRY-4]. */
 static void progress(struct rct_qp *qp)
 {
-  qp->retry_left = qp->attr.retry_cnt;
+  qp->comp.retry_left = qp->attr.retry_cnt;
 }
 
 /* Current RTO [REQ-TMO-1] [REQ-TMO-4]; before the first sample (and any
@@ -77,28 +46,28 @@ uint64_t rct_comp_rto(const struct rct_qp *qp)
   uint64_t r;
   if (!qp->attr.adaptive_rto || ibta == RCT_NEVER)
     return ibta;
-  if (!qp->rto)
+  if (!qp->comp.rto)
     r = RCT_INITIAL_RTO_FACTOR * lo;
   else
-    r = qp->rto < lo ? lo : qp->rto;
+    r = qp->comp.rto < lo ? lo : qp->comp.rto;
   return r > ibta ? ibta : r;
 }
 
 /* RTO = SRTT + max(G, 4 RTTVAR), G = 1 us: also how backoff ends [REQ-TMO-7]. */
 static void rto_from_estimate(struct rct_qp *qp)
 {
-  qp->rto = qp->srtt + (4 * qp->rttvar > 1000 ? 4 * qp->rttvar : 1000);
+  qp->comp.rto = qp->comp.srtt + (4 * qp->comp.rttvar > 1000 ? 4 * qp->comp.rttvar : 1000);
 }
 
 static void rtt_sample(struct rct_qp *qp, uint64_t r)
 {
-  if (!qp->srtt) {
-    qp->srtt = r ? r : 1;
-    qp->rttvar = r / 2;
+  if (!qp->comp.srtt) {
+    qp->comp.srtt = r ? r : 1;
+    qp->comp.rttvar = r / 2;
   } else {
-    uint64_t d = qp->srtt > r ? qp->srtt - r : r - qp->srtt;
-    qp->rttvar = (3 * qp->rttvar + d) / 4;
-    qp->srtt = (7 * qp->srtt + r) / 8;
+    uint64_t d = qp->comp.srtt > r ? qp->comp.srtt - r : r - qp->comp.srtt;
+    qp->comp.rttvar = (3 * qp->comp.rttvar + d) / 4;
+    qp->comp.srtt = (7 * qp->comp.srtt + r) / 8;
   }
   rto_from_estimate(qp);
 }
@@ -106,13 +75,13 @@ static void rtt_sample(struct rct_qp *qp, uint64_t r)
 /* The timed packet is known received: its round trip ends now [REQ-TMO-4]. */
 static void rtt_end(struct rct_qp *qp, uint64_t now)
 {
-  rtt_sample(qp, now - qp->rtt_start);
-  qp->rtt_armed = 0;
+  rtt_sample(qp, now - qp->comp.rtt_start);
+  qp->comp.rtt_armed = 0;
 }
 
 static bool outstanding(const struct rct_qp *qp)
 {
-  return psn_lt(qp->una, qp->next_psn);
+  return psn_lt(qp->comp.una, rct_req_next_psn(qp));
 }
 
 /* The early probe: 2 SRTT + 1 ms after the retransmission timer starts,
@@ -120,19 +89,19 @@ static bool outstanding(const struct rct_qp *qp)
  * [REQ-TMO-8]. Adaptive RTO only (it needs SRTT). */
 static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
-  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->srtt + 1000000;
-  if (!qp->attr.adaptive_rto || !qp->srtt || qp->early_probed || rto == RCT_NEVER || wait >= rto)
-    qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + 1000000;
+  if (!qp->attr.adaptive_rto || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
+    rct_timer_stop(qp, RCT_TIMER_PROBE);
   else
-    qp->timer[RCT_TIMER_PROBE] = now + wait;
+    rct_timer_set(qp, RCT_TIMER_PROBE, now + wait);
 }
 
 static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp);
-  if (!outstanding(qp) || qp->timer[RCT_TIMER_RNR] != RCT_NEVER) {
+  if (!outstanding(qp) || rct_timer_armed(qp, RCT_TIMER_RNR)) {
     rct_timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
-    qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
+    rct_timer_stop(qp, RCT_TIMER_PROBE);
     return;
   }
   rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
@@ -142,26 +111,25 @@ static void restart_timer(struct rct_qp *qp, uint64_t now)
 /* Called by the requester for every request packet it sends [REQ-TMO-2]. */
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
 {
-  if (retransmit || qp->timer[RCT_TIMER_RETRANS] == RCT_NEVER) {
+  if (retransmit || !rct_timer_armed(qp, RCT_TIMER_RETRANS)) {
     uint64_t rto = rct_comp_rto(qp);
-    qp->timer[RCT_TIMER_RETRANS] = rto == RCT_NEVER ? RCT_NEVER : now + rto;
+    rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
     arm_probe(qp, now);
   }
-  if (retransmit && qp->rtt_armed && psn == qp->rtt_psn)
-    qp->rtt_armed = 0;          /* Karn: its ACK may answer either copy [REQ-TMO-4] */
-  if (!retransmit && qp->attr.adaptive_rto && !qp->rtt_armed) {
-    qp->rtt_armed = 1;
-    qp->rtt_psn = psn;
-    qp->rtt_start = now;
+  if (retransmit && qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
+    qp->comp.rtt_armed = 0;          /* Karn: its ACK may answer either copy [REQ-TMO-4] */
+  if (!retransmit && qp->attr.adaptive_rto && !qp->comp.rtt_armed) {
+    qp->comp.rtt_armed = 1;
+    qp->comp.rtt_psn = psn;
+    qp->comp.rtt_start = now;
   }
-  qp->comp_state = RCT_COMP_WAIT_ACK;
 }
 
 static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->init.sq_sig_all;
-  if (w->wr.opcode == RCT_WR_RDMA_READ && qp->rd_outstanding)
-    qp->rd_outstanding--;
+  if (w->wr.opcode == RCT_WR_RDMA_READ)
+    rct_req_read_done(qp);
   w->state = RCT_WQE_DONE;
   if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] */
     struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
@@ -185,8 +153,7 @@ void rct_comp_flush(struct rct_qp *qp)
     }
     complete_wqe(qp, w);
   }
-  qp->sq_next = qp->sq_head;
-  qp->rd_outstanding = 0;
+  rct_req_flushed(qp);
 }
 
 /* Fail the WR containing psn (or the oldest) and move the QP to ERR. */
@@ -213,9 +180,9 @@ static void sr_keep_acked(struct rct_qp *qp, uint32_t p)
     if (w->wr.opcode == RCT_WR_RDMA_READ)
       continue;
     for (uint32_t q = w->first_psn; psn_le(q, w->last_psn) && psn_le(q, p); q = psn_add(q, 1)) {
-      uint32_t k = (uint32_t)psn_diff(q, qp->una);
+      uint32_t k = (uint32_t)psn_diff(q, qp->comp.una);
       if (k < RCT_SR_WINDOW)
-        bm_set(qp->sr_sacked, k);
+        bm_set(qp->comp.sr_sacked, k);
     }
   }
 }
@@ -223,26 +190,25 @@ static void sr_keep_acked(struct rct_qp *qp, uint32_t p)
 /* una moved forward: reset retries, sample the RTT, re-arm the timer. */
 static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
 {
-  uint32_t n = (uint32_t)psn_diff(new_una, qp->una);
-  if (qp->rtt_armed && psn_lt(qp->rtt_psn, new_una)) {
+  uint32_t n = (uint32_t)psn_diff(new_una, qp->comp.una);
+  if (qp->comp.rtt_armed && psn_lt(qp->comp.rtt_psn, new_una)) {
     rtt_end(qp, now);
-  } else if (qp->srtt) {
+  } else if (qp->comp.srtt) {
     rto_from_estimate(qp);                           /* backoff ends [REQ-TMO-7] */
   } else {
-    qp->rto = 0;                                     /* ... at the initial RTO */
+    qp->comp.rto = 0;                                     /* ... at the initial RTO */
   }
   if (qp->sr) {
-    rct_bm_shift(qp->sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
-    rct_bm_shift(qp->sr_retxd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+    rct_bm_shift(qp->comp.sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
   }
-  qp->una = new_una;
-  qp->retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-  qp->rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
-  qp->retx_valid = 0;
-  qp->rto_probe = 0;
-  qp->early_probed = 0;
-  if (psn_lt(qp->req_psn, new_una))
-    rct_req_rewind(qp, new_una);                     /* skip what is already acked */
+  rct_req_una_moved(qp, n);
+  qp->comp.una = new_una;
+  qp->comp.retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
+  qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
+  qp->comp.retx_valid = 0;
+  qp->comp.early_probed = 0;
+  if (psn_lt(rct_req_cursor(qp), new_una))
+    resend_from(qp, new_una);                        /* skip what is already acked */
   restart_timer(qp, now);
 }
 
@@ -251,15 +217,15 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
  * order and read_pkts counts them [SR-REQ-14]. */
 static bool sr_tracked(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
-  return qp->sr && (uint32_t)psn_diff(w->last_psn, qp->una) < RCT_SR_WINDOW &&
-         psn_ge(w->first_psn, psn_add(qp->una, 0u - RCT_SR_WINDOW));
+  return qp->sr && (uint32_t)psn_diff(w->last_psn, qp->comp.una) < RCT_SR_WINDOW &&
+         psn_ge(w->first_psn, psn_add(qp->comp.una, 0u - RCT_SR_WINDOW));
 }
 
 static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t psn)
 {
   if (!sr_tracked(qp, w))
     return psn_lt(psn, psn_add(w->first_psn, w->read_pkts));
-  return psn_lt(psn, qp->una) || bm_test(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));
+  return psn_lt(psn, qp->comp.una) || bm_test(qp->comp.sr_sacked, (uint32_t)psn_diff(psn, qp->comp.una));
 }
 
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
@@ -282,7 +248,7 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
   uint32_t new_una = psn_add(p, 1);
   bool rereq = false;
-  if (psn_lt(p, qp->una))
+  if (psn_lt(p, qp->comp.una))
     return false;
   while (qp->sq_head != qp->sq_tail) {
     struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
@@ -300,18 +266,17 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
       break;
     complete_wqe(qp, w);
   }
-  if (psn_gt(new_una, qp->una))
+  if (psn_gt(new_una, qp->comp.una))
     una_advanced(qp, now, new_una);
   if (rereq && qp->sr)
     sr_keep_acked(qp, p);
   if (rereq && qp->sr) {
-    uint32_t k = (uint32_t)psn_diff(new_una, qp->una);
-    if (k >= RCT_SR_WINDOW || !bm_test(qp->sr_retxd, k))     /* once until the next timeout [SR-REQ-13] */
-      rct_comp_sr_scan(qp, new_una, psn_add(new_una, 1), psn_add(new_una, 1));
-  } else if (rereq && !(qp->retx_valid && qp->retx_psn == new_una)) {
-    rct_req_rewind(qp, new_una);                             /* no retry used [REQ-ACK-5] */
-    qp->retx_psn = new_una;
-    qp->retx_valid = 1;
+    if (!rct_req_sr_resent(qp, new_una))                     /* once until the next timeout [SR-REQ-13] */
+      rct_req_sr_resend(qp, new_una, psn_add(new_una, 1), psn_add(new_una, 1));
+  } else if (rereq && !(qp->comp.retx_valid && qp->comp.retx_psn == new_una)) {
+    resend_from(qp, new_una);                                /* no retry used [REQ-ACK-5] */
+    qp->comp.retx_psn = new_una;
+    qp->comp.retx_valid = 1;
   }
   return true;
 }
@@ -323,30 +288,30 @@ static bool settle_point(struct rct_qp *qp, uint32_t *p)
 {
   struct rct_send_wqe *w;
   uint32_t k = 0;
-  if (qp->sq_head == qp->sq_tail || !psn_lt(qp->una, qp->next_psn))
+  if (qp->sq_head == qp->sq_tail || !psn_lt(qp->comp.una, rct_req_next_psn(qp)))
     return false;
   w = SQ_AT(qp, qp->sq_head);
   if (w->started && w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts == w->npkts &&
-      psn_le(w->first_psn, qp->una)) {
+      psn_le(w->first_psn, qp->comp.una)) {
     *p = w->last_psn;
     return true;
   }
   if (!qp->sr)
     return false;
-  while (k < RCT_SR_WINDOW && bm_test(qp->sr_sacked, k))
+  while (k < RCT_SR_WINDOW && bm_test(qp->comp.sr_sacked, k))
     k++;
   if (!k)
     return false;
-  *p = psn_add(qp->una, k - 1);
+  *p = psn_add(qp->comp.una, k - 1);
   return true;
 }
 
 static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
   for (int guard = 0; guard < 1 << 20; guard++) {
-    uint32_t before = qp->una;
+    uint32_t before = qp->comp.una;
     ack_walk(qp, now, p);
-    if (guard && qp->una == before)
+    if (guard && qp->comp.una == before)
       break;
     if (qp->attr.qp_state == RCT_QPS_ERR || !settle_point(qp, &p))
       break;
@@ -356,84 +321,69 @@ static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
 /* [PSN-WIN-4]: an ACK may name una - 1 (nothing new), a NAK must name una or later. */
 static bool ack_in_window(const struct rct_qp *qp, uint32_t p, bool nak)
 {
-  uint32_t lo = nak ? qp->una : psn_add(qp->una, PSN_MASK);
-  return psn_diff(p, lo) >= 0 && psn_diff(p, qp->next_psn) < 0;
+  uint32_t lo = nak ? qp->comp.una : psn_prev(qp->comp.una);
+  return psn_diff(p, lo) >= 0 && psn_diff(p, rct_req_next_psn(qp)) < 0;
 }
 
 static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
-  qp->cnt.rx_rnr_nak++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
-  if (qp->rnr_left == 0) {
-    fail_wr(qp, p, true, RCT_WC_RNR_RETRY_EXC_ERR, syn);   /* [REQ-RNR-1] */
+  if (qp->comp.rnr_left == 0) {
+    fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-RNR-1] */
     return;
   }
-  if (qp->rnr_left != RCT_RETRY_INFINITE)
-    qp->rnr_left--;
+  if (qp->comp.rnr_left != RCT_RETRY_INFINITE)
+    qp->comp.rnr_left--;
   progress(qp);                    /* the responder has the request [REQ-RETRY-5] */
-  qp->rnr_psn = p;
+  qp->comp.rnr_psn = p;
   qp->cnt.rnr_waits++;
   rct_timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
-  rct_timer_set(qp, RCT_TIMER_RNR, now + rct_rnr_timer_ns(syn & 0x1f));
-  qp->req_state = RCT_REQ_WAIT_RNR;
-  qp->comp_state = RCT_COMP_WAIT_RNR;
+  rct_req_pause_rnr(qp, now + rct_rnr_timer_ns(syn & 0x1f));
   if (qp->sr) {
-    qp->sr_scan = p;                                 /* [SR-REQ-6] */
-    qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
-    sr_new_round(qp);
+    rct_req_sr_rescan(qp, p);                                  /* [SR-REQ-6] */
   } else {
-    rct_req_rewind(qp, p);
+    resend_from(qp, p);
   }
 }
 
 /* Consume one retry or fail with RETRY_EXC_ERR [REQ-RETRY-2]. */
 static bool use_retry(struct rct_qp *qp)
 {
-  if (qp->retry_left == 0) {
+  if (qp->comp.retry_left == 0) {
     fail_wr(qp, 0, false, RCT_WC_RETRY_EXC_ERR, 0);
     return false;
   }
-  qp->retry_left--;
+  qp->comp.retry_left--;
   return true;
 }
 
 static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
-  uint32_t old_una = qp->una;
-  qp->cnt.rx_nak_seq++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  uint32_t old_una = qp->comp.una;
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
-  if (psn_lt(qp->una, p))
+  if (psn_lt(qp->comp.una, p))
     return;      /* stopped at a READ missing responses: re-requested from una [REQ-ACK-5] */
-  if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER && psn_le(p, qp->rnr_psn))
+  if (rct_timer_armed(qp, RCT_TIMER_RNR) && psn_le(p, qp->comp.rnr_psn))
     return;                                          /* [REQ-RNR-3] */
-  if (qp->retx_valid && psn_le(p, qp->retx_psn))
+  if (qp->comp.retx_valid && psn_le(p, qp->comp.retx_psn))
     return;                                          /* [REQ-GBN-2] */
-  if (qp->una == old_una && !use_retry(qp))
+  if (qp->comp.una == old_una && !use_retry(qp))
     return;
-  qp->retx_psn = p;
-  qp->retx_valid = 1;
-  rct_req_rewind(qp, p);                                       /* [REQ-GBN-1] */
-  qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;                /* restarted by the resend */
+  qp->comp.retx_psn = p;
+  qp->comp.retx_valid = 1;
+  resend_from(qp, p);                                       /* [REQ-GBN-1] */
+  rct_timer_stop(qp, RCT_TIMER_RETRANS);                   /* restarted by the resend */
 }
-
-static const enum rct_wc_status nak_status[5] = {
-  [1] = RCT_WC_REM_INV_REQ_ERR, [2] = RCT_WC_REM_ACCESS_ERR,
-  [3] = RCT_WC_REM_OP_ERR, [4] = RCT_WC_GENERAL_ERR,       /* [WC-STATUS-2] */
-};
 
 static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
-  uint8_t code = syn & 0x1f;
-  if (code == 1) qp->cnt.rx_nak_inv++;
-  else if (code == 2) qp->cnt.rx_nak_acc++;
-  else if (code == 3) qp->cnt.rx_nak_op++;
-  ack_through(qp, now, psn_add(p, PSN_MASK));
+  ack_through(qp, now, psn_prev(p));
   if (qp->attr.qp_state != RCT_QPS_ERR)
-    fail_wr(qp, p, true, nak_status[code], syn);     /* [REQ-ACK-6] */
+    fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-ACK-6] [WC-STATUS-2] */
 }
 
 /* SR: the end of the last READ request at or after PSN from that the
@@ -446,12 +396,12 @@ static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
   for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
     struct rct_send_wqe *w = SQ_AT(qp, i);
     uint32_t k;
-    if (!w->started || psn_ge(w->first_psn, qp->next_psn))
+    if (!w->started || psn_ge(w->first_psn, rct_req_next_psn(qp)))
       break;
     if (w->wr.opcode != RCT_WR_RDMA_READ || psn_lt(w->first_psn, from))
       continue;
-    k = (uint32_t)psn_diff(w->first_psn, qp->una);
-    if (k < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, k))
+    k = (uint32_t)psn_diff(w->first_psn, qp->comp.una);
+    if (k < RCT_SR_WINDOW && !bm_test(qp->comp.sr_sacked, k))
       end = psn_add(w->first_psn, 1);
   }
   return end;
@@ -464,7 +414,7 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
   uint32_t high = e, hole_end, end;
   bool fresh = false;
   qp->cnt.rx_sack++;
-  ack_through(qp, now, psn_add(e, PSN_MASK));
+  ack_through(qp, now, psn_prev(e));
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
   for (uint32_t i = 1; i < nbits; i++) {
@@ -472,12 +422,12 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
     uint64_t word = i < 64 ? h->sack : h->sack_ext[(i >> 6) - 1];
     if (!((word >> (i & 63)) & 1))
       continue;
-    d = (uint32_t)psn_diff(psn, qp->una);
-    if (psn_lt(psn, qp->next_psn) && d < RCT_SR_WINDOW && !bm_test(qp->sr_sacked, d)) {
-      bm_set(qp->sr_sacked, d);
+    d = (uint32_t)psn_diff(psn, qp->comp.una);
+    if (psn_lt(psn, rct_req_next_psn(qp)) && d < RCT_SR_WINDOW && !bm_test(qp->comp.sr_sacked, d)) {
+      bm_set(qp->comp.sr_sacked, d);
       fresh = true;
       /* not when the holes before it are repaired [REQ-TMO-4] */
-      if (qp->rtt_armed && psn == qp->rtt_psn)
+      if (qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
         rtt_end(qp, now);
     }
     high = psn;
@@ -485,49 +435,48 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
   if (fresh)
     progress(qp);                                    /* [REQ-RETRY-4] */
   if (psn_gt(high, e))
-    sr_forget_lost_resends(qp, e, high);             /* [SR-REQ-15] */
-  if (qp->timer[RCT_TIMER_RNR] != RCT_NEVER || !psn_lt(e, qp->next_psn))
+    rct_req_sr_forget_lost(qp, e, high);             /* [SR-REQ-15] */
+  if (rct_timer_armed(qp, RCT_TIMER_RNR) || !psn_lt(e, rct_req_next_psn(qp)))
     return;
   /* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */
   hole_end = psn_gt(high, e) ? high : psn_add(e, 1);
   end = sr_reads_after(qp, hole_end);
-  rct_comp_sr_scan(qp, e, hole_end, psn_gt(end, hole_end) ? end : hole_end);
+  rct_req_sr_resend(qp, e, hole_end, psn_gt(end, hole_end) ? end : hole_end);
 }
 
 static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
   uint32_t psn = p->h.bth.psn;
   uint8_t syn = p->h.aeth.syndrome;
+  const struct rct_syndrome_info *si = rct_syndrome_info(syn);
   if (!ack_in_window(qp, psn, (syn & AETH_KIND_MASK) != AETH_ACK || (p->opflags & OPF_SACKH))) {
     /* [REQ-ACK-2] */
-    if (psn_lt(psn, qp->una))
+    if (psn_lt(psn, qp->comp.una))
       qp->cnt.rx_stale_ack++;
     else
       qp->cnt.rx_out_of_window++;
     return;
   }
-  qp->last_msn = p->h.aeth.msn;                            /* [REQ-ACK-4] */
+  qp->comp.last_msn = p->h.aeth.msn;                            /* [REQ-ACK-4] */
   if (p->opflags & OPF_SACKH) {
     if (syn != AETH_NAK_PSN_SEQ)
       goto bad;
     handle_sack(qp, now, psn, &p->h);
     return;
   }
-  switch (syn & AETH_KIND_MASK) {
-  case AETH_ACK:
-    qp->cnt.rx_ack++;
+  rct_cnt_bump(&qp->cnt, si->rx_cnt);
+  switch (si->kind) {
+  case SYN_ACK:
     ack_through(qp, now, psn);
     return;
-  case AETH_RNR_NAK:
+  case SYN_RNR_NAK:
     handle_rnr(qp, now, psn, syn);
     return;
-  case AETH_NAK:
-    if (syn == AETH_NAK_PSN_SEQ)
-      handle_seq_nak(qp, now, psn);
-    else if ((syn & 0x1f) <= 4)
-      handle_fatal_nak(qp, now, psn, syn);
-    else
-      goto bad;
+  case SYN_NAK_SEQ:
+    handle_seq_nak(qp, now, psn);
+    return;
+  case SYN_NAK_FATAL:
+    handle_fatal_nak(qp, now, psn, syn);
     return;
   default:
     goto bad;
@@ -544,7 +493,7 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
   struct rct_send_wqe *oldest = 0;
   /* start at the remembered oldest incomplete READ: no per-frame walk over
    * the SENDs and WRITEs in front of it */
-  uint32_t i = qp->rd_hint - qp->sq_head < qp->sq_tail - qp->sq_head ? qp->rd_hint : qp->sq_head;
+  uint32_t i = qp->comp.rd_hint - qp->sq_head < qp->sq_tail - qp->sq_head ? qp->comp.rd_hint : qp->sq_head;
   *later = false;
   for (; i != qp->sq_tail; i++) {
     struct rct_send_wqe *w = SQ_AT(qp, i);
@@ -554,7 +503,7 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
       continue;
     if (!oldest) {
       oldest = w;
-      qp->rd_hint = i;
+      qp->comp.rd_hint = i;
     }
     if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
       if (qp->sr)
@@ -602,14 +551,12 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
   qp->cnt.rx_out_of_seq++;
   if (!qp->sr) {
     /* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
-    ack_through(qp, now, psn_add(psn, PSN_MASK));
-  } else if (!(qp->retx_valid && qp->retx_psn == expect)) {
-    uint32_t k = (uint32_t)psn_diff(expect, qp->una);
-    qp->retx_psn = expect;                               /* [SR-REQ-13] once per gap */
-    qp->retx_valid = 1;
-    if (k < RCT_SR_WINDOW)
-      bm_clear(qp->sr_retxd, k);
-    rct_comp_sr_scan(qp, expect, psn_add(expect, 1), psn_add(expect, 1));
+    ack_through(qp, now, psn_prev(psn));
+  } else if (!(qp->comp.retx_valid && qp->comp.retx_psn == expect)) {
+    qp->comp.retx_psn = expect;                               /* [SR-REQ-13] once per gap */
+    qp->comp.retx_valid = 1;
+    rct_req_sr_unmark(qp, expect);
+    rct_req_sr_resend(qp, expect, psn_add(expect, 1), psn_add(expect, 1));
   }
 }
 
@@ -655,13 +602,13 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   }
   qp->cnt.rx_read_resp++;
-  ack_through(qp, now, psn_add(w->first_psn, PSN_MASK));   /* implied ACK [REQ-ACK-3] */
+  ack_through(qp, now, psn_prev(w->first_psn));   /* implied ACK [REQ-ACK-3] */
   if (qp->attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
     return;
   w->read_pkts++;
   progress(qp);                                            /* [REQ-RETRY-4] */
-  if (sr_tracked(qp, w) && psn_ge(psn, qp->una))
-    bm_set(qp->sr_sacked, (uint32_t)psn_diff(psn, qp->una));
+  if (sr_tracked(qp, w) && psn_ge(psn, qp->comp.una))
+    bm_set(qp->comp.sr_sacked, (uint32_t)psn_diff(psn, qp->comp.una));
   ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
 }
 
@@ -686,17 +633,15 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
   if (!use_retry(qp))
     return;
   if (qp->attr.adaptive_rto && rto != RCT_NEVER)
-    qp->rto = 2 * rto;                  /* backoff doubles the RTO in effect [REQ-TMO-9] */
-  qp->retx_valid = 0;
+    qp->comp.rto = 2 * rto;                  /* backoff doubles the RTO in effect [REQ-TMO-9] */
+  qp->comp.retx_valid = 0;
   if (qp->sr) {
     /* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */
-    sr_new_round(qp);
-    qp->sr_scan = qp->una;
-    qp->sr_scan_end = qp->sr_hole_end = qp->next_psn;
+    rct_req_sr_rescan(qp, qp->comp.una);
   } else {
-    rct_req_rewind(qp, qp->una);                         /* [REQ-GBN-1] */
+    resend_from(qp, qp->comp.una);                         /* [REQ-GBN-1] */
   }
-  qp->rto_probe = 1;                                       /* [REQ-TMO-6] */
+  rct_req_probe(qp);                                           /* [REQ-TMO-6] */
   restart_timer(qp, now);
 }
 
@@ -708,22 +653,28 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
 {
   enum rct_qp_state s = qp->attr.qp_state;
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp) ||
-      qp->timer[RCT_TIMER_RNR] != RCT_NEVER)
+      rct_timer_armed(qp, RCT_TIMER_RNR))
     return;
-  qp->early_probed = 1;
+  qp->comp.early_probed = 1;
   qp->cnt.early_probes++;
   if (qp->sr)
-    sr_new_round(qp);
-  qp->rto_probe = 1;                                       /* sent as [REQ-TMO-6]'s */
+    rct_req_sr_new_round(qp);
+  rct_req_probe(qp);                                           /* sent as [REQ-TMO-6]'s */
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */
 void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now)
 {
-  if (qp->req_state != RCT_REQ_WAIT_RNR)
-    return;
   qp->cnt.rnr_timeouts++;
-  qp->req_state = RCT_REQ_SENDING;
-  qp->comp_state = RCT_COMP_WAIT_ACK;
   restart_timer(qp, now);
+}
+
+/* Derived for tracing: the completer's state is not recorded. */
+enum rct_comp_state rct_qp_comp_state(const struct rct_qp *qp)
+{
+  if (qp->attr.qp_state == RCT_QPS_ERR)
+    return RCT_COMP_ERROR;
+  if (rct_req_waiting_rnr(qp))
+    return RCT_COMP_WAIT_RNR;
+  return outstanding(qp) ? RCT_COMP_WAIT_ACK : RCT_COMP_IDLE;
 }

@@ -142,14 +142,7 @@ bool rct_qp_key_in_use(const struct rct_qp *qp, uint32_t key)
     if (sges_use(r->sge, r->num_sge, key))
       return true;
   }
-  if (qp->wr_left > 0 && qp->wr_rkey == key)
-    return true;
-  for (uint32_t i = qp->rd_head; qp->init.rd_size && i != qp->rd_tail; i++) {
-    const struct rct_rd_res *r = RD_AT(qp, i);
-    if (r->valid && r->pending && r->rkey == key)
-      return true;
-  }
-  return false;
+  return rct_resp_uses_rkey(qp, key);
 }
 
 bool rct_key_in_use(const struct rct_dev *dev, uint32_t key)

@@ -70,20 +70,7 @@ const char *rct_comp_state_name(enum rct_comp_state s)
 
 const char *rct_syndrome_name(uint8_t syn)
 {
-  switch (syn & 0xe0) {
-  case AETH_ACK: return "ACK";
-  case AETH_RNR_NAK: return "RNR_NAK";
-  case AETH_NAK:
-    switch (syn) {
-    case AETH_NAK_PSN_SEQ: return "NAK_PSN_SEQ_ERR";
-    case AETH_NAK_INV_REQ: return "NAK_INVALID_REQUEST";
-    case AETH_NAK_REM_ACC: return "NAK_REMOTE_ACCESS";
-    case AETH_NAK_REM_OP: return "NAK_REMOTE_OP";
-    case AETH_NAK_INV_RD: return "NAK_INVALID_RD_REQUEST";
-    default: return "NAK_RESERVED";
-    }
-  default: return "RESERVED";
-  }
+  return rct_syndrome_info(syn)->name;
 }
 
 /* [REQ-TMO-1] 4.096 us * 2^timeout; 0 = infinite. */

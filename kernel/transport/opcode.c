@@ -1,6 +1,8 @@
 /*
- * opcode.c: the RC opcode table (IBTA Table 38, RC rows). The only place
- * that says which header follows which opcode. [WIRE-OP-*]
+ * opcode.c: the RC opcode table (IBTA Table 38, RC rows), the only place
+ * that says which header follows which opcode [WIRE-OP-*]; and the AETH
+ * syndrome table (IBTA 9.7.5.1), the only place that says what a syndrome
+ * means.
  */
 #include "opcode.h"
 #include "wire.h"
@@ -62,4 +64,38 @@ const struct rct_opcode_info rct_opcode_table[256] = {
 bool rct_opcode_is_ack(uint8_t bth_opcode)
 {
   return (op_flags(bth_opcode) & OPF_ACK) != 0;
+}
+
+#define QCNT(f) ((uint16_t)offsetof(struct rct_qp_counters, f))
+#define NONE SYN_NO_CNT
+
+/* Indexed by syndrome_row(). */
+static const struct rct_syndrome_info syndromes[] = {
+  { "ACK", SYN_ACK, RCT_WC_SUCCESS, QCNT(tx_ack), QCNT(rx_ack) },
+  { "RNR_NAK", SYN_RNR_NAK, RCT_WC_RNR_RETRY_EXC_ERR, QCNT(tx_rnr_nak), QCNT(rx_rnr_nak) },
+  { "NAK_PSN_SEQ_ERR", SYN_NAK_SEQ, RCT_WC_SUCCESS, QCNT(tx_nak_seq), QCNT(rx_nak_seq) },
+  { "NAK_INVALID_REQUEST", SYN_NAK_FATAL, RCT_WC_REM_INV_REQ_ERR, QCNT(tx_nak_inv), QCNT(rx_nak_inv) },
+  { "NAK_REMOTE_ACCESS", SYN_NAK_FATAL, RCT_WC_REM_ACCESS_ERR, QCNT(tx_nak_acc), QCNT(rx_nak_acc) },
+  { "NAK_REMOTE_OP", SYN_NAK_FATAL, RCT_WC_REM_OP_ERR, QCNT(tx_nak_op), QCNT(rx_nak_op) },
+  { "NAK_INVALID_RD_REQUEST", SYN_NAK_FATAL, RCT_WC_GENERAL_ERR, NONE, NONE },
+  { "NAK_RESERVED", SYN_RESERVED, RCT_WC_SUCCESS, NONE, NONE },
+  { "RESERVED", SYN_RESERVED, RCT_WC_SUCCESS, NONE, NONE },
+};
+
+/* Row of a syndrome: kind in bits 7..5; for NAKs, the code in bits 4..0
+ * (0 PSN sequence error .. 4 invalid RD request, the rest reserved). */
+static unsigned syndrome_row(uint8_t syn)
+{
+  uint8_t code = syn & 0x1f;
+  switch (syn & AETH_KIND_MASK) {
+  case AETH_ACK: return 0;
+  case AETH_RNR_NAK: return 1;
+  case AETH_NAK: return code <= 4 ? 2u + code : 7;
+  default: return 8;
+  }
+}
+
+const struct rct_syndrome_info *rct_syndrome_info(uint8_t syn)
+{
+  return &syndromes[syndrome_row(syn)];
 }

@@ -75,4 +75,27 @@ static inline uint32_t op_flags(uint8_t op) { return rct_opcode_table[op].flags;
 #define AETH_CREDIT_INVALID 0x1f   /* "credit count invalid" (no end-to-end flow control) */
 #define AETH_SACK       0x40   /* 010xxxxx: reserved in IBTA; SR selective NAK (proto-spec SR) */
 
+/* What an AETH syndrome means: one row per meaning, the only place that
+ * maps syndromes to names, completion statuses and counters (opcode.c). */
+enum rct_syn_kind { SYN_ACK, SYN_RNR_NAK, SYN_NAK_SEQ, SYN_NAK_FATAL, SYN_RESERVED };
+#define SYN_NO_CNT 0xffffu
+struct rct_syndrome_info {
+  const char *name;
+  uint8_t kind;            /* enum rct_syn_kind */
+  uint8_t status;          /* enum rct_wc_status of the WR it fails (fatal NAK [WC-STATUS-2],
+                            * RNR NAK once its retries are spent [REQ-RNR-1]) */
+  uint16_t tx_cnt, rx_cnt; /* byte offsets in struct rct_qp_counters of the counters of
+                            * sent and received ones, SYN_NO_CNT for none */
+};
+const struct rct_syndrome_info *rct_syndrome_info(uint8_t syn);
+
+/* A packet's place in its message or READ response sequence, from whether
+ * it is the first and whether it is the last: the one rule that chooses
+ * FIRST / MIDDLE / LAST / ONLY opcodes [OPC-SEQ-1]. */
+enum rct_pos { POS_FIRST = 0, POS_MIDDLE, POS_LAST, POS_ONLY, POS_COUNT };
+static inline enum rct_pos op_pos(int first, int last)
+{
+  return first ? (last ? POS_ONLY : POS_FIRST) : (last ? POS_LAST : POS_MIDDLE);
+}
+
 #endif /* RCT_OPCODE_H */

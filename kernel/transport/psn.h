@@ -21,6 +21,12 @@ static inline uint32_t psn_add(uint32_t a, uint32_t n)
   return (a + n) & PSN_MASK;
 }
 
+/* a - 1, wrapped to 24 bits: the PSN before a. */
+static inline uint32_t psn_prev(uint32_t a)
+{
+  return psn_add(a, PSN_MASK);
+}
+
 /* Signed 24-bit distance a - b in [-2^23, 2^23). */
 static inline int32_t psn_diff(uint32_t a, uint32_t b)
 {

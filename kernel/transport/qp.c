@@ -41,9 +41,8 @@ int rct_qp_init(struct rct_dev *dev, struct rct_qp *qp, const struct rct_qp_init
 
 bool rct_qp_release_ack(struct rct_qp *qp)
 {
-  if (!qp->ack_pending)
+  if (!rct_resp_release_ack(qp))                       /* [RESP-ACK-5] */
     return false;
-  qp->ack_release = 1;                                   /* [RESP-ACK-5] */
   rct_qp_mark_ready(qp);
   return true;
 }
@@ -162,13 +161,12 @@ static void apply_attrs(struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t
 /* Entering RESET discards everything but the counters [QP-STATE-3]. */
 static void qp_reset(struct rct_qp *qp)
 {
+  qp->sq_head = qp->sq_tail = 0;
+  qp->rq_head = qp->rq_tail = 0;
   rct_req_reset(qp);
   rct_comp_reset(qp);
   rct_resp_reset(qp);
-  qp->sq_head = qp->sq_next = qp->sq_tail = 0;
-  qp->rq_head = qp->rq_tail = 0;
-  for (int t = 0; t < RCT_TIMER_COUNT; t++)
-    qp->timer[t] = RCT_NEVER;
+  rct_timer_stop_all(qp);
 }
 
 static void qp_enter_err(struct rct_qp *qp, enum rct_qp_err_cause cause);
@@ -215,7 +213,6 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
     qp->sport = qp->attr.ah.udp_sport ? qp->attr.ah.udp_sport
                 : rct_udp_sport(qp->init.qpn, qp->attr.dest_qp_num);
     rct_resp_reset(qp);
-    qp->epsn = qp->attr.rq_psn;          /* [RESP-PSN-1] */
   }
   if (cur == RCT_QPS_RTR && to == RCT_QPS_RTS) {
     rct_req_reset(qp);
@@ -232,8 +229,8 @@ int rct_qp_query(const struct rct_qp *qp, struct rct_qp_attr *attr)
 {
   *attr = qp->attr;
   attr->cur_qp_state = qp->attr.qp_state;
-  attr->sq_psn = qp->next_psn;
-  attr->rq_psn = qp->epsn;
+  attr->sq_psn = rct_req_next_psn(qp);
+  attr->rq_psn = rct_resp_epsn(qp);
   return RCT_OK;
 }
 
@@ -243,11 +240,7 @@ static void qp_enter_err(struct rct_qp *qp, enum rct_qp_err_cause cause)
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
   qp->attr.qp_state = RCT_QPS_ERR;
-  qp->req_state = RCT_REQ_ERROR;
-  qp->comp_state = RCT_COMP_ERROR;
-  qp->resp_state = RCT_RESP_ERROR;
-  for (int t = 0; t < RCT_TIMER_COUNT; t++)
-    qp->timer[t] = RCT_NEVER;
+  rct_timer_stop_all(qp);
   rct_comp_flush(qp);
   rct_resp_flush(qp);
   rct_ev_qp_err(qp, cause);

@@ -141,6 +141,12 @@ const char *rct_resp_state_name(enum rct_resp_state s);
 /* An acknowledgement (ACK, NAK, selective NAK): it places no data. */
 bool rct_opcode_is_ack(uint8_t bth_opcode);
 const char *rct_comp_state_name(enum rct_comp_state s);
+/* The roles' states now: the requester's and completer's are derived from
+ * what they hold (WAIT_RNR = the RNR wait is running, SENDING / WAIT_ACK =
+ * work or unacknowledged packets), the responder's is the one it runs on. */
+enum rct_req_state rct_qp_req_state(const struct rct_qp *qp);
+enum rct_comp_state rct_qp_comp_state(const struct rct_qp *qp);
+enum rct_resp_state rct_qp_resp_state(const struct rct_qp *qp);
 const char *rct_syndrome_name(uint8_t aeth_syndrome);
 
 /* Helpers. */

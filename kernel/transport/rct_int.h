@@ -5,8 +5,11 @@
  * ready list, tx.c frames out, rx.c frames in, timer.c the deadlines, post.c
  * posting, sge.c SGE walks; req.c (requester), comp.c (completer) and resp.c
  * with sr_resp.c (responder) are the three roles; cq.c owns completion
- * queues; event.c the events the caller drains. Roles talk to each other only through
- * the functions declared here, never through shared flags.
+ * queues; event.c the events the caller drains. Each role keeps its state
+ * in its own part of the QP (qp->req, qp->comp, qp->resp) and only its
+ * files write it; roles and plumbing act on another role only through the
+ * calls declared here, and read it only through the small inline queries
+ * here.
  */
 #ifndef RCT_INT_H
 #define RCT_INT_H
@@ -21,6 +24,13 @@
 #define SQ_AT(qp, i) (&(qp)->init.sq[(i) & ((qp)->init.sq_size - 1)])
 #define RQ_AT(qp, i) (&(qp)->init.rq[(i) & ((qp)->init.rq_size - 1)])
 #define RD_AT(qp, i) (&(qp)->init.rd[(i) & ((qp)->init.rd_size - 1)])
+
+/* Count one event in the QP counter at byte offset off (SYN_NO_CNT: none). */
+static inline void rct_cnt_bump(struct rct_qp_counters *c, uint16_t off)
+{
+  if (off != SYN_NO_CNT)
+    (*(uint64_t *)(void *)((uint8_t *)c + off))++;
+}
 
 /* Packets a message of len bytes takes at the QP's MTU: max(1, ceil(len/m)). */
 static inline uint32_t qp_npkts(const struct rct_qp *qp, uint32_t len)
@@ -55,6 +65,10 @@ void rct_segs_copy(const struct rct_iov *seg, int nseg, const uint8_t *src, uint
 void rct_timer_set(struct rct_qp *qp, enum rct_timer t, uint64_t deadline);
 void rct_timer_stop(struct rct_qp *qp, enum rct_timer t);
 void rct_timer_stop_all(struct rct_qp *qp);
+static inline bool rct_timer_armed(const struct rct_qp *qp, enum rct_timer t)
+{
+  return qp->timer[t] != RCT_NEVER;
+}
 
 /* cq.c */
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
@@ -65,13 +79,42 @@ void rct_ev_qp_err(struct rct_qp *qp, enum rct_qp_err_cause cause);
 void rct_ev_cq(struct rct_qp *qp, struct rct_cq *cq, enum rct_event_type t, bool solicited);
 void rct_ev_forget(struct rct_ev_node *n);
 
+/*
+ * The roles. Each role's file writes only its own part of the QP
+ * (qp->req, qp->comp, qp->resp); what one role makes another do is a call
+ * below; what it needs to know of another is an inline query below.
+ */
+
 /* req.c: requester */
 void rct_req_reset(struct rct_qp *qp);
 int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
 bool rct_req_has_work(const struct rct_qp *qp);
-void rct_req_rewind(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
 struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx);
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f);
+/* ... what the completer asks of it */
+void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
+void rct_req_pause_rnr(struct rct_qp *qp, uint64_t until);        /* RNR NAK: send nothing until then */
+void rct_req_probe(struct rct_qp *qp);                 /* one more copy of the packet at una [REQ-TMO-6] */
+void rct_req_una_moved(struct rct_qp *qp, uint32_t n); /* una advanced by n PSNs */
+void rct_req_read_done(struct rct_qp *qp);             /* a READ completed: its credit returns */
+void rct_req_flushed(struct rct_qp *qp);               /* the completer flushed the send queue */
+void rct_req_sr_resend(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end);
+void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from);   /* a new round over [from, next_psn) */
+void rct_req_sr_new_round(struct rct_qp *qp);               /* each PSN may be resent once more */
+void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high);
+void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn);    /* psn may be resent again */
+/* ... what the others may read */
+static inline uint32_t rct_req_next_psn(const struct rct_qp *qp) { return qp->req.next_psn; }
+static inline uint32_t rct_req_cursor(const struct rct_qp *qp) { return qp->req.psn; }
+static inline bool rct_req_waiting_rnr(const struct rct_qp *qp)   /* the one record of it */
+{
+  return rct_timer_armed(qp, RCT_TIMER_RNR);
+}
+static inline bool rct_req_sr_resent(const struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t k = (uint32_t)psn_diff(psn, qp->comp.una);
+  return k < RCT_SR_WINDOW && bm_test(qp->req.sr_retxd, k);
+}
 
 /* comp.c: completer */
 void rct_comp_reset(struct rct_qp *qp);
@@ -83,7 +126,13 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
 void rct_comp_flush(struct rct_qp *qp);
 uint64_t rct_comp_rto(const struct rct_qp *qp);
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w);
-void rct_comp_sr_scan(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end);
+/* ... what the others may read */
+static inline uint32_t rct_comp_una(const struct rct_qp *qp) { return qp->comp.una; }
+static inline bool rct_comp_sacked(const struct rct_qp *qp, uint32_t psn)   /* SR, psn >= una */
+{
+  uint32_t k = (uint32_t)psn_diff(psn, qp->comp.una);
+  return k < RCT_SR_WINDOW && bm_test(qp->comp.sr_sacked, k);
+}
 
 /* resp.c: responder */
 void rct_resp_reset(struct rct_qp *qp);
@@ -91,6 +140,10 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
 bool rct_resp_has_work(const struct rct_qp *qp);
 void rct_resp_flush(struct rct_qp *qp);
+bool rct_resp_release_ack(struct rct_qp *qp);   /* a held ACK goes at the next poll [RESP-ACK-5] */
+void rct_resp_ack_timeout(struct rct_qp *qp, uint64_t now);
+static inline uint32_t rct_resp_epsn(const struct rct_qp *qp) { return qp->resp.epsn; }
+bool rct_resp_uses_rkey(const struct rct_qp *qp, uint32_t rkey);   /* a WRITE or READ response open */
 /* checks and replies shared with the SR responder (sr_resp.c) */
 void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn);
 void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal);

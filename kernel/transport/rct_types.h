@@ -4,8 +4,9 @@
  *
  * Owns: constants, return codes, enums, work requests and completions, the
  * MR interface, frames, counters, device and QP attributes, and the
- * layouts a caller allocates but never reads (WQEs, READ resources, the
- * device and QP objects; marked below). The CM types are in rct_cm.h.
+ * layouts a caller only allocates (WQEs, READ resources, the QP and its
+ * role states; marked below): their fields are the core's, except a QP's
+ * init, attr and cnt, which a caller may read. The CM types are in rct_cm.h.
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */
@@ -439,7 +440,8 @@ struct rct_qp_init_attr {
   bool sq_sig_all;            /* every successful send WR produces a completion */
 };
 
-/* --- layouts callers need only to allocate: their fields are the core's (private) --- */
+/* --- layouts callers need only to allocate: their fields are the core's (a QP's init,
+ * attr and cnt excepted, which callers may read) --- */
 
 enum rct_wqe_state { RCT_WQE_FREE = 0, RCT_WQE_POSTED, RCT_WQE_DONE };
 
@@ -482,12 +484,87 @@ struct rct_rd_res {
 /* Timers of a QP, a small table indexed by this enum. */
 enum rct_timer { RCT_TIMER_RETRANS = 0, RCT_TIMER_RNR, RCT_TIMER_ACK, RCT_TIMER_PROBE, RCT_TIMER_COUNT };
 
-/* Role states (name tables: rct_req_state_name etc.). */
+/* Role states (name tables: rct_req_state_name etc.). The responder's
+ * drives its code and is kept in struct rct_resp; the requester's and the
+ * completer's are derived from their state when asked (rct_qp_req_state,
+ * rct_qp_comp_state). */
 enum rct_req_state { RCT_REQ_IDLE = 0, RCT_REQ_SENDING, RCT_REQ_WAIT_RNR, RCT_REQ_ERROR, RCT_REQ_STATE_COUNT };
 enum rct_resp_state { RCT_RESP_IDLE = 0, RCT_RESP_IN_SEND, RCT_RESP_IN_WRITE, RCT_RESP_ERROR, RCT_RESP_STATE_COUNT };
 enum rct_comp_state { RCT_COMP_IDLE = 0, RCT_COMP_WAIT_ACK, RCT_COMP_WAIT_RNR, RCT_COMP_ERROR, RCT_COMP_STATE_COUNT };
 
 #define RCT_SR_WORDS (RCT_SR_WINDOW / 32)
+
+/* The requester's state: req.c writes it, the other files call req.c. */
+struct rct_req {
+  uint32_t sq_next;           /* WQE the requester sends from */
+  uint32_t psn;               /* PSN of the next packet the requester sends */
+  uint32_t next_psn;          /* next never-sent PSN (high-water mark) */
+  uint32_t rd_outstanding;    /* READ WRs started and not complete */
+  uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
+  uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
+  uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = PSN una + i resent since the last round */
+  uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
+  uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
+  uint32_t sr_resend_mark[RCT_SR_WINDOW]; /* SR: next_psn when PSN (index PSN % window) was resent [SR-REQ-15] */
+};
+
+/* The completer's state: comp.c writes it. */
+struct rct_comp {
+  uint32_t una;               /* oldest unacknowledged PSN */
+  uint8_t retry_left, rnr_left;
+  uint32_t rnr_psn;           /* PSN of the last RNR NAK */
+  uint32_t last_msn;          /* last MSN received [REQ-ACK-4] */
+  uint64_t srtt, rttvar, rto; /* adaptive RTO state (ns); rto 0 = not sampled */
+  uint32_t rtt_psn;           /* PSN being timed, valid if rtt_armed */
+  uint64_t rtt_start;
+  uint8_t rtt_armed;
+  uint8_t early_probed;       /* the early probe went out since una last moved [REQ-TMO-8] */
+  uint32_t retx_psn;          /* start of the last resend asked for */
+  uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
+  uint32_t rd_hint;           /* SQ index at or before the oldest incomplete READ */
+  uint32_t sr_sacked[RCT_SR_WORDS]; /* SR: bit i = PSN una + i received/sacked */
+};
+
+/* The responder's ACK hold [RESP-ACK-5]: whether an ACK (for psn) is owed
+ * and when it may go. OWED: it goes at the next poll, or, with an ACK
+ * delay, is held from then on; HELD: until `until`, or until a request of
+ * this QP goes out; SEND_NOW: at the next poll. */
+enum rct_ack_state { RCT_ACK_IDLE = 0, RCT_ACK_OWED, RCT_ACK_HELD, RCT_ACK_SEND_NOW };
+struct rct_ack_hold {
+  uint8_t state;              /* enum rct_ack_state */
+  uint32_t psn;               /* the ACK acknowledges up to here */
+  uint64_t until;             /* HELD: it goes by then */
+};
+
+/* The responder's state: resp.c and sr_resp.c write it. */
+struct rct_resp {
+  enum rct_resp_state state;
+  uint32_t epsn;              /* expected PSN */
+  uint32_t msn;               /* message sequence number (24-bit) */
+  uint32_t msg_offset;        /* bytes of the current SEND placed */
+  uint64_t wr_va;             /* current WRITE: next VA */
+  uint32_t wr_rkey;
+  uint32_t wr_left;           /* current WRITE: bytes still expected */
+  uint32_t wr_len;            /* current WRITE: its DMA length (WRITE_WITH_IMM's byte_len) */
+  uint8_t nak_latch;          /* [RESP-OOS-1] */
+  struct rct_ack_hold ack;
+  uint8_t nak_pending;        /* a NAK (nak_syndrome at nak_psn) should be sent */
+  uint8_t nak_syndrome;
+  uint8_t err_after_nak;      /* move the QP to ERR once the NAK is out */
+  uint8_t sack_pending;       /* SR: a selective NAK should be sent */
+  uint8_t sack_gap;           /* SR: ... because a packet beyond epsn was not placed [SR-RESP-10] */
+  uint32_t sack_skipped;      /* SR: out-of-order packets not answered since the last selective NAK */
+  uint32_t sack_epsn;         /* SR: epsn when the last selective NAK went out [SR-RESP-11] */
+  uint32_t nak_psn;
+  uint32_t unacked;           /* executed packets not yet covered by an ACK */
+  uint32_t rd_head, rd_tail;  /* responder READ resources (free-running) */
+  uint32_t sr_rcvd[RCT_SR_WORDS]; /* SR: bit i = PSN epsn + i placed */
+  uint32_t rsn_done;          /* SR: receive-consuming messages completed */
+  /* SR: what each placed PSN ends, indexed by PSN % RCT_SR_WINDOW */
+  uint8_t sr_slot_kind[RCT_SR_WINDOW];   /* 0 nothing, else message end (see resp.c) */
+  uint32_t sr_slot_len[RCT_SR_WINDOW];
+  uint32_t sr_slot_imm[RCT_SR_WINDOW];
+};
 
 struct rct_qp {
   /* configuration */
@@ -502,70 +579,18 @@ struct rct_qp {
   struct rct_qp *next;        /* dev->qps list */
   struct rct_qp *ready_next;  /* dev ready list */
   uint8_t on_ready;
-  uint64_t timer[RCT_TIMER_COUNT];
+  uint64_t timer[RCT_TIMER_COUNT];  /* written only through rct_timer_set/stop (timer.c) */
   uint16_t sport;             /* UDP source port [ENC-UDP-2] */
 
-  /* requester (req.c) */
-  enum rct_req_state req_state;
+  /* the rings: posting moves the tails, the completer sq_head, the responder rq_head */
   uint32_t sq_head;           /* oldest not completed (free-running index) */
-  uint32_t sq_next;           /* WQE the requester sends from */
   uint32_t sq_tail;           /* next free slot */
-  uint32_t req_psn;           /* PSN of the next packet the requester sends */
-  uint32_t next_psn;          /* next never-sent PSN (high-water mark) */
-  uint32_t rd_outstanding;    /* READ WRs started and not complete */
-  uint32_t rd_hint;           /* SQ index at or before the oldest incomplete READ */
-  uint32_t retx_psn;          /* start of the last go-back-N retransmission */
-  uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
-  uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
-  uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
-
-  /* completer (comp.c) */
-  enum rct_comp_state comp_state;
-  uint32_t una;               /* oldest unacknowledged PSN */
-  uint8_t retry_left, rnr_left;
-  uint32_t rnr_psn;           /* PSN of the last RNR NAK */
-  uint32_t last_msn;          /* last MSN received [REQ-ACK-4] */
-  uint64_t srtt, rttvar, rto; /* adaptive RTO state (ns); rto 0 = not sampled */
-  uint32_t rtt_psn;           /* PSN being timed, valid if rtt_armed */
-  uint64_t rtt_start;
-  uint8_t rtt_armed;
-  uint32_t sr_sacked[RCT_SR_WORDS]; /* SR: bit i = PSN una + i received/sacked */
-  uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = retransmitted since last timeout */
-  uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
-  uint32_t sr_resend_mark[RCT_SR_WINDOW]; /* SR: next_psn when PSN (index PSN % window) was resent [SR-REQ-15] */
-  uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
-
-  /* responder (resp.c) */
-  enum rct_resp_state resp_state;
-  uint32_t epsn;              /* expected PSN */
-  uint32_t msn;               /* message sequence number (24-bit) */
   uint32_t rq_head, rq_tail;  /* receive ring (free-running) */
-  uint32_t msg_offset;        /* bytes of the current SEND placed */
-  uint64_t wr_va;             /* current WRITE: next VA */
-  uint32_t wr_rkey;
-  uint32_t wr_left;           /* current WRITE: bytes still expected */
-  uint32_t wr_len;            /* current WRITE: its DMA length (WRITE_WITH_IMM's byte_len) */
-  uint8_t nak_latch;          /* [RESP-OOS-1] */
-  uint8_t ack_pending;        /* an ACK for ack_psn should be sent */
-  uint8_t early_probed;       /* the early probe went out since una last moved [REQ-TMO-8] */
-  uint8_t ack_release;        /* a request went out: a held ACK follows it [RESP-ACK-5] */
-  uint64_t ack_deadline;      /* a held ACK goes out by then; 0 = none held */
-  uint8_t nak_pending;        /* a NAK (nak_syndrome at nak_psn) should be sent */
-  uint8_t nak_syndrome;
-  uint8_t err_after_nak;      /* move the QP to ERR once the NAK is out */
-  uint8_t sack_pending;       /* SR: a selective NAK should be sent */
-  uint8_t sack_gap;           /* SR: ... because a packet beyond epsn was not placed [SR-RESP-10] */
-  uint32_t sack_skipped;      /* SR: out-of-order packets not answered since the last selective NAK */
-  uint32_t sack_epsn;         /* SR: epsn when the last selective NAK went out [SR-RESP-11] */
-  uint32_t ack_psn, nak_psn;
-  uint32_t unacked;           /* executed packets not yet covered by an ACK */
-  uint32_t rd_head, rd_tail;  /* responder READ resources (free-running) */
-  uint32_t sr_rcvd[RCT_SR_WORDS]; /* SR: bit i = PSN epsn + i placed */
-  uint32_t rsn_done;          /* SR: receive-consuming messages completed */
-  /* SR: what each placed PSN ends, indexed by PSN % RCT_SR_WINDOW */
-  uint8_t sr_slot_kind[RCT_SR_WINDOW];   /* 0 nothing, else message end (see resp.c) */
-  uint32_t sr_slot_len[RCT_SR_WINDOW];
-  uint32_t sr_slot_imm[RCT_SR_WINDOW];
+
+  /* the roles, each written only by its own files */
+  struct rct_req req;         /* requester (req.c) */
+  struct rct_comp comp;       /* completer (comp.c) */
+  struct rct_resp resp;       /* responder (resp.c, sr_resp.c) */
 
   struct rct_ev_node ev;      /* events (event.c) */
 };

@@ -3,12 +3,14 @@
  * assigns PSNs, fragments at the path MTU, builds READ requests (and
  * resumed READ requests), sets AckReq, respects the PSN window and the
  * READ credit, and resends from a PSN when the completer asks
- * (req_rewind, go-back-N) or, in SR mode, resends single PSNs from the
- * completer's retransmit scan. It never decides *that* something is lost:
- * that is the completer's job (comp.c). [REQ-*]
+ * (rct_req_retransmit_from, go-back-N) or, in SR mode, resends single PSNs
+ * of its retransmit scan, which the completer fills (rct_req_sr_*). It
+ * never decides *that* something is lost: that is the completer's job
+ * (comp.c). It pauses on an RNR NAK (rct_req_pause_rnr: the RNR timer is
+ * the one record of the wait). [REQ-*]
  *
- * State: sq_next/req_psn is the cursor (the next packet to send),
- * next_psn the high-water mark (the next never-sent PSN).
+ * State (qp->req, written only here): sq_next/psn is the cursor (the next
+ * packet to send), next_psn the high-water mark (the next never-sent PSN).
  */
 #include "rct_int.h"
 
@@ -16,13 +18,13 @@
 
 void rct_req_reset(struct rct_qp *qp)
 {
-  qp->req_state = RCT_REQ_IDLE;
-  qp->sq_next = qp->sq_head;
-  qp->req_psn = qp->next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
-  qp->rd_outstanding = 0;
-  qp->retx_valid = 0;
-  qp->rsn_next = 0;
-  qp->rto_probe = 0;
+  qp->req.sq_next = qp->sq_head;
+  qp->req.psn = qp->req.next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
+  qp->req.rd_outstanding = 0;
+  qp->req.rsn_next = 0;
+  qp->req.rto_probe = 0;
+  bm_clear_all(qp->req.sr_retxd);
+  qp->req.sr_scan = qp->req.sr_scan_end = qp->req.sr_hole_end = qp->attr.sq_psn;
 }
 
 static uint32_t window(const struct rct_qp *qp)
@@ -36,20 +38,19 @@ static uint32_t window(const struct rct_qp *qp)
 /* [REQ-WIN-1]: may PSNs [psn, psn + k) be outstanding? */
 static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
 {
-  return (uint32_t)psn_diff(psn_add(psn, k - 1), qp->una) < window(qp);
+  return (uint32_t)psn_diff(psn_add(psn, k - 1), rct_comp_una(qp)) < window(qp);
 }
 
 bool rct_req_has_work(const struct rct_qp *qp)
 {
   enum rct_qp_state s = qp->attr.qp_state;
-  if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || qp->req_state == RCT_REQ_WAIT_RNR ||
-      qp->req_state == RCT_REQ_ERROR)
+  if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || rct_req_waiting_rnr(qp))
     return false;
-  if (qp->sr && psn_lt(qp->sr_scan, qp->sr_scan_end))
+  if (qp->sr && psn_lt(qp->req.sr_scan, qp->req.sr_scan_end))
     return true;
-  if (qp->rto_probe && psn_lt(qp->una, qp->next_psn))
+  if (qp->req.rto_probe && psn_lt(rct_comp_una(qp), qp->req.next_psn))
     return true;
-  return qp->sq_next != qp->sq_tail;
+  return qp->req.sq_next != qp->sq_tail;
 }
 
 /* The WQE whose PSNs contain psn, among the started ones. */
@@ -68,38 +69,152 @@ struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_
   return 0;
 }
 
+/* ---------------------------------------------------------------- */
+/* What the completer asks of the requester                          */
+/* ---------------------------------------------------------------- */
+
 /* Go back: the next packet sent is psn [REQ-GBN-1]; a READ resumes at its
  * first missing response [REQ-READ-3]. */
-void rct_req_rewind(struct rct_qp *qp, uint32_t psn)
+void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn)
 {
   uint32_t i;
   struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, psn, &i);
-  qp->rtt_armed = 0;                                 /* Karn [REQ-TMO-4] */
   if (!w) {
     /* nothing outstanding at psn: continue with new work */
-    if (psn_ge(psn, qp->next_psn)) {
-      qp->req_psn = qp->next_psn;
-      while (qp->sq_next != qp->sq_tail && SQ_AT(qp, qp->sq_next)->started &&
-             psn_lt(SQ_AT(qp, qp->sq_next)->last_psn, qp->req_psn))
-        qp->sq_next++;
+    if (psn_ge(psn, qp->req.next_psn)) {
+      qp->req.psn = qp->req.next_psn;
+      while (qp->req.sq_next != qp->sq_tail && SQ_AT(qp, qp->req.sq_next)->started &&
+             psn_lt(SQ_AT(qp, qp->req.sq_next)->last_psn, qp->req.psn))
+        qp->req.sq_next++;
     }
     return;
   }
   if (w->wr.opcode == RCT_WR_RDMA_READ && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
     psn = psn_add(w->first_psn, w->read_pkts);
-  qp->sq_next = i;
-  qp->req_psn = psn;
+  qp->req.sq_next = i;
+  qp->req.psn = psn;
 }
+
+/* An RNR NAK: nothing goes out until then [REQ-RNR-1]. The armed RNR timer
+ * is the one record of the wait (rct_req_waiting_rnr). */
+void rct_req_pause_rnr(struct rct_qp *qp, uint64_t until)
+{
+  rct_timer_set(qp, RCT_TIMER_RNR, until);
+}
+
+/* A timeout or the early probe: one more copy of the packet at una once
+ * nothing else can go [REQ-TMO-6] [REQ-TMO-8]. */
+void rct_req_probe(struct rct_qp *qp)
+{
+  qp->req.rto_probe = 1;
+}
+
+/* una advanced by n PSNs: the SR resend marks move with it; a probe owed
+ * for the old una is void. */
+void rct_req_una_moved(struct rct_qp *qp, uint32_t n)
+{
+  if (qp->sr)
+    rct_bm_shift(qp->req.sr_retxd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+  qp->req.rto_probe = 0;
+}
+
+/* A READ completed: its credit returns [REQ-WIN-2]. */
+void rct_req_read_done(struct rct_qp *qp)
+{
+  if (qp->req.rd_outstanding)
+    qp->req.rd_outstanding--;
+}
+
+/* The completer flushed the send queue (ERR): nothing left to send. */
+void rct_req_flushed(struct rct_qp *qp)
+{
+  qp->req.sq_next = qp->sq_head;
+  qp->req.rd_outstanding = 0;
+}
+
+/* SR: add PSNs [from, end) to the retransmit scan, only READ requests from
+ * hole_end on; merged with a scan in progress [SR-REQ-3] [SR-REQ-12]. */
+void rct_req_sr_resend(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end)
+{
+  struct rct_req *r = &qp->req;
+  if (!psn_lt(r->sr_scan, r->sr_scan_end)) {
+    r->sr_scan = from;
+    r->sr_hole_end = hole_end;
+    r->sr_scan_end = end;
+    return;
+  }
+  if (psn_lt(from, r->sr_scan))
+    r->sr_scan = from;
+  if (psn_gt(hole_end, r->sr_hole_end))
+    r->sr_hole_end = hole_end;
+  if (psn_gt(end, r->sr_scan_end))
+    r->sr_scan_end = end;
+}
+
+/* SR: every PSN may be resent once more [SR-REQ-11]. */
+void rct_req_sr_new_round(struct rct_qp *qp)
+{
+  bm_clear_all(qp->req.sr_retxd);
+}
+
+/* SR: a new round over every unacknowledged, unsacked PSN from `from` up
+ * to the send point (timeout [SR-REQ-11], RNR NAK [SR-REQ-6]). */
+void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from)
+{
+  rct_req_sr_new_round(qp);
+  qp->req.sr_scan = from;
+  qp->req.sr_scan_end = qp->req.sr_hole_end = qp->req.next_psn;
+}
+
+/* A selective NAK sacked `high` while the PSNs from `from` below it are
+ * still holes: each hole resent before `high` was first sent had its
+ * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
+ * hole resent after that is in flight and stays marked. */
+void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
+{
+  for (uint32_t psn = from; psn_lt(psn, high); psn = psn_add(psn, 1)) {
+    uint32_t k = (uint32_t)psn_diff(psn, rct_comp_una(qp));
+    if (k >= RCT_SR_WINDOW)
+      break;
+    if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, psn) &&
+        psn_ge(high, qp->req.sr_resend_mark[psn % RCT_SR_WINDOW]))
+      bm_clear(qp->req.sr_retxd, k);
+  }
+}
+
+/* SR: psn may be resent again (a READ response gap seen once) [SR-REQ-13]. */
+void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t k = (uint32_t)psn_diff(psn, rct_comp_una(qp));
+  if (k < RCT_SR_WINDOW)
+    bm_clear(qp->req.sr_retxd, k);
+}
+
+/* Derived for tracing: the requester's state is not recorded. */
+enum rct_req_state rct_qp_req_state(const struct rct_qp *qp)
+{
+  if (qp->attr.qp_state == RCT_QPS_ERR)
+    return RCT_REQ_ERROR;
+  if (rct_req_waiting_rnr(qp))
+    return RCT_REQ_WAIT_RNR;
+  if (rct_req_has_work(qp) || psn_lt(rct_comp_una(qp), qp->req.next_psn))
+    return RCT_REQ_SENDING;
+  return RCT_REQ_IDLE;
+}
+
+/* ---------------------------------------------------------------- */
+/* Sending                                                           */
+/* ---------------------------------------------------------------- */
 
 static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
 {
-  static const uint8_t send_ops[4][2] = {   /* [pos][imm]: FIRST, MIDDLE, LAST, ONLY */
-    { OP_SEND_FIRST, OP_SEND_FIRST }, { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
-    { OP_SEND_LAST, OP_SEND_LAST_IMM }, { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
-  static const uint8_t write_ops[4][2] = {
-    { OP_WRITE_FIRST, OP_WRITE_FIRST }, { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
-    { OP_WRITE_LAST, OP_WRITE_LAST_IMM }, { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
-  int pos = w->npkts == 1 ? 3 : idx == 0 ? 0 : idx + 1 == w->npkts ? 2 : 1;  /* [OPC-SEQ-1] */
+  static const uint8_t send_ops[POS_COUNT][2] = {   /* [pos][imm] */
+    [POS_FIRST] = { OP_SEND_FIRST, OP_SEND_FIRST }, [POS_MIDDLE] = { OP_SEND_MIDDLE, OP_SEND_MIDDLE },
+    [POS_LAST] = { OP_SEND_LAST, OP_SEND_LAST_IMM }, [POS_ONLY] = { OP_SEND_ONLY, OP_SEND_ONLY_IMM } };
+  static const uint8_t write_ops[POS_COUNT][2] = {
+    [POS_FIRST] = { OP_WRITE_FIRST, OP_WRITE_FIRST }, [POS_MIDDLE] = { OP_WRITE_MIDDLE, OP_WRITE_MIDDLE },
+    [POS_LAST] = { OP_WRITE_LAST, OP_WRITE_LAST_IMM }, [POS_ONLY] = { OP_WRITE_ONLY, OP_WRITE_ONLY_IMM } };
+  enum rct_pos pos = op_pos(idx == 0, idx + 1 == w->npkts);   /* [OPC-SEQ-1] */
   int imm = w->wr.opcode == RCT_WR_SEND_WITH_IMM || w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM;
   bool send = w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM;
   return send ? send_ops[pos][imm] : write_ops[pos][imm];
@@ -141,29 +256,29 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
     st = check_local(qp, w);
     if (st != RCT_WC_SUCCESS) {
       /* fail in posting order: only once it is the oldest [REQ-CMPL-2] */
-      if (qp->sq_next == qp->sq_head)
+      if (qp->req.sq_next == qp->sq_head)
         fail_head(qp, w, st);
       return false;
     }
     w->checked = 1;
   }
-  if (read && qp->rd_outstanding >= qp->attr.max_rd_atomic)
+  if (read && qp->req.rd_outstanding >= qp->attr.max_rd_atomic)
     return false;                              /* [REQ-WIN-2] */
   /* A READ longer than the whole window goes alone, when nothing is
    * outstanding (else it could never start) [REQ-WIN-4]. */
-  if (!window_allows(qp, qp->req_psn, read ? n : 1) && !(read && qp->req_psn == qp->una))
+  if (!window_allows(qp, qp->req.psn, read ? n : 1) && !(read && qp->req.psn == rct_comp_una(qp)))
     return false;
-  w->first_psn = w->resume_psn = qp->req_psn;
+  w->first_psn = w->resume_psn = qp->req.psn;
   w->npkts = n;
-  w->last_psn = psn_add(qp->req_psn, n - 1);     /* [REQ-PSN-2] */
+  w->last_psn = psn_add(qp->req.psn, n - 1);     /* [REQ-PSN-2] */
   w->started = 1;
   if (read)
-    qp->rd_outstanding++;
+    qp->req.rd_outstanding++;
   if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
       w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
-    w->rsn = qp->rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
+    w->rsn = qp->req.rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
   else
-    w->rsn = qp->rsn_next & PSN_MASK;
+    w->rsn = qp->req.rsn_next & PSN_MASK;
   return true;
 }
 
@@ -217,7 +332,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
 {
   struct rct_hdr h;
   uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
-  bool retx = psn_lt(psn, qp->next_psn);
+  bool retx = psn_lt(psn, qp->req.next_psn);
   RCT_MEMSET(&h, 0, sizeof(h));
   h.bth.psn = psn;
   h.sreth.rsn = w->rsn;
@@ -233,7 +348,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
   }
   if (qp->sr)
     h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
-  if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->next_psn)))
+  if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->req.next_psn)))
     h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
   rct_tx_emit(qp, f, &h, paylen);
   if (retx)
@@ -246,18 +361,18 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
  * last timeout; past sr_hole_end only READ requests [SR-REQ-11] [SR-REQ-12]. */
 static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
-  while (psn_lt(qp->sr_scan, qp->sr_scan_end)) {
-    uint32_t psn = qp->sr_scan, i = (uint32_t)psn_diff(psn, qp->una), miss;
+  while (psn_lt(qp->req.sr_scan, qp->req.sr_scan_end)) {
+    uint32_t psn = qp->req.sr_scan, i = (uint32_t)psn_diff(psn, rct_comp_una(qp)), miss;
     struct rct_send_wqe *w;
-    qp->sr_scan = psn_add(psn, 1);
-    if (psn_lt(psn, qp->una) || i >= RCT_SR_WINDOW || bm_test(qp->sr_sacked, i) ||
-        bm_test(qp->sr_retxd, i))
+    qp->req.sr_scan = psn_add(psn, 1);
+    if (psn_lt(psn, rct_comp_una(qp)) || i >= RCT_SR_WINDOW || rct_comp_sacked(qp, psn) ||
+        bm_test(qp->req.sr_retxd, i))
       continue;
     w = rct_req_wqe_of_psn(qp, psn, 0);
-    if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->sr_hole_end)))
+    if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->req.sr_hole_end)))
       continue;
-    bm_set(qp->sr_retxd, i);
-    qp->sr_resend_mark[psn % RCT_SR_WINDOW] = qp->next_psn;   /* [SR-REQ-15] */
+    bm_set(qp->req.sr_retxd, i);
+    qp->req.sr_resend_mark[psn % RCT_SR_WINDOW] = qp->req.next_psn;   /* [SR-REQ-15] */
     if (w->wr.opcode == RCT_WR_RDMA_READ) {
       /* one re-request from the first missing response covers the rest
        * of the READ [SR-REQ-13] [SR-REQ-11] */
@@ -266,12 +381,12 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
         continue;
       if (psn_lt(psn, miss))
         psn = miss;
-      while (psn_le(qp->sr_scan, w->last_psn)) {
-        uint32_t k = (uint32_t)psn_diff(qp->sr_scan, qp->una);
+      while (psn_le(qp->req.sr_scan, w->last_psn)) {
+        uint32_t k = (uint32_t)psn_diff(qp->req.sr_scan, rct_comp_una(qp));
         if (k < RCT_SR_WINDOW)
-          bm_set(qp->sr_retxd, k);
-        qp->sr_resend_mark[qp->sr_scan % RCT_SR_WINDOW] = qp->next_psn;
-        qp->sr_scan = psn_add(qp->sr_scan, 1);
+          bm_set(qp->req.sr_retxd, k);
+        qp->req.sr_resend_mark[qp->req.sr_scan % RCT_SR_WINDOW] = qp->req.next_psn;
+        qp->req.sr_scan = psn_add(qp->req.sr_scan, 1);
       }
     }
     if (!rct_req_build(qp, w, psn, f))
@@ -290,11 +405,11 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
-  uint32_t psn = qp->una, miss;
-  if (!qp->rto_probe)
+  uint32_t psn = rct_comp_una(qp), miss;
+  if (!qp->req.rto_probe)
     return 0;
-  qp->rto_probe = 0;
-  if (!psn_lt(qp->una, qp->next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
+  qp->req.rto_probe = 0;
+  if (!psn_lt(rct_comp_una(qp), qp->req.next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
     return 0;
   if (w->wr.opcode == RCT_WR_RDMA_READ) {
     miss = rct_comp_read_first_missing(qp, w);
@@ -327,30 +442,29 @@ static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
   uint32_t psn;
-  if (qp->sq_next == qp->sq_tail)
+  if (qp->req.sq_next == qp->sq_tail)
     return 0;
-  w = SQ_AT(qp, qp->sq_next);
+  w = SQ_AT(qp, qp->req.sq_next);
   if (!w->started) {
     if (!start_wqe(qp, w))
       return 0;
-  } else if (psn_ge(qp->req_psn, qp->next_psn) && !window_allows(qp, qp->req_psn, 1)) {
+  } else if (psn_ge(qp->req.psn, qp->req.next_psn) && !window_allows(qp, qp->req.psn, 1)) {
     return 0;
   }
-  psn = qp->req_psn;
+  psn = qp->req.psn;
   if (!rct_req_build(qp, w, psn, f))
     return 0;
   if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
-    qp->req_psn = psn_add(w->last_psn, 1);
-    qp->sq_next++;
+    qp->req.psn = psn_add(w->last_psn, 1);
+    qp->req.sq_next++;
   } else {
-    qp->req_psn = psn_add(psn, 1);
+    qp->req.psn = psn_add(psn, 1);
   }
-  if (psn_gt(qp->req_psn, qp->next_psn)) {
+  if (psn_gt(qp->req.psn, qp->req.next_psn)) {
     rct_comp_on_send(qp, now, psn, false);
-    qp->next_psn = qp->req_psn;
+    qp->req.next_psn = qp->req.psn;
   } else {
     rct_comp_on_send(qp, now, psn, true);
   }
-  qp->req_state = RCT_REQ_SENDING;
   return 1;
 }

@@ -5,42 +5,93 @@
  * WQEs, holds READ resources and answers with ACKs, NAKs, RNR NAKs,
  * selective NAKs and READ responses. Output is pulled by resp_poll, in PSN
  * order: a reply for PSN x leaves only after every READ response before x.
- * [RESP-*] [SR-RESP-*]
+ * A plain ACK may be held (the ACK hold, qp->resp.ack). State: qp->resp,
+ * written only here and in sr_resp.c. [RESP-*] [SR-RESP-*]
  */
 #include "rct_int.h"
 
-/* No ACK is pending or held any more. */
+/* ---------------------------------------------------------------- */
+/* The ACK hold [RESP-ACK-5]: idle, owed, held until a time, send now */
+/* ---------------------------------------------------------------- */
+
+static bool ack_owed(const struct rct_qp *qp)
+{
+  return qp->resp.ack.state != RCT_ACK_IDLE;
+}
+
+/* No ACK is owed or held any more. */
 static void ack_done(struct rct_qp *qp)
 {
-  qp->ack_release = 0;
-  qp->ack_deadline = 0;
-  qp->timer[RCT_TIMER_ACK] = RCT_NEVER;
+  qp->resp.ack.state = RCT_ACK_IDLE;
+  rct_timer_stop(qp, RCT_TIMER_ACK);
+}
+
+/* An ACK through psn is owed; a hold in progress stays. */
+void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
+{
+  if (qp->resp.ack.state == RCT_ACK_IDLE)
+    qp->resp.ack.state = RCT_ACK_OWED;
+  qp->resp.ack.psn = psn;
+}
+
+/* May the owed ACK wait? Until ack_delay_ns after it first could have gone,
+ * or until a request packet of this QP has gone out, so that in a
+ * ping-pong the answer travels ahead of the ACK. */
+static bool ack_held(struct rct_qp *qp, uint64_t now)
+{
+  struct rct_ack_hold *a = &qp->resp.ack;
+  uint64_t delay = qp->dev->attr.ack_delay_ns;
+  if (!delay || a->state == RCT_ACK_SEND_NOW)
+    return false;
+  if (a->state == RCT_ACK_OWED) {
+    a->state = RCT_ACK_HELD;
+    a->until = now + delay;
+    rct_timer_set(qp, RCT_TIMER_ACK, a->until);
+  }
+  return now < a->until;
+}
+
+/* A request went out (or the caller is closing): an owed ACK goes at the
+ * next poll. Returns whether one was owed. */
+bool rct_resp_release_ack(struct rct_qp *qp)
+{
+  if (!ack_owed(qp))
+    return false;
+  qp->resp.ack.state = RCT_ACK_SEND_NOW;
+  return true;
+}
+
+/* The hold ran out. */
+void rct_resp_ack_timeout(struct rct_qp *qp, uint64_t now)
+{
+  if (qp->resp.ack.state == RCT_ACK_HELD)
+    qp->resp.ack.state = RCT_ACK_SEND_NOW;
 }
 
 void rct_resp_reset(struct rct_qp *qp)
 {
-  qp->resp_state = RCT_RESP_IDLE;
-  qp->epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
-  qp->msn = 0;                                          /* [RESP-MSN-1] */
-  qp->nak_latch = qp->ack_pending = qp->nak_pending = qp->sack_pending = qp->sack_gap = 0;
-  qp->sack_skipped = 0;
-  qp->sack_epsn = psn_add(qp->epsn, PSN_MASK);          /* no selective NAK sent yet */
+  qp->resp.state = RCT_RESP_IDLE;
+  qp->resp.epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
+  qp->resp.msn = 0;                                          /* [RESP-MSN-1] */
+  qp->resp.nak_latch = qp->resp.nak_pending = qp->resp.sack_pending = qp->resp.sack_gap = 0;
+  qp->resp.sack_skipped = 0;
+  qp->resp.sack_epsn = psn_prev(qp->resp.epsn);          /* no selective NAK sent yet */
   ack_done(qp);
-  qp->err_after_nak = 0;
-  qp->unacked = 0;
-  qp->rd_head = qp->rd_tail = 0;
+  qp->resp.err_after_nak = 0;
+  qp->resp.unacked = 0;
+  qp->resp.rd_head = qp->resp.rd_tail = 0;
   for (uint32_t i = 0; i < qp->init.rd_size; i++)
     qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
-  bm_clear_all(qp->sr_rcvd);
-  qp->rsn_done = 0;
+  bm_clear_all(qp->resp.sr_rcvd);
+  qp->resp.rsn_done = 0;
   for (int i = 0; i < RCT_SR_WINDOW; i++)
-    qp->sr_slot_kind[i] = SLOT_NONE;
+    qp->resp.sr_slot_kind[i] = SLOT_NONE;
 }
 
 static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 {
   struct rct_rd_res *best = 0;
-  for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+  for (uint32_t i = qp->resp.rd_head; i != qp->resp.rd_tail; i++) {
     struct rct_rd_res *r = RD_AT(qp, i);
     if (r->pending && (!best || psn_lt(r->next_psn, best->next_psn)))
       best = r;
@@ -50,43 +101,22 @@ static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 
 bool rct_resp_has_work(const struct rct_qp *qp)
 {
-  return qp->ack_pending || qp->nak_pending || qp->sack_pending || rd_oldest_pending(qp);
+  return ack_owed(qp) || qp->resp.nak_pending || qp->resp.sack_pending || rd_oldest_pending(qp);
 }
 
 /* ---------------------------------------------------------------- */
 /* Replies                                                           */
 /* ---------------------------------------------------------------- */
 
-/* May a plain ACK wait? Until ack_delay_ns after it first could have gone,
- * or until a request packet of this QP has gone out, so that in a
- * ping-pong the answer travels ahead of the ACK [RESP-ACK-5]. */
-static bool ack_held(struct rct_qp *qp, uint64_t now)
-{
-  uint64_t delay = qp->dev->attr.ack_delay_ns;
-  if (!delay || qp->ack_release)
-    return false;
-  if (!qp->ack_deadline) {
-    qp->ack_deadline = now + delay;
-    qp->timer[RCT_TIMER_ACK] = qp->ack_deadline;
-  }
-  return now < qp->ack_deadline;
-}
-
-void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
-{
-  qp->ack_pending = 1;
-  qp->ack_psn = psn;
-}
-
 /* A NAK for psn; fatal ones move the QP to ERR once sent [RESP-ERR-1] [RESP-ERR-2]. */
 void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 {
-  qp->nak_pending = 1;
-  qp->nak_syndrome = syn;
-  qp->nak_psn = psn;
+  qp->resp.nak_pending = 1;
+  qp->resp.nak_syndrome = syn;
+  qp->resp.nak_psn = psn;
   if (fatal) {
-    qp->err_after_nak = 1;
-    qp->resp_state = RCT_RESP_ERROR;
+    qp->resp.err_after_nak = 1;
+    qp->resp.state = RCT_RESP_ERROR;
   }
 }
 
@@ -128,8 +158,9 @@ void rct_resp_flush(struct rct_qp *qp)
   }
   for (uint32_t i = 0; i < qp->init.rd_size; i++)
     qp->init.rd[i].pending = 0;
-  qp->ack_pending = qp->sack_pending = qp->sack_gap = 0;
+  qp->resp.sack_pending = qp->resp.sack_gap = 0;
   ack_done(qp);
+  qp->resp.state = RCT_RESP_ERROR;
 }
 
 /* ---------------------------------------------------------------- */
@@ -139,9 +170,9 @@ void rct_resp_flush(struct rct_qp *qp)
 /* [OPC-SEQ-3] */
 static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
 {
-  if (qp->resp_state == RCT_RESP_IN_SEND)
+  if (qp->resp.state == RCT_RESP_IN_SEND)
     return (f & OPF_SEND) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
-  if (qp->resp_state == RCT_RESP_IN_WRITE)
+  if (qp->resp.state == RCT_RESP_IN_WRITE)
     return (f & OPF_WRITE) && (f & (OPF_MIDDLE | OPF_LAST)) && !(f & OPF_FIRST);
   return (f & OPF_FIRST) != 0;
 }
@@ -220,17 +251,17 @@ static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
 {
   uint32_t f = p->opflags;
   if (f & OPF_FIRST)
-    qp->msg_offset = 0;
-  if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->msg_offset, p))
+    qp->resp.msg_offset = 0;
+  if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->resp.msg_offset, p))
     return false;
-  qp->msg_offset += p->paylen;
+  qp->resp.msg_offset += p->paylen;
   if (f & OPF_LAST) {
-    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, p->h.bth.se, qp->msg_offset,
+    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, p->h.bth.se, qp->resp.msg_offset,
                   (f & OPF_IMM) != 0, p->h.imm);              /* [RESP-RECV-4] */
-    qp->msn = psn_add(qp->msn, 1);                            /* [RESP-MSN-1] */
-    qp->resp_state = RCT_RESP_IDLE;
+    qp->resp.msn = psn_add(qp->resp.msn, 1);                            /* [RESP-MSN-1] */
+    qp->resp.state = RCT_RESP_IDLE;
   } else {
-    qp->resp_state = RCT_RESP_IN_SEND;
+    qp->resp.state = RCT_RESP_IN_SEND;
   }
   return true;
 }
@@ -244,32 +275,32 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
       rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
       return false;
     }
-    qp->wr_va = p->h.reth.va;
-    qp->wr_rkey = p->h.reth.rkey;
-    qp->wr_left = p->h.reth.dmalen;
-    qp->wr_len = p->h.reth.dmalen;
+    qp->resp.wr_va = p->h.reth.va;
+    qp->resp.wr_rkey = p->h.reth.rkey;
+    qp->resp.wr_left = p->h.reth.dmalen;
+    qp->resp.wr_len = p->h.reth.dmalen;
   }
-  if (p->paylen > qp->wr_left) {
+  if (p->paylen > qp->resp.wr_left) {
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [RESP-ACC-1] */
     return false;
   }
-  if (!rct_resp_place_write(qp, qp->wr_rkey, qp->wr_va, p, taken))
+  if (!rct_resp_place_write(qp, qp->resp.wr_rkey, qp->resp.wr_va, p, taken))
     return false;
-  qp->wr_va += p->paylen;
-  qp->wr_left -= p->paylen;
+  qp->resp.wr_va += p->paylen;
+  qp->resp.wr_left -= p->paylen;
   if (!(f & OPF_LAST)) {
-    qp->resp_state = RCT_RESP_IN_WRITE;
+    qp->resp.state = RCT_RESP_IN_WRITE;
     return true;
   }
-  if (qp->wr_left) {
+  if (qp->resp.wr_left) {
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);  /* [OPC-LEN-6] */
     return false;
   }
   if (f & OPF_IMM)
-    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, qp->wr_len,
+    rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, p->h.bth.se, qp->resp.wr_len,
                   true, p->h.imm);                            /* [RESP-RECV-4] */
-  qp->msn = psn_add(qp->msn, 1);
-  qp->resp_state = RCT_RESP_IDLE;
+  qp->resp.msn = psn_add(qp->resp.msn, 1);
+  qp->resp.state = RCT_RESP_IDLE;
   return true;
 }
 
@@ -282,8 +313,8 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
     return false;
   }
-  if (qp->rd_tail - qp->rd_head >= qp->attr.max_dest_rd_atomic) {
-    struct rct_rd_res *old = RD_AT(qp, qp->rd_head);
+  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->attr.max_dest_rd_atomic) {
+    struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
     if (old->pending && !old->replay) {
       /* still sending its first responses: the requester exceeded
        * its READ credit [RESP-ERR-1] */
@@ -293,13 +324,13 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
     /* a new READ means the requester is done with the oldest; a replay
      * for a late duplicate stops here [RESP-READ-4] */
     old->valid = old->pending = old->replay = 0;
-    qp->rd_head++;
+    qp->resp.rd_head++;
   }
   if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
     rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
     return false;
   }
-  r = RD_AT(qp, qp->rd_tail++);
+  r = RD_AT(qp, qp->resp.rd_tail++);
   r->valid = 1;
   r->pending = 1;
   r->replay = 0;
@@ -308,15 +339,15 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
   r->va = p->h.reth.va;
   r->rkey = p->h.reth.rkey;
   r->length = len;
-  qp->msn = psn_add(qp->msn, 1);                           /* [RESP-MSN-1] */
+  qp->resp.msn = psn_add(qp->resp.msn, 1);                           /* [RESP-MSN-1] */
   return true;
 }
 
 /* Acknowledge an executed SEND/WRITE packet [RESP-ACK-1] [RESP-ACK-2]. */
 static void ack_policy(struct rct_qp *qp, struct rct_pkt *p, uint32_t ack_psn)
 {
-  qp->unacked++;
-  if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX)
+  qp->resp.unacked++;
+  if (p->h.bth.ackreq || qp->resp.unacked >= RCT_ACK_COALESCE_MAX)
     rct_resp_want_ack(qp, ack_psn);
 }
 
@@ -324,7 +355,7 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
 {
   uint32_t f = p->opflags;
   if (!(f & OPF_SUPPORTED) || !sequence_ok(qp, f) || !rct_resp_length_ok(qp, f, p->paylen)) {
-    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp_state == RCT_RESP_IN_SEND,
+    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, qp->resp.state == RCT_RESP_IN_SEND,
          RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
     return;
   }
@@ -334,12 +365,12 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
   }
   if (f & OPF_READ) {
     if (rct_resp_exec_read(qp, p))
-      qp->epsn = psn_add(qp->epsn, RD_AT(qp, qp->rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
+      qp->resp.epsn = psn_add(qp->resp.epsn, RD_AT(qp, qp->resp.rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
     return;                                                  /* [RESP-ACK-1] */
   }
   if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
     return;
-  qp->epsn = psn_add(qp->epsn, 1);
+  qp->resp.epsn = psn_add(qp->resp.epsn, 1);
   ack_policy(qp, p, p->h.bth.psn);
 }
 
@@ -349,10 +380,10 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
   uint32_t q = p->h.bth.psn;
   qp->cnt.rx_dup++;
   if (!(p->opflags & OPF_READ)) {
-    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));          /* [RESP-DUP-1] */
+    rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));          /* [RESP-DUP-1] */
     return;
   }
-  for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+  for (uint32_t i = qp->resp.rd_head; i != qp->resp.rd_tail; i++) {
     struct rct_rd_res *r = RD_AT(qp, i);
     uint32_t k = (uint32_t)psn_diff(q, r->first_psn);
     if (!r->valid || k >= r->npkts)
@@ -375,9 +406,9 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 
 void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
-  int32_t d = psn_diff(p->h.bth.psn, qp->epsn);
+  int32_t d = psn_diff(p->h.bth.psn, qp->resp.epsn);
   (void)now;
-  if (qp->resp_state == RCT_RESP_ERROR) {
+  if (qp->resp.state == RCT_RESP_ERROR) {
     qp->cnt.rx_bad_state++;                           /* [QP-ERR-3] */
     return;
   }
@@ -395,33 +426,19 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   }
   if (d > 0) {
     qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
-    if (!qp->nak_latch) {
-      rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->epsn, false);   /* [RESP-OOS-1] */
-      qp->nak_latch = 1;
+    if (!qp->resp.nak_latch) {
+      rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->resp.epsn, false);   /* [RESP-OOS-1] */
+      qp->resp.nak_latch = 1;
     }
     return;
   }
-  qp->nak_latch = 0;                                        /* [RESP-OOS-3] */
+  qp->resp.nak_latch = 0;                                        /* [RESP-OOS-3] */
   execute(qp, p);
 }
 
 /* ---------------------------------------------------------------- */
 /* Output                                                            */
 /* ---------------------------------------------------------------- */
-
-static void count_nak(struct rct_qp *qp, uint8_t syn)
-{
-  if ((syn & AETH_KIND_MASK) == AETH_RNR_NAK)
-    qp->cnt.tx_rnr_nak++;
-  else if (syn == AETH_NAK_PSN_SEQ)
-    qp->cnt.tx_nak_seq++;
-  else if (syn == AETH_NAK_INV_REQ)
-    qp->cnt.tx_nak_inv++;
-  else if (syn == AETH_NAK_REM_ACC)
-    qp->cnt.tx_nak_acc++;
-  else if (syn == AETH_NAK_REM_OP)
-    qp->cnt.tx_nak_op++;
-}
 
 /* One READ response packet of r [RESP-READ-1]. Returns 0 if it had to fail. */
 static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
@@ -433,18 +450,13 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   struct rct_hdr h;
   int n = 0;
   RCT_MEMSET(&h, 0, sizeof(h));
+  static const uint8_t resp_ops[POS_COUNT] = { [POS_FIRST] = OP_READ_RESP_FIRST,
+    [POS_MIDDLE] = OP_READ_RESP_MIDDLE, [POS_LAST] = OP_READ_RESP_LAST, [POS_ONLY] = OP_READ_RESP_ONLY };
   /* positions count from where this response sequence started [REQ-READ-3] */
-  if (first && last)
-    h.bth.opcode = OP_READ_RESP_ONLY;
-  else if (first)
-    h.bth.opcode = OP_READ_RESP_FIRST;
-  else if (last)
-    h.bth.opcode = OP_READ_RESP_LAST;
-  else
-    h.bth.opcode = OP_READ_RESP_MIDDLE;
+  h.bth.opcode = resp_ops[op_pos(first, last)];
   h.bth.psn = r->next_psn;
   h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
-  h.aeth.msn = qp->msn;
+  h.aeth.msn = qp->resp.msn;
   if (paylen) {
     n = ops->translate(qp->dev->attr.mr_ctx, r->rkey, true, qp->init.pd, r->va + off, paylen,
                        RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
@@ -467,47 +479,62 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_rd_res *r = rd_oldest_pending(qp);
   /* [RESP-READ-2]: replies for later PSNs wait for earlier READ responses */
-  if (qp->nak_pending && !(r && psn_lt(r->next_psn, qp->nak_psn))) {
-    uint8_t syn = qp->nak_syndrome;
-    qp->nak_pending = 0;
-    if (qp->ack_pending && psn_lt(qp->ack_psn, qp->nak_psn)) {
-      qp->ack_pending = 0;                      /* the NAK implies it */
-      ack_done(qp);
-    }
-    rct_tx_ack(qp, f, syn, qp->nak_psn, qp->msn);
-    count_nak(qp, syn);
-    if (qp->err_after_nak)
+  if (qp->resp.nak_pending && !(r && psn_lt(r->next_psn, qp->resp.nak_psn))) {
+    uint8_t syn = qp->resp.nak_syndrome;
+    qp->resp.nak_pending = 0;
+    if (ack_owed(qp) && psn_lt(qp->resp.ack.psn, qp->resp.nak_psn))
+      ack_done(qp);                                  /* the NAK implies it */
+    rct_tx_ack(qp, f, syn, qp->resp.nak_psn, qp->resp.msn);
+    rct_cnt_bump(&qp->cnt, rct_syndrome_info(syn)->tx_cnt);
+    if (qp->resp.err_after_nak)
       rct_qp_to_err(qp);                            /* [QP-ERR-1] */
     return 1;
   }
-  if (qp->sack_pending && !qp->sack_gap && !rct_bm_any(qp->sr_rcvd)) {
+  if (qp->resp.sack_pending && !qp->resp.sack_gap && !rct_bm_any(qp->resp.sr_rcvd)) {
     /* epsn has caught up since the SACK was due: nothing beyond it is
      * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
-    qp->sack_pending = 0;
-    rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+    qp->resp.sack_pending = 0;
+    rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));
   }
-  if (qp->sack_pending && !(r && psn_lt(r->next_psn, qp->epsn))) {
-    rct_tx_sack(qp, f, qp->epsn, qp->msn, qp->sr_rcvd);
-    qp->sack_pending = qp->sack_gap = 0;
-    qp->sack_skipped = 0;
-    qp->sack_epsn = qp->epsn;
-    qp->ack_pending = 0;
+  if (qp->resp.sack_pending && !(r && psn_lt(r->next_psn, qp->resp.epsn))) {
+    rct_tx_sack(qp, f, qp->resp.epsn, qp->resp.msn, qp->resp.sr_rcvd);
+    qp->resp.sack_pending = qp->resp.sack_gap = 0;
+    qp->resp.sack_skipped = 0;
+    qp->resp.sack_epsn = qp->resp.epsn;
     ack_done(qp);
-    qp->unacked = 0;
+    qp->resp.unacked = 0;
     qp->cnt.tx_sack++;
     return 1;
   }
-  if (qp->ack_pending && !(r && psn_lt(r->next_psn, qp->ack_psn))) {
+  if (ack_owed(qp) && !(r && psn_lt(r->next_psn, qp->resp.ack.psn))) {
     if (!r && ack_held(qp, now))
       return 0;
-    qp->ack_pending = 0;
     ack_done(qp);
-    qp->unacked = 0;
-    rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->ack_psn, qp->msn);   /* [HDR-AETH-2] */
+    qp->resp.unacked = 0;
+    rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack.psn, qp->resp.msn);   /* [HDR-AETH-2] */
     qp->cnt.tx_ack++;
     return 1;
   }
   if (r)
     return emit_read_resp(qp, r, f);
   return 0;
+}
+
+enum rct_resp_state rct_qp_resp_state(const struct rct_qp *qp)
+{
+  return qp->resp.state;
+}
+
+/* Does the responder still reach memory through rkey: a WRITE it is placing,
+ * or a READ response it has not finished sending? (rct_qp_key_in_use) */
+bool rct_resp_uses_rkey(const struct rct_qp *qp, uint32_t rkey)
+{
+  if (qp->resp.wr_left > 0 && qp->resp.wr_rkey == rkey)
+    return true;
+  for (uint32_t i = qp->resp.rd_head; qp->init.rd_size && i != qp->resp.rd_tail; i++) {
+    const struct rct_rd_res *r = RD_AT(qp, i);
+    if (r->valid && r->pending && r->rkey == rkey)
+      return true;
+  }
+  return false;
 }

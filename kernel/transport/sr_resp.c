@@ -15,26 +15,26 @@
 static void sr_advance(struct rct_qp *qp)
 {
   uint32_t n = 0;
-  while (n < RCT_SR_WINDOW && bm_test(qp->sr_rcvd, n)) {
-    uint32_t slot = psn_add(qp->epsn, n) & (RCT_SR_WINDOW - 1);
-    uint8_t kind = qp->sr_slot_kind[slot] & ~SLOT_SE;
-    bool se = (qp->sr_slot_kind[slot] & SLOT_SE) != 0;
+  while (n < RCT_SR_WINDOW && bm_test(qp->resp.sr_rcvd, n)) {
+    uint32_t slot = psn_add(qp->resp.epsn, n) & (RCT_SR_WINDOW - 1);
+    uint8_t kind = qp->resp.sr_slot_kind[slot] & ~SLOT_SE;
+    bool se = (qp->resp.sr_slot_kind[slot] & SLOT_SE) != 0;
     if (kind != SLOT_NONE) {
       if (kind == SLOT_END_RECV || kind == SLOT_END_RECV_IMM)
-        rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, se, qp->sr_slot_len[slot],
-                      kind == SLOT_END_RECV_IMM, qp->sr_slot_imm[slot]);
+        rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV, se, qp->resp.sr_slot_len[slot],
+                      kind == SLOT_END_RECV_IMM, qp->resp.sr_slot_imm[slot]);
       else if (kind == SLOT_END_WRITE_IMM)
         rct_resp_recv_complete(qp, RCT_WC_SUCCESS, RCT_WC_RECV_RDMA_WITH_IMM, se,
-                      qp->sr_slot_len[slot], true, qp->sr_slot_imm[slot]);
+                      qp->resp.sr_slot_len[slot], true, qp->resp.sr_slot_imm[slot]);
       if (kind != SLOT_END_PLAIN)
-        qp->rsn_done = psn_add(qp->rsn_done, 1);
-      qp->msn = psn_add(qp->msn, 1);
-      qp->sr_slot_kind[slot] = SLOT_NONE;
+        qp->resp.rsn_done = psn_add(qp->resp.rsn_done, 1);
+      qp->resp.msn = psn_add(qp->resp.msn, 1);
+      qp->resp.sr_slot_kind[slot] = SLOT_NONE;
     }
     n++;
   }
-  rct_bm_shift(qp->sr_rcvd, n);
-  qp->epsn = psn_add(qp->epsn, n);
+  rct_bm_shift(qp->resp.sr_rcvd, n);
+  qp->resp.epsn = psn_add(qp->resp.epsn, n);
 }
 
 /* SEND payload into receive WQE number k (RSN - rsn_done) at MSG_OFFSET. */
@@ -77,21 +77,21 @@ static void sr_note_end(struct rct_qp *qp, const struct rct_pkt *p)
 {
   uint32_t f = p->opflags, slot = p->h.bth.psn & (RCT_SR_WINDOW - 1);
   if (!(f & OPF_LAST)) {
-    qp->sr_slot_kind[slot] = SLOT_NONE;
+    qp->resp.sr_slot_kind[slot] = SLOT_NONE;
     return;
   }
-  qp->sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
+  qp->resp.sr_slot_kind[slot] = (f & OPF_SEND) ? ((f & OPF_IMM) ? SLOT_END_RECV_IMM : SLOT_END_RECV)
                          : rct_resp_takes_recv(f) ? SLOT_END_WRITE_IMM : SLOT_END_PLAIN;
   if (p->h.bth.se)
-    qp->sr_slot_kind[slot] |= SLOT_SE;
-  qp->sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
-  qp->sr_slot_imm[slot] = p->h.imm;
+    qp->resp.sr_slot_kind[slot] |= SLOT_SE;
+  qp->resp.sr_slot_len[slot] = p->h.sreth.offset + p->paylen;
+  qp->resp.sr_slot_imm[slot] = p->h.imm;
 }
 
 /* Place an SR SEND/WRITE packet on its own [SR-RESP-2] [SR-RESP-7] [SR-RESP-9]. */
 static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 {
-  uint32_t f = p->opflags, k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->rsn_done);
+  uint32_t f = p->opflags, k = (uint32_t)psn_diff(p->h.sreth.rsn, qp->resp.rsn_done);
   bool recv = (f & OPF_SEND) || rct_resp_takes_recv(f);
   if (!rct_resp_length_ok(qp, f, p->paylen)) {
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
@@ -105,7 +105,7 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
   if (!((f & OPF_SEND) ? sr_place_send(qp, p, k) : sr_place_write(qp, p, k)))
     return false;
   sr_note_end(qp, p);
-  bm_set(qp->sr_rcvd, d);
+  bm_set(qp->resp.sr_rcvd, d);
   if (d)
     qp->cnt.sr_placed_ooo++;
   return true;
@@ -117,9 +117,9 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 static bool sack_now(struct rct_qp *qp, const struct rct_pkt *p)
 {
   uint32_t every = qp->dev->attr.sack_every;
-  if (every <= 1 || p->h.bth.ackreq || qp->epsn != qp->sack_epsn)
+  if (every <= 1 || p->h.bth.ackreq || qp->resp.epsn != qp->resp.sack_epsn)
     return true;
-  return ++qp->sack_skipped >= every;
+  return ++qp->resp.sack_skipped >= every;
 }
 
 void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
@@ -127,15 +127,15 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   uint32_t f = p->opflags;
   if (d >= RCT_SR_WINDOW) {                                 /* [SR-RESP-1] */
     qp->cnt.rx_out_of_seq++;
-    qp->sack_pending = qp->sack_gap = 1;
+    qp->resp.sack_pending = qp->resp.sack_gap = 1;
     return;
   }
   if (d == 0)
-    qp->nak_latch = 0;
-  if (bm_test(qp->sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
+    qp->resp.nak_latch = 0;
+  if (bm_test(qp->resp.sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
     qp->cnt.rx_dup++;
     if (p->h.bth.ackreq)
-      qp->sack_pending = 1;
+      qp->resp.sack_pending = 1;
     return;
   }
   if (!(f & OPF_SUPPORTED)) {
@@ -145,16 +145,16 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   if (f & OPF_READ) {
     if (d != 0) {                                     /* [SR-RESP-6] */
       qp->cnt.rx_out_of_seq++;
-      qp->sack_pending = qp->sack_gap = 1;
+      qp->resp.sack_pending = qp->resp.sack_gap = 1;
       return;
     }
     if (rct_resp_exec_read(qp, p)) {
-      uint32_t n = RD_AT(qp, qp->rd_tail - 1)->npkts;
-      rct_bm_shift(qp->sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
-      qp->epsn = psn_add(qp->epsn, n);
+      uint32_t n = RD_AT(qp, qp->resp.rd_tail - 1)->npkts;
+      rct_bm_shift(qp->resp.sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+      qp->resp.epsn = psn_add(qp->resp.epsn, n);
       sr_advance(qp);                           /* over what was placed behind it */
-      if (rct_bm_any(qp->sr_rcvd))
-        qp->sack_pending = 1;
+      if (rct_bm_any(qp->resp.sr_rcvd))
+        qp->resp.sack_pending = 1;
     }
     return;
   }
@@ -163,21 +163,21 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   if (d > 0) {
     qp->cnt.rx_out_of_seq++;
     if (sack_now(qp, p))
-      qp->sack_pending = 1;                     /* [SR-RESP-5] [SR-RESP-11] */
+      qp->resp.sack_pending = 1;                     /* [SR-RESP-5] [SR-RESP-11] */
     return;
   }
   {
-    uint32_t before = qp->epsn;
+    uint32_t before = qp->resp.epsn;
     sr_advance(qp);
-    qp->unacked++;
+    qp->resp.unacked++;
     /* AckReq, or epsn passed packets placed earlier [SR-RESP-5] */
-    if (psn_diff(qp->epsn, before) > 1)
-      qp->unacked = RCT_ACK_COALESCE_MAX;
+    if (psn_diff(qp->resp.epsn, before) > 1)
+      qp->resp.unacked = RCT_ACK_COALESCE_MAX;
   }
-  if (p->h.bth.ackreq || qp->unacked >= RCT_ACK_COALESCE_MAX) {
-    if (rct_bm_any(qp->sr_rcvd))
-      qp->sack_pending = 1;
+  if (p->h.bth.ackreq || qp->resp.unacked >= RCT_ACK_COALESCE_MAX) {
+    if (rct_bm_any(qp->resp.sr_rcvd))
+      qp->resp.sack_pending = 1;
     else
-      rct_resp_want_ack(qp, psn_add(qp->epsn, PSN_MASK));
+      rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));
   }
 }

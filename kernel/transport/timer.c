@@ -34,22 +34,25 @@ uint64_t rct_next_timeout(const struct rct_qp *qp)
   return t;
 }
 
+/* What an expired timer runs, in this order; each is stopped before. */
+static const struct {
+  enum rct_timer t;
+  void (*fire)(struct rct_qp *qp, uint64_t now);
+} expiry[] = {
+  { RCT_TIMER_RNR, rct_comp_rnr_timeout },     /* [REQ-RNR-1] */
+  { RCT_TIMER_RETRANS, rct_comp_timeout },     /* [REQ-TMO-2] */
+  { RCT_TIMER_PROBE, rct_comp_probe },         /* [REQ-TMO-8] */
+  { RCT_TIMER_ACK, rct_resp_ack_timeout },     /* the held ACK may go [RESP-ACK-5] */
+};
+
 void rct_handle_timeout(struct rct_qp *qp, uint64_t now)
 {
-  if (qp->timer[RCT_TIMER_RNR] <= now) {
-    qp->timer[RCT_TIMER_RNR] = RCT_NEVER;
-    rct_comp_rnr_timeout(qp, now);
+  for (size_t i = 0; i < sizeof(expiry) / sizeof(expiry[0]); i++) {
+    if (qp->timer[expiry[i].t] > now)
+      continue;
+    rct_timer_stop(qp, expiry[i].t);
+    expiry[i].fire(qp, now);
   }
-  if (qp->timer[RCT_TIMER_RETRANS] <= now) {
-    qp->timer[RCT_TIMER_RETRANS] = RCT_NEVER;
-    rct_comp_timeout(qp, now);
-  }
-  if (qp->timer[RCT_TIMER_PROBE] <= now) {
-    qp->timer[RCT_TIMER_PROBE] = RCT_NEVER;
-    rct_comp_probe(qp, now);
-  }
-  if (qp->timer[RCT_TIMER_ACK] <= now)
-    qp->timer[RCT_TIMER_ACK] = RCT_NEVER;    /* the held ACK may go [RESP-ACK-5] */
   if (rct_req_has_work(qp) || rct_resp_has_work(qp))
     rct_qp_mark_ready(qp);
 }

@@ -127,8 +127,7 @@ int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
   if (rct_resp_poll(qp, now, out))
     return 1;
   if ((s == RCT_QPS_RTS || s == RCT_QPS_SQD) && rct_req_poll(qp, now, out)) {
-    if (qp->ack_pending)
-      qp->ack_release = 1;      /* the held ACK goes next [RESP-ACK-5] */
+    rct_resp_release_ack(qp);    /* a held ACK goes next [RESP-ACK-5] */
     return 1;
   }
   return 0;

@@ -136,7 +136,7 @@ static void run(uint32_t payload, bool offload)
       memcpy(h.dmac, MA, 6); memcpy(h.smac, MB, 6);
       h.sip = 0x0a000002; h.dip = 0x0a000001; h.sport = 0xc000;
       h.bth.opcode = OP_ACK; h.bth.pkey = 0xffff; h.bth.dqpn = 0x11;
-      h.bth.psn = psn_add(a.qp.next_psn, PSN_MASK);
+      h.bth.psn = psn_prev(a.qp.req.next_psn);
       h.aeth.syndrome = 0x1f;
       hl = rct_wire_build(ack, &h, 0);
       rct_wire_icrc_store(ack + hl, rct_icrc_compute(ack, hl, 14, RCT_ENCAP_V2, &none, 0, 0, 0));
@@ -150,8 +150,8 @@ static void run(uint32_t payload, bool offload)
   n = 0;
   t0 = secs();
   do {
-    b.qp.epsn = 0;
-    b.qp.resp_state = RCT_RESP_IDLE;
+    b.qp.resp.epsn = 0;
+    b.qp.resp.state = RCT_RESP_IDLE;
     for (int i = 0; i < K; i++) {
       rct_handle_frame(&b.dev, 0, frames[i], (size_t)flen[i]);
       while (rct_poll_transmit(&b.qp, 0, &f))

@@ -243,7 +243,7 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until)
     }
     if (rct_next_timeout(&a->qp) <= l->now) {
       if (getenv("RCT_TRACE"))
-        printf("%10llu A timer (una %06x)\n", (unsigned long long)l->now, a->qp.una);
+        printf("%10llu A timer (una %06x)\n", (unsigned long long)l->now, a->qp.comp.una);
       rct_handle_timeout(&a->qp, l->now);
     }
     if (rct_next_timeout(&b->qp) <= l->now)

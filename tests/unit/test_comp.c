@@ -47,7 +47,7 @@ START_TEST(test_comp_coalesced_ack)
   for (int i = 0; i < 3; i++)
     expect_wc(&A->scq, (uint64_t)i, RCT_WC_SUCCESS);
   ck_assert_uint_eq(A->qp.cnt.rx_ack, 1);
-  ck_assert_uint_eq(A->qp.last_msn, 3);                /* [REQ-ACK-4] */
+  ck_assert_uint_eq(A->qp.comp.last_msn, 3);                /* [REQ-ACK-4] */
   ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
 }
 END_TEST
@@ -66,7 +66,7 @@ START_TEST(test_comp_stale_and_future_ack)
   inject_ack(A, P, 3, 0x1f, PSN0 + 7, 9);            /* never sent */
   ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 1);
   expect_no_wc(&A->scq);
-  ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 1);
 }
 END_TEST
 
@@ -101,7 +101,7 @@ START_TEST(test_comp_timeout_go_back_n)
   expect_nothing(A, RTO14);
   ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
   ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 4);
-  ck_assert_uint_eq(A->qp.retry_left, 6);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 6);
   ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
 }
 END_TEST
@@ -142,9 +142,9 @@ START_TEST(test_comp_retry_reset_on_progress)
   t = rct_next_timeout(&A->qp);
   rct_handle_timeout(&A->qp, t);
   drain(t, NULL);
-  ck_assert_uint_eq(A->qp.retry_left, 6);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 6);
   inject_ack(A, P, t + 10, 0x1f, PSN0, 1);
-  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   ck_assert_uint_eq(rct_next_timeout(&A->qp), t + 10 + RTO14);   /* restarted on progress */
 }
 END_TEST
@@ -176,7 +176,7 @@ START_TEST(test_comp_seq_nak_go_back)
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
   ck_assert_int_eq(drain(10, &first), 3);
   ck_assert_uint_eq(first, PSN0 + 2);
-  ck_assert_uint_eq(A->qp.retry_left, 7);             /* una advanced: no retry used */
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);             /* una advanced: no retry used */
   inject_ack(A, P, 11, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);  /* same NAK again: ignored */
   expect_nothing(A, 11);
   ck_assert_uint_eq(A->qp.cnt.rx_nak_seq, 2);
@@ -198,11 +198,45 @@ START_TEST(test_comp_rnr_wait_and_retry)
   rct_handle_timeout(&A->qp, t0 + wait);
   ck_assert_int_eq(drain(t0 + wait, &first), 3);
   ck_assert_uint_eq(first, PSN0);
-  ck_assert_uint_eq(A->qp.retry_left, 7);              /* RNR does not use retry_cnt */
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);              /* RNR does not use retry_cnt */
   ck_assert_uint_eq(A->qp.cnt.rnr_waits, 1);
   ck_assert_uint_eq(rct_rnr_timer_ns(0), 655360000ull);
   ck_assert_uint_eq(rct_rnr_timer_ns(1), 10000ull);
   ck_assert_uint_eq(rct_rnr_timer_ns(31), 491520000ull);
+}
+END_TEST
+
+/* [REQ-RNR-1] waiting for RNR is one fact, the requester's pause: both
+ * role states report it while it runs, nothing is sent, and its end is
+ * the resend; the states are derived, IDLE again once all is acknowledged */
+START_TEST(test_comp_rnr_wait_is_the_pause)
+{
+  uint64_t t0 = 1000, wait = 640000;               /* code 12 = 0.64 ms */
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_IDLE);
+  ck_assert_int_eq(rct_qp_comp_state(&A->qp), RCT_COMP_IDLE);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 100, 0, 0, 0);
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_SENDING);
+  drain(0, NULL);
+  ck_assert_int_eq(rct_qp_comp_state(&A->qp), RCT_COMP_WAIT_ACK);
+  inject_ack(A, P, t0, AETH_RNR_NAK | 12, PSN0, 0);
+  ck_assert(rct_req_waiting_rnr(&A->qp));
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_WAIT_RNR);
+  ck_assert_int_eq(rct_qp_comp_state(&A->qp), RCT_COMP_WAIT_RNR);
+  ck_assert(!rct_req_has_work(&A->qp));
+  expect_nothing(A, t0 + wait - 1);
+  rct_handle_timeout(&A->qp, t0 + wait);
+  ck_assert(!rct_req_waiting_rnr(&A->qp));
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_SENDING);
+  ck_assert_int_eq(drain(t0 + wait, NULL), 1);     /* the resend */
+  ck_assert_uint_eq(A->qp.cnt.rnr_timeouts, 1);
+  inject_ack(A, P, t0 + wait + 10, AETH_ACK | 0x1f, PSN0, 1);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_IDLE);
+  ck_assert_int_eq(rct_qp_comp_state(&A->qp), RCT_COMP_IDLE);
+  rct_qp_modify(&A->qp, &(struct rct_qp_attr){ .qp_state = RCT_QPS_ERR }, RCT_QP_STATE);
+  ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_ERROR);
+  ck_assert_int_eq(rct_qp_comp_state(&A->qp), RCT_COMP_ERROR);
+  ck_assert_int_eq(rct_qp_resp_state(&A->qp), RCT_RESP_ERROR);
 }
 END_TEST
 
@@ -233,7 +267,7 @@ START_TEST(test_comp_rnr_retry_infinite)
     rct_handle_timeout(&A->qp, t);
     ck_assert_int_eq(drain(t, NULL), 1);
   }
-  ck_assert_uint_eq(A->qp.rnr_left, 7);
+  ck_assert_uint_eq(A->qp.comp.rnr_left, 7);
   inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
 }
@@ -372,7 +406,7 @@ START_TEST(test_comp_read_rerequest_after_ack)
   ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
   ck_assert_uint_eq(p.h.reth.dmalen, 3000 - 1024);
   ck_assert_uint_eq(p.h.reth.rkey, 0x55);
-  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   ck_assert(expect_frame(A, 2, &p, fb));              /* and the SEND again (go-back-N) */
   inject_req(A, P, 3, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x22, NULL, 0);  /* relative to the re-request */
   inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
@@ -439,13 +473,13 @@ START_TEST(test_comp_read_out_of_order_response_gbn)
   inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 952, 0x33, NULL, 0);
   expect_nothing(A, 2);                                /* once per first missing PSN */
   ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 2);
-  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   t = rct_next_timeout(&A->qp);
   rct_handle_timeout(&A->qp, t);
   ck_assert_int_eq(drain(t, NULL), 2);                 /* the READ, and the tail probe */
-  ck_assert_uint_eq(A->qp.retry_left, 6);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 6);
   inject_req(A, P, t + 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
-  ck_assert_uint_eq(A->qp.retry_left, 7);              /* the responder executed it */
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);              /* the responder executed it */
   ck_assert(expect_frame(A, t + 1, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
   expect_no_wc(&A->scq);
@@ -476,7 +510,7 @@ START_TEST(test_comp_sr_read_longer_than_sr_window)
   ck_assert_uint_eq(p.h.bth.psn, PSN0);
   expect_nothing(A, 1);
   inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-  ck_assert_uint_eq(A->qp.una, PSN0 + 1);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 1);
   /* PSN0 + 1 lost again: PSN0 + 2 re-requests from PSN0 + 1, offset 1024 */
   inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
   ck_assert(expect_frame(A, 3, &p, fb));
@@ -533,8 +567,8 @@ START_TEST(test_comp_adaptive_rto)
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(0, NULL);
   inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* RTT 4 ms */
-  ck_assert_uint_eq(A->qp.srtt, 4000000);
-  ck_assert_uint_eq(A->qp.rttvar, 2000000);
+  ck_assert_uint_eq(A->qp.comp.srtt, 4000000);
+  ck_assert_uint_eq(A->qp.comp.rttvar, 2000000);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(5000000, NULL);
@@ -543,10 +577,10 @@ START_TEST(test_comp_adaptive_rto)
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
   drain(17000000, NULL);
   inject_ack(A, P, 18000000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample (Karn) */
-  ck_assert_uint_eq(A->qp.srtt, 4000000);
+  ck_assert_uint_eq(A->qp.comp.srtt, 4000000);
   /* tiny RTTs are clamped to min_rto */
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-  A->qp.rto = 1000;
+  A->qp.comp.rto = 1000;
   ck_assert_uint_eq(rct_comp_rto(&A->qp), RCT_MIN_RTO_DEFAULT_NS);
 }
 END_TEST
@@ -573,7 +607,7 @@ START_TEST(test_comp_initial_rto_before_first_sample)
   ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0 + 2 * rto0);
   inject_ack(A, P, rto0 + 500000, 0x1f, PSN0, 1);      /* a resend's ACK: no sample (Karn) */
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(A->qp.srtt, 0);
+  ck_assert_uint_eq(A->qp.comp.srtt, 0);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), rto0);       /* una moved: backoff over */
   o.timeout = 8;                                       /* IBTA 1.048576 ms < 4 ms */
   setup_with(&o);
@@ -634,7 +668,7 @@ START_TEST(test_comp_backoff_ends_with_progress)
   drain(t, NULL);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
   inject_ack(A, P, t + 1000, 0x1f, PSN0 + 1, 2);       /* retransmitted: no sample */
-  ck_assert_uint_eq(A->qp.srtt, 4000000);
+  ck_assert_uint_eq(A->qp.comp.srtt, 4000000);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(t + 2000, NULL);
@@ -669,11 +703,11 @@ START_TEST(test_comp_early_probe)
   expect_nothing(A, t);
   ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
   ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
-  ck_assert_uint_eq(A->qp.retry_left, 7);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* no backoff */
   ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
   inject_ack(A, P, t + 10, 0x1f, PSN0 + 1, 2);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.srtt + 1000000);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.comp.srtt + 1000000);
 }
 END_TEST
 
@@ -692,9 +726,9 @@ START_TEST(test_comp_rnr_nak_resets_retry)
     t = rct_next_timeout(&A->qp);                /* the request or its NAK was lost */
     rct_handle_timeout(&A->qp, t);
     ck_assert_int_eq(drain(t, NULL), 2);         /* resend + tail probe [REQ-TMO-6] */
-    ck_assert_uint_eq(A->qp.retry_left, 0);
+    ck_assert_uint_eq(A->qp.comp.retry_left, 0);
     inject_ack(A, P, t + 10, AETH_RNR_NAK | 1, PSN0, 0);
-    ck_assert_uint_eq(A->qp.retry_left, 1);
+    ck_assert_uint_eq(A->qp.comp.retry_left, 1);
     t = rct_next_timeout(&A->qp);                /* the RNR wait */
     rct_handle_timeout(&A->qp, t);
     ck_assert_int_eq(drain(t, NULL), 1);
@@ -753,6 +787,7 @@ Suite *suite_comp(void)
   TCase *t = tcase_create("completer");
   tcase_add_checked_fixture(t, setup, fx_teardown);
   tcase_add_test(t, test_comp_coalesced_ack);
+  tcase_add_test(t, test_comp_rnr_wait_is_the_pause);
   tcase_add_test(t, test_comp_stale_and_future_ack);
   tcase_add_test(t, test_comp_timeout_go_back_n);
   tcase_add_test(t, test_comp_retry_exhausted);

@@ -67,6 +67,40 @@ START_TEST(test_opcode_sr_variants)
 }
 END_TEST
 
+/* [WC-STATUS-2] one syndrome table: kind, name, status and counters of every syndrome */
+START_TEST(test_opcode_syndrome_table)
+{
+  static const struct { uint8_t syn; uint8_t kind; const char *name; enum rct_wc_status st; } rows[] = {
+    { 0x1f, SYN_ACK, "ACK", RCT_WC_SUCCESS },
+    { 0x2c, SYN_RNR_NAK, "RNR_NAK", RCT_WC_RNR_RETRY_EXC_ERR },
+    { 0x60, SYN_NAK_SEQ, "NAK_PSN_SEQ_ERR", RCT_WC_SUCCESS },
+    { 0x61, SYN_NAK_FATAL, "NAK_INVALID_REQUEST", RCT_WC_REM_INV_REQ_ERR },
+    { 0x62, SYN_NAK_FATAL, "NAK_REMOTE_ACCESS", RCT_WC_REM_ACCESS_ERR },
+    { 0x63, SYN_NAK_FATAL, "NAK_REMOTE_OP", RCT_WC_REM_OP_ERR },
+    { 0x64, SYN_NAK_FATAL, "NAK_INVALID_RD_REQUEST", RCT_WC_GENERAL_ERR },
+    { 0x65, SYN_RESERVED, "NAK_RESERVED", RCT_WC_SUCCESS },
+    { 0x40, SYN_RESERVED, "RESERVED", RCT_WC_SUCCESS },
+    { 0xe0, SYN_RESERVED, "RESERVED", RCT_WC_SUCCESS },
+  };
+  struct rct_qp_counters c;
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    const struct rct_syndrome_info *si = rct_syndrome_info(rows[i].syn);
+    ck_assert_uint_eq(si->kind, rows[i].kind);
+    ck_assert_str_eq(si->name, rows[i].name);
+    ck_assert_str_eq(rct_syndrome_name(rows[i].syn), rows[i].name);
+    ck_assert_uint_eq(si->status, rows[i].st);
+  }
+  memset(&c, 0, sizeof(c));
+  rct_cnt_bump(&c, rct_syndrome_info(AETH_NAK_REM_ACC)->rx_cnt);
+  rct_cnt_bump(&c, rct_syndrome_info(AETH_RNR_NAK | 3)->tx_cnt);
+  rct_cnt_bump(&c, rct_syndrome_info(0x65)->rx_cnt);                /* reserved: none */
+  ck_assert_uint_eq(c.rx_nak_acc, 1);
+  ck_assert_uint_eq(c.tx_rnr_nak, 1);
+  ck_assert_uint_eq(c.rx_nak_acc + c.tx_rnr_nak, 2);
+  ck_assert_uint_eq(c.rx_bad_aeth + c.rx_nak_seq + c.tx_nak_acc, 0);
+}
+END_TEST
+
 Suite *suite_opcode(void)
 {
   Suite *s = suite_create("opcode");
@@ -76,6 +110,7 @@ Suite *suite_opcode(void)
   tcase_add_test(t, test_opcode_consumes_receive);
   tcase_add_test(t, test_opcode_positions);
   tcase_add_test(t, test_opcode_sr_variants);
+  tcase_add_test(t, test_opcode_syndrome_table);
   suite_add_tcase(s, t);
   return s;
 }

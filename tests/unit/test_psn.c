@@ -12,6 +12,16 @@ START_TEST(test_psn_add_wraps)
 }
 END_TEST
 
+/* [PSN-ARITH-1] psn_prev is the PSN before, modulo 2^24 */
+START_TEST(test_psn_prev_wraps)
+{
+  ck_assert_uint_eq(psn_prev(5), 4);
+  ck_assert_uint_eq(psn_prev(0), 0xffffff);
+  ck_assert_uint_eq(psn_add(psn_prev(0x123456), 1), 0x123456);
+  ck_assert_int_eq(psn_diff(psn_prev(0), 0), -1);
+}
+END_TEST
+
 /* [PSN-ARITH-2] psn_diff is the signed distance in [-2^23, 2^23) */
 START_TEST(test_psn_diff_range)
 {
@@ -51,6 +61,7 @@ Suite *suite_psn(void)
   Suite *s = suite_create("psn");
   TCase *t = tcase_create("arith");
   tcase_add_test(t, test_psn_add_wraps);
+  tcase_add_test(t, test_psn_prev_wraps);
   tcase_add_test(t, test_psn_diff_range);
   tcase_add_test(t, test_psn_compare_across_wrap);
   tcase_add_test(t, test_psn_window_below_half);

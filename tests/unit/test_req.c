@@ -164,7 +164,7 @@ START_TEST(test_req_psn_wrap)
   expect_no_wc(&A->scq);
   inject_ack(A, P, 2, 0x1f, 0x000001, 1);
   expect_wc(&A->scq, 9, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(A->qp.una, 2);
+  ck_assert_uint_eq(A->qp.comp.una, 2);
 }
 END_TEST
 

@@ -59,7 +59,7 @@ START_TEST(test_resp_send_in_order)
   ck_assert_uint_eq(R->buf[0], 0x11);
   ck_assert_uint_eq(R->buf[1024], 0x22);
   ck_assert_uint_eq(R->buf[2147], 0x33);
-  ck_assert_uint_eq(A->qp.epsn, E0 + 3);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0 + 3);
 }
 END_TEST
 
@@ -116,6 +116,44 @@ START_TEST(test_resp_ack_delay_follows_request)
 }
 END_TEST
 
+/* [RESP-ACK-5] the ACK hold is one state of the responder: idle, owed,
+ * held until a time (a later ACK joins it without moving the time), send
+ * now (the time passed, or a release); sending it makes it idle */
+START_TEST(test_resp_ack_hold_states)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
+  uint64_t d = 200000;
+  A->dev.attr.ack_delay_ns = d;
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_IDLE);
+  ck_assert(!rct_qp_release_ack(&A->qp));            /* nothing owed */
+  inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_OWED);
+  expect_nothing(A, 10);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_HELD);
+  ck_assert_uint_eq(A->qp.resp.ack.until, 10 + d);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), 10 + d);
+  inject_req(A, P, 20, OP_WRITE_ONLY, E0 + 1, true, 100, 1, &r, 0);
+  expect_nothing(A, 20);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_HELD);
+  ck_assert_uint_eq(A->qp.resp.ack.until, 10 + d);   /* the first chance counts */
+  ck_assert_uint_eq(A->qp.resp.ack.psn, E0 + 1);
+  rct_handle_timeout(&A->qp, 10 + d);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_SEND_NOW);
+  expect_ack(10 + d, 0x1f, E0 + 1, 2);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_IDLE);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+  inject_req(A, P, 30 + d, OP_WRITE_ONLY, E0 + 2, true, 100, 1, &r, 0);
+  ck_assert(rct_qp_release_ack(&A->qp));             /* owed: goes at once */
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_SEND_NOW);
+  expect_ack(30 + d, 0x1f, E0 + 2, 3);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_IDLE);
+  A->dev.attr.ack_delay_ns = 0;                      /* no delay: owed goes at the next poll */
+  inject_req(A, P, 40 + d, OP_WRITE_ONLY, E0 + 3, true, 100, 1, &r, 0);
+  expect_ack(40 + d, 0x1f, E0 + 3, 4);
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_IDLE);
+}
+END_TEST
+
 /* [RESP-OOS-1] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
 START_TEST(test_resp_out_of_sequence_nak_once)
 {
@@ -161,7 +199,7 @@ START_TEST(test_resp_outside_window_silent)
   inject_req(A, P, 0, OP_SEND_ONLY, E0 - 0x20000, true, 10, 0x55, NULL, 0);
   expect_nothing(A, 0);
   ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 2);
-  ck_assert_uint_eq(A->qp.epsn, E0);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0);
 }
 END_TEST
 
@@ -170,8 +208,8 @@ START_TEST(test_resp_rnr_nak)
 {
   inject_req(A, P, 0, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
   expect_ack(0, AETH_RNR_NAK | 12, E0, 0);
-  ck_assert_uint_eq(A->qp.epsn, E0);
-  ck_assert_uint_eq(A->qp.nak_latch, 0);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0);
+  ck_assert_uint_eq(A->qp.resp.nak_latch, 0);
   inject_req(A, P, 0, OP_SEND_MIDDLE, E0 + 1, false, 1024, 1, NULL, 0);
   expect_ack(0, AETH_NAK_PSN_SEQ, E0, 0);             /* what rxe does too */
   post_recv(A, 5, R, 0, 4096);
@@ -348,7 +386,7 @@ START_TEST(test_resp_read_responses)
   struct rct_pkt p;
   static const uint8_t ops[3] = { OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST };
   inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
-  ck_assert_uint_eq(A->qp.epsn, E0 + 3);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0 + 3);
   for (uint32_t i = 0; i < 3; i++) {
     ck_assert(expect_frame(A, 0, &p, fb));
     ck_assert_uint_eq(p.h.bth.opcode, ops[i]);
@@ -399,8 +437,8 @@ START_TEST(test_resp_duplicate_read_replay)
   ck_assert(expect_frame(A, 1, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_LAST);
   expect_nothing(A, 1);
-  ck_assert_uint_eq(A->qp.epsn, E0 + 3);
-  ck_assert_uint_eq(A->qp.msn, 1);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0 + 3);
+  ck_assert_uint_eq(A->qp.resp.msn, 1);
   inject_req(A, P, 2, OP_READ_REQ, E0 + 1, true, 0, 0, &wrong, 0);   /* VA does not match */
   expect_nothing(A, 2);
   ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
@@ -450,7 +488,7 @@ START_TEST(test_resp_new_read_retires_replaying_oldest)
   ck_assert_uint_eq(p.h.aeth.msn, 3);
   expect_nothing(A, 3);                                /* the replay stopped */
   ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
-  ck_assert_uint_eq(A->qp.epsn, E0 + 5);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0 + 5);
   /* READ 1 is forgotten: a duplicate of it is dropped; READ 2 still replays */
   inject_req(A, P, 4, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
   expect_nothing(A, 4);
@@ -573,6 +611,7 @@ Suite *suite_resp(void)
   tcase_add_checked_fixture(t, setup, fx_teardown);
   tcase_add_test(t, test_resp_send_in_order);
   tcase_add_test(t, test_resp_ack_delay_follows_request);
+  tcase_add_test(t, test_resp_ack_hold_states);
   tcase_add_test(t, test_resp_ack_coalescing);
   tcase_add_test(t, test_resp_out_of_sequence_nak_once);
   tcase_add_test(t, test_resp_duplicate_acked);

@@ -55,7 +55,7 @@ static void unchanged(void)
 {
   expect_nothing(A, 0);
   expect_no_wc(&A->rcq);
-  ck_assert_uint_eq(A->qp.epsn, E0);
+  ck_assert_uint_eq(A->qp.resp.epsn, E0);
 }
 
 /* [RX-ORDER-1] [RX-ORDER-3] [CNT-QP-2] a good frame is accepted: the baseline */

@@ -120,7 +120,7 @@ START_TEST(test_sr_single_loss_resends_only_the_hole)
   ck_assert_uint_ge(ea.qp.cnt.rx_sack, 1);
   ck_assert_uint_eq(eb.qp.cnt.sr_placed_ooo, 4);
   ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
-  ck_assert_uint_eq(ea.qp.retry_left, 7);
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
 }
 END_TEST
 
@@ -220,11 +220,11 @@ START_TEST(test_sr_timeout_resends_every_unacked)
     ck_assert_uint_eq(expect_psn(&ea, t), 0x123456 + i);
   ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
   expect_nothing(&ea, t);
-  ck_assert_uint_eq(ea.qp.retry_left, 6);
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 6);
   /* 0x123458 arrived: the hole 0x123456..57 was resent by the timeout
    * already, so nothing goes out again before the next timeout [SR-REQ-3] */
   inject_sack(&ea, t + 1, 0x123456, 1u << 2);
-  ck_assert_uint_eq(ea.qp.retry_left, 7);             /* new PSN sacked: progress */
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 7);             /* new PSN sacked: progress */
   expect_nothing(&ea, t + 1);
   t = rct_next_timeout(&ea.qp);
   rct_handle_timeout(&ea.qp, t);
@@ -233,7 +233,7 @@ START_TEST(test_sr_timeout_resends_every_unacked)
   ck_assert_uint_eq(expect_psn(&ea, t), 0x123459);   /* 0x123458 is sacked */
   ck_assert_uint_eq(expect_psn(&ea, t), 0x123456);   /* tail probe */
   expect_nothing(&ea, t);
-  ck_assert_uint_eq(ea.qp.retry_left, 6);
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 6);
 }
 END_TEST
 
@@ -274,11 +274,11 @@ START_TEST(test_sr_karn_no_sample_from_resent)
   peer_for(&pr, &ea);
   inject_ack(&ea, &pr, 5000000, AETH_ACK, 0x123459, 1);
   expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(ea.qp.srtt, 0);                   /* no sample from the repair */
+  ck_assert_uint_eq(ea.qp.comp.srtt, 0);                   /* no sample from the repair */
   post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
   ck_assert_uint_eq(expect_psn(&ea, 6000000), 0x12345a);
   inject_ack(&ea, &pr, 6300000, AETH_ACK, 0x12345a, 2);
-  ck_assert_uint_eq(ea.qp.srtt, 300000);              /* the fresh packet's round trip */
+  ck_assert_uint_eq(ea.qp.comp.srtt, 300000);              /* the fresh packet's round trip */
 }
 END_TEST
 
@@ -299,10 +299,10 @@ START_TEST(test_sr_rtt_sample_from_sack)
   post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 2048, 0x5000, 0x77, 0);
   ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345a);  /* fresh: timed */
   ck_assert_uint_eq(expect_psn(&ea, 2000000), 0x12345b);
-  ck_assert_uint_eq(ea.qp.srtt, 0);
+  ck_assert_uint_eq(ea.qp.comp.srtt, 0);
   inject_sack(&ea, 2400000, 0x123456, 0x3eull);       /* 57..5b arrived, 56 still missing */
-  ck_assert_uint_eq(ea.qp.srtt, 400000);
-  ck_assert_uint_eq(ea.qp.una, 0x123456);
+  ck_assert_uint_eq(ea.qp.comp.srtt, 400000);
+  ck_assert_uint_eq(ea.qp.comp.una, 0x123456);
 }
 END_TEST
 
@@ -320,7 +320,7 @@ START_TEST(test_sr_lost_resend_detected)
   ck_assert_uint_eq(expect_psn(&ea, 20), 0x123456);  /* resent again, no timeout */
   expect_nothing(&ea, 20);
   ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
-  ck_assert_uint_eq(ea.qp.retry_left, 7);
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
   ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
 }
 END_TEST
@@ -394,7 +394,7 @@ START_TEST(test_sr_read_does_not_overtake)
   ck_assert_uint_eq(p.h.bth.psn, 0x123456);
   ck_assert_uint_eq(p.h.sack, 0);
   expect_nothing(&eb, 0);
-  ck_assert_uint_eq(eb.qp.epsn, 0x123456);
+  ck_assert_uint_eq(eb.qp.resp.epsn, 0x123456);
 }
 END_TEST
 
@@ -488,7 +488,7 @@ START_TEST(test_sr_stale_sack_becomes_ack)
   h.bth.ackreq = 0;
   h.sreth.offset = 0;
   inject(&eb, &pr, 0, &h, fb + 4096, 1024);
-  ck_assert_uint_eq(eb.qp.epsn, 0x123458);
+  ck_assert_uint_eq(eb.qp.resp.epsn, 0x123458);
   ck_assert(expect_frame(&eb, 0, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
   ck_assert_uint_eq(p.h.bth.psn, 0x123457);
@@ -588,7 +588,7 @@ START_TEST(test_sr_sack_long_bitmap)
   h.sack_ext_n = 1;
   h.sack_ext[0] = 1ull << (70 - 64);
   inject(&ea, &pr, 10, &h, NULL, 0);
-  ck_assert(bm_test(ea.qp.sr_sacked, 70));
+  ck_assert(bm_test(ea.qp.comp.sr_sacked, 70));
   for (uint32_t i = 0; i < 70; i++)                 /* the hole before it [SR-REQ-3] */
     ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456 + i);
   expect_nothing(&ea, 10);

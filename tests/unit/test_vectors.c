@@ -355,7 +355,7 @@ START_TEST(test_vectors_requester_replay_imm_rnr)
       next++;
       continue;
     }
-    if (p->opflags & OPF_FIRST && psn_ge(p->h.bth.psn, a.qp.next_psn)) {
+    if (p->opflags & OPF_FIRST && psn_ge(p->h.bth.psn, a.qp.req.next_psn)) {
       /* new message: reconstruct its WR from the capture */
       uint32_t len = 0, op = p->h.bth.opcode;
       enum rct_wr_opcode wop;
