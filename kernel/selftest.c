@@ -13,7 +13,7 @@
 #include "lib/types.h"
 #include "core/lock.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "core/timer.h"
 #include "selftest.h"

@@ -4,7 +4,7 @@
 // Its parent is init, which reaps it after fn returns.
 #include "lib/types.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "lib/klib.h"
 
 int kthread_start(const char *name, void (*fn)(void *), void *arg) {

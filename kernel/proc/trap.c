@@ -7,7 +7,7 @@
 #include "lib/riscv.h"
 #include "lib/memlayout.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "dev/irq.h"
 #include "core/timer.h"

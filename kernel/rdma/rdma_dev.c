@@ -7,7 +7,7 @@
 #include "lib/param.h"
 #include "lib/riscv.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "core/vm.h"
 #include "lib/klib.h"

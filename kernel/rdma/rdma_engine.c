@@ -23,7 +23,7 @@
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/vm.h"

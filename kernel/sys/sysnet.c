@@ -17,7 +17,7 @@
 #include "lib/param.h"
 #include "core/lock.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/timer.h"

@@ -6,7 +6,7 @@
 #include "lib/riscv.h"
 #include "lib/param.h"
 #include "core/proc.h"
-#include "proc/proc.h"
+#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "core/pmem.h"
 #include "core/vm.h"

@@ -1,7 +1,7 @@
-// proc/proc.h: the process life cycle (proc.c) and kernel threads
+// lifecycle.h: the process life cycle (proc.c) and kernel threads
 // (kthread.c). struct proc, the table and scheduling are core/proc.h's.
-#ifndef PROC_PROC_H
-#define PROC_PROC_H
+#ifndef PROC_LIFECYCLE_H
+#define PROC_LIFECYCLE_H
 #include "lib/types.h"
 #include "core/proc.h"
 
