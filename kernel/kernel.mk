@@ -15,7 +15,7 @@ K_BUILD   := $(BUILD)/kernel
 K_CFLAGS  := -Wall -Werror -O2 -g -march=rv64gc -mabi=lp64d -mcmodel=medany \
              -ffreestanding -fno-common -nostdlib -fno-builtin-printf \
              -fno-stack-protector -fno-pie -no-pie -fno-omit-frame-pointer \
-             -fno-tree-loop-distribute-patterns -MD -Ikernel \
+             -fno-tree-loop-distribute-patterns -MD -MP -Ikernel \
              -DRCT_HOT_SECTION
 K_ASFLAGS := -march=rv64gc -mabi=lp64d -Ikernel
 

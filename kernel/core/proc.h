@@ -1,7 +1,7 @@
 // proc.h: harts (struct cpu), processes and kernel threads (struct proc).
-// proc.c owns the process table, fork/exit/wait/kill and exit hooks;
-// sched.c owns the per-hart scheduler, sleep/wakeup and preemption;
-// kthread.c starts kernel-only threads.
+// sched.c owns the process table, the per-hart scheduler, sleep/wakeup,
+// preemption and the kill flag; proc/lifecycle.c owns fork/exit/wait/kill
+// and exit hooks (proc/lifecycle.h); proc/kthread.c starts kernel threads.
 #ifndef PROC_H
 #define PROC_H
 #include "lib/types.h"
@@ -49,7 +49,7 @@ struct proc {
   int killed;
   int exit_status;
   int pid;
-  // under family_lock (proc.c):
+  // under family_lock (proc/lifecycle.c):
   struct proc *parent;
   // private to the process itself (or its creator before it runs):
   int slot;                  // index in the table; picks the kernel stack

@@ -1,4 +1,4 @@
-// lifecycle.h: the process life cycle (proc.c) and kernel threads
+// lifecycle.h: the process life cycle (lifecycle.c) and kernel threads
 // (kthread.c). struct proc, the table and scheduling are core/proc.h's.
 #ifndef PROC_LIFECYCLE_H
 #define PROC_LIFECYCLE_H

@@ -1,4 +1,4 @@
-// proc.c: the process life cycle (the table itself is sched.c's): creation (the
+// lifecycle.c: the process life cycle (the table itself is sched.c's): creation (the
 // first process, fork), exit with exit hooks, wait, kill, sbrk.
 // Lock order: family_lock, then p->lock. family_lock guards every
 // p->parent and is the condition lock of wait().
