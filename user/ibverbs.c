@@ -166,7 +166,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int acce
 
 int ibv_dereg_mr(struct ibv_mr *mr) {
   if (!mr) return EINVAL;
-  if (rdma_dereg_mr((int)mr->handle) < 0) return EBUSY;
+  if (sys_rdma_dereg_mr((int)mr->handle) < 0) return EBUSY;
   free(mr);
   return 0;
 }
@@ -271,14 +271,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
     .max_send_wr = ia->cap.max_send_wr, .max_recv_wr = ia->cap.max_recv_wr,
     .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
   };
-  int h = rdma_create_qp(&c);
+  int h = sys_rdma_create_qp(&c);
   if (h < 0) { free(priv); return fail_null(EINVAL); }
   if (ia->cap.max_inline_data > 0) {
     priv->inl_slots = 2 * c.max_send_wr;
     priv->inl = malloc((size_t)priv->inl_slots * MAX_INLINE);
     priv->inl_mr = priv->inl ? ibv_reg_mr(pd, priv->inl, (size_t)priv->inl_slots * MAX_INLINE, 0) : NULL;
     if (!priv->inl_mr) {
-      rdma_destroy_qp(h);
+      sys_rdma_destroy_qp(h);
       free(priv->inl);
       free(priv);
       return fail_null(ENOMEM);
@@ -405,7 +405,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 }
 
 int ibv_destroy_qp(struct ibv_qp *qp) {
-  if (!qp || rdma_destroy_qp((int)qp->handle) < 0) return EINVAL;
+  if (!qp || sys_rdma_destroy_qp((int)qp->handle) < 0) return EINVAL;
   if (qp->handle < MAX_HANDLES) qp_by_handle[qp->handle] = NULL;
   struct qp_priv *priv = (struct qp_priv *)qp;
   if (priv->inl_mr) ibv_dereg_mr(priv->inl_mr);
@@ -475,7 +475,7 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
       }
     }
     int err = 0;
-    int done = n > 0 ? rdma_post_send((int)qp->handle, k, n, &err) : 0;
+    int done = n > 0 ? sys_rdma_post_send((int)qp->handle, k, n, &err) : 0;
     if (done < 0) { done = 0; err = EINVAL; }
     for (int i = 0; i < done; i++)              // the slots of accepted inline WRs are taken
       if (is_inline(first[i])) ((struct qp_priv *)qp)->inl_next++;
@@ -500,7 +500,7 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
                                     .num_sge = wr->num_sge };
     }
     int err = 0;
-    int done = n > 0 ? rdma_post_recv((int)qp->handle, k, n, &err) : 0;
+    int done = n > 0 ? sys_rdma_post_recv((int)qp->handle, k, n, &err) : 0;
     if (done < 0) { done = 0; err = EINVAL; }
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;

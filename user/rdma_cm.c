@@ -1,415 +1,793 @@
-// rdma_cm.c: see rdma_cm.h. The state machines of proto-spec/cm.md,
-// synchronous: each call runs until its exchange is over. Retransmission
-// [CM-TMO-1]: REQ, REP and DREQ every CM_RETRY_MS, at most CM_MAX_RETRIES
-// times. Connection IDs and starting PSNs are the kernel's random bits
-// (getrandom) [SEC-RAND-7] [SEC-RAND-3]. Once a connection knows its peer,
-// it hears only that peer: every message it waits for must come from the
-// peer's IP address and UDP port and carry both connection IDs; anything
-// else is dropped and counted in id->cm_dropped [SEC-FORGE-7].
+// rdma_cm.c: see rdma_cm.h. A thin driver of the transport core's CM
+// endpoint (kernel/transport/cm_ep.c: the state machine, retransmission and
+// checks of proto-spec/cm.md) and of its parameter negotiation
+// (rct_cm_qp_attr in cm.c): this file owns the event channels (one UDP
+// socket each), the ids (one struct rct_cm_ep each), the clock, the events
+// handed to the application and the QP moves the endpoint's events ask for
+// ([CM-STATE-3], [CM-STATE-6]). Connection IDs and starting PSNs are the
+// kernel's random bits [SEC-RAND-7] [SEC-RAND-3].
 #include "user.h"
 #include "rdma_cm.h"
+#include "rdma_verbs.h"
 #include "rdma_sys.h"
 #include "rdma_util.h"
 #include "kernel/transport/rct.h"
-#include "kernel/transport/rct_cm.h"
 
-#define CM_RETRY_MS 250
-#define CM_MAX_RETRIES 5
-// Fewer READs in flight than the peer holds (16): the core's responder
-// refuses a new READ (NAK invalid request) while its oldest resource is
-// still replaying responses for a late duplicate; the slack keeps that
-// resource out of the way (see the report on resp.c exec_read "busy").
-#define DEFAULT_INITIATOR_DEPTH 8
+// How often a channel with an id in REP_SENT looks at its QP's received
+// frames: the first RC frame establishes the connection when RTU was lost.
+#define RC_FRAME_POLL_MS 20
 
-// A connection ID: random and non-zero (cm.md, src_conn_id) [SEC-RAND-7].
-uint32_t rdma_cm_new_conn_id(void) {
-  uint32_t id;
-  while ((id = random_u32()) == 0)
+struct ev_priv {
+  struct rdma_cm_event ev;                 // first: rdma_ack_cm_event gets this pointer
+  uint8_t priv[RCT_CM_PRIVATE_MAX];
+  struct ev_priv *next;
+};
+
+struct chan {
+  struct rdma_event_channel pub;           // first: the application holds this pointer
+  uint16_t port;                           // the socket's bound port (0: ephemeral or none)
+  struct ev_priv *head, *tail;             // events not yet handed out
+};
+
+struct id_priv {
+  struct rdma_cm_id id;                    // first: the application holds this pointer
+  struct chan *chan;
+  int sync;                                // NULL channel at creation: chan is its own
+  int listening, bound, addr_set;
+  struct rct_cm_ep ep;
+  uint32_t rx0;                            // passive: QP rx frames when REP went out
+  struct rdma_conn_param own;              // responder_resources, initiator_depth, retries
+  struct rdmax_transport xt;
+  struct ibv_pd *own_pd;                   // created by rdma_create_qp / rdma_create_ep
+  int own_cqs;
+  struct ibv_qp_init_attr ep_attr;         // rdma_create_ep listener: QPs for new ids
+  int ep_has_attr;
+  struct id_priv *next;                    // every id of the process
+};
+
+static struct id_priv *all_ids;
+static struct ibv_context *dev_ctx;        // the one device, opened on first need
+
+static struct id_priv *priv_of(struct rdma_cm_id *id) { return (struct id_priv *)id; }
+
+static int fail_errno(int e) { errno = e; return -1; }
+
+uint32_t rdmax_new_conn_id(void) {
+  uint32_t v;
+  while ((v = random_u32()) == 0)
     ;
-  return id;
+  return v;
 }
 
-// 1 if m, received from `from`, belongs to this established (or
-// established-to-be) connection: the peer's address and port, our ID as
-// destination and the peer's as source [CM-STATE-5] [SEC-FORGE-7];
-// otherwise counts the drop and returns 0.
-static int from_peer(struct rdma_cm_id *id, const struct rct_cm_msg *m, const struct net_addr *from) {
-  if (from->ip == id->peer_ip && from->port == id->peer_port &&
-      m->dst_conn_id == id->local_conn_id && m->src_conn_id == id->remote_conn_id)
-    return 1;
-  id->cm_dropped++;
+static struct ibv_context *device(void) {
+  if (!dev_ctx) dev_ctx = rdmau_open();
+  return dev_ctx;
+}
+
+// ---- channels ----
+
+struct rdma_event_channel *rdma_create_event_channel(void) {
+  struct chan *c = calloc(1, sizeof *c);
+  if (!c) { errno = ENOMEM; return NULL; }
+  c->pub.fd = -1;
+  return &c->pub;
+}
+
+// Opens the channel's socket at `port` (0: a random ephemeral one
+// [SEC-RAND-8]) unless it has one; a socket at another port is EADDRINUSE.
+static int chan_socket(struct chan *c, uint16_t port) {
+  if (c->pub.fd >= 0) return port == 0 || port == c->port ? 0 : fail_errno(EADDRINUSE);
+  int s = socket(SOCK_UDP);
+  if (s < 0) return fail_errno(ENOMEM);
+  if (bind(s, port) < 0) { sockclose(s); return fail_errno(EADDRINUSE); }
+  c->pub.fd = s;
+  c->port = port;
   return 0;
 }
 
-struct rdma_cm_id *rdma_create_id(struct ibv_context *verbs) {
-  struct rdma_cm_id *id = calloc(1, sizeof *id);
-  if (!id) return NULL;
-  id->verbs = verbs;
-  id->sock = -1;
-  id->state = RDMA_CM_IDLE;
-  return id;
+void rdma_destroy_event_channel(struct rdma_event_channel *channel) {
+  struct chan *c = (struct chan *)channel;
+  if (!c) return;
+  while (c->head) {
+    struct ev_priv *e = c->head;
+    c->head = e->next;
+    free(e);
+  }
+  if (c->pub.fd >= 0) sockclose(c->pub.fd);
+  free(c);
+}
+
+// ---- ids ----
+
+static struct id_priv *new_id(struct chan *c, int sync, void *context, enum rdma_port_space ps) {
+  struct id_priv *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->chan = c;
+  p->sync = sync;
+  p->id.channel = &c->pub;
+  p->id.context = context;
+  p->id.ps = ps;
+  p->id.qp_type = IBV_QPT_RC;
+  p->id.port_num = 1;
+  rct_cm_ep_init(&p->ep, rdmax_new_conn_id());
+  p->next = all_ids;
+  all_ids = p;
+  return p;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+                   enum rdma_port_space ps) {
+  if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)) return fail_errno(EINVAL);
+  struct chan *c = (struct chan *)channel;
+  int sync = c == NULL;
+  if (sync && !(c = (struct chan *)rdma_create_event_channel())) return -1;
+  struct id_priv *p = new_id(c, sync, context, ps);
+  if (!p) {
+    if (sync) rdma_destroy_event_channel(&c->pub);
+    return fail_errno(ENOMEM);
+  }
+  *id = &p->id;
+  return 0;
 }
 
 int rdma_destroy_id(struct rdma_cm_id *id) {
-  if (!id) return RDMA_CM_EINVAL;
-  if (id->sock >= 0) sockclose(id->sock);
-  free(id);
+  if (!id) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  for (struct id_priv **pp = &all_ids; *pp; pp = &(*pp)->next)
+    if (*pp == p) { *pp = p->next; break; }
+  if (id->event) rdma_ack_cm_event(id->event);
+  if (p->sync) rdma_destroy_event_channel(&p->chan->pub);
+  free(p);
   return 0;
 }
 
-static int send_msg(struct rdma_cm_id *id, const struct rct_cm_msg *m, int remember) {
-  uint8_t buf[128];
-  int n = rct_cm_encode(m, buf, sizeof buf);
-  if (n < 0) return RDMA_CM_EINVAL;
-  struct net_addr to = { id->peer_ip, id->peer_port, 0 };
-  if (remember) { memcpy(id->last_msg, buf, n); id->last_len = n; }
-  return sendto(id->sock, buf, n, &to) == n ? 0 : RDMA_CM_ENOSOCK;
-}
-
-static int resend_last(struct rdma_cm_id *id) {
-  struct net_addr to = { id->peer_ip, id->peer_port, 0 };
-  return sendto(id->sock, id->last_msg, id->last_len, &to) == id->last_len ? 0 : RDMA_CM_ENOSOCK;
-}
-
-// Next parsed message within timeout_ms; 1 = got one, 0 = timeout, <0 error.
-static int recv_msg(struct rdma_cm_id *id, struct rct_cm_msg *m, struct net_addr *from, int timeout_ms) {
-  uint8_t buf[256];
-  uint64 end = clock_ns() + (uint64)timeout_ms * 1000000ULL;
-  for (;;) {
-    int left = timeout_ms < 0 ? -1 : (int)((end - clock_ns()) / 1000000ULL);
-    if (timeout_ms >= 0 && (clock_ns() >= end || left <= 0)) return 0;
-    int n = recvfrom(id->sock, buf, sizeof buf, from, left);
-    if (n == -2) return 0;
-    if (n < 0) return RDMA_CM_ENOSOCK;
-    int rc = rct_cm_parse(m, buf, (size_t)n);
-    if (rc == RCT_OK) return 1;
-    if (rc > 0 && m->type == RCT_CM_REQ) {       // [CM-MSG-4]: answer with REJ
-      struct rct_cm_msg rej;
-      memset(&rej, 0, sizeof rej);
-      rej.type = RCT_CM_REJ;
-      rej.version = RCT_CM_VERSION;
-      rej.dst_conn_id = m->src_conn_id;
-      rej.reject_reason = (uint16_t)rc;
-      uint8_t out[128];
-      int k = rct_cm_encode(&rej, out, sizeof out);
-      if (k > 0) sendto(id->sock, out, k, from);
-    }
-    // malformed: dropped silently [CM-MSG-2]
-  }
-}
-
-static int open_sock(struct rdma_cm_id *id, int port) {
-  if (id->sock >= 0) return 0;
-  id->sock = socket(SOCK_UDP);
-  if (id->sock < 0) return RDMA_CM_ENOSOCK;
-  if (bind(id->sock, port) < 0) { sockclose(id->sock); id->sock = -1; return RDMA_CM_ENOSOCK; }
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel) {
+  if (!id) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  struct chan *c = (struct chan *)channel;
+  int sync = c == NULL;
+  if (sync && !(c = (struct chan *)rdma_create_event_channel())) return -1;
+  if (p->sync) rdma_destroy_event_channel(&p->chan->pub);
+  p->chan = c;
+  p->sync = sync;
+  id->channel = &c->pub;
   return 0;
 }
 
-int rdma_listen(struct rdma_cm_id *id, int port) {
-  if (!id) return RDMA_CM_EINVAL;
-  int rc = open_sock(id, port ? port : RDMA_CM_PORT);
-  if (rc == 0) id->state = RDMA_CM_LISTEN;
-  return rc;
+// ---- addresses ----
+
+void rdmax_sockaddr(struct sockaddr_in *sin, uint32_t ip, uint16_t port) {
+  memset(sin, 0, sizeof *sin);
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(port);
+  sin->sin_addr.s_addr = htonl(ip);
 }
 
-static void fill_local(struct rdma_cm_id *id, struct rct_cm_msg *m, const struct rdma_conn_param *p) {
-  struct ibv_port_attr pa;
-  union ibv_gid gid;
-  struct rdma_port_info pi;
-  ibv_query_port(id->verbs, 1, &pa);
-  ibv_query_gid(id->verbs, 1, 0, &gid);
-  rdma_query_port(1, &pi);
-  m->version = RCT_CM_VERSION;
-  m->src_conn_id = id->local_conn_id;
-  m->dst_conn_id = id->remote_conn_id;
-  m->qpn = id->qp->qp_num;
-  m->start_psn = id->my_psn;
-  m->path_mtu = id->path_mtu ? (uint8_t)id->path_mtu : (uint8_t)pa.active_mtu;
-  m->caps = p && p->sr ? RCT_CM_CAP_SR : 0;
-  m->responder_resources = p && p->responder_resources ? p->responder_resources : 16;
-  m->initiator_depth = p && p->initiator_depth ? p->initiator_depth : DEFAULT_INITIATOR_DEPTH;
-  memcpy(m->gid, gid.raw, 16);
-  memcpy(m->mac, pi.mac, 6);
-  if (p && p->private_data_len) {
-    m->private_len = p->private_data_len > RDMA_CM_PRIVATE_MAX ? RDMA_CM_PRIVATE_MAX : p->private_data_len;
-    memcpy(m->private_data, p->private_data, m->private_len);
-  }
+static int sin_of(const struct sockaddr *a, uint32_t *ip, uint16_t *port) {
+  if (!a || a->sa_family != AF_INET) return -1;
+  const struct sockaddr_in *sin = (const struct sockaddr_in *)a;
+  *ip = ntohl(sin->sin_addr.s_addr);
+  *port = ntohs(sin->sin_port);
+  return 0;
 }
 
-static void take_peer(struct rdma_cm_id *id, const struct rct_cm_msg *m) {
-  id->remote_conn_id = m->src_conn_id;
-  id->peer_qpn = m->qpn;
-  id->peer_psn = m->start_psn;
-  id->peer_mtu = m->path_mtu;
-  id->peer_caps = m->caps;
-  id->peer_resp_res = m->responder_resources;
-  id->peer_init_depth = m->initiator_depth;
-  memcpy(id->peer_mac, m->mac, 6);
-  id->private_data_len = m->private_len;
-  memcpy(id->private_data, m->private_data, m->private_len);
+static int attach_device(struct rdma_cm_id *id) {
+  if (!id->verbs) id->verbs = device();
+  return id->verbs ? 0 : fail_errno(ENODEV);
 }
 
-// The QP to RTS from the exchanged facts [CM-PARAM-1..3] [SR-NEG-1].
-static int qp_to_rts(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr) {
+  uint32_t ip;
+  uint16_t port;
+  if (!id || sin_of(addr, &ip, &port) < 0) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (attach_device(id) < 0) return -1;
+  if (ip == 0) ip = rdmau_local_ipv4(id->verbs);
+  rdmax_sockaddr(&id->route.addr.src_sin, ip, port);
+  p->bound = 1;
+  return 0;
+}
+
+// The event queue and synchronous completion come below; resolution
+// queues its events like the exchange does.
+static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
+                        struct id_priv *listen, const struct rct_cm_msg *m);
+static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want);
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+                      int timeout_ms) {
+  uint32_t ip, sip = 0;
+  uint16_t port, sport = 0;
+  (void)timeout_ms;
+  if (!id || sin_of(dst_addr, &ip, &port) < 0 || ip == 0) return fail_errno(EINVAL);
+  if (src_addr && sin_of(src_addr, &sip, &sport) < 0) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (attach_device(id) < 0) return -1;
+  if (!p->bound) rdmax_sockaddr(&id->route.addr.src_sin, sip ? sip : rdmau_local_ipv4(id->verbs), sport);
+  rdmax_sockaddr(&id->route.addr.dst_sin, ip, port ? port : RDMA_CM_PORT);
+  p->addr_set = 1;
+  queue_event(p, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL);
+  return p->sync ? sync_complete(p, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms) {
+  (void)timeout_ms;
+  if (!id || !priv_of(id)->addr_set) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  id->route.num_paths = 1;
+  queue_event(p, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL);
+  return p->sync ? sync_complete(p, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+}
+
+struct sockaddr *rdma_get_local_addr(struct rdma_cm_id *id) { return &id->route.addr.src_addr; }
+struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id) { return &id->route.addr.dst_addr; }
+uint16_t rdma_get_src_port(struct rdma_cm_id *id) { return id->route.addr.src_sin.sin_port; }
+uint16_t rdma_get_dst_port(struct rdma_cm_id *id) { return id->route.addr.dst_sin.sin_port; }
+
+// ---- QPs ----
+
+static int qp_to_init(struct ibv_qp *qp) {
   struct ibv_qp_attr a;
-  struct ibvx_qp_ext ext;
-  uint8_t own_res = p && p->responder_resources ? p->responder_resources : 16;
-  uint8_t own_depth = p && p->initiator_depth ? p->initiator_depth : DEFAULT_INITIATOR_DEPTH;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (ibv_modify_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return RDMA_CM_EQP;
-  ibvx_set_neighbor(id->peer_ip, id->peer_mac);
+  return ibv_modify_qp(qp, &a, RDMAU_MASK_INIT);
+}
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr) {
+  if (!id || !attr || attr->qp_type != IBV_QPT_RC || attr->srq) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (attach_device(id) < 0) return -1;
+  if (!pd) pd = id->pd;
+  if (!pd && !(pd = p->own_pd = ibv_alloc_pd(id->verbs))) return fail_errno(ENOMEM);
+  struct ibv_qp_init_attr a = *attr;
+  if (!a.send_cq || !a.recv_cq) {                  // CQs of its own, each with a channel
+    id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+    id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+    if (id->send_cq_channel && id->recv_cq_channel) {
+      id->send_cq = ibv_create_cq(id->verbs, (int)a.cap.max_send_wr, id, id->send_cq_channel, 0);
+      id->recv_cq = ibv_create_cq(id->verbs, (int)a.cap.max_recv_wr, id, id->recv_cq_channel, 0);
+    }
+    p->own_cqs = 1;
+    if (!id->send_cq || !id->recv_cq) { rdma_destroy_qp(id); return fail_errno(ENOMEM); }
+    a.send_cq = id->send_cq;
+    a.recv_cq = id->recv_cq;
+  } else {
+    id->send_cq = a.send_cq;
+    id->recv_cq = a.recv_cq;
+  }
+  id->qp = ibv_create_qp(pd, &a);
+  if (!id->qp) { int e = errno; rdma_destroy_qp(id); return fail_errno(e ? e : ENOMEM); }
+  id->pd = pd;
+  if (qp_to_init(id->qp)) { rdma_destroy_qp(id); return fail_errno(EINVAL); }
+  return 0;
+}
+
+void rdma_destroy_qp(struct rdma_cm_id *id) {
+  struct id_priv *p = priv_of(id);
+  if (id->qp) ibv_destroy_qp(id->qp);
+  id->qp = NULL;
+  if (p->own_cqs) {
+    if (id->send_cq) ibv_destroy_cq(id->send_cq);
+    if (id->recv_cq) ibv_destroy_cq(id->recv_cq);
+    if (id->send_cq_channel) ibv_destroy_comp_channel(id->send_cq_channel);
+    if (id->recv_cq_channel) ibv_destroy_comp_channel(id->recv_cq_channel);
+    id->send_cq_channel = id->recv_cq_channel = NULL;
+    p->own_cqs = 0;
+  }
+  id->send_cq = id->recv_cq = NULL;
+  if (p->own_pd) { ibv_dealloc_pd(p->own_pd); p->own_pd = NULL; id->pd = NULL; }
+}
+
+// The QP to RTR and RTS from the exchanged messages: the core's
+// negotiation (rct_cm_qp_attr: [CM-PARAM-1..3] [SR-NEG-1]) plus this
+// side's timeouts, retries and transport settings.
+static int qp_to_rts(struct id_priv *p, const struct rct_cm_msg *self, const struct rct_cm_msg *peer) {
+  struct rct_qp_attr ra;
+  uint32_t rtr_mask, rts_mask;
+  struct ibv_qp_attr a, cur;
+  struct ibv_qp_init_attr ia;
+  struct ibvx_qp_ext ext;
+  struct ibv_qp *qp = p->id.qp;
+  memset(&ra, 0, sizeof ra);
+  if (rct_cm_qp_attr(self, peer, &ra, &rtr_mask, &rts_mask) != RCT_OK) return -1;
+  if (ibv_query_qp(qp, &cur, IBV_QP_STATE, &ia) == 0 && cur.qp_state == IBV_QPS_RESET && qp_to_init(qp))
+    return -1;
+  ibvx_set_neighbor(ra.ah.dipv4, ra.ah.dmac);
   memset(&a, 0, sizeof a);
   memset(&ext, 0, sizeof ext);
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = id->path_mtu;
-  a.dest_qp_num = id->peer_qpn;
-  a.rq_psn = id->peer_psn;
-  a.max_dest_rd_atomic = own_res;
+  a.path_mtu = (enum ibv_mtu)ra.path_mtu;
+  a.dest_qp_num = ra.dest_qp_num;
+  a.rq_psn = ra.rq_psn;
+  a.max_dest_rd_atomic = ra.max_dest_rd_atomic;
   a.min_rnr_timer = 1;
   a.ah_attr.is_global = 1;
   a.ah_attr.port_num = 1;
   a.ah_attr.grh.hop_limit = 64;
-  ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, id->peer_ip);
-  memcpy(ext.dmac, id->peer_mac, 6);
-  ext.sr_enable = id->sr;
-  ext.roce_v1 = p && p->roce_v1;
-  ext.max_inflight = p && p->max_inflight ? p->max_inflight : RDMA_CM_DEFAULT_INFLIGHT;
-  uint32_t min_rto_us = p && p->min_rto_us ? p->min_rto_us : RDMA_CM_DEFAULT_MIN_RTO_US;
+  ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, ra.ah.dipv4);
+  memcpy(ext.dmac, ra.ah.dmac, 6);
+  ext.sr_enable = ra.sr_enable;
+  ext.roce_v1 = p->xt.roce_v1;
+  ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : RDMAX_DEFAULT_INFLIGHT;
+  uint32_t min_rto_us = p->xt.min_rto_us ? p->xt.min_rto_us : RDMAX_DEFAULT_MIN_RTO_US;
   ext.adaptive_rto = min_rto_us != ~0u;
   ext.min_rto_ns = ext.adaptive_rto ? (unsigned long long)min_rto_us * 1000 : 0;
-  if (ibvx_modify_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-                     &ext, (id->sr ? RDMA_QP_SR : 0) | RDMA_QP_MAX_INFLIGHT | RDMA_QP_ADAPTIVE_RTO))
-    return RDMA_CM_EQP;
+  if (ibvx_modify_qp(qp, &a, RDMAU_MASK_RTR, &ext,
+                     (ra.sr_enable ? RDMA_QP_SR : 0) | RDMA_QP_MAX_INFLIGHT | RDMA_QP_ADAPTIVE_RTO))
+    return -1;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = id->my_psn;
+  a.sq_psn = ra.sq_psn;
   // Default 18 (1.07 s), the adaptive RTO's ceiling: emulated guests on
   // a loaded host stall for hundreds of ms, and 8 x 67 ms (timeout 14)
   // ended healthy connections. With the 30 ms floor the seven retries
   // span about 3 s (30, 60, ... 960, 1070 ms) before RETRY_EXC.
-  a.timeout = p && p->timeout ? p->timeout : 18;
-  a.retry_cnt = p && p->retry_count ? p->retry_count : RDMA_CM_DEFAULT_RETRY_COUNT;
-  a.rnr_retry = p && p->rnr_retry_count ? p->rnr_retry_count : 7;
-  a.max_rd_atomic = own_depth < id->peer_resp_res ? own_depth : id->peer_resp_res;
-  if (a.max_rd_atomic == 0) a.max_rd_atomic = 1;
-  if (ibv_modify_qp(id->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-    return RDMA_CM_EQP;
-  return 0;
+  a.timeout = p->xt.timeout ? p->xt.timeout : 18;
+  a.retry_cnt = p->own.retry_count ? p->own.retry_count : RDMAX_DEFAULT_RETRY_COUNT;
+  a.rnr_retry = p->own.rnr_retry_count ? p->own.rnr_retry_count : 7;
+  a.max_rd_atomic = ra.max_rd_atomic ? ra.max_rd_atomic : 1;
+  return ibv_modify_qp(qp, &a, RDMAU_MASK_RTS) ? -1 : 0;
 }
 
-static void send_hdr_only(struct rdma_cm_id *id, enum rct_cm_type type) {
-  struct rct_cm_msg m;
-  memset(&m, 0, sizeof m);
-  m.type = type;
-  m.version = RCT_CM_VERSION;
-  m.src_conn_id = id->local_conn_id;
-  m.dst_conn_id = id->remote_conn_id;
-  send_msg(id, &m, 0);
-}
-
-int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **conn, int timeout_ms) {
-  struct rct_cm_msg m;
-  struct net_addr from;
-  if (!listen || listen->state != RDMA_CM_LISTEN || !conn) return RDMA_CM_EINVAL;
-  for (;;) {
-    int r = recv_msg(listen, &m, &from, timeout_ms);
-    if (r <= 0) return r == 0 ? RDMA_CM_ETIMEDOUT : r;
-    if (m.type != RCT_CM_REQ) continue;            // [CM-STATE-1]: ignored here
-    if (from.ip == listen->peer_ip && from.port == listen->peer_port &&
-        m.src_conn_id == listen->remote_conn_id) continue;   // duplicate of the last REQ
-    listen->peer_ip = from.ip;
-    listen->peer_port = from.port;
-    listen->remote_conn_id = m.src_conn_id;
-    struct rdma_cm_id *id = rdma_create_id(listen->verbs);
-    if (!id) return RDMA_CM_EINVAL;
-    id->sock = socket(SOCK_UDP);                   // replies go from a port of its own
-    if (id->sock < 0 || bind(id->sock, 0) < 0) { rdma_destroy_id(id); return RDMA_CM_ENOSOCK; }
-    id->peer_ip = from.ip;
-    id->peer_port = from.port;
-    id->local_conn_id = rdma_cm_new_conn_id();
-    take_peer(id, &m);
-    id->state = RDMA_CM_REQ_RCVD;
-    *conn = id;
-    return 0;
-  }
-}
-
-int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len) {
-  if (!id || id->state != RDMA_CM_REQ_RCVD) return RDMA_CM_EINVAL;
-  struct rct_cm_msg m;
-  memset(&m, 0, sizeof m);
-  m.type = RCT_CM_REJ;
-  m.version = RCT_CM_VERSION;
-  m.src_conn_id = id->local_conn_id;
-  m.dst_conn_id = id->remote_conn_id;
-  m.reject_reason = RCT_CM_REJ_CONSUMER;
-  m.private_len = len > RDMA_CM_PRIVATE_MAX ? RDMA_CM_PRIVATE_MAX : len;
-  if (m.private_len) memcpy(m.private_data, private_data, m.private_len);
-  id->state = RDMA_CM_CLOSED;
-  return send_msg(id, &m, 0);
+static void qp_to_err(struct id_priv *p) {
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+  if (p->id.qp) ibv_modify_qp(p->id.qp, &a, IBV_QP_STATE);   // [CM-STATE-6]
 }
 
 static uint32_t qp_rx_frames(struct ibv_qp *qp) {
   struct rdma_qp_stats s;
-  if (rdma_qp_stats((int)qp->handle, &s) != 0) return 0;
+  if (!qp || rdma_qp_stats((int)qp->handle, &s) != 0) return 0;
   return (uint32_t)s.rx_frames;
 }
 
-int rdma_accept(struct rdma_cm_id *id, const struct rdma_conn_param *p) {
-  if (!id || id->state != RDMA_CM_REQ_RCVD || !id->qp) return RDMA_CM_EINVAL;
+// This side's REQ or REP: QP, PSN, path MTU, READ resources, GID, MAC,
+// capabilities and private data.
+static void fill_msg(struct id_priv *p, struct rct_cm_msg *m, const struct rdma_conn_param *cp,
+                     uint8_t mtu_cap) {
   struct ibv_port_attr pa;
-  ibv_query_port(id->verbs, 1, &pa);
-  id->path_mtu = id->peer_mtu < pa.active_mtu ? (enum ibv_mtu)id->peer_mtu : pa.active_mtu;
-  id->sr = (p && p->sr && (id->peer_caps & RCT_CM_CAP_SR)) ? 1 : 0;
-  id->my_psn = rdmau_psn();
-  int rc = qp_to_rts(id, p);                       // before REP [CM-STATE-3]
-  if (rc) return rc;
-  struct rct_cm_msg m;
-  memset(&m, 0, sizeof m);
-  m.type = RCT_CM_REP;
-  fill_local(id, &m, p);
-  m.caps = id->sr ? RCT_CM_CAP_SR : 0;
-  if ((rc = send_msg(id, &m, 1)) != 0) return rc;
-  id->state = RDMA_CM_REP_SENT;
-  uint32_t rx0 = qp_rx_frames(id->qp);
-  for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
-    struct net_addr from;
-    uint64 end = clock_ns() + CM_RETRY_MS * 1000000ULL;
-    while (clock_ns() < end) {
-      int r = recv_msg(id, &m, &from, 20);
-      if (r < 0) return r;
-      if (r == 1 && from_peer(id, &m, &from) && m.type == RCT_CM_RTU) {
-        id->state = RDMA_CM_ESTABLISHED;
-        return 0;
-      }
-      // The first RC frame on the QP also establishes it (a lost RTU).
-      if (qp_rx_frames(id->qp) != rx0) { id->state = RDMA_CM_ESTABLISHED; return 0; }
-    }
-    if (tries < CM_MAX_RETRIES) resend_last(id);
+  union ibv_gid gid;
+  struct rdma_port_info pi;
+  ibv_query_port(p->id.verbs, 1, &pa);
+  ibv_query_gid(p->id.verbs, 1, 0, &gid);
+  rdma_query_port(1, &pi);
+  memset(m, 0, sizeof *m);
+  m->version = RCT_CM_VERSION;
+  m->qpn = p->id.qp->qp_num;
+  m->start_psn = rdmau_psn();
+  m->path_mtu = (uint8_t)pa.active_mtu < mtu_cap ? (uint8_t)pa.active_mtu : mtu_cap;   // [CM-PARAM-1]
+  m->caps = p->xt.sr ? RCT_CM_CAP_SR : 0;
+  m->responder_resources = cp && cp->responder_resources ? cp->responder_resources
+                                                         : RDMAX_DEFAULT_RESPONDER_RESOURCES;
+  m->initiator_depth = cp && cp->initiator_depth ? cp->initiator_depth : RDMAX_DEFAULT_INITIATOR_DEPTH;
+  memcpy(m->gid, gid.raw, 16);
+  memcpy(m->mac, pi.mac, 6);
+  if (cp && cp->private_data_len) {
+    m->private_len = cp->private_data_len;
+    memcpy(m->private_data, cp->private_data, m->private_len);
   }
-  // [CM-TMO-2]: REJ TIMEOUT, QP to ERR.
-  memset(&m, 0, sizeof m);
-  m.type = RCT_CM_REJ;
-  m.version = RCT_CM_VERSION;
-  m.src_conn_id = id->local_conn_id;
-  m.dst_conn_id = id->remote_conn_id;
-  m.reject_reason = RCT_CM_REJ_TIMEOUT;
-  send_msg(id, &m, 0);
-  struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-  ibv_modify_qp(id->qp, &a, IBV_QP_STATE);
-  id->state = RDMA_CM_CLOSED;
-  return RDMA_CM_ETIMEDOUT;
+  if (cp) p->own = *cp;
 }
 
-int rdma_connect(struct rdma_cm_id *id, uint32_t ip, int port, const struct rdma_conn_param *p) {
-  if (!id || !id->qp || id->state != RDMA_CM_IDLE) return RDMA_CM_EINVAL;
-  int rc = open_sock(id, 0);
-  if (rc) return rc;
-  id->peer_ip = ip;
-  id->peer_port = (uint16_t)(port ? port : RDMA_CM_PORT);
-  id->local_conn_id = rdma_cm_new_conn_id();
-  id->remote_conn_id = 0;
-  id->my_psn = rdmau_psn();
-  struct rct_cm_msg m;
-  memset(&m, 0, sizeof m);
-  m.type = RCT_CM_REQ;
-  fill_local(id, &m, p);
-  if ((rc = send_msg(id, &m, 1)) != 0) return rc;
-  id->state = RDMA_CM_REQ_SENT;
-  for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
-    struct net_addr from;
-    int r;
-    while ((r = recv_msg(id, &m, &from, CM_RETRY_MS)) == 1) {
-      // The peer's port and ID are not known before its REP (it answers
-      // from a port of its own [CM-STATE-7]): its address and our ID.
-      if (from.ip != id->peer_ip || m.dst_conn_id != id->local_conn_id) {   // [CM-STATE-5]
-        id->cm_dropped++;
-        continue;
-      }
-      if (m.type == RCT_CM_REJ) {
-        id->reject_reason = m.reject_reason;
-        id->private_data_len = m.private_len;
-        memcpy(id->private_data, m.private_data, m.private_len);
-        id->state = RDMA_CM_REJECTED;
-        return RDMA_CM_EREJECTED;
-      }
-      if (m.type != RCT_CM_REP) continue;
-      id->peer_port = from.port;                   // the passive side answers from its own port
-      take_peer(id, &m);
-      struct ibv_port_attr pa;
-      ibv_query_port(id->verbs, 1, &pa);
-      id->path_mtu = (enum ibv_mtu)m.path_mtu;
-      if (id->path_mtu > pa.active_mtu) id->path_mtu = pa.active_mtu;
-      id->sr = (p && p->sr && (m.caps & RCT_CM_CAP_SR)) ? 1 : 0;
-      if ((rc = qp_to_rts(id, p)) != 0) return rc;
-      send_hdr_only(id, RCT_CM_RTU);
-      send_hdr_only(id, RCT_CM_RTU);               // a lost RTU costs the peer a timeout
-      id->state = RDMA_CM_ESTABLISHED;
-      return 0;
-    }
-    if (r < 0) return r;
-    if (tries < CM_MAX_RETRIES) resend_last(id);
+// ---- events ----
+
+static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
+                        struct id_priv *listen, const struct rct_cm_msg *m) {
+  struct ev_priv *e = calloc(1, sizeof *e);
+  if (!e) return;                                  // out of memory: the event is lost
+  e->ev.id = &p->id;
+  e->ev.listen_id = listen ? &listen->id : NULL;
+  e->ev.event = type;
+  e->ev.status = status;
+  if (m) {
+    memcpy(e->priv, m->private_data, m->private_len);
+    e->ev.param.conn.private_data = e->priv;
+    e->ev.param.conn.private_data_len = m->private_len;
+    e->ev.param.conn.responder_resources = m->responder_resources;
+    e->ev.param.conn.initiator_depth = m->initiator_depth;
+    e->ev.param.conn.qp_num = m->qpn;
   }
-  id->state = RDMA_CM_CLOSED;
-  return RDMA_CM_ETIMEDOUT;
+  struct chan *c = p->chan;
+  if (c->tail) c->tail->next = e; else c->head = e;
+  c->tail = e;
 }
 
-int rdma_disconnect(struct rdma_cm_id *id) {
-  if (!id || id->state != RDMA_CM_ESTABLISHED) return RDMA_CM_EINVAL;
-  struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-  ibv_modify_qp(id->qp, &a, IBV_QP_STATE);         // [CM-STATE-6]
-  struct rct_cm_msg m;
-  struct net_addr from;
-  for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
-    send_hdr_only(id, RCT_CM_DREQ);
-    int r;
-    while ((r = recv_msg(id, &m, &from, CM_RETRY_MS)) == 1) {
-      if (!from_peer(id, &m, &from)) continue;
-      if (m.type == RCT_CM_DREP) { id->state = RDMA_CM_CLOSED; return 0; }
-      if (m.type == RCT_CM_DREQ) {                 // both sides closing at once
-        send_hdr_only(id, RCT_CM_DREP);
-        id->state = RDMA_CM_CLOSED;
-        return 0;
-      }
-    }
-    if (r < 0) break;
+static void note_peer(struct id_priv *p) {
+  rdmax_sockaddr(&p->id.route.addr.dst_sin, p->ep.peer.ip, p->ep.peer.port);
+}
+
+// An endpoint event as the application's event, after the QP moves it
+// asks for.
+static void on_ep_event(struct id_priv *p, const struct rct_cm_event *ev, struct id_priv *listen) {
+  const struct rct_cm_msg *peer = &p->ep.peer_msg;
+  note_peer(p);
+  if (ev->type == RCT_CM_EV_CONNECT_REQUEST) {
+    queue_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, 0, listen, peer);
+  } else if (ev->type == RCT_CM_EV_ESTABLISHED && p->ep.active) {
+    // QP to RTR and RTS before the RTU the endpoint queued goes out [CM-STATE-3].
+    if (qp_to_rts(p, &p->ep.self_msg, peer) < 0) queue_event(p, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, 0, 0);
+    else queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, peer);
+  } else if (ev->type == RCT_CM_EV_ESTABLISHED) {
+    queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
+  } else if (ev->type == RCT_CM_EV_REJECTED) {
+    queue_event(p, RDMA_CM_EVENT_REJECTED, ev->reason, NULL, peer);
+  } else if (ev->type == RCT_CM_EV_UNREACHABLE) {
+    queue_event(p, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL);     // [CM-TMO-2]
+  } else if (ev->type == RCT_CM_EV_TIMEDOUT) {
+    qp_to_err(p);                                                           // [CM-TMO-2]
+    queue_event(p, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, NULL, NULL);
+  } else if (ev->type == RCT_CM_EV_DISCONNECTED) {
+    qp_to_err(p);                                                           // [CM-STATE-6]
+    queue_event(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
   }
-  id->state = RDMA_CM_CLOSED;                      // [CM-TMO-2]: closed anyway
+}
+
+// Events first (an active side's QP reaches RTS before its RTU leaves),
+// then datagrams, from the channel's socket.
+static void flush(struct id_priv *p, struct id_priv *listen) {
+  struct rct_cm_event ev;
+  struct rct_cm_addr to;
+  uint8_t buf[128];
+  int n;
+  while (rct_cm_ep_poll_event(&p->ep, &ev)) on_ep_event(p, &ev, listen);
+  while ((n = rct_cm_ep_poll_msg(&p->ep, buf, sizeof buf, &to)) > 0) {
+    if (chan_socket(p->chan, 0) < 0) continue;
+    struct net_addr na = { to.ip, to.port, 0 };
+    sendto(p->chan->pub.fd, buf, n, &na);
+  }
+}
+
+static uint32_t ld32(const uint8_t *b) {
+  return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static struct id_priv *find(int (*match)(struct id_priv *, uint32_t, struct rct_cm_addr),
+                            uint32_t v, struct rct_cm_addr a) {
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (match(p, v, a)) return p;
+  return NULL;
+}
+static int by_local_id(struct id_priv *p, uint32_t v, struct rct_cm_addr a) {
+  (void)a;
+  return !p->listening && p->ep.local_id == v;
+}
+static int by_req(struct id_priv *p, uint32_t v, struct rct_cm_addr a) {
+  return !p->listening && !p->ep.active && p->ep.remote_id == v && p->ep.peer.ip == a.ip &&
+         p->ep.peer.port == a.port;
+}
+
+// A REQ for channel c's listener: a new id on c in REQ_RCVD with a
+// connect-request event [CM-STATE-2]; a REQ at a socket without a
+// listener is answered REJ NO_LISTENER by an endpoint in IDLE.
+static void on_new_req(struct chan *c, uint64_t now, struct rct_cm_addr from, const uint8_t *buf, int n) {
+  struct id_priv *l = NULL;
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (p->listening && p->chan == c) { l = p; break; }
+  struct id_priv *p = l ? new_id(c, 0, l->id.context, l->id.ps) : NULL;
+  if (!p) {
+    struct id_priv idle;
+    memset(&idle, 0, sizeof idle);
+    idle.chan = c;
+    rct_cm_ep_init(&idle.ep, 0);
+    rct_cm_ep_handle_msg(&idle.ep, now, from, buf, (size_t)n);
+    flush(&idle, NULL);
+    return;
+  }
+  p->id.verbs = l->id.verbs;
+  p->id.route.addr.src_sin = l->id.route.addr.src_sin;
+  rct_cm_ep_listen(&p->ep);
+  rct_cm_ep_handle_msg(&p->ep, now, from, buf, (size_t)n);
+  int got = p->ep.state == RCT_CM_EP_REQ_RCVD;
+  flush(p, l);
+  if (!got) rdma_destroy_id(&p->id);                // refused (REJ sent) [CM-MSG-4]
+}
+
+// One datagram that arrived on channel c: to the connection its
+// destination ID names, a duplicate REQ to its connection [CM-TMO-3], a
+// new REQ to the listener. The endpoint checks the sender [CM-STATE-5].
+static void dispatch(struct chan *c, uint64_t now, struct rct_cm_addr from, const uint8_t *buf, int n) {
+  if (n < RCT_CM_LEN_HDR) return;                   // [CM-MSG-2]
+  struct id_priv *p;
+  if (buf[3] == RCT_CM_REQ) {
+    if ((p = find(by_req, ld32(buf + 4), from)) == NULL) { on_new_req(c, now, from, buf, n); return; }
+  } else if ((p = find(by_local_id, ld32(buf + 8), from)) == NULL) {
+    return;                                         // no such connection [CM-STATE-5]
+  }
+  rct_cm_ep_handle_msg(&p->ep, now, from, buf, (size_t)n);
+  flush(p, NULL);
+}
+
+// One round of channel c: wait up to wait_ms for a datagram (less when a
+// retransmission is due or a passive connection waits for its first RC
+// frame), then run the deadlines and the RC-frame checks of its ids.
+static void chan_step(struct chan *c, int wait_ms) {
+  uint64_t now = clock_ns(), next = RCT_NEVER;
+  for (struct id_priv *p = all_ids; p; p = p->next) {
+    if (p->chan != c) continue;
+    uint64_t d = rct_cm_ep_next_timeout(&p->ep);
+    if (p->ep.state == RCT_CM_EP_REP_SENT && now + RC_FRAME_POLL_MS * 1000000ull < d)
+      d = now + RC_FRAME_POLL_MS * 1000000ull;
+    if (d < next) next = d;
+  }
+  if (next != RCT_NEVER) {
+    uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
+    if (wait_ms < 0 || (uint64_t)wait_ms > ms) wait_ms = (int)ms;
+  }
+  if (c->pub.fd >= 0) {
+    uint8_t buf[256];
+    struct net_addr na;
+    int n = recvfrom(c->pub.fd, buf, sizeof buf, &na, wait_ms);
+    if (n > 0) dispatch(c, clock_ns(), (struct rct_cm_addr){ na.ip, na.port }, buf, n);
+  } else if (wait_ms > 0) {
+    sleep(1);                                       // nothing can arrive: let time pass
+  }
+  now = clock_ns();
+  for (struct id_priv *p = all_ids; p; p = p->next) {
+    if (p->chan != c) continue;
+    if (p->ep.state == RCT_CM_EP_REP_SENT && qp_rx_frames(p->id.qp) != p->rx0)
+      rct_cm_ep_rc_frame(&p->ep);                   // RTU lost: RC traffic proves it [CM-STATE-3]
+    rct_cm_ep_handle_timeout(&p->ep, now);          // [CM-TMO-1] [CM-TMO-2]
+    flush(p, NULL);
+  }
+}
+
+int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,
+                               int timeout_ms) {
+  struct chan *c = (struct chan *)channel;
+  if (!c || !event) return fail_errno(EINVAL);
+  uint64_t end = clock_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+  while (!c->head) {
+    uint64_t now = clock_ns();
+    if (timeout_ms >= 0 && now >= end) return fail_errno(ETIMEDOUT);
+    chan_step(c, timeout_ms < 0 ? -1 : (int)((end - now + 999999) / 1000000));
+  }
+  struct ev_priv *e = c->head;
+  c->head = e->next;
+  if (!c->head) c->tail = NULL;
+  e->next = NULL;
+  *event = &e->ev;
   return 0;
 }
 
-int rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms) {
-  if (!id || id->state != RDMA_CM_ESTABLISHED) return RDMA_CM_EINVAL;
-  struct rct_cm_msg m;
-  struct net_addr from;
-  int r;
-  while ((r = recv_msg(id, &m, &from, timeout_ms)) == 1) {
-    if (!from_peer(id, &m, &from)) continue;       // a stranger's DREQ [SEC-FORGE-7]
-    if (m.type == RCT_CM_REP) { send_hdr_only(id, RCT_CM_RTU); continue; }   // [CM-TMO-3]
-    if (m.type != RCT_CM_DREQ) continue;
-    struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-    ibv_modify_qp(id->qp, &a, IBV_QP_STATE);       // [CM-STATE-6]
-    send_hdr_only(id, RCT_CM_DREP);
-    id->state = RDMA_CM_CLOSED;
-    return 0;
-  }
-  return r == 0 ? RDMA_CM_ETIMEDOUT : r;
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event) {
+  return rdmax_get_cm_event_timeout(channel, event, -1);
 }
 
-void rdma_cm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len) {
+int rdma_ack_cm_event(struct rdma_cm_event *event) {
+  if (!event) return fail_errno(EINVAL);
+  free(event);                                      // struct ev_priv starts with it
+  return 0;
+}
+
+// The errno a synchronous call returns for an event that is not the one
+// it waited for.
+static int event_errno(const struct rdma_cm_event *e) {
+  static const int by_event[] = {
+    [RDMA_CM_EVENT_REJECTED] = ECONNREFUSED, [RDMA_CM_EVENT_UNREACHABLE] = ETIMEDOUT,
+    [RDMA_CM_EVENT_CONNECT_ERROR] = ETIMEDOUT, [RDMA_CM_EVENT_DISCONNECTED] = ECONNRESET,
+  };
+  if (e->status < 0) return -e->status;
+  return (unsigned)e->event < sizeof by_event / sizeof by_event[0] && by_event[e->event]
+         ? by_event[e->event] : EINVAL;
+}
+
+// Synchronous ids: the next event of the id's own channel becomes
+// id->event (the previous one is acknowledged); 0 if it is `want`.
+static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want) {
+  struct rdma_cm_event *e;
+  if (rdma_get_cm_event(&p->chan->pub, &e) < 0) return -1;
+  if (p->id.event) rdma_ack_cm_event(p->id.event);
+  p->id.event = e;
+  return e->event == want ? 0 : fail_errno(event_errno(e));
+}
+
+const char *rdma_event_str(enum rdma_cm_event_type event) {
+  static const char *const names[] = {
+    "RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR", "RDMA_CM_EVENT_ROUTE_RESOLVED",
+    "RDMA_CM_EVENT_ROUTE_ERROR", "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+    "RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE", "RDMA_CM_EVENT_REJECTED",
+    "RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_DEVICE_REMOVAL",
+    "RDMA_CM_EVENT_MULTICAST_JOIN", "RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE",
+    "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+  };
+  return (unsigned)event < sizeof names / sizeof names[0] ? names[event] : "UNKNOWN EVENT";
+}
+
+const char *rdma_reject_msg(struct rdma_cm_id *id, int reason) {
+  static const char *const names[] = { "?", "CONSUMER_REJECT", "NO_LISTENER", "NO_RESOURCES",
+                                       "INVALID_PARAM", "UNSUPPORTED_VERSION", "TIMEOUT", "STALE_CONN" };
+  (void)id;
+  return reason >= RCT_CM_REJ_CONSUMER && reason <= RCT_CM_REJ_STALE_CONN ? names[reason] : "?";
+}
+
+// ---- the exchange ----
+
+int rdma_listen(struct rdma_cm_id *id, int backlog) {
+  (void)backlog;
+  if (!id) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (attach_device(id) < 0) return -1;
+  if (!p->bound) {
+    struct sockaddr_in any;
+    rdmax_sockaddr(&any, 0, RDMA_CM_PORT);
+    if (rdma_bind_addr(id, (struct sockaddr *)&any) < 0) return -1;
+  }
+  uint16_t port = ntohs(id->route.addr.src_sin.sin_port);
+  if (port == 0) port = RDMA_CM_PORT;               // a listener's port must be known
+  for (struct id_priv *q = all_ids; q; q = q->next)
+    if (q != p && q->listening && q->chan == p->chan) return fail_errno(EADDRINUSE);
+  if (chan_socket(p->chan, port) < 0) return -1;
+  id->route.addr.src_sin.sin_port = htons(port);
+  if (rct_cm_ep_listen(&p->ep) != RCT_OK) return fail_errno(EINVAL);
+  p->listening = 1;
+  return 0;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
+  if (!id || !id->qp || (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX)))
+    return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  uint32_t ip;
+  uint16_t port;
+  if (!p->addr_set || sin_of(&id->route.addr.dst_addr, &ip, &port) < 0) return fail_errno(EINVAL);
+  struct rct_cm_msg req;
+  fill_msg(p, &req, cp, RCT_MTU_4096);
+  if (chan_socket(p->chan, p->bound ? ntohs(id->route.addr.src_sin.sin_port) : 0) < 0) return -1;
+  if (rct_cm_ep_connect(&p->ep, clock_ns(), (struct rct_cm_addr){ ip, port }, &req) != RCT_OK)
+    return fail_errno(EINVAL);
+  flush(p, NULL);
+  return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
+  if (!id || !id->qp || (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX)))
+    return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (p->ep.state != RCT_CM_EP_REQ_RCVD) return fail_errno(EINVAL);
+  struct rct_cm_msg rep;
+  fill_msg(p, &rep, cp, p->ep.peer_msg.path_mtu);  // the REP carries the chosen MTU [CM-PARAM-1]
+  if (qp_to_rts(p, &rep, &p->ep.peer_msg) < 0) return fail_errno(EINVAL);   // before REP [CM-STATE-3]
+  p->rx0 = qp_rx_frames(id->qp);
+  if (rct_cm_ep_accept(&p->ep, clock_ns(), &rep) != RCT_OK) return fail_errno(EINVAL);
+  flush(p, NULL);
+  return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len) {
+  if (!id || len > RDMA_CM_PRIVATE_MAX || (len && !private_data)) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (rct_cm_ep_reject(&p->ep, clock_ns(), RCT_CM_REJ_CONSUMER, private_data, len) != RCT_OK)
+    return fail_errno(EINVAL);
+  flush(p, NULL);
+  return 0;
+}
+
+// The QP to ERR and DREQ [CM-STATE-6]; a synchronous id waits for the
+// DREP (or the end of the DREQ's retries [CM-TMO-2]).
+int rdma_disconnect(struct rdma_cm_id *id) {
+  if (!id) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (p->ep.state == RCT_CM_EP_CLOSED) return 0;   // the peer's DREQ came first
+  if (p->ep.state != RCT_CM_EP_ESTABLISHED) return fail_errno(ENOTCONN);
+  qp_to_err(p);
+  rct_cm_ep_disconnect(&p->ep, clock_ns());
+  flush(p, NULL);
+  return p->sync ? sync_complete(p, RDMA_CM_EVENT_DISCONNECTED) : 0;
+}
+
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
+  if (!listen || !id || !priv_of(listen)->listening) return fail_errno(EINVAL);
+  struct id_priv *l = priv_of(listen);
+  struct rdma_cm_event *e;
+  for (;;) {
+    if (rdma_get_cm_event(listen->channel, &e) < 0) return -1;
+    if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) break;
+    rdma_ack_cm_event(e);
+  }
+  struct rdma_cm_id *nid = e->id;
+  // A channel of its own: the connection answers from a port of its own.
+  if (rdma_migrate_id(nid, NULL) < 0) { rdma_ack_cm_event(e); return -1; }
+  nid->event = e;
+  if (l->ep_has_attr) {
+    struct ibv_qp_init_attr a = l->ep_attr;
+    if (rdma_create_qp(nid, listen->pd, &a) < 0) {
+      rdma_reject(nid, NULL, 0);
+      rdma_destroy_id(nid);
+      return fail_errno(ENOMEM);
+    }
+  }
+  *id = nid;
+  return 0;
+}
+
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen) {
+  if (!id || level != RDMAX_OPTION_XV6 || optname != RDMAX_OPTION_TRANSPORT || !optval ||
+      optlen != sizeof(struct rdmax_transport))
+    return fail_errno(ENOSYS);
+  memcpy(&priv_of(id)->xt, optval, sizeof(struct rdmax_transport));
+  return 0;
+}
+
+// ---- address information and endpoints ----
+
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+                     struct rdma_addrinfo **res) {
+  int flags = hints ? hints->ai_flags : 0;
+  uint32_t ip = 0;
+  int port = service ? atoi(service) : 0;
+  if (!res || (!node && !(flags & RAI_PASSIVE)) || port < 0 || port > 65535) return fail_errno(EINVAL);
+  if (node && (ip = inet_parse(node)) == 0) return fail_errno(EINVAL);   // numeric addresses only
+  struct rdma_addrinfo *ai = calloc(1, sizeof *ai);
+  struct sockaddr_in *sin = calloc(1, sizeof *sin);
+  if (!ai || !sin) { free(ai); free(sin); return fail_errno(ENOMEM); }
+  rdmax_sockaddr(sin, ip, (uint16_t)port);
+  ai->ai_flags = flags;
+  ai->ai_family = AF_INET;
+  ai->ai_qp_type = IBV_QPT_RC;
+  ai->ai_port_space = RDMA_PS_TCP;
+  if (flags & RAI_PASSIVE) { ai->ai_src_addr = (struct sockaddr *)sin; ai->ai_src_len = sizeof *sin; }
+  else { ai->ai_dst_addr = (struct sockaddr *)sin; ai->ai_dst_len = sizeof *sin; }
+  *res = ai;
+  return 0;
+}
+
+void rdma_freeaddrinfo(struct rdma_addrinfo *res) {
+  while (res) {
+    struct rdma_addrinfo *next = res->ai_next;
+    free(res->ai_src_addr);
+    free(res->ai_dst_addr);
+    free(res);
+    res = next;
+  }
+}
+
+int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+                   struct ibv_qp_init_attr *qp_init_attr) {
+  struct rdma_cm_id *cid;
+  if (!id || !res) return fail_errno(EINVAL);
+  if (rdma_create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space) < 0) return -1;
+  struct id_priv *p = priv_of(cid);
+  int rc;
+  if (res->ai_flags & RAI_PASSIVE) {
+    rc = rdma_bind_addr(cid, res->ai_src_addr);
+    if (rc == 0 && qp_init_attr) {                  // rdma_get_request makes the QPs
+      p->ep_attr = *qp_init_attr;
+      p->ep_has_attr = 1;
+      cid->pd = pd;
+    }
+  } else {
+    rc = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000);
+    if (rc == 0) rc = rdma_resolve_route(cid, 2000);
+    if (rc == 0 && qp_init_attr) rc = rdma_create_qp(cid, pd, qp_init_attr);
+  }
+  if (rc < 0) { int e = errno; rdma_destroy_id(cid); return fail_errno(e); }
+  *id = cid;
+  return 0;
+}
+
+void rdma_destroy_ep(struct rdma_cm_id *id) {
+  if (!id) return;
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+}
+
+// ---- extensions ----
+
+void rdmax_conn_ids(struct rdma_cm_id *id, uint32_t *local, uint32_t *remote) {
+  *local = priv_of(id)->ep.local_id;
+  *remote = priv_of(id)->ep.remote_id;
+}
+
+uint32_t rdmax_cm_dropped(struct rdma_cm_id *id) { return (uint32_t)priv_of(id)->ep.cnt.dropped; }
+
+void rdmax_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len) {
   for (int i = 0; i < 8; i++) out[i] = (uint8_t)(addr >> (56 - 8 * i));
   for (int i = 0; i < 4; i++) out[8 + i] = (uint8_t)(rkey >> (24 - 8 * i));
   for (int i = 0; i < 4; i++) out[12 + i] = (uint8_t)(len >> (24 - 8 * i));
 }
 
-void rdma_cm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len) {
+void rdmax_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len) {
   uint64_t a = 0;
   uint32_t k = 0, l = 0;
   for (int i = 0; i < 8; i++) a = (a << 8) | in[i];
@@ -418,15 +796,36 @@ void rdma_cm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uin
   *addr = a; *rkey = k; *len = l;
 }
 
-const char *rdma_cm_reject_str(int reason) {
-  static const char *const names[] = { "?", "CONSUMER_REJECT", "NO_LISTENER", "NO_RESOURCES",
-                                       "INVALID_PARAM", "UNSUPPORTED_VERSION", "TIMEOUT", "STALE_CONN" };
-  return reason >= 1 && reason <= 7 ? names[reason] : "?";
+// ---- rdma_verbs.h: completions ----
+
+// The next completion of cq: polls, then sleeps on its channel (armed,
+// polled once more to close the race) or on the CQ itself.
+static int get_comp(struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc) {
+  if (!cq) return fail_errno(EINVAL);
+  for (;;) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n != 0) return n < 0 ? fail_errno(EIO) : n;
+    if (!ch) { if (ibvx_wait_cq(cq, -1)) return fail_errno(EIO); continue; }
+    if (ibv_req_notify_cq(cq, 0)) return fail_errno(EIO);
+    if ((n = ibv_poll_cq(cq, 1, wc)) != 0) return n < 0 ? fail_errno(EIO) : n;
+    struct ibv_cq *ecq;
+    void *ectx;
+    if (ibv_get_cq_event(ch, &ecq, &ectx)) return fail_errno(EIO);
+    ibv_ack_cq_events(ecq, 1);
+  }
+}
+
+int rdma_get_send_comp(struct rdma_cm_id *id, struct ibv_wc *wc) {
+  return get_comp(id->send_cq, id->send_cq_channel, wc);
+}
+
+int rdma_get_recv_comp(struct rdma_cm_id *id, struct ibv_wc *wc) {
+  return get_comp(id->recv_cq, id->recv_cq_channel, wc);
 }
 
 // The core's CM codec (kernel/transport/cm.c) checks path MTUs with
 // rct_mtu_bytes(), which lives in the core's qp.c; user space links only
-// the codec, so the library supplies it (rct.h: 0 if invalid).
+// the CM files, so the library supplies it (rct.h: 0 if invalid).
 uint32_t rct_mtu_bytes(enum rct_mtu mtu) {
   return (mtu >= RCT_MTU_256 && mtu <= RCT_MTU_4096) ? 128u << mtu : 0;
 }

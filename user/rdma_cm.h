@@ -1,47 +1,215 @@
-// rdma_cm.h: the connection library (proto-spec/cm.md) for RC QPs.
+// rdma_cm.h: the connection manager library, librdmacm's API and meanings
+// (<rdma/rdma_cma.h>) for RC QPs over the project's own CM exchange
+// (proto-spec/cm.md, UDP port 18515). Implementation: user/rdma_cm.c, a
+// driver of the transport core's CM endpoint (kernel/transport/cm_ep.c).
 //
-// An rdma_cm-like shape over the project's UDP sockets, synchronous (user
-// programs here have no threads): the passive side listens on a UDP port
-// (RCT_CM_PORT 18515 by default) and takes connect requests one by one;
-// the active side connects a QP it created to ip:port. Both sides move
-// their QP RESET -> INIT -> RTR -> RTS from the exchanged facts (QPN,
-// starting PSN, path MTU, READ resources, GID, MAC, SR capability), and
-// private data (up to 56 bytes) travels with REQ, REP and REJ; by
-// convention its first 16 bytes are an MR's VA, rkey and length
-// (rdma_cm_pack_mr / rdma_cm_unpack_mr). Messages are encoded by the
-// transport core's portable CM codec (kernel/transport/cm.c).
+// Event channels: one UDP socket per channel (channel->fd), shared by every
+// id on it and demultiplexed by CM connection IDs. The socket is bound when
+// an id on the channel binds or listens (RDMA_CM_PORT unless the address
+// names a port), or to a random ephemeral port at the first connect or
+// accept. An id created with a NULL channel is synchronous, as in
+// librdmacm: it has a channel of its own, and rdma_resolve_addr,
+// rdma_resolve_route, rdma_connect, rdma_accept and rdma_get_request block
+// until their event; an id rdma_get_request returns is synchronous too, so
+// each accepted connection answers from a random port of its own.
 //
-// Return values: 0 or a negative RDMA_CM_E* code.
+// Errors: 0 or -1 with errno (EINVAL, ENOMEM, EADDRINUSE, ETIMEDOUT,
+// ECONNREFUSED, ...), pointers NULL with errno, as librdmacm's man pages
+// say. Project extensions carry the prefix rdmax_; the differences from
+// librdmacm are listed in docs/rdma.md ("rdma_cm").
 #ifndef RDMA_CM_H
 #define RDMA_CM_H
 #include "ibverbs.h"
+#include "kernel/transport/rct_cm.h"
 
-#define RDMA_CM_PORT 18515
-#define RDMA_CM_PRIVATE_MAX 56
+#define RDMA_CM_PORT RCT_CM_PORT                // the default CM port (proto-spec/cm.md)
+#define RDMA_CM_PRIVATE_MAX RCT_CM_PRIVATE_MAX  // private data bytes a REQ, REP or REJ carries
 
-enum {
-  RDMA_CM_EINVAL = -1, RDMA_CM_ETIMEDOUT = -2, RDMA_CM_EREJECTED = -3,
-  RDMA_CM_ENOSOCK = -4, RDMA_CM_EQP = -5,
+#ifndef EIO
+#define EIO 5
+#endif
+#ifndef EADDRINUSE
+#define EADDRINUSE 98
+#endif
+#ifndef ENOTCONN
+#define ENOTCONN 107
+#endif
+#ifndef ECONNRESET
+#define ECONNRESET 104
+#endif
+
+// Socket addresses (IPv4 only), for a C library without <netinet/in.h>.
+#ifndef AF_INET
+#define AF_INET 2
+typedef unsigned short sa_family_t;
+typedef unsigned int socklen_t;
+struct sockaddr { sa_family_t sa_family; char sa_data[14]; };
+struct in_addr { uint32_t s_addr; };                 // network byte order
+struct sockaddr_in {
+  sa_family_t sin_family;
+  uint16_t sin_port;                                 // network byte order
+  struct in_addr sin_addr;
+  uint8_t sin_zero[8];
+};
+struct sockaddr_storage { sa_family_t ss_family; char ss_data[126]; };
+#endif
+
+enum rdma_cm_event_type {
+  RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_ERROR, RDMA_CM_EVENT_ROUTE_RESOLVED,
+  RDMA_CM_EVENT_ROUTE_ERROR, RDMA_CM_EVENT_CONNECT_REQUEST, RDMA_CM_EVENT_CONNECT_RESPONSE,
+  RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_UNREACHABLE, RDMA_CM_EVENT_REJECTED,
+  RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DEVICE_REMOVAL,
+  RDMA_CM_EVENT_MULTICAST_JOIN, RDMA_CM_EVENT_MULTICAST_ERROR, RDMA_CM_EVENT_ADDR_CHANGE,
+  RDMA_CM_EVENT_TIMEWAIT_EXIT,
 };
 
-enum rdma_cm_state {
-  RDMA_CM_IDLE, RDMA_CM_LISTEN, RDMA_CM_REQ_SENT, RDMA_CM_REQ_RCVD, RDMA_CM_REP_SENT,
-  RDMA_CM_ESTABLISHED, RDMA_CM_REJECTED, RDMA_CM_CLOSED,
+enum rdma_port_space {
+  RDMA_PS_IPOIB = 0x0002, RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111, RDMA_PS_IB = 0x013F,
+};
+
+struct rdma_event_channel {
+  int fd;                        // the channel's UDP socket (-1 until bound)
+};
+
+struct rdma_addr {
+  union { struct sockaddr src_addr; struct sockaddr_in src_sin; struct sockaddr_storage src_storage; };
+  union { struct sockaddr dst_addr; struct sockaddr_in dst_sin; struct sockaddr_storage dst_storage; };
+};
+
+struct rdma_route {
+  struct rdma_addr addr;
+  int num_paths;
+};
+
+struct rdma_cm_id {
+  struct ibv_context *verbs;
+  struct rdma_event_channel *channel;
+  void *context;
+  struct ibv_qp *qp;
+  struct rdma_route route;
+  enum rdma_port_space ps;
+  uint8_t port_num;
+  struct rdma_cm_event *event;   // synchronous ids: the last event
+  struct ibv_comp_channel *send_cq_channel;
+  struct ibv_cq *send_cq;
+  struct ibv_comp_channel *recv_cq_channel;
+  struct ibv_cq *recv_cq;
+  struct ibv_srq *srq;
+  struct ibv_pd *pd;
+  enum ibv_qp_type qp_type;
 };
 
 struct rdma_conn_param {
   const void *private_data;
-  uint8_t private_data_len;
-  uint8_t responder_resources;   // READs we serve at once (max_dest_rd_atomic); 0 = 16
-  uint8_t initiator_depth;       // READs we want outstanding (max_rd_atomic); 0 = 8
-  uint8_t retry_count;           // 0 = RDMA_CM_DEFAULT_RETRY_COUNT
+  uint8_t private_data_len;      // at most RDMA_CM_PRIVATE_MAX
+  uint8_t responder_resources;   // READs we serve at once; 0 = RDMAX_DEFAULT_RESPONDER_RESOURCES
+  uint8_t initiator_depth;       // READs we keep outstanding; 0 = RDMAX_DEFAULT_INITIATOR_DEPTH
+  uint8_t flow_control;          // ignored (the transport has no end-to-end credits)
+  uint8_t retry_count;           // 0 = RDMAX_DEFAULT_RETRY_COUNT
   uint8_t rnr_retry_count;       // 0 = 7 (infinite)
-  uint8_t timeout;               // local ACK timeout code; 0 = 18 (~1.07 s)
-  uint8_t sr;                    // offer selective repeat
+  uint8_t srq;                   // must be 0 (no SRQs)
+  uint32_t qp_num;               // ignored: the id's QP is used
+};
+
+struct rdma_ud_param {
+  const void *private_data;
+  uint8_t private_data_len;
+  struct ibv_ah_attr ah_attr;
+  uint32_t qp_num;
+  uint32_t qkey;
+};
+
+struct rdma_cm_event {
+  struct rdma_cm_id *id;
+  struct rdma_cm_id *listen_id;
+  enum rdma_cm_event_type event;
+  int status;                    // REJECTED: the REJ's reason; errors: a negative errno
+  union { struct rdma_conn_param conn; struct rdma_ud_param ud; } param;
+};
+
+// Event channels and ids.
+struct rdma_event_channel *rdma_create_event_channel(void);
+void rdma_destroy_event_channel(struct rdma_event_channel *channel);
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+                   enum rdma_port_space ps);
+int rdma_destroy_id(struct rdma_cm_id *id);
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel);
+
+// Addresses.
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr);
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+                      int timeout_ms);
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms);
+struct sockaddr *rdma_get_local_addr(struct rdma_cm_id *id);
+struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id);
+uint16_t rdma_get_src_port(struct rdma_cm_id *id);   // network byte order
+uint16_t rdma_get_dst_port(struct rdma_cm_id *id);   // network byte order
+
+// Connections.
+int rdma_listen(struct rdma_cm_id *id, int backlog);
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param);
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param);
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len);
+int rdma_disconnect(struct rdma_cm_id *id);
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
+
+// Events.
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event);
+int rdma_ack_cm_event(struct rdma_cm_event *event);
+const char *rdma_event_str(enum rdma_cm_event_type event);
+// REJECTED events' status: the REJ reason's name (proto-spec cm.md [CM-MSG-7]).
+const char *rdma_reject_msg(struct rdma_cm_id *id, int reason);
+
+// QPs: rdma_create_qp leaves the QP in INIT, so receives may be posted
+// before the connection; CQs are created when init_attr names none.
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
+void rdma_destroy_qp(struct rdma_cm_id *id);
+
+// Options: level RDMAX_OPTION_XV6 takes a struct rdmax_transport.
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen);
+
+// Address information (numeric IPv4 addresses and ports only).
+#define RAI_PASSIVE     0x00000001
+#define RAI_NUMERICHOST 0x00000002
+#define RAI_NOROUTE     0x00000004
+#define RAI_FAMILY      0x00000008
+struct rdma_addrinfo {
+  int ai_flags;
+  int ai_family;
+  int ai_qp_type;
+  int ai_port_space;
+  socklen_t ai_src_len;
+  socklen_t ai_dst_len;
+  struct sockaddr *ai_src_addr;
+  struct sockaddr *ai_dst_addr;
+  char *ai_src_canonname;
+  char *ai_dst_canonname;
+  size_t ai_route_len;
+  void *ai_route;
+  size_t ai_connect_len;
+  void *ai_connect;
+  struct rdma_addrinfo *ai_next;
+};
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+                     struct rdma_addrinfo **res);
+void rdma_freeaddrinfo(struct rdma_addrinfo *res);
+int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+                   struct ibv_qp_init_attr *qp_init_attr);
+void rdma_destroy_ep(struct rdma_cm_id *id);
+
+// ---- Project extensions (not in librdmacm) ----
+
+// rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &t, sizeof t)
+// before rdma_connect / rdma_accept: the transport's settings beyond
+// librdmacm's connection parameters. Zero fields take the defaults.
+#define RDMAX_OPTION_XV6 0x7876
+#define RDMAX_OPTION_TRANSPORT 1
+struct rdmax_transport {
+  uint8_t sr;                    // offer selective repeat [SR-NEG-1]
   uint8_t roce_v1;               // send RoCE v1 frames (a local choice; the peer accepts both)
-  // Local transport tuning (xv6-rdma extensions, not exchanged):
-  uint32_t max_inflight;         // request packets in flight; 0 = RDMA_CM_DEFAULT_INFLIGHT
-  uint32_t min_rto_us;           // adaptive RTO floor; 0 = RDMA_CM_DEFAULT_MIN_RTO_US;
+  uint8_t timeout;               // local ACK timeout code; 0 = 18 (~1.07 s)
+  uint32_t max_inflight;         // request packets in flight; 0 = RDMAX_DEFAULT_INFLIGHT
+  uint32_t min_rto_us;           // adaptive RTO floor; 0 = RDMAX_DEFAULT_MIN_RTO_US;
                                  // ~0u = fixed IBTA timeout (no adaptive RTO)
 };
 
@@ -53,53 +221,33 @@ struct rdma_conn_param {
 // 30 ms, above most pauses a host scheduler gives a guest; doubling on each
 // timeout up to the IBTA timeout (18: 1.07 s), seven retries ride out a
 // ~3 s outage (the test matrix blackholes the link for 2 s).
-#define RDMA_CM_DEFAULT_INFLIGHT  256
-#define RDMA_CM_DEFAULT_RETRY_COUNT 7
-#define RDMA_CM_DEFAULT_MIN_RTO_US 30000
+#define RDMAX_DEFAULT_INFLIGHT  256
+#define RDMAX_DEFAULT_RETRY_COUNT 7
+#define RDMAX_DEFAULT_MIN_RTO_US 30000
+#define RDMAX_DEFAULT_RESPONDER_RESOURCES 16
+// Fewer READs in flight than the peer holds (16): the core's responder
+// refuses a new READ (NAK invalid request) while its oldest resource is
+// still replaying responses for a late duplicate; the slack keeps that
+// resource out of the way.
+#define RDMAX_DEFAULT_INITIATOR_DEPTH 8
 
-struct rdma_cm_id {
-  struct ibv_context *verbs;
-  struct ibv_qp *qp;             // set by the application before accept/connect
-  enum rdma_cm_state state;
-  int sock;                      // UDP socket
-  uint32_t local_conn_id, remote_conn_id;
-  uint32_t peer_ip;              // host order
-  uint16_t peer_port;
-  uint8_t peer_mac[6];
-  uint32_t peer_qpn, peer_psn, my_psn;
-  uint8_t peer_mtu, peer_caps, peer_resp_res, peer_init_depth;
-  enum ibv_mtu path_mtu;         // chosen [CM-PARAM-1]
-  int sr;                        // both ends agreed on selective repeat
-  uint16_t reject_reason;        // after RDMA_CM_EREJECTED
-  uint8_t private_data[RDMA_CM_PRIVATE_MAX];   // what the peer sent
-  uint8_t private_data_len;
-  uint8_t last_msg[128];         // last REQ/REP sent, for retransmission
-  int last_len;
-  // CM messages this connection dropped: not from the peer's IP address
-  // and UDP port, or without both connection IDs [SEC-FORGE-7]. Tools
-  // print it ("cm: dropped N") when they close.
-  uint32_t cm_dropped;
-};
-
-struct rdma_cm_id *rdma_create_id(struct ibv_context *verbs);
-int  rdma_destroy_id(struct rdma_cm_id *id);
-// Passive side.
-int  rdma_listen(struct rdma_cm_id *id, int port);
-// Waits up to timeout_ms (<0 forever) for a REQ; *conn gets a new id in REQ_RCVD.
-int  rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **conn, int timeout_ms);
-int  rdma_accept(struct rdma_cm_id *id, const struct rdma_conn_param *param);
-int  rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len);
-// Active side: id->qp in RESET.
-int  rdma_connect(struct rdma_cm_id *id, uint32_t ip, int port, const struct rdma_conn_param *param);
-// Both: QP to ERR, DREQ/DREP.
-int  rdma_disconnect(struct rdma_cm_id *id);
-// Wait up to timeout_ms (<0 forever) for the peer's DREQ; answer DREP, QP to ERR.
-int  rdma_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
-
-void rdma_cm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
-void rdma_cm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
-const char *rdma_cm_reject_str(int reason);
-// A fresh connection ID (random, non-zero): what each new connection
-// takes; exported so tools can show the generator's output.
-uint32_t rdma_cm_new_conn_id(void);
+// rdma_get_cm_event with a deadline: -1 and errno ETIMEDOUT when no event
+// came within timeout_ms (< 0: wait for ever). What poll() on channel->fd
+// followed by rdma_get_cm_event gives a librdmacm program.
+int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,
+                               int timeout_ms);
+// The CM connection IDs of a connection (proto-spec cm.md) and the CM
+// messages it dropped: not from the peer's IP address and UDP port, or
+// without both connection IDs [SEC-FORGE-7]. Tools print "cm_dropped N".
+void rdmax_conn_ids(struct rdma_cm_id *id, uint32_t *local, uint32_t *remote);
+uint32_t rdmax_cm_dropped(struct rdma_cm_id *id);
+// A fresh connection ID (random, non-zero) as each connection takes one;
+// exported so tools can show the generator's output [SEC-RAND-7].
+uint32_t rdmax_new_conn_id(void);
+// The conventional first 16 bytes of private data: an MR's VA, rkey and
+// length, big-endian (proto-spec cm.md).
+void rdmax_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
+void rdmax_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
+// A sockaddr_in from a host-order IPv4 address and port.
+void rdmax_sockaddr(struct sockaddr_in *sin, uint32_t ip, uint16_t port);
 #endif

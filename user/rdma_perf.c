@@ -133,39 +133,46 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, access, 7, 14)) die("connect (loopback)");
 }
 
+// The transport settings of the options (rdma_cm.h's project extension).
+static void set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
+  struct rdmax_transport xt = { .sr = (uint8_t)o->sr, .max_inflight = o->inflight,
+                                .min_rto_us = o->min_rto_us };
+  if (rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt)) die("set_option");
+}
+
 static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
   uint8_t pd[RDMA_CM_PRIVATE_MAX];
   c->is_server = o->server_ip == 0;
   if (c->is_server) {
-    struct ibv_context *ctx = rdmau_open();
-    struct rdma_cm_id *lid = rdma_create_id(ctx);
-    if (rdma_listen(lid, o->port)) die("listen");
+    struct rdma_cm_id *lid;
+    if (rdmau_cm_listen(&lid, o->port)) die("listen");
     printf("waiting for a client on port %d\n", o->port);
-    if (rdma_get_request(lid, &c->id, -1)) die("no request");
-    if (c->id->private_data_len < 36 || unpack_params(c->id->private_data, o) < 0) {
+    if (rdma_get_request(lid, &c->id)) die("no request");
+    const struct rdma_conn_param *req = &c->id->event->param.conn;
+    const uint8_t *in = req->private_data;
+    if (req->private_data_len < 36 || unpack_params(in, o) < 0) {
       rdma_reject(c->id, NULL, 0);
       die("bad parameters");
     }
-    rdma_cm_unpack_mr(c->id->private_data + 20, &c->raddr, &c->rkey, &c->buf_len);
+    rdmax_unpack_mr(in + 20, &c->raddr, &c->rkey, &c->buf_len);
     resources(c, o);
-    c->id->verbs = c->ctx;
     c->id->qp = c->qp;
-    rdma_cm_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)o->sr,
-                               .max_inflight = o->inflight, .min_rto_us = o->min_rto_us };
+    rdmax_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
+    set_transport(c->id, o);
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16 };
     if (rdma_accept(c->id, &p)) die("accept");
     rdma_destroy_id(lid);
   } else {
     resources(c, o);
-    c->id = rdma_create_id(c->ctx);
+    if (rdmau_cm_resolve(&c->id, o->server_ip, o->port)) die("resolve");
     c->id->qp = c->qp;
     pack_params(pd, o);
-    rdma_cm_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36, .sr = (uint8_t)o->sr,
-                               .max_inflight = o->inflight, .min_rto_us = o->min_rto_us };
-    if (rdma_connect(c->id, o->server_ip, o->port, &p)) die("connect");
+    rdmax_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
+    set_transport(c->id, o);
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36 };
+    if (rdma_connect(c->id, &p)) die("connect");
     uint32_t len;
-    rdma_cm_unpack_mr(c->id->private_data, &c->raddr, &c->rkey, &len);
+    rdmax_unpack_mr(c->id->event->param.conn.private_data, &c->raddr, &c->rkey, &len);
   }
 }
 
@@ -290,7 +297,7 @@ static void perf_bye(struct perf_conn *c) {
 void perf_close(struct perf_conn *c) {
   if (c->id) {
     perf_bye(c);
-    if (c->is_server) rdma_wait_disconnect(c->id, 10000);
+    if (c->is_server) rdmau_cm_wait_disconnect(c->id, 10000);
     else rdma_disconnect(c->id);
     rdma_destroy_id(c->id);
   }

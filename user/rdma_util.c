@@ -1,6 +1,7 @@
 // rdma_util.c: see rdma_util.h.
 #include "user.h"
 #include "rdma_util.h"
+#include "rdma_cm.h"
 #include "kernel/transport/rct.h"
 #include "rdma_sys.h"
 
@@ -105,4 +106,39 @@ int rdmau_print_dev_stats(const char *sep) {
   for (unsigned i = 0; i < sizeof dev_stat_names / sizeof dev_stat_names[0]; i++)
     printf("%s %lu%s", dev_stat_names[i], v[i], sep);
   return 0;
+}
+
+int rdmau_cm_listen(struct rdma_cm_id **listen, int port) {
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, 0, (uint16_t)port);
+  if (rdma_create_id(NULL, listen, NULL, RDMA_PS_TCP) < 0) return -1;
+  if (rdma_bind_addr(*listen, (struct sockaddr *)&sin) < 0 || rdma_listen(*listen, 1) < 0) {
+    rdma_destroy_id(*listen);
+    return -1;
+  }
+  return 0;
+}
+
+int rdmau_cm_resolve(struct rdma_cm_id **id, uint32_t ip, int port) {
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, ip, (uint16_t)port);
+  if (rdma_create_id(NULL, id, NULL, RDMA_PS_TCP) < 0) return -1;
+  if (rdma_resolve_addr(*id, NULL, (struct sockaddr *)&sin, 2000) < 0 || rdma_resolve_route(*id, 2000) < 0) {
+    rdma_destroy_id(*id);
+    return -1;
+  }
+  return 0;
+}
+
+int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms) {
+  uint64 end = clock_ns() + (uint64)timeout_ms * 1000000ULL;
+  struct rdma_cm_event *e;
+  for (;;) {
+    uint64 now = clock_ns();
+    if (now >= end) { errno = ETIMEDOUT; return -1; }
+    if (rdmax_get_cm_event_timeout(id->channel, &e, (int)((end - now) / 1000000ULL) + 1) < 0) return -1;
+    int done = e->event == RDMA_CM_EVENT_DISCONNECTED;
+    rdma_ack_cm_event(e);
+    if (done) return 0;
+  }
 }

@@ -34,6 +34,15 @@ uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 // A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
 uint32_t rdmau_psn(void);
 int rdmau_parse_ipv4(const char *s, uint32_t *ip);
+// rdma_cm (rdma_cm.h) as the tools use it: a synchronous id listening on
+// `port`, or one resolved towards ip:port (host order), ready for
+// rdma_connect; -1 with errno on failure. rdmau_cm_wait_disconnect waits
+// up to timeout_ms for the connection's DISCONNECTED event (the peer's
+// DREQ): 0, or -1 with errno ETIMEDOUT.
+struct rdma_cm_id;
+int rdmau_cm_listen(struct rdma_cm_id **listen, int port);
+int rdmau_cm_resolve(struct rdma_cm_id **id, uint32_t ip, int port);
+int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
 // Print the device-wide counters (SYS_rdma_dev_stats) as "name value"
 // pairs, each followed by sep. Returns -1 if they cannot be read.
 int rdmau_print_dev_stats(const char *sep);

@@ -42,7 +42,7 @@ static uint8_t ack_timeout;   // -T: IBTA local ACK timeout code, 0 = rdma_cm's 
 // How long to wait for progress before giving up: 60 s, or longer than the
 // transport's retries ((retry_cnt + 1) tries of the fixed timeout) with -T.
 static int stall_ms(void) {
-  uint64_t tries_ns = (uint64_t)(RDMA_CM_DEFAULT_RETRY_COUNT + 1) * (4096ULL << ack_timeout);
+  uint64_t tries_ns = (uint64_t)(RDMAX_DEFAULT_RETRY_COUNT + 1) * (4096ULL << ack_timeout);
   uint64_t ms = ack_timeout ? tries_ns / 1000000 + 1000 : 0;
   return ms > 60000 ? (ms > 0x7fffffff ? 0x7fffffff : (int)ms) : 60000;
 }
@@ -96,6 +96,13 @@ static void setup(struct side *s) {
   if (!s->mr || !s->msg_mr || !s->qp) fail("MR/QP");
 }
 
+// -T and --sr as rdma_cm's transport settings (a project extension).
+static void set_transport(struct rdma_cm_id *id) {
+  struct rdmax_transport xt = { .sr = (uint8_t)use_sr, .timeout = ack_timeout,
+                                .min_rto_us = ack_timeout ? ~0u : 0 };
+  if (rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt)) fail("set_option");
+}
+
 static void post_msg_recv(struct side *s, int slot) {
   struct ibv_sge sge = { (uint64_t)&s->msgs[slot], sizeof(struct msg), s->msg_mr->lkey };
   struct ibv_recv_wr wr = { .wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -126,25 +133,26 @@ static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
 static int do_recv(void) {
   struct side s;
   setup(&s);
-  struct rdma_cm_id *lid = rdma_create_id(s.ctx), *id;
-  if (rdma_listen(lid, port)) fail("listen");
+  struct rdma_cm_id *lid, *id;
+  if (rdmau_cm_listen(&lid, port)) fail("listen");
   printf("rdmacp: waiting on port %d\n", port);
-  if (rdma_get_request(lid, &id, -1)) fail("no request");
+  if (rdma_get_request(lid, &id)) fail("no request");
+  const uint8_t *req = id->event->param.conn.private_data;
   uint64_t size = 0;
-  for (int i = 0; i < 8; i++) size = (size << 8) | id->private_data[i];
+  for (int i = 0; i < 8; i++) size = (size << 8) | req[i];
   char name[RDMA_CM_PRIVATE_MAX];
-  int nlen = id->private_data_len - 8;
+  int nlen = id->event->param.conn.private_data_len - 8;
   if (nlen <= 0 || nlen >= (int)sizeof name) { rdma_reject(id, NULL, 0); fail("bad request"); }
-  memcpy(name, id->private_data + 8, nlen);
+  memcpy(name, req + 8, nlen);
   name[nlen] = 0;
   int fd = open(name, O_CREATE | O_WRONLY | O_TRUNC);
   if (fd < 0) { rdma_reject(id, NULL, 0); fail("cannot create the file"); }
   uint8_t pd[20];
-  rdma_cm_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
+  rdmax_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
   for (int i = 0; i < 4; i++) pd[16 + i] = (uint8_t)(chunk >> (24 - 8 * i));
   id->qp = s.qp;
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20, .sr = (uint8_t)use_sr,
-                                 .timeout = ack_timeout, .min_rto_us = ack_timeout ? ~0u : 0 };
+  set_transport(id);
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 20 };
   if (rdma_accept(id, &p)) fail("accept");
   for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
   send_msg(&s, MSG_READY, RING, 0);
@@ -175,8 +183,8 @@ static int do_recv(void) {
       printf("rdmacp: received %s: %lu bytes in %lu chunks, checksum %lx: %s (%lu KB/s)\n", name, got,
              (uint64)next, sum, ok ? "OK" : "BAD", got * 1000 / us);
       print_qp_counters(s.qp);
-      rdma_wait_disconnect(id, 10000);
-      printf("rdmacp: cm_dropped %d\n", (int)id->cm_dropped);   // not from the peer [SEC-FORGE-7]
+      rdmau_cm_wait_disconnect(id, 10000);
+      printf("rdmacp: cm_dropped %d\n", (int)rdmax_cm_dropped(id));   // not from the peer [SEC-FORGE-7]
       exit(ok ? 0 : 1);
     }
   }
@@ -193,17 +201,18 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   if (nlen < 1 || nlen > RDMA_CM_PRIVATE_MAX - 9) fail("destination name too long");
   for (int i = 0; i < 8; i++) pd[i] = (uint8_t)(st.size >> (56 - 8 * i));
   memcpy(pd + 8, dest, nlen);
-  struct rdma_cm_id *id = rdma_create_id(s.ctx);
+  struct rdma_cm_id *id;
+  if (rdmau_cm_resolve(&id, ip, port)) fail("resolve");
   id->qp = s.qp;
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen),
-                                 .sr = (uint8_t)use_sr, .timeout = ack_timeout,
-                                 .min_rto_us = ack_timeout ? ~0u : 0 };
-  if (rdma_connect(id, ip, port, &p)) fail("connect");
+  set_transport(id);
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen) };
+  if (rdma_connect(id, &p)) fail("connect");
+  const uint8_t *rep = id->event->param.conn.private_data;
   uint64_t raddr;
   uint32_t rkey, rlen;
-  rdma_cm_unpack_mr(id->private_data, &raddr, &rkey, &rlen);
+  rdmax_unpack_mr(rep, &raddr, &rkey, &rlen);
   uint32_t rchunk = 0;
-  for (int i = 0; i < 4; i++) rchunk = (rchunk << 8) | id->private_data[16 + i];
+  for (int i = 0; i < 4; i++) rchunk = (rchunk << 8) | rep[16 + i];
   if (rchunk > chunk || rlen != rchunk * RING) fail("the receiver's chunk is larger than ours (-c)");
   chunk = rchunk;                                          // the receiver's ring decides
   for (int i = 0; i <= RING; i++) post_msg_recv(&s, i);
@@ -251,7 +260,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
          sent, seq, sum, ok ? "OK" : "BAD", sent * 1000 / us);
   print_qp_counters(s.qp);
   rdma_disconnect(id);
-  printf("rdmacp: cm_dropped %d\n", (int)id->cm_dropped);     // not from the peer [SEC-FORGE-7]
+  printf("rdmacp: cm_dropped %d\n", (int)rdmax_cm_dropped(id));     // not from the peer [SEC-FORGE-7]
   exit(ok ? 0 : 1);
 }
 

@@ -207,7 +207,7 @@ static void op_reg_mr(void) {
   }
 }
 
-static void op_dereg_mr(void) { int h = pick(K_MR); calls++; if (rdma_dereg_mr(h) == 0) forget(K_MR, h); }
+static void op_dereg_mr(void) { int h = pick(K_MR); calls++; if (sys_rdma_dereg_mr(h) == 0) forget(K_MR, h); }
 static void op_create_chan(void) { calls++; keep(K_CHAN, rdma_create_chan()); }
 static void op_destroy_chan(void) {
   int h = pick(K_CHAN);
@@ -236,7 +236,7 @@ static void op_req_notify(void) { int h = pick(K_CQ); calls++; rdma_req_notify(h
 
 static void op_create_qp(void) {
   struct rdma_qp_create *c = ptr(sizeof *c);
-  if ((unsigned char *)c < arena || (unsigned char *)c >= arena + ARENA) { calls++; rdma_create_qp(c); return; }
+  if ((unsigned char *)c < arena || (unsigned char *)c >= arena + ARENA) { calls++; sys_rdma_create_qp(c); return; }
   c->pd = pick(K_PD);
   c->send_cq = pick(K_CQ);
   c->recv_cq = chance(70) ? c->send_cq : pick(K_CQ);
@@ -246,12 +246,12 @@ static void op_create_qp(void) {
   c->max_send_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
   c->max_recv_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
   calls++;
-  int h = rdma_create_qp(c);
+  int h = sys_rdma_create_qp(c);
   if (h >= 0 && h < 1024) qp_nums[h] = c->qp_num;
   keep(K_QP, h);
 }
 
-static void op_destroy_qp(void) { int h = pick(K_QP); calls++; if (rdma_destroy_qp(h) == 0) forget(K_QP, h); }
+static void op_destroy_qp(void) { int h = pick(K_QP); calls++; if (sys_rdma_destroy_qp(h) == 0) forget(K_QP, h); }
 
 static void op_modify_qp(void) {
   int h = pick(K_QP), peer = 0;
@@ -317,7 +317,7 @@ static void op_post_send(void) {
   int h = pick(K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
   calls++;
-  rdma_post_send(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
+  sys_rdma_post_send(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
 
 static void op_post_recv(void) {
@@ -331,7 +331,7 @@ static void op_post_recv(void) {
   int h = pick(K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
   calls++;
-  rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
+  sys_rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
 
 static void op_get_async(void) { void *out = ptr(sizeof(struct rdma_async_event)); calls++; rdma_get_async(out, 0); }
@@ -462,8 +462,8 @@ static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
     }
   }
   static const int order[] = { K_QP, K_MR, K_CQ, K_CHAN, K_PD };
-  int (*destroy[NKIND])(int) = { rdma_dealloc_pd, rdma_dereg_mr, rdma_destroy_chan, rdma_destroy_cq,
-                                 rdma_destroy_qp };
+  int (*destroy[NKIND])(int) = { rdma_dealloc_pd, sys_rdma_dereg_mr, rdma_destroy_chan, rdma_destroy_cq,
+                                 sys_rdma_destroy_qp };
   for (int i = 0; i < NKIND; i++)
     for (struct pool *p = &pools[order[i]]; p->n > 0; p->n--, calls++)
       destroy[order[i]](p->live[p->n - 1]);     // MRs still busy are released at exit

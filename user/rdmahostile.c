@@ -58,7 +58,7 @@ static struct rdma_qp_create qp_args(int pd, int cq, unsigned wr, unsigned sge) 
 
 static int new_qp(int pd, int cq, unsigned *qpn) {
   struct rdma_qp_create c = qp_args(pd, cq, 16, 2);
-  int h = rdma_create_qp(&c);
+  int h = sys_rdma_create_qp(&c);
   if (qpn) *qpn = c.qp_num;
   return h;
 }
@@ -73,7 +73,7 @@ static int kit_open(struct kit *k) {
 }
 
 static int kit_close(struct kit *k) {
-  int r = rdma_destroy_qp(k->qp) | rdma_dereg_mr(k->mr) | rdma_destroy_cq(k->cq);
+  int r = sys_rdma_destroy_qp(k->qp) | sys_rdma_dereg_mr(k->mr) | rdma_destroy_cq(k->cq);
   return r | rdma_destroy_chan(k->ch) | rdma_dealloc_pd(k->pd);
 }
 
@@ -153,7 +153,7 @@ static int flush_one(int qp, int cq) {
   memset(&rw, 0, sizeof rw);
   rw.wr_id = 7;
   if (qp_state(qp) != IBV_QPS_ERR && modify(qp, IBV_QPS_ERR, IBV_QP_STATE, 0) < 0) return -1;
-  if (rdma_post_recv(qp, &rw, 1, 0) != 1) return -1;
+  if (sys_rdma_post_recv(qp, &rw, 1, 0) != 1) return -1;
   return await_cq(cq);
 }
 
@@ -212,9 +212,9 @@ static int c_ptr_create_qp(void) {
   EXPECT(kit_open(&k) == 0);
   int before = qps_of(-1);
   for (int i = 0; i < NBAD; i++)
-    EXPECTF(rdma_create_qp((void *)bad[i]) == -1, "create_qp(%p)", (void *)bad[i]);
+    EXPECTF(sys_rdma_create_qp((void *)bad[i]) == -1, "create_qp(%p)", (void *)bad[i]);
   // Read-only memory: the arguments are read but the results cannot be written.
-  EXPECT(rdma_create_qp((void *)c_ptr_create_qp) == -1);
+  EXPECT(sys_rdma_create_qp((void *)c_ptr_create_qp) == -1);
   EXPECT(qps_of(-1) == before);
   EXPECT(kit_close(&k) == 0);
   return 0;
@@ -244,8 +244,8 @@ static int c_ptr_post_send(void) {
   struct kit k;
   EXPECT(kit_open(&k) == 0 && drive(k.qp, IBV_QPS_RTS, k.qpn) == 0);
   for (int i = 0; i < NBAD; i++) {
-    EXPECTF(rdma_post_send(k.qp, (void *)bad[i], 1, 0) == -1, "post_send(%p, 1)", (void *)bad[i]);
-    EXPECTF(rdma_post_send(k.qp, (void *)bad[i], 0x7fffffff, 0) == -1, "post_send(%p, huge)", (void *)bad[i]);
+    EXPECTF(sys_rdma_post_send(k.qp, (void *)bad[i], 1, 0) == -1, "post_send(%p, 1)", (void *)bad[i]);
+    EXPECTF(sys_rdma_post_send(k.qp, (void *)bad[i], 0x7fffffff, 0) == -1, "post_send(%p, huge)", (void *)bad[i]);
   }
   unsigned long top = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);   // first unmapped byte
   struct rdma_send_wr *last = (struct rdma_send_wr *)(top - sizeof *last);
@@ -253,19 +253,19 @@ static int c_ptr_post_send(void) {
   last->opcode = IBV_WR_RDMA_WRITE;
   last->remote_addr = (unsigned long)buf;
   last->rkey = k.keys.rkey;
-  EXPECT(rdma_post_send(k.qp, last, 3, 0) == 1);
+  EXPECT(sys_rdma_post_send(k.qp, last, 3, 0) == 1);
   // The kernel reads a WR's SGEs where sg_list points: a bad list is a bad WR.
   struct rdma_send_wr sgw = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1, .remote_addr = (unsigned long)buf,
                               .rkey = k.keys.rkey };
   for (int i = 0; i < NBAD; i++) {
     sgw.sg_list = bad[i];
-    EXPECTF(rdma_post_send(k.qp, &sgw, 1, 0) == -1, "post_send(sg_list %p)", (void *)bad[i]);
+    EXPECTF(sys_rdma_post_send(k.qp, &sgw, 1, 0) == -1, "post_send(sg_list %p)", (void *)bad[i]);
   }
   // The error pointer (NULL: not wanted) is checked before anything is posted.
   struct rdma_send_wr ok = { .opcode = IBV_WR_RDMA_WRITE, .remote_addr = (unsigned long)buf,
                              .rkey = k.keys.rkey };
   for (int i = 0; i < NBAD; i++)
-    EXPECTF(!bad[i] || rdma_post_send(k.qp, &ok, 1, (int *)bad[i]) == -1, "post_send(err %p)", (void *)bad[i]);
+    EXPECTF(!bad[i] || sys_rdma_post_send(k.qp, &ok, 1, (int *)bad[i]) == -1, "post_send(err %p)", (void *)bad[i]);
   return 0;
 }
 
@@ -273,20 +273,20 @@ static int c_ptr_post_recv(void) {
   struct kit k;
   EXPECT(kit_open(&k) == 0 && drive(k.qp, IBV_QPS_INIT, k.qpn) == 0);
   for (int i = 0; i < NBAD; i++)
-    EXPECTF(rdma_post_recv(k.qp, (void *)bad[i], 1, 0) == -1, "post_recv(%p, 1)", (void *)bad[i]);
+    EXPECTF(sys_rdma_post_recv(k.qp, (void *)bad[i], 1, 0) == -1, "post_recv(%p, 1)", (void *)bad[i]);
   unsigned long top = ((unsigned long)sbrk(0) + PG - 1) & ~(PG - 1);   // first unmapped byte
   struct rdma_recv_wr *last = (struct rdma_recv_wr *)(top - sizeof *last);
   memset(last, 0, sizeof *last);
-  EXPECT(rdma_post_recv(k.qp, last, 2, 0) == 1);
+  EXPECT(sys_rdma_post_recv(k.qp, last, 2, 0) == 1);
   // A bad error pointer is -1 and posts nothing: the queue still takes
   // exactly max_recv_wr - 1 more (one is already posted above).
   struct rdma_qp_attr qa;
   struct rdma_recv_wr one = { 0 };
   EXPECT(rdma_query_qp(k.qp, &qa) == 0);
   for (int i = 0; i < NBAD; i++)
-    EXPECTF(!bad[i] || rdma_post_recv(k.qp, &one, 1, (int *)bad[i]) == -1, "post_recv(err %p)", (void *)bad[i]);
+    EXPECTF(!bad[i] || sys_rdma_post_recv(k.qp, &one, 1, (int *)bad[i]) == -1, "post_recv(err %p)", (void *)bad[i]);
   int posted = 1, err = 0;
-  while (rdma_post_recv(k.qp, &one, 1, &err) == 1) posted++;
+  while (sys_rdma_post_recv(k.qp, &one, 1, &err) == 1) posted++;
   EXPECTF(posted == (int)qa.max_recv_wr && err == RDMA_ENOMEM, "%d receives fit, want %d (err %d)",
           posted, (int)qa.max_recv_wr, err);
   return 0;
@@ -334,7 +334,7 @@ static int c_ptr_get_async(void) {
     EXPECT(cq >= 0 && qp >= 0);
     EXPECT(flush_one(qp, cq) == 0 && flush_one(qp, cq) == 0);
     EXPECTF(rdma_get_async((void *)bad[i], 0) == -1, "get_async(%p), one waits", (void *)bad[i]);
-    EXPECT(rdma_destroy_qp(qp) == 0 && rdma_destroy_cq(cq) == 0);
+    EXPECT(sys_rdma_destroy_qp(qp) == 0 && rdma_destroy_cq(cq) == 0);
   }
   return 0;
 }
@@ -371,10 +371,10 @@ static int probe_pd(struct kit *k, int h) {
   struct rdma_mr_keys keys;
   struct rdma_qp_create c = qp_args(h, k->cq, 4, 1);
   return (rdma_dealloc_pd(h) != -1) | (rdma_reg_mr(h, buf, 64, 0, &keys) != -1) << 1 |
-         (rdma_create_qp(&c) != -1) << 2;
+         (sys_rdma_create_qp(&c) != -1) << 2;
 }
 
-static int probe_mr(struct kit *k, int h) { return rdma_dereg_mr(h) != -1; }
+static int probe_mr(struct kit *k, int h) { return sys_rdma_dereg_mr(h) != -1; }
 
 static int probe_chan(struct kit *k, int h) {
   unsigned long long cookie;
@@ -389,7 +389,7 @@ static int probe_cq(struct kit *k, int h) {
   r.recv_cq = h;
   return (rdma_destroy_cq(h) != -1) | (rdma_poll_cq(h, 1, &wc) != -1) << 1 |
          (rdma_req_notify(h, 0) != -1) << 2 | (rdma_wait_cq(h, 0) != -1) << 3 |
-         (rdma_create_qp(&s) != -1) << 4 | (rdma_create_qp(&r) != -1) << 5;
+         (sys_rdma_create_qp(&s) != -1) << 4 | (sys_rdma_create_qp(&r) != -1) << 5;
 }
 
 static int probe_qp(struct kit *k, int h) {
@@ -399,8 +399,8 @@ static int probe_qp(struct kit *k, int h) {
   memset(&sw, 0, sizeof sw);
   memset(&rw, 0, sizeof rw);
   return (rdma_modify_qp(h, &a, IBV_QP_STATE) != -1) | (rdma_query_qp(h, &q) != -1) << 1 |
-         (rdma_post_send(h, &sw, 1, 0) != -1) << 2 | (rdma_post_recv(h, &rw, 1, 0) != -1) << 3 |
-         (rdma_destroy_qp(h) != -1) << 4;
+         (sys_rdma_post_send(h, &sw, 1, 0) != -1) << 2 | (sys_rdma_post_recv(h, &rw, 1, 0) != -1) << 3 |
+         (sys_rdma_destroy_qp(h) != -1) << 4;
 }
 
 enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, NKIND };
@@ -537,9 +537,9 @@ static int c_limit_mr_size(void) {
   EXPECT(rdma_reg_mr(pd, base, ~0UL, 0, &k) == -1);
   int mr = rdma_reg_mr(pd, base, dev.max_mr_size, ACC_ALL, &k);
   EXPECT(mr >= 0);
-  EXPECT(rdma_dereg_mr(mr) == 0);
+  EXPECT(sys_rdma_dereg_mr(mr) == 0);
   mr = rdma_reg_mr(pd, base + 1, dev.max_mr_size - PG, ACC_ALL, &k);
-  EXPECT(mr >= 0 && rdma_dereg_mr(mr) == 0);
+  EXPECT(mr >= 0 && sys_rdma_dereg_mr(mr) == 0);
   EXPECT(rdma_reg_mr(pd, base, 0, 0, &k) == -1);      // length 0: EINVAL (libibverbs)
   return 0;
 }
@@ -556,7 +556,7 @@ static int c_limit_mr_size_unaligned(void) {
   char *base = (char *)(((unsigned long)raw + PG - 1) & ~(PG - 1));
   int mr = rdma_reg_mr(pd, base + 1, dev.max_mr_size, ACC_ALL, &k);
   printf("  unaligned max_mr_size: %s\n", mr >= 0 ? "registered" : "refused");
-  EXPECT(mr < 0 || rdma_dereg_mr(mr) == 0);
+  EXPECT(mr < 0 || sys_rdma_dereg_mr(mr) == 0);
   return 0;
 }
 
@@ -572,7 +572,7 @@ static int c_limit_mr_access(void) {
   EXPECT(rdma_reg_mr(pd, buf, 64, IBV_ACCESS_REMOTE_WRITE, &k) == -1);      // needs LOCAL_WRITE (IBTA)
   EXPECT(rdma_reg_mr(pd, buf, 64, IBV_ACCESS_REMOTE_ATOMIC, &k) == -1);
   EXPECT(rdma_dealloc_pd(pd) == -1);                                        // MRs use it
-  EXPECT(rdma_dereg_mr(a) == 0 && rdma_dereg_mr(b) == 0 && rdma_dealloc_pd(pd) == 0);
+  EXPECT(sys_rdma_dereg_mr(a) == 0 && sys_rdma_dereg_mr(b) == 0 && rdma_dealloc_pd(pd) == 0);
   return 0;
 }
 
@@ -582,7 +582,7 @@ static int c_limit_qp_caps(void) {
   EXPECT(pd >= 0 && cq >= 0);
   unsigned w = (unsigned)dev.max_qp_wr, s = (unsigned)dev.max_sge;
   struct rdma_qp_create c = qp_args(pd, cq, w, s);
-  int qp = rdma_create_qp(&c);
+  int qp = sys_rdma_create_qp(&c);
   EXPECT(qp >= 0);
   EXPECTF(c.max_send_wr == w && c.max_recv_wr == w && c.max_send_sge == s && c.max_recv_sge == s,
           "granted %u/%u wr %u/%u sge", c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge);
@@ -594,13 +594,13 @@ static int c_limit_qp_caps(void) {
     c = qp_args(pd, cq, 0, 0);
     c.max_send_wr = over[i][0]; c.max_recv_wr = over[i][1];
     c.max_send_sge = over[i][2]; c.max_recv_sge = over[i][3];
-    EXPECTF(rdma_create_qp(&c) == -1, "create_qp above the limits (%d) accepted", i);
+    EXPECTF(sys_rdma_create_qp(&c) == -1, "create_qp above the limits (%d) accepted", i);
     c.max_send_wr = c.max_recv_wr = 0xffffffffu;
-    EXPECT(rdma_create_qp(&c) == -1);
+    EXPECT(sys_rdma_create_qp(&c) == -1);
   }
   EXPECT(qps_of(-1) == n);
   EXPECT(rdma_destroy_cq(cq) == -1 && rdma_dealloc_pd(pd) == -1);        // the QP holds them
-  EXPECT(rdma_destroy_qp(qp) == 0 && rdma_destroy_cq(cq) == 0 && rdma_dealloc_pd(pd) == 0);
+  EXPECT(sys_rdma_destroy_qp(qp) == 0 && rdma_destroy_cq(cq) == 0 && rdma_dealloc_pd(pd) == 0);
   return 0;
 }
 
@@ -635,7 +635,7 @@ static int c_limit_queue_full(void) {
   struct rdma_recv_wr *rw = malloc(n * sizeof *rw);
   EXPECT(rw);
   memset(rw, 0, n * sizeof *rw);
-  EXPECTF(rdma_post_recv((int)qp->handle, rw, n, 0) == dev.max_qp_wr, "post_recv of max_qp_wr + 1");
+  EXPECTF(sys_rdma_post_recv((int)qp->handle, rw, n, 0) == dev.max_qp_wr, "post_recv of max_qp_wr + 1");
   struct ibv_recv_wr w, *badw = 0;
   memset(&w, 0, sizeof w);
   int r = ibv_post_recv(qp, &w, &badw);
@@ -759,8 +759,8 @@ static int c_limit_counts(void) {
   EXPECT(kit_open(&k) == 0 && drive(k.qp, IBV_QPS_RTS, k.qpn) == 0);
   EXPECT(rdma_poll_cq(k.cq, -1, &wc) == -1 && rdma_poll_cq(k.cq, 0, &wc) == 0);
   EXPECT(rdma_poll_cq(k.cq, 0x7fffffff, &wc) == 0);            // empty: nothing copied
-  EXPECT(rdma_post_send(k.qp, (void *)&wc, -1, 0) == -1 && rdma_post_send(k.qp, 0, 0, 0) == 0);
-  EXPECT(rdma_post_recv(k.qp, (void *)&wc, -1, 0) == -1 && rdma_post_recv(k.qp, 0, 0, 0) == 0);
+  EXPECT(sys_rdma_post_send(k.qp, (void *)&wc, -1, 0) == -1 && sys_rdma_post_send(k.qp, 0, 0, 0) == 0);
+  EXPECT(sys_rdma_post_recv(k.qp, (void *)&wc, -1, 0) == -1 && sys_rdma_post_recv(k.qp, 0, 0, 0) == 0);
   EXPECT(rdma_query_port(0, &pi) == -1 && rdma_query_port(2, &pi) == -1);
   EXPECT(rdma_query_port(-1, &pi) == -1 && rdma_query_port(1, &pi) == 0);
   EXPECT(rdma_qp_stats(-1, &s) == -1 && rdma_qp_stats(dev.max_qp, &s) == -1);
@@ -1016,13 +1016,13 @@ static int c_exhaust_cq(void) { return exhaust(mk_cq, 0, rdma_destroy_cq, dev.ma
 static int c_exhaust_mr(void) {
   int pd = rdma_alloc_pd();
   EXPECT(pd >= 0);
-  return exhaust(mk_mr, &pd, rdma_dereg_mr, dev.max_mr);
+  return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, dev.max_mr);
 }
 static int c_exhaust_qp(void) {
   struct kit k;
   EXPECT(kit_open(&k) == 0);
-  EXPECT(rdma_destroy_qp(k.qp) == 0);
-  return exhaust(mk_qp, &k, rdma_destroy_qp, dev.max_qp);
+  EXPECT(sys_rdma_destroy_qp(k.qp) == 0);
+  return exhaust(mk_qp, &k, sys_rdma_destroy_qp, dev.max_qp);
 }
 
 // ======================= kills of blocked waiters =======================
@@ -1059,7 +1059,7 @@ static void noise(struct kit *k) {
     w[i].remote_addr = (unsigned long)buf + PG;
     w[i].rkey = k->keys.rkey;
   }
-  rdma_post_send(k->qp, w, 4, 0);
+  sys_rdma_post_send(k->qp, w, 4, 0);
 }
 
 // Round 0 gives the child time to fall asleep; the others kill it on its

@@ -111,7 +111,41 @@ static void print_stats(struct res *r, uint64 ns, uint64 bytes) {
 
 // CM messages the connection dropped (not from its peer) [SEC-FORGE-7].
 static void print_cm(struct rdma_cm_id *id) {
-  printf("rdmanet_test: cm_dropped %d\n", (int)id->cm_dropped);
+  printf("rdmanet_test: cm_dropped %d\n", (int)rdmax_cm_dropped(id));
+}
+
+// --sr and --v1 as rdma_cm's transport settings (a project extension).
+static void set_transport(struct rdma_cm_id *id) {
+  struct rdmax_transport xt = { .sr = (uint8_t)use_sr, .roce_v1 = (uint8_t)use_v1 };
+  if (rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt)) fail("set_option");
+}
+
+// A synchronous listener on `port` and the first connection request.
+static struct rdma_cm_id *get_request(void) {
+  struct rdma_cm_id *lid, *id;
+  if (rdmau_cm_listen(&lid, port)) fail("listen");
+  printf("rdmanet_test: listening on port %d\n", port);
+  if (rdma_get_request(lid, &id)) fail("no connect request");
+  return id;
+}
+
+// A synchronous id resolved towards ip:port.
+static struct rdma_cm_id *connect_to(uint32_t ip) {
+  struct rdma_cm_id *id;
+  if (rdmau_cm_resolve(&id, ip, port)) fail("resolve");
+  return id;
+}
+
+// The connection as the QP sees it: the peer's QPN, the path MTU, SR.
+static int print_connected(struct res *r) {
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qi;
+  struct rdma_qp_stats st;
+  if (ibv_query_qp(r->qp, &qa, IBV_QP_DEST_QPN | IBV_QP_PATH_MTU, &qi)) fail("query_qp");
+  if (rdma_qp_stats((int)r->qp->handle, &st) != 0) fail("stats");
+  printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r->qp->qp_num, qa.dest_qp_num,
+         ibv_mtu_to_num(qa.path_mtu), (int)st.sr);
+  return ibv_mtu_to_num(qa.path_mtu);
 }
 
 static int host_a(struct ibv_context *ctx) {
@@ -119,29 +153,24 @@ static int host_a(struct ibv_context *ctx) {
   struct ibv_wc wc;
   setup(ctx, &r);
   memset(r.buf, 0, size);
-  struct rdma_cm_id *lid = rdma_create_id(ctx), *id;
-  if (rdma_listen(lid, port)) fail("listen");
-  printf("rdmanet_test: listening on port %d\n", port);
-  if (rdma_get_request(lid, &id, 120000)) fail("no connect request");
+  struct rdma_cm_id *id = get_request();
   id->qp = r.qp;
   uint8_t pd[16];
-  rdma_cm_pack_mr(pd, (uint64_t)r.buf, r.mr->rkey, (uint32_t)size);
-  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)use_sr,
-                               .roce_v1 = (uint8_t)use_v1 };
+  rdmax_pack_mr(pd, (uint64_t)r.buf, r.mr->rkey, (uint32_t)size);
+  set_transport(id);
+  struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16 };
   if (rdma_accept(id, &p)) fail("accept");
   if (matrix) {
-    printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
-           ibv_mtu_to_num(id->path_mtu), id->sr);
+    print_connected(&r);
     matrix_a(&r);
-    if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
+    if (rdmau_cm_wait_disconnect(id, 60000)) fail("no DREQ");
     print_stats(&r, 0, 0);
     print_cm(id);
     printf("rdmanet_test: OK\n");
     return 0;
   }
   post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 1);   // RESET refuses receives; RNR covers the gap
-  printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
-         ibv_mtu_to_num(id->path_mtu), id->sr);
+  print_connected(&r);
   uint8_t *want = malloc(size);
   uint64 t0 = clock_ns();
   // Our answer's SEND completes when host_b's ACK arrives, and that ACK
@@ -176,7 +205,7 @@ static int host_a(struct ibv_context *ctx) {
   struct ibv_send_wr bye = { .wr_id = 6, .sg_list = &bsge, .num_sge = 1, .opcode = IBV_WR_SEND,
                              .send_flags = IBV_SEND_SIGNALED }, *bbad;
   if (ibv_post_send(r.qp, &bye, &bbad)) fail("post bye");
-  if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
+  if (rdmau_cm_wait_disconnect(id, 60000)) fail("no DREQ");
   print_stats(&r, ns, (uint64)size * iters);
   print_cm(id);
   printf("rdmanet_test: OK\n");
@@ -187,20 +216,22 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   struct res r;
   struct ibv_wc wc;
   setup(ctx, &r);
-  struct rdma_cm_id *id = rdma_create_id(ctx);
+  struct rdma_cm_id *id = connect_to(ip);
   id->qp = r.qp;
-  struct rdma_conn_param p = { .sr = (uint8_t)use_sr, .roce_v1 = (uint8_t)use_v1 };
-  int rc = rdma_connect(id, ip, port, &p);
-  if (rc == RDMA_CM_EREJECTED) { printf("rejected: %s\n", rdma_cm_reject_str(id->reject_reason)); fail("rejected"); }
-  if (rc) fail("connect");
+  set_transport(id);
+  struct rdma_conn_param p = { 0 };
+  if (rdma_connect(id, &p)) {
+    if (errno == ECONNREFUSED) { printf("rejected: %s\n", rdma_reject_msg(id, id->event->status)); fail("rejected"); }
+    fail("connect");
+  }
   uint64_t raddr;
   uint32_t rkey, rlen;
-  rdma_cm_unpack_mr(id->private_data, &raddr, &rkey, &rlen);
-  if (id->private_data_len < 16 || rlen != (uint32_t)size) fail("private data");
-  printf("rdmanet_test: connected, qpn 0x%x peer qpn 0x%x mtu %d sr %d\n", r.qp->qp_num, id->peer_qpn,
-         ibv_mtu_to_num(id->path_mtu), id->sr);
+  const struct rdma_conn_param *rep = &id->event->param.conn;
+  rdmax_unpack_mr(rep->private_data, &raddr, &rkey, &rlen);
+  if (rep->private_data_len < 16 || rlen != (uint32_t)size) fail("private data");
+  int mtu = print_connected(&r);
   if (matrix) {
-    int bad = matrix_b(&r, raddr, rkey, ibv_mtu_to_num(id->path_mtu));
+    int bad = matrix_b(&r, raddr, rkey, mtu);
     rdma_disconnect(id);
     print_stats(&r, 0, 0);
     print_cm(id);
@@ -271,7 +302,7 @@ static int ids(struct ibv_context *ctx, int n) {
     printf("ids: qp %x\n", qp->qp_num);
   }
   for (int i = 0; i < n && i < IDS_CM; i++)
-    printf("ids: conn %x\nids: psn %x\n", rdma_cm_new_conn_id(), rdmau_psn());
+    printf("ids: conn %x\nids: psn %x\n", rdmax_new_conn_id(), rdmau_psn());
   printf("rdmanet_test: OK\n");
   return 0;                       // exit releases everything
 }
@@ -293,11 +324,11 @@ static int console_word(char *buf, int n) {
 // (or DREQ_WAIT_MS): forged DREQs must be among them, not end the QP.
 static void victim_dreq(struct rdma_cm_id *id, int drops) {
   uint64 end = clock_ns() + DREQ_WAIT_MS * 1000000ULL;
-  int rc = RDMA_CM_ETIMEDOUT;
+  int rc = -1;
   printf("victim: waiting for DREQ\n");
-  while ((int)id->cm_dropped < drops && clock_ns() < end && rc == RDMA_CM_ETIMEDOUT)
-    rc = rdma_wait_disconnect(id, 100);
-  printf("victim: dreq %s cm_dropped %d\n", rc == 0 ? "disconnected" : "connected", (int)id->cm_dropped);
+  while ((int)rdmax_cm_dropped(id) < drops && clock_ns() < end && rc != 0)
+    rc = rdmau_cm_wait_disconnect(id, 100);
+  printf("victim: dreq %s cm_dropped %d\n", rc == 0 ? "disconnected" : "connected", (int)rdmax_cm_dropped(id));
 }
 
 // One signaled SEND to the holder (which posted receives): the QP works.
@@ -326,10 +357,7 @@ static int victim(struct ibv_context *ctx) {
   size = 4096;
   setup(ctx, &r);
   pattern(r.buf, size, 7);
-  struct rdma_cm_id *lid = rdma_create_id(ctx), *id;
-  if (rdma_listen(lid, port)) fail("listen");
-  printf("rdmanet_test: listening on port %d\n", port);
-  if (rdma_get_request(lid, &id, 120000)) fail("no connect request");
+  struct rdma_cm_id *id = get_request();
   id->qp = r.qp;
   struct rdma_conn_param p = { 0 };
   if (rdma_accept(id, &p)) fail("accept");
@@ -338,8 +366,9 @@ static int victim(struct ibv_context *ctx) {
   if (ibv_query_qp(r.qp, &qa, IBV_QP_RQ_PSN, &qi)) fail("query_qp");
   printf("victim: qpn %x epsn %x va %lx rkey %x len %d\n", r.qp->qp_num, qa.rq_psn, (uint64)r.buf,
          r.mr->rkey, size);
-  printf("victim: cm local %x remote %x peer_port %d\n", id->local_conn_id, id->remote_conn_id,
-         id->peer_port);
+  uint32_t local, remote;
+  rdmax_conn_ids(id, &local, &remote);
+  printf("victim: cm local %x remote %x peer_port %d\n", local, remote, ntohs(rdma_get_dst_port(id)));
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
     if (strncmp(line, "dreq ", 5) == 0) { victim_dreq(id, atoi(line + 5)); continue; }
@@ -368,12 +397,12 @@ static int holder(struct ibv_context *ctx, uint32_t ip) {
   struct res r;
   size = 4096;
   setup(ctx, &r);
-  struct rdma_cm_id *id = rdma_create_id(ctx);
+  struct rdma_cm_id *id = connect_to(ip);
   id->qp = r.qp;
   struct rdma_conn_param p = { 0 };
-  if (rdma_connect(id, ip, port, &p)) fail("connect");
+  if (rdma_connect(id, &p)) fail("connect");
   for (int i = 0; i < 4; i++) post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 10 + i);   // victim pings
-  printf("holder: connected, qpn %x cm_port %d\n", r.qp->qp_num, id->peer_port);
+  printf("holder: connected, qpn %x cm_port %d\n", r.qp->qp_num, ntohs(rdma_get_dst_port(id)));
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {}
   printf("rdmanet_test: OK\n");

@@ -708,9 +708,9 @@ static void t_foreign(void) {
     memset(&rw, 0, sizeof rw);
     int bad = 0;
     bad += rdma_query_qp((int)p.a.qp->handle, &a) != -1;
-    bad += rdma_post_recv((int)p.b.qp->handle, &rw, 1, 0) != -1;
-    bad += rdma_destroy_qp((int)p.a.qp->handle) != -1;
-    bad += rdma_dereg_mr((int)p.a.mr->handle) != -1;
+    bad += sys_rdma_post_recv((int)p.b.qp->handle, &rw, 1, 0) != -1;
+    bad += sys_rdma_destroy_qp((int)p.a.qp->handle) != -1;
+    bad += sys_rdma_dereg_mr((int)p.a.mr->handle) != -1;
     bad += rdma_destroy_cq((int)p.a.cq->handle) != -1;
     bad += rdma_reg_mr((int)p.pd->handle, p.a.buf, 16, 0, &k) != -1;
     bad += rdma_dealloc_pd((int)p.pd->handle) != -1;
@@ -737,11 +737,11 @@ static void t_bad_pointers(void) {
     TR_ASSERT(rdma_query_port(1, b) == -1);
     TR_ASSERT(rdma_reg_mr(pd, b, 4096, 0, b) == -1);
     TR_ASSERT(rdma_reg_mr(pd, p.a.buf, 16, 0, b) == -1);
-    TR_ASSERT(rdma_create_qp(b) == -1);
+    TR_ASSERT(sys_rdma_create_qp(b) == -1);
     TR_ASSERT(rdma_modify_qp(qp, b, 1) == -1);
     TR_ASSERT(rdma_query_qp(qp, b) == -1);
-    TR_ASSERT(rdma_post_send(qp, b, 1, 0) == -1);
-    TR_ASSERT(rdma_post_recv(qp, b, 1, 0) == -1);
+    TR_ASSERT(sys_rdma_post_send(qp, b, 1, 0) == -1);
+    TR_ASSERT(sys_rdma_post_recv(qp, b, 1, 0) == -1);
     TR_ASSERT(rdma_qp_stats(0, b) == -1);
     TR_ASSERT(rdma_set_neigh(0x0a000063, b) == -1);
     TR_ASSERT(rdma_get_async(b, 0) == -1);
@@ -756,11 +756,11 @@ static void t_bad_pointers(void) {
   memset(&a, 0, sizeof a);
   for (unsigned i = 0; i < 3; i++) {
     int h = hs[i];
-    TR_ASSERT(rdma_dealloc_pd(h) == -1 && rdma_dereg_mr(h) == -1 && rdma_destroy_cq(h) == -1);
+    TR_ASSERT(rdma_dealloc_pd(h) == -1 && sys_rdma_dereg_mr(h) == -1 && rdma_destroy_cq(h) == -1);
     TR_ASSERT(rdma_destroy_chan(h) == -1 && rdma_poll_cq(h, 1, &wc) == -1 && rdma_req_notify(h, 0) == -1);
     TR_ASSERT(rdma_get_cq_event(h, (unsigned long long *)&wc) == -1 && rdma_modify_qp(h, &a, 1) == -1);
-    TR_ASSERT(rdma_query_qp(h, &a) == -1 && rdma_destroy_qp(h) == -1);
-    TR_ASSERT(rdma_post_send(h, (struct rdma_send_wr *)&a, 1, 0) == -1 && rdma_post_recv(h, (struct rdma_recv_wr *)&a, 1, 0) == -1);
+    TR_ASSERT(rdma_query_qp(h, &a) == -1 && sys_rdma_destroy_qp(h) == -1);
+    TR_ASSERT(sys_rdma_post_send(h, (struct rdma_send_wr *)&a, 1, 0) == -1 && sys_rdma_post_recv(h, (struct rdma_recv_wr *)&a, 1, 0) == -1);
     TR_ASSERT(rdma_create_cq(16, h, 0) == -1 || h == -1);
     TR_ASSERT(rdma_qp_stats(h, (struct rdma_qp_stats *)&a) == -1 || h == 1);
   }

@@ -52,9 +52,9 @@ U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_te
   user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
   user/rdmahostile.c user/rdmafuzz.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
-  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o
-# The transport core's portable CM message codec, compiled for user space.
-$(U_OBJDIR)/rct_cm.o: kernel/transport/cm.c
+  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o $(U_OBJDIR)/rct_cm_ep.o
+# The transport core's portable CM codec and endpoint, compiled for user space.
+$(U_OBJDIR)/rct_%.o: kernel/transport/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))

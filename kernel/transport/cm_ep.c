@@ -181,16 +181,25 @@ static void on_req(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct r
   ep->cnt.ignored++;                                        /* [CM-STATE-1] */
 }
 
+/* From the peer: its address and port; in REQ_SENT, before the REP names
+ * the peer's reply port, its IP address and any port [CM-STATE-7]. */
+static bool from_peer(const struct rct_cm_ep *ep, struct rct_cm_addr from)
+{
+  return ep->state == RCT_CM_EP_REQ_SENT ? from.ip == ep->peer.ip : same_addr(from, ep->peer);
+}
+
 /* REP, REJ, RTU, DREQ, DREP: only for our ID, from our peer [CM-STATE-5];
  * a forged REJ or DREQ for another ID changes nothing [SEC-FORGE-6]. */
 static void on_reply(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct rct_cm_msg *m)
 {
   enum rct_cm_ep_state s = ep->state;
-  if (m->dst_conn_id != ep->local_id || !same_addr(from, ep->peer) ||
+  if (m->dst_conn_id != ep->local_id || !from_peer(ep, from) ||
       (s != RCT_CM_EP_REQ_SENT && m->src_conn_id != ep->remote_id)) {
     ep->cnt.dropped++;
     return;
   }
+  if (s == RCT_CM_EP_REQ_SENT && (m->type == RCT_CM_REP || m->type == RCT_CM_REJ))
+    ep->peer = from;                                  /* the peer's reply port [CM-STATE-7] */
   if (m->type == RCT_CM_REP && s == RCT_CM_EP_REQ_SENT) {
     ep->remote_id = m->src_conn_id;
     ep->peer_msg = *m;
@@ -241,7 +250,7 @@ void rct_cm_ep_handle_msg(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr
     if (m.type == RCT_CM_REQ)
       send_msg(ep, RCT_CM_REJ, (uint16_t)r, 0, m.src_conn_id, from);
     else if (m.type == RCT_CM_REP && ep->state == RCT_CM_EP_REQ_SENT &&
-             m.dst_conn_id == ep->local_id && same_addr(from, ep->peer)) {
+             m.dst_conn_id == ep->local_id && from_peer(ep, from)) {
       send_msg(ep, RCT_CM_REJ, (uint16_t)r, ep->local_id, m.src_conn_id, from);
       ep->state = RCT_CM_EP_REJECTED;
       ep->deadline = RCT_NEVER;

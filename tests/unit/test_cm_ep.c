@@ -223,6 +223,39 @@ START_TEST(test_cm_ep_foreign_reply_dropped)
 }
 END_TEST
 
+/* [CM-STATE-7] [CM-STATE-5] the passive side may answer from a port of its
+ * own: the active side takes the REP from any port of the peer's IP
+ * address, sends RTU there, and from then on hears only that port */
+START_TEST(test_cm_ep_rep_from_reply_port)
+{
+  struct rct_cm_addr reply_port = { ADDR_B.ip, 50000 }, to;
+  struct rct_cm_msg m;
+  int n;
+  start(0);
+  hop(&a, ADDR_A, &b, 1, false);
+  expect_event(&b);
+  accept_b(2);
+  ck_assert_int_eq(hop(&b, reply_port, &a, 3, false), RCT_CM_REP);
+  ck_assert_int_eq(a.state, RCT_CM_EP_ESTABLISHED);
+  ck_assert_int_eq(expect_event(&a), RCT_CM_EV_ESTABLISHED);
+  n = rct_cm_ep_poll_msg(&a, buf, sizeof(buf), &to);
+  ck_assert_int_eq(n, RCT_CM_LEN_HDR);
+  ck_assert_int_eq(buf[3], RCT_CM_RTU);
+  ck_assert_uint_eq(to.port, 50000);
+  memset(&m, 0, sizeof(m));
+  m.type = RCT_CM_DREQ;
+  m.src_conn_id = 0x2222;
+  m.dst_conn_id = 0x1111;
+  n = rct_cm_encode(&m, buf, sizeof(buf));
+  rct_cm_ep_handle_msg(&a, 4, ADDR_B, buf, (size_t)n);    /* the listening port: not the peer's now */
+  ck_assert_int_eq(a.state, RCT_CM_EP_ESTABLISHED);
+  ck_assert_uint_eq(a.cnt.dropped, 1);
+  rct_cm_ep_handle_msg(&a, 5, reply_port, buf, (size_t)n);
+  ck_assert_int_eq(a.state, RCT_CM_EP_CLOSED);
+  ck_assert_int_eq(expect_event(&a), RCT_CM_EV_DISCONNECTED);
+}
+END_TEST
+
 /* [CM-TMO-2] [CM-TMO-1] retries exhausted: the active side is unreachable
  * after 5 retransmissions; the passive side sends REJ TIMEOUT */
 START_TEST(test_cm_ep_retries_exhausted)
@@ -391,6 +424,7 @@ Suite *suite_cm_ep(void)
   tcase_add_test(t, test_cm_ep_reject);
   tcase_add_test(t, test_cm_ep_no_listener);
   tcase_add_test(t, test_cm_ep_foreign_reply_dropped);
+  tcase_add_test(t, test_cm_ep_rep_from_reply_port);
   tcase_add_test(t, test_cm_ep_retries_exhausted);
   tcase_add_test(t, test_cm_ep_disconnect);
   tcase_add_test(t, test_cm_ep_forged_rej_dreq_ignored);

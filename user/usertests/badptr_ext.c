@@ -64,7 +64,7 @@ static void test_badptr_rdma_calls_fail(void)
     void *p = (void *)bad[i];
     TR_CHECK(rdma_query_device(p) == -1, "rdma_query_device(%p)", p);
     TR_CHECK(rdma_query_port(1, p) == -1, "rdma_query_port(1, %p)", p);
-    TR_CHECK(rdma_create_qp(p) == -1, "rdma_create_qp(%p)", p);
+    TR_CHECK(sys_rdma_create_qp(p) == -1, "rdma_create_qp(%p)", p);
     // 1 means "slot empty, nothing copied"; 0 would claim a copy to p.
     int r = rdma_qp_stats(0, p);
     TR_CHECK(r == -1 || r == 1, "rdma_qp_stats(0, %p) returned %d", p, r);
@@ -83,8 +83,8 @@ static void test_badptr_rdma_calls_fail(void)
   for (int i = 0; i < 3; i++) {
     TR_CHECK(rdma_dealloc_pd(handles[i]) == -1, "dealloc_pd(%d)", handles[i]);
     TR_CHECK(rdma_destroy_cq(handles[i]) == -1, "destroy_cq(%d)", handles[i]);
-    TR_CHECK(rdma_destroy_qp(handles[i]) == -1, "destroy_qp(%d)", handles[i]);
-    TR_CHECK(rdma_dereg_mr(handles[i]) == -1, "dereg_mr(%d)", handles[i]);
+    TR_CHECK(sys_rdma_destroy_qp(handles[i]) == -1, "destroy_qp(%d)", handles[i]);
+    TR_CHECK(sys_rdma_dereg_mr(handles[i]) == -1, "dereg_mr(%d)", handles[i]);
   }
   if (cq >= 0)
     TR_CHECK(rdma_destroy_cq(cq) == 0, "destroy_cq of our own cq");
