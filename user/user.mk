@@ -66,6 +66,13 @@ $(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
 $(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
 .SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
 
+# The rdma_cm examples (user/examples, docs/rdma.md): one program a file.
+U_EXAMPLES := $(patsubst user/examples/%.c,%,$(wildcard user/examples/*.c))
+UPROGS += $(addprefix user/_,$(U_EXAMPLES))
+$(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/examples/%.o,$(U_EXAMPLES))
+
 user/usys.S: kernel/lib/uapi.h user/gen_usys.py
 	python3 user/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
 
@@ -97,7 +104,7 @@ fs.img: $(UPROGS)
 user-clean:
 	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
 
--include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d)
+-include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d)
 
 CLEAN_TARGETS += user-clean
 .PHONY: user-progs user-clean

@@ -6,6 +6,9 @@
 #                         rdmacp of 16 MiB at 1 % loss, a perf smoke run;
 #                         ends with "N passed, M failed" over all of them
 #   make test-rdma-quick  rdmatest -q (no 1 MiB transfers) in one guest
+#   make test-rdma-examples  tests/rdma/run_examples.py: the rdma_cm examples
+#                         (user/examples) on two guests at 0 and 1 % loss,
+#                         bytes checked on both ends (a step of test-rdma)
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz
@@ -31,6 +34,9 @@ test-rdma: kernel/kernel fs.img $(LINKEMU)
 test-rdma-quick: kernel/kernel fs.img
 	python3 tests/rdma/run_rdmatest.py --quick
 
+test-rdma-examples: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_examples.py
+
 # make fuzz (kernel/transport/transport.mk) runs the guest fuzzer too.
 FUZZ_GUEST_SECONDS ?= 600
 fuzz-guest: kernel/kernel fs.img
@@ -46,7 +52,7 @@ bench-rdma: kernel/kernel fs.img $(LINKEMU)
 bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
 
-.PHONY: test-rdma test-rdma-quick fuzz-guest bench-rdma bench-rxe rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

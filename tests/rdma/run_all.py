@@ -15,6 +15,8 @@ Steps (times measured on the 2-core build machine, TCG):
   forge                      forged frames from a third linkemu port: bad ICRC,
                              PSN out of window, wrong R_Key, a stranger's DREQ
                              ([SEC-FORGE-*])
+  examples                   the rdma_cm examples (user/examples) on two guests,
+                             0 % and 1 % loss, bytes checked on both ends
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
@@ -42,6 +44,7 @@ def steps():
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
         ("security", [PY, f"{HERE}/run_security.py"]),
         ("forge", [PY, f"{HERE}/run_forge.py"]),
+        ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
