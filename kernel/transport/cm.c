@@ -1,7 +1,7 @@
 /*
  * cm.c: codec of the connection-exchange messages (REQ, REP, REJ, RTU,
- * DREQ, DREP) of proto-spec cm.md. Pure encode/parse; the user library
- * sends and receives the datagrams and runs the CM state machine. [CM-MSG-*]
+ * DREQ, DREP) of proto-spec cm.md, and the QP attributes an exchange yields.
+ * Pure encode/parse; the state machine is cm_ep.c. [CM-MSG-*]
  */
 #include "rct_int.h"
 
