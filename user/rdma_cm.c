@@ -130,6 +130,19 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
   return 0;
 }
 
+// Drops the events of a channel that name id (as id or listen_id): they
+// would point at freed memory once the id is gone.
+static void forget_events(struct chan *c, struct rdma_cm_id *id) {
+  struct ev_priv **pp = &c->head, *last = NULL;
+  while (*pp) {
+    struct ev_priv *e = *pp;
+    if (e->ev.id == id || e->ev.listen_id == id) { *pp = e->next; free(e); continue; }
+    last = e;
+    pp = &e->next;
+  }
+  c->tail = last;
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id) {
   if (!id) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
@@ -137,6 +150,7 @@ int rdma_destroy_id(struct rdma_cm_id *id) {
     if (*pp == p) { *pp = p->next; break; }
   if (id->event) rdma_ack_cm_event(id->event);
   if (p->sync) rdma_destroy_event_channel(&p->chan->pub);
+  else forget_events(p->chan, id);
   free(p);
   return 0;
 }
@@ -265,6 +279,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 }
 
 void rdma_destroy_qp(struct rdma_cm_id *id) {
+  if (!id) return;
   struct id_priv *p = priv_of(id);
   if (id->qp) ibv_destroy_qp(id->qp);
   id->qp = NULL;

@@ -30,6 +30,7 @@ from tally import Tally  # noqa: E402
 
 EX_SIZE = 8192          # user/examples/example.h
 IMM = 0x5eed            # user/examples/rc_client.c
+ETIMEDOUT = 110         # user/ibverbs.h
 
 
 def run_pair(tb, server, client):
@@ -90,6 +91,23 @@ def one_run(loss, name, server, client, check):
     return check(srv, cli)
 
 
+def unreachable_run():
+    """ep_client towards a port where nobody answers: after the REQ's
+    retries [CM-TMO-1] rdma_connect fails with ETIMEDOUT (event UNREACHABLE,
+    [CM-TMO-2]) and nothing else happens."""
+    with Testbed(2, name="examples-unreachable") as tb:
+        tb.boot()
+        b = tb.guests[1]
+        b.send(f"ep_client {tb.ip(0)} 4000")
+        m = b.expect(r"ep_client: rdma_connect failed \(errno (\d+)\)\n", timeout=120)
+        b.expect(r"\$ $", timeout=30)
+        for g in tb.guests:
+            g.send("halt 0")
+        for g in tb.guests:
+            g.wait_exit(30)
+    return m[1] == str(ETIMEDOUT), f"rdma_connect errno {m[1]} (ETIMEDOUT is {ETIMEDOUT})"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
@@ -100,6 +118,7 @@ def main():
         for name, server, client, check in PAIRS:
             tally.run(f"examples_{name}_loss{loss_s}",
                       lambda: one_run(loss_s, name, server, client, check), timed=False)
+    tally.run("examples_connect_unreachable", unreachable_run, timed=False)
     return tally.finish()
 
 
