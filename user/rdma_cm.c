@@ -552,10 +552,10 @@ int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_c
   struct chan *c = (struct chan *)channel;
   if (!c || !event) return fail_errno(EINVAL);
   uint64_t end = clock_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
-  while (!c->head) {
+  for (int stepped = 0; !c->head; stepped = 1) {
     uint64_t now = clock_ns();
-    if (timeout_ms >= 0 && now >= end) return fail_errno(ETIMEDOUT);
-    chan_step(c, timeout_ms < 0 ? -1 : (int)((end - now + 999999) / 1000000));
+    if (timeout_ms >= 0 && now >= end && stepped) return fail_errno(ETIMEDOUT);
+    chan_step(c, timeout_ms < 0 ? -1 : now >= end ? 0 : (int)((end - now + 999999) / 1000000));
   }
   struct ev_priv *e = c->head;
   c->head = e->next;

@@ -9,9 +9,12 @@
 // names a port), or to a random ephemeral port at the first connect or
 // accept. An id created with a NULL channel is synchronous, as in
 // librdmacm: it has a channel of its own, and rdma_resolve_addr,
-// rdma_resolve_route, rdma_connect, rdma_accept and rdma_get_request block
-// until their event; an id rdma_get_request returns is synchronous too, so
-// each accepted connection answers from a random port of its own.
+// rdma_resolve_route, rdma_connect, rdma_accept, rdma_disconnect and
+// rdma_get_request block until their event (then in id->event); an id
+// rdma_get_request returns is synchronous too, so each accepted connection
+// answers from a random port of its own. The library makes progress only
+// inside its calls: retransmissions and answers to a peer's duplicates
+// happen while the application waits for an event.
 //
 // Errors: 0 or -1 with errno (EINVAL, ENOMEM, EADDRINUSE, ETIMEDOUT,
 // ECONNREFUSED, ...), pointers NULL with errno, as librdmacm's man pages
