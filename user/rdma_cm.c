@@ -435,6 +435,8 @@ static void on_ep_event(struct id_priv *p, const struct rct_cm_event *ev, struct
   } else if (ev->type == RCT_CM_EV_DISCONNECTED) {
     qp_to_err(p);                                                           // [CM-STATE-6]
     queue_event(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
+  } else if (ev->type == RCT_CM_EV_TIMEWAIT_EXIT) {
+    queue_event(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, NULL);             // [CM-TMO-5]
   }
 }
 

@@ -68,6 +68,15 @@ static void arm(struct rct_cm_ep *ep, uint64_t now)
   ep->deadline = now + RCT_CM_RETRY_NS;
 }
 
+/* A connection closed by DREQ, DREP or the DREQ's last retry: it stays in
+ * time wait, answering duplicate DREQs, for CM_TIMEWAIT_NS [CM-TMO-5]. */
+static void close_conn(struct rct_cm_ep *ep, uint64_t now)
+{
+  ep->state = RCT_CM_EP_CLOSED;                     /* caller: QP to ERR [CM-STATE-6] */
+  ep->deadline = now + RCT_CM_TIMEWAIT_NS;
+  event(ep, RCT_CM_EV_DISCONNECTED, 0);
+}
+
 int rct_cm_ep_listen(struct rct_cm_ep *ep)
 {
   if (ep->state != RCT_CM_EP_IDLE)
@@ -190,7 +199,8 @@ static bool from_peer(const struct rct_cm_ep *ep, struct rct_cm_addr from)
 
 /* REP, REJ, RTU, DREQ, DREP: only for our ID, from our peer [CM-STATE-5];
  * a forged REJ or DREQ for another ID changes nothing [SEC-FORGE-6]. */
-static void on_reply(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct rct_cm_msg *m)
+static void on_reply(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr from,
+                     const struct rct_cm_msg *m)
 {
   enum rct_cm_ep_state s = ep->state;
   if (m->dst_conn_id != ep->local_id || !from_peer(ep, from) ||
@@ -218,17 +228,13 @@ static void on_reply(struct rct_cm_ep *ep, struct rct_cm_addr from, const struct
   } else if (m->type == RCT_CM_RTU && s == RCT_CM_EP_REP_SENT) {
     rct_cm_ep_rc_frame(ep);
   } else if (m->type == RCT_CM_DREQ && (s == RCT_CM_EP_ESTABLISHED || s == RCT_CM_EP_DREQ_SENT)) {
-    ep->state = RCT_CM_EP_CLOSED;                     /* caller: QP to ERR [CM-STATE-6] */
-    ep->deadline = RCT_NEVER;
-    event(ep, RCT_CM_EV_DISCONNECTED, 0);
+    close_conn(ep, now);
     reply(ep, RCT_CM_DREP);
   } else if (m->type == RCT_CM_DREQ && s == RCT_CM_EP_CLOSED) {
     reply(ep, RCT_CM_DREP);                           /* duplicate DREQ [CM-TMO-3] */
     ep->cnt.retransmits++;
   } else if (m->type == RCT_CM_DREP && s == RCT_CM_EP_DREQ_SENT) {
-    ep->state = RCT_CM_EP_CLOSED;
-    ep->deadline = RCT_NEVER;
-    event(ep, RCT_CM_EV_DISCONNECTED, 0);
+    close_conn(ep, now);
   } else {
     ep->cnt.ignored++;                                /* [CM-STATE-1] */
   }
@@ -239,7 +245,6 @@ void rct_cm_ep_handle_msg(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr
 {
   struct rct_cm_msg m;
   int r = rct_cm_parse(&m, buf, len);
-  (void)now;
   ep->cnt.rx++;
   if (r < 0) {
     ep->cnt.dropped++;                                /* [CM-MSG-2] */
@@ -262,7 +267,7 @@ void rct_cm_ep_handle_msg(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr
   if (m.type == RCT_CM_REQ)
     on_req(ep, from, &m);
   else
-    on_reply(ep, from, &m);
+    on_reply(ep, now, from, &m);
 }
 
 /* A retransmission deadline passed [CM-TMO-1] [CM-TMO-2]. */
@@ -275,6 +280,11 @@ void rct_cm_ep_handle_timeout(struct rct_cm_ep *ep, uint64_t now)
   enum rct_cm_ep_state s = ep->state;
   if (ep->deadline == RCT_NEVER || now < ep->deadline)
     return;                                           /* spurious wakeup: harmless */
+  if (s == RCT_CM_EP_CLOSED) {
+    ep->deadline = RCT_NEVER;                         /* time wait over [CM-TMO-5] */
+    event(ep, RCT_CM_EV_TIMEWAIT_EXIT, 0);
+    return;
+  }
   if ((unsigned)s >= sizeof(resend) || !resend[s]) {
     ep->deadline = RCT_NEVER;
     return;
@@ -295,8 +305,7 @@ void rct_cm_ep_handle_timeout(struct rct_cm_ep *ep, uint64_t now)
     ep->state = RCT_CM_EP_CLOSED;
     event(ep, RCT_CM_EV_TIMEDOUT, 0);             /* caller: QP to ERR */
   } else {
-    ep->state = RCT_CM_EP_CLOSED;                     /* closed anyway */
-    event(ep, RCT_CM_EV_DISCONNECTED, 0);
+    close_conn(ep, now);                              /* closed anyway [CM-TMO-2] */
   }
 }
 

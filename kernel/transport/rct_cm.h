@@ -98,6 +98,8 @@ int rct_cm_qp_attr(const struct rct_cm_msg *self, const struct rct_cm_msg *peer,
 #define RCT_CM_RETRY_NS     250000000ull  /* CM_RETRY_NS [CM-TMO-1] */
 #define RCT_CM_MAX_RETRIES  5             /* CM_MAX_RETRIES [CM-TMO-1] */
 #define RCT_CM_EP_QUEUE     4             /* datagrams / events waiting to be polled */
+/* CM_TIMEWAIT_NS [CM-TMO-5]: as long as the peer's DREQ retransmissions last */
+#define RCT_CM_TIMEWAIT_NS  (RCT_CM_RETRY_NS * (RCT_CM_MAX_RETRIES + 1))
 
 enum rct_cm_ep_state {
   RCT_CM_EP_IDLE = 0, RCT_CM_EP_LISTEN, RCT_CM_EP_REQ_SENT, RCT_CM_EP_REQ_RCVD,
@@ -112,6 +114,7 @@ enum rct_cm_event_type {
   RCT_CM_EV_UNREACHABLE,         /* active: REQ retries exhausted (ETIMEDOUT) */
   RCT_CM_EV_TIMEDOUT,            /* passive: REP retries exhausted; move the QP to ERR */
   RCT_CM_EV_DISCONNECTED,        /* DREQ received, or DREP / DREQ retries; QP to ERR */
+  RCT_CM_EV_TIMEWAIT_EXIT,       /* CM_TIMEWAIT_NS after DISCONNECTED: the QP may go [CM-TMO-5] */
 };
 
 struct rct_cm_event {

@@ -332,6 +332,44 @@ START_TEST(test_cm_ep_disconnect)
 }
 END_TEST
 
+/* [CM-TMO-5] [CM-TMO-3] both ends of a closed connection stay in time wait
+ * for CM_TIMEWAIT_NS, answering a duplicate DREQ with DREP, then report
+ * TIMEWAIT_EXIT once and have no deadline left */
+START_TEST(test_cm_ep_timewait_exit)
+{
+  uint64_t t;
+  start(0);
+  hop(&a, ADDR_A, &b, 1, false);
+  accept_b(2);
+  hop(&b, ADDR_B, &a, 3, false);
+  hop(&a, ADDR_A, &b, 4, false);
+  expect_event(&a);
+  expect_event(&b);
+  expect_event(&b);
+  ck_assert_int_eq(rct_cm_ep_disconnect(&a, 10), RCT_OK);
+  ck_assert_int_eq(hop(&a, ADDR_A, &b, 11, false), RCT_CM_DREQ);
+  ck_assert_int_eq(expect_event(&b), RCT_CM_EV_DISCONNECTED);
+  ck_assert_uint_eq(rct_cm_ep_next_timeout(&b), 11 + RCT_CM_TIMEWAIT_NS);
+  ck_assert_int_eq(hop(&b, ADDR_B, &a, 12, false), RCT_CM_DREP);
+  ck_assert_int_eq(expect_event(&a), RCT_CM_EV_DISCONNECTED);
+  ck_assert_uint_eq(rct_cm_ep_next_timeout(&a), 12 + RCT_CM_TIMEWAIT_NS);
+  rct_cm_ep_handle_msg(&b, 13, ADDR_A, (const uint8_t[]){ 0x78, 0x72, 1, RCT_CM_DREQ, 0, 0, 0x11, 0x11,
+                                                          0, 0, 0x22, 0x22 }, RCT_CM_LEN_HDR);
+  ck_assert_int_eq(hop(&b, ADDR_B, &a, 14, false), RCT_CM_DREP);          /* duplicate DREQ */
+  ck_assert(!rct_cm_ep_poll_event(&b, &(struct rct_cm_event){ 0 }));
+  t = rct_cm_ep_next_timeout(&b);
+  rct_cm_ep_handle_timeout(&b, t - 1);                                    /* not yet */
+  ck_assert(!rct_cm_ep_poll_event(&b, &(struct rct_cm_event){ 0 }));
+  rct_cm_ep_handle_timeout(&b, t);
+  ck_assert_int_eq(expect_event(&b), RCT_CM_EV_TIMEWAIT_EXIT);
+  ck_assert_uint_eq(rct_cm_ep_next_timeout(&b), RCT_NEVER);
+  rct_cm_ep_handle_timeout(&a, rct_cm_ep_next_timeout(&a));
+  ck_assert_int_eq(expect_event(&a), RCT_CM_EV_TIMEWAIT_EXIT);
+  ck_assert(!rct_cm_ep_poll_event(&a, &(struct rct_cm_event){ 0 }));
+  ck_assert_int_eq(a.state, RCT_CM_EP_CLOSED);
+}
+END_TEST
+
 /* [SEC-FORGE-6] [CM-STATE-5] a forged REJ or DREQ naming an unknown
  * connection ID (or coming from another address) is ignored */
 START_TEST(test_cm_ep_forged_rej_dreq_ignored)
@@ -427,6 +465,7 @@ Suite *suite_cm_ep(void)
   tcase_add_test(t, test_cm_ep_rep_from_reply_port);
   tcase_add_test(t, test_cm_ep_retries_exhausted);
   tcase_add_test(t, test_cm_ep_disconnect);
+  tcase_add_test(t, test_cm_ep_timewait_exit);
   tcase_add_test(t, test_cm_ep_forged_rej_dreq_ignored);
   tcase_add_test(t, test_cm_ep_stranger_dreq_dropped);
   suite_add_tcase(s, t);
