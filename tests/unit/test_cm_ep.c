@@ -297,15 +297,21 @@ START_TEST(test_cm_ep_retries_exhausted)
 }
 END_TEST
 
-/* [CM-STATE-6] [CM-TMO-3] [CM-TMO-2] disconnect: DREQ -> DISCONNECTED + DREP;
- * a duplicate DREQ gets DREP again; an unanswered DREQ closes anyway */
-START_TEST(test_cm_ep_disconnect)
+/* Both endpoints ESTABLISHED at time 4: REQ, accept, REP, RTU. */
+static void establish(void)
 {
   start(0);
   hop(&a, ADDR_A, &b, 1, false);
   accept_b(2);
   hop(&b, ADDR_B, &a, 3, false);
   hop(&a, ADDR_A, &b, 4, false);
+}
+
+/* [CM-STATE-6] [CM-TMO-3] [CM-TMO-2] disconnect: DREQ -> DISCONNECTED + DREP;
+ * a duplicate DREQ gets DREP again; an unanswered DREQ closes anyway */
+START_TEST(test_cm_ep_disconnect)
+{
+  establish();
   ck_assert_int_eq(rct_cm_ep_disconnect(&a, 10), RCT_OK);
   ck_assert_int_eq(hop(&a, ADDR_A, &b, 11, false), RCT_CM_DREQ);
   ck_assert_int_eq(b.state, RCT_CM_EP_CLOSED);
@@ -318,11 +324,7 @@ START_TEST(test_cm_ep_disconnect)
   ck_assert_int_eq(hop(&b, ADDR_B, &a, 10 + 250 * MS, false), RCT_CM_DREP);
   ck_assert_int_eq(a.state, RCT_CM_EP_CLOSED);
   /* nobody answers: closed after the retries */
-  start(0);
-  hop(&a, ADDR_A, &b, 1, false);
-  accept_b(2);
-  hop(&b, ADDR_B, &a, 3, false);
-  hop(&a, ADDR_A, &b, 4, false);
+  establish();
   rct_cm_ep_disconnect(&a, 10);
   for (int i = 0; i <= RCT_CM_MAX_RETRIES; i++) {
     ck_assert_int_eq(hop(&a, ADDR_A, &b, 0, true), RCT_CM_DREQ);
@@ -338,11 +340,7 @@ END_TEST
 START_TEST(test_cm_ep_timewait_exit)
 {
   uint64_t t;
-  start(0);
-  hop(&a, ADDR_A, &b, 1, false);
-  accept_b(2);
-  hop(&b, ADDR_B, &a, 3, false);
-  hop(&a, ADDR_A, &b, 4, false);
+  establish();
   expect_event(&a);
   expect_event(&b);
   expect_event(&b);
