@@ -51,7 +51,10 @@ static int on_connect_request(struct rdma_cm_event *ev) {
   // The QP is in INIT: the receive the WRITE_WITH_IMM consumes goes in now.
   struct ibv_sge sge = { (uint64_t)c->msg, sizeof c->msg, c->msg_mr->lkey };
   struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad_rwr;
-  if (ibv_post_recv(id->qp, &rwr, &bad_rwr)) { printf("rc_server: post_recv before accept failed\n"); return -1; }
+  if (ibv_post_recv(id->qp, &rwr, &bad_rwr)) {
+    printf("rc_server: post_recv before accept failed\n");
+    return -1;
+  }
   struct ex_pdata pd = { htobe64((uint64_t)c->buf), htonl(c->buf_mr->rkey), htonl(2 * EX_SIZE) };
   struct rdma_conn_param param;
   memset(&param, 0, sizeof param);
@@ -132,7 +135,8 @@ int main(int argc, char **argv) {
     if (rdma_get_cm_event(ch, &ev)) break;
     copy = *ev;                 // the handlers may destroy the id: ack first
     uint8_t pdata[RDMA_CM_PRIVATE_MAX];
-    if (ev->param.conn.private_data_len) memcpy(pdata, ev->param.conn.private_data, ev->param.conn.private_data_len);
+    if (ev->param.conn.private_data_len)
+      memcpy(pdata, ev->param.conn.private_data, ev->param.conn.private_data_len);
     copy.param.conn.private_data = pdata;
     rdma_ack_cm_event(ev);
     int (*h)(struct rdma_cm_event *) = (unsigned)copy.event < sizeof handlers / sizeof handlers[0]
