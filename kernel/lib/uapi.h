@@ -171,7 +171,7 @@ enum ibv_qp_attr_mask {
   IBV_QP_PORT = 1 << 5,
   IBV_QP_QKEY = 1 << 6,
   IBV_QP_AV = 1 << 7,
-  IBV_QP_PATH_MIG_STATE = 1 << 8,
+  IBV_QP_PATH_MTU = 1 << 8,
   IBV_QP_TIMEOUT = 1 << 9,
   IBV_QP_RETRY_CNT = 1 << 10,
   IBV_QP_RNR_RETRY = 1 << 11,
@@ -181,7 +181,7 @@ enum ibv_qp_attr_mask {
   IBV_QP_MIN_RNR_TIMER = 1 << 15,
   IBV_QP_SQ_PSN = 1 << 16,
   IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
-  IBV_QP_PATH_MTU = 1 << 18,
+  IBV_QP_PATH_MIG_STATE = 1 << 18,
   IBV_QP_CAP = 1 << 19,
   IBV_QP_DEST_QPN = 1 << 20,
 };
@@ -189,12 +189,13 @@ enum ibv_qp_attr_mask {
 enum ibv_wr_opcode {
   IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
   IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV, IBV_WR_TSO,
 };
 
 // IBV_SEND_INLINE is the library's (user/ibverbs.c): the kernel ignores it.
 enum ibv_send_flags {
   IBV_SEND_FENCE = 1 << 0, IBV_SEND_SIGNALED = 1 << 1, IBV_SEND_SOLICITED = 1 << 2,
-  IBV_SEND_INLINE = 1 << 3,
+  IBV_SEND_INLINE = 1 << 3, IBV_SEND_IP_CSUM = 1 << 4,
 };
 
 enum ibv_wc_status {
@@ -213,7 +214,11 @@ enum ibv_wc_opcode {
   IBV_WC_RECV_RDMA_WITH_IMM,
 };
 
-enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
+// Only these meanings: a solicited receive is struct rdma_wc's own
+// `solicited` field, outside wc_flags.
+enum ibv_wc_flags {
+  IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1, IBV_WC_IP_CSUM_OK = 1 << 2, IBV_WC_WITH_INV = 1 << 3,
+};
 
 // struct rdma_async_event's event_type.
 enum ibv_event_type {
@@ -222,6 +227,7 @@ enum ibv_event_type {
   IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
   IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
   IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
+  IBV_EVENT_WQ_FATAL,
 };
 
 struct rdma_device_info {

@@ -131,8 +131,9 @@ enum rct_wc_opcode {
   RCT_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
-#define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM) */
-#define RCT_WC_SOLICITED 4u  /* rct_wc.wc_flags: as rct_wc.solicited */
+#define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM); wc_flags
+                              * carries libibverbs' meanings only (a solicited receive is
+                              * rct_wc.solicited) */
 
 /* ------------------------------------------------------------------ */
 /* Memory: the caller's MR interface                                   */

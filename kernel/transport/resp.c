@@ -133,10 +133,8 @@ void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_w
       wc.wc_flags = RCT_WC_WITH_IMM;
       wc.imm_data = imm;
     }
-    if (se) {
-      wc.solicited = 1;                         /* [HDR-BTH-3] */
-      wc.wc_flags |= RCT_WC_SOLICITED;
-    }
+    if (se)
+      wc.solicited = 1;                         /* [HDR-BTH-3], outside wc_flags */
   }
   rct_cq_push(qp, qp->init.recv_cq, &wc);
   qp->rq_head++;
