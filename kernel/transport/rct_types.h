@@ -529,11 +529,17 @@ struct rct_comp {
 /* The responder's ACK hold [RESP-ACK-5]: whether an ACK (for psn) is owed
  * and when it may go. OWED: it goes at the next poll, or, with an ACK
  * delay, is held from then on; HELD: until `until`, or until a request of
- * this QP goes out; SEND_NOW: at the next poll. */
-enum rct_ack_state { RCT_ACK_IDLE = 0, RCT_ACK_OWED, RCT_ACK_HELD, RCT_ACK_SEND_NOW };
+ * this QP goes out; SEND_NOW: at the next poll. When the QP leaves RTR,
+ * RTS or SQD for ERR or RESET [RESP-ACK-6]: PARTING, the parting ACK (psn,
+ * msn) goes at the next poll whatever the QP's state; PARTED, it went (or
+ * none was owed) and a duplicate request in ERR sends it again. */
+enum rct_ack_state {
+  RCT_ACK_IDLE = 0, RCT_ACK_OWED, RCT_ACK_HELD, RCT_ACK_SEND_NOW, RCT_ACK_PARTING, RCT_ACK_PARTED
+};
 struct rct_ack_hold {
   uint8_t state;              /* enum rct_ack_state */
   uint32_t psn;               /* the ACK acknowledges up to here */
+  uint32_t msn;               /* PARTING, PARTED: the MSN the parting ACK carries */
   uint64_t until;             /* HELD: it goes by then */
 };
 
