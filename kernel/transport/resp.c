@@ -84,8 +84,8 @@ bool rct_resp_part(struct rct_qp *qp)
 bool rct_resp_answer_in_err(struct rct_qp *qp, const struct rct_pkt *p)
 {
   int32_t d = psn_diff(p->h.bth.psn, qp->resp.epsn);
-  if (qp->resp.ack.state != RCT_ACK_PARTED || (p->opflags & OPF_READ) ||
-      d >= 0 || d < -(int32_t)RCT_RESP_WINDOW)
+  if (qp->resp.ack.state != RCT_ACK_PARTED || !(p->opflags & OPF_SUPPORTED) ||
+      (p->opflags & OPF_READ) || d >= 0 || d < -(int32_t)RCT_RESP_WINDOW)
     return false;
   qp->resp.ack.state = RCT_ACK_PARTING;
   return true;
