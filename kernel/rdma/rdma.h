@@ -35,10 +35,10 @@
 #define RDMA_MAX_PD      64
 #define RDMA_MAX_MR      256
 #define RDMA_MAX_CQ      32
-#define RDMA_MAX_CQE     1024
 #define RDMA_MAX_CHAN    32
 #define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
 #define RDMA_MAX_QP_WR   512      // send and receive WRs per queue; each slot's rings hold this many
+#define RDMA_MAX_CQE     (2 * RDMA_MAX_QP_WR)   // a CQ holds every completion of a QP's two full queues
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
 #define RDMA_GID_TBL_LEN 16       // port 1's GID table: index 0 the IPv4-mapped GID, the rest empty
 // Async events: one queue per process. An object reports at most one event
@@ -67,9 +67,6 @@ _Static_assert((RDMA_MR_DIR - 1) * RDMA_PAS_PER_PAGE < RDMA_MR_PAGES, "no unused
 // max_send_wr / max_recv_wr up to a power of two: the slot's rings hold
 // the rounded max_qp_wr only if it is one.
 _Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a power of two");
-// A CQ shared by both queues of a QP holds every completion they can have
-// outstanding at once.
-_Static_assert(RDMA_MAX_CQE >= 2 * RDMA_MAX_QP_WR, "max_cqe covers a QP's two queues");
 _Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
 _Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
 // The event rings count with free-running uint32 indices.
