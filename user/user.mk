@@ -19,12 +19,13 @@ U_CFLAGS := -Wall -Werror -O2 -g -std=gnu11 \
   -march=rv64gc -mabi=lp64d -mcmodel=medany \
   -ffreestanding -fno-builtin -nostdlib -fno-common \
   -fno-stack-protector -fno-pie -fno-omit-frame-pointer \
-  -I. -Iuser -MMD -MP
+  -I. -Iuser -Iuser/include -MMD -MP
 U_LDFLAGS := -nostdlib -z max-page-size=4096 --no-relax -T user/user.ld
 
 # The C library every program links against. crt0 must come first.
 U_LIB_SRCS := user/crt0.c user/string.c user/printf.c user/malloc.c user/inet.c \
-  user/readline.c user/clock.c user/random.c
+  user/readline.c user/clock.c user/random.c user/ctype.c user/strtol.c user/errno.c \
+  user/scanf.c user/getopt.c user/time.c user/unistd.c user/stdio.c
 U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
   $(U_OBJDIR)/usys.o
 
