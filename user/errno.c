@@ -1,4 +1,6 @@
-// errno.c: errno and the text of its values (strerror, perror).
+// errno.c: errno and the text of its values (strerror; perror is
+// stdio.c's). Nothing here formats with printf, so a program that only
+// sets errno (through malloc, say) does not link the formatter.
 #include "user.h"
 
 int errno;
@@ -43,15 +45,7 @@ char *strerror(int err)
     if (messages[i].err == err)
       return (char *)messages[i].text;
   }
-  snprintf(unknown, sizeof unknown, "Unknown error %d", err);
+  strcpy(unknown, "Unknown error ");
+  itoa(err, unknown + strlen(unknown), 10);
   return unknown;
-}
-
-void perror(const char *what)
-{
-  const char *text = strerror(errno);
-  if (what && *what)
-    dprintf(STDERR, "%s: %s\n", what, text);
-  else
-    dprintf(STDERR, "%s\n", text);
 }

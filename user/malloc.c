@@ -176,3 +176,23 @@ void *realloc(void *p, size_t n)
   }
   return q;
 }
+
+// The string functions that allocate (<string.h>): here, so that a program
+// using only string.c does not link the heap.
+char *strndup(const char *s, size_t n)
+{
+  size_t len = strnlen(s, n);
+  char *d = malloc(len + 1);
+  if (d == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  memcpy(d, s, len);
+  d[len] = 0;
+  return d;
+}
+
+char *strdup(const char *s)
+{
+  return strndup(s, (size_t)-1);
+}

@@ -195,6 +195,15 @@ char *fgets(char *buf, int size, FILE *f)
   return buf;
 }
 
+void perror(const char *what)
+{
+  const char *text = strerror(errno);
+  if (what && *what)
+    dprintf(STDERR, "%s: %s\n", what, text);
+  else
+    dprintf(STDERR, "%s\n", text);
+}
+
 // Every assertion failure ends here (<assert.h>).
 void assert_fail(const char *expr, const char *file, int line, const char *func)
 {

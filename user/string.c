@@ -178,24 +178,6 @@ char *strsep(char **sp, const char *delim)
   return s;
 }
 
-char *strndup(const char *s, size_t n)
-{
-  size_t len = strnlen(s, n);
-  char *d = malloc(len + 1);
-  if (d == NULL) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  memcpy(d, s, len);
-  d[len] = 0;
-  return d;
-}
-
-char *strdup(const char *s)
-{
-  return strndup(s, (size_t)-1);
-}
-
 char *strstr(const char *haystack, const char *needle)
 {
   size_t n = strlen(needle);

@@ -81,7 +81,7 @@ int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);
 int sendzc(int s, const void *buf, int n, const struct net_addr *to);
 int netblast(int s, const void *buf, int n, const struct net_addr *to, int count);
 
-// errno (errno.c): set by the library functions that say so, Linux values.
+// errno (errno.c; perror in stdio.c): set by the library functions that say so, Linux values.
 extern int errno;
 #define EPERM     1
 #define ENOENT    2
@@ -136,8 +136,6 @@ char *strpbrk(const char *s, const char *accept);
 char *strtok(char *s, const char *delim);
 char *strtok_r(char *s, const char *delim, char **save);
 char *strsep(char **sp, const char *delim);
-char *strdup(const char *s);
-char *strndup(const char *s, size_t n);
 void *memset(void *dst, int c, size_t n);
 void *memcpy(void *dst, const void *src, size_t n);
 void *memmove(void *dst, const void *src, size_t n);
@@ -249,6 +247,8 @@ void *realloc(void *p, size_t n);
 int posix_memalign(void **out, size_t align, size_t n);
 void *aligned_alloc(size_t align, size_t n);
 void *memalign(size_t align, size_t n);
+char *strdup(const char *s);
+char *strndup(const char *s, size_t n);
 
 // Line input (readline.c). readline returns the line length without the
 // newline, or -1 at end of input with nothing read.
