@@ -2,7 +2,7 @@
 //
 // One formatter (format) writes into a sink; a sink is either a caller's
 // buffer (snprintf) or a small buffer flushed to a file descriptor
-// (dprintf, and the streams of stdio.c). Output to an fd leaves in as few
+// (dprintf, fprintf to the streams of stdio.c). Output to an fd leaves in as few
 // write() calls as possible so lines from concurrent processes rarely
 // interleave.
 //
@@ -475,16 +475,20 @@ int dprintf(int fd, const char *fmt, ...)
   return n;
 }
 
-int vfprintf(int fd, const char *fmt, va_list ap)
+// A failed write also sets the stream's error flag (ferror).
+int vfprintf(FILE *f, const char *fmt, va_list ap)
 {
-  return vdprintf(fd, fmt, ap);
+  int n = vdprintf(f->fd, fmt, ap);
+  if (n < 0)
+    f->err = 1;
+  return n;
 }
 
-int fprintf(int fd, const char *fmt, ...)
+int fprintf(FILE *f, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  int n = vdprintf(fd, fmt, ap);
+  int n = vfprintf(f, fmt, ap);
   va_end(ap);
   return n;
 }

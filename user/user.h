@@ -185,8 +185,6 @@ int printf(const char *fmt, ...);
 int vprintf(const char *fmt, va_list ap);
 int dprintf(int fd, const char *fmt, ...);
 int vdprintf(int fd, const char *fmt, va_list ap);
-int fprintf(int fd, const char *fmt, ...);
-int vfprintf(int fd, const char *fmt, va_list ap);
 int snprintf(char *buf, size_t size, const char *fmt, ...)
  ;
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
@@ -229,6 +227,8 @@ int fgetc(FILE *f);
 int getc(FILE *f);
 int getchar(void);
 int ungetc(int c, FILE *f);
+int fprintf(FILE *f, const char *fmt, ...);     // printf.c
+int vfprintf(FILE *f, const char *fmt, va_list ap);
 char *fgets(char *buf, int size, FILE *f);
 void assert_fail(const char *expr, const char *file, int line, const char *func)
   __attribute__((noreturn));
