@@ -425,8 +425,8 @@ static void test_libc_file_streams(void)
   const char *path = "ut_libc_stream";
   FILE *f = fopen(path, "w");
   TR_CHECK(f != NULL, "fopen w");
-  TR_CHECK(fputs("first line\n", f) == 0 && fputc('x', f) == 'x' &&
-           fwrite("yz\nlast", 1, 7, f) == 7, "writes");
+  TR_CHECK(fprintf(f, "%s line\n", "first") == 11 && fputc('x', f) == 'x' &&
+           fwrite("yz\n", 1, 3, f) == 3 && dprintf(fileno(f), "%s", "last") == 4, "writes");
   TR_CHECK(fclose(f) == 0, "fclose");
   f = fopen(path, "rb");
   char line[8], rest[16];
