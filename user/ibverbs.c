@@ -10,8 +10,6 @@
 #include "ibverbs.h"
 #include "rdma_sys.h"
 
-__attribute__((weak)) int errno;
-
 #define MAX_HANDLES 64
 static struct ibv_qp *qp_by_handle[MAX_HANDLES];
 

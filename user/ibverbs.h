@@ -20,46 +20,10 @@
 
 #include "user.h"
 
-typedef unsigned char      uint8_t;
-typedef unsigned short     uint16_t;
-typedef unsigned int       uint32_t;
-typedef unsigned long      uint64_t;
-typedef int                int32_t;
+// uint*_t, errno and its E* values, and the byte-order macros come from
+// user.h (the C library's <stdint.h>, <errno.h>, <endian.h>).
 typedef unsigned int       __be32;
 typedef unsigned long long __be64;
-
-#ifndef EINVAL
-#define EPERM    1
-#define ENOENT   2
-#define EAGAIN  11
-#define ENOMEM  12
-#define EFAULT  14
-#define EBUSY   16
-#define ENODEV  19
-#define EINVAL  22
-#define ENOSPC  28
-#define ENOSYS  38
-#define ETIMEDOUT 110
-#define ECONNREFUSED 111
-#endif
-extern int errno;
-
-// Byte order (no libgcc here, so no __builtin_bswap*).
-static inline uint32_t ibv_bswap32(uint32_t x) {
-  return (x >> 24) | ((x >> 8) & 0xff00) | ((x << 8) & 0xff0000) | (x << 24);
-}
-static inline uint64_t ibv_bswap64(uint64_t x) {
-  return ((uint64_t)ibv_bswap32((uint32_t)x) << 32) | ibv_bswap32((uint32_t)(x >> 32));
-}
-static inline uint16_t ibv_bswap16(uint16_t x) { return (uint16_t)((x >> 8) | (x << 8)); }
-#ifndef htonl
-#define htonl(x) ibv_bswap32(x)
-#define ntohl(x) ibv_bswap32(x)
-#define htons(x) ibv_bswap16(x)
-#define ntohs(x) ibv_bswap16(x)
-#endif
-#define htobe64(x) ibv_bswap64(x)
-#define be64toh(x) ibv_bswap64(x)
 
 union ibv_gid {
   uint8_t raw[16];

@@ -34,7 +34,7 @@ static void print_mac(const unsigned char *m) {
   for (int i = 0; i < 6; i++) printf("%s%x%x", i ? ":" : "", m[i] >> 4, m[i] & 15);
 }
 
-__attribute__((noreturn)) static void die(const char *msg) { fprintf(STDERR, "nettest: %s\n", msg); exit(1); }
+__attribute__((noreturn)) static void die(const char *msg) { fprintf(stderr, "nettest: %s\n", msg); exit(1); }
 
 static int udp_socket(int port) {
   int s = socket(SOCK_UDP);
@@ -341,7 +341,7 @@ static int cmd_lat(unsigned int ip, int port, int size, int count) {
 }
 
 __attribute__((noreturn)) static void usage(void) {
-  fprintf(STDERR, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
+  fprintf(stderr, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
                   "  recv PORT IDLE_MS [FIRST_MS] | xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS |\n"
                   "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT |\n"

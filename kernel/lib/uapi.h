@@ -91,11 +91,13 @@
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
 
-// open() flags.
+// open() flags (Linux's values). There is no O_APPEND.
 #define O_RDONLY  0x000
 #define O_WRONLY  0x001
 #define O_RDWR    0x002
 #define O_CREATE  0x040
+#define O_CREAT   O_CREATE   // POSIX's name
+#define O_EXCL    0x080      // with O_CREATE: fail if the path exists
 #define O_TRUNC   0x200
 
 // File types in struct stat.

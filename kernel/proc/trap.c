@@ -7,6 +7,7 @@
 #include "lib/riscv.h"
 #include "lib/memlayout.h"
 #include "core/proc.h"
+#include "core/fpu.h"
 #include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "dev/irq.h"
@@ -77,6 +78,7 @@ void user_trap_return(void) {
   p->tf->kernel_sp = p->kstack_top;
   p->tf->kernel_trap = (uint64)user_trap;
   p->tf->kernel_hartid = hart_id();
+  fpu_enter_user(p);
   uint64 st = csr_read(sstatus);
   csr_write(sstatus, (st & ~SSTATUS_SPP) | SSTATUS_SPIE);
   csr_write(sepc, p->tf->user_pc);

@@ -68,9 +68,10 @@ int64 sys_fstat(void) {
 }
 
 // Creates path as a new inode of the given type, or for T_FILE returns
-// an existing file. Returns it locked and referenced, or NULL. Inside a
-// transaction.
-static struct inode *create(const char *path, short type, short major, short minor) {
+// an existing file unless excl. Returns it locked and referenced, or NULL.
+// Inside a transaction.
+static struct inode *create(const char *path, short type, short major, short minor,
+                            int excl) {
   char name[DIRSIZ + 1];
   struct inode *dp = path_parent(path, name), *ip;
   if (!dp) return NULL;
@@ -78,7 +79,7 @@ static struct inode *create(const char *path, short type, short major, short min
   if ((ip = dir_lookup(dp, name, NULL)) != NULL) {
     inode_unlock_put(dp);
     inode_lock(ip);
-    if (type == T_FILE && (ip->type == T_FILE || ip->type == T_DEVICE)) return ip;
+    if (type == T_FILE && !excl && (ip->type == T_FILE || ip->type == T_DEVICE)) return ip;
     inode_unlock_put(ip);
     return NULL;
   }
@@ -102,7 +103,7 @@ undo:
 
 // Opens (or with O_CREATE creates) a path; returns the inode locked.
 static struct inode *open_inode(const char *path, int flags) {
-  if (flags & O_CREATE) return create(path, T_FILE, 0, 0);
+  if (flags & O_CREATE) return create(path, T_FILE, 0, 0, flags & O_EXCL);
   struct inode *ip = path_lookup(path);
   if (!ip) return NULL;
   inode_lock(ip);
@@ -144,7 +145,7 @@ int64 sys_mkdir(void) {
   char path[MAXPATH];
   if (arg_str(0, path, sizeof path) < 0) return -1;
   fs_tx_begin();
-  struct inode *ip = create(path, T_DIR, 0, 0);
+  struct inode *ip = create(path, T_DIR, 0, 0, 0);
   if (ip) inode_unlock_put(ip);
   fs_tx_end();
   return ip ? 0 : -1;
@@ -154,7 +155,7 @@ int64 sys_mknod(void) {
   char path[MAXPATH];
   if (arg_str(0, path, sizeof path) < 0) return -1;
   fs_tx_begin();
-  struct inode *ip = create(path, T_DEVICE, arg_int(1), arg_int(2));
+  struct inode *ip = create(path, T_DEVICE, arg_int(1), arg_int(2), 0);
   if (ip) inode_unlock_put(ip);
   fs_tx_end();
   return ip ? 0 : -1;
