@@ -92,6 +92,25 @@ static void test_poll_wakes_on_pipe_write(void)
   TR_CHECK(ut_wait_for(pid) == 0, "writer failed");
 }
 
+// A process asleep in poll() with no timeout can be killed.
+static void test_poll_killed_while_waiting(void)
+{
+  int ready[2], never[2];
+  TR_ASSERT(pipe(ready) == 0 && pipe(never) == 0);
+  int pid = ut_fork();
+  if (pid == 0) {
+    struct pollfd pf = { never[0], POLLIN, 0 };
+    write(ready[1], "r", 1);
+    poll(&pf, 1, -1);            // nothing is ever written
+    exit(3);
+  }
+  char c;
+  TR_ASSERT(read(ready[0], &c, 1) == 1);
+  TR_ASSERT(kill(pid) == 0);
+  int st = 0;
+  TR_CHECK(wait(&st) == pid && st == -1, "killed poller's status %d", st);
+}
+
 static void test_poll_hup_after_writer_closes(void)
 {
   int p[2];
@@ -233,6 +252,7 @@ const struct tr_case ut_poll_tests[] = {
   { "poll_pipe_ready_states", test_poll_pipe_ready_states, TR_QUICK, 0 },
   { "poll_timeout_expires", test_poll_timeout_expires, TR_QUICK, 0 },
   { "poll_wakes_on_pipe_write", test_poll_wakes_on_pipe_write, TR_QUICK, 0 },
+  { "poll_killed_while_waiting", test_poll_killed_while_waiting, TR_QUICK, 0 },
   { "poll_hup_after_writer_closes", test_poll_hup_after_writer_closes, TR_QUICK, 0 },
   { "poll_bad_fds_nval", test_poll_bad_fds_nval, TR_QUICK, 0 },
   { "poll_bad_pointer_fails", test_poll_bad_pointer_fails, TR_QUICK, 0 },
