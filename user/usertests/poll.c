@@ -228,6 +228,11 @@ static void test_poll_socket_fd(void)
   TR_CHECK(read(s, buf, sizeof buf) == -1, "non-blocking read of a socket");
   TR_CHECK(ut_now_ms() - t0 < 5000, "non-blocking calls waited");
   TR_CHECK(write(s, buf, 1) == -1, "write on an unconnected socket");
+  int pid = ut_fork();
+  if (pid == 0)                  // the child shares the open socket and its flags
+    exit(fcntl(s, F_GETFL) == (O_RDWR | O_NONBLOCK) && close(s) == 0 ? 0 : 1);
+  TR_CHECK(ut_wait_for(pid) == 0, "the child did not share the socket");
+  TR_CHECK(poll1(s, POLLOUT, 0, &rev) == 1, "the child's close closed the parent's socket");
   int d = dup(s);
   TR_ASSERT(d >= 0 && close(s) == 0);
   TR_CHECK(poll1(d, POLLOUT, 0, &rev) == 1 && rev == POLLOUT, "the dup'd socket: revents 0x%x", rev);
