@@ -252,7 +252,11 @@ int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only) {
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
   unsigned long long cookie;
   if (!channel || !cq || !cq_context) return -1;
-  if (rdma_get_cq_event(channel->fd, &cookie) < 0) return -1;
+  if (rdma_get_cq_event(channel->fd, &cookie) < 0) {
+    int fl = fcntl(channel->fd, F_GETFL);      // -1 from an O_NONBLOCK channel: no event yet
+    errno = fl >= 0 && (fl & O_NONBLOCK) ? EAGAIN : EINVAL;
+    return -1;
+  }
   *cq = (struct ibv_cq *)(uint64_t)cookie;
   *cq_context = (*cq)->cq_context;
   return 0;

@@ -122,7 +122,7 @@ struct ibv_mr {
 
 struct ibv_comp_channel {
   struct ibv_context *context;
-  int fd;               // the kernel's channel handle
+  int fd;               // a file descriptor: poll() (POLLIN: an event waits), fcntl(O_NONBLOCK)
   int refcnt;
 };
 

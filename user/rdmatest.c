@@ -624,26 +624,48 @@ static void t_cq_overrun(void) {
   pair_close(&p);
 }
 
-static void t_channel(void) {
-  struct pair p;
-  struct ibv_wc wc;
-  TR_ASSERT(pair_open(&p, 4096) == 0);
-  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-  TR_ASSERT(ch);
+// A CQ on channel ch (context 0x1234) and a QP whose receive CQ it is,
+// connected to p->a, with one receive (wr_id 55) posted and the CQ armed.
+static struct ibv_cq *channel_cq_open(struct pair *p, struct ibv_comp_channel *ch,
+                                      struct ibv_qp **qp) {
+  TR_ASSERT(pair_open(p, 4096) == 0);
   struct ibv_cq *cq = ibv_create_cq(ctx, 16, (void *)0x1234, ch, 0);
   TR_ASSERT(cq);
-  // A third QP whose receive CQ is the channel's CQ, connected to a.
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
-  ia.send_cq = p.b.cq; ia.recv_cq = cq; ia.qp_type = IBV_QPT_RC;
+  ia.send_cq = p->b.cq; ia.recv_cq = cq; ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 8; ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
-  TR_ASSERT(qp);
-  TR_ASSERT(rewire(p.a.qp, qp, IBV_ACCESS_REMOTE_WRITE) == 0);
-  struct ibv_sge sge = { (uint64_t)p.b.buf, 64, p.b.mr->lkey };
+  TR_ASSERT((*qp = ibv_create_qp(p->pd, &ia)) != NULL);
+  TR_ASSERT(rewire(p->a.qp, *qp, IBV_ACCESS_REMOTE_WRITE) == 0);
+  struct ibv_sge sge = { (uint64_t)p->b.buf, 64, p->b.mr->lkey };
   struct ibv_recv_wr rw = { .wr_id = 55, .sg_list = &sge, .num_sge = 1 }, *rbad;
-  TR_ASSERT(ibv_post_recv(qp, &rw, &rbad) == 0);
+  TR_ASSERT(ibv_post_recv(*qp, &rw, &rbad) == 0);
   TR_ASSERT(ibv_req_notify_cq(cq, 0) == 0);
+  return cq;
+}
+
+// Takes channel ch's event, which must be cq's; polls cq's receive (55);
+// the channel is busy until the QP and CQ go, then it goes too.
+static void channel_event_close(struct pair *p, struct ibv_comp_channel *ch, struct ibv_cq *cq,
+                                struct ibv_qp *qp) {
+  struct ibv_wc wc;
+  struct ibv_cq *ev_cq;
+  void *ev_ctx;
+  TR_ASSERT(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+  TR_ASSERT(ev_cq == cq && ev_ctx == (void *)0x1234);
+  ibv_ack_cq_events(ev_cq, 1);
+  TR_ASSERT(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 55 && wc.status == IBV_WC_SUCCESS);
+  TR_ASSERT(ibv_destroy_comp_channel(ch) == EBUSY);
+  TR_ASSERT(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0);
+  pair_close(p);
+}
+
+static void t_channel(void) {
+  struct pair p;
+  struct ibv_qp *qp;
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+  TR_ASSERT(ch);
+  struct ibv_cq *cq = channel_cq_open(&p, ch, &qp);
   int pid = fork();
   if (pid == 0) {        // the child cannot use our objects, and posts nothing
     struct rdma_wc w;
@@ -653,15 +675,32 @@ static void t_channel(void) {
   wait(&st);
   TR_ASSERT(st == 0);
   TR_ASSERT(post_send1(&p.a, IBV_WR_SEND, 16, 0, 0, 0, 56) == 0);
+  channel_event_close(&p, ch, cq, qp);    // get_cq_event sleeps in the kernel
+}
+
+// The channel's fd polls: not ready while the armed CQ has no completion
+// (a non-blocking get_cq_event says EAGAIN at once), POLLIN once a
+// loopback SEND completed the receive, not ready again once it is taken.
+static void t_channel_poll(void) {
+  struct pair p;
+  struct ibv_qp *qp;
   struct ibv_cq *ev_cq;
   void *ev_ctx;
-  TR_ASSERT(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);   // sleeps in the kernel
-  TR_ASSERT(ev_cq == cq && ev_ctx == (void *)0x1234);
-  ibv_ack_cq_events(ev_cq, 1);
-  TR_ASSERT(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 55 && wc.status == IBV_WC_SUCCESS);
-  TR_ASSERT(ibv_destroy_comp_channel(ch) == EBUSY);
-  TR_ASSERT(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0);
-  pair_close(&p);
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+  TR_ASSERT(ch && ch->fd > 2);
+  struct ibv_cq *cq = channel_cq_open(&p, ch, &qp);
+  struct pollfd pf = { ch->fd, POLLIN, 0 };
+  TR_CHECK(poll(&pf, 1, 0) == 0 && pf.revents == 0, "armed, no completion: revents 0x%x", pf.revents);
+  TR_ASSERT(fcntl(ch->fd, F_SETFL, O_NONBLOCK) == 0);
+  errno = 0;
+  TR_CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+           "non-blocking get_cq_event with no event: errno %d", errno);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_SEND, 16, 0, 0, 0, 56) == 0);
+  int r = poll(&pf, 1, 10000);
+  TR_CHECK(r == 1 && pf.revents == POLLIN, "after the completion: poll %d, revents 0x%x", r, pf.revents);
+  struct pollfd again = { ch->fd, POLLIN, 0 };
+  TR_ASSERT(poll(&again, 1, 0) == 1);              // still there until taken
+  channel_event_close(&p, ch, cq, qp);
 }
 
 // A process asleep in ibv_get_cq_event can be killed; its objects go.
@@ -1225,6 +1264,7 @@ static const struct tr_case cases[] = {
   { "busy", t_busy, TR_QUICK, 0 },
   { "cq_overrun", t_cq_overrun, TR_QUICK, 0 },
   { "channel", t_channel, TR_QUICK, 0 },
+  { "channel_poll", t_channel_poll, TR_QUICK, 0 },
   { "kill_blocked", t_kill_blocked, TR_QUICK, 0 },
   { "foreign_handles", t_foreign, TR_QUICK, 0 },
   { "bad_pointers", t_bad_pointers, TR_QUICK, 0 },

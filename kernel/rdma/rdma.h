@@ -90,8 +90,9 @@ struct rdma_mr {
   uint64 *pas[RDMA_MR_DIR]; // pas[i / 512][i % 512] backs page0 + i * PGSIZE
 };
 
-struct rdma_chan {
+struct rdma_chan {           // behind a file descriptor (rdma_cq.c)
   int used, owner;
+  int file_open;            // its file is open; the slot is free once not and no CQ uses it
 };
 
 struct rdma_cq {              // in use: its bit in rdma.cq_live
@@ -216,8 +217,8 @@ int  rdma_dealloc_pd(int h);
 int  rdma_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
 int  rdma_dereg_mr(int h);
 // rdma_cq.c:
-int  rdma_create_chan(void);
-int  rdma_destroy_chan(int h);
+int  rdma_create_chan(void);                               // -> fd
+int  rdma_destroy_chan(int fd);
 int  rdma_create_cq(int cqe, int chan, uint64 cookie);
 int  rdma_destroy_cq(int h);
 int  rdma_poll_cq(int h, struct rct_wc *out, int n);
