@@ -8,12 +8,12 @@ static int copy_fd(int fd, const char *name)
   int n;
   while ((n = read(fd, buf, sizeof buf)) > 0) {
     if (write(STDOUT, buf, n) != n) {
-      fprintf(STDERR, "cat: write error\n");
+      fprintf(stderr, "cat: write error\n");
       return -1;
     }
   }
   if (n < 0)
-    fprintf(STDERR, "cat: cannot read %s\n", name);
+    fprintf(stderr, "cat: cannot read %s\n", name);
   return n;
 }
 
@@ -25,7 +25,7 @@ int main(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     int fd = open(argv[i], O_RDONLY);
     if (fd < 0) {
-      fprintf(STDERR, "cat: cannot open %s\n", argv[i]);
+      fprintf(stderr, "cat: cannot open %s\n", argv[i]);
       status = 1;
       continue;
     }

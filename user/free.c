@@ -6,7 +6,7 @@ int main(void)
 {
   struct sysinfo info;
   if (sysinfo(&info) < 0) {
-    fprintf(STDERR, "free: sysinfo failed\n");
+    fprintf(stderr, "free: sysinfo failed\n");
     return 1;
   }
   unsigned long used = info.totalpages - info.freepages;

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     arg++;
   }
   if (arg >= argc || compile(argv[arg], &p) < 0) {
-    fprintf(STDERR, "usage: grep [-c] pattern [file...]\n");
+    fprintf(stderr, "usage: grep [-c] pattern [file...]\n");
     return 2;
   }
   arg++;
@@ -117,7 +117,7 @@ int main(int argc, char **argv)
   for (; arg < argc; arg++) {
     int fd = open(argv[arg], O_RDONLY);
     if (fd < 0) {
-      fprintf(STDERR, "grep: cannot open %s\n", argv[arg]);
+      fprintf(stderr, "grep: cannot open %s\n", argv[arg]);
       return 2;
     }
     matches += grep_fd(&p, fd, count_only);

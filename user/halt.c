@@ -7,6 +7,6 @@ int main(int argc, char **argv)
 {
   int status = argc > 1 ? atoi(argv[1]) : 0;
   halt(status);
-  fprintf(STDERR, "halt: the kernel refused to power off\n");
+  fprintf(stderr, "halt: the kernel refused to power off\n");
   return 1;
 }

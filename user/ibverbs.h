@@ -20,46 +20,10 @@
 
 #include "user.h"
 
-typedef unsigned char      uint8_t;
-typedef unsigned short     uint16_t;
-typedef unsigned int       uint32_t;
-typedef unsigned long      uint64_t;
-typedef int                int32_t;
+// uint*_t, errno and its E* values, and the byte-order macros come from
+// user.h (the C library's <stdint.h>, <errno.h>, <endian.h>).
 typedef unsigned int       __be32;
 typedef unsigned long long __be64;
-
-#ifndef EINVAL
-#define EPERM    1
-#define ENOENT   2
-#define EAGAIN  11
-#define ENOMEM  12
-#define EFAULT  14
-#define EBUSY   16
-#define ENODEV  19
-#define EINVAL  22
-#define ENOSPC  28
-#define ENOSYS  38
-#define ETIMEDOUT 110
-#define ECONNREFUSED 111
-#endif
-extern int errno;
-
-// Byte order (no libgcc here, so no __builtin_bswap*).
-static inline uint32_t ibv_bswap32(uint32_t x) {
-  return (x >> 24) | ((x >> 8) & 0xff00) | ((x << 8) & 0xff0000) | (x << 24);
-}
-static inline uint64_t ibv_bswap64(uint64_t x) {
-  return ((uint64_t)ibv_bswap32((uint32_t)x) << 32) | ibv_bswap32((uint32_t)(x >> 32));
-}
-static inline uint16_t ibv_bswap16(uint16_t x) { return (uint16_t)((x >> 8) | (x << 8)); }
-#ifndef htonl
-#define htonl(x) ibv_bswap32(x)
-#define ntohl(x) ibv_bswap32(x)
-#define htons(x) ibv_bswap16(x)
-#define ntohs(x) ibv_bswap16(x)
-#endif
-#define htobe64(x) ibv_bswap64(x)
-#define be64toh(x) ibv_bswap64(x)
 
 union ibv_gid {
   uint8_t raw[16];
@@ -158,7 +122,7 @@ struct ibv_mr {
 
 struct ibv_comp_channel {
   struct ibv_context *context;
-  int fd;               // the kernel's channel handle
+  int fd;               // a file descriptor: poll() (POLLIN: an event waits), fcntl(O_NONBLOCK)
   int refcnt;
 };
 
@@ -345,6 +309,7 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 // Names.
 const char *ibv_node_type_str(enum ibv_node_type node_type);
 const char *ibv_port_state_str(enum ibv_port_state port_state);
+const char *ibv_event_type_str(enum ibv_event_type event_type);
 const char *ibvx_qp_state_str(enum ibv_qp_state state);
 const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
 int ibv_mtu_to_num(enum ibv_mtu mtu);

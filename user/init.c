@@ -23,7 +23,7 @@ static int start_shell(void)
   int pid = fork();
   if (pid == 0) {
     exec("sh", argv);
-    fprintf(STDERR, "init: exec sh failed\n");
+    fprintf(stderr, "init: exec sh failed\n");
     exit(1);
   }
   return pid;
@@ -36,7 +36,7 @@ int main(void)
     printf("init: starting sh\n");
     int shell = start_shell();
     if (shell < 0) {
-      fprintf(STDERR, "init: fork failed\n");
+      fprintf(stderr, "init: fork failed\n");
       sleep(100);
       continue;
     }

@@ -5,12 +5,12 @@ int main(int argc, char **argv)
 {
   int status = 0;
   if (argc < 2) {
-    fprintf(STDERR, "usage: kill pid...\n");
+    fprintf(stderr, "usage: kill pid...\n");
     return 1;
   }
   for (int i = 1; i < argc; i++) {
     if (kill(atoi(argv[i])) < 0) {
-      fprintf(STDERR, "kill: no process %s\n", argv[i]);
+      fprintf(stderr, "kill: no process %s\n", argv[i]);
       status = 1;
     }
   }

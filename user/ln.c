@@ -4,11 +4,11 @@
 int main(int argc, char **argv)
 {
   if (argc != 3) {
-    fprintf(STDERR, "usage: ln existing new\n");
+    fprintf(stderr, "usage: ln existing new\n");
     return 1;
   }
   if (link(argv[1], argv[2]) < 0) {
-    fprintf(STDERR, "ln: cannot link %s to %s\n", argv[2], argv[1]);
+    fprintf(stderr, "ln: cannot link %s to %s\n", argv[2], argv[1]);
     return 1;
   }
   return 0;

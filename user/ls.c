@@ -25,7 +25,7 @@ static int list_dir(int fd, const char *dir)
   char path[256], name[DIRSIZ + 1];
   struct stat st;
   if (strlen(dir) + 1 + DIRSIZ + 1 > sizeof path) {
-    fprintf(STDERR, "ls: path too long: %s\n", dir);
+    fprintf(stderr, "ls: path too long: %s\n", dir);
     return -1;
   }
   while (read(fd, &de, sizeof de) == sizeof de) {
@@ -35,7 +35,7 @@ static int list_dir(int fd, const char *dir)
     name[DIRSIZ] = 0;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (stat(path, &st) < 0) {
-      fprintf(STDERR, "ls: cannot stat %s\n", path);
+      fprintf(stderr, "ls: cannot stat %s\n", path);
       continue;
     }
     print_entry(name, &st);
@@ -48,7 +48,7 @@ static int list(const char *path)
   struct stat st;
   int fd = open(path, O_RDONLY);
   if (fd < 0 || fstat(fd, &st) < 0) {
-    fprintf(STDERR, "ls: cannot open %s\n", path);
+    fprintf(stderr, "ls: cannot open %s\n", path);
     if (fd >= 0)
       close(fd);
     return -1;

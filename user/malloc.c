@@ -5,6 +5,8 @@
 // fragment into slivers. Every chunk starts with a header holding its size
 // in bytes (header included); malloc returns the byte after the header.
 // Allocation is first fit; the heap grows by at least HEAP_GROW bytes.
+// Aligned blocks (posix_memalign) are carved from a larger block: the
+// bytes before the aligned start become a free chunk of their own.
 #include "user.h"
 
 struct chunk {
@@ -81,15 +83,65 @@ static void *take_first_fit(size_t size)
   return NULL;
 }
 
+// malloc(0) returns NULL (C allows it); errno ENOMEM when memory runs out.
 void *malloc(size_t n)
 {
-  if (n == 0 || n > 0x7fff0000)
+  if (n == 0)
     return NULL;
+  if (n > 0x7fff0000) {
+    errno = ENOMEM;
+    return NULL;
+  }
   size_t size = round_up(n, ALIGN) + ALIGN;   // header padded to ALIGN
   void *p = take_first_fit(size);
   if (p == NULL && grow_heap(size) == 0)
     p = take_first_fit(size);
+  if (p == NULL)
+    errno = ENOMEM;
   return p;
+}
+
+// align: a power of two that is a multiple of sizeof(void *) (POSIX);
+// returns EINVAL or ENOMEM without touching *out on failure.
+int posix_memalign(void **out, size_t align, size_t n)
+{
+  if (align == 0 || (align & (align - 1)) || align % sizeof(void *))
+    return EINVAL;
+  if (align <= ALIGN) {
+    void *p = malloc(n);
+    if (p == NULL)
+      return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  if (n > 0x7fff0000 - align)
+    return ENOMEM;
+  // Room for the block, the worst skew, and a chunk header before the skew.
+  char *p = malloc(n + align + sizeof(struct chunk) + ALIGN);
+  if (p == NULL)
+    return ENOMEM;
+  struct chunk *c = (struct chunk *)(p - ALIGN);
+  char *start = (char *)round_up((size_t)p + sizeof(struct chunk) + ALIGN, align);
+  struct chunk *aligned = (struct chunk *)(start - ALIGN);
+  aligned->size = c->size - (size_t)((char *)aligned - (char *)c);
+  c->size = (char *)aligned - (char *)c;   // at least one header + ALIGN
+  insert_free(c);
+  *out = start;
+  return 0;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+  void *p = NULL;
+  int err = posix_memalign(&p, align, n);
+  if (err)
+    errno = err;
+  return err ? NULL : p;
+}
+
+void *memalign(size_t align, size_t n)
+{
+  return aligned_alloc(align, n);
 }
 
 void free(void *p)
@@ -100,8 +152,10 @@ void free(void *p)
 
 void *calloc(size_t count, size_t size)
 {
-  if (size != 0 && count > 0x7fff0000 / size)
+  if (size != 0 && count > 0x7fff0000 / size) {
+    errno = ENOMEM;
     return NULL;
+  }
   void *p = malloc(count * size);
   if (p)
     memset(p, 0, count * size);
@@ -121,4 +175,24 @@ void *realloc(void *p, size_t n)
     free(p);
   }
   return q;
+}
+
+// The string functions that allocate (<string.h>): here, so that a program
+// using only string.c does not link the heap.
+char *strndup(const char *s, size_t n)
+{
+  size_t len = strnlen(s, n);
+  char *d = malloc(len + 1);
+  if (d == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  memcpy(d, s, len);
+  d[len] = 0;
+  return d;
+}
+
+char *strdup(const char *s)
+{
+  return strndup(s, (size_t)-1);
 }

@@ -5,12 +5,12 @@ int main(int argc, char **argv)
 {
   int status = 0;
   if (argc < 2) {
-    fprintf(STDERR, "usage: mkdir dir...\n");
+    fprintf(stderr, "usage: mkdir dir...\n");
     return 1;
   }
   for (int i = 1; i < argc; i++) {
     if (mkdir(argv[i]) < 0) {
-      fprintf(STDERR, "mkdir: cannot create %s\n", argv[i]);
+      fprintf(stderr, "mkdir: cannot create %s\n", argv[i]);
       status = 1;
     }
   }

@@ -23,11 +23,11 @@ int main(int argc, char **argv) {
   }
   unsigned int ip = host ? inet_parse(host) : 0;
   if (!ip || size < 0 || size > 8000) {
-    fprintf(STDERR, "usage: ping [-c count] [-s size] [-i interval_ms] [-W timeout_ms] a.b.c.d\n");
+    fprintf(stderr, "usage: ping [-c count] [-s size] [-i interval_ms] [-W timeout_ms] a.b.c.d\n");
     exit(2);
   }
   int s = socket(SOCK_ICMP);
-  if (s < 0) { fprintf(STDERR, "ping: no socket (no network device?)\n"); exit(1); }
+  if (s < 0) { fprintf(stderr, "ping: no socket (no network device?)\n"); exit(1); }
   char *out = malloc(size + 1), *in = malloc(size + 64);
   for (int k = 0; k < size; k++) out[k] = 'a' + k % 26;
   int received = 0;

@@ -686,7 +686,7 @@ int rdma_disconnect(struct rdma_cm_id *id) {
   if (!id) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (p->ep.state == RCT_CM_EP_CLOSED) return 0;   // the peer's DREQ came first
-  if (p->ep.state != RCT_CM_EP_ESTABLISHED) return fail_errno(ENOTCONN);
+  if (p->ep.state != RCT_CM_EP_ESTABLISHED) return fail_errno(EINVAL);
   qp_to_err(p);
   rct_cm_ep_disconnect(&p->ep, clock_ns());
   flush(p, NULL);

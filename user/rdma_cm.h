@@ -28,35 +28,6 @@
 #define RDMA_CM_PORT RCT_CM_PORT                // the default CM port (proto-spec/cm.md)
 #define RDMA_CM_PRIVATE_MAX RCT_CM_PRIVATE_MAX  // private data bytes a REQ, REP or REJ carries
 
-#ifndef EIO
-#define EIO 5
-#endif
-#ifndef EADDRINUSE
-#define EADDRINUSE 98
-#endif
-#ifndef ENOTCONN
-#define ENOTCONN 107
-#endif
-#ifndef ECONNRESET
-#define ECONNRESET 104
-#endif
-
-// Socket addresses (IPv4 only), for a C library without <netinet/in.h>.
-#ifndef AF_INET
-#define AF_INET 2
-typedef unsigned short sa_family_t;
-typedef unsigned int socklen_t;
-struct sockaddr { sa_family_t sa_family; char sa_data[14]; };
-struct in_addr { uint32_t s_addr; };                 // network byte order
-struct sockaddr_in {
-  sa_family_t sin_family;
-  uint16_t sin_port;                                 // network byte order
-  struct in_addr sin_addr;
-  uint8_t sin_zero[8];
-};
-struct sockaddr_storage { sa_family_t ss_family; char ss_data[126]; };
-#endif
-
 enum rdma_cm_event_type {
   RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_ERROR, RDMA_CM_EVENT_ROUTE_RESOLVED,
   RDMA_CM_EVENT_ROUTE_ERROR, RDMA_CM_EVENT_CONNECT_REQUEST, RDMA_CM_EVENT_CONNECT_RESPONSE,

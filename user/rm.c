@@ -5,12 +5,12 @@ int main(int argc, char **argv)
 {
   int status = 0;
   if (argc < 2) {
-    fprintf(STDERR, "usage: rm name...\n");
+    fprintf(stderr, "usage: rm name...\n");
     return 1;
   }
   for (int i = 1; i < argc; i++) {
     if (unlink(argv[i]) < 0) {
-      fprintf(STDERR, "rm: cannot remove %s\n", argv[i]);
+      fprintf(stderr, "rm: cannot remove %s\n", argv[i]);
       status = 1;
     }
   }

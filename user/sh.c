@@ -116,7 +116,7 @@ static int lex_line(const char *line, struct token *toks, char *storage)
 
 static int syntax_error(const char *why)
 {
-  fprintf(STDERR, "sh: syntax error: %s\n", why);
+  fprintf(stderr, "sh: syntax error: %s\n", why);
   return -1;
 }
 
@@ -182,14 +182,14 @@ static void exec_stage(struct stage *st)
   if (st->in_path) {
     close(STDIN);
     if (open(st->in_path, O_RDONLY) != STDIN) {
-      fprintf(STDERR, "sh: cannot open %s\n", st->in_path);
+      fprintf(stderr, "sh: cannot open %s\n", st->in_path);
       exit(1);
     }
   }
   if (st->out_path) {
     close(STDOUT);
     if (open(st->out_path, O_WRONLY | O_CREATE | O_TRUNC) != STDOUT) {
-      fprintf(STDERR, "sh: cannot create %s\n", st->out_path);
+      fprintf(stderr, "sh: cannot create %s\n", st->out_path);
       exit(1);
     }
   }
@@ -199,7 +199,7 @@ static void exec_stage(struct stage *st)
     snprintf(path, sizeof path, "/%s", st->argv[0]);
     exec(path, st->argv);
   }
-  fprintf(STDERR, "sh: %s: not found\n", st->argv[0]);
+  fprintf(stderr, "sh: %s: not found\n", st->argv[0]);
   exit(127);
 }
 
@@ -219,7 +219,7 @@ static int start_stage(struct stage *st, int in_fd, int out_fd, int close_fd)
     exec_stage(st);
   }
   if (pid < 0)
-    fprintf(STDERR, "sh: fork failed\n");
+    fprintf(stderr, "sh: fork failed\n");
   return pid;
 }
 
@@ -249,7 +249,7 @@ static int run_pipeline(struct job *job)
   for (; n < job->nstages; n++) {
     int p[2] = { -1, -1 };
     if (n + 1 < job->nstages && pipe(p) < 0) {
-      fprintf(STDERR, "sh: pipe failed\n");
+      fprintf(stderr, "sh: pipe failed\n");
       break;
     }
     pids[n] = start_stage(&job->stages[n], prev_read, p[1], p[0]);
@@ -273,7 +273,7 @@ static int run_builtin(struct job *job)
   if (strcmp(st->argv[0], "cd") == 0) {
     const char *dir = st->argc > 1 ? st->argv[1] : "/";
     if (chdir(dir) < 0)
-      fprintf(STDERR, "sh: cd: cannot change to %s\n", dir);
+      fprintf(stderr, "sh: cd: cannot change to %s\n", dir);
     return 1;
   }
   if (strcmp(st->argv[0], "exit") == 0)
@@ -324,7 +324,7 @@ int main(int argc, char **argv)
   char line[MAX_LINE];
   int in = STDIN;
   if (argc > 1 && (in = open(argv[1], O_RDONLY)) < 0) {
-    fprintf(STDERR, "sh: cannot open %s\n", argv[1]);
+    fprintf(stderr, "sh: cannot open %s\n", argv[1]);
     return 1;
   }
   int interactive = in == STDIN && is_console(in);

@@ -1,4 +1,5 @@
-// string.c: string and memory helpers of the user C library.
+// string.c: string and memory helpers of the user C library (<string.h>,
+// <strings.h>, <libgen.h>).
 //
 // Plain byte loops: programs here are small and clarity beats speed. The
 // compiler may also emit calls to memset/memcpy for struct copies, so these
@@ -9,6 +10,14 @@ size_t strlen(const char *s)
 {
   size_t n = 0;
   while (s[n])
+    n++;
+  return n;
+}
+
+size_t strnlen(const char *s, size_t max)
+{
+  size_t n = 0;
+  while (n < max && s[n])
     n++;
   return n;
 }
@@ -31,12 +40,55 @@ int strncmp(const char *a, const char *b, size_t n)
   return 0;
 }
 
+int strcasecmp(const char *a, const char *b)
+{
+  return strncasecmp(a, b, (size_t)-1);
+}
+
+int strncasecmp(const char *a, const char *b, size_t n)
+{
+  for (; n > 0; n--, a++, b++) {
+    int x = tolower((unsigned char)*a), y = tolower((unsigned char)*b);
+    if (x != y || x == 0)
+      return x - y;
+  }
+  return 0;
+}
+
 char *strcpy(char *dst, const char *src)
 {
   char *out = dst;
   while ((*dst++ = *src++) != 0)
     ;
   return out;
+}
+
+// C's strncpy: pads with NULs to n and leaves dst unterminated when src
+// has n or more bytes.
+char *strncpy(char *dst, const char *src, size_t n)
+{
+  size_t i = 0;
+  for (; i < n && src[i]; i++)
+    dst[i] = src[i];
+  for (; i < n; i++)
+    dst[i] = 0;
+  return dst;
+}
+
+char *strcat(char *dst, const char *src)
+{
+  strcpy(dst + strlen(dst), src);
+  return dst;
+}
+
+// Appends at most n bytes of src and always terminates.
+char *strncat(char *dst, const char *src, size_t n)
+{
+  char *d = dst + strlen(dst);
+  size_t k = strnlen(src, n);
+  memcpy(d, src, k);
+  d[k] = 0;
+  return dst;
 }
 
 // Copy at most size-1 bytes and always terminate (unlike strncpy).
@@ -58,6 +110,72 @@ char *strchr(const char *s, int c)
       return (char *)s;
   }
   return c == 0 ? (char *)s : NULL;
+}
+
+char *strrchr(const char *s, int c)
+{
+  const char *last = NULL;
+  do {
+    if (*s == (char)c)
+      last = s;
+  } while (*s++);
+  return (char *)last;
+}
+
+size_t strspn(const char *s, const char *accept)
+{
+  size_t n = 0;
+  while (s[n] && strchr(accept, s[n]))
+    n++;
+  return n;
+}
+
+size_t strcspn(const char *s, const char *reject)
+{
+  size_t n = 0;
+  while (s[n] && !strchr(reject, s[n]))
+    n++;
+  return n;
+}
+
+char *strpbrk(const char *s, const char *accept)
+{
+  s += strcspn(s, accept);
+  return *s ? (char *)s : NULL;
+}
+
+// Precondition: *save is s's remainder from the previous call when s is NULL.
+char *strtok_r(char *s, const char *delim, char **save)
+{
+  if (s == NULL)
+    s = *save;
+  s += strspn(s, delim);
+  if (*s == 0) {
+    *save = s;
+    return NULL;
+  }
+  char *end = s + strcspn(s, delim);
+  if (*end)
+    *end++ = 0;
+  *save = end;
+  return s;
+}
+
+char *strtok(char *s, const char *delim)
+{
+  static char *save = "";
+  return strtok_r(s, delim, &save);
+}
+
+char *strsep(char **sp, const char *delim)
+{
+  char *s = *sp;
+  if (s == NULL)
+    return NULL;
+  char *end = s + strcspn(s, delim);
+  *sp = *end ? end + 1 : NULL;
+  *end = 0;
+  return s;
 }
 
 char *strstr(const char *haystack, const char *needle)
@@ -98,6 +216,16 @@ void *memmove(void *dst, const void *src, size_t n)
   return dst;
 }
 
+void *memchr(const void *s, int c, size_t n)
+{
+  const unsigned char *p = s;
+  for (; n > 0; n--, p++) {
+    if (*p == (unsigned char)c)
+      return (void *)p;
+  }
+  return NULL;
+}
+
 int memcmp(const void *a, const void *b, size_t n)
 {
   const unsigned char *x = a, *y = b;
@@ -106,19 +234,6 @@ int memcmp(const void *a, const void *b, size_t n)
       return *x - *y;
   }
   return 0;
-}
-
-// Decimal with an optional leading '-'; stops at the first non-digit.
-int atoi(const char *s)
-{
-  int sign = 1, value = 0;
-  if (*s == '-') {
-    sign = -1;
-    s++;
-  }
-  while (*s >= '0' && *s <= '9')
-    value = value * 10 + (*s++ - '0');
-  return sign * value;
 }
 
 // Writes value in base 2..16 into buf (at least 66 bytes) and returns the
@@ -149,4 +264,34 @@ int stat(const char *path, struct stat *st)
   int r = fstat(fd, st);
   close(fd);
   return r;
+}
+
+// POSIX basename/dirname: may write into path (they cut trailing slashes);
+// "" and NULL give ".", a path of slashes gives "/".
+char *basename(char *path)
+{
+  if (path == NULL || *path == 0)
+    return ".";
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/')
+    path[--n] = 0;
+  char *slash = strrchr(path, '/');
+  return slash && slash[1] ? slash + 1 : path;
+}
+
+char *dirname(char *path)
+{
+  if (path == NULL || *path == 0)
+    return ".";
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/')
+    n--;
+  while (n > 0 && path[n - 1] != '/')
+    n--;
+  if (n == 0)
+    return ".";
+  while (n > 1 && path[n - 1] == '/')
+    n--;
+  path[n] = 0;
+  return path;
 }

@@ -32,7 +32,7 @@ void tr_failed(const char *why)
     write(report_fd, line, strlen(line));
     write(report_fd, "; ", 2);     // a forked helper may add its own
   } else {
-    fprintf(STDERR, "%s\n", line);
+    fprintf(stderr, "%s\n", line);
   }
   exit(1);
 }
@@ -211,7 +211,7 @@ int tr_main(const struct tr_suite *s, int argc, char **argv)
   struct options o;
   int passed = 0, failed = 0;
   if (parse_options(argc, argv, &o) < 0) {
-    fprintf(STDERR, "usage: %s [-q] [-l] [-x name]... [name...]\n", s->prog);
+    fprintf(stderr, "usage: %s [-q] [-l] [-x name]... [name...]\n", s->prog);
     return 2;
   }
   if (!o.list && s->setup && s->setup() < 0) {

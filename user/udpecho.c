@@ -10,20 +10,20 @@
 
 static int serve(int port) {
   int s = socket(SOCK_UDP);
-  if (s < 0 || bind(s, port) < 0) { fprintf(STDERR, "udpecho: cannot bind port %d\n", port); return 1; }
+  if (s < 0 || bind(s, port) < 0) { fprintf(stderr, "udpecho: cannot bind port %d\n", port); return 1; }
   char *buf = malloc(NET_MAX_UDP_PAYLOAD);
   printf("udpecho: serving port %d\n", port);
   for (unsigned long n = 0;; n++) {
     struct net_addr from;
     int len = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, -1);
-    if (len < 0) { fprintf(STDERR, "udpecho: receive failed\n"); return 1; }
-    if (sendto(s, buf, len, &from) < 0) fprintf(STDERR, "udpecho: send failed\n");
+    if (len < 0) { fprintf(stderr, "udpecho: receive failed\n"); return 1; }
+    if (sendto(s, buf, len, &from) < 0) fprintf(stderr, "udpecho: send failed\n");
   }
 }
 
 static int client(unsigned int ip, int port, int size, int count) {
   int s = socket(SOCK_UDP);
-  if (s < 0) { fprintf(STDERR, "udpecho: no socket\n"); return 1; }
+  if (s < 0) { fprintf(stderr, "udpecho: no socket\n"); return 1; }
   char *out = malloc(size + 1), *in = malloc(NET_MAX_UDP_PAYLOAD);
   struct net_addr to = { ip, (unsigned short)port, 0 }, from;
   int ok = 0;
@@ -32,7 +32,7 @@ static int client(unsigned int ip, int port, int size, int count) {
     for (int k = 0; k < size; k++) out[k] = (char)(i * 7 + k);
     for (int attempt = 0; attempt < 4; attempt++) {
       unsigned long t0 = clock_ns();
-      if (sendto(s, out, size, &to) < 0) { fprintf(STDERR, "udpecho: send failed\n"); return 1; }
+      if (sendto(s, out, size, &to) < 0) { fprintf(stderr, "udpecho: send failed\n"); return 1; }
       int n = recvfrom(s, in, NET_MAX_UDP_PAYLOAD, &from, 1000);
       if (n == -2) continue;
       if (n == size && !memcmp(in, out, size)) { ok++; rtt_sum += clock_ns() - t0; }
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   unsigned int ip = argc == 5 ? inet_parse(argv[1]) : 0;
   int size = argc == 5 ? atoi(argv[3]) : -1;
   if (!ip || size < 0 || size > NET_MAX_UDP_PAYLOAD) {
-    fprintf(STDERR, "usage: udpecho -s port | udpecho a.b.c.d port size count\n");
+    fprintf(stderr, "usage: udpecho -s port | udpecho a.b.c.d port size count\n");
     exit(2);
   }
   exit(client(ip, atoi(argv[2]), size, atoi(argv[4])));

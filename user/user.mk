@@ -13,20 +13,30 @@ U_TOOLPREFIX = $(if $(TOOLPREFIX),$(TOOLPREFIX),riscv64-unknown-elf-)
 U_CC      = $(U_TOOLPREFIX)gcc
 U_LD      = $(U_TOOLPREFIX)ld
 U_OBJDUMP = $(U_TOOLPREFIX)objdump
+U_AR      = $(U_TOOLPREFIX)ar
 U_OBJDIR  := $(BUILD)/user
 
 U_CFLAGS := -Wall -Werror -O2 -g -std=gnu11 \
   -march=rv64gc -mabi=lp64d -mcmodel=medany \
   -ffreestanding -fno-builtin -nostdlib -fno-common \
   -fno-stack-protector -fno-pie -fno-omit-frame-pointer \
-  -I. -Iuser -MMD -MP
+  -I. -Iuser -Iuser/include -MMD -MP
 U_LDFLAGS := -nostdlib -z max-page-size=4096 --no-relax -T user/user.ld
 
-# The C library every program links against. crt0 must come first.
-U_LIB_SRCS := user/crt0.c user/string.c user/printf.c user/malloc.c user/inet.c \
-  user/readline.c user/clock.c user/random.c
+# The C library every program links against: crt0 (first on every link
+# line) and the archive ulib.a, last, so a program takes only the members
+# whose symbols it uses.
+U_CRT0 := $(U_OBJDIR)/crt0.o
+U_LIB_A := $(U_OBJDIR)/ulib.a
+U_LIB_SRCS := user/string.c user/printf.c user/malloc.c user/inet.c \
+  user/readline.c user/clock.c user/random.c user/ctype.c user/strtol.c user/errno.c \
+  user/scanf.c user/getopt.c user/time.c user/unistd.c user/stdio.c
 U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
   $(U_OBJDIR)/usys.o
+U_LIB := $(U_CRT0) $(U_LIB_A)
+$(U_LIB_A): $(U_LIB_OBJS)
+	rm -f $@
+	$(U_AR) rcs $@ $^
 
 # Programs built from one source file each: user/<name>.c -> user/_<name>.
 U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free
@@ -58,8 +68,8 @@ $(U_OBJDIR)/rct_%.o: kernel/transport/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
-$(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
-	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $<
+$(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $(U_LIB_A)
 # The RDMA test programs link the shared test runner too.
 U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile
 $(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
@@ -69,8 +79,8 @@ $(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
 # The rdma_cm examples (user/examples, docs/rdma.md): one program a file.
 U_EXAMPLES := $(patsubst user/examples/%.c,%,$(wildcard user/examples/*.c))
 UPROGS += $(addprefix user/_,$(U_EXAMPLES))
-$(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LIB_OBJS) $(U_LIB_OBJS) user/user.ld
-	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_RDMA_LIB_OBJS) $<
+$(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)
 .SECONDARY: $(patsubst %,$(U_OBJDIR)/examples/%.o,$(U_EXAMPLES))
 
 user/usys.S: kernel/lib/uapi.h user/gen_usys.py
@@ -84,12 +94,12 @@ $(U_OBJDIR)/%.o: user/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 
-user/_%: $(U_OBJDIR)/%.o $(U_LIB_OBJS) user/user.ld
-	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $<
+user/_%: $(U_OBJDIR)/%.o $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_LIB_A)
 	$(U_OBJDUMP) -S $@ > $(U_OBJDIR)/$*.asm
 
-user/_usertests: $(U_USERTESTS_OBJS) $(U_LIB_OBJS) user/user.ld
-	$(U_LD) $(U_LDFLAGS) -o $@ $(U_LIB_OBJS) $(U_USERTESTS_OBJS)
+user/_usertests: $(U_USERTESTS_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $(U_USERTESTS_OBJS) $(U_LIB_A)
 
 # Keep objects: they are reused by the next build.
 .SECONDARY: $(U_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_SIMPLE_PROGS))

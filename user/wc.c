@@ -45,7 +45,7 @@ int main(int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     int fd = open(argv[i], O_RDONLY);
     if (fd < 0 || count_fd(fd, &c) < 0) {
-      fprintf(STDERR, "wc: cannot read %s\n", argv[i]);
+      fprintf(stderr, "wc: cannot read %s\n", argv[i]);
       status = 1;
     } else {
       printf("%ld %ld %ld %s\n", c.lines, c.words, c.bytes, argv[i]);

@@ -7,6 +7,7 @@
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/lock.h"
+#include "core/fpu.h"
 
 // Callee-saved registers kept across a context switch (swtch.S).
 struct context {
@@ -37,6 +38,7 @@ struct cpu {
   volatile int idle;          // in the scheduler with nothing to run
   pagetable_t vm_root;        // the table in satp, and the generation
   uint64 vm_gen;              // of its user part when loaded (vm.c)
+  struct proc *fp_owner;      // whose FP state the FP registers hold (fpu.c)
 };
 
 enum proc_state { P_FREE, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_SLEEPING, P_ZOMBIE };
@@ -63,6 +65,8 @@ struct proc {
   uint64 vm_gen;             // bumped on every change of the user mappings
   struct trapframe *tf;
   struct context ctx;
+  struct fpu_state fp;       // user FP registers while not on a hart (fpu.c)
+  int fp_hart;               // hart holding the latest fp, or -1
   struct file *ofile[NOFILE];
   struct inode *cwd;
   char name[16];

@@ -11,6 +11,7 @@
 #include "lib/param.h"
 #include "core/lock.h"
 #include "core/proc.h"
+#include "core/fpu.h"
 #include "core/printk.h"
 #include "lib/memlayout.h"
 #include "core/vm.h"
@@ -80,6 +81,7 @@ void sched_switch_out(void) {
   if (p->state == P_RUNNING) panic("sched_switch_out: process still running");
   if (intr_enabled()) panic("sched_switch_out: interrupts on");
   int was_on = c->intr_was_on;   // belongs to this thread, not the hart
+  fpu_switch_out(p);
   swtch(&p->ctx, &c->sched_ctx);
   this_cpu()->intr_was_on = was_on;
 }

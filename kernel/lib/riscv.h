@@ -22,6 +22,9 @@
 #define SSTATUS_SPIE     (1ULL << 5)
 #define SSTATUS_SIE      (1ULL << 1)
 #define SSTATUS_SUM      (1ULL << 18)
+#define SSTATUS_FS_MASK  (3ULL << 13)  // FP state: Off, Initial, Clean, Dirty
+#define SSTATUS_FS_CLEAN (2ULL << 13)
+#define SSTATUS_FS_DIRTY (3ULL << 13)
 
 // Interrupt bits in sie/sip/mideleg, and scause codes.
 #define IRQ_SSOFT  1

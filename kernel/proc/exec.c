@@ -10,6 +10,7 @@
 #include "lib/memlayout.h"
 #include "lib/param.h"
 #include "core/proc.h"
+#include "core/fpu.h"
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/vm.h"
@@ -100,6 +101,7 @@ static void commit_image(struct proc *p, pagetable_t pt, uint64 end, uint64 entr
   p->tf->user_pc = entry;
   p->tf->regs[REG_SP] = sp;
   p->tf->regs[REG_A1] = sp;                  // argv
+  fpu_exec_reset(p);
   const char *last = path;
   for (const char *s = path; *s; s++) if (*s == '/') last = s + 1;
   str_copy(p->name, last, sizeof p->name);

@@ -8,6 +8,7 @@
 #include "lib/param.h"
 #include "core/lock.h"
 #include "core/proc.h"
+#include "core/fpu.h"
 #include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "lib/klib.h"
@@ -147,6 +148,7 @@ int proc_fork(void) {
   }
   child->heap_end = parent->heap_end;
   *child->tf = *parent->tf;
+  fpu_fork(parent, child);
   child->tf->regs[REG_A0] = 0;
   for (int fd = 0; fd < NOFILE; fd++)
     child->ofile[fd] = parent->ofile[fd] ? file_dup(parent->ofile[fd]) : NULL;

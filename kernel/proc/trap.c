@@ -7,6 +7,7 @@
 #include "lib/riscv.h"
 #include "lib/memlayout.h"
 #include "core/proc.h"
+#include "core/fpu.h"
 #include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "dev/irq.h"
@@ -77,6 +78,7 @@ void user_trap_return(void) {
   p->tf->kernel_sp = p->kstack_top;
   p->tf->kernel_trap = (uint64)user_trap;
   p->tf->kernel_hartid = hart_id();
+  fpu_enter_user(p);
   uint64 st = csr_read(sstatus);
   csr_write(sstatus, (st & ~SSTATUS_SPP) | SSTATUS_SPIE);
   csr_write(sepc, p->tf->user_pc);
@@ -86,6 +88,10 @@ void user_trap_return(void) {
 }
 
 // sepc and sstatus are saved because a yield lets other traps overwrite them.
+// sstatus.FS is not restored: it describes this hart's FP registers, which
+// a yield may have saved and handed to another process (fpu.c); writing back
+// the Dirty seen before the yield would make the next switch save another
+// process's registers as this one's.
 void kernel_trap(void) {
   uint64 sepc = csr_read(sepc), sstatus = csr_read(sstatus), scause = csr_read(scause);
   if (!(sstatus & SSTATUS_SPP)) panic("kernel_trap: trap came from user mode");
@@ -97,5 +103,6 @@ void kernel_trap(void) {
   if (kind == IRQ_TICK && p && p->state == P_RUNNING)
     proc_yield();
   csr_write(sepc, sepc);
-  csr_write(sstatus, sstatus);
+  uint64 fs_now = csr_read(sstatus) & SSTATUS_FS_MASK;
+  csr_write(sstatus, (sstatus & ~SSTATUS_FS_MASK) | fs_now);
 }
