@@ -25,7 +25,8 @@ struct ev_priv {
 
 struct chan {
   struct rdma_event_channel pub;           // first: the application holds this pointer
-  uint16_t port;                           // the socket's bound port (0: ephemeral or none)
+  uint16_t port;                           // the port bound for a listener (0: none)
+  int used;                                // has sent: bound to an ephemeral port
   struct ev_priv *head, *tail;             // events not yet handed out
 };
 
@@ -66,21 +67,23 @@ static struct ibv_context *device(void) {
 
 // ---- channels ----
 
+// The channel's socket exists from the start, so channel->fd works with
+// poll() and fcntl(O_NONBLOCK) at once; it is bound later (chan_socket).
 struct rdma_event_channel *rdma_create_event_channel(void) {
   struct chan *c = calloc(1, sizeof *c);
   if (!c) { errno = ENOMEM; return NULL; }
-  c->pub.fd = -1;
+  c->pub.fd = socket(SOCK_UDP);
+  if (c->pub.fd < 0) { free(c); errno = EMFILE; return NULL; }
   return &c->pub;
 }
 
-// Opens the channel's socket at `port` (0: a random ephemeral one
-// [SEC-RAND-8]) unless it has one; a socket at another port is EADDRINUSE.
+// Binds the channel's socket at `port` for a listener; port 0 (a sender)
+// leaves it to the first datagram, which takes a random ephemeral port
+// [SEC-RAND-8]. A socket already at another port is EADDRINUSE.
 static int chan_socket(struct chan *c, uint16_t port) {
-  if (c->pub.fd >= 0) return port == 0 || port == c->port ? 0 : fail_errno(EADDRINUSE);
-  int s = socket(SOCK_UDP);
-  if (s < 0) return fail_errno(ENOMEM);
-  if (bind(s, port) < 0) { sockclose(s); return fail_errno(EADDRINUSE); }
-  c->pub.fd = s;
+  if (port == 0) { c->used = 1; return 0; }
+  if (port == c->port) return 0;
+  if (c->port || c->used || bind(c->pub.fd, port) < 0) return fail_errno(EADDRINUSE);
   c->port = port;
   return 0;
 }
@@ -93,7 +96,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel) {
     c->head = e->next;
     free(e);
   }
-  if (c->pub.fd >= 0) sockclose(c->pub.fd);
+  close(c->pub.fd);
   free(c);
 }
 
@@ -531,14 +534,10 @@ static void chan_step(struct chan *c, int wait_ms) {
     uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
     if (wait_ms < 0 || (uint64_t)wait_ms > ms) wait_ms = (int)ms;
   }
-  if (c->pub.fd >= 0) {
-    uint8_t buf[256];
-    struct net_addr na;
-    int n = recvfrom(c->pub.fd, buf, sizeof buf, &na, wait_ms);
-    if (n > 0) dispatch(c, clock_ns(), (struct rct_cm_addr){ na.ip, na.port }, buf, n);
-  } else if (wait_ms > 0) {
-    sleep(1);                                       // nothing can arrive: let time pass
-  }
+  uint8_t buf[256];
+  struct net_addr na;
+  int n = recvfrom(c->pub.fd, buf, sizeof buf, &na, wait_ms);
+  if (n > 0) dispatch(c, clock_ns(), (struct rct_cm_addr){ na.ip, na.port }, buf, n);
   now = clock_ns();
   for (struct id_priv *p = all_ids; p; p = p->next) {
     if (p->chan != c) continue;
@@ -567,8 +566,14 @@ int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_c
   return 0;
 }
 
+// Blocks unless channel->fd was made non-blocking (fcntl O_NONBLOCK): then
+// one look at the socket, and EAGAIN when no event is ready.
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event) {
-  return rdmax_get_cm_event_timeout(channel, event, -1);
+  if (!channel) return fail_errno(EINVAL);
+  int flags = fcntl(channel->fd, F_GETFL);
+  int nonblock = flags >= 0 && (flags & O_NONBLOCK);
+  if (rdmax_get_cm_event_timeout(channel, event, nonblock ? 0 : -1) == 0) return 0;
+  return fail_errno(nonblock && errno == ETIMEDOUT ? EAGAIN : errno);
 }
 
 int rdma_ack_cm_event(struct rdma_cm_event *event) {

@@ -3,11 +3,11 @@
 // (proto-spec/cm.md, UDP port 18515). Implementation: user/rdma_cm.c, a
 // driver of the transport core's CM endpoint (kernel/transport/cm_ep.c).
 //
-// Event channels: one UDP socket per channel (channel->fd), shared by every
-// id on it and demultiplexed by CM connection IDs. The socket is bound when
-// an id on the channel binds or listens (RDMA_CM_PORT unless the address
-// names a port), or to a random ephemeral port at the first connect or
-// accept. An id created with a NULL channel is synchronous, as in
+// Event channels: one UDP socket per channel (channel->fd, a file
+// descriptor for poll() and fcntl(O_NONBLOCK)), shared by every id on it
+// and demultiplexed by CM connection IDs. The socket is bound when an id
+// on the channel listens (RDMA_CM_PORT unless the address names a port),
+// or to a random ephemeral port by its first datagram. An id created with a NULL channel is synchronous, as in
 // librdmacm: it has a channel of its own, and rdma_resolve_addr,
 // rdma_resolve_route, rdma_connect, rdma_accept, rdma_disconnect and
 // rdma_get_request block until their event (then in id->event); an id

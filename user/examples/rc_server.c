@@ -130,9 +130,18 @@ int main(int argc, char **argv) {
   }
   rdma_freeaddrinfo(res);
   printf("rc_server: listening on port %d\n", ntohs(rdma_get_src_port(listen_id)));
+  // A non-blocking channel waited on with poll(), as a program that watches
+  // other descriptors too does. xv6: the library's timers (retransmissions)
+  // run only inside its calls, so poll() gets a timeout.
+  if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) < 0) failed = 1;
   while (!done && !failed) {
     struct rdma_cm_event *ev, copy;
-    if (rdma_get_cm_event(ch, &ev)) break;
+    struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+    if (poll(&pfd, 1, 250) < 0) break;
+    if (rdma_get_cm_event(ch, &ev)) {
+      if (errno == EAGAIN) continue;
+      break;
+    }
     copy = *ev;                 // the handlers may destroy the id: ack first
     uint8_t pdata[RDMA_CM_PRIVATE_MAX];
     if (ev->param.conn.private_data_len)
