@@ -1,0 +1,104 @@
+// libc_posix.c: the C library seen from a Linux program: this file
+// includes only standard headers (user/include/ and the compiler's), as
+// a program written for Linux does, and uses their names.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <time.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/param.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <endian.h>
+#include <byteswap.h>
+#include <libgen.h>
+#include <ctype.h>
+#include <assert.h>
+#include "user/testrun.h"
+
+// The headers' macros and types: PRI*, limits, MIN/MAX, bswap, bool.
+static void test_libc_posix_header_names(void)
+{
+  char buf[64];
+  uint64_t big = UINT64_MAX;
+  int32_t small = INT32_MIN;
+  bool yes = true;
+  snprintf(buf, sizeof buf, "%" PRIu64 " %" PRId32 " %" PRIx64 " %d", big, small,
+           (uint64_t)0xabc, yes);
+  TR_CHECK(strcmp(buf, "18446744073709551615 -2147483648 abc 1") == 0, "got \"%s\"", buf);
+  TR_CHECK(INT_MAX == 2147483647 && LONG_MAX == 0x7fffffffffffffffL && CHAR_BIT == 8,
+           "limits");
+  TR_CHECK(MIN(3, 4) == 3 && MAX(3, 4) == 4, "MIN/MAX");
+  TR_CHECK(bswap_32(0x11223344) == 0x44332211 && be32toh(htobe32(7)) == 7, "byte order");
+  ssize_t s = -1;
+  size_t z = sizeof(struct sockaddr_in);
+  TR_CHECK(s < 0 && z == 16 && sizeof(struct sockaddr_in6) == 28 &&
+           offsetof(struct sockaddr_in, sin_addr) == 4, "socket address layout");
+  assert(yes);
+}
+
+// A Linux-style server's start: options, the address to bind, stderr.
+static void test_libc_posix_server_setup(void)
+{
+  char *argv[] = { "server", "-p", "7471", "-a", "10.0.0.1", "--verbose", NULL };
+  static const struct option opts[] = {
+    { "port", required_argument, NULL, 'p' },
+    { "addr", required_argument, NULL, 'a' },
+    { "verbose", no_argument, NULL, 'v' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *port = NULL, *addr = NULL;
+  int verbose = 0, c;
+  optind = 1;
+  while ((c = getopt_long(6, argv, "p:a:v", opts, NULL)) != -1) {
+    if (c == 'p') port = optarg;
+    else if (c == 'a') addr = optarg;
+    else if (c == 'v') verbose = 1;
+  }
+  TR_CHECK(port && addr && verbose, "options lost");
+  struct addrinfo hints, *res;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_INET;
+  hints.ai_flags = AI_NUMERICHOST;
+  int err = getaddrinfo(addr, port, &hints, &res);
+  TR_CHECK(err == 0, "getaddrinfo: %s", gai_strerror(err));
+  struct sockaddr_in *sin = (struct sockaddr_in *)res->ai_addr;
+  char text[INET_ADDRSTRLEN];
+  TR_CHECK(strcmp(inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text), "10.0.0.1") == 0 &&
+           ntohs(sin->sin_port) == 7471, "address %s port %u", text, ntohs(sin->sin_port));
+  freeaddrinfo(res);
+  TR_CHECK(fprintf(stderr, "%s", "") == 0 && fflush(stdout) == 0, "stderr");
+}
+
+// <unistd.h>'s sleep counts seconds; usleep and clock_gettime agree.
+static void test_libc_posix_sleep_seconds(void)
+{
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  TR_CHECK(sleep(1) == 0, "sleep(1) was cut short");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  TR_CHECK(ms >= 1000, "sleep(1) took %ld ms", ms);
+  TR_CHECK(sysconf(_SC_PAGESIZE) == getpagesize(), "page size");
+}
+
+const struct tr_case ut_libc_posix_tests[] = {
+  { "libc_posix_header_names", test_libc_posix_header_names, TR_QUICK, 0 },
+  { "libc_posix_server_setup", test_libc_posix_server_setup, TR_QUICK, 0 },
+  { "libc_posix_sleep_seconds", test_libc_posix_sleep_seconds, TR_QUICK, 0 },
+  { NULL },
+};
