@@ -173,6 +173,13 @@ int atoi(const char *s);
 long atol(const char *s);
 long long atoll(const char *s);
 double atof(const char *s);
+#define EXIT_SUCCESS 0
+#define EXIT_FAILURE 1
+// Sorting and searching (sort.c): qsort is a heap sort,
+// in place, not stable.
+void qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void *bsearch(const void *key, const void *base, size_t n, size_t size,
+              int (*cmp)(const void *, const void *));
 int abs(int v);
 long labs(long v);
 long long llabs(long long v);
@@ -190,6 +197,9 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 int sprintf(char *buf, const char *fmt, ...);
 int vsprintf(char *buf, const char *fmt, va_list ap);
+// Into a new malloc'd string (*out); -1 (and *out untouched) without memory.
+int asprintf(char **out, const char *fmt, ...);
+int vasprintf(char **out, const char *fmt, va_list ap);
 
 // Streams (stdio.c): every call writes before it returns (no buffering
 // across calls), reads are buffered per stream.

@@ -28,6 +28,7 @@
 #include <libgen.h>
 #include <ctype.h>
 #include <assert.h>
+#include <malloc.h>
 #include "user/testrun.h"
 
 // The headers' macros and types: PRI*, limits, MIN/MAX, bswap, bool.
@@ -96,9 +97,43 @@ static void test_libc_posix_sleep_seconds(void)
   TR_CHECK(sysconf(_SC_PAGESIZE) == getpagesize(), "page size");
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+// qsort sorts (duplicates, reversed runs), bsearch finds; asprintf sizes.
+static void test_libc_posix_qsort_bsearch_asprintf(void)
+{
+  int v[200];
+  unsigned int x = 12345;
+  for (int i = 0; i < 200; i++) {
+    x = x * 1103515245 + 12345;
+    v[i] = i < 100 ? (int)(x >> 16) % 50 : 300 - i;
+  }
+  qsort(v, 200, sizeof v[0], cmp_int);
+  for (int i = 1; i < 200; i++)
+    TR_CHECK(v[i - 1] <= v[i], "out of order at %d: %d > %d", i, v[i - 1], v[i]);
+  int key = 150;
+  int *hit = bsearch(&key, v, 200, sizeof v[0], cmp_int);
+  TR_CHECK(hit && *hit == 150, "bsearch missed 150");
+  key = 1000;
+  TR_CHECK(bsearch(&key, v, 200, sizeof v[0], cmp_int) == NULL, "bsearch found 1000");
+  char *s = NULL;
+  TR_CHECK(asprintf(&s, "%s-%d-%.1f", "port", 7471, 0.5) == 13 && s &&
+           strcmp(s, "port-7471-0.5") == 0, "asprintf gave \"%s\"", s ? s : "(null)");
+  free(s);
+  void *m = memalign(256, 1000);
+  TR_CHECK(m && (unsigned long)m % 256 == 0 && EXIT_FAILURE == 1 && EXIT_SUCCESS == 0,
+           "memalign %p", m);
+  free(m);
+}
+
 const struct tr_case ut_libc_posix_tests[] = {
   { "libc_posix_header_names", test_libc_posix_header_names, TR_QUICK, 0 },
   { "libc_posix_server_setup", test_libc_posix_server_setup, TR_QUICK, 0 },
   { "libc_posix_sleep_seconds", test_libc_posix_sleep_seconds, TR_QUICK, 0 },
+  { "libc_posix_qsort_bsearch_asprintf", test_libc_posix_qsort_bsearch_asprintf, TR_QUICK, 0 },
   { NULL },
 };
