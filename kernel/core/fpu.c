@@ -11,8 +11,8 @@
 // latest state, so a process that ran elsewhere since, a new image (exec)
 // or a new child (fork, fp_hart -1) is reloaded. A process that traps and
 // returns without a switch costs nothing; a switch costs a save only if
-// the process used FP. FS is never Off once a hart has run a user process;
-// kernel threads run with whatever the hart holds and never touch it.
+// the process used FP. Kernel threads run with whatever the hart holds and
+// never touch it.
 #include "lib/types.h"
 #include "lib/riscv.h"
 #include "lib/klib.h"
@@ -78,10 +78,13 @@ void fpu_switch_out(struct proc *p)
 }
 
 // Precondition: interrupts off, p about to return to user mode here.
+// FS is checked too: kernel_trap restores the sstatus it saw at entry,
+// which on a hart that had not yet run user code may say Off.
 void fpu_enter_user(struct proc *p)
 {
   struct cpu *c = this_cpu();
-  if (c->fp_owner == p && p->fp_hart == c->hartid)
+  if (c->fp_owner == p && p->fp_hart == c->hartid &&
+      (csr_read(sstatus) & SSTATUS_FS_MASK) != 0)
     return;
   fs_set(SSTATUS_FS_CLEAN);   // FP instructions legal; the loads leave it Clean
   fregs_load(&p->fp);
