@@ -2,12 +2,14 @@
 //
 // Owns the prototypes of the system calls (stubs generated into user/usys.S
 // from kernel/lib/uapi.h) and of the C library in user/, one declaration of
-// each function: strings (string.c, ctype.c, strtol.c), formatted output
-// and streams (printf.c, stdio.c), input parsing (scanf.c), the heap
-// (malloc.c), options (getopt.c), time (time.c), addresses (inet.c), errors
-// (errno.c) and line input (readline.c). xv6 programs include only this
-// file; the standard headers in user/include/ include it too, so Linux
-// sources build with their own #include lines (docs/libc.md).
+// each function: strings (string.c, ctype.c), numbers (strtol.c, sort.c,
+// random.c), formatted output and streams (printf.c, stdio.c), input
+// parsing (scanf.c), the heap (malloc.c), options (getopt.c), time (time.c,
+// clock.c), the system (unistd.c), addresses (inet.c), errors (errno.c) and
+// line input (readline.c), linked as build/user/ulib.a. xv6 programs
+// include only this file; the standard headers in user/include/ include it
+// too, so Linux sources build with their own #include lines (docs/libc.md
+// says what differs from POSIX).
 #ifndef USER_H
 #define USER_H
 
