@@ -63,9 +63,13 @@ void fpu_exec_reset(struct proc *p)
 }
 
 // Precondition: parent is the process running on this hart (in fork).
+// Interrupts go off for the save: a switch in the middle would leave
+// another process's registers in the second half.
 void fpu_fork(struct proc *parent, struct proc *child)
 {
+  intr_push();
   save_if_dirty(parent);
+  intr_pop();
   child->fp = parent->fp;
   child->fp_hart = FPU_NO_HART;
 }
@@ -83,12 +87,13 @@ void fpu_switch_out(struct proc *p)
 void fpu_enter_user(struct proc *p)
 {
   struct cpu *c = this_cpu();
-  if (c->fp_owner == p && p->fp_hart == c->hartid &&
+  int hart = hart_id();
+  if (c->fp_owner == p && p->fp_hart == hart &&
       (csr_read(sstatus) & SSTATUS_FS_MASK) != 0)
     return;
   fs_set(SSTATUS_FS_CLEAN);   // FP instructions legal; the loads leave it Clean
   fregs_load(&p->fp);
   fs_set(SSTATUS_FS_CLEAN);
   c->fp_owner = p;
-  p->fp_hart = c->hartid;
+  p->fp_hart = hart;
 }
