@@ -106,10 +106,16 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
   return 0;
 }
 
+// The port's GID table: index 0 is the IPv4-mapped GID, the other entries
+// below gid_tbl_len are empty (all zero); an index past it is EINVAL.
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid) {
   struct rdma_port_info p;
-  if (!context || !gid || index != 0 || rdma_query_port(port_num, &p) < 0) return -1;
-  memcpy(gid->raw, p.gid, 16);
+  if (!context || !gid || rdma_query_port(port_num, &p) < 0 || index < 0 || index >= p.gid_tbl_len) {
+    errno = EINVAL;
+    return -1;
+  }
+  memset(gid->raw, 0, 16);
+  if (index == 0) memcpy(gid->raw, p.gid, 16);
   return 0;
 }
 
@@ -246,7 +252,11 @@ int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only) {
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
   unsigned long long cookie;
   if (!channel || !cq || !cq_context) return -1;
-  if (rdma_get_cq_event(channel->fd, &cookie) < 0) return -1;
+  if (rdma_get_cq_event(channel->fd, &cookie) < 0) {
+    int fl = fcntl(channel->fd, F_GETFL);      // -1 from an O_NONBLOCK channel: no event yet
+    errno = fl >= 0 && (fl & O_NONBLOCK) ? EAGAIN : EINVAL;
+    return -1;
+  }
   *cq = (struct ibv_cq *)(uint64_t)cookie;
   *cq_context = (*cq)->cq_context;
   return 0;
@@ -385,6 +395,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
   attr->cap.max_recv_wr = k.max_recv_wr;
   attr->cap.max_send_sge = k.max_send_sge;
   attr->cap.max_recv_sge = k.max_recv_sge;
+  attr->cap.max_inline_data = ((struct qp_priv *)qp)->inl ? MAX_INLINE : 0;   // as create granted
   attr->ah_attr.is_global = 1;
   attr->ah_attr.port_num = 1;
   attr->ah_attr.grh.hop_limit = k.hop_limit;
@@ -522,6 +533,10 @@ int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]) {
   return rdma_set_neigh(ipv4, mac) < 0 ? EINVAL : 0;
 }
 
+// libibverbs' strings for the enum values (ibv_wc_status_str(3),
+// ibv_event_type_str(3)); "unknown" for a value outside the table.
+#define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof((table)[0]) ? (table)[v] : "unknown")
+
 static const char *const wc_status_names[] = {
   [IBV_WC_SUCCESS] = "success",
   [IBV_WC_LOC_LEN_ERR] = "local length error",
@@ -548,16 +563,43 @@ static const char *const wc_status_names[] = {
 };
 
 const char *ibv_wc_status_str(enum ibv_wc_status status) {
-  if ((unsigned)status >= sizeof wc_status_names / sizeof wc_status_names[0]) return "unknown";
-  return wc_status_names[status];
+  return NAME_OF(wc_status_names, status);
 }
 
 const char *ibv_node_type_str(enum ibv_node_type t) { return t == IBV_NODE_CA ? "InfiniBand channel adapter" : "unknown"; }
 
 const char *ibv_port_state_str(enum ibv_port_state s) {
-  static const char *const names[] = { "PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
-                                       "PORT_ACTIVE", "PORT_ACTIVE_DEFER" };
-  return (unsigned)s < 6 ? names[s] : "unknown";
+  static const char *const names[] = {
+    [IBV_PORT_NOP] = "no state change (NOP)", [IBV_PORT_DOWN] = "down", [IBV_PORT_INIT] = "init",
+    [IBV_PORT_ARMED] = "armed", [IBV_PORT_ACTIVE] = "active", [IBV_PORT_ACTIVE_DEFER] = "active deferred",
+  };
+  return NAME_OF(names, s);
+}
+
+const char *ibv_event_type_str(enum ibv_event_type e) {
+  static const char *const names[] = {
+    [IBV_EVENT_CQ_ERR] = "CQ error",
+    [IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+    [IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+    [IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+    [IBV_EVENT_COMM_EST] = "communication established",
+    [IBV_EVENT_SQ_DRAINED] = "send queue drained",
+    [IBV_EVENT_PATH_MIG] = "path migrated",
+    [IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+    [IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
+    [IBV_EVENT_PORT_ACTIVE] = "port active",
+    [IBV_EVENT_PORT_ERR] = "port error",
+    [IBV_EVENT_LID_CHANGE] = "LID change",
+    [IBV_EVENT_PKEY_CHANGE] = "P_Key change",
+    [IBV_EVENT_SM_CHANGE] = "SM change",
+    [IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+    [IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+    [IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+    [IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+    [IBV_EVENT_GID_CHANGE] = "GID table change",
+    [IBV_EVENT_WQ_FATAL] = "WQ fatal",
+  };
+  return NAME_OF(names, e);
 }
 
 const char *ibvx_qp_state_str(enum ibv_qp_state s) {

@@ -122,7 +122,7 @@ struct ibv_mr {
 
 struct ibv_comp_channel {
   struct ibv_context *context;
-  int fd;               // the kernel's channel handle
+  int fd;               // a file descriptor: poll() (POLLIN: an event waits), fcntl(O_NONBLOCK)
   int refcnt;
 };
 
@@ -309,6 +309,7 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 // Names.
 const char *ibv_node_type_str(enum ibv_node_type node_type);
 const char *ibv_port_state_str(enum ibv_port_state port_state);
+const char *ibv_event_type_str(enum ibv_event_type event_type);
 const char *ibvx_qp_state_str(enum ibv_qp_state state);
 const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
 int ibv_mtu_to_num(enum ibv_mtu mtu);

@@ -22,6 +22,9 @@
 //   nettest kburst IP PORT SIZE COUNT     exactly COUNT datagrams in one netblast call
 //   nettest kcount IDLE_MS [FIRST_MS]     count a kernel burst sent to a port nobody holds
 //                                        from the driver/stack counters (no recvfrom)
+//   nettest pollecho PORT                 one poll() loop over a UDP socket and stdin: echo
+//                                        each datagram to its sender, answer each typed line
+//                                        ("pollecho: line TEXT"); "quit" or ^D ends it
 #include "user.h"
 
 #define NS 1000000000ul
@@ -201,6 +204,44 @@ static int cmd_sweep(unsigned int ip, int port, int min, int max, int step) {
   return 0;
 }
 
+// Echoes every datagram queued on the O_NONBLOCK socket s back to its
+// sender, until recvfrom says none is left (-1); returns how many.
+static unsigned long echo_queued(int s, char *buf) {
+  struct net_addr from;
+  unsigned long n = 0;
+  int len;
+  while ((len = recvfrom(s, buf, NET_MAX_UDP_PAYLOAD, &from, -1)) >= 0) {
+    if (sendto(s, buf, len, &from) != len) die("echo failed");
+    n++;
+  }
+  return n;
+}
+
+// The event loop of a Linux program: poll() with no timeout over a
+// non-blocking socket and the console, each served when it is ready.
+static int cmd_pollecho(int port) {
+  int s = udp_socket(port);
+  char *buf = malloc(NET_MAX_UDP_PAYLOAD), line[128];
+  unsigned long echoed = 0, lines = 0;
+  if (fcntl(s, F_SETFL, O_NONBLOCK) < 0) die("fcntl failed");
+  printf("pollecho: ready on port %d\n", port);
+  for (;;) {
+    struct pollfd pf[2] = { { s, POLLIN, 0 }, { 0, POLLIN, 0 } };
+    if (poll(pf, 2, -1) < 1) die("poll failed");
+    if (pf[0].revents & POLLIN) echoed += echo_queued(s, buf);
+    if (!(pf[1].revents & (POLLIN | POLLHUP))) continue;
+    int n = read(0, line, sizeof line - 1);
+    if (n <= 0) break;
+    line[n] = 0;
+    if (line[n - 1] == '\n') line[n - 1] = 0;
+    if (!strcmp(line, "quit")) break;
+    printf("pollecho: line %s\n", line);
+    lines++;
+  }
+  printf("pollecho: echoed %lu datagrams, %lu lines\n", echoed, lines);
+  return close(s) == 0 ? 0 : 1;
+}
+
 static void print_rate(const char *what, unsigned long frames, unsigned long bytes, unsigned long ns) {
   unsigned long us = ns / 1000 ? ns / 1000 : 1;
   unsigned long fps = frames * 1000000ul / us, mbps_milli = bytes * 1000ul / us;
@@ -346,7 +387,7 @@ __attribute__((noreturn)) static void usage(void) {
                   "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT |\n"
                   "  kblast IP PORT SIZE SECONDS | kburst IP PORT SIZE COUNT |\n"
-                  "  kcount IDLE_MS [FIRST_MS]\n");
+                  "  kcount IDLE_MS [FIRST_MS] | pollecho PORT\n");
   exit(2);
 }
 
@@ -372,6 +413,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));
   if (!strcmp(m, "kblast") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], a[2], 0));
   if (!strcmp(m, "kburst") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], 0, a[2]));
+  if (!strcmp(m, "pollecho") && argc == 3) exit(cmd_pollecho(atoi(argv[2])));
   if (!strcmp(m, "kcount") && argc >= 3)
     exit(cmd_kcount(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 60000));
   usage();

@@ -9,6 +9,11 @@
 //       host_a's buffer and waits for the answer; at the end READs the
 //       buffer back and compares.
 // --sr offers selective repeat; --v1 sends RoCE v1 frames (EtherType 0x8915).
+//   rdmanet_test host_a --last-send  /  host_b <ip> --last-send
+//       host_b posts one SEND of LAST_SEND_LEN bytes; host_a busy-polls for
+//       its receive and disconnects (QP to ERR) the moment it completes,
+//       while it may still hold the ACK ([RESP-ACK-5]); host_b's SEND must
+//       complete with success all the same [RESP-ACK-6].
 //   rdmanet_test host_a --matrix [--big]  /  host_b <ip> --matrix [--big]
 //       every opcode (WRITE, READ, SEND, WRITE_WITH_IMM, SEND_WITH_IMM) at
 //       every size class (0, 1, MTU-1, MTU, MTU+1, 64 KiB, 1 MiB; --big adds
@@ -49,7 +54,9 @@
 #define IDS_CM 16                // connection IDs and PSNs "ids" prints
 #define DREQ_WAIT_MS 30000       // "dreq": the longest wait for forged DREQs
 
-static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1, matrix, big;
+static int size = 65536, iters = 20, port = RDMA_CM_PORT, use_sr, use_v1, matrix, big, last_send;
+#define LAST_SEND_LEN 64
+#define LAST_SEND_WAIT_NS 30000000000ULL   // host_a's deadline for the SEND
 
 
 static void pattern(uint8_t *b, int n, int round) {
@@ -114,16 +121,43 @@ static void print_cm(struct rdma_cm_id *id) {
   printf("rdmanet_test: cm_dropped %d\n", (int)id->cm_dropped);
 }
 
-static int host_a(struct ibv_context *ctx) {
-  struct res r;
-  struct ibv_wc wc;
-  setup(ctx, &r);
-  memset(r.buf, 0, size);
+// Sets up r (its buffer zeroed), listens on the CM port and takes one
+// connection request for r's QP.
+static struct rdma_cm_id *listen_one(struct ibv_context *ctx, struct res *r) {
+  setup(ctx, r);
+  memset(r->buf, 0, size);
   struct rdma_cm_id *lid = rdma_create_id(ctx), *id;
   if (rdma_listen(lid, port)) fail("listen");
   printf("rdmanet_test: listening on port %d\n", port);
   if (rdma_get_request(lid, &id, 120000)) fail("no connect request");
-  id->qp = r.qp;
+  id->qp = r->qp;
+  return id;
+}
+
+// Sets up r and connects its QP to host_a at ip (a rejection says why).
+static struct rdma_cm_id *connect_one(struct ibv_context *ctx, struct res *r, uint32_t ip,
+                                      struct rdma_conn_param *p) {
+  setup(ctx, r);
+  struct rdma_cm_id *id = rdma_create_id(ctx);
+  id->qp = r->qp;
+  int rc = rdma_connect(id, ip, port, p);
+  if (rc == RDMA_CM_EREJECTED) { printf("rejected: %s\n", rdma_cm_reject_str(id->reject_reason)); fail("rejected"); }
+  if (rc) fail("connect");
+  return id;
+}
+
+// The end of a run that passed: counters, rate, CM drops, the verdict.
+static int finish_ok(struct res *r, struct rdma_cm_id *id, uint64 ns, uint64 bytes) {
+  print_stats(r, ns, bytes);
+  print_cm(id);
+  printf("rdmanet_test: OK\n");
+  return 0;
+}
+
+static int host_a(struct ibv_context *ctx) {
+  struct res r;
+  struct ibv_wc wc;
+  struct rdma_cm_id *id = listen_one(ctx, &r);
   uint8_t pd[16];
   rdma_cm_pack_mr(pd, (uint64_t)r.buf, r.mr->rkey, (uint32_t)size);
   struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16, .sr = (uint8_t)use_sr,
@@ -177,22 +211,14 @@ static int host_a(struct ibv_context *ctx) {
                              .send_flags = IBV_SEND_SIGNALED }, *bbad;
   if (ibv_post_send(r.qp, &bye, &bbad)) fail("post bye");
   if (rdma_wait_disconnect(id, 60000)) fail("no DREQ");
-  print_stats(&r, ns, (uint64)size * iters);
-  print_cm(id);
-  printf("rdmanet_test: OK\n");
-  return 0;
+  return finish_ok(&r, id, ns, (uint64)size * iters);
 }
 
 static int host_b(struct ibv_context *ctx, uint32_t ip) {
   struct res r;
   struct ibv_wc wc;
-  setup(ctx, &r);
-  struct rdma_cm_id *id = rdma_create_id(ctx);
-  id->qp = r.qp;
   struct rdma_conn_param p = { .sr = (uint8_t)use_sr, .roce_v1 = (uint8_t)use_v1 };
-  int rc = rdma_connect(id, ip, port, &p);
-  if (rc == RDMA_CM_EREJECTED) { printf("rejected: %s\n", rdma_cm_reject_str(id->reject_reason)); fail("rejected"); }
-  if (rc) fail("connect");
+  struct rdma_cm_id *id = connect_one(ctx, &r, ip, &p);
   uint64_t raddr;
   uint32_t rkey, rlen;
   rdma_cm_unpack_mr(id->private_data, &raddr, &rkey, &rlen);
@@ -242,10 +268,48 @@ static int host_b(struct ibv_context *ctx, uint32_t ip) {
   pattern(want, size, iters);
   if (memcmp(want, r.buf, size) != 0) fail("read-back mismatch");
   rdma_disconnect(id);
-  print_stats(&r, ns, (uint64)size * iters);
-  print_cm(id);
-  printf("rdmanet_test: OK\n");
-  return 0;
+  return finish_ok(&r, id, ns, (uint64)size * iters);
+}
+
+// ---- the last SEND before a disconnect [RESP-ACK-6] ----
+
+// host_a: accept, wait for one SEND without sleeping (so the QP leaves
+// RTS within the ACK hold), check it, disconnect at once.
+static int last_send_a(struct ibv_context *ctx) {
+  struct res r;
+  struct ibv_wc wc;
+  struct rdma_cm_id *id = listen_one(ctx, &r);
+  struct rdma_conn_param p = { .sr = (uint8_t)use_sr };
+  if (rdma_accept(id, &p)) fail("accept");
+  post_recv(&r, r.mr, r.buf, LAST_SEND_LEN, 11);
+  uint64 end = clock_ns() + LAST_SEND_WAIT_NS;
+  int n;
+  while ((n = ibv_poll_cq(r.cq, 1, &wc)) == 0 && clock_ns() < end)
+    ;
+  if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) fail("last send: no receive");
+  rdma_disconnect(id);                               // the ACK may still be held here
+  uint8_t want[LAST_SEND_LEN];
+  pattern(want, LAST_SEND_LEN, 99);
+  if (wc.byte_len != LAST_SEND_LEN || memcmp(want, r.buf, LAST_SEND_LEN) != 0) fail("last send: data");
+  return finish_ok(&r, id, 0, 0);
+}
+
+// host_b: connect, SEND once; the SEND must succeed although host_a
+// disconnects as soon as it has it. Then answer host_a's DREQ.
+static int last_send_b(struct ibv_context *ctx, uint32_t ip) {
+  struct res r;
+  struct ibv_wc wc;
+  struct rdma_conn_param p = { .sr = (uint8_t)use_sr };
+  struct rdma_cm_id *id = connect_one(ctx, &r, ip, &p);
+  pattern(r.buf, LAST_SEND_LEN, 99);
+  struct ibv_sge sge = { (uint64_t)r.buf, LAST_SEND_LEN, r.mr->lkey };
+  struct ibv_send_wr w = { .wr_id = 12, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                           .send_flags = IBV_SEND_SIGNALED }, *bad;
+  if (ibv_post_send(r.qp, &w, &bad)) fail("post last send");
+  wait_wc(&r, &wc, "last send");                     // fails unless IBV_WC_SUCCESS
+  if (wc.wr_id != 12 || wc.opcode != IBV_WC_SEND) fail("last send: completion");
+  rdma_wait_disconnect(id, 10000);                   // host_a's DREQ (it gives up on its own)
+  return finish_ok(&r, id, 0, 0);
 }
 
 // ---- identifiers, for the randomness checks ----
@@ -541,7 +605,7 @@ static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1]\n");
+    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1] [--matrix] [--last-send]\n");
     exit(2);
   }
   if (strcmp(argv[1], "ids") == 0) {
@@ -574,10 +638,12 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
     else if (strcmp(argv[i], "--matrix") == 0) matrix = 1;
     else if (strcmp(argv[i], "--big") == 0) big = 1;
+    else if (strcmp(argv[i], "--last-send") == 0) last_send = 1;
   }
   if (matrix) size = (big ? 8 << 20 : 1 << 20) + GUARD;
   if (size < 1 || iters < 1) fail("bad size/iters");
   struct ibv_context *ctx = rdmau_open();
   if (!ctx) fail("no device");
+  if (last_send) return is_b ? last_send_b(ctx, ip) : last_send_a(ctx);
   return is_b ? host_b(ctx, ip) : host_a(ctx);
 }

@@ -624,26 +624,48 @@ static void t_cq_overrun(void) {
   pair_close(&p);
 }
 
-static void t_channel(void) {
-  struct pair p;
-  struct ibv_wc wc;
-  TR_ASSERT(pair_open(&p, 4096) == 0);
-  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-  TR_ASSERT(ch);
+// A CQ on channel ch (context 0x1234) and a QP whose receive CQ it is,
+// connected to p->a, with one receive (wr_id 55) posted and the CQ armed.
+static struct ibv_cq *channel_cq_open(struct pair *p, struct ibv_comp_channel *ch,
+                                      struct ibv_qp **qp) {
+  TR_ASSERT(pair_open(p, 4096) == 0);
   struct ibv_cq *cq = ibv_create_cq(ctx, 16, (void *)0x1234, ch, 0);
   TR_ASSERT(cq);
-  // A third QP whose receive CQ is the channel's CQ, connected to a.
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
-  ia.send_cq = p.b.cq; ia.recv_cq = cq; ia.qp_type = IBV_QPT_RC;
+  ia.send_cq = p->b.cq; ia.recv_cq = cq; ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 8; ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
-  TR_ASSERT(qp);
-  TR_ASSERT(rewire(p.a.qp, qp, IBV_ACCESS_REMOTE_WRITE) == 0);
-  struct ibv_sge sge = { (uint64_t)p.b.buf, 64, p.b.mr->lkey };
+  TR_ASSERT((*qp = ibv_create_qp(p->pd, &ia)) != NULL);
+  TR_ASSERT(rewire(p->a.qp, *qp, IBV_ACCESS_REMOTE_WRITE) == 0);
+  struct ibv_sge sge = { (uint64_t)p->b.buf, 64, p->b.mr->lkey };
   struct ibv_recv_wr rw = { .wr_id = 55, .sg_list = &sge, .num_sge = 1 }, *rbad;
-  TR_ASSERT(ibv_post_recv(qp, &rw, &rbad) == 0);
+  TR_ASSERT(ibv_post_recv(*qp, &rw, &rbad) == 0);
   TR_ASSERT(ibv_req_notify_cq(cq, 0) == 0);
+  return cq;
+}
+
+// Takes channel ch's event, which must be cq's; polls cq's receive (55);
+// the channel is busy until the QP and CQ go, then it goes too.
+static void channel_event_close(struct pair *p, struct ibv_comp_channel *ch, struct ibv_cq *cq,
+                                struct ibv_qp *qp) {
+  struct ibv_wc wc;
+  struct ibv_cq *ev_cq;
+  void *ev_ctx;
+  TR_ASSERT(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);
+  TR_ASSERT(ev_cq == cq && ev_ctx == (void *)0x1234);
+  ibv_ack_cq_events(ev_cq, 1);
+  TR_ASSERT(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 55 && wc.status == IBV_WC_SUCCESS);
+  TR_ASSERT(ibv_destroy_comp_channel(ch) == EBUSY);
+  TR_ASSERT(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0);
+  pair_close(p);
+}
+
+static void t_channel(void) {
+  struct pair p;
+  struct ibv_qp *qp;
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+  TR_ASSERT(ch);
+  struct ibv_cq *cq = channel_cq_open(&p, ch, &qp);
   int pid = fork();
   if (pid == 0) {        // the child cannot use our objects, and posts nothing
     struct rdma_wc w;
@@ -653,15 +675,32 @@ static void t_channel(void) {
   wait(&st);
   TR_ASSERT(st == 0);
   TR_ASSERT(post_send1(&p.a, IBV_WR_SEND, 16, 0, 0, 0, 56) == 0);
+  channel_event_close(&p, ch, cq, qp);    // get_cq_event sleeps in the kernel
+}
+
+// The channel's fd polls: not ready while the armed CQ has no completion
+// (a non-blocking get_cq_event says EAGAIN at once), POLLIN once a
+// loopback SEND completed the receive, not ready again once it is taken.
+static void t_channel_poll(void) {
+  struct pair p;
+  struct ibv_qp *qp;
   struct ibv_cq *ev_cq;
   void *ev_ctx;
-  TR_ASSERT(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0);   // sleeps in the kernel
-  TR_ASSERT(ev_cq == cq && ev_ctx == (void *)0x1234);
-  ibv_ack_cq_events(ev_cq, 1);
-  TR_ASSERT(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 55 && wc.status == IBV_WC_SUCCESS);
-  TR_ASSERT(ibv_destroy_comp_channel(ch) == EBUSY);
-  TR_ASSERT(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0);
-  pair_close(&p);
+  struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+  TR_ASSERT(ch && ch->fd > 2);
+  struct ibv_cq *cq = channel_cq_open(&p, ch, &qp);
+  struct pollfd pf = { ch->fd, POLLIN, 0 };
+  TR_CHECK(poll(&pf, 1, 0) == 0 && pf.revents == 0, "armed, no completion: revents 0x%x", pf.revents);
+  TR_ASSERT(fcntl(ch->fd, F_SETFL, O_NONBLOCK) == 0);
+  errno = 0;
+  TR_CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+           "non-blocking get_cq_event with no event: errno %d", errno);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_SEND, 16, 0, 0, 0, 56) == 0);
+  int r = poll(&pf, 1, 10000);
+  TR_CHECK(r == 1 && pf.revents == POLLIN, "after the completion: poll %d, revents 0x%x", r, pf.revents);
+  struct pollfd again = { ch->fd, POLLIN, 0 };
+  TR_ASSERT(poll(&again, 1, 0) == 1);              // still there until taken
+  channel_event_close(&p, ch, cq, qp);
 }
 
 // A process asleep in ibv_get_cq_event can be killed; its objects go.
@@ -1036,6 +1075,167 @@ static void t_statuses(void) {
   pair_close(&p);
 }
 
+// ---- libibverbs' exact semantics ----
+
+// Every IBV_* value the ABI carries is rdma-core's: a program built against
+// <infiniband/verbs.h> and this library agree bit for bit.
+static void t_verbs_abi_values(void) {
+  static const struct { const char *name; long got, want; } v[] = {
+#define V(x, w) { #x, (long)(x), (long)(w) }
+    V(IBV_QP_STATE, 1 << 0), V(IBV_QP_CUR_STATE, 1 << 1), V(IBV_QP_EN_SQD_ASYNC_NOTIFY, 1 << 2),
+    V(IBV_QP_ACCESS_FLAGS, 1 << 3), V(IBV_QP_PKEY_INDEX, 1 << 4), V(IBV_QP_PORT, 1 << 5),
+    V(IBV_QP_QKEY, 1 << 6), V(IBV_QP_AV, 1 << 7), V(IBV_QP_PATH_MTU, 1 << 8),
+    V(IBV_QP_TIMEOUT, 1 << 9), V(IBV_QP_RETRY_CNT, 1 << 10), V(IBV_QP_RNR_RETRY, 1 << 11),
+    V(IBV_QP_RQ_PSN, 1 << 12), V(IBV_QP_MAX_QP_RD_ATOMIC, 1 << 13), V(IBV_QP_ALT_PATH, 1 << 14),
+    V(IBV_QP_MIN_RNR_TIMER, 1 << 15), V(IBV_QP_SQ_PSN, 1 << 16), V(IBV_QP_MAX_DEST_RD_ATOMIC, 1 << 17),
+    V(IBV_QP_PATH_MIG_STATE, 1 << 18), V(IBV_QP_CAP, 1 << 19), V(IBV_QP_DEST_QPN, 1 << 20),
+    V(IBV_SEND_FENCE, 1), V(IBV_SEND_SIGNALED, 2), V(IBV_SEND_SOLICITED, 4), V(IBV_SEND_INLINE, 8),
+    V(IBV_SEND_IP_CSUM, 16),
+    V(IBV_WC_GRH, 1), V(IBV_WC_WITH_IMM, 2), V(IBV_WC_IP_CSUM_OK, 4), V(IBV_WC_WITH_INV, 8),
+    V(IBV_ACCESS_LOCAL_WRITE, 1), V(IBV_ACCESS_REMOTE_WRITE, 2), V(IBV_ACCESS_REMOTE_READ, 4),
+    V(IBV_ACCESS_REMOTE_ATOMIC, 8), V(IBV_ACCESS_MW_BIND, 16),
+    V(IBV_WR_RDMA_WRITE, 0), V(IBV_WR_RDMA_WRITE_WITH_IMM, 1), V(IBV_WR_SEND, 2),
+    V(IBV_WR_SEND_WITH_IMM, 3), V(IBV_WR_RDMA_READ, 4), V(IBV_WR_ATOMIC_CMP_AND_SWP, 5),
+    V(IBV_WR_ATOMIC_FETCH_AND_ADD, 6), V(IBV_WR_LOCAL_INV, 7), V(IBV_WR_BIND_MW, 8),
+    V(IBV_WR_SEND_WITH_INV, 9), V(IBV_WR_TSO, 10),
+    V(IBV_WC_SEND, 0), V(IBV_WC_RDMA_WRITE, 1), V(IBV_WC_RDMA_READ, 2), V(IBV_WC_COMP_SWAP, 3),
+    V(IBV_WC_FETCH_ADD, 4), V(IBV_WC_BIND_MW, 5), V(IBV_WC_LOCAL_INV, 6), V(IBV_WC_TSO, 7),
+    V(IBV_WC_RECV, 128), V(IBV_WC_RECV_RDMA_WITH_IMM, 129),
+    V(IBV_WC_SUCCESS, 0), V(IBV_WC_WR_FLUSH_ERR, 5), V(IBV_WC_REM_ACCESS_ERR, 10),
+    V(IBV_WC_RETRY_EXC_ERR, 12), V(IBV_WC_RNR_RETRY_EXC_ERR, 13), V(IBV_WC_GENERAL_ERR, 21),
+    V(IBV_EVENT_CQ_ERR, 0), V(IBV_EVENT_QP_FATAL, 1), V(IBV_EVENT_COMM_EST, 4),
+    V(IBV_EVENT_PORT_ACTIVE, 9), V(IBV_EVENT_GID_CHANGE, 18), V(IBV_EVENT_WQ_FATAL, 19),
+    V(IBV_PORT_NOP, 0), V(IBV_PORT_DOWN, 1), V(IBV_PORT_INIT, 2), V(IBV_PORT_ARMED, 3),
+    V(IBV_PORT_ACTIVE, 4), V(IBV_PORT_ACTIVE_DEFER, 5),
+    V(IBV_QPS_RESET, 0), V(IBV_QPS_RTS, 3), V(IBV_QPS_ERR, 6), V(IBV_MTU_256, 1), V(IBV_MTU_4096, 5),
+#undef V
+  };
+  for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+    TR_CHECK(v[i].got == v[i].want, "%s is %ld, libibverbs' is %ld", v[i].name, v[i].got, v[i].want);
+}
+
+// A solicited receive sets no wc_flags bit beyond libibverbs' meanings
+// (bit 4 is IBV_WC_IP_CSUM_OK): plain SEND 0, SEND_WITH_IMM WITH_IMM only.
+// [RESP-RECV-4] [HDR-BTH-3]
+static void t_verbs_wc_flags_solicited(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(pair_open(&p, 64) == 0);
+  for (int imm = 0; imm < 2; imm++) {
+    struct ibv_sge sge = { (uint64_t)p.a.buf, 16, p.a.mr->lkey };
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = 5 + imm; wr.sg_list = &sge; wr.num_sge = 1;
+    wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+    wr.imm_data = htonl(0xabcd);
+    TR_ASSERT(post_recv1(&p.b, 64, 70 + imm) == 0);
+    TR_ASSERT(ibv_post_send(p.a.qp, &wr, &bad) == 0);
+    TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == (uint64_t)(5 + imm));
+    TR_ASSERT(wait_ok(p.b.cq, &wc) == 0 && wc.wr_id == (uint64_t)(70 + imm));
+    TR_CHECK(wc.wc_flags == (imm ? (unsigned)IBV_WC_WITH_IMM : 0u), "wc_flags 0x%x", wc.wc_flags);
+  }
+  pair_close(&p);
+}
+
+// max_inline_data: create writes back what it granted and query_qp
+// reports the same, in attr->cap and init_attr->cap.
+static void t_verbs_query_qp_inline(void) {
+  struct pair p;
+  TR_ASSERT(open_sides(&p, 1) == 0);
+  for (uint32_t want = 0; want <= 128; want += 128) {
+    struct ibv_qp_init_attr ia = { .send_cq = p.a.cq, .recv_cq = p.a.cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+                                            .max_recv_sge = 1, .max_inline_data = want } };
+    struct ibv_qp *q = ibv_create_qp(p.pd, &ia);
+    TR_ASSERT(q);
+    TR_CHECK(ia.cap.max_inline_data == want, "create granted %u inline bytes for %u", ia.cap.max_inline_data, want);
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr qa;
+    TR_ASSERT(ibv_query_qp(q, &a, IBV_QP_CAP, &qa) == 0);
+    TR_CHECK(a.cap.max_inline_data == want && qa.cap.max_inline_data == want,
+             "query_qp: max_inline_data %u / %u, created with %u", a.cap.max_inline_data,
+             qa.cap.max_inline_data, want);
+    TR_ASSERT(a.cap.max_send_wr == ia.cap.max_send_wr && a.cap.max_recv_wr == ia.cap.max_recv_wr);
+    TR_ASSERT(ibv_destroy_qp(q) == 0);
+  }
+  {                                                // more than the library's inline slots
+    struct ibv_qp_init_attr ia = { .send_cq = p.a.cq, .recv_cq = p.a.cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_inline_data = 129 } };
+    TR_ASSERT(ibv_create_qp(p.pd, &ia) == NULL && errno == EINVAL);
+  }
+  pair_close(&p);
+}
+
+// The *_str functions return libibverbs' strings; "unknown" past the enum.
+static void t_verbs_names(void) {
+  static const char *const port[] = { "no state change (NOP)", "down", "init", "armed", "active",
+                                       "active deferred" };
+  for (int s = IBV_PORT_NOP; s <= IBV_PORT_ACTIVE_DEFER; s++)
+    TR_CHECK(strcmp(ibv_port_state_str((enum ibv_port_state)s), port[s]) == 0,
+             "ibv_port_state_str(%d) is \"%s\"", s, ibv_port_state_str((enum ibv_port_state)s));
+  TR_ASSERT(strcmp(ibv_port_state_str((enum ibv_port_state)6), "unknown") == 0);
+  static const struct { int v; const char *want; } ev[] = {
+    { IBV_EVENT_CQ_ERR, "CQ error" }, { IBV_EVENT_QP_FATAL, "local work queue catastrophic error" },
+    { IBV_EVENT_COMM_EST, "communication established" }, { IBV_EVENT_PORT_ACTIVE, "port active" },
+    { IBV_EVENT_GID_CHANGE, "GID table change" }, { 99, "unknown" },
+  };
+  for (int i = 0; i < (int)(sizeof ev / sizeof ev[0]); i++)
+    TR_CHECK(strcmp(ibv_event_type_str((enum ibv_event_type)ev[i].v), ev[i].want) == 0,
+             "ibv_event_type_str(%d) is \"%s\"", ev[i].v, ibv_event_type_str((enum ibv_event_type)ev[i].v));
+  TR_ASSERT(strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success") == 0);
+  TR_ASSERT(strcmp(ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR), "transport retry counter exceeded") == 0);
+  TR_ASSERT(strcmp(ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR), "Work Request Flushed Error") == 0);
+  TR_ASSERT(strcmp(ibv_wc_status_str((enum ibv_wc_status)99), "unknown") == 0);
+  TR_ASSERT(strcmp(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter") == 0);
+}
+
+// The port's GID table has 16 entries: 0 the IPv4-mapped GID, 1..15 empty
+// (0 and an all-zero GID), 16 and beyond EINVAL.
+static void t_verbs_query_gid_table(void) {
+  struct ibv_port_attr pa;
+  union ibv_gid gid;
+  TR_ASSERT(ibv_query_port(ctx, 1, &pa) == 0);
+  TR_CHECK(pa.gid_tbl_len == 16, "gid_tbl_len %d", pa.gid_tbl_len);
+  TR_ASSERT(ibv_query_gid(ctx, 1, 0, &gid) == 0 && ibvx_gid_to_ipv4(&gid) != 0);
+  for (int i = 1; i < pa.gid_tbl_len; i++) {
+    memset(&gid, 0x5a, sizeof gid);
+    TR_CHECK(ibv_query_gid(ctx, 1, i, &gid) == 0, "query_gid(%d) failed", i);
+    for (int b = 0; b < 16; b++) TR_CHECK(gid.raw[b] == 0, "GID %d byte %d is 0x%x", i, b, gid.raw[b]);
+  }
+  errno = 0;
+  TR_ASSERT(ibv_query_gid(ctx, 1, pa.gid_tbl_len, &gid) == -1 && errno == EINVAL);
+  errno = 0;
+  TR_ASSERT(ibv_query_gid(ctx, 1, -1, &gid) == -1 && errno == EINVAL);
+  TR_ASSERT(ibv_query_gid(ctx, 2, 0, &gid) == -1);
+}
+
+// rc_pingpong's defaults fit: a receive queue of 500 (max_qp_wr is 512), a
+// CQ of rx_depth + 1; query_device reports limits create accepts exactly.
+static void t_verbs_max_qp_wr(void) {
+  struct ibv_device_attr da;
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  TR_ASSERT(pd && ibv_query_device(ctx, &da) == 0);
+  TR_CHECK(da.max_qp_wr >= 512 && da.max_cqe >= 1024, "max_qp_wr %d max_cqe %d", da.max_qp_wr, da.max_cqe);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 501, NULL, NULL, 0);
+  TR_ASSERT(cq);
+  struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+                                 .cap = { .max_send_wr = 1, .max_recv_wr = 500, .max_send_sge = 1, .max_recv_sge = 1 } };
+  struct ibv_qp *q = ibv_create_qp(pd, &ia);
+  TR_CHECK(q != NULL, "create_qp with max_recv_wr 500");
+  TR_ASSERT(ia.cap.max_recv_wr >= 500 && ia.cap.max_recv_wr <= (uint32_t)da.max_qp_wr);
+  TR_ASSERT(ibv_destroy_qp(q) == 0);
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = (uint32_t)da.max_qp_wr;
+  q = ibv_create_qp(pd, &ia);
+  TR_ASSERT(q && ia.cap.max_send_wr == (uint32_t)da.max_qp_wr && ibv_destroy_qp(q) == 0);
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = (uint32_t)da.max_qp_wr + 1;
+  TR_ASSERT(ibv_create_qp(pd, &ia) == NULL);
+  struct ibv_cq *big = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
+  TR_ASSERT(big && ibv_destroy_cq(big) == 0);
+  TR_ASSERT(ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0) == NULL);
+  TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
+}
+
 // ---- the case table ----
 
 static const struct tr_case cases[] = {
@@ -1064,6 +1264,7 @@ static const struct tr_case cases[] = {
   { "busy", t_busy, TR_QUICK, 0 },
   { "cq_overrun", t_cq_overrun, TR_QUICK, 0 },
   { "channel", t_channel, TR_QUICK, 0 },
+  { "channel_poll", t_channel_poll, TR_QUICK, 0 },
   { "kill_blocked", t_kill_blocked, TR_QUICK, 0 },
   { "foreign_handles", t_foreign, TR_QUICK, 0 },
   { "bad_pointers", t_bad_pointers, TR_QUICK, 0 },
@@ -1072,6 +1273,12 @@ static const struct tr_case cases[] = {
   { "async_isolation", t_async_isolation, TR_QUICK, 0 },
   { "async_overflow", t_async_overflow, TR_QUICK, 0 },
   { "statuses", t_statuses, TR_QUICK, 0 },
+  { "verbs_abi_values", t_verbs_abi_values, TR_QUICK, 0 },
+  { "verbs_wc_flags_solicited", t_verbs_wc_flags_solicited, TR_QUICK, 0 },
+  { "verbs_query_qp_inline", t_verbs_query_qp_inline, TR_QUICK, 0 },
+  { "verbs_names", t_verbs_names, TR_QUICK, 0 },
+  { "verbs_query_gid_table", t_verbs_query_gid_table, TR_QUICK, 0 },
+  { "verbs_max_qp_wr", t_verbs_max_qp_wr, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case *const tables[] = { cases };

@@ -71,7 +71,12 @@ int sysinfo(struct sysinfo *info);
 // returns how many, -1 for a bad pointer or argument.
 int getrandom(void *buf, int len, int flags);
 unsigned int random_u32(void);   // user/random.c: 4 bytes of getrandom
+// Wait for readiness of fds (pipes, console, files, sockets, completion
+// channels); uapi.h has struct pollfd and the POLL* bits.
+int poll(struct pollfd *fds, int nfds, int timeout_ms);
+int fcntl(int fd, int cmd, ...);    // F_GETFL, F_SETFL with O_NONBLOCK
 // Network (kernel/sys/sysnet.c; see uapi.h). Addresses in host byte order.
+// A socket is a file descriptor: close() (or sockclose) closes it.
 int socket(int type);
 int bind(int s, int port);
 int sendto(int s, const void *buf, int n, const struct net_addr *to);

@@ -82,8 +82,7 @@ void fpu_switch_out(struct proc *p)
 }
 
 // Precondition: interrupts off, p about to return to user mode here.
-// FS is checked too: kernel_trap restores the sstatus it saw at entry,
-// which on a hart that had not yet run user code may say Off.
+// FS Off means this hart's FP registers were never loaded: load them.
 void fpu_enter_user(struct proc *p)
 {
   struct cpu *c = this_cpu();

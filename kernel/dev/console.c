@@ -6,6 +6,7 @@
 #include "lib/types.h"
 #include "core/lock.h"
 #include "core/proc.h"
+#include "core/poll.h"
 #include "dev/uart.h"
 #include "dev/console.h"
 #include "dev/devsw.h"
@@ -59,6 +60,7 @@ void console_input(int c) {
       cons.buf[cons.ed++ % LINE_MAX_BYTES] = c;
     cons.wr = cons.ed;
     proc_wakeup(&cons.rd);
+    poll_notify();
     break;
   default:
     if (c == 0 || cons.ed - cons.rd >= LINE_MAX_BYTES) break;
@@ -68,6 +70,7 @@ void console_input(int c) {
     if (c == '\n' || cons.ed - cons.rd == LINE_MAX_BYTES) {
       cons.wr = cons.ed;          // a whole line is ready for readers
       proc_wakeup(&cons.rd);
+      poll_notify();
     }
   }
   spin_unlock(&cons.lock);
@@ -100,6 +103,14 @@ static int console_read(int to_user, uint64 dst, int n) {
   return want - n;
 }
 
+// POLLIN while a line (or ^D's end of file) waits; output never blocks.
+static int console_poll(void) {
+  spin_lock(&cons.lock);
+  int bits = (cons.rd != cons.wr ? POLLIN : 0) | POLLOUT;
+  spin_unlock(&cons.lock);
+  return bits;
+}
+
 // Serializes writers so that one write() reaches the screen whole, never
 // interleaved character by character with another process's output.
 static struct sleeplock write_lock;
@@ -123,4 +134,5 @@ void console_init(void) {
   uart_init();
   devsw[DEV_CONSOLE].read = console_read;
   devsw[DEV_CONSOLE].write = console_write;
+  devsw[DEV_CONSOLE].poll = console_poll;
 }

@@ -6,6 +6,12 @@
 #include "lib/types.h"
 #define NDEV 10
 // Device operations; user_addr says whether addr is a user address.
-struct devsw { int (*read)(int user_addr, uint64 addr, int n); int (*write)(int user_addr, uint64 addr, int n); };
+// poll returns the POLL* bits (uapi.h) true now (NULL: always ready); a
+// driver whose readiness changes calls poll_notify() (core/poll.h).
+struct devsw {
+  int (*read)(int user_addr, uint64 addr, int n);
+  int (*write)(int user_addr, uint64 addr, int n);
+  int (*poll)(void);
+};
 extern struct devsw devsw[NDEV];
 #endif

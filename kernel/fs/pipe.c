@@ -1,10 +1,15 @@
 // pipe.c: pipes. A pipe is a ring buffer shared by a read end and a write
 // end (two struct files); it is freed when both ends are closed. Readers
 // sleep while it is empty and a writer exists; writers sleep while it is
-// full and a reader exists; writing with no reader fails.
+// full and a reader exists; writing with no reader fails. With O_NONBLOCK
+// an end that would sleep returns what it moved, or -1 if nothing.
+// poll: the read end is POLLIN with bytes buffered, POLLHUP once the
+// writer is gone; the write end is POLLOUT with room, POLLERR once the
+// reader is gone.
 #include "lib/types.h"
 #include "core/lock.h"
 #include "core/proc.h"
+#include "core/poll.h"
 #include "core/pmem.h"
 #include "core/vm.h"
 #include "fs/file.h"
@@ -18,41 +23,35 @@ struct pipe {
   char data[PIPE_BYTES];
 };
 
-int pipe_alloc(struct file **rd, struct file **wr) {
-  struct pipe *pi = page_alloc();   // a page is plenty for one pipe
-  *rd = file_alloc();
-  *wr = *rd ? file_alloc() : NULL;
-  if (!pi || !*wr) {
-    if (pi) page_put((uint64)pi);
-    if (*rd) file_close(*rd);
-    return -1;
-  }
-  spin_init(&pi->lock, "pipe");
-  pi->reader_open = pi->writer_open = 1;
-  (*rd)->kind = (*wr)->kind = F_PIPE;
-  (*rd)->pipe = (*wr)->pipe = pi;
-  (*rd)->readable = 1; (*rd)->writable = 0;
-  (*wr)->readable = 0; (*wr)->writable = 1;
-  return 0;
+// Caller holds pi->lock. Wakes the sleepers on one end and any poller.
+static void pipe_wake(void *chan) {
+  proc_wakeup(chan);
+  poll_notify();
 }
 
-void pipe_close(struct pipe *pi, int writer) {
+static void pipe_close(struct file *f) {
+  struct pipe *pi = f->pipe;
   spin_lock(&pi->lock);
-  if (writer) { pi->writer_open = 0; proc_wakeup(&pi->nread); }
-  else { pi->reader_open = 0; proc_wakeup(&pi->nwritten); }
+  if (f->writable) { pi->writer_open = 0; pipe_wake(&pi->nread); }
+  else { pi->reader_open = 0; pipe_wake(&pi->nwritten); }
   int gone = !pi->reader_open && !pi->writer_open;
   spin_unlock(&pi->lock);
   if (gone) page_put((uint64)pi);
 }
 
-int pipe_write(struct pipe *pi, uint64 uva, int n) {
+static int pipe_write(struct file *f, uint64 uva, int n) {
+  struct pipe *pi = f->pipe;
   struct proc *p = current();
   int i = 0;
   spin_lock(&pi->lock);
   while (i < n) {
     if (!pi->reader_open || proc_killed(p)) { spin_unlock(&pi->lock); return -1; }
     if (pi->nwritten - pi->nread == PIPE_BYTES) {
-      proc_wakeup(&pi->nread);
+      pipe_wake(&pi->nread);
+      if (file_nonblock(f)) {
+        if (i == 0) i = -1;
+        break;
+      }
       proc_sleep(&pi->nwritten, &pi->lock);
       continue;
     }
@@ -64,16 +63,17 @@ int pipe_write(struct pipe *pi, uint64 uva, int n) {
     pi->data[pi->nwritten++ % PIPE_BYTES] = c;
     i++;
   }
-  proc_wakeup(&pi->nread);
+  pipe_wake(&pi->nread);
   spin_unlock(&pi->lock);
   return i;
 }
 
-int pipe_read(struct pipe *pi, uint64 uva, int n) {
+static int pipe_read(struct file *f, uint64 uva, int n) {
+  struct pipe *pi = f->pipe;
   struct proc *p = current();
   spin_lock(&pi->lock);
   while (pi->nread == pi->nwritten && pi->writer_open) {
-    if (proc_killed(p)) { spin_unlock(&pi->lock); return -1; }
+    if (proc_killed(p) || file_nonblock(f)) { spin_unlock(&pi->lock); return -1; }
     proc_sleep(&pi->nread, &pi->lock);
   }
   int i;
@@ -85,7 +85,44 @@ int pipe_read(struct pipe *pi, uint64 uva, int n) {
     }
     pi->nread++;
   }
-  proc_wakeup(&pi->nwritten);
+  pipe_wake(&pi->nwritten);
   spin_unlock(&pi->lock);
   return i;
+}
+
+static int pipe_poll(struct file *f) {
+  struct pipe *pi = f->pipe;
+  int bits = 0;
+  spin_lock(&pi->lock);
+  if (f->readable) {
+    if (pi->nread != pi->nwritten) bits |= POLLIN;
+    if (!pi->writer_open) bits |= POLLHUP;
+  } else {
+    if (pi->nwritten - pi->nread < PIPE_BYTES) bits |= POLLOUT;
+    if (!pi->reader_open) bits |= POLLERR;
+  }
+  spin_unlock(&pi->lock);
+  return bits;
+}
+
+static const struct file_ops pipe_ops = {
+  .read = pipe_read, .write = pipe_write, .poll = pipe_poll, .close = pipe_close,
+};
+
+int pipe_alloc(struct file **rd, struct file **wr) {
+  struct pipe *pi = page_alloc();   // a page is plenty for one pipe
+  *rd = file_alloc();
+  *wr = *rd ? file_alloc() : NULL;
+  if (!pi || !*wr) {
+    if (pi) page_put((uint64)pi);
+    if (*rd) file_close(*rd);
+    return -1;
+  }
+  spin_init(&pi->lock, "pipe");
+  pi->reader_open = pi->writer_open = 1;
+  (*rd)->ops = (*wr)->ops = &pipe_ops;
+  (*rd)->pipe = (*wr)->pipe = pi;
+  (*rd)->readable = 1; (*rd)->writable = 0;
+  (*wr)->readable = 0; (*wr)->writable = 1;
+  return 0;
 }

@@ -1,6 +1,7 @@
 // uapi.h: the ABI between the kernel and user programs.
 //
-// Owns: system call numbers, open() flags, struct stat, file types,
+// Owns: system call numbers, open() and fcntl() flags, poll()'s struct
+// pollfd and bits, struct stat, file types,
 // device majors, struct sysinfo, the tick length, and the RDMA verbs ABI:
 // every libibverbs constant and structure the SYS_rdma_* calls carry
 // (user/ibverbs.h takes them from here). Both the kernel
@@ -43,14 +44,20 @@
 #define SYS_getrandom 26  // (buf, len, flags 0) -> bytes written: min(len, GETRANDOM_MAX);
                           // -1 for a bad pointer, len < 0 or flags != 0
 #define GETRANDOM_MAX 256 // bytes per getrandom call (kernel/dev/random.c)
+#define SYS_poll     27   // (struct pollfd *fds, nfds 0..NOFILE, timeout_ms <0 = forever)
+                          // -> fds with revents != 0, 0 on timeout; -1 bad pointer/nfds, killed
+#define SYS_fcntl    28   // (fd, F_GETFL) -> flags; (fd, F_SETFL, flags): sets O_NONBLOCK only
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
-// Network (kernel/sys/sysnet.c). Sockets are small handles owned by the
-// creating process (closed at its exit); addresses are host byte order.
-#define SYS_socket    40  // (SOCK_UDP | SOCK_ICMP) -> handle
+// Network (kernel/sys/sysnet.c). A socket is a file descriptor: close()
+// closes it, fork() and dup() share it, poll() reports POLLIN while a
+// datagram waits, read() takes the next datagram (its source is lost) and
+// write() fails (-1: no connected UDP). Addresses are host byte order.
+#define SYS_socket    40  // (SOCK_UDP | SOCK_ICMP) -> fd
 #define SYS_bind      41  // (s, port): UDP port, 0 = any ephemeral; 4791 is reserved
 #define SYS_sendto    42  // (s, buf, n, const struct net_addr *to) -> n; ICMP: to->port = seq
-#define SYS_recvfrom  43  // (s, buf, n, struct net_addr *from, timeout_ms <0 = forever) -> n, -2 timeout
-#define SYS_sockclose 44  // (s)
+#define SYS_recvfrom  43  // (s, buf, n, struct net_addr *from, timeout_ms <0 = forever) -> n, -2 timeout;
+                          // O_NONBLOCK and nothing queued: -1 at once
+#define SYS_sockclose 44  // (s): close(s) for a socket fd only
 #define SYS_netstat   45  // (char *buf, n) -> bytes of "name value\n" text
 #define SYS_netinfo   46  // (struct net_info *out)
 #define SYS_arpwait   47  // (ip, unsigned char mac[6], timeout_ms) -> 0, -2 timeout
@@ -58,8 +65,8 @@
 #define SYS_netblast  49  // (s, buf, n, to, count 1..2^20): sendzc's datagram count times -> sent
 
 // RDMA verbs (kernel/sys/sysrdma.c; user/ibverbs.c gives them libibverbs names).
-// Objects are named by small per-kind handles that only their creating
-// process may use; every call returns -1 on any error (bad handle, bad
+// Objects are named by small per-kind handles (a completion channel by a
+// file descriptor) that only their creating process may use; every call returns -1 on any error (bad handle, bad
 // pointer, bad argument, object busy).
 #define SYS_rdma_query_device 60  // (struct rdma_device_info *out)
 #define SYS_rdma_query_port   61  // (port 1, struct rdma_port_info *out)
@@ -67,13 +74,15 @@
 #define SYS_rdma_dealloc_pd   63  // (pd); -1 while MRs/QPs use it
 #define SYS_rdma_reg_mr       64  // (pd, addr, length, access, struct rdma_mr_keys *out) -> mr
 #define SYS_rdma_dereg_mr     65  // (mr); -1 while posted WRs or the responder use it
-#define SYS_rdma_create_chan  66  // () -> completion channel
-#define SYS_rdma_destroy_chan 67  // (chan); -1 while CQs use it
+#define SYS_rdma_create_chan  66  // () -> completion channel: a file descriptor (poll: POLLIN
+                                  // while an event waits; close() frees it once no CQ uses it)
+#define SYS_rdma_destroy_chan 67  // (chan): close it; -1 (and still open) while CQs use it
 #define SYS_rdma_create_cq    68  // (cqe, chan or -1, cookie) -> cq
 #define SYS_rdma_destroy_cq   69  // (cq); -1 while QPs use it
 #define SYS_rdma_poll_cq      70  // (cq, n, struct rdma_wc *wc) -> completions copied
 #define SYS_rdma_req_notify   71  // (cq, solicited_only): arm one event
 #define SYS_rdma_get_cq_event 72  // (chan, unsigned long long *cookie) -> cq; sleeps
+                                  // (O_NONBLOCK: -1 at once if no event waits)
 #define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp
 #define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
 #define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
@@ -99,6 +108,25 @@
 #define O_CREAT   O_CREATE   // POSIX's name
 #define O_EXCL    0x080      // with O_CREATE: fail if the path exists
 #define O_TRUNC   0x200
+#define O_NONBLOCK 0x800    // read, recvfrom, get_cq_event return -1 at once instead of sleeping
+
+// fcntl() commands (Linux's values).
+#define F_GETFL   3
+#define F_SETFL   4
+
+// poll(): Linux's struct pollfd and event bits. A negative fd is skipped
+// (revents 0); a descriptor that is not open gets POLLNVAL. POLLERR,
+// POLLHUP and POLLNVAL are reported whether asked for or not.
+struct pollfd {
+  int fd;
+  short events;             // what the caller waits for
+  short revents;            // what is true now (set by the kernel)
+};
+#define POLLIN    0x001     // a read would not block: data, a line, a datagram, an event
+#define POLLOUT   0x004     // a write would not block
+#define POLLERR   0x008     // pipe write end: the read end is closed
+#define POLLHUP   0x010     // pipe read end: the write end is closed
+#define POLLNVAL  0x020     // fd is not open
 
 // File types in struct stat.
 #define T_DIR     1
@@ -173,7 +201,7 @@ enum ibv_qp_attr_mask {
   IBV_QP_PORT = 1 << 5,
   IBV_QP_QKEY = 1 << 6,
   IBV_QP_AV = 1 << 7,
-  IBV_QP_PATH_MIG_STATE = 1 << 8,
+  IBV_QP_PATH_MTU = 1 << 8,
   IBV_QP_TIMEOUT = 1 << 9,
   IBV_QP_RETRY_CNT = 1 << 10,
   IBV_QP_RNR_RETRY = 1 << 11,
@@ -183,7 +211,7 @@ enum ibv_qp_attr_mask {
   IBV_QP_MIN_RNR_TIMER = 1 << 15,
   IBV_QP_SQ_PSN = 1 << 16,
   IBV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
-  IBV_QP_PATH_MTU = 1 << 18,
+  IBV_QP_PATH_MIG_STATE = 1 << 18,
   IBV_QP_CAP = 1 << 19,
   IBV_QP_DEST_QPN = 1 << 20,
 };
@@ -191,12 +219,13 @@ enum ibv_qp_attr_mask {
 enum ibv_wr_opcode {
   IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
   IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+  IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV, IBV_WR_TSO,
 };
 
 // IBV_SEND_INLINE is the library's (user/ibverbs.c): the kernel ignores it.
 enum ibv_send_flags {
   IBV_SEND_FENCE = 1 << 0, IBV_SEND_SIGNALED = 1 << 1, IBV_SEND_SOLICITED = 1 << 2,
-  IBV_SEND_INLINE = 1 << 3,
+  IBV_SEND_INLINE = 1 << 3, IBV_SEND_IP_CSUM = 1 << 4,
 };
 
 enum ibv_wc_status {
@@ -215,7 +244,11 @@ enum ibv_wc_opcode {
   IBV_WC_RECV_RDMA_WITH_IMM,
 };
 
-enum ibv_wc_flags { IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1 };
+// Only these meanings: a solicited receive is struct rdma_wc's own
+// `solicited` field, outside wc_flags.
+enum ibv_wc_flags {
+  IBV_WC_GRH = 1 << 0, IBV_WC_WITH_IMM = 1 << 1, IBV_WC_IP_CSUM_OK = 1 << 2, IBV_WC_WITH_INV = 1 << 3,
+};
 
 // struct rdma_async_event's event_type.
 enum ibv_event_type {
@@ -224,6 +257,7 @@ enum ibv_event_type {
   IBV_EVENT_DEVICE_FATAL, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE,
   IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE, IBV_EVENT_SRQ_ERR, IBV_EVENT_SRQ_LIMIT_REACHED,
   IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE,
+  IBV_EVENT_WQ_FATAL,
 };
 
 struct rdma_device_info {

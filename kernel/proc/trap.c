@@ -88,6 +88,10 @@ void user_trap_return(void) {
 }
 
 // sepc and sstatus are saved because a yield lets other traps overwrite them.
+// sstatus.FS is not restored: it describes this hart's FP registers, which
+// a yield may have saved and handed to another process (fpu.c); writing back
+// the Dirty seen before the yield would make the next switch save another
+// process's registers as this one's.
 void kernel_trap(void) {
   uint64 sepc = csr_read(sepc), sstatus = csr_read(sstatus), scause = csr_read(scause);
   if (!(sstatus & SSTATUS_SPP)) panic("kernel_trap: trap came from user mode");
@@ -99,5 +103,6 @@ void kernel_trap(void) {
   if (kind == IRQ_TICK && p && p->state == P_RUNNING)
     proc_yield();
   csr_write(sepc, sepc);
-  csr_write(sstatus, sstatus);
+  uint64 fs_now = csr_read(sstatus) & SSTATUS_FS_MASK;
+  csr_write(sstatus, (sstatus & ~SSTATUS_FS_MASK) | fs_now);
 }

@@ -35,11 +35,12 @@
 #define RDMA_MAX_PD      64
 #define RDMA_MAX_MR      256
 #define RDMA_MAX_CQ      32
-#define RDMA_MAX_CQE     1024
 #define RDMA_MAX_CHAN    32
 #define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
-#define RDMA_MAX_QP_WR   256
+#define RDMA_MAX_QP_WR   512      // send and receive WRs per queue; each slot's rings hold this many
+#define RDMA_MAX_CQE     (2 * RDMA_MAX_QP_WR)   // a CQ holds every completion of a QP's two full queues
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
+#define RDMA_GID_TBL_LEN 16       // port 1's GID table: index 0 the IPv4-mapped GID, the rest empty
 // Async events: one queue per process. An object reports at most one event
 // per error it enters (a CQ once, a QP each time it goes to ERR), and the
 // latest state is what a reader needs: a queue holds one event for each QP
@@ -89,8 +90,9 @@ struct rdma_mr {
   uint64 *pas[RDMA_MR_DIR]; // pas[i / 512][i % 512] backs page0 + i * PGSIZE
 };
 
-struct rdma_chan {
+struct rdma_chan {           // behind a file descriptor (rdma_cq.c)
   int used, owner;
+  int file_open;            // its file is open; the slot is free once not and no CQ uses it
 };
 
 struct rdma_cq {              // in use: its bit in rdma.cq_live
@@ -215,8 +217,8 @@ int  rdma_dealloc_pd(int h);
 int  rdma_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
 int  rdma_dereg_mr(int h);
 // rdma_cq.c:
-int  rdma_create_chan(void);
-int  rdma_destroy_chan(int h);
+int  rdma_create_chan(void);                               // -> fd
+int  rdma_destroy_chan(int fd);
 int  rdma_create_cq(int cqe, int chan, uint64 cookie);
 int  rdma_destroy_cq(int h);
 int  rdma_poll_cq(int h, struct rct_wc *out, int n);

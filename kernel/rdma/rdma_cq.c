@@ -6,7 +6,11 @@
 // calls are kernel/sys/sysrdma.c. Notification:
 // req_notify arms the CQ; the next completion added after arming raises
 // one event on the CQ's channel, and get_cq_event sleeps until there is
-// one (IBTA 11.4.2.2). The core says which CQs got completions (and
+// one (IBTA 11.4.2.2). A channel is a file descriptor (its struct
+// file_ops are here): poll() reports POLLIN while one of its CQs has an
+// event, O_NONBLOCK makes get_cq_event return -1 instead of sleeping, and
+// its slot is freed once the file is closed and no CQ reports to it
+// (destroy_chan refuses while one does, as libibverbs' EBUSY). The core says which CQs got completions (and
 // whether one was solicited or an error) as events the engine drains
 // (rdma_cq_on_event); this file reads none of the CQ's ring. Overrun: when a completion did not fit, the CQ goes
 // to the error state (poll fails from then on) and an IBV_EVENT_CQ_ERR
@@ -20,12 +24,53 @@
 #include "core/printk.h"
 #include "core/vm.h"
 #include "lib/klib.h"
+#include "core/poll.h"
+#include "fs/file.h"
 #include "rdma/rdma.h"
 
-static int chan_get(int h) {
-  if (h < 0 || h >= RDMA_MAX_CHAN) return -1;
-  return (rdma_chans[h].used && rdma_chans[h].owner == rdma_cur_pid()) ? h : -1;
+static const struct file_ops chan_ops;
+
+// The caller's channel behind descriptor fd: its slot, or -1 (not a
+// channel, or another process's: it is its creator's, as every verbs
+// object, even where fork shared the descriptor).
+static int chan_get(int fd) {
+  struct rdma_chan *c = fd_obj(fd, &chan_ops);
+  return c && c->owner == rdma_cur_pid() ? (int)(c - rdma_chans) : -1;
 }
+
+// Lock held. The first live CQ reporting to channel slot ch, at or after
+// slot i, with an event not yet taken when events; or -1.
+static int chan_cq(int ch, int i, int events) {
+  rdma_for_each_live(j, rdma.cq_live)
+    if (j >= i && rdma_cqs[j].chan == ch && (!events || rdma_cqs[j].events > 0)) return j;
+  return -1;
+}
+
+// Lock held. Frees channel slot ch once its file is closed and no CQ
+// reports to it.
+static void chan_free_if_unused(int ch) {
+  if (ch >= 0 && rdma_chans[ch].used && !rdma_chans[ch].file_open && chan_cq(ch, 0, 0) < 0)
+    rdma_chans[ch].used = 0;
+}
+
+static void chan_close(struct file *f) {
+  struct rdma_chan *c = f->obj;
+  spin_lock(&rdma.lock);
+  c->file_open = 0;
+  chan_free_if_unused((int)(c - rdma_chans));
+  spin_unlock(&rdma.lock);
+}
+
+static int chan_poll(struct file *f) {
+  struct rdma_chan *c = f->obj;
+  spin_lock(&rdma.lock);
+  int bits = chan_cq((int)(c - rdma_chans), 0, 1) >= 0 ? POLLIN : 0;
+  spin_unlock(&rdma.lock);
+  return bits;
+}
+
+// read() and write() are NULL: events come through get_cq_event.
+static const struct file_ops chan_ops = { .poll = chan_poll, .close = chan_close };
 
 // Lock held. A CQ of the calling process, or NULL.
 struct rdma_cq *rdma_cq_get(int h) {
@@ -35,41 +80,44 @@ struct rdma_cq *rdma_cq_get(int h) {
 }
 
 // Lock NOT held (for every function below that takes a handle from a
-// system call). A completion channel: its handle, or -1.
+// system call). A completion channel: its file descriptor, or -1.
 int rdma_create_chan(void) {
   int h = -1;
   spin_lock(&rdma.lock);
   for (int i = 0; i < RDMA_MAX_CHAN && h < 0; i++) {
     if (!rdma_chans[i].used) {
-      rdma_chans[i] = (struct rdma_chan){ .used = 1, .owner = rdma_cur_pid() };
+      rdma_chans[i] = (struct rdma_chan){ .used = 1, .owner = rdma_cur_pid(), .file_open = 1 };
       h = i;
     }
   }
   spin_unlock(&rdma.lock);
-  return h;
+  if (h < 0) return -1;
+  int fd = fd_open_obj(&chan_ops, &rdma_chans[h]);
+  if (fd < 0) {
+    spin_lock(&rdma.lock);
+    rdma_chans[h].used = 0;
+    spin_unlock(&rdma.lock);
+  }
+  return fd;
 }
 
-// The caller's channel h, unless a CQ uses it: 0, or -1.
-int rdma_destroy_chan(int h) {
-  int r = -1;
+// Closes the caller's channel fd, unless a CQ uses it: 0, or -1.
+int rdma_destroy_chan(int fd) {
   spin_lock(&rdma.lock);
-  if (chan_get(h) >= 0) {
-    r = 0;
-    for (int i = 0; i < RDMA_MAX_CQ; i++)
-      if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].chan == h) r = -1;
-    if (r == 0) rdma_chans[h].used = 0;
-  }
+  int ch = chan_get(fd);
+  int busy = ch < 0 || chan_cq(ch, 0, 0) >= 0;
   spin_unlock(&rdma.lock);
-  return r;
+  return busy ? -1 : fd_close(fd);
 }
 
 // A CQ of cqe entries reporting to channel ch (-1: none), its events
 // carrying cookie: its handle, or -1.
-int rdma_create_cq(int cqe, int ch, uint64 cookie) {
+int rdma_create_cq(int cqe, int chan_fd, uint64 cookie) {
   int h = -1;
   if (cqe < 1 || cqe > RDMA_MAX_CQE) return -1;
   spin_lock(&rdma.lock);
-  if (ch == -1 || chan_get(ch) >= 0) {
+  int ch = chan_fd == -1 ? -1 : chan_get(chan_fd);
+  if (chan_fd == -1 || ch >= 0) {
     for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
       struct rdma_cq *cq = &rdma_cqs[i];
       if (rdma_live(rdma.cq_live, i)) continue;
@@ -94,6 +142,7 @@ int rdma_destroy_cq(int h) {
   if (cq && cq->refs == 0) {
     rct_cq_destroy(&cq->cq);
     rdma.cq_live &= ~(1u << h);
+    chan_free_if_unused(cq->chan);
     r = 0;
   }
   spin_unlock(&rdma.lock);
@@ -134,22 +183,20 @@ int rdma_req_notify(int h, int sol) {
   return r;
 }
 
-// Sleeps until a CQ of the caller's channel ch has an event, takes it:
-// the CQ's handle and *cookie, or -1 (not the caller's channel, killed).
-int rdma_get_cq_event(int ch, uint64 *cookie) {
-  int h = -1;
+// Sleeps until a CQ of the caller's channel fd has an event, takes it:
+// the CQ's handle and *cookie, or -1 (not the caller's channel, killed,
+// or O_NONBLOCK and no event waits).
+int rdma_get_cq_event(int fd, uint64 *cookie) {
+  int h = -1, ch;
   struct proc *p = current();
   spin_lock(&rdma.lock);
-  while (chan_get(ch) >= 0 && h < 0) {
-    for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
-      struct rdma_cq *cq = &rdma_cqs[i];
-      if (rdma_live(rdma.cq_live, i) && cq->chan == ch && cq->events > 0) {
-        cq->events--;
-        h = i;
-        *cookie = cq->cookie;
-      }
+  while ((ch = chan_get(fd)) >= 0) {
+    if ((h = chan_cq(ch, 0, 1)) >= 0) {
+      rdma_cqs[h].events--;
+      *cookie = rdma_cqs[h].cookie;
+      break;
     }
-    if (h >= 0 || proc_killed(p)) break;
+    if (proc_killed(p) || file_nonblock(fd_file(fd))) break;
     proc_sleep(&rdma_chans[ch], &rdma.lock);
   }
   spin_unlock(&rdma.lock);
@@ -226,15 +273,16 @@ void rdma_cq_on_event(const struct rct_event *ev) {
   cq->armed = 0;
   cq->events++;
   proc_wakeup(&rdma_chans[cq->chan]);
+  poll_notify();
 }
 
-// Lock held; the process's QPs are already gone.
+// Lock held; the process's QPs are already gone. Its channels go with
+// their files (closed after the exit hooks), or here if already closed.
 void rdma_cq_release_all(int pid) {
   for (int i = 0; i < RDMA_MAX_CQ; i++)
     if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].owner == pid) {
       rct_cq_destroy(&rdma_cqs[i].cq);
       rdma.cq_live &= ~(1u << i);
     }
-  for (int i = 0; i < RDMA_MAX_CHAN; i++)
-    if (rdma_chans[i].used && rdma_chans[i].owner == pid) rdma_chans[i].used = 0;
+  for (int i = 0; i < RDMA_MAX_CHAN; i++) chan_free_if_unused(i);
 }

@@ -150,7 +150,7 @@ int rdma_query_port(int port, struct rdma_port_info *out) {
   // 4096 stays opt-in: the boot argument rdma_mtu=256|512|1024|2048|4096
   // (bench-rdma compares 1024 with 4096).
   pi.active_mtu = boot_mtu();
-  pi.gid_tbl_len = 1;
+  pi.gid_tbl_len = RDMA_GID_TBL_LEN;
   pi.max_msg_sz = 1u << 31;
   pi.ipv4 = rdma.ipv4;
   memcpy(pi.mac, rdma.mac, 6);

@@ -10,6 +10,8 @@
 #include "lib/klib.h"
 #include "core/pmem.h"
 #include "core/vm.h"
+#include "core/poll.h"
+#include "core/timer.h"
 #include "fs/fs.h"
 #include "fs/log.h"
 #include "fs/file.h"
@@ -18,44 +20,22 @@
 #include "lib/uapi.h"
 
 // The open file behind descriptor argument n, or NULL.
-static struct file *arg_file(int n, int *fd_out) {
-  int fd = arg_int(n);
-  if (fd < 0 || fd >= NOFILE) return NULL;
-  struct file *f = current()->ofile[fd];
-  if (f && fd_out) *fd_out = fd;
-  return f;
-}
-
-// Installs f in the lowest free descriptor; -1 if none is free.
-static int fd_install(struct file *f) {
-  struct proc *p = current();
-  for (int fd = 0; fd < NOFILE; fd++) {
-    if (!p->ofile[fd]) { p->ofile[fd] = f; return fd; }
-  }
-  return -1;
-}
+static struct file *arg_file(int n) { return fd_file(arg_int(n)); }
 
 int64 sys_read(void) {
-  struct file *f = arg_file(0, NULL);
+  struct file *f = arg_file(0);
   return f ? file_read(f, arg_addr(1), arg_int(2)) : -1;
 }
 
 int64 sys_write(void) {
-  struct file *f = arg_file(0, NULL);
+  struct file *f = arg_file(0);
   return f ? file_write(f, arg_addr(1), arg_int(2)) : -1;
 }
 
-int64 sys_close(void) {
-  int fd;
-  struct file *f = arg_file(0, &fd);
-  if (!f) return -1;
-  current()->ofile[fd] = NULL;
-  file_close(f);
-  return 0;
-}
+int64 sys_close(void) { return fd_close(arg_int(0)); }
 
 int64 sys_dup(void) {
-  struct file *f = arg_file(0, NULL);
+  struct file *f = arg_file(0);
   if (!f) return -1;
   int fd = fd_install(f);
   if (fd >= 0) file_dup(f);
@@ -63,8 +43,64 @@ int64 sys_dup(void) {
 }
 
 int64 sys_fstat(void) {
-  struct file *f = arg_file(0, NULL);
+  struct file *f = arg_file(0);
   return f ? file_stat(f, arg_addr(1)) : -1;
+}
+
+// fcntl(fd, F_GETFL): the access mode and O_NONBLOCK; fcntl(fd, F_SETFL,
+// flags): sets or clears O_NONBLOCK (the other bits are ignored, as
+// Linux ignores the access mode). The flags belong to the open file, so
+// dup'd and inherited descriptors share them. -1 for a bad fd or command.
+int64 sys_fcntl(void) {
+  struct file *f = arg_file(0);
+  int cmd = arg_int(1);
+  if (!f) return -1;
+  if (cmd == F_GETFL)
+    return (f->readable && f->writable ? O_RDWR : f->writable ? O_WRONLY : O_RDONLY) | f->flags;
+  if (cmd != F_SETFL) return -1;
+  f->flags = (f->flags & ~O_NONBLOCK) | (arg_int(2) & O_NONBLOCK);
+  return 0;
+}
+
+// Sets every entry's revents from its file's readiness: POLLNVAL for a
+// descriptor that is not open, nothing for a negative one. Returns how
+// many entries have revents set.
+static int poll_scan(struct pollfd *fds, int nfds) {
+  int ready = 0;
+  for (int i = 0; i < nfds; i++) {
+    struct file *f = fd_file(fds[i].fd);
+    int bits = fds[i].fd < 0 ? 0 : f ? file_poll(f) : POLLNVAL;
+    fds[i].revents = (short)(bits & (fds[i].events | POLLERR | POLLHUP | POLLNVAL));
+    if (fds[i].revents) ready++;
+  }
+  return ready;
+}
+
+// poll(fds, nfds, timeout_ms): waits until one of the files is ready, the
+// timeout passes (0: check once; < 0: no limit) or the process is killed
+// (-1). The generation read before each scan makes the sleep wake on any
+// readiness change after it (core/poll.h). -1 for nfds outside 0..NOFILE
+// or a bad fds pointer, with nothing written.
+int64 sys_poll(void) {
+  struct pollfd fds[NOFILE];
+  uint64 uva = arg_addr(0);
+  int nfds = arg_int(1), timeout_ms = arg_int(2);
+  pagetable_t pt = current()->pagetable;
+  uint64 len = (uint64)nfds * sizeof fds[0];
+  if (nfds < 0 || nfds > NOFILE) return -1;
+  // Written back as read first: a read-only array fails before any wait.
+  if (nfds > 0 && (copy_in(pt, fds, uva, len) < 0 || copy_out(pt, uva, fds, len) < 0)) return -1;
+  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+  int ready;
+  for (;;) {
+    uint64 gen = poll_generation();
+    ready = poll_scan(fds, nfds);
+    if (ready || clock_ns() >= deadline) break;
+    if (proc_killed(current())) return -1;
+    poll_wait_change(gen, deadline);
+  }
+  if (nfds > 0 && copy_out(pt, uva, fds, len) < 0) return -1;
+  return ready;
 }
 
 // Creates path as a new inode of the given type, or for T_FILE returns
@@ -122,13 +158,12 @@ int64 sys_open(void) {
   int fd = -1;
   if (ip->type == T_DEVICE && (ip->major < 0 || ip->major >= NDEV)) goto fail;
   if ((f = file_alloc()) == NULL || (fd = fd_install(f)) < 0) goto fail;
-  f->kind = ip->type == T_DEVICE ? F_DEVICE : F_INODE;
+  f->ops = ip->type == T_DEVICE ? &file_device_ops : &file_inode_ops;
   f->major = ip->major;
   f->ip = ip;
-  f->off = 0;
-  f->pipe = NULL;
   f->readable = !(flags & O_WRONLY);
   f->writable = (flags & O_WRONLY) || (flags & O_RDWR);
+  f->flags = flags & O_NONBLOCK;
   if ((flags & O_TRUNC) && ip->type == T_FILE)
     inode_truncate(ip);
   inode_unlock(ip);

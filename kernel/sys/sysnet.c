@@ -1,8 +1,9 @@
 // sysnet.c: sockets and the network system calls (numbers in uapi.h).
 //
-// A socket is a slot in a small table, named by its index and usable only
-// by the process that created it (fork does not share it); the exit hook
-// closes whatever a process left open. Two kinds:
+// A socket is a slot in a small table behind a file descriptor (its
+// struct file_ops are here): fork and dup share it, and it is released
+// when its last descriptor closes (close, sockclose, exit), so the number
+// a process may hold is bounded by its descriptor table. Two kinds:
 //   SOCK_UDP   bind(port) claims a UDP port through udp_register_port();
 //              sendto() picks an ephemeral port if none is bound.
 //   SOCK_ICMP  sendto() sends an echo request (to->port is the sequence
@@ -10,17 +11,21 @@
 //              socket's id (from->port = their sequence number).
 // Received datagrams wait in the socket's queue (at most SOCK_QMAX; more
 // are dropped and counted). recvfrom() sleeps up to timeout_ms (< 0: no
-// limit) using a ktimer to wake it, and returns -2 on timeout.
+// limit) and returns -2 on timeout; with O_NONBLOCK it returns -1 at once
+// if nothing is queued. read() is recvfrom without the source address;
+// write() fails (no connected UDP). poll() reports POLLIN while a datagram
+// is queued and POLLOUT always (sends do not wait for a reader).
 // Two sends bypass the copy: sendzc() (payload DMA'd from pinned pages) and
 // netblast() (the same datagram count times, for the link benchmark).
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/lock.h"
 #include "core/proc.h"
-#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/timer.h"
+#include "core/poll.h"
+#include "fs/file.h"
 #include "core/vm.h"
 #include "core/pmem.h"
 #include "lib/riscv.h"
@@ -42,12 +47,10 @@
 struct sock {
   int used;
   int type;                   // SOCK_UDP or SOCK_ICMP
-  int owner;                  // pid
   uint16 port;                // UDP: bound port (0 = none); ICMP: echo id
   struct netbuf *q, *qtail;   // received, oldest first
   int qlen;
-  int reader_waiting;         // a recvfrom sleeps on this socket
-  struct ktimer timer;        // wakes a recvfrom that has a timeout
+  int readers;               // recvfrom/read calls asleep on this socket
 };
 
 static struct sock socks[NSOCK];
@@ -62,7 +65,8 @@ static void enqueue(struct sock *s, struct netbuf *nb) {
   s->qtail = nb;
   s->qlen++;
   net_count(NC_sock_rx);
-  if (s->reader_waiting) proc_wakeup(s);
+  if (s->readers) proc_wakeup(s);
+  poll_notify();
 }
 
 static void udp_deliver(struct netbuf *nb, void *arg) {
@@ -89,13 +93,10 @@ static void sock_icmp_deliver(struct netbuf *nb, uint16 id, uint16 seq) {
   netbuf_free(nb);
 }
 
-// The caller's socket for handle argument n, or NULL.
-static struct sock *arg_sock(int n) {
-  int h = arg_int(n);
-  if (h < 0 || h >= NSOCK) return NULL;
-  struct sock *s = &socks[h];
-  return s->used && s->owner == current()->pid ? s : NULL;
-}
+static const struct file_ops sock_ops;
+
+// The socket behind descriptor argument n, or NULL.
+static struct sock *arg_sock(int n) { return fd_obj(arg_int(n), &sock_ops); }
 
 static void sock_release(struct sock *s) {
   if (s->type == SOCK_UDP && s->port) udp_unregister_port(s->port);
@@ -108,36 +109,38 @@ static void sock_release(struct sock *s) {
   while (q) { struct netbuf *n = q->next; netbuf_free(q); q = n; }
 }
 
-static void on_exit(struct proc *p) {
-  for (int i = 0; i < NSOCK; i++)
-    if (socks[i].used && socks[i].owner == p->pid) sock_release(&socks[i]);
-}
-
 void sysnet_init(void) {
   icmp_set_echo_reply_sink(sock_icmp_deliver);
   spin_init(&sock_lock, "sock");
   spin_init(&zc_lock, "sock_zc");
-  proc_on_exit(on_exit);
 }
 
-int64 sys_socket(void) {
-  int type = arg_int(0);
-  if (type != SOCK_UDP && type != SOCK_ICMP) return -1;
+// A free slot of the table made a socket of type, or NULL.
+static struct sock *sock_alloc(int type) {
   spin_lock(&sock_lock);
   for (int i = 0; i < NSOCK; i++) {
     struct sock *s = &socks[i];
     if (s->used) continue;
     s->used = 1;
     s->type = type;
-    s->owner = current()->pid;
     s->port = type == SOCK_ICMP ? (uint16)(0x8000 | (current()->pid & 0x3ff) << 5 | i) : 0;
     s->q = s->qtail = NULL;
-    s->qlen = 0;
+    s->qlen = s->readers = 0;
     spin_unlock(&sock_lock);
-    return i;
+    return s;
   }
   spin_unlock(&sock_lock);
-  return -1;
+  return NULL;
+}
+
+int64 sys_socket(void) {
+  int type = arg_int(0);
+  if (type != SOCK_UDP && type != SOCK_ICMP) return -1;
+  struct sock *s = sock_alloc(type);
+  if (!s) return -1;
+  int fd = fd_open_obj(&sock_ops, s);
+  if (fd < 0) sock_release(s);
+  return fd;
 }
 
 // Caller must not hold sock_lock. Claims port (0: a random free one in
@@ -183,39 +186,29 @@ int64 sys_sendto(void) {
   return n;
 }
 
-// Under sock_lock like every other wakeup of a reader (see proc_wakeup):
-// a reader between its deadline check and proc_sleep holds it.
-static void timer_wake(void *s) {
-  spin_lock(&sock_lock);
-  proc_wakeup(s);
-  spin_unlock(&sock_lock);
-}
-
-int64 sys_recvfrom(void) {
-  struct sock *s = arg_sock(0);
-  uint64 buf = arg_addr(1), from_uva = arg_addr(3);
-  int n = arg_int(2), timeout_ms = arg_int(4);
-  if (!s || n < 0) return -1;
-  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+// Takes the oldest datagram of s into buf (at most n bytes; the rest of
+// it is lost) and its source into from_uva (0: not wanted). Sleeps until
+// one is queued or deadline (~0: none) passes: -2; nonblock: -1 at once if
+// none is queued; -1 if killed or for a bad buffer.
+static int sock_recv(struct sock *s, int nonblock, uint64 buf, int n, uint64 from_uva,
+                     uint64 deadline) {
+  if (n < 0) return -1;
   spin_lock(&sock_lock);
   while (!s->q) {
-    int why = clock_ns() >= deadline ? -2 : proc_killed(current()) ? -1 : 0;
+    int why = nonblock || proc_killed(current()) ? -1 : clock_ns() >= deadline ? -2 : 0;
     if (why) {
       spin_unlock(&sock_lock);
-      ktimer_cancel(&s->timer);
       return why;
     }
-    if (deadline != ~0ull) ktimer_arm(&s->timer, deadline, timer_wake, s);
-    s->reader_waiting = 1;
-    proc_sleep(s, &sock_lock);
-    s->reader_waiting = 0;
+    s->readers++;
+    proc_sleep_until(s, &sock_lock, deadline);
+    s->readers--;
   }
   struct netbuf *nb = s->q;
   s->q = nb->next;
   if (!s->q) s->qtail = NULL;
   s->qlen--;
   spin_unlock(&sock_lock);
-  ktimer_cancel(&s->timer);
   int len = nb->len < (uint32)n ? (int)nb->len : n;
   struct net_addr from = { nb->src_ip, nb->src_port, 0 };
   int bad = copy_out(current()->pagetable, buf, nb->data, len) < 0 ||
@@ -224,12 +217,33 @@ int64 sys_recvfrom(void) {
   return bad ? -1 : len;
 }
 
-int64 sys_sockclose(void) {
-  struct sock *s = arg_sock(0);
+int64 sys_recvfrom(void) {
+  int fd = arg_int(0), timeout_ms = arg_int(4);
+  struct sock *s = fd_obj(fd, &sock_ops);
   if (!s) return -1;
-  sock_release(s);
-  return 0;
+  uint64 deadline = timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+  return sock_recv(s, file_nonblock(fd_file(fd)), arg_addr(1), arg_int(2), arg_addr(3), deadline);
 }
+
+int64 sys_sockclose(void) { return arg_sock(0) ? fd_close(arg_int(0)) : -1; }
+
+static int sock_read(struct file *f, uint64 uva, int n) {
+  int r = sock_recv(f->obj, file_nonblock(f), uva, n, 0, ~0ull);
+  return r < 0 ? -1 : r;
+}
+
+static int sock_poll(struct file *f) {
+  struct sock *s = f->obj;
+  spin_lock(&sock_lock);
+  int bits = (s->q ? POLLIN : 0) | POLLOUT;
+  spin_unlock(&sock_lock);
+  return bits;
+}
+
+static void sock_close(struct file *f) { sock_release(f->obj); }
+
+// write() is NULL: a UDP socket has no peer to send to.
+static const struct file_ops sock_ops = { .read = sock_read, .poll = sock_poll, .close = sock_close };
 
 // ---- zero-copy send: the scatter-gather path the RDMA layer uses ----
 

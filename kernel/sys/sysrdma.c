@@ -73,7 +73,7 @@ int64 sys_rdma_poll_cq(void) {
   return got;
 }
 
-// (chan, unsigned long long *cookie) -> cq; sleeps.
+// (chan fd, unsigned long long *cookie) -> cq; sleeps unless O_NONBLOCK.
 int64 sys_rdma_get_cq_event(void) {
   uint64 cookie = 0;
   return out_if_ok(rdma_get_cq_event(arg_int(0), &cookie), arg_addr(1), &cookie, sizeof cookie);

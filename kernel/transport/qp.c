@@ -158,14 +158,30 @@ static void apply_attrs(struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t
   if (mask & M(MAX_INFLIGHT)) q->max_inflight = a->max_inflight;
 }
 
-/* Entering RESET discards everything but the counters [QP-STATE-3]. */
+/* Does the responder answer requests in this state (RTR, RTS, SQD)? [QP-STATE-6] */
+static bool resp_active(enum rct_qp_state s)
+{
+  return s == RCT_QPS_RTR || s == RCT_QPS_RTS || s == RCT_QPS_SQD;
+}
+
+/* Leaving a state where the responder answers: an ACK it owes or holds
+ * goes out first, as the QP's parting frame [RESP-ACK-6]. */
+static void part(struct rct_qp *qp)
+{
+  if (resp_active(qp->attr.qp_state) && rct_resp_part(qp))
+    rct_qp_mark_ready(qp);
+}
+
+/* Entering RESET discards everything but the counters (and a parting ACK
+ * not yet sent) [QP-STATE-3]. */
 static void qp_reset(struct rct_qp *qp)
 {
+  part(qp);
   qp->sq_head = qp->sq_tail = 0;
   qp->rq_head = qp->rq_tail = 0;
   rct_req_reset(qp);
   rct_comp_reset(qp);
-  rct_resp_reset(qp);
+  rct_resp_reset(qp, true);
   rct_timer_stop_all(qp);
 }
 
@@ -212,7 +228,7 @@ int rct_qp_modify(struct rct_qp *qp, const struct rct_qp_attr *attr, uint32_t ma
                 ? RCT_ENCAP_V1 : RCT_ENCAP_V2;   /* [ENC-V1-3] */
     qp->sport = qp->attr.ah.udp_sport ? qp->attr.ah.udp_sport
                 : rct_udp_sport(qp->init.qpn, qp->attr.dest_qp_num);
-    rct_resp_reset(qp);
+    rct_resp_reset(qp, false);
   }
   if (cur == RCT_QPS_RTR && to == RCT_QPS_RTS) {
     rct_req_reset(qp);
@@ -239,6 +255,7 @@ static void qp_enter_err(struct rct_qp *qp, enum rct_qp_err_cause cause)
 {
   if (qp->attr.qp_state == RCT_QPS_ERR)
     return;
+  part(qp);
   qp->attr.qp_state = RCT_QPS_ERR;
   rct_timer_stop_all(qp);
   rct_comp_flush(qp);

@@ -135,12 +135,15 @@ static inline bool rct_comp_sacked(const struct rct_qp *qp, uint32_t psn)   /* S
 }
 
 /* resp.c: responder */
-void rct_resp_reset(struct rct_qp *qp);
+void rct_resp_reset(struct rct_qp *qp, bool keep_parting);
 void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p);
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
 bool rct_resp_has_work(const struct rct_qp *qp);
 void rct_resp_flush(struct rct_qp *qp);
 bool rct_resp_release_ack(struct rct_qp *qp);   /* a held ACK goes at the next poll [RESP-ACK-5] */
+bool rct_resp_part(struct rct_qp *qp);          /* leaving RTR/RTS/SQD: the parting ACK [RESP-ACK-6] */
+bool rct_resp_answer_in_err(struct rct_qp *qp, const struct rct_pkt *p);
+int rct_resp_poll_parting(struct rct_qp *qp, struct rct_frame *f);
 void rct_resp_ack_timeout(struct rct_qp *qp, uint64_t now);
 static inline uint32_t rct_resp_epsn(const struct rct_qp *qp) { return qp->resp.epsn; }
 bool rct_resp_uses_rkey(const struct rct_qp *qp, uint32_t rkey);   /* a WRITE or READ response open */

@@ -131,8 +131,9 @@ enum rct_wc_opcode {
   RCT_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
-#define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM) */
-#define RCT_WC_SOLICITED 4u  /* rct_wc.wc_flags: as rct_wc.solicited */
+#define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM); wc_flags
+                              * carries libibverbs' meanings only (a solicited receive is
+                              * rct_wc.solicited) */
 
 /* ------------------------------------------------------------------ */
 /* Memory: the caller's MR interface                                   */
@@ -528,11 +529,17 @@ struct rct_comp {
 /* The responder's ACK hold [RESP-ACK-5]: whether an ACK (for psn) is owed
  * and when it may go. OWED: it goes at the next poll, or, with an ACK
  * delay, is held from then on; HELD: until `until`, or until a request of
- * this QP goes out; SEND_NOW: at the next poll. */
-enum rct_ack_state { RCT_ACK_IDLE = 0, RCT_ACK_OWED, RCT_ACK_HELD, RCT_ACK_SEND_NOW };
+ * this QP goes out; SEND_NOW: at the next poll. When the QP leaves RTR,
+ * RTS or SQD for ERR or RESET [RESP-ACK-6]: PARTING, the parting ACK (psn,
+ * msn) goes at the next poll whatever the QP's state; PARTED, it went (or
+ * none was owed) and a duplicate request in ERR sends it again. */
+enum rct_ack_state {
+  RCT_ACK_IDLE = 0, RCT_ACK_OWED, RCT_ACK_HELD, RCT_ACK_SEND_NOW, RCT_ACK_PARTING, RCT_ACK_PARTED
+};
 struct rct_ack_hold {
   uint8_t state;              /* enum rct_ack_state */
   uint32_t psn;               /* the ACK acknowledges up to here */
+  uint32_t msn;               /* PARTING, PARTED: the MSN the parting ACK carries */
   uint64_t until;             /* HELD: it goes by then */
 };
 

@@ -16,7 +16,7 @@
 
 static bool ack_owed(const struct rct_qp *qp)
 {
-  return qp->resp.ack.state != RCT_ACK_IDLE;
+  return qp->resp.ack.state >= RCT_ACK_OWED && qp->resp.ack.state <= RCT_ACK_SEND_NOW;
 }
 
 /* No ACK is owed or held any more. */
@@ -52,13 +52,55 @@ static bool ack_held(struct rct_qp *qp, uint64_t now)
 }
 
 /* A request went out (or the caller is closing): an owed ACK goes at the
- * next poll. Returns whether one was owed. */
+ * next poll. Returns whether one was owed (or a parting ACK waits). */
 bool rct_resp_release_ack(struct rct_qp *qp)
 {
   if (!ack_owed(qp))
-    return false;
+    return qp->resp.ack.state == RCT_ACK_PARTING;
   qp->resp.ack.state = RCT_ACK_SEND_NOW;
   return true;
+}
+
+/* Preconditions: the QP is leaving RTR, RTS or SQD for ERR or RESET.
+ * An ACK owed or held becomes the parting ACK, sent at the next poll
+ * whatever the new state; with none owed the QP still answers duplicates
+ * in ERR with one for epsn - 1 [RESP-ACK-6]. Returns whether one is to go. */
+bool rct_resp_part(struct rct_qp *qp)
+{
+  struct rct_ack_hold *a = &qp->resp.ack;
+  bool owed = ack_owed(qp);
+  if (!owed)
+    a->psn = psn_prev(qp->resp.epsn);
+  a->msn = qp->resp.msn;
+  a->state = owed ? RCT_ACK_PARTING : RCT_ACK_PARTED;
+  rct_timer_stop(qp, RCT_TIMER_ACK);
+  return owed;
+}
+
+/* Preconditions: the QP is in ERR and p is a request for it. A duplicate
+ * SEND or WRITE (the responder executed it before ERR) is answered with
+ * the parting ACK again, so a lost parting ACK costs the requester a
+ * retransmission, not its WR [RESP-ACK-6]. Returns whether one is to go. */
+bool rct_resp_answer_in_err(struct rct_qp *qp, const struct rct_pkt *p)
+{
+  int32_t d = psn_diff(p->h.bth.psn, qp->resp.epsn);
+  if (qp->resp.ack.state != RCT_ACK_PARTED || !(p->opflags & OPF_SUPPORTED) ||
+      (p->opflags & OPF_READ) || d >= 0 || d < -(int32_t)RCT_RESP_WINDOW)
+    return false;
+  qp->resp.ack.state = RCT_ACK_PARTING;
+  return true;
+}
+
+/* The parting ACK, in any state of the QP [RESP-ACK-6]. Returns 1 if sent. */
+int rct_resp_poll_parting(struct rct_qp *qp, struct rct_frame *f)
+{
+  struct rct_ack_hold *a = &qp->resp.ack;
+  if (a->state != RCT_ACK_PARTING)
+    return 0;
+  a->state = RCT_ACK_PARTED;
+  rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, a->psn, a->msn);   /* [HDR-AETH-2] */
+  qp->cnt.tx_ack++;
+  return 1;
 }
 
 /* The hold ran out. */
@@ -68,8 +110,10 @@ void rct_resp_ack_timeout(struct rct_qp *qp, uint64_t now)
     qp->resp.ack.state = RCT_ACK_SEND_NOW;
 }
 
-void rct_resp_reset(struct rct_qp *qp)
+/* keep_parting: a parting ACK not yet sent survives (entering RESET) [RESP-ACK-6]. */
+void rct_resp_reset(struct rct_qp *qp, bool keep_parting)
 {
+  bool parting = keep_parting && qp->resp.ack.state == RCT_ACK_PARTING;
   qp->resp.state = RCT_RESP_IDLE;
   qp->resp.epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
   qp->resp.msn = 0;                                          /* [RESP-MSN-1] */
@@ -77,6 +121,8 @@ void rct_resp_reset(struct rct_qp *qp)
   qp->resp.sack_skipped = 0;
   qp->resp.sack_epsn = psn_prev(qp->resp.epsn);          /* no selective NAK sent yet */
   ack_done(qp);
+  if (parting)
+    qp->resp.ack.state = RCT_ACK_PARTING;
   qp->resp.err_after_nak = 0;
   qp->resp.unacked = 0;
   qp->resp.rd_head = qp->resp.rd_tail = 0;
@@ -101,7 +147,7 @@ static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 
 bool rct_resp_has_work(const struct rct_qp *qp)
 {
-  return ack_owed(qp) || qp->resp.nak_pending || qp->resp.sack_pending || rd_oldest_pending(qp);
+  return ack_owed(qp) || qp->resp.ack.state == RCT_ACK_PARTING || qp->resp.nak_pending || qp->resp.sack_pending || rd_oldest_pending(qp);
 }
 
 /* ---------------------------------------------------------------- */
@@ -133,10 +179,8 @@ void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_w
       wc.wc_flags = RCT_WC_WITH_IMM;
       wc.imm_data = imm;
     }
-    if (se) {
-      wc.solicited = 1;                         /* [HDR-BTH-3] */
-      wc.wc_flags |= RCT_WC_SOLICITED;
-    }
+    if (se)
+      wc.solicited = 1;                         /* [HDR-BTH-3], outside wc_flags */
   }
   rct_cq_push(qp, qp->init.recv_cq, &wc);
   qp->rq_head++;
@@ -159,7 +203,8 @@ void rct_resp_flush(struct rct_qp *qp)
   for (uint32_t i = 0; i < qp->init.rd_size; i++)
     qp->init.rd[i].pending = 0;
   qp->resp.sack_pending = qp->resp.sack_gap = 0;
-  ack_done(qp);
+  if (ack_owed(qp))
+    ack_done(qp);                         /* a parting ACK stays [RESP-ACK-6] */
   qp->resp.state = RCT_RESP_ERROR;
 }
 

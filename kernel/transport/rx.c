@@ -76,8 +76,11 @@ static bool validate_for_qp(struct rct_qp *qp, const struct rct_pkt *p, int ext)
   if (p->h.sip != qp->attr.ah.dipv4)
     return reject_for_qp(&qp->cnt.rx_wrong_peer);   /* step 9 */
   if (req ? (s != RCT_QPS_RTR && s != RCT_QPS_RTS && s != RCT_QPS_SQD)
-          : (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE))
+          : (s != RCT_QPS_RTS && s != RCT_QPS_SQD && s != RCT_QPS_SQE)) {
+    if (req && s == RCT_QPS_ERR && ext != RCT_PARSE_BAD_LEN && rct_resp_answer_in_err(qp, p))
+      rct_qp_mark_ready(qp);                         /* a duplicate: the parting ACK again [RESP-ACK-6] */
     return reject_for_qp(&qp->cnt.rx_bad_state);    /* step 10 [QP-STATE-6] */
+  }
   if (ext == RCT_PARSE_BAD_LEN)
     return reject_for_qp(&qp->cnt.rx_bad_length);   /* [OPC-LEN-5] */
   if (!(p->opflags & OPF_SUPPORTED) && !req)

@@ -122,6 +122,8 @@ int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
 {
   enum rct_qp_state s = qp->attr.qp_state;
   out->nseg = 0;
+  if (rct_resp_poll_parting(qp, out))
+    return 1;                    /* whatever the state [RESP-ACK-6] */
   if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_ERR)
     return 0;                    /* [QP-ERR-3] */
   if (rct_resp_poll(qp, now, out))

@@ -25,6 +25,11 @@ Checks, one line each:
               received equals exactly what linkemu delivered to it (the
               tx counter of its port in linkemu's stats), and linkemu's drop
               counters are near 5%
+  pollecho    `nettest pollecho` on guest 1: one poll() loop (no timeout) over a
+              non-blocking UDP socket and the console; guest 0 sweeps sizes
+              1..8972 (step 97) off it, a line typed on guest 1's console is
+              answered, a second sweep is echoed after it, and "quit" ends it
+              with the counts (every echo and exactly one line)
 Ends with `N passed, M failed`; exit status 1 on any failure.
 Options: --quick (sweep step 7), --seed N, --count N, --keep-pcap DIR.
 """
@@ -60,7 +65,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--rate", type=int, default=300, help="datagrams/s per sender in the loss check")
-    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "burst", "corrupt", "loss"],
+    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "burst", "corrupt", "loss",
+                                              "pollecho"],
                     help="run only these checks")
     ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
     args = ap.parse_args()
@@ -206,8 +212,28 @@ def main():
                       f"{time.monotonic() - t0:.1f} s")
             tb.set_spec("both", "")
 
+        def pollecho():
+            port = 9300
+            g1.send(f"nettest pollecho {port}")
+            g1.expect(rf"pollecho: ready on port {port}", timeout=60)
+            sweeps = []
+            for lo, hi, step in ((1, 8972, 97), (100, 140, 1)):
+                out = g0.run(f"nettest sweep {tb.ip(1)} {port} {lo} {hi} {step}", timeout=200)
+                m = re.search(r"sweep ok .*: (\d+) echoes", out)
+                sweeps.append(int(m.group(1)) if m else -1)
+                if lo == 1:          # between the sweeps, a line on the console
+                    g1.send("hello from the console")
+                    g1.expect(r"pollecho: line hello from the console", timeout=30)
+            g1.send("quit")
+            m = g1.expect(r"pollecho: echoed (\d+) datagrams, (\d+) lines", timeout=30)
+            echoed, lines = int(m.group(1)), int(m.group(2))
+            g1.expect(g1.prompt, timeout=30)
+            ok = min(sweeps) > 0 and echoed >= sum(sweeps) and lines == 1
+            check("pollecho: poll() over a UDP socket and the console", ok,
+                  f"sweeps echoed {sweeps}, server echoed {echoed} datagrams and {lines} line(s)")
+
         for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("burst", burst),
-                         ("corrupt", corrupt), ("loss", loss)):
+                         ("pollecho", pollecho), ("corrupt", corrupt), ("loss", loss)):
             if not args.only or name in args.only:
                 guarded(name, fn)
         try:

@@ -154,6 +154,92 @@ START_TEST(test_resp_ack_hold_states)
 }
 END_TEST
 
+static void modify_state(enum rct_qp_state to)
+{
+  ck_assert_int_eq(rct_qp_modify(&A->qp, &(struct rct_qp_attr){ .qp_state = to }, RCT_QP_STATE), RCT_OK);
+}
+
+/* [RESP-ACK-6] [RESP-ACK-5] [QP-ERR-3] an ACK held when the QP is moved to
+ * ERR (the application disconnects right after its receive completed) is
+ * not dropped: it is the QP's parting frame, then nothing else goes */
+START_TEST(test_resp_held_ack_sent_on_modify_to_err)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
+  A->dev.attr.ack_delay_ns = 200000;
+  inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_nothing(A, 10);                              /* held */
+  ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_HELD);
+  modify_state(RCT_QPS_ERR);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_ACK], RCT_NEVER);
+  ck_assert(A->qp.on_ready);                          /* the device polls it */
+  expect_ack(11, 0x1f, E0, 1);
+  expect_nothing(A, 11);
+  ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
+  ck_assert_uint_eq(A->qp.cnt.tx_ack, 1);
+}
+END_TEST
+
+/* [RESP-ACK-6] [QP-ERR-3] in ERR a duplicate SEND/WRITE has the parting ACK
+ * sent again (a lost parting ACK costs a retransmission, not the WR); a
+ * request it never executed and a duplicate READ are dropped silently */
+START_TEST(test_resp_err_answers_duplicate_with_parting_ack)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
+  A->dev.attr.ack_delay_ns = 200000;
+  inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_nothing(A, 10);
+  modify_state(RCT_QPS_ERR);
+  expect_ack(11, 0x1f, E0, 1);                        /* lost on the way, say */
+  inject_req(A, P, 20, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);   /* the requester resends */
+  expect_ack(20, 0x1f, E0, 1);
+  expect_nothing(A, 20);
+  inject_req(A, P, 30, OP_WRITE_ONLY, E0 + 1, true, 100, 1, &r, 0);   /* never executed */
+  expect_nothing(A, 30);
+  inject_req(A, P, 40, OP_READ_REQ, E0 - 1, true, 0, 1, &r, 0);
+  expect_nothing(A, 40);
+  ck_assert_uint_eq(A->qp.cnt.rx_bad_state, 3);
+  ck_assert_uint_eq(A->qp.cnt.tx_ack, 2);
+}
+END_TEST
+
+/* [RESP-ACK-6] with no ACK owed at the transition, ERR sends nothing, yet
+ * a duplicate is answered with an ACK for epsn - 1 (the last ACK may have
+ * been lost) */
+START_TEST(test_resp_err_without_owed_ack_answers_duplicates)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
+  inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_ack(10, 0x1f, E0, 1);                        /* no hold: sent at once */
+  modify_state(RCT_QPS_ERR);
+  expect_nothing(A, 11);
+  inject_req(A, P, 20, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_ack(20, 0x1f, E0, 1);
+  expect_nothing(A, 20);
+}
+END_TEST
+
+/* [RESP-ACK-6] [QP-STATE-3] RTS -> RESET sends the held ACK too; RESET ->
+ * INIT -> RTR discards a parting ACK nobody polled */
+START_TEST(test_resp_held_ack_sent_on_reset)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 100);
+  struct conn_opts o;
+  A->dev.attr.ack_delay_ns = 200000;
+  inject_req(A, P, 10, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_nothing(A, 10);
+  modify_state(RCT_QPS_RESET);
+  expect_ack(11, 0x1f, E0, 1);
+  expect_nothing(A, 11);
+  conn_defaults(&o);
+  ep_connect(A, MAC_B, IP_B, QPN_B, o.b_psn, o.a_psn, &o);
+  inject_req(A, P, 20, OP_WRITE_ONLY, E0, true, 100, 1, &r, 0);
+  expect_nothing(A, 20);                              /* held again */
+  modify_state(RCT_QPS_RESET);                        /* parting, not polled */
+  ep_connect(A, MAC_B, IP_B, QPN_B, o.b_psn, o.a_psn, &o);
+  expect_nothing(A, 30);
+}
+END_TEST
+
 /* [RESP-OOS-1] [RESP-OOS-3] [SEC-FORGE-5] one NAK per gap */
 START_TEST(test_resp_out_of_sequence_nak_once)
 {
@@ -612,6 +698,10 @@ Suite *suite_resp(void)
   tcase_add_test(t, test_resp_send_in_order);
   tcase_add_test(t, test_resp_ack_delay_follows_request);
   tcase_add_test(t, test_resp_ack_hold_states);
+  tcase_add_test(t, test_resp_held_ack_sent_on_modify_to_err);
+  tcase_add_test(t, test_resp_err_answers_duplicate_with_parting_ack);
+  tcase_add_test(t, test_resp_err_without_owed_ack_answers_duplicates);
+  tcase_add_test(t, test_resp_held_ack_sent_on_reset);
   tcase_add_test(t, test_resp_ack_coalescing);
   tcase_add_test(t, test_resp_out_of_sequence_nak_once);
   tcase_add_test(t, test_resp_duplicate_acked);
