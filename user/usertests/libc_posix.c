@@ -29,6 +29,8 @@
 #include <ctype.h>
 #include <assert.h>
 #include <malloc.h>
+#include <poll.h>
+#include <sys/poll.h>
 #include "user/testrun.h"
 
 // The headers' macros and types: PRI*, limits, MIN/MAX, bswap, bool.
@@ -97,6 +99,23 @@ static void test_libc_posix_sleep_seconds(void)
   TR_CHECK(sysconf(_SC_PAGESIZE) == getpagesize(), "page size");
 }
 
+// <poll.h> and <fcntl.h> give a Linux program poll and O_NONBLOCK: a pipe
+// with nothing in it is not readable, then is once written.
+static void test_libc_posix_poll_pipe(void)
+{
+  int p[2];
+  TR_CHECK(pipe(p) == 0, "pipe");
+  struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+  TR_CHECK(poll(&pfd, 1, 0) == 0, "an empty pipe is readable");
+  TR_CHECK(fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK) == 0, "O_NONBLOCK");
+  char c;
+  TR_CHECK(read(p[0], &c, 1) == -1, "a non-blocking read of an empty pipe");
+  TR_CHECK(write(p[1], "x", 1) == 1, "write");
+  TR_CHECK(poll(&pfd, 1, 1000) == 1 && (pfd.revents & POLLIN), "revents %x", pfd.revents);
+  close(p[0]);
+  close(p[1]);
+}
+
 static int cmp_int(const void *a, const void *b)
 {
   int x = *(const int *)a, y = *(const int *)b;
@@ -134,6 +153,7 @@ const struct tr_case ut_libc_posix_tests[] = {
   { "libc_posix_header_names", test_libc_posix_header_names, TR_QUICK, 0 },
   { "libc_posix_server_setup", test_libc_posix_server_setup, TR_QUICK, 0 },
   { "libc_posix_sleep_seconds", test_libc_posix_sleep_seconds, TR_QUICK, 0 },
+  { "libc_posix_poll_pipe", test_libc_posix_poll_pipe, TR_QUICK, 0 },
   { "libc_posix_qsort_bsearch_asprintf", test_libc_posix_qsort_bsearch_asprintf, TR_QUICK, 0 },
   { NULL },
 };
