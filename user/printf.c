@@ -525,6 +525,30 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
   return n;
 }
 
+int vasprintf(char **out, const char *fmt, va_list ap)
+{
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *buf = malloc(n + 1);
+  if (buf)
+    vsnprintf(buf, n + 1, fmt, again);
+  va_end(again);
+  if (buf == NULL)
+    return -1;
+  *out = buf;
+  return n;
+}
+
+int asprintf(char **out, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(out, fmt, ap);
+  va_end(ap);
+  return n;
+}
+
 int vsprintf(char *buf, const char *fmt, va_list ap)
 {
   return vsnprintf(buf, (size_t)1 << 30, fmt, ap);

@@ -2,12 +2,14 @@
 //
 // Owns the prototypes of the system calls (stubs generated into user/usys.S
 // from kernel/lib/uapi.h) and of the C library in user/, one declaration of
-// each function: strings (string.c, ctype.c, strtol.c), formatted output
-// and streams (printf.c, stdio.c), input parsing (scanf.c), the heap
-// (malloc.c), options (getopt.c), time (time.c), addresses (inet.c), errors
-// (errno.c) and line input (readline.c). xv6 programs include only this
-// file; the standard headers in user/include/ include it too, so Linux
-// sources build with their own #include lines (docs/libc.md).
+// each function: strings (string.c, ctype.c), numbers (strtol.c, sort.c,
+// random.c), formatted output and streams (printf.c, stdio.c), input
+// parsing (scanf.c), the heap (malloc.c), options (getopt.c), time (time.c,
+// clock.c), the system (unistd.c), addresses (inet.c), errors (errno.c) and
+// line input (readline.c), linked as build/user/ulib.a. xv6 programs
+// include only this file; the standard headers in user/include/ include it
+// too, so Linux sources build with their own #include lines (docs/libc.md
+// says what differs from POSIX).
 #ifndef USER_H
 #define USER_H
 
@@ -178,6 +180,13 @@ int atoi(const char *s);
 long atol(const char *s);
 long long atoll(const char *s);
 double atof(const char *s);
+#define EXIT_SUCCESS 0
+#define EXIT_FAILURE 1
+// Sorting and searching (sort.c): qsort is a heap sort,
+// in place, not stable.
+void qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void *bsearch(const void *key, const void *base, size_t n, size_t size,
+              int (*cmp)(const void *, const void *));
 int abs(int v);
 long labs(long v);
 long long llabs(long long v);
@@ -195,6 +204,9 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 int sprintf(char *buf, const char *fmt, ...);
 int vsprintf(char *buf, const char *fmt, va_list ap);
+// Into a new malloc'd string (*out); -1 (and *out untouched) without memory.
+int asprintf(char **out, const char *fmt, ...);
+int vasprintf(char **out, const char *fmt, va_list ap);
 
 // Streams (stdio.c): every call writes before it returns (no buffering
 // across calls), reads are buffered per stream.

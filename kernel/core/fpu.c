@@ -11,8 +11,8 @@
 // latest state, so a process that ran elsewhere since, a new image (exec)
 // or a new child (fork, fp_hart -1) is reloaded. A process that traps and
 // returns without a switch costs nothing; a switch costs a save only if
-// the process used FP. FS is never Off once a hart has run a user process;
-// kernel threads run with whatever the hart holds and never touch it.
+// the process used FP. Kernel threads run with whatever the hart holds and
+// never touch it.
 #include "lib/types.h"
 #include "lib/riscv.h"
 #include "lib/klib.h"
@@ -63,9 +63,13 @@ void fpu_exec_reset(struct proc *p)
 }
 
 // Precondition: parent is the process running on this hart (in fork).
+// Interrupts go off for the save: a switch in the middle would leave
+// another process's registers in the second half.
 void fpu_fork(struct proc *parent, struct proc *child)
 {
+  intr_push();
   save_if_dirty(parent);
+  intr_pop();
   child->fp = parent->fp;
   child->fp_hart = FPU_NO_HART;
 }
@@ -78,14 +82,17 @@ void fpu_switch_out(struct proc *p)
 }
 
 // Precondition: interrupts off, p about to return to user mode here.
+// FS Off means this hart's FP registers were never loaded: load them.
 void fpu_enter_user(struct proc *p)
 {
   struct cpu *c = this_cpu();
-  if (c->fp_owner == p && p->fp_hart == c->hartid)
+  int hart = hart_id();
+  if (c->fp_owner == p && p->fp_hart == hart &&
+      (csr_read(sstatus) & SSTATUS_FS_MASK) != 0)
     return;
   fs_set(SSTATUS_FS_CLEAN);   // FP instructions legal; the loads leave it Clean
   fregs_load(&p->fp);
   fs_set(SSTATUS_FS_CLEAN);
   c->fp_owner = p;
-  p->fp_hart = c->hartid;
+  p->fp_hart = hart;
 }

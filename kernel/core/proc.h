@@ -34,7 +34,6 @@ struct cpu {
   struct context sched_ctx;   // swtch here to enter the scheduler loop
   int intr_depth;             // intr_push nesting
   int intr_was_on;            // interrupts enabled before the first push
-  int hartid;
   volatile int idle;          // in the scheduler with nothing to run
   pagetable_t vm_root;        // the table in satp, and the generation
   uint64 vm_gen;              // of its user part when loaded (vm.c)

@@ -4,7 +4,7 @@
 #include "ut.h"
 
 #define FPU_WORKERS 6          // more than the harts, so they share them
-#define FPU_RUN_NS (300 * MS)  // long enough for many preemptions
+#define FPU_RUN_NS (1000 * MS) // long enough for many preemptions and moves
 
 // fcsr's rounding-mode field (frm): 0 round to nearest, 1 toward zero.
 static unsigned int frm_read(void)
@@ -20,8 +20,12 @@ static void frm_write(unsigned int v)
 }
 
 // Adds a worker-specific exact binary fraction until the deadline, with a
-// system call every step; the sum stays exact (below 2^53), so any mixing
-// of another process's registers shows as a wrong sum. Exits 0 when right.
+// system call every 64 steps and a one-tick sleep every 4096 (a sleeper
+// wakes on whichever hart is free: the moves between harts, with harts
+// left idle, are what a stale copy of the registers would show in); the
+// sum stays exact (below 2^53), so any mixing of another process's
+// registers, or of an old copy of its own, shows as a wrong sum. Exits 0
+// when right.
 static void fpu_worker(int id)
 {
   double step = 1.0 / (1 << (id + 1)), sum = 0;
@@ -34,6 +38,8 @@ static void fpu_worker(int id)
     n++;
     if (n % 64 == 0)
       getpid();
+    if (n % 4096 == 0)
+      sleep(1);
   }
   tenth = tenth / 10;   // nearest rounds up, toward zero rounds down
   int ok = sum == step * n && frm_read() == (unsigned)(id & 1);

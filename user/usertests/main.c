@@ -11,7 +11,7 @@ static const struct tr_case *const modules[] = {
   ut_sys_tests, ut_proc_tests, ut_exec_tests, ut_mem_tests, ut_badptr_tests,
   ut_badptr_ext_tests, ut_net_tests, ut_fd_tests,
   ut_pipe_tests, ut_poll_tests, ut_fs_tests, ut_time_tests, ut_smp_tests, ut_libc_tests,
-  ut_fpu_tests,
+  ut_fpu_tests, ut_libc_posix_tests,
 };
 
 // The tests create and look up files relative to the root.
