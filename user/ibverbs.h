@@ -4,7 +4,7 @@
 // <infiniband/verbs.h> for the subset this system implements (one RoCEv2
 // device "rxe0" with one port, RC QPs, SEND / SEND_WITH_IMM / RDMA WRITE /
 // WRITE_WITH_IMM / READ), so a program written for libibverbs builds with
-// few changes: include "ibverbs.h" instead of <infiniband/verbs.h>.
+// few changes; <infiniband/verbs.h> (user/include) names this header.
 // Functions libibverbs makes static inline (ibv_poll_cq, ibv_post_send,
 // ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
 // functions returning int return 0 or an errno value; functions returning

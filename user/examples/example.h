@@ -5,9 +5,13 @@
 // and waiting for one completion through a completion channel.
 #ifndef EXAMPLE_H
 #define EXAMPLE_H
-#include "user.h"          // xv6: the C library (no <stdio.h>, <stdlib.h>, <string.h>)
-#include "rdma_cm.h"       // xv6: <rdma/rdma_cma.h>
-#include "rdma_verbs.h"    // xv6: <rdma/rdma_verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
 
 #define EX_PORT "18515"
 #define EX_SIZE 8192       // bytes each transfer moves

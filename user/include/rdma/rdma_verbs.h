@@ -1,0 +1,2 @@
+// rdma/rdma_verbs.h: librdmacm's header name for the rdma_cm_id verbs helpers (user/rdma_verbs.h).
+#include "user/rdma_verbs.h"
