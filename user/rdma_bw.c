@@ -74,7 +74,10 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
       if (ibv_post_recv(c->qp, &wr, &bad)) fail("post_recv");
       posted++;
     }
-    int n = perf_poll(c, wc, 16, 30000);
+    // No more than the run's receives: the client's perf_sync SEND may
+    // already be in the CQ behind them (it lands in the receive left posted
+    // ahead, perf_post_ahead).
+    int n = perf_poll(c, wc, o->iters - got < 16 ? (int)(o->iters - got) : 16, 30000);
     if (n <= 0) fail(n < 0 ? "poll_cq" : "no receive for 30 s");
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) fail("receive completion");

@@ -71,12 +71,6 @@ static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) 
   }
 }
 
-static void post_recv(struct perf_conn *c, uint32_t size) {
-  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
-  if (ibv_post_recv(c->qp, &wr, &bad)) fail("post recv");
-}
-
 static void post_send(struct perf_conn *c, uint32_t size) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
   struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
@@ -88,7 +82,6 @@ static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t si
   int client = !c->is_server;
   memset(c->buf, 0, size);
   perf_sync(c);                   // both buffers clear
-  if (o->op == PERF_SEND && c->is_server) post_recv(c, size);   // RNR covers the client's head start
   for (uint32_t i = 0; i < o->iters; i++) {
     uint64 t0 = clock_ns();
     if (o->op == PERF_READ) {
@@ -115,16 +108,17 @@ static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t si
         post_write(c, size, 0);
       }
     } else {
-      // Each side posts the receive for the next message before it sends,
-      // and none is left over at the end (the final sync must not meet one).
+      // Each side keeps its receives posted ahead (perf_post_ahead); the
+      // one a message consumes is replaced before this side sends again,
+      // so no SEND meets an empty receive queue (no RNR NAK, no RNR wait).
       if (client) {
-        post_recv(c, size);
         post_send(c, size);
         reap(c, IBV_WC_RECV);
         samples[i] = (clock_ns() - t0) / 2;
+        perf_post_ahead(c);
       } else {
         reap(c, IBV_WC_RECV);
-        if (i + 1 < o->iters) post_recv(c, size);
+        perf_post_ahead(c);
         post_send(c, size);
       }
     }
@@ -170,7 +164,7 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   if (client) printf("---------------------------------------------------------------------------------------\n");
-  if (o.stats && client) perf_dump_qp(&c);
+  if (o.stats) perf_dump_qp(&c);
   perf_close(&c);
   exit(0);
 }

@@ -109,6 +109,12 @@ static void read_all(int fd, void *b, int n) {
   }
 }
 
+static void barrier(struct perf_conn *c) {
+  char b = 0;
+  write_all(c->to_peer, &b, 1);
+  read_all(c->from_peer, &b, 1);
+}
+
 static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   int p2c[2], c2p[2];
   if (pipe(p2c) < 0 || pipe(c2p) < 0) die("pipe");
@@ -131,6 +137,8 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   c->rkey = peer.rkey;
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, access, 7, 14)) die("connect (loopback)");
+  for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
+  barrier(c);                      // both sides' receives posted before the first SEND
 }
 
 // The transport settings of the options (rdma_cm.h's project extension).
@@ -138,6 +146,16 @@ static void set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
   struct rdmax_transport xt = { .sr = (uint8_t)o->sr, .max_inflight = o->inflight,
                                 .min_rto_us = o->min_rto_us };
   if (rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt)) die("set_option");
+}
+
+// The QP to INIT (the CM takes it on from there) and its receives posted
+// ahead, before the connection exists: the peer's first SEND can
+// then never meet an empty receive queue.
+static void init_and_post_ahead(struct perf_conn *c) {
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+  if (ibv_modify_qp(c->qp, &a, RDMAU_MASK_INIT)) die("QP to INIT");
+  for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
 }
 
 static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
@@ -156,6 +174,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     }
     rdmax_unpack_mr(in + 20, &c->raddr, &c->rkey, &c->buf_len);
     resources(c, o);
+    init_and_post_ahead(c);
     c->id->qp = c->qp;
     rdmax_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
     set_transport(c->id, o);
@@ -164,6 +183,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     rdma_destroy_id(lid);
   } else {
     resources(c, o);
+    init_and_post_ahead(c);
     if (rdmau_cm_resolve(&c->id, o->server_ip, o->port)) die("resolve");
     c->id->qp = c->qp;
     pack_params(pd, o);
@@ -210,19 +230,22 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
 }
 
 // A SEND each way. The client speaks first and the server answers once
-// the client's SEND has arrived, when the client's receive is surely
-// posted: a server that sent at once would meet no receive while the
-// client is still measuring, and its SEND would be refused with RNR NAKs
-// all through the run (extra frames in the middle of a measurement).
+// the client's SEND has arrived. Each side keeps PERF_RECV_AHEAD receives
+// posted ahead of the peer's SENDs, as perftest's ib_send_lat keeps its
+// receives posted: the receive a SEND consumes is replaced at once, and
+// the second one takes a SEND that comes before the replacement (the
+// server's BYE right after the last answer), so no SEND meets an empty
+// receive queue. The server does not wait for its answer's completion:
+// the client holds that ACK until its own next request ([RESP-ACK-5]), so
+// the completion comes only after the client's next message, which the
+// server must not take for this sync's. The completion (wr_id
+// PERF_WR_SYNC) is left for whatever polls next, which skips it.
 void perf_sync(struct perf_conn *c) {
   struct ibv_wc wc;
-  struct ibv_sge rs = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };   // the sync SEND has 0 bytes
-  struct ibv_recv_wr rw = { .wr_id = 0x5151, .sg_list = &rs, .num_sge = 1 }, *rbad;
-  struct ibv_send_wr sw = { .wr_id = 0x5152, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
-  if (ibv_post_recv(c->qp, &rw, &rbad)) die("sync post_recv");
-  int sent = !c->is_server;
-  if (sent && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
-  for (int got = 0; got < 2;) {
+  struct ibv_send_wr sw = { .wr_id = PERF_WR_SYNC, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+  int got_recv = 0, got_send = c->is_server;
+  if (!c->is_server && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
+  while (!got_recv || !got_send) {
     int n = rdmau_wait(c->cq, &wc, 60000);
     if (n != 1) die("sync: no completion in 60 s");
     if (wc.status != IBV_WC_SUCCESS) {
@@ -230,12 +253,20 @@ void perf_sync(struct perf_conn *c) {
       perf_dump_qp(c);
       exit(1);
     }
-    if (wc.wr_id == 0x5151 || wc.wr_id == 0x5152) got++;
-    if (wc.wr_id == 0x5151 && !sent) {
-      if (ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
-      sent = 1;
+    if (wc.opcode == IBV_WC_RECV) {
+      got_recv = 1;
+      perf_post_ahead(c);
+      if (c->is_server && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
+    } else if (wc.wr_id == PERF_WR_SYNC) {
+      got_send = 1;
     }
   }
+}
+
+void perf_post_ahead(struct perf_conn *c) {
+  struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
+  struct ibv_recv_wr wr = { .wr_id = PERF_WR_AHEAD, .sg_list = &sge, .num_sge = 1 }, *bad;
+  if (ibv_post_recv(c->qp, &wr, &bad)) die("post_recv");
 }
 
 void perf_dump_qp(const struct perf_conn *c) {
@@ -270,24 +301,19 @@ int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms) {
 }
 
 // The end of a connection: the server SENDs BYE and waits for the
-// client's DREQ; the client disconnects only with BYE in hand. Every
-// earlier SEND of the server (the last perf_sync's) is acknowledged by
-// then, so the client's QP leaving RTS flushes none of them ([CM-STATE-6]).
-// BYE's own completion is not waited for: its ACK may be lost and the
-// disconnect flushes it. A BYE that meets no receive yet is retried on RNR
-// (rnr_retry 7 on CM connections).
+// client's DREQ; the client disconnects only with BYE in hand. BYE lands in
+// a receive the client keeps posted ahead. The client's ACK of the server's
+// last SEND (the last perf_sync's answer) is out by then or goes as its
+// QP's parting ACK ([RESP-ACK-6]), so leaving RTS flushes none of the
+// server's SENDs ([CM-STATE-6]). BYE's own completion is not waited for:
+// its ACK may be lost and the disconnect flushes it.
 static void perf_bye(struct perf_conn *c) {
   struct ibv_wc wc;
-  struct ibv_sge rs = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
-  struct ibv_recv_wr rw = { .wr_id = 0x5153, .sg_list = &rs, .num_sge = 1 }, *rbad;
-  struct ibv_send_wr sw = { .wr_id = 0x5154, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+  struct ibv_send_wr sw = { .wr_id = PERF_WR_BYE, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
   if (c->is_server) {
     if (ibv_post_send(c->qp, &sw, &sbad)) die("bye post_send");
     return;
   }
-  // BYE is the server's only SEND after the last perf_sync; it may land in
-  // a receive a SEND-mode run left posted, so any receive completion is it.
-  if (ibv_post_recv(c->qp, &rw, &rbad)) die("bye post_recv");
   do {
     if (rdmau_wait(c->cq, &wc, 60000) != 1) die("bye: no completion in 60 s");
     if (wc.status != IBV_WC_SUCCESS) die("bye: receive failed");

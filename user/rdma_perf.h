@@ -17,6 +17,11 @@
 enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
 
 #define PERF_MAX_IDLE_QPS 32   // --idle-qps: no more than the device's QPs
+// wr_ids of the WRs this library posts (the tools' own WRs use others).
+#define PERF_WR_AHEAD 0x5151   // the receive posted ahead (perf_post_ahead)
+#define PERF_WR_SYNC 0x5152    // perf_sync's SEND
+#define PERF_WR_BYE 0x5154     // the server's BYE (perf_close)
+#define PERF_RECV_AHEAD 2      // receives each side keeps posted (perf_sync)
 
 struct perf_opts {
   int op;              // enum perf_op
@@ -58,6 +63,10 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what);
 int perf_connect(struct perf_conn *c, struct perf_opts *o);
 // Both sides: wait for each other (SEND/RECV in RDMA, so it works over the network).
 void perf_sync(struct perf_conn *c);
+// Posts one of the receives each side keeps ahead of the peer's SENDs
+// (the whole buffer, wr_id PERF_WR_AHEAD); a caller that takes one
+// replaces it before it sends anything.
+void perf_post_ahead(struct perf_conn *c);
 // n more connected QPs (loopback pairs) that carry no traffic.
 void perf_idle_qps(struct perf_conn *c, int n);
 void perf_close(struct perf_conn *c);

@@ -16,6 +16,7 @@ BW_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)[ \t]
 LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7 + r"[ \t]*\n", re.M)
 # Ends with the line: a console pattern must end after its last capture.
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
+QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
 
 
 def bw_rows(text):
@@ -45,4 +46,7 @@ def qp_stats(text):
     m = QP_LINE.search(text)
     if not m:
         return None
-    return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4])}
+    r = QP_RNR.search(m[0])
+    rnr = {"rnr_timeouts": int(r[1]), "tx_rnr_naks": int(r[2]), "rx_rnr_naks": int(r[3])} if r else {}
+    return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4]),
+            **rnr}

@@ -4,6 +4,12 @@ over linkemu, and in loopback inside one guest. Prints each tool's table;
 with --out FILE also writes them there (e.g. bench/results/rdma-perf.txt).
 Exit 0 only if every run printed its result row.
 
+With --smoke (and no loss) it also checks the polling latency runs'
+counters: rdma_lat -t send and -t write, polling, on a lossless link, must
+count no RNR NAK, no RNR wait and no timeout on either side (each side keeps
+a receive posted ahead of the peer's SEND; see
+bench/results/latency-notes.md).
+
 Usage: python3 tests/rdma/run_perf.py [--smoke] [--out FILE] [--loss PCT]
   --smoke  few iterations: checks that the tools work (used by test-rdma)
 """
@@ -17,6 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from guest import Guest, GuestError  # noqa: E402
+import perftable  # noqa: E402
 
 ROW = re.compile(r"^ \d+ +\d+ +\d", re.M)
 
@@ -32,6 +39,34 @@ def runs(smoke):
             ("rdma_lat", f"-t send -n {n_lat}"),
             ("rdma_lat", f"-t write -e -n {n_lat}"),      # sleeping in ibvx_wait_write
             ("rdma_lat", f"-t send -e -n {n_lat}")]       # sleeping on the completion channel
+
+
+# The counters check: polling SEND and WRITE ping-pongs. Both sides run with
+# a 1 s RTO floor: a guest the loaded host stops for longer than the default
+# 30 ms floor times out on any link, while an ACK or a receive that never
+# comes times out at any floor.
+SURPRISE_RUNS = [("rdma_lat_send_no_rnr_no_timeout", "-t send -n 300"),
+                 ("rdma_lat_write_no_rnr_no_timeout", "-t write -n 300")]
+SURPRISE_RTO = "--min-rto 1000000 --stats"
+SURPRISES = ("tx_rnr_naks", "rx_rnr_naks", "rnr_timeouts", "timeouts")
+
+
+def surprises(tb):
+    """(name, ok, text) of each counters check: zero of SURPRISES per side."""
+    a, b = tb.guests
+    results = []
+    for name, opts in SURPRISE_RUNS:
+        a.send(f"rdma_lat {SURPRISE_RTO}")
+        a.expect(r"waiting for a client", timeout=30)
+        out = b.run(f"rdma_lat {opts} {SURPRISE_RTO} {tb.ip(0)}", timeout=600)
+        server = a.expect(perftable.QP_LINE.pattern, timeout=120)[0]
+        a.expect(r"\$ $", timeout=120)
+        sides = [("client", perftable.qp_stats(out)), ("server", perftable.qp_stats(server))]
+        bad = [f"{side} {k} {st[k]}" for side, st in sides if st for k in SURPRISES if st.get(k) != 0]
+        bad += [f"{side}: no counters line" for side, st in sides if not st]
+        results.append((name, not bad, f"{out.strip()}\nserver: {server.strip()}\n"
+                        + ("; ".join(bad) if bad else "no RNR NAK, RNR wait or timeout")))
+    return results
 
 
 def main():
@@ -61,6 +96,12 @@ def main():
                 out = b.run(f"{tool} {opts} {tb.ip(0)}", timeout=1800)
                 a.expect(r"\$ $", timeout=120)
                 record(f"two guests, loss {args.loss}%: {tool} {opts}", out)
+            if args.smoke and args.loss == "0":
+                for name, good, text in surprises(tb):
+                    ok += good
+                    bad += not good
+                    report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
+                    print(report[-1], flush=True)
             for g in (a, b):
                 g.send("halt 0")
         with Guest("rdmaperf-loop", cpus=2) as g:
