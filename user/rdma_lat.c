@@ -41,6 +41,7 @@ static void reap(struct perf_conn *c, int want_opcode) {
     if (n == 0) fail("no completion for 30 s");
     if (wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
     if ((int)wc.opcode == want_opcode) return;
+    if (wc.opcode == IBV_WC_RECV) c->early_recvs++;   // the peer's next sync, for perf_sync
   }
 }
 
@@ -54,6 +55,7 @@ static void check_cq(struct perf_conn *c) {
   int n = ibv_poll_cq(c->cq, 1, &wc);
   if (n < 0) fail("poll_cq");
   if (n > 0 && wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
+  if (n > 0 && wc.opcode == IBV_WC_RECV) c->early_recvs++;
 }
 
 // Polls the buffer's last byte, or with -e sleeps until a WRITE changes it.

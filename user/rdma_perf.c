@@ -240,11 +240,23 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
 // the completion comes only after the client's next message, which the
 // server must not take for this sync's. The completion (wr_id
 // PERF_WR_SYNC) is left for whatever polls next, which skips it.
+// The peer's sync SEND took a receive: replace it; the server answers.
+static int sync_recv_taken(struct perf_conn *c, struct ibv_send_wr *sw) {
+  struct ibv_send_wr *bad;
+  perf_post_ahead(c);
+  if (c->is_server && ibv_post_send(c->qp, sw, &bad)) die("sync post_send");
+  return 1;
+}
+
 void perf_sync(struct perf_conn *c) {
   struct ibv_wc wc;
   struct ibv_send_wr sw = { .wr_id = PERF_WR_SYNC, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
   int got_recv = 0, got_send = c->is_server;
   if (!c->is_server && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
+  if (c->early_recvs > 0) {        // the peer's sync SEND, taken by the tool's own polling
+    c->early_recvs--;
+    got_recv = sync_recv_taken(c, &sw);
+  }
   while (!got_recv || !got_send) {
     int n = rdmau_wait(c->cq, &wc, 60000);
     if (n != 1) die("sync: no completion in 60 s");
@@ -254,9 +266,7 @@ void perf_sync(struct perf_conn *c) {
       exit(1);
     }
     if (wc.opcode == IBV_WC_RECV) {
-      got_recv = 1;
-      perf_post_ahead(c);
-      if (c->is_server && ibv_post_send(c->qp, &sw, &sbad)) die("sync post_send");
+      got_recv = sync_recv_taken(c, &sw);
     } else if (wc.wr_id == PERF_WR_SYNC) {
       got_send = 1;
     }
