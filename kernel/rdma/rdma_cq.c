@@ -150,12 +150,14 @@ int rdma_destroy_cq(int h) {
 }
 
 // Up to n of the caller's CQ h's completions into out: how many, or -1
-// for a CQ that is not the caller's or has overrun.
+// for a CQ that is not the caller's or has overrun. It does not run the
+// engine (received frames, posts and the engine thread do): a process
+// spinning in ibv_poll_cq would hold rdma.lock for most of its time, and
+// the receive path waits for that lock (bench/results/latency-notes.md).
 int rdma_poll_cq(int h, struct rct_wc *out, int n) {
   int got = -1;
   spin_lock(&rdma.lock);
   if (rdma_cq_get(h) && !rdma_cqs[h].error) {
-    if (rdma_progress(16)) rdma_kick();
     got = rct_poll_cq(&rdma_cqs[h].cq, out, n);
   }
   for (int i = 0; i < got; i++)   // the padding goes to user space too: no stale bytes

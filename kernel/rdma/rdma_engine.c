@@ -15,7 +15,7 @@
 // spinning, it may sleep here until the byte it watches changes: every
 // frame the core takes in wakes the sleepers, each re-reads its byte.
 //
-// Who runs it: syscalls that post work or poll (low latency, same hart),
+// Who runs it: syscalls that post work (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
 // and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
 // rdma.lock; the thread drops the lock between budgets so interrupts and
