@@ -20,8 +20,13 @@
 //   nettest lat IP PORT SIZE COUNT        echo round trips: min/median/p90/avg RTT, one-way = RTT/2
 //   nettest kblast IP PORT SIZE SECONDS   kernel burst (netblast: no syscall per datagram)
 //   nettest kburst IP PORT SIZE COUNT     exactly COUNT datagrams in one netblast call
+//                                        (to NET_ROCE_SINK_PORT both send a RoCEv2 frame
+//                                        body: a BTH, then data, then the ICRC the kernel
+//                                        computes for every copy)
 //   nettest kcount IDLE_MS [FIRST_MS]     count a kernel burst sent to a port nobody holds
-//                                        from the driver/stack counters (no recvfrom)
+//                                        or to NET_ROCE_SINK_PORT (the kernel checks each
+//                                        ICRC and copies the payload) from the driver/stack
+//                                        counters (no recvfrom)
 //   nettest pollecho PORT                 one poll() loop over a UDP socket and stdin: echo
 //                                        each datagram to its sender, answer each typed line
 //                                        ("pollecho: line TEXT"); "quit" or ^D ends it
@@ -289,11 +294,17 @@ static int cmd_sink(int port, int idle_ms) {
 // have passed, or (seconds 0) exactly count datagrams in one call.
 #define KBLAST_CALL 512
 
+// The BTH of an RC RDMA WRITE middle packet to QP 0x11, PSN 0x22, pad 0
+// (big-endian fields): what a RoCE blast's frames begin with.
+static const unsigned char blast_bth[12] = { 0x07, 0x00, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 0x22 };
+
 static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int count) {
   int s = udp_socket(0);
   char *buf = malloc(size + 1);
   struct net_addr to = { ip, (unsigned short)port, 0 };
   fill(buf, size, 0x6b000000u);
+  if (port == NET_ROCE_SINK_PORT && size >= (int)sizeof blast_bth)
+    memcpy(buf, blast_bth, sizeof blast_bth);
   unsigned long t0 = clock_ns(), end = t0 + (unsigned long)seconds * NS, n = 0;
   do {
     int r = netblast(s, buf, size, &to, seconds ? KBLAST_CALL : count);
@@ -310,7 +321,8 @@ struct rx_sample { unsigned long t, datagrams, frames, bytes, irqs, no_buf, miss
 static void rx_sample(struct rx_sample *x) {
   const char *st = stat_text();
   x->t = clock_ns();
-  x->datagrams = stat_find(st, "udp_no_port");     // went through eth/ip/udp demux
+  x->datagrams = stat_find(st, "udp_no_port") +    // went through eth/ip/udp demux
+                 stat_find(st, "roce_sink_ok") + stat_find(st, "roce_sink_bad_icrc");
   x->frames = stat_find(st, "dev_rx_frames");
   x->bytes = stat_find(st, "dev_rx_bytes");
   x->irqs = stat_find(st, "dev_interrupts");

@@ -17,7 +17,11 @@ Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
               frames (a full MTU-1024 RoCEv2 frame): nettest kblast (the
               kernel sends one prebuilt UDP datagram again and again)
               against nettest kcount (the receiver counts from its stack's
-              counters), guest 1 -> guest 0 like the RDMA data, 3 times
+              counters), guest 1 -> guest 0 like the RDMA data, 3 times;
+              alternating with it, the RoCE frame ceiling: the same burst
+              to NET_ROCE_SINK_PORT, each frame's ICRC computed by the
+              sender and verified by the receiver, its payload copied
+              into a buffer (link_ceiling.py's method "roce")
   mtu4096     the same at path MTU 4096 (boot argument rdma_mtu=4096) and
               4154-byte frames, WRITE at a few sizes
   sr-mtu1024, gbn-mtu1024, sr-mtu4096, gbn-mtu4096
@@ -112,21 +116,28 @@ def raw_latency(tb, log, echoes=300):
 
 
 def ceiling(tb, cfg, frame, seconds, ceil_rows, log):
-    """The kernel-burst link ceiling guest 1 -> guest 0 at `frame` bytes, REPEATS times."""
-    runs = []
+    """The kernel-burst link ceiling guest 1 -> guest 0 at `frame` bytes and,
+    alternating with it, the RoCE frame ceiling (ICRC + copy), REPEATS times each."""
+    runs = {"kernel": [], "roce": []}
     for _ in range(REPEATS):
-        r = link_ceiling.one_run(tb, 1, 0, frame, seconds, "kernel")
-        runs.append(r)
-        log.append(f"### ceiling {frame} B: {r['recv_fps']} frames/s, {r['payload_MBps']} MB/s payload "
-                   f"(sent {r['sent_fps']} frames/s)\n")
-    mbps = statistics.median(r["payload_MBps"] for r in runs)
-    row = {"config": cfg, "frame_bytes": frame, "runs": len(runs),
-           "recv_fps_median": statistics.median(r["recv_fps"] for r in runs),
-           "payload_MBps_median": mbps,
-           "frame_MBps_median": statistics.median(r["frame_MBps"] for r in runs),
-           "all_payload_MBps": " ".join(str(r["payload_MBps"]) for r in runs)}
+        for method, rs in runs.items():
+            r = link_ceiling.one_run(tb, 1, 0, frame, seconds, method)
+            rs.append(r)
+            log.append(f"### {link_ceiling.LABEL[method]} {frame} B: {r['recv_fps']} frames/s, "
+                       f"{r['payload_MBps']} MB/s payload (sent {r['sent_fps']} frames/s)\n")
+    raw, roce = runs["kernel"], runs["roce"]
+    row = {"config": cfg, "frame_bytes": frame, "runs": len(raw),
+           "recv_fps_median": statistics.median(r["recv_fps"] for r in raw),
+           "payload_MBps_median": statistics.median(r["payload_MBps"] for r in raw),
+           "frame_MBps_median": statistics.median(r["frame_MBps"] for r in raw),
+           "all_payload_MBps": " ".join(str(r["payload_MBps"]) for r in raw),
+           "roce_recv_fps_median": statistics.median(r["recv_fps"] for r in roce),
+           "roce_payload_MBps_median": statistics.median(r["payload_MBps"] for r in roce),
+           "roce_all_payload_MBps": " ".join(str(r["payload_MBps"]) for r in roce)}
     ceil_rows.append(row)
-    progress("bench", f"  link ceiling {frame} B: {mbps} MB/s payload (median of {row['all_payload_MBps']})")
+    progress("bench", f"  link ceiling {frame} B: {row['payload_MBps_median']} MB/s payload (median of "
+             f"{row['all_payload_MBps']}); RoCE frame ceiling {row['roce_payload_MBps_median']} MB/s "
+             f"(median of {row['roce_all_payload_MBps']})")
 
 
 def configs(quick):
@@ -362,6 +373,13 @@ def summary(out, rows, seed, cmd, took):
         L.append(f"| path MTU {mtu}: 64 KiB WRITE goodput / link ceiling at {FRAME[mtu]}-byte frames, same "
                  f"guests ({w} / {cv} MB/s) | {ratio(w, cv)} | >= 0.80 |")
     for mtu in (1024, 4096):
+        c = ceil_of(f"mtu{mtu}")
+        w = g(f"mtu{mtu}", 65536)
+        cv = c.get("roce_payload_MBps_median") if c else None
+        L.append(f"| path MTU {mtu}: 64 KiB WRITE goodput / RoCE frame ceiling (ICRC + copy) at {FRAME[mtu]}-byte "
+                 f"frames, same guests ({w} / {cv} MB/s) | {ratio(w, cv)} | (what the transport reaches "
+                 f"of what its frames allow) |")
+    for mtu in (1024, 4096):
         for loss, goal in ((1, "0.90"), (5, "0.70")):
             for size in (65536, MIB):
                 base, v = g(f"sr-mtu{mtu}", size), g(f"sr-mtu{mtu}", size, loss=loss)
@@ -385,6 +403,12 @@ How these are measured:
   bench/results/link-summary.md), guest 1 to guest 0 like the RDMA data,
   median of 3, measured in the same pair of guests just before the RDMA
   runs. Its payload per frame is 16 bytes more than RDMA's (no BTH/ICRC).
+- The RoCE frame ceiling is the same burst, alternating with it run by
+  run, to NET_ROCE_SINK_PORT: every frame pays the per-byte work of a
+  RoCEv2 frame with a software ICRC (the sender computes each copy's ICRC
+  with the transport core's code, the receiving kernel verifies it and
+  copies the payload into a buffer), but no transport state, ACKs or
+  completions. Its payload is RDMA's (frame - 58 bytes).
 - SR and go-back-N under loss: one pair of guests per mode and MTU; the
   link's loss changes between runs through linkemu's control socket
   (0, 0.1, 1, 5 % in turn, 3 rounds, medians), so each ratio compares runs
@@ -403,10 +427,12 @@ How these are measured:
   WRITE opens a moderation window that the WRITE then waits out.
 """)
     L.append("## Link ceiling (same run)\n")
-    L.append("| config | frame B | frames/s | payload MB/s | runs (payload MB/s) |\n| --- | ---: | ---: | ---: | --- |")
+    L.append("| config | frame B | frames/s | payload MB/s | runs (payload MB/s) | RoCE frames/s | "
+             "RoCE payload MB/s | RoCE runs (payload MB/s) |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")
     for c in ceil_rows:
         L.append(f"| {c['config']} | {c['frame_bytes']} | {c['recv_fps_median']} | {c['payload_MBps_median']} | "
-                 f"{c['all_payload_MBps']} |")
+                 f"{c['all_payload_MBps']} | {c.get('roce_recv_fps_median')} | "
+                 f"{c.get('roce_payload_MBps_median')} | {c.get('roce_all_payload_MBps')} |")
     L.append("\n## WRITE goodput by size (lossless)\n")
     L.append("| size | MTU 1024 MB/s | MTU 4096 MB/s |\n| ---: | ---: | ---: |")
     for size in sorted({r["size"] for r in bw_rows if r["config"] in ("mtu1024", "mtu4096") and r["op"] == "write"}):

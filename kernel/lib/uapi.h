@@ -393,5 +393,10 @@ struct net_info {
   unsigned char present, link_up;
 };
 #define NET_MAX_UDP_PAYLOAD 8972   // 9000-byte MTU - IPv4 - UDP headers
+// The RoCE frame ceiling's port: a datagram to it is a RoCEv2 frame body
+// (BTH, payload, ICRC). netblast computes each copy's ICRC before sending
+// it; the receiving kernel, which holds the port, verifies the ICRC, copies
+// the payload into a buffer and counts roce_sink_ok / roce_sink_bad_icrc.
+#define NET_ROCE_SINK_PORT 9003
 
 #endif

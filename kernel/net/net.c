@@ -83,6 +83,7 @@ void net_init(void) {
   arp_init();
   eth_register_type(ETHERTYPE_IPV4, ip_rx);
   eth_register_type(ETHERTYPE_ARP, arp_rx);
+  roce_sink_init();
   if (e1000_init() < 0) return;
   netdev_mac(netcfg.mac);
   const char *mac = bootarg("mac"), *ip = bootarg("ip");

@@ -86,7 +86,8 @@ int net_parse_mac(const char *s, uint8 mac[6]);     // 0, or -1 if malformed
   X(ip_fragment_drop) X(ip_ttl_zero) X(ip_unknown_proto) X(ip_too_big) \
   X(icmp_rx) X(icmp_bad_checksum) X(icmp_echo_replied) X(icmp_other) \
   X(udp_rx) X(udp_tx) X(udp_bad_header) X(udp_bad_checksum) X(udp_no_port) \
-  X(sock_rx) X(sock_queue_full) X(netbuf_none)
+  X(sock_rx) X(sock_queue_full) X(netbuf_none) \
+  X(roce_sink_ok) X(roce_sink_bad_icrc)
 
 enum net_counter {
 #define NC_ENUM(name) NC_##name,
@@ -173,6 +174,9 @@ int  udp_output_sg(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_p
 // header and sends (udp_output_sg; sysnet.c's netblast reuses one header).
 void udp_push_headers(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_port,
                       uint32 payload);
+
+// rocesink.c: claims NET_ROCE_SINK_PORT (boot, after the UDP table exists).
+void roce_sink_init(void);
 
 // sysnet.c: delivers echo replies to ICMP sockets (consumes nb).
 // The socket layer above registers where echo replies go (consumes nb).

@@ -34,6 +34,7 @@
 #include "net/net.h"
 #include "net/netdev.h"
 #include "dev/random.h"
+#include "transport/wire.h"
 
 #define NSOCK 32
 #define SOCK_QMAX 768
@@ -322,6 +323,8 @@ int64 sys_sendzc(void) {
 // rate it reaches is what the driver and the emulated link carry, with no
 // system call per datagram. Returns the datagrams sent (fewer than count
 // only if the process is killed) once the device is done with all of them.
+// To NET_ROCE_SINK_PORT the payload is a RoCEv2 frame body and each copy
+// pays the sender's ICRC first (struct blast_icrc).
 
 #define NETBLAST_MAX_COUNT (1 << 20)   // datagrams per call
 
@@ -347,13 +350,54 @@ static int blast_header(struct netbuf *hdr, uint16 src_port, const struct net_ad
   return 0;
 }
 
+// A RoCE blast's payload is BTH, data and ICRC; every copy's ICRC is
+// computed again before it is queued, over the headers and the pinned
+// pages, as the RDMA engine computes each frame's.
+struct blast_icrc {
+  uint8 hdr[ETH_HLEN + IPV4_HLEN + UDP_HLEN + BTH_LEN];   // Ethernet to BTH, contiguous
+  struct rct_iov seg[ZC_MAX_PAGES];                       // the data, in the pinned pages
+  int nseg;
+  uint8 *at[ICRC_LEN];                                    // the ICRC's bytes in the pages
+};
+
+// The kernel address of payload byte off; off is below the frags' total.
+static uint8 *frag_byte(const struct netdev_frag *frags, int nfrags, uint32 off) {
+  int i = 0;
+  while (i < nfrags - 1 && off >= frags[i].len) off -= frags[i++].len;
+  return (uint8 *)(frags[i].pa + off);
+}
+
+// Preconditions: eth is the frame's Ethernet + IPv4 + UDP header; frags
+// hold its payload of n >= BTH_LEN + ICRC_LEN bytes.
+static void blast_icrc_init(struct blast_icrc *ic, const uint8 *eth, const struct netdev_frag *frags,
+                            int nfrags, uint32 n) {
+  uint32 l4 = ETH_HLEN + IPV4_HLEN + UDP_HLEN, lo = BTH_LEN, hi = n - ICRC_LEN, base = 0;
+  memcpy(ic->hdr, eth, l4);
+  for (uint32 k = 0; k < BTH_LEN; k++) ic->hdr[l4 + k] = *frag_byte(frags, nfrags, k);
+  for (uint32 k = 0; k < ICRC_LEN; k++) ic->at[k] = frag_byte(frags, nfrags, hi + k);
+  ic->nseg = 0;
+  for (int i = 0; i < nfrags; base += frags[i].len, i++) {
+    uint32 end = base + frags[i].len, s = base > lo ? base : lo, e = end < hi ? end : hi;
+    if (s < e) ic->seg[ic->nseg++] = (struct rct_iov){ (uint8_t *)(frags[i].pa + s - base), e - s };
+  }
+}
+
+// The ICRC of the frame's masked headers and data, stored least
+// significant byte first in its last four bytes [ICRC-CALC-1] [ICRC-CALC-3].
+// Every queued copy holds the same bytes, so rewriting them is harmless.
+static void blast_icrc_stamp(struct blast_icrc *ic) {
+  uint32 v = rct_icrc_compute(ic->hdr, sizeof ic->hdr, ETH_HLEN, RCT_ENCAP_V2, ic->seg, ic->nseg, 0, 0);
+  for (int k = 0; k < ICRC_LEN; k++) *ic->at[k] = (uint8)(v >> (8 * k));
+}
+
 #define BLAST_BURST 64        // = RDMA_BUDGET, the RDMA engine's burst
 
-// Queues the frame made of frags count times, sleeping for ring room;
-// returns how many were queued, after the device has finished them all.
-static int blast_frames(const struct netdev_frag *frags, int nfrags, int count) {
+// Queues the frame made of frags count times, sleeping for ring room,
+// each copy stamped with its ICRC first if ic is not NULL; returns how
+// many were queued, after the device has finished them all.
+static int blast_frames(const struct netdev_frag *frags, int nfrags, int count, struct blast_icrc *ic) {
   struct blast b = { 0 };
-  int sent = 0;
+  int sent = 0, stamped = 0;
   // Doorbells in bursts of up to BLAST_BURST frames, as the RDMA engine
   // rings them (rdma_progress), so the link ceiling and RDMA pay alike.
   while (sent < count) {
@@ -361,8 +405,9 @@ static int blast_frames(const struct netdev_frag *frags, int nfrags, int count) 
     int queued = 0, full = 0;
     netdev_tx_hold();
     while (sent < count && queued < BLAST_BURST) {
+      if (ic && !stamped) { blast_icrc_stamp(ic); stamped = 1; }   // once per copy sent
       __sync_fetch_and_add(&b.inflight, 1);          // before done() can run
-      if (netdev_tx(frags, nfrags, blast_done, &b) == 0) { sent++; queued++; continue; }
+      if (netdev_tx(frags, nfrags, blast_done, &b) == 0) { sent++; queued++; stamped = 0; continue; }
       __sync_fetch_and_sub(&b.inflight, 1);          // not queued: no done()
       full = 1;
       break;
@@ -388,6 +433,8 @@ int64 sys_netblast(void) {
   if (!s || s->type != SOCK_UDP || n < 0 || n > NET_MAX_UDP_PAYLOAD) return -1;
   if (count < 1 || count > NETBLAST_MAX_COUNT) return -1;
   if (copy_in(pt, &to, arg_addr(3), sizeof to) < 0 || !netdev_present() || !netcfg.ip) return -1;
+  int roce = to.port == NET_ROCE_SINK_PORT;
+  if (roce && n < BTH_LEN + ICRC_LEN) return -1;
   if (!s->port && bind_port(s, 0) < 0) return -1;
   uint64 pa[ZC_MAX_PAGES];
   struct netdev_frag frags[1 + ZC_MAX_PAGES];
@@ -397,7 +444,9 @@ int64 sys_netblast(void) {
   int r = -1;
   if (hdr && blast_header(hdr, s->port, &to, n) == 0) {
     frags[0] = (struct netdev_frag){ (uint64)hdr->data, hdr->len };
-    r = blast_frames(frags, 1 + npages, count);
+    struct blast_icrc ic;
+    if (roce) blast_icrc_init(&ic, hdr->data, frags + 1, npages, n);
+    r = blast_frames(frags, 1 + npages, count, roce ? &ic : 0);
   }
   if (hdr) netbuf_free(hdr);
   if (npages > 0) uvm_unpin(pa, npages);

@@ -13,9 +13,12 @@
 #                        guests bridged by a Linux guest with netem on both
 #                        ports (tests/net/run_netem.py): the frames the QPs
 #                        lost at 2 % against the binomial bounds and netem's
-#                        own count; goodput at 1 % / clean against linkemu's.
+#                        own count, and the same through linkemu.
 #                        ~3 minutes; builds the Linux image first (make
 #                        linux-image). Part of make test.
+#   make bench-netem     goodput at 1 % loss / clean, go-back-N and selective
+#                        repeat, through netem and through linkemu (7 rounds
+#                        each) -> bench/results/netem-compare.txt
 #   make bench-net       link ceiling guest to guest (frames/s, MB/s at 64,
 #                        1082, 1500, 4154, 9000-byte frames; kernel burst and
 #                        sendto/recvfrom) and one-way latency ->
@@ -33,7 +36,10 @@ test-net: kernel/kernel fs.img $(LINKEMU)
 test-netem: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/net/run_netem.py
 
+bench-netem: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
+	python3 tests/net/run_netem.py --compare
+
 bench-net: kernel/kernel fs.img $(LINKEMU)
 	$(PLOT_PYTHON) bench/net/link_ceiling.py $(BENCH_NET_ARGS)
 
-.PHONY: test-net test-netem bench-net
+.PHONY: test-net test-netem bench-netem bench-net

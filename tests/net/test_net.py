@@ -14,7 +14,10 @@ Checks, one line each:
               then one kernel burst of 5,000 datagrams (1082-byte RoCEv2-size
               frames) to a port nobody holds: the receiver's udp_no_port
               counter grows by exactly 5,000, what linkemu delivered (a
-              lossless link: 8 MiB host socket buffers hold the whole burst)
+              lossless link: 8 MiB host socket buffers hold the whole burst);
+              then 5,000 RoCEv2 frame bodies to NET_ROCE_SINK_PORT (9003): the
+              receiver's roce_sink_ok grows by exactly 5,000 (every ICRC the
+              sender computed checks out), roce_sink_bad_icrc by 0
   corrupt     linkemu flips one random bit in every frame a->b: each of
               300 datagrams is either dropped by a check (IPv4 or UDP
               checksum, not-for-us MAC, unknown EtherType...) and counted,
@@ -147,6 +150,14 @@ def main():
             check(f"kernel burst of {n} datagrams counted exactly on the receiver", ok,
                   f"{sent.group(0) if sent else out.strip()[-200:]}; linkemu delivered "
                   f"{delivered}, receiver udp_no_port +{got}")
+            # A RoCE blast: every frame carries the ICRC the sender computed for
+            # it, and the receiver's check passes for each one [ICRC-CALC-5].
+            c0 = {k: settled(g1, k) for k in ("roce_sink_ok", "roce_sink_bad_icrc")}
+            out = g0.run(f"nettest kburst {tb.ip(1)} 9003 1040 {n}", timeout=120)
+            got = {k: settled(g1, k) - v for k, v in c0.items()}
+            check(f"RoCE burst of {n} frames arrives with valid ICRCs",
+                  got == {"roce_sink_ok": n, "roce_sink_bad_icrc": 0},
+                  f"{out.strip()[-120:]}; receiver {got}")
 
         def corrupt():
             for g, peer in ((g0, 1), (g1, 0)):        # resolve first, on a clean link

@@ -44,6 +44,8 @@ static void test_netblast_rejects_bad_args(void)
   }
   char *edge = (char *)brk;       // the last mapped page ends here
   TR_CHECK(netblast(s, edge - 8, 64, &to, 1) == -1, "buffer running past the break");
+  struct net_addr roce = { to.ip, NET_ROCE_SINK_PORT, 0 };   // too short for BTH + ICRC
+  TR_CHECK(netblast(s, buf, 15, &roce, 1) == -1, "15-byte RoCE frame body accepted");
 }
 
 static void test_netblast_sends_count(void)
