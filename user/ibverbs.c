@@ -199,7 +199,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
   struct ibv_cq *cq = calloc(1, sizeof *cq);
   if (!cq) return fail_null(ENOMEM);
   int h = rdma_create_cq(cqe, channel ? channel->fd : -1, cq);
-  if (h < 0) { free(cq); return fail_null(EINVAL); }
+  if (h < 0) { free(cq); return fail_null(h == RDMA_NO_RESOURCES ? ENOMEM : EINVAL); }
   cq->context = context;
   cq->channel = channel;
   cq->cq_context = cq_context;
@@ -280,7 +280,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
     .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
   };
   int h = sys_rdma_create_qp(&c);
-  if (h < 0) { free(priv); return fail_null(EINVAL); }
+  if (h < 0) { free(priv); return fail_null(h == RDMA_NO_RESOURCES ? ENOMEM : EINVAL); }
   if (ia->cap.max_inline_data > 0) {
     priv->inl_slots = 2 * c.max_send_wr;
     priv->inl = malloc((size_t)priv->inl_slots * MAX_INLINE);

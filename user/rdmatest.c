@@ -1236,6 +1236,99 @@ static void t_verbs_max_qp_wr(void) {
   TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
 }
 
+// ---- device limits: creating past max_qp / max_cq / the ring pool ----
+
+static struct ibv_qp *lim_qp[1024];
+static struct ibv_cq *lim_cq[1024];
+
+// QPs of wr WRs each way on cq until create fails (at most max): how many,
+// *err the errno of the failure (0 if none failed).
+static int create_qps(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t wr, int max, int *err) {
+  struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+    .cap = { .max_send_wr = wr, .max_recv_wr = wr, .max_send_sge = 1, .max_recv_sge = 1 } };
+  int n = 0;
+  *err = 0;
+  errno = 0;
+  while (n < max && (lim_qp[n] = ibv_create_qp(pd, &ia)) != NULL) n++;
+  if (n < max) *err = errno;
+  return n;
+}
+
+static int destroy_qps(int n) {
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad |= ibv_destroy_qp(lim_qp[i]) != 0;
+  return bad ? -1 : 0;
+}
+
+// Live QPs of the device (every process's), from the statistics call.
+static int live_qps(void) {
+  struct rdma_qp_stats s;
+  int n = 0, r;
+  for (int i = 0; (r = rdma_qp_stats(i, &s)) >= 0; i++) n += r == 0;
+  return n;
+}
+
+// max_qp QPs exist at once; the next create fails with ENOMEM (nothing
+// else changes: a bad argument still gets EINVAL); once all are destroyed
+// as many can be created again.
+static void t_verbs_qp_limit_enomem(void) {
+  struct ibv_device_attr da;
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+  TR_ASSERT(pd && cq && ibv_query_device(ctx, &da) == 0);
+  TR_CHECK(da.max_qp >= 512 && da.max_qp <= (int)(sizeof lim_qp / sizeof lim_qp[0]), "max_qp %d", da.max_qp);
+  int room = da.max_qp - live_qps(), err;
+  int n = create_qps(pd, cq, 1, da.max_qp + 1, &err);
+  TR_CHECK(n == room && err == ENOMEM, "created %d of %d, errno %d", n, room, err);
+  TR_ASSERT(live_qps() == da.max_qp);
+  struct ibv_qp_init_attr bad = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+    .cap = { .max_send_wr = (uint32_t)da.max_qp_wr + 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+  errno = 0;
+  TR_ASSERT(ibv_create_qp(pd, &bad) == NULL && errno == EINVAL);
+  TR_ASSERT(destroy_qps(n) == 0);
+  int again = create_qps(pd, cq, 1, da.max_qp + 1, &err);
+  TR_CHECK(again == n && err == ENOMEM, "created %d the second time, errno %d", again, err);
+  TR_ASSERT(destroy_qps(again) == 0);
+  TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
+}
+
+// max_cq CQs exist at once (this process's and others'); the next create
+// fails with ENOMEM, and after destroying them as many can be made again.
+static void t_verbs_cq_limit_enomem(void) {
+  struct ibv_device_attr da;
+  TR_ASSERT(ibv_query_device(ctx, &da) == 0);
+  TR_CHECK(da.max_cq >= 512 && da.max_cq <= (int)(sizeof lim_cq / sizeof lim_cq[0]), "max_cq %d", da.max_cq);
+  int counts[2];
+  for (int round = 0; round < 2; round++) {
+    int n = 0;
+    errno = 0;
+    while (n < da.max_cq && (lim_cq[n] = ibv_create_cq(ctx, 1, NULL, NULL, 0)) != NULL) n++;
+    TR_CHECK(n < da.max_cq ? errno == ENOMEM : 1, "CQ %d: errno %d", n, errno);
+    TR_ASSERT(ibv_create_cq(ctx, 1, NULL, NULL, 0) == NULL && errno == ENOMEM);
+    for (int i = 0; i < n; i++) TR_ASSERT(ibv_destroy_cq(lim_cq[i]) == 0);
+    counts[round] = n;
+  }
+  TR_CHECK(counts[0] == counts[1] && counts[0] >= da.max_cq - 16, "created %d then %d of %d",
+           counts[0], counts[1], da.max_cq);
+}
+
+// QPs at max_qp_wr each take so many ring pages that the pool runs out
+// before max_qp: create fails with ENOMEM, the destroyed QPs' pages come
+// back (as many again).
+static void t_verbs_ring_pool_enomem(void) {
+  struct ibv_device_attr da;
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+  TR_ASSERT(pd && cq && ibv_query_device(ctx, &da) == 0);
+  int err, n = create_qps(pd, cq, (uint32_t)da.max_qp_wr, da.max_qp, &err);
+  TR_CHECK(n > 0 && n < da.max_qp && err == ENOMEM, "%d QPs of %d WRs, errno %d", n, da.max_qp_wr, err);
+  TR_ASSERT(destroy_qps(n) == 0);
+  int again = create_qps(pd, cq, (uint32_t)da.max_qp_wr, da.max_qp, &err);
+  TR_CHECK(again == n && err == ENOMEM, "%d then %d QPs", n, again);
+  TR_ASSERT(destroy_qps(again) == 0);
+  TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
+}
+
 // ---- the case table ----
 
 static const struct tr_case cases[] = {
@@ -1279,6 +1372,9 @@ static const struct tr_case cases[] = {
   { "verbs_names", t_verbs_names, TR_QUICK, 0 },
   { "verbs_query_gid_table", t_verbs_query_gid_table, TR_QUICK, 0 },
   { "verbs_max_qp_wr", t_verbs_max_qp_wr, TR_QUICK, 0 },
+  { "verbs_qp_limit_enomem", t_verbs_qp_limit_enomem, TR_QUICK, 0 },
+  { "verbs_cq_limit_enomem", t_verbs_cq_limit_enomem, TR_QUICK, 0 },
+  { "verbs_ring_pool_enomem", t_verbs_ring_pool_enomem, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case *const tables[] = { cases };

@@ -77,13 +77,14 @@
 #define SYS_rdma_create_chan  66  // () -> completion channel: a file descriptor (poll: POLLIN
                                   // while an event waits; close() frees it once no CQ uses it)
 #define SYS_rdma_destroy_chan 67  // (chan): close it; -1 (and still open) while CQs use it
-#define SYS_rdma_create_cq    68  // (cqe, chan or -1, cookie) -> cq
+#define SYS_rdma_create_cq    68  // (cqe, chan or -1, cookie) -> cq; RDMA_NO_RESOURCES: none left
 #define SYS_rdma_destroy_cq   69  // (cq); -1 while QPs use it
 #define SYS_rdma_poll_cq      70  // (cq, n, struct rdma_wc *wc) -> completions copied
 #define SYS_rdma_req_notify   71  // (cq, solicited_only): arm one event
 #define SYS_rdma_get_cq_event 72  // (chan, unsigned long long *cookie) -> cq; sleeps
                                   // (O_NONBLOCK: -1 at once if no event waits)
-#define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp
+#define SYS_rdma_create_qp    73  // (struct rdma_qp_create *io) -> qp; RDMA_NO_RESOURCES: none left
+#define RDMA_NO_RESOURCES     (-2) // create_qp/cq: the device has no slot or ring pages left (ENOMEM)
 #define SYS_rdma_modify_qp    74  // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
 #define SYS_rdma_query_qp     75  // (qp, struct rdma_qp_attr *out)
 #define SYS_rdma_destroy_qp   76  // (qp)

@@ -18,7 +18,8 @@
 // translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
 // statistics), rdma_idtab.c (random MR keys and QPNs -> table slots),
 // rdma_abi.c (the ABI's values and layouts are the core's: static
-// assertions; the QP attribute translation).
+// assertions; the QP attribute translation), rdma_pool.c (the ring pool:
+// QP and CQ rings, allocated at create and freed at destroy).
 // Lock order: rdma.lock, then the driver's and rdma_tx locks; never the
 // other way (the NIC's callbacks take rdma.lock with no driver lock held).
 #ifndef RDMA_H
@@ -34,10 +35,10 @@
 // Limits (reported by ibv_query_device).
 #define RDMA_MAX_PD      64
 #define RDMA_MAX_MR      256
-#define RDMA_MAX_CQ      32
+#define RDMA_MAX_CQ      512      // a CQ per QP
 #define RDMA_MAX_CHAN    32
-#define RDMA_MAX_QP      32       // <= 32: rdma.qp_live is a bit mask (so is cq_live)
-#define RDMA_MAX_QP_WR   512      // send and receive WRs per queue; each slot's rings hold this many
+#define RDMA_MAX_QP      512      // 256 connections each way between two guests, and room
+#define RDMA_MAX_QP_WR   512      // send and receive WRs per queue (rings from the pool, sized at create)
 #define RDMA_MAX_CQE     (2 * RDMA_MAX_QP_WR)   // a CQ holds every completion of a QP's two full queues
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
 #define RDMA_GID_TBL_LEN 16       // port 1's GID table: index 0 the IPv4-mapped GID, the rest empty
@@ -57,8 +58,22 @@
 #define RDMA_BUDGET      64       // frames moved per lock hold
 #define RDMA_ACK_DELAY_US 300     // a plain ACK may wait this long for a request to follow (rdma_dev.c)
 #define RDMA_SACK_EVERY  32       // SR: a selective NAK per 32 out-of-order packets (rdma_dev.c)
+// The ring pool (rdma_pool.c): QP rings (send, receive, READ resources)
+// and CQ rings take whole pages of it at create, as many as the sizes
+// asked for need, and give them back at destroy. It holds every QP with
+// RDMA_POOL_QP_WR WRs each way beside a CQ of its own with room for both
+// queues (or fewer, larger ones: one QP at max_qp_wr takes 30 pages); past
+// that, create fails (ENOMEM). The pages are the kernel's image (bss): a
+// ring is an array the core indexes, so its pages must be contiguous.
+#define RDMA_POOL_QP_WR  64
+#define RDMA_PAGES(bytes) (((bytes) + PGSIZE - 1) / PGSIZE)
+#define RDMA_QP_RING_BYTES(s, r) ((s) * sizeof(struct rct_send_wqe) + (r) * sizeof(struct rct_recv_wqe) + \
+                                  RDMA_MAX_RD * sizeof(struct rct_rd_res))
+#define RDMA_POOL_PAGES  (RDMA_MAX_QP * RDMA_PAGES(RDMA_QP_RING_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR)) + \
+                          RDMA_MAX_CQ * RDMA_PAGES(2 * RDMA_POOL_QP_WR * sizeof(struct rct_wc)))
+#define RDMA_LIVE_WORDS  (RDMA_MAX_QP / 64)   // words of the live bitmaps (rdma.qp_live, cq_live)
 
-_Static_assert(RDMA_MAX_QP <= 32 && RDMA_MAX_CQ <= 32, "rdma.qp_live / cq_live are 32-bit masks");
+_Static_assert(RDMA_MAX_QP % 64 == 0 && RDMA_MAX_CQ == RDMA_MAX_QP, "live bitmaps: whole words, one size");
 _Static_assert(RDMA_MAX_MR_SIZE % PGSIZE == 0, "max_mr_size is whole pages");
 _Static_assert(RDMA_MR_DIR * RDMA_PAS_PER_PAGE >= RDMA_MR_PAGES,
                "the MR page directory holds a max_mr_size region at an unaligned address");
@@ -100,7 +115,8 @@ struct rdma_cq {              // in use: its bit in rdma.cq_live
   uint64 cookie;
   int refs;                 // QPs using it
   struct rct_cq cq;
-  struct rct_wc ring[RDMA_MAX_CQE];
+  struct rct_wc *ring;      // pool pages (rdma_pool.c), cqe entries
+  int ring_pages;
   int armed;                // req_notify: event on the next new completion
   int solicited_only;       // ... only if it is solicited or an error
   int events;               // events raised and not yet taken by get_cq_event
@@ -112,9 +128,10 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   int owner, pd, send_cq, recv_cq;
   uint32 max_send_sge, max_recv_sge;
   struct rct_qp qp;
-  struct rct_send_wqe sq[RDMA_MAX_QP_WR];
-  struct rct_recv_wqe rq[RDMA_MAX_QP_WR];
-  struct rct_rd_res rd[RDMA_MAX_RD];
+  // One run of pool pages (rdma_pool.c): sq_size send WQEs, rq_size
+  // receive WQEs, RDMA_MAX_RD READ resources.
+  void *rings;
+  int ring_pages;
 };
 
 // A process's async event queue (rdma_cq.c); pid 0: free slot. Every
@@ -143,8 +160,9 @@ struct rdma_dev {
   uint64 async_dropped;     // events dropped from a full queue (its oldest), all processes
   uint64 tx_no_route, tx_too_big;   // frames the engine could not route (rdma_engine.c)
   // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
-  // Loops over the tables visit only these (each slot is tens of KiB).
-  uint32 cq_live, qp_live;
+  // Loops over the tables (process exit, a channel's CQs) visit only
+  // these, a word of 64 slots at a time; the engine's passes visit none.
+  uint64 cq_live[RDMA_LIVE_WORDS], qp_live[RDMA_LIVE_WORDS];
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
 };
@@ -156,17 +174,27 @@ extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 extern struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
 extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
 
-// Lock held. Slot i's bit in a live mask (rdma.cq_live, rdma.qp_live).
-static inline int rdma_live(uint32 mask, int i) { return (mask >> i) & 1; }
-// The first slot at or after i that is live in mask, or -1.
-static inline int rdma_live_next(uint32 mask, int i) {
-  for (; i < 32 && (mask >> i); i++)
-    if ((mask >> i) & 1) return i;
+// Lock held. Slot i's bit in a live bitmap (rdma.cq_live, rdma.qp_live).
+static inline int rdma_live(const uint64 *map, int i) { return (map[i / 64] >> (i % 64)) & 1; }
+static inline void rdma_live_set(uint64 *map, int i) { map[i / 64] |= 1ULL << (i % 64); }
+static inline void rdma_live_clear(uint64 *map, int i) { map[i / 64] &= ~(1ULL << (i % 64)); }
+// The first slot at or after i that is live in map, or -1.
+static inline int rdma_live_next(const uint64 *map, int i) {
+  for (; i < RDMA_LIVE_WORDS * 64; i = (i / 64 + 1) * 64) {
+    uint64 w = map[i / 64] >> (i % 64);
+    if (w) return i + __builtin_ctzll(w);
+  }
   return -1;
 }
-// Lock held. Every live slot i of mask, in order.
-#define rdma_for_each_live(i, mask) \
-  for (int i = rdma_live_next((mask), 0); i >= 0; i = rdma_live_next((mask), i + 1))
+// The first slot not live in map, or -1 when all are.
+static inline int rdma_live_free(const uint64 *map) {
+  for (int w = 0; w < RDMA_LIVE_WORDS; w++)
+    if (~map[w]) return w * 64 + __builtin_ctzll(~map[w]);
+  return -1;
+}
+// Lock held. Every live slot i of map, in order.
+#define rdma_for_each_live(i, map) \
+  for (int i = rdma_live_next((map), 0); i >= 0; i = rdma_live_next((map), i + 1))
 
 // rdma_dev.c
 void   rdma_init(void);
@@ -258,6 +286,12 @@ void rdma_cq_on_event(const struct rct_event *ev);   // CQ_COMP, CQ_OVERFLOW
 void rdma_async_push(int owner, int type, int handle, uint64 cookie);
 void rdma_cq_release_all(int pid);
 void rdma_async_release(int pid);
+
+// rdma_pool.c (lock held): a run of n zeroed, contiguous pool pages, or
+// NULL when no run is that long; rdma_pool_free gives them back.
+void *rdma_pool_alloc(int n);
+void  rdma_pool_free(void *p, int n);
+int   rdma_pool_free_pages(void);
 
 // rdma_qp.c (lock held)
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);

@@ -1,6 +1,7 @@
 // rdma_cq.c: completion queues, completion channels and async events.
 //
-// A CQ is the core's struct rct_cq over a ring in the slot. poll hands
+// A CQ is the core's struct rct_cq over a ring of pool pages
+// (rdma_pool.c), taken at create and given back at destroy. poll hands
 // out the core's completions as they are (the ABI's struct rdma_wc is
 // their layout, rdma_abi.c). Functions here take kernel values; the system
 // calls are kernel/sys/sysrdma.c. Notification:
@@ -41,8 +42,8 @@ static int chan_get(int fd) {
 // Lock held. The first live CQ reporting to channel slot ch, at or after
 // slot i, with an event not yet taken when events; or -1.
 static int chan_cq(int ch, int i, int events) {
-  rdma_for_each_live(j, rdma.cq_live)
-    if (j >= i && rdma_cqs[j].chan == ch && (!events || rdma_cqs[j].events > 0)) return j;
+  for (int j = rdma_live_next(rdma.cq_live, i); j >= 0; j = rdma_live_next(rdma.cq_live, j + 1))
+    if (rdma_cqs[j].chan == ch && (!events || rdma_cqs[j].events > 0)) return j;
   return -1;
 }
 
@@ -110,25 +111,44 @@ int rdma_destroy_chan(int fd) {
   return busy ? -1 : fd_close(fd);
 }
 
+// Lock held; slot h free. Its ring takes pool pages: h, or
+// RDMA_NO_RESOURCES.
+static int cq_init(int h, int cqe, int ch, uint64 cookie) {
+  struct rdma_cq *cq = &rdma_cqs[h];
+  int pages = (int)RDMA_PAGES((uint64)cqe * sizeof(struct rct_wc));
+  struct rct_wc *ring = rdma_pool_alloc(pages);
+  if (!ring) return RDMA_NO_RESOURCES;
+  rdma_live_set(rdma.cq_live, h);
+  cq->owner = rdma_cur_pid();
+  cq->chan = ch;
+  cq->cookie = cookie;
+  cq->refs = cq->armed = cq->events = cq->error = cq->waiters = 0;
+  cq->ring = ring;
+  cq->ring_pages = pages;
+  rct_cq_init(&cq->cq, ring, (uint32)cqe);
+  return h;
+}
+
+// Lock held. Slot h's CQ goes (no QP uses it), its ring back to the pool.
+static void cq_free(int h) {
+  struct rdma_cq *cq = &rdma_cqs[h];
+  rct_cq_destroy(&cq->cq);
+  rdma_pool_free(cq->ring, cq->ring_pages);
+  cq->ring = NULL;
+  rdma_live_clear(rdma.cq_live, h);
+}
+
 // A CQ of cqe entries reporting to channel ch (-1: none), its events
-// carrying cookie: its handle, or -1.
+// carrying cookie: its handle, -1 for a bad argument, or
+// RDMA_NO_RESOURCES (every slot taken, or no pool run for the ring).
 int rdma_create_cq(int cqe, int chan_fd, uint64 cookie) {
   int h = -1;
   if (cqe < 1 || cqe > RDMA_MAX_CQE) return -1;
   spin_lock(&rdma.lock);
   int ch = chan_fd == -1 ? -1 : chan_get(chan_fd);
   if (chan_fd == -1 || ch >= 0) {
-    for (int i = 0; i < RDMA_MAX_CQ && h < 0; i++) {
-      struct rdma_cq *cq = &rdma_cqs[i];
-      if (rdma_live(rdma.cq_live, i)) continue;
-      h = i;
-      rdma.cq_live |= 1u << i;
-      cq->owner = rdma_cur_pid();
-      cq->chan = ch;
-      cq->cookie = cookie;
-      cq->refs = cq->armed = cq->events = cq->error = cq->waiters = 0;
-      rct_cq_init(&cq->cq, cq->ring, (uint32)cqe);
-    }
+    int slot = rdma_live_free(rdma.cq_live);
+    h = slot < 0 ? RDMA_NO_RESOURCES : cq_init(slot, cqe, ch, cookie);
   }
   spin_unlock(&rdma.lock);
   return h;
@@ -140,8 +160,7 @@ int rdma_destroy_cq(int h) {
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = rdma_cq_get(h);
   if (cq && cq->refs == 0) {
-    rct_cq_destroy(&cq->cq);
-    rdma.cq_live &= ~(1u << h);
+    cq_free(h);
     chan_free_if_unused(cq->chan);
     r = 0;
   }
@@ -281,10 +300,7 @@ void rdma_cq_on_event(const struct rct_event *ev) {
 // Lock held; the process's QPs are already gone. Its channels go with
 // their files (closed after the exit hooks), or here if already closed.
 void rdma_cq_release_all(int pid) {
-  for (int i = 0; i < RDMA_MAX_CQ; i++)
-    if (rdma_live(rdma.cq_live, i) && rdma_cqs[i].owner == pid) {
-      rct_cq_destroy(&rdma_cqs[i].cq);
-      rdma.cq_live &= ~(1u << i);
-    }
+  rdma_for_each_live(i, rdma.cq_live)
+    if (rdma_cqs[i].owner == pid) cq_free(i);
   for (int i = 0; i < RDMA_MAX_CHAN; i++) chan_free_if_unused(i);
 }

@@ -1,7 +1,8 @@
 // rdma_qp.c: reliable-connected queue pairs and posting work.
 //
-// A QP slot holds the core's struct rct_qp with its send/receive rings and
-// responder READ resources. QPNs are drawn at random from [2, 2^24), not
+// A QP slot holds the core's struct rct_qp; its send/receive rings and
+// responder READ resources are one run of pool pages (rdma_pool.c), sized
+// to the queues asked for, taken at create and given back at destroy. QPNs are drawn at random from [2, 2^24), not
 // reused while live, and carry no trace of the slot ([SEC-RAND-4]);
 // qp_nums (rdma_idtab.c) maps each live QPN to its slot for the core's
 // lookup of every received frame. modify/query translate the attributes
@@ -26,7 +27,7 @@ static struct rdma_qp *qp_get(int h) {
 }
 
 // Every live QPN -> its slot; at least twice RDMA_MAX_QP entries.
-#define QP_NUM_BITS 6
+#define QP_NUM_BITS 10
 _Static_assert((1 << QP_NUM_BITS) >= 2 * RDMA_MAX_QP, "qp_nums too small");
 static struct rdma_id_ent qp_num_ents[1 << QP_NUM_BITS];
 static struct rdma_idtab qp_nums = { qp_num_ents, QP_NUM_BITS };
@@ -43,27 +44,35 @@ static uint32 pow2_at_least(uint32 n) {
   return p;
 }
 
-// Lock held; slot h free, c checked, its PD and CQs the caller's.
+// Lock held; slot h free, c checked, its PD and CQs the caller's. The
+// rings take one run of pool pages: RDMA_NO_RESOURCES if none is long
+// enough.
 static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct rdma_cq *rcq) {
   struct rdma_qp *q = &rdma_qps[h];
   struct rct_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
+  ia.sq_size = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
+  ia.rq_size = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+  int pages = (int)RDMA_PAGES(RDMA_QP_RING_BYTES(ia.sq_size, ia.rq_size));
+  uint8 *rings = rdma_pool_alloc(pages);
+  if (!rings) return RDMA_NO_RESOURCES;
+  ia.sq = (struct rct_send_wqe *)rings;
+  ia.rq = (struct rct_recv_wqe *)(ia.sq + ia.sq_size);
+  ia.rd = (struct rct_rd_res *)(ia.rq + ia.rq_size);
+  ia.rd_size = RDMA_MAX_RD;
   ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
   ia.pd = (uint32)c->pd;
-  ia.sq = q->sq;
-  ia.sq_size = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
-  ia.rq = q->rq;
-  ia.rq_size = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
-  ia.rd = q->rd;
-  ia.rd_size = RDMA_MAX_RD;
   ia.send_cq = &scq->cq;
   ia.recv_cq = &rcq->cq;
   ia.sq_sig_all = c->sq_sig_all != 0;
   if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) {
     rdma_idtab_del(&qp_nums, ia.qpn);
+    rdma_pool_free(rings, pages);
     return -1;
   }
-  rdma.qp_live |= 1u << h;
+  q->rings = rings;
+  q->ring_pages = pages;
+  rdma_live_set(rdma.qp_live, h);
   q->owner = rdma_cur_pid();
   q->pd = c->pd;
   q->send_cq = c->send_cq;
@@ -82,7 +91,9 @@ static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct 
 }
 
 // Lock NOT held. A QP over the caller's PD and CQs with c's queue sizes;
-// fills in what was granted and the QPN. Returns the handle, or -1.
+// fills in what was granted and the QPN. Returns the handle, -1 for a bad
+// argument, or RDMA_NO_RESOURCES: every slot is taken or the ring pool
+// has no run for the rings.
 int rdma_create_qp(struct rdma_qp_create *c) {
   if (c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
       c->max_send_sge > RDMA_MAX_SGE || c->max_recv_sge > RDMA_MAX_SGE) return -1;
@@ -90,10 +101,10 @@ int rdma_create_qp(struct rdma_qp_create *c) {
   spin_lock(&rdma.lock);
   struct rdma_cq *scq = rdma_cq_get(c->send_cq), *rcq = rdma_cq_get(c->recv_cq);
   if (rdma_pd_get(c->pd) >= 0 && scq && rcq) {
-    for (int i = 0; i < RDMA_MAX_QP && h < 0; i++)
-      if (!rdma_live(rdma.qp_live, i)) h = i;
+    int slot = rdma_live_free(rdma.qp_live);
+    int rc = slot < 0 ? RDMA_NO_RESOURCES : qp_init(slot, c, scq, rcq);
+    h = rc < 0 ? rc : slot;
   }
-  if (h >= 0 && qp_init(h, c, scq, rcq) < 0) h = -1;
   spin_unlock(&rdma.lock);
   return h;
 }
@@ -108,7 +119,9 @@ static void qp_free(int h) {
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;
   rdma_cqs[q->recv_cq].refs--;
-  rdma.qp_live &= ~(1u << h);
+  rdma_pool_free(q->rings, q->ring_pages);
+  q->rings = NULL;
+  rdma_live_clear(rdma.qp_live, h);
 }
 
 // Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
