@@ -2,14 +2,19 @@
 // ib_read_bw / ib_send_bw.
 //
 //   rdma_bw [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-e] [--sr]
-//           [--inflight pkts] [--min-rto us | --fixed-rto] [--idle-qps n]
-//           (-L | <server ip>)        client side / loopback
+//           [--inflight pkts] [--min-rto us | --fixed-rto] [--idle-qps n] [-q qps]
+//           [--stats] (-L | <server ip>)   client side / loopback
 //   rdma_bw                           server side (parameters come from the client)
 //
 // The client keeps up to `depth` WRs outstanding (every WR signaled);
 // -e sleeps on the completion channel between completions. --idle-qps n
 // makes n more connected QPs (loopback pairs, the client's) that stay idle:
 // what the engine's per-pass cost does with QPs that have no work.
+// -q n (perftest's option): n RC connections (rdma_cm, one event channel),
+// messages round-robin over them, one CQ; -d is the window over all of
+// them (at least one WR each); WRITE and READ only. --stats adds the
+// guest's busy CPU time per RDMA frame (tx + rx) over the run ("cpu:")
+// and QP 0's transport counters.
 // Columns as perftest prints them, MB = 2^20 bytes:
 //   BW average = bytes / (last completion - first post)
 //   BW peak    = best rate over any max(16, iters/8) consecutive completions
@@ -23,27 +28,39 @@ static struct perf_conn *conn;
 
 static void fail(const char *m) { printf("rdma_bw: %s\n", m); exit(1); }
 
+// Message m goes to QP m % nqp (round-robin). Each QP keeps its share of
+// the -d window in flight (at least one WR), and signals every cq_mod-th
+// of its WRs (no more than its share, so a full QP always has a signaled
+// WR out) and its last one; RC completes a QP's WRs in order, so a
+// completion vouches for that QP's WRs before it. wr_id: QP << 32 | the
+// QP's message number. With one QP this is perftest's ib_write_bw.
 static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *t_start, uint64 *t_end) {
+  static uint32_t qposted[PERF_MAX_QPS], qdone[PERF_MAX_QPS];
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
   struct ibv_send_wr wr, *bad;
   struct ibv_wc wc[16];
+  int nq = c->nqp;
+  uint32_t win = (uint32_t)(o->tx_depth / nq) > 1 ? (uint32_t)(o->tx_depth / nq) : 1;
+  uint32_t mod = (uint32_t)o->cq_mod < win ? (uint32_t)o->cq_mod : win;
   memset(&wr, 0, sizeof wr);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = o->op == PERF_READ ? IBV_WR_RDMA_READ : o->op == PERF_SEND ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
   wr.wr.rdma.remote_addr = c->raddr;
   wr.wr.rdma.rkey = c->rkey;
+  memset(qposted, 0, sizeof qposted);
+  memset(qdone, 0, sizeof qdone);
   uint32_t posted = 0, completed = 0;
   *t_start = clock_ns();
   while (completed < o->iters) {
-    while (posted < o->iters && posted - completed < (uint32_t)o->tx_depth) {
-      // perftest's --cq-mod: only every cq_mod-th WR (and the last) asks
-      // for a completion; RC completes in order, so it vouches for those
-      // before it, and the process wakes once per cq_mod messages.
-      wr.wr_id = posted;
-      wr.send_flags = (posted % o->cq_mod == (uint32_t)o->cq_mod - 1 || posted == o->iters - 1)
-                      ? IBV_SEND_SIGNALED : 0;
-      if (ibv_post_send(c->qp, &wr, &bad)) fail("post_send");
+    while (posted < o->iters) {
+      int q = (int)(posted % (uint32_t)nq);
+      uint32_t k = qposted[q], qtotal = o->iters / nq + ((uint32_t)q < o->iters % nq);
+      if (k - qdone[q] >= win) break;              // its window is full: wait
+      wr.wr_id = (uint64_t)q << 32 | k;
+      wr.send_flags = (k % mod == mod - 1 || k == qtotal - 1) ? IBV_SEND_SIGNALED : 0;
+      if (ibv_post_send(c->qps[q], &wr, &bad)) fail("post_send");
+      qposted[q]++;
       posted++;
     }
     int n = perf_poll(c, wc, 16, 30000);       // the window is full or all is posted
@@ -52,13 +69,15 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
     uint64 now = clock_ns();
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        printf("rdma_bw: completion of WR %lu: %s (vendor_err 0x%x)\n", wc[i].wr_id,
+        printf("rdma_bw: completion of WR 0x%lx: %s (vendor_err 0x%x)\n", wc[i].wr_id,
                ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
         perf_dump_qp(conn);
         exit(1);
       }
-      while (completed <= wc[i].wr_id)
-        done_at[completed++] = now;
+      int q = (int)(wc[i].wr_id >> 32);
+      uint32_t k = (uint32_t)wc[i].wr_id;
+      if (q >= nq) continue;
+      for (; qdone[q] <= k; qdone[q]++) done_at[completed++] = now;
     }
   }
   *t_end = clock_ns();
@@ -104,11 +123,13 @@ int main(int argc, char **argv) {
   if (client) {
     printf("---------------------------------------------------------------------------------------\n");
     printf("                    %s BW Test (xv6-rdma, RC, %s)\n", perf_op_name(o.op), o.loopback ? "loopback" : "RoCEv2");
-    printf(" TX depth: %d   CQ Moderation: %d   SR: %s   Idle QPs: %d\n", o.tx_depth, o.cq_mod,
-           o.sr ? "on" : "off", o.idle_qps);
+    printf(" TX depth: %d   CQ Moderation: %d   SR: %s   Idle QPs: %d   QPs: %d\n", o.tx_depth, o.cq_mod,
+           o.sr ? "on" : "off", o.idle_qps, c.nqp);
     printf("---------------------------------------------------------------------------------------\n");
     printf(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   }
+  struct perf_cpu cpu0, cpu1;
+  perf_cpu_sample(&cpu0);
   for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
     if (client) {
       uint64 t0, t1;
@@ -135,7 +156,9 @@ int main(int argc, char **argv) {
     }
     perf_sync(&c);
   }
+  perf_cpu_sample(&cpu1);
   if (client) printf("---------------------------------------------------------------------------------------\n");
+  if (o.stats) perf_cpu_print(&cpu0, &cpu1);   // the run's guest CPU per RDMA frame
   if (o.stats) perf_dump_qp(&c);               // the server too: what its QP received
   perf_close(&c);
   exit(0);

@@ -13,7 +13,7 @@ const char *perf_op_name(int op) {
 
 static void usage(const char *what) {
   printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-Q cq_mod] [-p port] [-e] [--sr]\n"
-         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [--idle-qps n]\n"
+         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [--idle-qps n] [-q qps]\n"
          "       [-L | <server ip>]\n", what);
   exit(2);
 }
@@ -26,6 +26,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   o->tx_depth = 64;
   o->cq_mod = 16;
   o->port = RDMA_CM_PORT;
+  o->num_qps = 1;
   int size_set = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -47,6 +48,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "--stats") == 0) o->stats = 1;
     else if (strcmp(a, "--idle-qps") == 0 && i + 1 < argc) o->idle_qps = atoi(argv[++i]);
+    else if ((strcmp(a, "-q") == 0 || strcmp(a, "--qp") == 0) && i + 1 < argc) o->num_qps = atoi(argv[++i]);
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
     else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
     else usage(what);
@@ -54,6 +56,9 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   if (o->all && !size_set) o->size = 1u << 23;
   if (o->size < 1 || o->size > (1u << 23) || o->iters < 1 || o->tx_depth < 1 || o->tx_depth > 128) usage(what);
   if (o->cq_mod < 1 || o->idle_qps < 0 || o->idle_qps > PERF_MAX_IDLE_QPS) usage(what);
+  // More QPs: WRITE and READ over the CM (SEND's receives stay on one QP).
+  if (o->num_qps < 1 || o->num_qps > PERF_MAX_QPS ||
+      (o->num_qps > 1 && (o->op == PERF_SEND || o->loopback))) usage(what);
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
 }
 
@@ -84,19 +89,25 @@ static void resources(struct perf_conn *c, const struct perf_opts *o) {
 
 // Private data of the REQ: magic, op, size, iters, flags (bit 0 -a, bit 1
 // -e, bit 2 --sr: the server offers selective repeat too, so the choice is
-// the client's alone), then the MR (16 bytes).
+// the client's alone; bits 8..15: -q minus 1, 0 for one QP), then the MR
+// (16 bytes). The REQs of the further connections carry PERF_MAGIC_MORE
+// and their index.
+#define PERF_MAGIC_MORE 0x70657271u   // "perq"
+static void put_be32(uint8_t *p, uint32_t v) { for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (24 - 8 * k)); }
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 static void pack_params(uint8_t *p, const struct perf_opts *o) {
-  uint32_t v[5] = { PERF_MAGIC, (uint32_t)o->op, o->size, o->iters, (uint32_t)(o->all | o->events << 1 | o->sr << 2) };
-  for (int i = 0; i < 5; i++)
-    for (int k = 0; k < 4; k++) p[i * 4 + k] = (uint8_t)(v[i] >> (24 - 8 * k));
+  uint32_t v[5] = { PERF_MAGIC, (uint32_t)o->op, o->size, o->iters,
+                    (uint32_t)(o->all | o->events << 1 | o->sr << 2 | (o->num_qps - 1) << 8) };
+  for (int i = 0; i < 5; i++) put_be32(p + i * 4, v[i]);
 }
 
 static int unpack_params(const uint8_t *p, struct perf_opts *o) {
   uint32_t v[5];
-  for (int i = 0; i < 5; i++) v[i] = (uint32_t)p[i * 4] << 24 | (uint32_t)p[i * 4 + 1] << 16 | (uint32_t)p[i * 4 + 2] << 8 | p[i * 4 + 3];
+  for (int i = 0; i < 5; i++) v[i] = be32(p + i * 4);
   if (v[0] != PERF_MAGIC) return -1;
   o->op = (int)v[1]; o->size = v[2]; o->iters = v[3]; o->all = (int)(v[4] & 1); o->events = (int)(v[4] >> 1 & 1);
   o->sr = (int)(v[4] >> 2 & 1);
+  o->num_qps = (int)(v[4] >> 8 & 255) + 1;
   return 0;
 }
 
@@ -180,7 +191,8 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16 };
     if (rdma_accept(c->id, &p)) die("accept");
-    rdma_destroy_id(lid);
+    if (o->num_qps > 1) c->lid = lid;     // its channel carries the further connections
+    else rdma_destroy_id(lid);
   } else {
     resources(c, o);
     init_and_post_ahead(c);
@@ -196,11 +208,104 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
   }
 }
 
+// The next event of channel ch within 30 s, for id (any id if NULL) and
+// of type want; exits otherwise. The caller acknowledges it.
+static struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch, struct rdma_cm_id *id, int want) {
+  struct rdma_cm_event *e;
+  if (rdmax_get_cm_event_timeout(ch, &e, 30000) < 0) die("CM: no event in 30 s");
+  if ((id && e->id != id) || (int)e->event != want) {
+    printf("perf: CM: %s (status %d), waiting for %s\n", rdma_event_str(e->event), e->status,
+           rdma_event_str((enum rdma_cm_event_type)want));
+    exit(1);
+  }
+  return e;
+}
+
+// One of the further QPs (-q): in INIT on the shared CQ, with room for
+// its share of the WRs in flight (rdma_bw keeps -d in flight over all QPs,
+// at least one on each).
+static struct ibv_qp *more_qp(struct perf_conn *c, const struct perf_opts *o) {
+  uint32_t share = (uint32_t)(o->tx_depth / o->num_qps);
+  struct ibv_qp_init_attr ia = { .send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+    .cap = { .max_send_wr = share > 1 ? share : 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+  struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+  if (!qp || ibv_modify_qp(qp, &a, RDMAU_MASK_INIT)) die("-q: no QP left");
+  return qp;
+}
+
+// Client: connections 1..num_qps-1 to the server, one at a time, their
+// ids on one event channel (one socket for all of them).
+static void connect_more(struct perf_conn *c, struct perf_opts *o) {
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, o->server_ip, (uint16_t)o->port);
+  if (!(c->ech = rdma_create_event_channel())) die("event channel");
+  for (int i = 1; i < o->num_qps; i++) {
+    struct rdma_cm_id *id;
+    if (rdma_create_id(c->ech, &id, NULL, RDMA_PS_TCP)) die("-q: create_id");
+    c->ids[i] = id;
+    if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000)) die("-q: resolve_addr");
+    rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ADDR_RESOLVED));
+    if (rdma_resolve_route(id, 2000)) die("-q: resolve_route");
+    rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    id->qp = c->qps[i] = more_qp(c, o);
+    set_transport(id, o);
+    uint8_t pd[8];
+    put_be32(pd, PERF_MAGIC_MORE);
+    put_be32(pd + 4, (uint32_t)i);
+    struct rdma_conn_param p = { .private_data = pd, .private_data_len = 8 };
+    if (rdma_connect(id, &p)) die("-q: connect");
+    rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ESTABLISHED));
+    c->nqp = i + 1;
+  }
+}
+
+// Server: the client's connections 1..num_qps-1, on the listener's channel.
+static void accept_more(struct perf_conn *c, struct perf_opts *o) {
+  for (int i = 1; i < o->num_qps; i++) {
+    struct rdma_cm_event *e = cm_expect(c->lid->channel, NULL, RDMA_CM_EVENT_CONNECT_REQUEST);
+    const uint8_t *in = e->param.conn.private_data;
+    struct rdma_cm_id *id = e->id;
+    int ok = e->param.conn.private_data_len >= 8 && be32(in) == PERF_MAGIC_MORE && be32(in + 4) == (uint32_t)i;
+    rdma_ack_cm_event(e);
+    if (!ok) { rdma_reject(id, NULL, 0); die("-q: a REQ that is not the next connection"); }
+    c->ids[i] = id;
+    id->qp = c->qps[i] = more_qp(c, o);
+    set_transport(id, o);
+    if (rdma_accept(id, NULL)) die("-q: accept");
+    rdma_ack_cm_event(cm_expect(c->lid->channel, id, RDMA_CM_EVENT_ESTABLISHED));
+    c->nqp = i + 1;
+  }
+}
+
+// The further connections' end, after QP 0's: the client sends every
+// DREQ, then both sides take the DISCONNECTED events (the server's DREPs
+// answer as its channel is read); neither waits more than 10 s.
+static void close_more(struct perf_conn *c) {
+  struct rdma_event_channel *ch = c->is_server ? (c->lid ? c->lid->channel : NULL) : c->ech;
+  int left = c->nqp - 1;
+  if (!c->is_server)
+    for (int i = 1; i < c->nqp; i++) rdma_disconnect(c->ids[i]);
+  uint64 end = clock_ns() + 10000000000ULL;
+  struct rdma_cm_event *e;
+  while (ch && left > 0 && clock_ns() < end && rdmax_get_cm_event_timeout(ch, &e, 1000) == 0) {
+    left -= e->event == RDMA_CM_EVENT_DISCONNECTED;
+    rdma_ack_cm_event(e);
+  }
+  for (int i = 1; i < c->nqp; i++) {
+    rdma_destroy_id(c->ids[i]);
+    ibv_destroy_qp(c->qps[i]);
+  }
+  if (c->lid) rdma_destroy_id(c->lid);
+  if (c->ech) rdma_destroy_event_channel(c->ech);
+}
+
 // n QPs of this process, connected in pairs over loopback (an odd last one
 // to itself) and left idle: they cost the engine whatever idle QPs cost.
 void perf_idle_qps(struct perf_conn *c, int n) {
-  struct ibv_qp *qp[PERF_MAX_IDLE_QPS];
-  uint32_t psn[PERF_MAX_IDLE_QPS];
+  static struct ibv_qp *qp[PERF_MAX_IDLE_QPS];
+  static uint32_t psn[PERF_MAX_IDLE_QPS];
   struct ibv_cq *cq = ibv_create_cq(c->ctx, 4, NULL, NULL, 0);
   struct ibv_port_attr pa;
   if (!cq) die("idle QPs: CQ");
@@ -225,6 +330,11 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
   c->to_peer = c->from_peer = -1;
   if (o->loopback) connect_loopback(c, o);
   else connect_cm(c, o);
+  c->nqp = 1;
+  c->qps[0] = c->qp;
+  c->ids[0] = c->id;
+  if (o->num_qps > 1 && c->is_server) accept_more(c, o);
+  else if (o->num_qps > 1) connect_more(c, o);
   perf_sync(c);
   return 0;
 }
@@ -277,6 +387,26 @@ void perf_post_ahead(struct perf_conn *c) {
   struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
   struct ibv_recv_wr wr = { .wr_id = PERF_WR_AHEAD, .sg_list = &sge, .num_sge = 1 }, *bad;
   if (ibv_post_recv(c->qp, &wr, &bad)) die("post_recv");
+}
+
+void perf_cpu_sample(struct perf_cpu *s) {
+  struct sysinfo si;
+  struct rdma_dev_stats d;
+  memset(s, 0, sizeof *s);
+  if (sysinfo(&si) < 0 || rdma_dev_stats(&d) < 0) return;
+  s->now_ns = si.now_ns;
+  s->idle_ns = si.idle_ns;
+  s->ncpu = (int)si.ncpu;
+  s->frames = d.tx_frames + d.rx_frames;
+}
+
+void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
+  uint64 wall = b->now_ns - a->now_ns, idle = b->idle_ns - a->idle_ns;
+  uint64 busy = (uint64)b->ncpu * wall > idle ? (uint64)b->ncpu * wall - idle : 0;
+  uint64 frames = b->frames - a->frames;
+  uint64 ns_per_frame = frames ? busy / frames : 0;
+  printf("cpu: busy %lu us of %d x %lu us, %lu frames (tx+rx), %lu.%03lu us/frame\n", busy / 1000, b->ncpu,
+         wall / 1000, frames, ns_per_frame / 1000, ns_per_frame % 1000);
 }
 
 void perf_dump_qp(const struct perf_conn *c) {
@@ -336,6 +466,7 @@ void perf_close(struct perf_conn *c) {
     if (c->is_server) rdmau_cm_wait_disconnect(c->id, 10000);
     else rdma_disconnect(c->id);
     rdma_destroy_id(c->id);
+    close_more(c);
   }
   ibv_destroy_qp(c->qp);
   ibv_dereg_mr(c->mr);

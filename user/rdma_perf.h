@@ -16,7 +16,8 @@
 
 enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
 
-#define PERF_MAX_IDLE_QPS 32   // --idle-qps: no more than the device's QPs
+#define PERF_MAX_QPS 256       // -q: connections; 256 each way fit the device's max_qp (512)
+#define PERF_MAX_IDLE_QPS 510  // --idle-qps: the device's max_qp (512) but the busy QP and a spare
 // wr_ids of the WRs this library posts (the tools' own WRs use others).
 #define PERF_WR_AHEAD 0x5151   // the receive posted ahead (perf_post_ahead)
 #define PERF_WR_SYNC 0x5152    // perf_sync's SEND
@@ -37,6 +38,7 @@ struct perf_opts {
   int stats;           // --stats: the QP's transport counters after the table
   uint32_t min_rto_us; // --min-rto: adaptive RTO floor; ~0u (--fixed-rto) = IBTA timeout only
   int idle_qps;        // --idle-qps: connected QPs that stay idle during the run (bw)
+  int num_qps;         // -q: connections the messages go over, round-robin (bw; write/read)
   int loopback;        // -L
   uint32_t server_ip;  // 0 = server role
 };
@@ -46,7 +48,12 @@ struct perf_conn {
   struct ibv_pd *pd;
   struct ibv_comp_channel *chan;   // -e only
   struct ibv_cq *cq;
-  struct ibv_qp *qp;
+  struct ibv_qp *qp;   // qps[0]: the one that syncs and says BYE
+  int nqp;             // -q: qps[0..nqp), ids[0..nqp) (ids[0] = id)
+  struct ibv_qp *qps[PERF_MAX_QPS];
+  struct rdma_cm_id *ids[PERF_MAX_QPS];
+  struct rdma_event_channel *ech;   // client: the one channel of ids[1..nqp)
+  struct rdma_cm_id *lid;           // server: the listener, whose channel has ids[1..nqp)
   struct ibv_mr *mr;
   uint8_t *buf;
   uint32_t buf_len;
@@ -74,6 +81,12 @@ void perf_close(struct perf_conn *c);
 // Up to max completions, at least one: n, 0 after timeout_ms, < 0 on
 // error. With -e it sleeps on the completion channel instead of spinning.
 int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms);
+// The guest's CPU and the RDMA device's frames: a sample at the start and
+// end of a run gives busy CPU time per frame sent or received.
+struct perf_cpu { uint64 now_ns, idle_ns, frames; int ncpu; };
+void perf_cpu_sample(struct perf_cpu *s);
+// "cpu: busy ... us, ... frames, ... us/frame" for the run between a and b.
+void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);

@@ -35,6 +35,7 @@ struct cpu {
   int intr_depth;             // intr_push nesting
   int intr_was_on;            // interrupts enabled before the first push
   volatile int idle;          // in the scheduler with nothing to run
+  uint64 idle_ns;             // time spent in wfi with nothing to run (sched_idle_ns)
   pagetable_t vm_root;        // the table in satp, and the generation
   uint64 vm_gen;              // of its user part when loaded (vm.c)
   struct proc *fp_owner;      // whose FP state the FP registers hold (fpu.c)
@@ -89,6 +90,7 @@ void sched_switch_out(void);            // caller holds p->lock, state set
 void proc_yield(void);
 void proc_sleep(void *chan, struct spinlock *lk);
 void proc_wakeup(void *chan);
+uint64 sched_idle_ns(void);              // every hart's idle time, summed
 void kick_idle_hart(void);               // after making something runnable
 void hart_kick(int hart);                // a cross-hart interrupt: leaves wfi (sched.c)
 void swtch(struct context *save, struct context *load);

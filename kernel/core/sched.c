@@ -15,6 +15,7 @@
 #include "core/printk.h"
 #include "lib/memlayout.h"
 #include "core/vm.h"
+#include "core/timer.h"
 
 struct cpu cpus[NCPU];
 struct proc proc_table[NPROC];
@@ -66,8 +67,11 @@ void scheduler(void) {
     intr_off();
     c->idle = 1;               // before the pass: a wakeup after it kicks us
     __sync_synchronize();
-    if (!run_pass(c))
+    if (!run_pass(c)) {
+      uint64 t0 = clock_ns();
       asm volatile("wfi");     // resumes on any enabled pending interrupt
+      c->idle_ns += clock_ns() - t0;
+    }
   }
 }
 
@@ -187,4 +191,13 @@ void proc_dump(void) {
     if (p->state == P_FREE) continue;
     kprintf("%d %s %s%s\n", p->pid, state_names[p->state], p->name, p->is_kthread ? " [kthread]" : "");
   }
+}
+
+// Nanoseconds every hart has spent waiting for an interrupt with nothing
+// to run, summed (sysinfo's idle_ns). Read without a lock: a hart's
+// counter only grows, and a reader wants a total, not a snapshot.
+uint64 sched_idle_ns(void) {
+  uint64 t = 0;
+  for (int i = 0; i < NCPU; i++) t += __atomic_load_n(&cpus[i].idle_ns, __ATOMIC_RELAXED);
+  return t;
 }

@@ -152,6 +152,8 @@ struct sysinfo {
   unsigned int ncpu;        // harts running
   unsigned int hart;        // the hart that ran this call (the process may move on)
   unsigned int pad;
+  unsigned long idle_ns;    // time the harts spent idle (nothing to run) since boot, summed:
+  unsigned long now_ns;     //   busy time over a run = ncpu * (now_ns delta) - idle_ns delta
 };
 
 #define DIRSIZ 14           // longest file name component, in bytes

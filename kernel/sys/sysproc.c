@@ -58,6 +58,8 @@ int64 sys_sysinfo(void) {
   si.hart = hart_id();
   intr_pop();
   si.pad = 0;
+  si.idle_ns = sched_idle_ns();
+  si.now_ns = clock_ns();
   return copy_out(current()->pagetable, arg_addr(0), &si, sizeof si);
 }
 
