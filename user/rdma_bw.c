@@ -11,8 +11,8 @@
 // makes n more connected QPs (loopback pairs, the client's) that stay idle:
 // what the engine's per-pass cost does with QPs that have no work.
 // -q n (perftest's option): n RC connections (rdma_cm, one event channel),
-// messages round-robin over them, one CQ; -d is the window over all of
-// them (at least one WR each); WRITE and READ only. --stats adds the
+// messages round-robin over them in bursts of -Q, one CQ; -d is the
+// window over all of them; WRITE and READ only. --stats adds the
 // guest's busy CPU time per RDMA frame (tx + rx) over the run ("cpu:")
 // and QP 0's transport counters.
 // Columns as perftest prints them, MB = 2^20 bytes:
@@ -28,20 +28,19 @@ static struct perf_conn *conn;
 
 static void fail(const char *m) { printf("rdma_bw: %s\n", m); exit(1); }
 
-// Message m goes to QP m % nqp (round-robin). Each QP keeps its share of
-// the -d window in flight (at least one WR), and signals every cq_mod-th
-// of its WRs (no more than its share, so a full QP always has a signaled
-// WR out) and its last one; RC completes a QP's WRs in order, so a
-// completion vouches for that QP's WRs before it. wr_id: QP << 32 | the
-// QP's message number. With one QP this is perftest's ib_write_bw.
+// Messages go round-robin over the QPs in bursts of cq_mod: message m to
+// QP (m / cq_mod) % nqp, which signals the last WR of each burst and its
+// own last WR (RC completes a QP's WRs in order, so a completion vouches
+// for that QP's WRs before it). At most -d WRs are in flight over all QPs
+// (as many bytes in flight as with one QP, and completions as often);
+// cq_mod <= -d, so the window always holds a signaled WR. wr_id: QP << 32
+// | the QP's message number. With one QP this is perftest's ib_write_bw.
 static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *t_start, uint64 *t_end) {
-  static uint32_t qposted[PERF_MAX_QPS], qdone[PERF_MAX_QPS];
+  static uint32_t qposted[PERF_MAX_QPS], qdone[PERF_MAX_QPS], qtotal[PERF_MAX_QPS];
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
   struct ibv_send_wr wr, *bad;
   struct ibv_wc wc[16];
-  int nq = c->nqp;
-  uint32_t win = (uint32_t)(o->tx_depth / nq) > 1 ? (uint32_t)(o->tx_depth / nq) : 1;
-  uint32_t mod = (uint32_t)o->cq_mod < win ? (uint32_t)o->cq_mod : win;
+  uint32_t nq = (uint32_t)c->nqp, mod = (uint32_t)o->cq_mod;
   memset(&wr, 0, sizeof wr);
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -50,15 +49,15 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
   wr.wr.rdma.rkey = c->rkey;
   memset(qposted, 0, sizeof qposted);
   memset(qdone, 0, sizeof qdone);
+  memset(qtotal, 0, sizeof qtotal);
+  for (uint32_t m = 0; m < o->iters; m++) qtotal[(m / mod) % nq]++;
   uint32_t posted = 0, completed = 0;
   *t_start = clock_ns();
   while (completed < o->iters) {
-    while (posted < o->iters) {
-      int q = (int)(posted % (uint32_t)nq);
-      uint32_t k = qposted[q], qtotal = o->iters / nq + ((uint32_t)q < o->iters % nq);
-      if (k - qdone[q] >= win) break;              // its window is full: wait
+    while (posted < o->iters && posted - completed < (uint32_t)o->tx_depth) {
+      uint32_t q = (posted / mod) % nq, k = qposted[q];
       wr.wr_id = (uint64_t)q << 32 | k;
-      wr.send_flags = (k % mod == mod - 1 || k == qtotal - 1) ? IBV_SEND_SIGNALED : 0;
+      wr.send_flags = (k % mod == mod - 1 || k == qtotal[q] - 1) ? IBV_SEND_SIGNALED : 0;
       if (ibv_post_send(c->qps[q], &wr, &bad)) fail("post_send");
       qposted[q]++;
       posted++;
@@ -74,8 +73,7 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
         perf_dump_qp(conn);
         exit(1);
       }
-      int q = (int)(wc[i].wr_id >> 32);
-      uint32_t k = (uint32_t)wc[i].wr_id;
+      uint32_t q = (uint32_t)(wc[i].wr_id >> 32), k = (uint32_t)wc[i].wr_id;
       if (q >= nq) continue;
       for (; qdone[q] <= k; qdone[q]++) done_at[completed++] = now;
     }

@@ -221,13 +221,13 @@ static struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch, struct rdm
   return e;
 }
 
-// One of the further QPs (-q): in INIT on the shared CQ, with room for
-// its share of the WRs in flight (rdma_bw keeps -d in flight over all QPs,
-// at least one on each).
+// One of the further QPs (-q): in INIT on the shared CQ. The client's
+// have room for the whole -d window (rdma_bw keeps -d in flight over all
+// QPs); the server's only take WRITEs and READs.
 static struct ibv_qp *more_qp(struct perf_conn *c, const struct perf_opts *o) {
-  uint32_t share = (uint32_t)(o->tx_depth / o->num_qps);
   struct ibv_qp_init_attr ia = { .send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
-    .cap = { .max_send_wr = share > 1 ? share : 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+    .cap = { .max_send_wr = c->is_server ? 1 : (uint32_t)o->tx_depth, .max_recv_wr = 1,
+             .max_send_sge = 1, .max_recv_sge = 1 } };
   struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
   struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
     .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };

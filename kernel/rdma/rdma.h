@@ -132,6 +132,7 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   // receive WQEs, RDMA_MAX_RD READ resources.
   void *rings;
   int ring_pages;
+  int watch;                // 1 + its index in rdma.watched, 0: not there (rdma_engine.c)
 };
 
 // A process's async event queue (rdma_cq.c); pid 0: free slot. Every
@@ -163,6 +164,9 @@ struct rdma_dev {
   // Loops over the tables (process exit, a channel's CQs) visit only
   // these, a word of 64 slots at a time; the engine's passes visit none.
   uint64 cq_live[RDMA_LIVE_WORDS], qp_live[RDMA_LIVE_WORDS];
+  // The QPs that may have a timer armed (rdma_engine.c): the engine runs
+  // and reads the deadlines of these only, not of every QP.
+  int watched[RDMA_MAX_QP], nwatched;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
 };
@@ -213,6 +217,8 @@ int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if a
 int  rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);   // lock NOT held
 int  rdma_wait_cq(int h, int timeout_ms);                                     // lock NOT held
 void rdma_events_drain(void);           // act on what the core reports (rct_dev_next_event)
+void rdma_watch(int h);                 // QP slot h may arm a timer: work, a frame, a state change
+void rdma_unwatch(int h);               // QP slot h is being destroyed
 
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device

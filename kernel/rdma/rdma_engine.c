@@ -10,6 +10,15 @@
 // overflowed; the cost is per event, not per QP) and re-arms the one ktimer
 // to the core's next deadline.
 //
+// Timers: the core's device-wide timer calls walk every QP; the engine
+// instead keeps the QPs that may have a deadline (rdma.watched) and runs
+// and reads only theirs. A QP can arm a timer only after something
+// touched it: work posted, a frame for it received (rdma_qp_lookup), a
+// state change, or a timer of its own; each of these watches it. A QP
+// leaves the list when it has no deadline and the core has no frame left
+// to send (a QP with frames to send may arm a timer when they go out).
+// Idle QPs therefore cost the engine nothing per pass.
+//
 // Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
 // its target, so a process that waits for one polls memory. Instead of
 // spinning, it may sleep here until the byte it watches changes: every
@@ -61,12 +70,55 @@ static void timer_fired(void *arg) {
   spin_unlock(&rdma.lock);
 }
 
+// Lock held.
+void rdma_watch(int h) {
+  struct rdma_qp *q = &rdma_qps[h];
+  if (q->watch) return;
+  rdma.watched[rdma.nwatched++] = h;
+  q->watch = rdma.nwatched;
+}
+
+// Lock held. The last entry takes h's place.
+void rdma_unwatch(int h) {
+  struct rdma_qp *q = &rdma_qps[h];
+  if (!q->watch) return;
+  int last = rdma.watched[--rdma.nwatched];
+  rdma.watched[q->watch - 1] = last;
+  rdma_qps[last].watch = q->watch;
+  q->watch = 0;
+}
+
+// Lock held. The expired timers of the watched QPs.
+static void run_timers(uint64 now) {
+  for (int i = 0; i < rdma.nwatched; i++) {
+    struct rct_qp *qp = &rdma_qps[rdma.watched[i]].qp;
+    if (rct_next_timeout(qp) <= now) rct_handle_timeout(qp, now);
+  }
+}
+
+// Lock held. The earliest deadline of the watched QPs; with drained (the
+// core has no frame to send) a QP without one leaves the list.
+static uint64 next_deadline(int drained) {
+  uint64 next = RCT_NEVER;
+  for (int i = 0; i < rdma.nwatched;) {
+    int h = rdma.watched[i];
+    uint64 t = rct_next_timeout(&rdma_qps[h].qp);
+    if (t == RCT_NEVER && drained) {
+      rdma_unwatch(h);                // another QP now sits at i
+      continue;
+    }
+    if (t < next) next = t;
+    i++;
+  }
+  return next;
+}
+
 // A deadline that moved later (or went away) leaves the armed ktimer
 // alone: it fires early once, the engine runs and arms the real one. The
 // core moves its deadlines with nearly every frame (retransmission timer,
 // ACK hold), and re-arming costs a ktimer list walk and a stimecmp write.
-static void rearm_timer(void) {
-  uint64 next = rct_dev_next_timeout(&rdma.dev);
+static void rearm_timer(int drained) {
+  uint64 next = next_deadline(drained);
   if (next >= rdma.timer_deadline) return;
   ktimer_arm(&rdma.timer, next, timer_fired, NULL);
   rdma.timer_deadline = next;
@@ -75,18 +127,20 @@ static void rearm_timer(void) {
 // Lock held. Returns 1 if it stopped at the budget with work left.
 int rdma_progress(int budget) {
   uint64 now = clock_ns();
-  int moved = 0;
-  rct_dev_handle_timeout(&rdma.dev, now);
+  int moved = 0, drained = 0;
+  run_timers(now);
   rdma_net_burst_begin();
   if (rdma_net_retry() == 0) {
-    while (moved < budget && rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) {
+    for (;;) {
+      if (moved == budget) break;
+      if (!rct_dev_poll_transmit(&rdma.dev, now, &tx_frame)) { drained = 1; break; }
       moved++;
       if (route(&tx_frame, now) < 0) break;     // done() kicks us when there is room
     }
   }
   rdma_net_burst_end();
   rdma_events_drain();
-  rearm_timer();
+  rearm_timer(drained);
   return moved == budget;
 }
 

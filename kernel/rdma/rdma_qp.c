@@ -35,7 +35,9 @@ static struct rdma_idtab qp_nums = { qp_num_ents, QP_NUM_BITS };
 // The core's QPN lookup (rct_dev_attr.qp_lookup). Caller holds rdma.lock.
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn) {
   int h = rdma_idtab_find(&qp_nums, qpn);
-  return h < 0 ? NULL : &rdma_qps[h].qp;
+  if (h < 0) return NULL;
+  rdma_watch(h);                     // a frame for it: it may arm a timer
+  return &rdma_qps[h].qp;
 }
 
 static uint32 pow2_at_least(uint32 n) {
@@ -119,6 +121,7 @@ static void qp_free(int h) {
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;
   rdma_cqs[q->recv_cq].refs--;
+  rdma_unwatch(h);
   rdma_pool_free(q->rings, q->ring_pages);
   q->rings = NULL;
   rdma_live_clear(rdma.qp_live, h);
@@ -165,6 +168,7 @@ int rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
   struct rdma_qp *q = qp_get(h);
   if (q && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
     rc = 0;
+    rdma_watch(h);
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
   }
   spin_unlock(&rdma.lock);
@@ -222,6 +226,7 @@ static int post_many(int h, int is_send, const void *wr, int n, int *err) {
   spin_lock(&rdma.lock);
   struct rdma_qp *q = qp_get(h);
   if (q) {
+    rdma_watch(h);
     for (done = 0; done < n; done++)
       if ((*err = post_one(q, is_send, (const uint8 *)wr + done * size)) != 0) break;
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();
