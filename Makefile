@@ -86,7 +86,7 @@ test: deps
 demo: deps rdma-demo
 
 # Every benchmark that runs guests: the raw link ceiling, then the RDMA sweeps.
-bench: deps bench-net bench-rdma
+bench: deps bench-net bench-rdma bench-qp
 	$(MAKE) --no-print-directory bench-rxe     # after bench-rdma: it adds its section to rdma-summary.md
 
 .PHONY: demo bench

@@ -20,6 +20,8 @@
 #                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,
 #                         rdma-ceiling.csv (the link ceiling, same guests),
 #                         rdma-perf.txt, rdma-summary.md
+#   make bench-qp         bench/rdma/qp_scale.py: goodput and CPU per frame with
+#                         1..256 busy QPs and 1 busy + N-1 idle -> bench/results/qp-scale.*
 #   make bench-ab         bench/rdma/ab_compare.py: BASE=<rev> against this tree,
 #                         the same workloads, alternating -> ab-compare.txt
 #   make bench-rxe        bench/rdma/rxe_compare.py: xv6 rdma_bw beside Linux
@@ -51,6 +53,12 @@ bench-rdma: kernel/kernel fs.img $(LINKEMU)
 # and the rxe section of rdma-summary.md (make bench runs it after bench-rdma).
 bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
+
+# N = 1..256 busy QPs (rdma_bw -q) and 1 busy + N-1 idle: goodput and guest
+# CPU per frame -> bench/results/qp-scale.{csv,png,md}.
+bench-qp: kernel/kernel fs.img $(LINKEMU)
+	$(PLOT_PYTHON) bench/rdma/qp_scale.py
+.PHONY: bench-qp
 
 .PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe rdma-demo
 
