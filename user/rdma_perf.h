@@ -1,6 +1,7 @@
 // rdma_perf.h: what rdma_bw and rdma_lat share (user/rdma_perf.c): the
-// perftest-like options, bringing up one connected RC QP with a buffer on
-// each side, and the statistics of a list of samples.
+// perftest-like options, bringing up connected RC QPs (one, or -q of them
+// over rdma_cm) with a buffer on each side, the guest's CPU per RDMA frame,
+// and the statistics of a list of samples.
 //
 // Three ways to connect:
 //   server:   rdma_bw [opts]            listens on the CM port (two guests)
