@@ -132,7 +132,11 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   // receive WQEs, RDMA_MAX_RD READ resources.
   void *rings;
   int ring_pages;
-  int watch;                // 1 + its index in rdma.watched, 0: not there (rdma_engine.c)
+  // The engine's timer bookkeeping (rdma_engine.c): 0 not watched,
+  // 1 + its index in rdma.heap (deadline known), -1 - its index in
+  // rdma.dirty (deadline to be read again).
+  int watch;
+  uint64 deadline;          // in rdma.heap: no later than the core's next deadline for it
 };
 
 // A process's async event queue (rdma_cq.c); pid 0: free slot. Every
@@ -164,9 +168,11 @@ struct rdma_dev {
   // Loops over the tables (process exit, a channel's CQs) visit only
   // these, a word of 64 slots at a time; the engine's passes visit none.
   uint64 cq_live[RDMA_LIVE_WORDS], qp_live[RDMA_LIVE_WORDS];
-  // The QPs that may have a timer armed (rdma_engine.c): the engine runs
-  // and reads the deadlines of these only, not of every QP.
-  int watched[RDMA_MAX_QP], nwatched;
+  // The QPs that may have a timer armed (rdma_engine.c): a min-heap of
+  // those whose deadline is known, on rdma_qps[].deadline, and those
+  // touched since it was read. The engine reads no other QP's timers.
+  int heap[RDMA_MAX_QP], nheap;
+  int dirty[RDMA_MAX_QP], ndirty;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
 };

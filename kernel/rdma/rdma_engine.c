@@ -11,13 +11,17 @@
 // to the core's next deadline.
 //
 // Timers: the core's device-wide timer calls walk every QP; the engine
-// instead keeps the QPs that may have a deadline (rdma.watched) and runs
-// and reads only theirs. A QP can arm a timer only after something
-// touched it: work posted, a frame for it received (rdma_qp_lookup), a
-// state change, or a timer of its own; each of these watches it. A QP
-// leaves the list when it has no deadline and the core has no frame left
-// to send (a QP with frames to send may arm a timer when they go out).
-// Idle QPs therefore cost the engine nothing per pass.
+// instead keeps the QPs that may have a deadline and reads only what
+// changed. A QP's deadlines change only when something touches it: work
+// posted, a frame for it received (rdma_qp_lookup), a state change, or a
+// timer of its own that fired (and a QP can join the core's list of QPs
+// with frames to send only through these). A touch marks it dirty
+// (rdma_watch). Each pass runs the expired timers of the dirty QPs and of
+// those at the top of a min-heap of known deadlines; once the core has no
+// frame left to send, the dirty QPs' deadlines are read again and they go
+// into the heap, or out of the bookkeeping if they have none. The work is
+// per touched QP and O(log n) per deadline: idle QPs cost nothing per
+// pass, and busy ones only what they did.
 //
 // Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
 // its target, so a process that waits for one polls memory. Instead of
@@ -70,47 +74,97 @@ static void timer_fired(void *arg) {
   spin_unlock(&rdma.lock);
 }
 
-// Lock held.
-void rdma_watch(int h) {
-  struct rdma_qp *q = &rdma_qps[h];
-  if (q->watch) return;
-  rdma.watched[rdma.nwatched++] = h;
-  q->watch = rdma.nwatched;
+// ---- the heap of known deadlines (lock held) ----
+
+static uint64 key(int i) { return rdma_qps[rdma.heap[i]].deadline; }
+
+static void heap_put(int i, int h) {
+  rdma.heap[i] = h;
+  rdma_qps[h].watch = 1 + i;
 }
 
-// Lock held. The last entry takes h's place.
+static void sift_up(int i) {
+  int h = rdma.heap[i];
+  while (i > 0 && key((i - 1) / 2) > rdma_qps[h].deadline) {
+    heap_put(i, rdma.heap[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_put(i, h);
+}
+
+static void sift_down(int i) {
+  int h = rdma.heap[i];
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= rdma.nheap) break;
+    if (c + 1 < rdma.nheap && key(c + 1) < key(c)) c++;
+    if (key(c) >= rdma_qps[h].deadline) break;
+    heap_put(i, rdma.heap[c]);
+    i = c;
+  }
+  heap_put(i, h);
+}
+
+static void heap_remove(int i) {
+  int last = rdma.heap[--rdma.nheap];
+  if (i == rdma.nheap) return;
+  heap_put(i, last);
+  sift_up(i);
+  sift_down(rdma_qps[last].watch - 1);
+}
+
+// Lock held. Takes slot h out of the heap and the dirty list.
 void rdma_unwatch(int h) {
   struct rdma_qp *q = &rdma_qps[h];
-  if (!q->watch) return;
-  int last = rdma.watched[--rdma.nwatched];
-  rdma.watched[q->watch - 1] = last;
-  rdma_qps[last].watch = q->watch;
+  if (q->watch > 0) heap_remove(q->watch - 1);
+  if (q->watch < 0) {                          // the last dirty QP takes its place
+    int i = -1 - q->watch, last = rdma.dirty[--rdma.ndirty];
+    rdma.dirty[i] = last;
+    rdma_qps[last].watch = -1 - i;
+  }
   q->watch = 0;
 }
 
-// Lock held. The expired timers of the watched QPs.
+// Lock held. Slot h was touched: its deadlines may have changed.
+void rdma_watch(int h) {
+  struct rdma_qp *q = &rdma_qps[h];
+  if (q->watch < 0) return;
+  rdma_unwatch(h);
+  rdma.dirty[rdma.ndirty] = h;
+  q->watch = -1 - rdma.ndirty++;
+}
+
+// Lock held. The expired timers: the heap's due QPs become dirty (their
+// timers change), then every dirty QP's expired timers run.
 static void run_timers(uint64 now) {
-  for (int i = 0; i < rdma.nwatched; i++) {
-    struct rct_qp *qp = &rdma_qps[rdma.watched[i]].qp;
+  while (rdma.nheap > 0 && key(0) <= now) rdma_watch(rdma.heap[0]);
+  for (int i = 0; i < rdma.ndirty; i++) {
+    struct rct_qp *qp = &rdma_qps[rdma.dirty[i]].qp;
     if (rct_next_timeout(qp) <= now) rct_handle_timeout(qp, now);
   }
 }
 
-// Lock held. The earliest deadline of the watched QPs; with drained (the
-// core has no frame to send) a QP without one leaves the list.
+// Lock held. The earliest deadline. With drained (the core has no frame
+// to send) the dirty QPs' deadlines are read into the heap and a QP
+// without one leaves the bookkeeping; otherwise they stay dirty (a QP
+// with frames to send may arm a timer when they go out).
 static uint64 next_deadline(int drained) {
   uint64 next = RCT_NEVER;
-  for (int i = 0; i < rdma.nwatched;) {
-    int h = rdma.watched[i];
+  for (int i = 0; i < rdma.ndirty;) {
+    int h = rdma.dirty[i];
     uint64 t = rct_next_timeout(&rdma_qps[h].qp);
-    if (t == RCT_NEVER && drained) {
-      rdma_unwatch(h);                // another QP now sits at i
+    if (!drained) {
+      if (t < next) next = t;
+      i++;
       continue;
     }
-    if (t < next) next = t;
-    i++;
+    rdma_unwatch(h);                           // another dirty QP now sits at i
+    if (t == RCT_NEVER) continue;
+    rdma_qps[h].deadline = t;
+    heap_put(rdma.nheap++, h);
+    sift_up(rdma.nheap - 1);
   }
-  return next;
+  return rdma.nheap > 0 && key(0) < next ? key(0) : next;
 }
 
 // A deadline that moved later (or went away) leaves the armed ktimer
