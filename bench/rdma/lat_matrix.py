@@ -14,6 +14,10 @@ each cell two tools run in turn:
         [-e], guest 2 -> guest 3; its requester's retransmission timeouts
         (completer_retry_err) from rxe0's hw_counters
 
+The xv6 guests have one hart (--xv6-cpus), as the Linux guests have one
+vCPU: like for like, and a second hart costs a polling guest more than it
+gives on a 2-core host (bench/results/latency-notes.md).
+
 Sleeping: xv6's -e sleeps on the completion channel (and its WRITE side in
 ibvx_wait_write). perftest has -e/--events only where its --help lists it
 (4.5: ib_send_lat and ib_read_lat, not ib_write_lat); where it has none the
@@ -30,7 +34,7 @@ tables), lat-matrix.png and the section "Latency matrix" of
 rdma-summary.md (replaced in place).
 
 Usage: python3 bench/rdma/lat_matrix.py [--out DIR] [--rounds N] [--iters N] [--quick]
-                                        [--only OP ...] [--xv6-args ARGS] [--plot-only]
+                                        [--only OP ...] [--xv6-args ARGS] [--xv6-cpus N] [--plot-only]
 """
 import argparse
 import csv
@@ -209,7 +213,8 @@ def matrix_md(rows, res, args, took, load):
          f"{args.rounds} rounds of {args.iters} iterations, {took / 60:.1f} minutes, finished "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, host load average {min(loads):.1f} to "
          f"{max(loads):.1f} during the runs ({load:.2f} at the end; 2 host cores). Two xv6 guests "
-         "(2 harts) and two Linux 6.1 Soft-RoCE guests (1 vCPU), QEMU TCG, on one linkemu link without loss, "
+         f"({args.xv6_cpus} hart{'s' if args.xv6_cpus > 1 else ''}) and two Linux 6.1 Soft-RoCE guests "
+         "(1 vCPU), QEMU TCG, on one linkemu link without loss, "
          "path MTU 4096. xv6 = rdma_lat (--stats on both sides), rxe = perftest ib_write_lat / ib_send_lat / "
          "ib_read_lat; the tools' order reverses every round. t_typical is the tools' median latency (half "
          "the round trip for WRITE and SEND, the whole READ), in microseconds, median of the rounds; "
@@ -277,6 +282,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one round of 200 iterations, to check the script")
     ap.add_argument("--only", nargs="*", choices=[o[0] for o in OPS], help="these operations only")
     ap.add_argument("--xv6-args", default="", help="more rdma_lat options, both sides")
+    ap.add_argument("--xv6-cpus", type=int, default=1, help="the xv6 guests' harts (the rxe guests have 1)")
     ap.add_argument("--plot-only", action="store_true", help="redraw the PNG from lat-matrix.csv in --out")
     args = ap.parse_args()
     args.argv = sys.argv[1:]
@@ -289,7 +295,7 @@ def main():
         plot(args.out, table(rows, counters=False), args.only)
         return 0
     t0 = time.monotonic()
-    rows, log = rxe_compare.on_bed("lat-mx", lambda tb, log: run_all(tb, args, log))
+    rows, log = rxe_compare.on_bed("lat-mx", lambda tb, log: run_all(tb, args, log), args.xv6_cpus)
     if not rows:
         progress("lat", "no run produced a result")
         return 1

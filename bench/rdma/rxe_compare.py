@@ -109,12 +109,13 @@ def rxe_bw(tb, prog, size, iters, log):
     return r
 
 
-def on_bed(name, run):
-    """Boots this bench's four guests (xv6 0 and 1 at path MTU 4096, Linux
-    rxe 2 and 3) on one lossless link, calls run(tb, log) with an empty
-    log list, halts them; (what run returned, the log)."""
+def on_bed(name, run, cpus=2):
+    """Boots this bench's four guests (xv6 0 and 1 at path MTU 4096 with
+    `cpus` harts, Linux rxe 2 and 3 with one vCPU) on one lossless link,
+    calls run(tb, log) with an empty log list, halts them; (what run
+    returned, the log)."""
     log = []
-    with Testbed(2, linux=2, name=name, extra_append="rdma_mtu=4096") as tb:
+    with Testbed(2, linux=2, name=name, cpus=cpus, extra_append="rdma_mtu=4096") as tb:
         tb.boot()
         rows = run(tb, log)
         tb.halt()
