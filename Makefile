@@ -88,6 +88,7 @@ demo: deps rdma-demo
 # Every benchmark that runs guests: the raw link ceiling, then the RDMA sweeps.
 bench: deps bench-net bench-rdma bench-qp
 	$(MAKE) --no-print-directory bench-rxe     # after bench-rdma: it adds its section to rdma-summary.md
+	$(MAKE) --no-print-directory bench-lat     # the same: the latency matrix section
 
 .PHONY: demo bench
 

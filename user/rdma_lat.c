@@ -11,8 +11,10 @@
 // write and send report half the round trip, read the whole operation, as
 // perftest does. -e (perftest's --events): sleep instead of polling, on the
 // completion channel for completions and in ibvx_wait_write for the WRITE
-// that answers. Columns (usec): t_min t_max t_typical (median) t_avg
-// t_stdev, 99% and 99.9% percentiles.
+// that answers. The RTO floor is PERF_LAT_MIN_RTO_US (perftest's default
+// QP timeout) unless --min-rto or --fixed-rto says otherwise. Columns
+// (usec): t_min t_max t_typical (median) t_avg t_stdev, 99% and 99.9%
+// percentiles.
 #include "user.h"
 #include "rdma_perf.h"
 #include "rdma_util.h"
@@ -143,6 +145,7 @@ int main(int argc, char **argv) {
   struct perf_opts o;
   struct perf_conn c;
   perf_parse(&o, argc, argv, "rdma_lat");
+  if (o.min_rto_us == 0) o.min_rto_us = PERF_LAT_MIN_RTO_US;
   if (!o.all && o.size == 65536) o.size = 2;      // perftest's default latency size
   if (o.all && o.size == (1u << 23)) o.size = 1u << 16;
   perf_connect(&c, &o);

@@ -24,6 +24,11 @@ enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
 #define PERF_WR_SYNC 0x5152    // perf_sync's SEND
 #define PERF_WR_BYE 0x5154     // the server's BYE (perf_close)
 #define PERF_RECV_AHEAD 2      // receives each side keeps posted (perf_sync)
+// rdma_lat's RTO floor unless --min-rto/--fixed-rto: perftest's default QP
+// timeout (-u 14, 4.096 us x 2^14), at which its rxe QPs retransmit. A
+// latency run on a lossless link has nothing to retransmit, and a host
+// stall of QEMU longer than rdma_cm's 30 ms floor made the peer time out.
+#define PERF_LAT_MIN_RTO_US 67109
 
 struct perf_opts {
   int op;              // enum perf_op

@@ -89,13 +89,21 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     return r
 
 
-def lat(tb, op, size, iters, log):
-    a, b = tb.guests
-    a.send("rdma_lat")
+def lat_pair(tb, opts, server_opts=""):
+    """`rdma_lat SERVER_OPTS` on guest 0, `rdma_lat OPTS <guest 0>` on guest 1:
+    (the client's command, its output, the server's --stats line or "")."""
+    a, b = tb.guests[:2]
+    a.send(f"rdma_lat {server_opts}".strip())
     a.expect(r"waiting for a client", timeout=60)
-    cmd = f"rdma_lat -t {op} -s {size} -n {iters} -e {tb.ip(0)}"
+    cmd = " ".join(f"rdma_lat {opts} {tb.ip(0)}".split())
     out = b.run(cmd, timeout=900)
+    server = a.expect(perftable.QP_LINE.pattern, timeout=120)[0] if "--stats" in server_opts else ""
     a.expect(r"\$ $", timeout=120)
+    return cmd, out, server
+
+
+def lat(tb, op, size, iters, log):
+    cmd, out, _ = lat_pair(tb, f"-t {op} -s {size} -n {iters} -e")
     log.append(f"### {cmd}\n{out.strip()}\n")
     return perftable.lat_row(out)
 

@@ -109,6 +109,19 @@ def rxe_bw(tb, prog, size, iters, log):
     return r
 
 
+def on_bed(name, run, cpus=2):
+    """Boots this bench's four guests (xv6 0 and 1 at path MTU 4096 with
+    `cpus` harts, Linux rxe 2 and 3 with one vCPU) on one lossless link,
+    calls run(tb, log) with an empty log list, halts them; (what run
+    returned, the log)."""
+    log = []
+    with Testbed(2, linux=2, name=name, cpus=cpus, extra_append="rdma_mtu=4096") as tb:
+        tb.boot()
+        rows = run(tb, log)
+        tb.halt()
+    return rows, log
+
+
 def one_run(tb, tool, cell, loss, log):
     name, op, prog, size, counts = cell
     iters = counts[loss]
@@ -189,14 +202,15 @@ def summary_section(rows, meds, args, took, load):
     return "\n".join(L) + "\n"
 
 
-def write_summary(out, section):
-    """Replaces the rxe section of rdma-summary.md (or appends it)."""
+def write_summary(out, section, title=SECTION, end_marker=SECTION_END):
+    """Replaces the section of rdma-summary.md from its title to its
+    end_marker line (the rxe section unless told) or appends it."""
     path = os.path.join(out, "rdma-summary.md")
     text = open(path).read() if os.path.exists(path) else "# RDMA benchmarks\n"
-    start = text.find(SECTION)
+    start = text.find(title)
     if start >= 0:
-        end = text.find(SECTION_END, start)
-        end = len(text) if end < 0 else end + len(SECTION_END) + 1
+        end = text.find(end_marker, start)
+        end = len(text) if end < 0 else end + len(end_marker) + 1
         text = text[:start] + text[end:]
     with open(path, "w") as f:
         f.write(text.rstrip("\n") + "\n\n" + section)
@@ -225,11 +239,17 @@ def plot(out, meds):
         ax.set_ylabel("goodput, MB/s (10^6 B), log scale")
         ax.set_title(cell[0])
         ax.grid(axis="y", alpha=0.3)
-    handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=len(TOOLS), fontsize=9)
-    fig.suptitle("xv6-rdma vs Linux Soft-RoCE on one lossy link (same run, medians)")
+    save_plot(fig, axes[0], "xv6-rdma vs Linux Soft-RoCE on one lossy link (same run, medians)",
+              os.path.join(out, "rxe-compare.png"))
+
+
+def save_plot(fig, ax, title, path):
+    """Writes fig to path with ax's legend below the plots and title above."""
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=9)
+    fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(os.path.join(out, "rxe-compare.png"), dpi=110)
+    fig.savefig(path, dpi=110)
 
 
 def main():
@@ -251,11 +271,7 @@ def main():
         global CELLS
         CELLS = tuple((n, op, p, s, {k: max(5, v // 4) for k, v in c.items()}) for n, op, p, s, c in CELLS)
     t0 = time.monotonic()
-    log = []
-    with Testbed(2, linux=2, name="rxe-cmp", extra_append="rdma_mtu=4096") as tb:
-        tb.boot()
-        rows = run_all(tb, args.rounds, args.seed, log)
-        tb.halt()
+    rows, log = on_bed("rxe-cmp", lambda tb, log: run_all(tb, args.rounds, args.seed, log))
     if not rows:
         progress("rxe", "no run produced a result")
         return 1

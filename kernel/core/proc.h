@@ -39,6 +39,7 @@ struct cpu {
   pagetable_t vm_root;        // the table in satp, and the generation
   uint64 vm_gen;              // of its user part when loaded (vm.c)
   struct proc *fp_owner;      // whose FP state the FP registers hold (fpu.c)
+  int woke_kthread;           // a wakeup on this hart made a kernel thread runnable (trap.c)
 };
 
 enum proc_state { P_FREE, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_SLEEPING, P_ZOMBIE };

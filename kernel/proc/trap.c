@@ -24,7 +24,7 @@ void trap_set_syscall(void (*dispatch)(void)) {
 extern char trampoline[], user_entry[], user_exit[];
 void kernel_vector(void);
 
-enum irq_kind { NOT_AN_IRQ, IRQ_HANDLED, IRQ_TICK };
+enum irq_kind { NOT_AN_IRQ, IRQ_HANDLED, IRQ_YIELD };   // IRQ_YIELD: a tick, or a woken kernel thread
 
 void trap_hart_init(void) {
   csr_write(stvec, (uint64)kernel_vector);
@@ -34,11 +34,22 @@ void trap_hart_init(void) {
   csr_set(sie, (1 << IRQ_SEXT) | (1 << IRQ_STIMER) | (1 << IRQ_SSOFT));
 }
 
+// A device interrupt whose handler woke a kernel thread (a driver's
+// bottom half: the NIC's receive path) yields the interrupted process as a
+// tick does, so the thread can run on this hart at once. Else a process
+// spinning here (polling a CQ or a buffer) left the thread to the next
+// tick (one hart) or to an idle hart, which under QEMU is a host thread
+// that must first get a host core from the spinning guests: polling
+// latency was 2-6 ms against 0.3 ms (bench/results/latency-notes.md).
 static enum irq_kind handle_interrupt(uint64 scause) {
   if (!(scause & SCAUSE_INTR)) return NOT_AN_IRQ;
+  struct cpu *c = this_cpu();
+  c->woke_kthread = 0;
   switch (scause & 0xff) {
-  case IRQ_SEXT:   plic_dispatch(); return IRQ_HANDLED;
-  case IRQ_STIMER: return timer_interrupt() ? IRQ_TICK : IRQ_HANDLED;
+  case IRQ_SEXT:
+    plic_dispatch();
+    return c->woke_kthread ? IRQ_YIELD : IRQ_HANDLED;
+  case IRQ_STIMER: return timer_interrupt() ? IRQ_YIELD : IRQ_HANDLED;
   case IRQ_SSOFT:                   // hart_kick: only needed to leave wfi
     csr_clear(sip, 1 << IRQ_SSOFT);
     return IRQ_HANDLED;
@@ -64,7 +75,7 @@ void user_trap(void) {
     proc_set_killed(p);
   }
   if (proc_killed(p)) proc_exit(-1);
-  if (kind == IRQ_TICK) proc_yield();
+  if (kind == IRQ_YIELD) proc_yield();
   user_trap_return();
 }
 
@@ -100,7 +111,7 @@ void kernel_trap(void) {
   if (kind == NOT_AN_IRQ)
     panic("kernel trap: scause %p sepc %p stval %p", scause, sepc, csr_read(stval));
   struct proc *p = this_cpu()->running;
-  if (kind == IRQ_TICK && p && p->state == P_RUNNING)
+  if (kind == IRQ_YIELD && p && p->state == P_RUNNING)
     proc_yield();
   csr_write(sepc, sepc);
   uint64 fs_now = csr_read(sstatus) & SSTATUS_FS_MASK;

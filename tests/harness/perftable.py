@@ -13,7 +13,8 @@ MB is 2^20 bytes in these tables. Python standard library only.
 import re
 
 BW_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)[ \t]*\n", re.M)
-LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7 + r"[ \t]*\n", re.M)
+# perftest prints t_stdev as -nan now and then (a sum of squares that overflowed).
+LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+|-?nan)" * 7 + r"[ \t]*\n", re.M)
 # Ends with the line: a console pattern must end after its last capture.
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
 QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")

@@ -26,6 +26,9 @@
 #                         the same workloads, alternating -> ab-compare.txt
 #   make bench-rxe        bench/rdma/rxe_compare.py: xv6 rdma_bw beside Linux
 #                         rxe's perftest on one lossy link -> rxe-compare.*
+#   make bench-lat        bench/rdma/lat_matrix.py: rdma_lat beside perftest's
+#                         ib_*_lat (WRITE/SEND/READ x 2 B/256 B/4 KiB x polling/
+#                         sleeping), same link, alternating -> lat-matrix.*
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
 # Include from the top Makefile: include tests/rdma/rdma.mk
@@ -60,7 +63,13 @@ bench-qp: kernel/kernel fs.img $(LINKEMU)
 	$(PLOT_PYTHON) bench/rdma/qp_scale.py
 .PHONY: bench-qp
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe rdma-demo
+# The latency matrix beside rxe's perftest -> bench/results/lat-matrix.* and
+# the "Latency matrix" section of rdma-summary.md (LAT_ARGS="--quick" checks it).
+LAT_ARGS ?=
+bench-lat: kernel/kernel fs.img $(LINKEMU) linux-image
+	$(PLOT_PYTHON) bench/rdma/lat_matrix.py $(LAT_ARGS)
+
+.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe bench-lat rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)
