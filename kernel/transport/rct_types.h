@@ -33,6 +33,9 @@
 #define RCT_RETRY_INFINITE 7            /* rnr_retry value meaning "retry forever" */
 #define RCT_SR_WINDOW      256          /* selective-repeat window in PSNs (proto-spec SR_WINDOW) */
 #define RCT_ACK_REQ_INTERVAL 16         /* proto-spec ACK_REQ_INTERVAL */
+#define RCT_READ_WINDOW    RCT_SR_WINDOW /* proto-spec READ_WINDOW: READ response PSNs outstanding, at most */
+#define RCT_READ_PIECE     64           /* proto-spec READ_PIECE: response PSNs one READ request asks for, at most */
+#define RCT_MAX_RD_ATOMIC  16           /* READ requests outstanding as requester, at most (max_rd_atomic) */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */
 
@@ -408,7 +411,7 @@ struct rct_qp_attr {
   uint8_t min_rnr_timer;      /* IBTA RNR timer code 0..31 */
   uint32_t rq_psn;            /* first PSN expected by the responder */
   uint32_t sq_psn;            /* first PSN sent by the requester */
-  uint8_t max_rd_atomic;      /* outstanding READs as requester, 1..16 */
+  uint8_t max_rd_atomic;      /* outstanding READ requests as requester, 1..RCT_MAX_RD_ATOMIC */
   uint8_t max_dest_rd_atomic; /* READs held as responder, 1..rd_size */
   uint32_t dest_qp_num;
   bool sr_enable;             /* selective repeat (proto-spec SR) */
@@ -454,6 +457,7 @@ struct rct_send_wqe {
   uint32_t npkts;
   uint32_t read_pkts;         /* READ (go-back-N): response packets placed, in order */
   uint32_t resume_psn;        /* READ: start of the latest re-request [REQ-READ-3] */
+  uint32_t read_piece;        /* READ: response PSNs per READ request, from first_psn on [REQ-READ-6] */
   uint32_t rsn;               /* SR: receive sequence number of its message */
   uint8_t state;              /* enum rct_wqe_state */
   uint8_t started;            /* first packet sent at least once (PSNs assigned) */
@@ -480,6 +484,9 @@ struct rct_rd_res {
   uint32_t length;
   uint32_t next_psn;          /* next response PSN to send */
   uint32_t start_psn;         /* PSN the current response sequence started at [REQ-READ-3] */
+  uint32_t stop_psn;          /* one past the last response of the current sequence [RESP-DUP-5] */
+  uint8_t saved;              /* a replay interrupted the first sequence; it resumes after [RESP-DUP-5] */
+  uint32_t saved_next, saved_start, saved_stop;
 };
 
 /* Timers of a QP, a small table indexed by this enum. */
@@ -500,7 +507,8 @@ struct rct_req {
   uint32_t sq_next;           /* WQE the requester sends from */
   uint32_t psn;               /* PSN of the next packet the requester sends */
   uint32_t next_psn;          /* next never-sent PSN (high-water mark) */
-  uint32_t rd_outstanding;    /* READ WRs started and not complete */
+  uint32_t rd_end[RCT_MAX_RD_ATOMIC]; /* last response PSN of each READ request outstanding, oldest first [REQ-WIN-2] */
+  uint32_t rd_first, rd_count;        /* the ring's oldest entry and its length */
   uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
   uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
   uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = PSN una + i resent since the last round */
