@@ -17,15 +17,9 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tests", "net"))
-sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
-sys.path.insert(0, HERE)
-from launch import Testbed  # noqa: E402
-from guest import progress  # noqa: E402
-import perftable  # noqa: E402
-from ab_compare import build_base  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_compare import REPO, Testbed, build_base, progress  # noqa: E402 (it sets the paths)
+import rdma_sweep  # noqa: E402
 
 LOSSES = (0, 1, 5)
 COUNTERS = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+).*"
@@ -35,17 +29,11 @@ KEYS = ("tx", "rx", "retx", "tmo", "dup", "oos", "oow", "dropped")
 
 def run_read(tb, sr, iters, log):
   """One rdma_bw READ run, guest 1 reading from guest 0: MiB/s and its counters."""
-  a, b = tb.guests[:2]
-  a.send("rdma_bw")
-  a.expect(r"waiting for a client", timeout=60)
-  cmd = f"rdma_bw -t read -s 1048576 -n {iters} -e --stats{' --sr' if sr else ''} {tb.ip(0)}"
-  out = b.run(cmd, timeout=1800)
-  a.expect(r"\$ $", timeout=120)
-  log.append(f"### {cmd}\n{out.strip()}\n")
-  row, m = perftable.bw_row(out), COUNTERS.search(out)
-  if not row or not m:
+  r = rdma_sweep.bw(tb, "read", 1 << 20, iters, sr, log)
+  m = COUNTERS.search(log[-1])
+  if not r or not m:
     return None
-  return {"MiBps": float(row["bw_avg_MiBps"]), **{k: int(v) for k, v in zip(KEYS, m.groups())}}
+  return {"MiBps": float(r["bw_avg_MiBps"]), **{k: int(v) for k, v in zip(KEYS, m.groups())}}
 
 
 def one_round(label, kernel, fs_img, iters, results, log):
