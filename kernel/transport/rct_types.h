@@ -36,6 +36,7 @@
 #define RCT_READ_WINDOW    RCT_SR_WINDOW /* proto-spec READ_WINDOW: READ response PSNs outstanding, at most */
 #define RCT_READ_PIECE     64           /* proto-spec READ_PIECE: response PSNs one READ request asks for, at most */
 #define RCT_MAX_RD_ATOMIC  16           /* READ requests outstanding as requester, at most (max_rd_atomic) */
+#define RCT_RD_REPLAYS     4            /* replay ranges one held READ queues behind the one being sent */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */
 
@@ -487,6 +488,8 @@ struct rct_rd_res {
   uint32_t stop_psn;          /* one past the last response of the current sequence [RESP-DUP-5] */
   uint8_t saved;              /* a replay interrupted the first sequence; it resumes after [RESP-DUP-5] */
   uint32_t saved_next, saved_start, saved_stop;
+  uint8_t nqueued;            /* replays waiting behind the current sequence, in arrival order */
+  uint32_t queued_psn[RCT_RD_REPLAYS], queued_stop[RCT_RD_REPLAYS];
 };
 
 /* Timers of a QP, a small table indexed by this enum. */

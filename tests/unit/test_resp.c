@@ -588,6 +588,32 @@ START_TEST(test_resp_duplicate_read_interrupts_first_sequence)
 }
 END_TEST
 
+/* [RESP-DUP-5] duplicates for two runs of one READ, the second while the
+ * first is being replayed: each run is sent as its own sequence, not the
+ * responses between them */
+START_TEST(test_resp_duplicate_read_runs_queue)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 6 * 1024);
+  struct rct_reth run1 = reth(0x40000 + 1024, W->rkey, 2 * 1024);
+  struct rct_reth run2 = reth(0x40000 + 4 * 1024, W->rkey, 1024);
+  struct rct_pkt p;
+  static const uint32_t want_psn[] = { 1, 2, 4 };
+  static const uint8_t want_op[] = { OP_READ_RESP_FIRST, OP_READ_RESP_LAST, OP_READ_RESP_ONLY };
+  inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
+  for (int i = 0; i < 6; i++)
+    ck_assert(expect_frame(A, 0, &p, fb));
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 1, true, 0, 0, &run1, 0);
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 4, true, 0, 0, &run2, 0);
+  for (int i = 0; i < 3; i++) {
+    ck_assert(expect_frame(A, 1, &p, fb));
+    ck_assert_uint_eq(p.h.bth.psn, E0 + want_psn[i]);
+    ck_assert_uint_eq(p.h.bth.opcode, want_op[i]);
+  }
+  expect_nothing(A, 1);
+  ck_assert_uint_eq(A->qp.cnt.read_replays, 2);
+}
+END_TEST
+
 static void setup_rd(uint8_t rd_atomic)
 {
   struct conn_opts o;
@@ -778,6 +804,7 @@ Suite *suite_resp(void)
   tcase_add_test(t, test_resp_duplicate_read_replay);
   tcase_add_test(t, test_resp_duplicate_read_replays_its_range);
   tcase_add_test(t, test_resp_duplicate_read_interrupts_first_sequence);
+  tcase_add_test(t, test_resp_duplicate_read_runs_queue);
   tcase_add_test(t, test_resp_new_read_retires_replaying_oldest);
   tcase_add_test(t, test_resp_read_beyond_credit);
   tcase_add_test(t, test_resp_read_without_resources);
