@@ -608,6 +608,8 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   w->read_pkts++;
   progress(qp);                                            /* [REQ-RETRY-4] */
   if (qp->sr && psn_ge(psn, qp->comp.una)) {
+    if (rct_req_sr_resent(qp, psn))
+      rct_req_sr_read_answered(qp, psn);             /* [SR-REQ-16] */
     bm_set(qp->comp.sr_sacked, (uint32_t)psn_diff(psn, qp->comp.una));
     rct_req_sr_forget_lost(qp, qp->comp.una, psn);   /* a lost re-request [SR-REQ-16] */
   }

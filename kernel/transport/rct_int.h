@@ -102,6 +102,7 @@ void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from);   /* a new round over 
 void rct_req_sr_new_round(struct rct_qp *qp);               /* each PSN may be resent once more */
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high);
 void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn);    /* psn may be resent again */
+void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn);   /* a re-requested READ response came */
 /* ... what the others may read */
 static inline uint32_t rct_req_next_psn(const struct rct_qp *qp) { return qp->req.next_psn; }
 static inline uint32_t rct_req_cursor(const struct rct_qp *qp) { return qp->req.psn; }

@@ -518,6 +518,8 @@ struct rct_req {
   uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
   uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
   uint32_t sr_resend_mark[RCT_SR_WINDOW]; /* SR: next_psn when PSN (index PSN % window) was resent [SR-REQ-15] */
+  uint32_t sr_rereq_seq;                  /* SR: READ re-requests sent, a running count */
+  uint32_t sr_rereq_order[RCT_SR_WINDOW]; /* SR: its value when a READ response PSN was re-requested [SR-REQ-16] */
 };
 
 /* The completer's state: comp.c writes it. */

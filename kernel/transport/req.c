@@ -216,6 +216,23 @@ void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
   }
 }
 
+/* SR: the response at re-requested PSN psn arrived. The responder answers
+ * re-requests in the order they came, so every response re-requested
+ * before it and still missing had its re-request or its replay lost: it
+ * may be re-requested again [SR-REQ-16]. */
+void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t order = qp->req.sr_rereq_order[psn % RCT_SR_WINDOW];
+  for (uint32_t k = 0; k < RCT_SR_WINDOW; k++) {
+    uint32_t q = psn_add(rct_comp_una(qp), k);
+    if (!psn_lt(q, qp->req.next_psn))
+      break;
+    if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, q) &&
+        (int32_t)(qp->req.sr_rereq_order[q % RCT_SR_WINDOW] - order) < 0)
+      bm_clear(qp->req.sr_retxd, k);
+  }
+}
+
 /* SR: psn may be resent again (a READ response gap seen once) [SR-REQ-13]. */
 void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn)
 {
@@ -411,6 +428,7 @@ static uint32_t sr_read_run(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t 
     if (mark) {
       bm_set(qp->req.sr_retxd, k);
       qp->req.sr_resend_mark[q % RCT_SR_WINDOW] = qp->req.next_psn;
+      qp->req.sr_rereq_order[q % RCT_SR_WINDOW] = qp->req.sr_rereq_seq;
     }
     end = q;
   }
@@ -437,6 +455,7 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
     qp->req.sr_resend_mark[psn % RCT_SR_WINDOW] = qp->req.next_psn;   /* [SR-REQ-15] */
     if (w->wr.opcode == RCT_WR_RDMA_READ) {
       /* one READ request per run of missing responses [SR-REQ-16] */
+      qp->req.sr_rereq_order[psn % RCT_SR_WINDOW] = ++qp->req.sr_rereq_seq;
       end = sr_read_run(qp, w, psn, true);
       if (psn_gt(end, psn_prev(qp->req.sr_scan)))
         qp->req.sr_scan = psn_add(end, 1);
