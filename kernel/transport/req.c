@@ -51,10 +51,11 @@ static uint32_t read_window(const struct rct_qp *qp)
 }
 
 /* Response PSNs per READ request of a READ starting now: READ_PIECE, at
- * most half the READ window, so that two requests overlap [REQ-READ-6]. */
+ * most a quarter of the READ window, so that requests keep it nearly full
+ * (a new one goes when una passes a piece) [REQ-READ-6]. */
 static uint32_t read_piece(const struct rct_qp *qp)
 {
-  uint32_t p = read_window(qp) / 2;
+  uint32_t p = read_window(qp) / 4;
   if (p > RCT_READ_PIECE)
     p = RCT_READ_PIECE;
   return p ? p : 1;

@@ -417,7 +417,7 @@ START_TEST(test_comp_read_rerequest_after_ack)
 END_TEST
 
 /* [REQ-READ-6] [REQ-WIN-1] [REQ-WIN-2] a READ with more response PSNs than
- * the window goes as READ requests of one piece each (half the READ
+ * the window goes as READ requests of one piece each (a quarter of the READ
  * window), each sent once its responses fit the window; the WR completes
  * when every piece is placed, and the next WR follows its last piece. */
 START_TEST(test_comp_read_split_into_pieces)
@@ -425,42 +425,40 @@ START_TEST(test_comp_read_split_into_pieces)
   struct conn_opts o;
   struct rct_pkt p;
   conn_defaults(&o);
-  o.max_inflight = 4;                                  /* READ window 4: pieces of 2 */
+  o.max_inflight = 8;                                  /* READ window 8: pieces of 2 */
   setup_with(&o);
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 7 * 1024 + 100, 0x9000, 0x55, 0);   /* 8 PSNs > 4 */
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 7 * 1024 + 100, 0x9000, 0x55, 0);   /* 8 PSNs */
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   ck_assert(expect_frame(A, 0, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0);
-  ck_assert(expect_frame(A, 0, &p, fb));               /* piece 1: PSN0+1..2 */
-  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-  ck_assert_uint_eq(p.h.reth.va, 0x9000);
-  ck_assert_uint_eq(p.h.reth.dmalen, 2048);
-  expect_nothing(A, 0);                                /* PSN0+3..4 would be 5 from una */
+  for (uint32_t i = 0; i < 3; i++) {                   /* pieces PSN0+1..2, +3..4, +5..6 */
+    ck_assert(expect_frame(A, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1 + 2 * i);
+    ck_assert_uint_eq(p.h.reth.va, 0x9000 + 2048 * i);
+    ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+  }
+  expect_nothing(A, 0);                                /* PSN0+7..8 would be 8 from una */
   inject_ack(A, P, 1, 0x1f, PSN0, 1);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-  ck_assert(expect_frame(A, 1, &p, fb));               /* piece 2 */
-  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 3);
-  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 2048);
-  ck_assert_uint_eq(p.h.reth.dmalen, 2048);
-  expect_nothing(A, 1);
+  ck_assert(expect_frame(A, 1, &p, fb));               /* the last piece: the rest */
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 7);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 6144);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024 + 100);
+  expect_nothing(A, 1);                                /* the SEND: PSN0+9 is 8 from una */
   for (uint32_t piece = 0; piece < 4; piece++) {
     uint32_t first = PSN0 + 1 + 2 * piece;
     inject_req(A, P, 2, OP_READ_RESP_FIRST, first, false, 1024, 0x11, NULL, 0);
     inject_req(A, P, 2, OP_READ_RESP_LAST, first + 1, false, piece == 3 ? 100 : 1024, 0x11, NULL, 0);
-    if (piece < 2) {
-      ck_assert(expect_frame(A, 2, &p, fb));           /* the piece after next */
-      ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-      ck_assert_uint_eq(p.h.bth.psn, first + 4);
-      ck_assert_uint_eq(p.h.reth.dmalen, piece == 1 ? 1024 + 100 : 2048);
-    } else if (piece == 2) {
+    if (piece == 0) {
+      ck_assert(expect_frame(A, 2, &p, fb));           /* the SEND after the READ's last piece */
+      ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
+    } else if (piece < 3) {
       expect_no_wc(&A->scq);
     }
   }
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
-  ck_assert(expect_frame(A, 3, &p, fb));               /* the SEND after the READ */
-  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
   ck_assert_uint_eq(A->qp.cnt.rx_read_resp, 8);
 }
 END_TEST
@@ -497,7 +495,7 @@ START_TEST(test_comp_read_response_position_per_piece)
 {
   struct conn_opts o;
   conn_defaults(&o);
-  o.max_inflight = 4;
+  o.max_inflight = 8;                                  /* pieces of 2 */
   setup_with(&o);
   post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 4 * 1024, 0x9000, 0x55, 0);
   drain(0, NULL);
