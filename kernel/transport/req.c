@@ -7,8 +7,8 @@
  * of its retransmit scan, which the completer fills (rct_req_sr_*). A READ
  * goes as READ requests of at most one piece each, inside the READ window
  * and the READ credit [REQ-READ-6]. It never decides *that* something is
- * lost: that is the completer's job (comp.c). It pauses on an RNR NAK (rct_req_pause_rnr: the RNR timer is
- * the one record of the wait). [REQ-*]
+ * lost: that is the completer's job (comp.c). It pauses on an RNR NAK
+ * (rct_req_pause_rnr: the RNR timer is the one record of the wait). [REQ-*]
  *
  * State (qp->req, written only here): sq_next/psn is the cursor (the next
  * packet to send), next_psn the high-water mark (the next never-sent PSN).
