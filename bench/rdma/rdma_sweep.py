@@ -25,7 +25,7 @@ Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
   mtu4096     the same at path MTU 4096 (boot argument rdma_mtu=4096) and
               4154-byte frames, WRITE at a few sizes
   sr-mtu1024, gbn-mtu1024, sr-mtu4096, gbn-mtu4096
-              WRITE 64 KiB and 1 MiB with 0 / 0.1 / 1 / 5 % random loss both
+              WRITE 64 KiB and 1 MiB, READ 1 MiB, with 0 / 0.1 / 1 / 5 % random loss both
               ways, selective repeat or go-back-N: the loss changes between
               runs on the same guests (linkemu's control socket), 3 rounds,
               so a ratio to the lossless runs compares like with like
@@ -198,16 +198,18 @@ def run_interleaved(tb, c, seed, budget, bw_rows, log):
                 # its tail moved a ratio by 0.1.
                 b = budget * (3 if size >= MIB else 2)
                 n = iters_for(size, b if loss < 5 else b // 2)
-                r = bw(tb, "write", size, n, c["sr"], log)
-                if r:
-                    runs.setdefault((loss, size), []).append(dict(r, iters=n))
-    for (loss, size), rs in sorted(runs.items()):
+                # 1 MiB READs too: the READ window under loss ([REQ-READ-6])
+                for op in ("write", "read") if size == MIB else ("write",):
+                    r = bw(tb, op, size, n, c["sr"], log)
+                    if r:
+                        runs.setdefault((loss, size, op), []).append(dict(r, iters=n))
+    for (loss, size, op), rs in sorted(runs.items()):
         rs.sort(key=lambda x: x["bw_avg_MiBps"])
         r = rs[len(rs) // 2]
-        bw_rows.append({"config": c["name"], "mtu": c["mtu"], "loss_pct": loss, "sr": c["sr"], "op": "write",
+        bw_rows.append({"config": c["name"], "mtu": c["mtu"], "loss_pct": loss, "sr": c["sr"], "op": op,
                         "size": size, "runs": len(rs), "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in rs),
                         **r, "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)})
-        progress("bench", f"  {c['name']} loss {loss:g}% WRITE {size} B: {r['bw_avg_MiBps']} MB/s (2^20), "
+        progress("bench", f"  {c['name']} loss {loss:g}% {op.upper()} {size} B: {r['bw_avg_MiBps']} MB/s (2^20), "
                  f"median of {len(rs)}, retx {r.get('retransmits')} timeouts {r.get('timeouts')}")
 
 
@@ -332,14 +334,14 @@ def plots(out, bw_rows, ceil_rows):
     fig.savefig(os.path.join(out, "rdma-bw.png"), dpi=100)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=False)
     for ax, mtu in ((axes[0], 1024), (axes[1], 4096)):
-        for size in (65536, MIB):
+        for op, size in (("write", 65536), ("write", MIB), ("read", MIB)):
             for sr in (0, 1):
                 cfg = f"{'sr' if sr else 'gbn'}-mtu{mtu}"
                 pts = sorted((r["loss_pct"], r["goodput_MBps"]) for r in bw_rows
-                             if r["config"] == cfg and r["size"] == size)
+                             if r["config"] == cfg and r["size"] == size and r["op"] == op)
                 if len(pts) > 1:
                     ax.plot(*zip(*pts), marker="o", linestyle="-" if sr else "--",
-                            label=f"WRITE {size} B, {'SR' if sr else 'GBN'}")
+                            label=f"{op.upper()} {size} B, {'SR' if sr else 'GBN'}")
         ax.set_xlabel("random loss per direction (%)")
         ax.set_ylabel("goodput (MB/s, 10^6)")
         ax.set_title(f"path MTU {mtu}: go-back-N (dashed), selective repeat (solid)")
@@ -394,6 +396,15 @@ def summary(out, rows, seed, cmd, took):
                 gbase, gv = g(f"gbn-mtu{mtu}", size), g(f"gbn-mtu{mtu}", size, loss=loss)
                 L.append(f"| path MTU {mtu}: SR at {loss} % loss / SR lossless, WRITE {size} B ({v} / {base} MB/s; "
                          f"go-back-N {ratio(gv, gbase)}) | {ratio(v, base)} | >= {goal} |")
+    for mtu in (1024, 4096):
+        for loss, goal in ((1, "0.90"), (5, "0.80")):
+            base, v = g(f"sr-mtu{mtu}", MIB, "read"), g(f"sr-mtu{mtu}", MIB, "read", loss)
+            gbase, gv = g(f"gbn-mtu{mtu}", MIB, "read"), g(f"gbn-mtu{mtu}", MIB, "read", loss)
+            L.append(f"| path MTU {mtu}: SR at {loss} % loss / SR lossless, READ {MIB} B ({v} / {base} MB/s; "
+                     f"go-back-N {ratio(gv, gbase)}) | {ratio(v, base)} | >= {goal} |")
+        r, w = g(f"gbn-mtu{mtu}", MIB, "read"), g(f"gbn-mtu{mtu}", MIB)
+        L.append(f"| path MTU {mtu}: READ / WRITE lossless, {MIB} B, go-back-N ({r} / {w} MB/s) | "
+                 f"{ratio(r, w)} | >= 0.90 |")
     for cfg in ("latency-tuned", "latency-default"):
         l256 = next((r for r in lat_rows if r["config"] == cfg and r["what"] == "rdma_lat -e write 256 B"), None)
         raw = next((r for r in lat_rows if r["config"] == cfg and r["what"].startswith("raw link")), None)
@@ -449,14 +460,14 @@ How these are measured:
     L.append("| size | READ MB/s | SEND MB/s |\n| ---: | ---: | ---: |")
     for size in (2, 4096, 65536, MIB):
         L.append(f"| {size} | {g('mtu1024', size, 'read')} | {g('mtu1024', size, 'send')} |")
-    L.append("\n## Under loss (WRITE, medians of 3 interleaved rounds)\n")
-    L.append("| path MTU | loss % | size | go-back-N MB/s | selective repeat MB/s | SR retransmits / timeouts (median run) |\n"
-             "| ---: | ---: | ---: | ---: | ---: | --- |")
+    L.append("\n## Under loss (medians of 3 interleaved rounds)\n")
+    L.append("| path MTU | loss % | op | size | go-back-N MB/s | selective repeat MB/s | SR retransmits / timeouts (median run) |\n"
+             "| ---: | ---: | --- | ---: | ---: | ---: | --- |")
     for mtu in (1024, 4096):
         for loss in (0, 0.1, 1, 5):
-            for size in (65536, MIB):
-                sr = row(f"sr-mtu{mtu}", size, loss=loss)
-                L.append(f"| {mtu} | {loss:g} | {size} | {g(f'gbn-mtu{mtu}', size, loss=loss)} | "
+            for op, size in (("write", 65536), ("write", MIB), ("read", MIB)):
+                sr = row(f"sr-mtu{mtu}", size, op, loss)
+                L.append(f"| {mtu} | {loss:g} | {op.upper()} | {size} | {g(f'gbn-mtu{mtu}', size, op, loss)} | "
                          f"{sr.get('goodput_MBps')} | {sr.get('retransmits')} / {sr.get('timeouts')} |")
     L.append("\n## Latency\n")
     L.append("| config | what | t_min us | t_typical us | t_avg us | p99 us |\n| --- | --- | ---: | ---: | ---: | ---: |")

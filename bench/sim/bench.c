@@ -1,9 +1,10 @@
 /*
  * bench.c: transport benchmarks in the host simulator (make bench-sim).
  *
- * 1. Goodput and message completion time (p50/p99) of RDMA WRITEs against
+ * 1. Goodput and message completion time (p50/p99) of RDMA WRITEs (64 KiB
+ *    and 1 MiB) and READs (1 MiB) against
  *    random loss {0, 0.1, 0.5, 1, 2, 5, 10 %} (both directions), go-back-N
- *    against selective repeat, message sizes 64 KiB and 1 MiB, path MTU 4096,
+ *    against selective repeat, path MTU 4096,
  *    on two simulated links:
  *      100g: rate 100gbit, delay 5us each way (10 us RTT)
  *      1g:   rate 1gbit,   delay 100us each way (200 us RTT)
@@ -20,7 +21,7 @@
  * Output: OUT/sim-goodput.csv, OUT/sim-cpu.csv (bench/sim/plot.py draws the
  * PNGs and writes sim-summary.md). Progress lines go to stdout.
  *
- * Usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick]
+ * Usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] [--op WRITE|READ]
  *                  [--inflight N100G N1G] [--timeout CODE100G CODE1G]
  *                  [--adaptive-rto MIN_NS] [--trace-point NAME FILE]
  */
@@ -53,9 +54,15 @@ static struct linkdef links[] = {
 static uint64_t adaptive_min_rto_ns;    /* --adaptive-rto NS: RFC 6298-style RTO */
 static const char *trace_point;          /* --trace-point NAME: trace that run */
 static const char *trace_file = "bench-trace.txt";
+static const char *only_op;              /* --op NAME: only that workload's goodput cells, no CPU cost */
 
 static const double losses[] = {0, 0.1, 0.5, 1, 2, 5, 10};
-static const uint32_t sizes[] = {64u << 10, 1u << 20};
+/* The goodput table's workloads (the CSV's op and size columns). */
+static const struct workload { enum rct_wr_opcode op; const char *name; uint32_t size; } workloads[] = {
+  {RCT_WR_RDMA_WRITE, "WRITE", 64u << 10},
+  {RCT_WR_RDMA_WRITE, "WRITE", 1u << 20},
+  {RCT_WR_RDMA_READ, "READ", 1u << 20},
+};
 
 static double wall(void)
 {
@@ -78,12 +85,13 @@ static uint32_t pow2_at_least(uint32_t n)
   return p;
 }
 
-static void setup(struct scenario *sc, const struct linkdef *l, int sr, uint32_t size, double loss,
+static void setup(struct scenario *sc, const struct linkdef *l, int sr, const struct workload *wl, double loss,
                   uint64_t seed, uint64_t total_bytes)
 {
+  uint32_t size = wl->size;
   memset(sc, 0, sizeof *sc);
-  snprintf(sc->name, sizeof sc->name, "%s %s WRITE %u loss %g%%", l->name, sr ? "sr" : "gbn", size, loss);
-  sc->op = RCT_WR_RDMA_WRITE;
+  snprintf(sc->name, sizeof sc->name, "%s %s %s %u loss %g%%", l->name, sr ? "sr" : "gbn", wl->name, size, loss);
+  sc->op = wl->op;
   sc->size = size;
   sc->nmsgs = (uint32_t)(total_bytes / size);
   if (sc->nmsgs < 8)
@@ -116,18 +124,20 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
   }
   fprintf(f, "link,mode,size,loss_pct,goodput_gbps,fraction_of_lossless,p50_us,p99_us,"
              "messages,frames_data,retransmits,timeouts,vtime_s,seed,ok,max_inflight,ack_timeout_us,"
-             "adaptive_min_rto_us,sq_depth\n");
+             "adaptive_min_rto_us,sq_depth,op\n");
   int bad = 0;
   for (unsigned li = 0; li < 2; li++)
-    for (unsigned zi = 0; zi < 2; zi++)
+    for (unsigned zi = 0; zi < sizeof workloads / sizeof workloads[0]; zi++)
       for (int sr = 0; sr < 2; sr++) {
         double lossless = 0;
+        if (only_op && strcmp(only_op, workloads[zi].name))
+          continue;
         for (unsigned k = 0; k < sizeof losses / sizeof losses[0]; k++) {
           if (quick && losses[k] != 0 && losses[k] != 1 && losses[k] != 5)
             continue;
           struct scenario sc;
           struct scenario_result r;
-          setup(&sc, &links[li], sr, sizes[zi], losses[k], seed, total);
+          setup(&sc, &links[li], sr, &workloads[zi], losses[k], seed, total);
           uint64_t *lat = calloc(sc.nmsgs, sizeof *lat);
           sc.latency_ns = lat;
           FILE *tr = trace_point && !strcmp(trace_point, sc.name) ? fopen(trace_file, "w") : NULL;
@@ -140,16 +150,16 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
           qsort(lat, sc.nmsgs, sizeof *lat, cmp_u64);
           double p50 = lat[sc.nmsgs / 2] / 1e3, p99 = lat[(sc.nmsgs * 99) / 100] / 1e3;
           double frac = lossless > 0 ? gbps / lossless : 0;
-          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u\n",
+          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s\n",
                   links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac, p50, p99,
                   sc.nmsgs, (unsigned long long)r.frames[0], (unsigned long long)r.qa.tx_retransmits,
                   (unsigned long long)r.qa.timeouts, r.done_ns / 1e9, (unsigned long long)seed, r.ok,
                   sc.p.max_inflight, rct_ack_timeout_ns(sc.p.timeout) / 1e3, adaptive_min_rto_ns / 1e3,
-                  sc.p.sq_size);
+                  sc.p.sq_size, workloads[zi].name);
           fflush(f);
-          printf("bench-sim: %-4s %-3s WRITE %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
+          printf("bench-sim: %-4s %-3s %-5s %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
                  "p50 %9.1f us p99 %9.1f us retx %llu to %llu [%.1fs]%s%s\n",
-                 links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac * 100, p50, p99,
+                 links[li].name, sr ? "sr" : "gbn", workloads[zi].name, sc.size, losses[k], gbps, frac * 100, p50, p99,
                  (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, r.wall_s,
                  r.ok ? "" : " FAILED: ", r.ok ? "" : r.why);
           fflush(stdout);
@@ -229,7 +239,7 @@ static int cpu_cost(const char *out, uint64_t seed, uint64_t total)
       for (unsigned zi = 0; zi < 2; zi++) {
         struct scenario sc;
         struct scenario_result r, best;
-        setup(&sc, &links[0], 1, sizes[zi], 0, seed, total);
+        setup(&sc, &links[0], 1, &workloads[zi], 0, seed, total);   /* the two WRITE workloads */
         sc.p.dev_flags = modes[m].flags;
         for (int rep = 0; rep < CPU_REPEATS; rep++) {
           scenario_run(&sc, &r, NULL, clocks[c].id);
@@ -271,6 +281,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--quick")) quick = 1, mib = 16;
+    else if (!strcmp(argv[i], "--op") && i + 1 < argc) only_op = argv[++i];
     else if (!strcmp(argv[i], "--adaptive-rto") && i + 1 < argc)
       adaptive_min_rto_ns = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--trace-point") && i + 2 < argc) {
@@ -284,7 +295,7 @@ int main(int argc, char **argv)
       links[1].timeout = (uint8_t)atoi(argv[++i]);
     }
     else {
-      fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] "
+      fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] [--op WRITE|READ] "
                       "[--inflight N100G N1G] [--timeout CODE100G CODE1G] [--adaptive-rto MIN_NS]\n"
                       "       [--trace-point \"100g sr WRITE 1048576 loss 1%%\" FILE]\n");
       return 2;
@@ -294,7 +305,8 @@ int main(int argc, char **argv)
   printf("bench-sim: seed %llu, %llu MiB of WRITEs per point, MTU 4096, loss on both directions\n",
          (unsigned long long)seed, (unsigned long long)mib);
   int bad = goodput(out, seed, mib << 20, quick);
-  bad += cpu_cost(out, seed, mib << 20);
+  if (!only_op)
+    bad += cpu_cost(out, seed, mib << 20);
   printf("bench-sim: done in %.1f s; %s/sim-goodput.csv, %s/sim-cpu.csv%s\n", wall() - t0, out, out,
          bad ? " (SOME RUNS FAILED)" : "");
   return bad != 0;

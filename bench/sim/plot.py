@@ -155,14 +155,40 @@ def summary(rows, cpu, out):
         f.write("\n".join(L) + "\n")
 
 
+def read_summary(reads, path):
+    """Appends the READ rows (1 MiB, [REQ-READ-6]) to the summary: goodput as a
+    fraction of the mode's lossless READ goodput and of the lossless WRITE of
+    the same size."""
+    if not reads:
+        return
+    L = ["", "## 1 MiB READ (requester reads from the responder)", ""]
+    for link in LINKS:
+        L.append("%s (%s):" % (link, LINKS[link]))
+        L.append("")
+        L.append("| mode | loss % | Gb/s | % of lossless READ | p50 / p99 us | retransmits | timeouts |")
+        L.append("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in reads:
+            if r["link"] != link:
+                continue
+            L.append("| %s | %s | %.3f | %.1f | %s / %s | %s | %s |" % (
+                r["mode"], r["loss_pct"], float(r["goodput_gbps"]), 100 * float(r["fraction_of_lossless"]),
+                r["p50_us"], r["p99_us"], r["retransmits"], r["timeouts"]))
+        L.append("")
+    with open(path, "a") as f:
+        f.write("\n".join(L) + "\n")
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
-    rows = load(os.path.join(d, "sim-goodput.csv"))
+    every = load(os.path.join(d, "sim-goodput.csv"))
+    rows = [r for r in every if r.get("op", "WRITE") == "WRITE"]
+    reads = [r for r in every if r.get("op") == "READ"]
     cpu_path = os.path.join(d, "sim-cpu.csv")
     cpu = load(cpu_path) if os.path.exists(cpu_path) else []
     for link in LINKS:
         plot_link(rows, link, os.path.join(d, "sim-goodput-%s.png" % link))
     summary(rows, cpu, os.path.join(d, "sim-summary.md"))
+    read_summary(reads, os.path.join(d, "sim-summary.md"))
     print("plot.py: wrote %s/sim-goodput-100g.png, sim-goodput-1g.png, sim-summary.md" % d)
 
 

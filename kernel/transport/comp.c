@@ -128,8 +128,6 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
 static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->init.sq_sig_all;
-  if (w->wr.opcode == RCT_WR_RDMA_READ)
-    rct_req_read_done(qp);
   w->state = RCT_WQE_DONE;
   if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] */
     struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
@@ -212,28 +210,25 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
   restart_timer(qp, now);
 }
 
-/* SR tracks READ responses received out of order in sr_sacked when the
- * whole READ fits the bitmap [SR-REQ-7]; otherwise responses are taken in
- * order and read_pkts counts them [SR-REQ-14]. */
-static bool sr_tracked(const struct rct_qp *qp, const struct rct_send_wqe *w)
-{
-  return qp->sr && (uint32_t)psn_diff(w->last_psn, qp->comp.una) < RCT_SR_WINDOW &&
-         psn_ge(w->first_psn, psn_add(qp->comp.una, 0u - RCT_SR_WINDOW));
-}
-
+/* SR records READ responses received out of order in sr_sacked: every
+ * outstanding response PSN lies within READ_WINDOW <= SR_WINDOW of una
+ * [SR-REQ-7] [REQ-READ-6]; go-back-N takes them in order and read_pkts
+ * counts them [REQ-READ-1]. */
 static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t psn)
 {
-  if (!sr_tracked(qp, w))
+  if (!qp->sr)
     return psn_lt(psn, psn_add(w->first_psn, w->read_pkts));
-  return psn_lt(psn, qp->comp.una) || bm_test(qp->comp.sr_sacked, (uint32_t)psn_diff(psn, qp->comp.una));
+  return psn_lt(psn, qp->comp.una) || rct_comp_sacked(qp, psn);
 }
 
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
-  uint32_t q = w->first_psn;
-  if (!sr_tracked(qp, w))
+  uint32_t q = psn_lt(w->first_psn, qp->comp.una) ? qp->comp.una : w->first_psn;
+  if (!qp->sr)
     return psn_add(w->first_psn, w->read_pkts);
+  if (psn_gt(q, w->last_psn))
+    return psn_add(w->last_psn, 1);
   while (psn_le(q, w->last_psn) && read_received(qp, w, q))
     q = psn_add(q, 1);
   return q;
@@ -271,8 +266,8 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
   if (rereq && qp->sr)
     sr_keep_acked(qp, p);
   if (rereq && qp->sr) {
-    if (!rct_req_sr_resent(qp, new_una))                     /* once until the next timeout [SR-REQ-13] */
-      rct_req_sr_resend(qp, new_una, psn_add(new_una, 1), psn_add(new_una, 1));
+    /* each missing run up to p, once until the next round [SR-REQ-13] [SR-REQ-16] */
+    rct_req_sr_resend(qp, new_una, psn_add(new_una, 1), psn_add(p, 1));
   } else if (rereq && !(qp->comp.retx_valid && qp->comp.retx_psn == new_una)) {
     resend_from(qp, new_una);                                /* no retry used [REQ-ACK-5] */
     qp->comp.retx_psn = new_una;
@@ -386,23 +381,23 @@ static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_
     fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-ACK-6] [WC-STATUS-2] */
 }
 
-/* SR: the end of the last READ request at or after PSN from that the
- * responder has not acknowledged (from if none): the responder drops READ
- * requests that arrive behind a gap [SR-RESP-6], so they go with the hole
- * [SR-REQ-12]. */
+/* SR: one past the last READ response PSN requested at or after PSN from
+ * that has not arrived (from if none): the responder drops READ requests
+ * that arrive behind a gap [SR-RESP-6], so their pieces go with the hole;
+ * the scan asks only for the missing runs [SR-REQ-12] [SR-REQ-16]. */
 static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
 {
   uint32_t end = from;
   for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
     struct rct_send_wqe *w = SQ_AT(qp, i);
-    uint32_t k;
+    uint32_t last;
     if (!w->started || psn_ge(w->first_psn, rct_req_next_psn(qp)))
       break;
-    if (w->wr.opcode != RCT_WR_RDMA_READ || psn_lt(w->first_psn, from))
+    if (w->wr.opcode != RCT_WR_RDMA_READ || psn_lt(w->last_psn, from))
       continue;
-    k = (uint32_t)psn_diff(w->first_psn, qp->comp.una);
-    if (k < RCT_SR_WINDOW && !bm_test(qp->comp.sr_sacked, k))
-      end = psn_add(w->first_psn, 1);
+    last = psn_lt(w->last_psn, rct_req_next_psn(qp)) ? w->last_psn : psn_prev(rct_req_next_psn(qp));
+    if (!rct_comp_sacked(qp, last))
+      end = psn_add(last, 1);
   }
   return end;
 }
@@ -516,22 +511,23 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
 }
 
 /* Opcode and length a READ response at index idx must have [OPC-SEQ-6] [OPC-LEN-2]:
- * positions count from the request that produced it, the original or the
- * latest re-request [REQ-READ-3] [SR-REQ-7]. */
+ * positions count from the request that produced it; requests never cross
+ * a piece, so a piece's first response starts a sequence (FIRST or ONLY)
+ * and its last one ends it (LAST or ONLY); a re-request may start and end
+ * anywhere inside [REQ-READ-3] [REQ-READ-7] [SR-REQ-7]. */
 static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, uint32_t idx,
                          const struct rct_pkt *p)
 {
   uint32_t f = p->opflags, pos, len;
   uint32_t psn = psn_add(w->first_psn, idx);
-  bool start = psn == w->first_psn || psn == w->resume_psn, last = idx + 1 == w->npkts;
+  bool start = rct_read_piece_start(w, psn), end = psn == rct_read_piece_end(w, psn);
+  bool last = idx + 1 == w->npkts;
   pos = f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST);
-  if (pos == OPF_ONLY && !(start && last))
+  if (pos == OPF_FIRST && end)
     return false;
-  if (pos == OPF_FIRST && !(start && !last))
+  if (pos == OPF_MIDDLE && (start || end))
     return false;
-  if (pos == OPF_MIDDLE && (last || psn == w->first_psn))
-    return false;
-  if (pos == OPF_LAST && (!last || psn == w->first_psn))
+  if (pos == OPF_LAST && start)
     return false;
   len = last ? w->length - (idx << qp->mtu_shift) : qp->mtu;
   if (p->paylen != len)
@@ -584,9 +580,13 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   }
   expect = rct_comp_read_first_missing(qp, w);
-  if (sr_tracked(qp, w)) {
+  if (qp->sr) {
     if (read_received(qp, w, psn)) {                 /* any order [SR-REQ-7] */
       qp->cnt.rx_dup++;
+      return;
+    }
+    if ((uint32_t)psn_diff(psn, qp->comp.una) >= RCT_SR_WINDOW) {
+      qp->cnt.rx_unexpected++;                       /* never asked for [REQ-READ-6] */
       return;
     }
   } else if (later || psn != expect) {
@@ -607,8 +607,12 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   w->read_pkts++;
   progress(qp);                                            /* [REQ-RETRY-4] */
-  if (sr_tracked(qp, w) && psn_ge(psn, qp->comp.una))
+  if (qp->sr && psn_ge(psn, qp->comp.una)) {
+    if (rct_req_sr_resent(qp, psn))
+      rct_req_sr_read_answered(qp, psn);             /* [SR-REQ-16] */
     bm_set(qp->comp.sr_sacked, (uint32_t)psn_diff(psn, qp->comp.una));
+    rct_req_sr_forget_lost(qp, qp->comp.una, psn);   /* a lost re-request [SR-REQ-16] */
+  }
   ack_through(qp, now, psn);                               /* [REQ-CMPL-1] */
 }
 

@@ -112,7 +112,7 @@ static bool attr_values_ok(const struct rct_qp_attr *a, uint32_t mask)
     return false;
   if ((mask & M(DEST_QPN)) && (a->dest_qp_num & ~RCT_QPN_MASK))
     return false;
-  if ((mask & M(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > 16)
+  if ((mask & M(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > RCT_MAX_RD_ATOMIC)
     return false;
   if ((mask & M(MAX_INFLIGHT)) && a->max_inflight >= PSN_HALF)
     return false;

@@ -96,19 +96,31 @@ void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn);   /* go-back-N fr
 void rct_req_pause_rnr(struct rct_qp *qp, uint64_t until);        /* RNR NAK: send nothing until then */
 void rct_req_probe(struct rct_qp *qp);                 /* one more copy of the packet at una [REQ-TMO-6] */
 void rct_req_una_moved(struct rct_qp *qp, uint32_t n); /* una advanced by n PSNs */
-void rct_req_read_done(struct rct_qp *qp);             /* a READ completed: its credit returns */
 void rct_req_flushed(struct rct_qp *qp);               /* the completer flushed the send queue */
 void rct_req_sr_resend(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end);
 void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from);   /* a new round over [from, next_psn) */
 void rct_req_sr_new_round(struct rct_qp *qp);               /* each PSN may be resent once more */
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high);
 void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn);    /* psn may be resent again */
+void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn);   /* a re-requested READ response came */
 /* ... what the others may read */
 static inline uint32_t rct_req_next_psn(const struct rct_qp *qp) { return qp->req.next_psn; }
 static inline uint32_t rct_req_cursor(const struct rct_qp *qp) { return qp->req.psn; }
 static inline bool rct_req_waiting_rnr(const struct rct_qp *qp)   /* the one record of it */
 {
   return rct_timer_armed(qp, RCT_TIMER_RNR);
+}
+/* The last response PSN of the READ request of w that asks for psn: the
+ * end of psn's piece (requests never cross pieces) [REQ-READ-6]. */
+static inline uint32_t rct_read_piece_end(const struct rct_send_wqe *w, uint32_t psn)
+{
+  uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn);
+  uint32_t end = idx - idx % w->read_piece + w->read_piece - 1;
+  return end >= w->npkts - 1 ? w->last_psn : psn_add(w->first_psn, end);
+}
+static inline bool rct_read_piece_start(const struct rct_send_wqe *w, uint32_t psn)
+{
+  return (uint32_t)psn_diff(psn, w->first_psn) % w->read_piece == 0;
 }
 static inline bool rct_req_sr_resent(const struct rct_qp *qp, uint32_t psn)
 {

@@ -33,6 +33,10 @@
 #define RCT_RETRY_INFINITE 7            /* rnr_retry value meaning "retry forever" */
 #define RCT_SR_WINDOW      256          /* selective-repeat window in PSNs (proto-spec SR_WINDOW) */
 #define RCT_ACK_REQ_INTERVAL 16         /* proto-spec ACK_REQ_INTERVAL */
+#define RCT_READ_WINDOW    RCT_SR_WINDOW /* proto-spec READ_WINDOW: READ response PSNs outstanding, at most */
+#define RCT_READ_PIECE     64           /* proto-spec READ_PIECE: response PSNs one READ request asks for, at most */
+#define RCT_MAX_RD_ATOMIC  16           /* READ requests outstanding as requester, at most (max_rd_atomic) */
+#define RCT_RD_REPLAYS     4            /* replay ranges one held READ queues behind the one being sent */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */
 
@@ -408,7 +412,7 @@ struct rct_qp_attr {
   uint8_t min_rnr_timer;      /* IBTA RNR timer code 0..31 */
   uint32_t rq_psn;            /* first PSN expected by the responder */
   uint32_t sq_psn;            /* first PSN sent by the requester */
-  uint8_t max_rd_atomic;      /* outstanding READs as requester, 1..16 */
+  uint8_t max_rd_atomic;      /* outstanding READ requests as requester, 1..RCT_MAX_RD_ATOMIC */
   uint8_t max_dest_rd_atomic; /* READs held as responder, 1..rd_size */
   uint32_t dest_qp_num;
   bool sr_enable;             /* selective repeat (proto-spec SR) */
@@ -454,6 +458,7 @@ struct rct_send_wqe {
   uint32_t npkts;
   uint32_t read_pkts;         /* READ (go-back-N): response packets placed, in order */
   uint32_t resume_psn;        /* READ: start of the latest re-request [REQ-READ-3] */
+  uint32_t read_piece;        /* READ: response PSNs per READ request, from first_psn on [REQ-READ-6] */
   uint32_t rsn;               /* SR: receive sequence number of its message */
   uint8_t state;              /* enum rct_wqe_state */
   uint8_t started;            /* first packet sent at least once (PSNs assigned) */
@@ -480,6 +485,11 @@ struct rct_rd_res {
   uint32_t length;
   uint32_t next_psn;          /* next response PSN to send */
   uint32_t start_psn;         /* PSN the current response sequence started at [REQ-READ-3] */
+  uint32_t stop_psn;          /* one past the last response of the current sequence [RESP-DUP-5] */
+  uint8_t saved;              /* a replay interrupted the first sequence; it resumes after [RESP-DUP-5] */
+  uint32_t saved_next, saved_start, saved_stop;
+  uint8_t nqueued;            /* replays waiting behind the current sequence, in arrival order */
+  uint32_t queued_psn[RCT_RD_REPLAYS], queued_stop[RCT_RD_REPLAYS];
 };
 
 /* Timers of a QP, a small table indexed by this enum. */
@@ -500,13 +510,16 @@ struct rct_req {
   uint32_t sq_next;           /* WQE the requester sends from */
   uint32_t psn;               /* PSN of the next packet the requester sends */
   uint32_t next_psn;          /* next never-sent PSN (high-water mark) */
-  uint32_t rd_outstanding;    /* READ WRs started and not complete */
+  uint32_t rd_end[RCT_MAX_RD_ATOMIC]; /* last response PSN of each READ request outstanding, oldest first [REQ-WIN-2] */
+  uint32_t rd_first, rd_count;        /* the ring's oldest entry and its length */
   uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
   uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
   uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = PSN una + i resent since the last round */
   uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
   uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */
   uint32_t sr_resend_mark[RCT_SR_WINDOW]; /* SR: next_psn when PSN (index PSN % window) was resent [SR-REQ-15] */
+  uint32_t sr_rereq_seq;                  /* SR: READ re-requests sent, a running count */
+  uint32_t sr_rereq_order[RCT_SR_WINDOW]; /* SR: its value when a READ response PSN was re-requested [SR-REQ-16] */
 };
 
 /* The completer's state: comp.c writes it. */

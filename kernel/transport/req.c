@@ -4,10 +4,11 @@
  * resumed READ requests), sets AckReq, respects the PSN window and the
  * READ credit, and resends from a PSN when the completer asks
  * (rct_req_retransmit_from, go-back-N) or, in SR mode, resends single PSNs
- * of its retransmit scan, which the completer fills (rct_req_sr_*). It
- * never decides *that* something is lost: that is the completer's job
- * (comp.c). It pauses on an RNR NAK (rct_req_pause_rnr: the RNR timer is
- * the one record of the wait). [REQ-*]
+ * of its retransmit scan, which the completer fills (rct_req_sr_*). A READ
+ * goes as READ requests of at most one piece each, inside the READ window
+ * and the READ credit [REQ-READ-6]. It never decides *that* something is
+ * lost: that is the completer's job (comp.c). It pauses on an RNR NAK
+ * (rct_req_pause_rnr: the RNR timer is the one record of the wait). [REQ-*]
  *
  * State (qp->req, written only here): sq_next/psn is the cursor (the next
  * packet to send), next_psn the high-water mark (the next never-sent PSN).
@@ -20,7 +21,7 @@ void rct_req_reset(struct rct_qp *qp)
 {
   qp->req.sq_next = qp->sq_head;
   qp->req.psn = qp->req.next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
-  qp->req.rd_outstanding = 0;
+  qp->req.rd_first = qp->req.rd_count = 0;
   qp->req.rsn_next = 0;
   qp->req.rto_probe = 0;
   bm_clear_all(qp->req.sr_retxd);
@@ -39,6 +40,47 @@ static uint32_t window(const struct rct_qp *qp)
 static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
 {
   return (uint32_t)psn_diff(psn_add(psn, k - 1), rct_comp_una(qp)) < window(qp);
+}
+
+/* Response PSNs of READs outstanding at most: the window, at most
+ * READ_WINDOW [REQ-READ-6]. */
+static uint32_t read_window(const struct rct_qp *qp)
+{
+  uint32_t w = window(qp);
+  return w < RCT_READ_WINDOW ? w : RCT_READ_WINDOW;
+}
+
+/* Response PSNs per READ request of a READ starting now: READ_PIECE, at
+ * most a quarter of the READ window, so that requests keep it nearly full
+ * (a new one goes when una passes a piece) [REQ-READ-6]. */
+static uint32_t read_piece(const struct rct_qp *qp)
+{
+  uint32_t p = read_window(qp) / 4;
+  if (p > RCT_READ_PIECE)
+    p = RCT_READ_PIECE;
+  return p ? p : 1;
+}
+
+/* READ requests outstanding: those whose last response PSN una has not
+ * passed [REQ-WIN-2]. */
+static uint32_t reads_outstanding(struct rct_qp *qp)
+{
+  struct rct_req *r = &qp->req;
+  while (r->rd_count && psn_lt(r->rd_end[r->rd_first % RCT_MAX_RD_ATOMIC], rct_comp_una(qp))) {
+    r->rd_first++;
+    r->rd_count--;
+  }
+  return r->rd_count;
+}
+
+/* May a new READ request for response PSNs [psn, end] go now? Credit
+ * [REQ-WIN-2] and READ window [REQ-READ-6]. */
+static bool read_request_allowed(struct rct_qp *qp, uint32_t psn, uint32_t end)
+{
+  if (reads_outstanding(qp) >= qp->attr.max_rd_atomic || qp->req.rd_count >= RCT_MAX_RD_ATOMIC)
+    return false;
+  return window_allows(qp, psn, (uint32_t)psn_diff(end, psn) + 1) &&
+         (uint32_t)psn_diff(end, rct_comp_una(qp)) < read_window(qp);
 }
 
 bool rct_req_has_work(const struct rct_qp *qp)
@@ -89,7 +131,7 @@ void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn)
     }
     return;
   }
-  if (w->wr.opcode == RCT_WR_RDMA_READ && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
+  if (w->wr.opcode == RCT_WR_RDMA_READ && !qp->sr && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
     psn = psn_add(w->first_psn, w->read_pkts);
   qp->req.sq_next = i;
   qp->req.psn = psn;
@@ -118,18 +160,11 @@ void rct_req_una_moved(struct rct_qp *qp, uint32_t n)
   qp->req.rto_probe = 0;
 }
 
-/* A READ completed: its credit returns [REQ-WIN-2]. */
-void rct_req_read_done(struct rct_qp *qp)
-{
-  if (qp->req.rd_outstanding)
-    qp->req.rd_outstanding--;
-}
-
 /* The completer flushed the send queue (ERR): nothing left to send. */
 void rct_req_flushed(struct rct_qp *qp)
 {
   qp->req.sq_next = qp->sq_head;
-  qp->req.rd_outstanding = 0;
+  qp->req.rd_first = qp->req.rd_count = 0;
 }
 
 /* SR: add PSNs [from, end) to the retransmit scan, only READ requests from
@@ -178,6 +213,23 @@ void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
       break;
     if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, psn) &&
         psn_ge(high, qp->req.sr_resend_mark[psn % RCT_SR_WINDOW]))
+      bm_clear(qp->req.sr_retxd, k);
+  }
+}
+
+/* SR: the response at re-requested PSN psn arrived. The responder answers
+ * re-requests in the order they came, so every response re-requested
+ * before it and still missing had its re-request or its replay lost: it
+ * may be re-requested again [SR-REQ-16]. */
+void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t order = qp->req.sr_rereq_order[psn % RCT_SR_WINDOW];
+  for (uint32_t k = 0; k < RCT_SR_WINDOW; k++) {
+    uint32_t q = psn_add(rct_comp_una(qp), k);
+    if (!psn_lt(q, qp->req.next_psn))
+      break;
+    if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, q) &&
+        (int32_t)(qp->req.sr_rereq_order[q % RCT_SR_WINDOW] - order) < 0)
       bm_clear(qp->req.sr_retxd, k);
   }
 }
@@ -248,7 +300,7 @@ static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
 static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   bool read = w->wr.opcode == RCT_WR_RDMA_READ;
-  uint32_t n = qp_npkts(qp, w->length);
+  uint32_t n = qp_npkts(qp, w->length), piece = read_piece(qp);
   enum rct_wc_status st;
   if (qp->attr.qp_state == RCT_QPS_SQD)
     return false;                              /* [QP-STATE-7] */
@@ -262,18 +314,16 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
     }
     w->checked = 1;
   }
-  if (read && qp->req.rd_outstanding >= qp->attr.max_rd_atomic)
-    return false;                              /* [REQ-WIN-2] */
-  /* A READ longer than the whole window goes alone, when nothing is
-   * outstanding (else it could never start) [REQ-WIN-4]. */
-  if (!window_allows(qp, qp->req.psn, read ? n : 1) && !(read && qp->req.psn == rct_comp_una(qp)))
+  /* its first READ request: one piece [REQ-READ-6] [REQ-WIN-2] */
+  if (read && !read_request_allowed(qp, qp->req.psn, psn_add(qp->req.psn, (n < piece ? n : piece) - 1)))
+    return false;
+  if (!read && !window_allows(qp, qp->req.psn, 1))
     return false;
   w->first_psn = w->resume_psn = qp->req.psn;
   w->npkts = n;
+  w->read_piece = piece;
   w->last_psn = psn_add(qp->req.psn, n - 1);     /* [REQ-PSN-2] */
   w->started = 1;
-  if (read)
-    qp->req.rd_outstanding++;
   if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
       w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
     w->rsn = qp->req.rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
@@ -282,14 +332,17 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
   return true;
 }
 
-/* READ request headers for response PSN idx of w (idx > 0: resumed) [REQ-READ-3]. */
-static void read_req_headers(struct rct_send_wqe *w, uint32_t off, struct rct_hdr *h)
+/* READ request headers for response PSNs idx..end_idx of w (idx > 0:
+ * resumed or a later piece) [REQ-READ-3] [REQ-READ-6]. */
+static void read_req_headers(const struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx,
+                             uint32_t end_idx, struct rct_hdr *h)
 {
+  uint32_t off = idx << qp->mtu_shift;
   h->bth.opcode = OP_READ_REQ;
   h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
   h->reth.va = w->wr.remote_addr + off;
   h->reth.rkey = w->wr.rkey;
-  h->reth.dmalen = w->length - off;
+  h->reth.dmalen = end_idx + 1 >= w->npkts ? w->length - off : (end_idx + 1 - idx) << qp->mtu_shift;
   h->sreth.offset = off;                              /* [SR-WIRE-2] */
 }
 
@@ -320,15 +373,20 @@ static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx,
   return true;
 }
 
-static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f);
+static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32_t read_end, bool ackreq,
+                 struct rct_frame *f);
 
-/* Build the request packet of WQE w at PSN psn (new or again) [REQ-PSN-3]. */
+/* Build the request packet of WQE w at PSN psn (new or again) [REQ-PSN-3];
+ * a READ request asks for the rest of psn's piece [REQ-READ-6]. */
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
 {
-  return build(qp, w, psn, false, f);
+  uint32_t end = w->wr.opcode == RCT_WR_RDMA_READ ? rct_read_piece_end(w, psn) : psn;
+  return build(qp, w, psn, end, false, f);
 }
 
-static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool ackreq, struct rct_frame *f)
+/* read_end: a READ request's last response PSN, inside psn's piece. */
+static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32_t read_end, bool ackreq,
+                 struct rct_frame *f)
 {
   struct rct_hdr h;
   uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
@@ -340,7 +398,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
   if (w->wr.opcode == RCT_WR_RDMA_READ) {
     if (retx)
       w->resume_psn = psn;                /* responses restart here [REQ-READ-3] */
-    read_req_headers(w, off, &h);
+    read_req_headers(qp, w, idx, (uint32_t)psn_diff(read_end, w->first_psn), &h);
   } else {
     paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
     if (!data_packet(qp, w, idx, off, paylen, &h, f))
@@ -356,13 +414,36 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool a
   return 1;
 }
 
+/* SR: the end of the run of missing READ response PSNs from psn: neither
+ * received (sacked) nor, with mark, already re-requested; inside psn's
+ * piece and below next_psn. With mark, the run is marked re-requested
+ * [SR-REQ-16]. */
+static uint32_t sr_read_run(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, bool mark)
+{
+  uint32_t end = psn, limit = rct_read_piece_end(w, psn);
+  while (psn_lt(end, limit)) {
+    uint32_t q = psn_add(end, 1), k = (uint32_t)psn_diff(q, rct_comp_una(qp));
+    if (!psn_lt(q, qp->req.next_psn) || k >= RCT_SR_WINDOW || rct_comp_sacked(qp, q) ||
+        (mark && bm_test(qp->req.sr_retxd, k)))
+      break;
+    if (mark) {
+      bm_set(qp->req.sr_retxd, k);
+      qp->req.sr_resend_mark[q % RCT_SR_WINDOW] = qp->req.next_psn;
+      qp->req.sr_rereq_order[q % RCT_SR_WINDOW] = qp->req.sr_rereq_seq;
+    }
+    end = q;
+  }
+  return end;
+}
+
 /* SR: resend the next PSN of the completer's retransmit scan: every PSN in
  * [sr_scan, sr_scan_end) that is neither sacked nor already resent since the
- * last timeout; past sr_hole_end only READ requests [SR-REQ-11] [SR-REQ-12]. */
+ * last timeout; past sr_hole_end only READ requests [SR-REQ-11] [SR-REQ-12];
+ * a missing READ response starts a READ request for its run [SR-REQ-16]. */
 static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   while (psn_lt(qp->req.sr_scan, qp->req.sr_scan_end)) {
-    uint32_t psn = qp->req.sr_scan, i = (uint32_t)psn_diff(psn, rct_comp_una(qp)), miss;
+    uint32_t psn = qp->req.sr_scan, i = (uint32_t)psn_diff(psn, rct_comp_una(qp)), end = psn;
     struct rct_send_wqe *w;
     qp->req.sr_scan = psn_add(psn, 1);
     if (psn_lt(psn, rct_comp_una(qp)) || i >= RCT_SR_WINDOW || rct_comp_sacked(qp, psn) ||
@@ -374,22 +455,13 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
     bm_set(qp->req.sr_retxd, i);
     qp->req.sr_resend_mark[psn % RCT_SR_WINDOW] = qp->req.next_psn;   /* [SR-REQ-15] */
     if (w->wr.opcode == RCT_WR_RDMA_READ) {
-      /* one re-request from the first missing response covers the rest
-       * of the READ [SR-REQ-13] [SR-REQ-11] */
-      miss = rct_comp_read_first_missing(qp, w);
-      if (psn_gt(miss, w->last_psn))
-        continue;
-      if (psn_lt(psn, miss))
-        psn = miss;
-      while (psn_le(qp->req.sr_scan, w->last_psn)) {
-        uint32_t k = (uint32_t)psn_diff(qp->req.sr_scan, rct_comp_una(qp));
-        if (k < RCT_SR_WINDOW)
-          bm_set(qp->req.sr_retxd, k);
-        qp->req.sr_resend_mark[qp->req.sr_scan % RCT_SR_WINDOW] = qp->req.next_psn;
-        qp->req.sr_scan = psn_add(qp->req.sr_scan, 1);
-      }
+      /* one READ request per run of missing responses [SR-REQ-16] */
+      qp->req.sr_rereq_order[psn % RCT_SR_WINDOW] = ++qp->req.sr_rereq_seq;
+      end = sr_read_run(qp, w, psn, true);
+      if (psn_gt(end, psn_prev(qp->req.sr_scan)))
+        qp->req.sr_scan = psn_add(end, 1);
     }
-    if (!rct_req_build(qp, w, psn, f))
+    if (!build(qp, w, psn, end, false, f))
       return 0;
     rct_comp_on_send(qp, now, psn, true);
     return 1;
@@ -405,7 +477,7 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
 static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
-  uint32_t psn = rct_comp_una(qp), miss;
+  uint32_t psn = rct_comp_una(qp), miss, end = psn;
   if (!qp->req.rto_probe)
     return 0;
   qp->req.rto_probe = 0;
@@ -417,8 +489,9 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       return 0;
     if (psn_lt(psn, miss))
       psn = miss;
+    end = qp->sr ? sr_read_run(qp, w, psn, false) : rct_read_piece_end(w, psn);   /* [SR-REQ-16] */
   }
-  if (!build(qp, w, psn, true, f))
+  if (!build(qp, w, psn, end, true, f))
     return 0;
   rct_comp_on_send(qp, now, psn, true);
   return 1;
@@ -441,24 +514,34 @@ int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
-  uint32_t psn;
+  uint32_t psn, end;
+  bool read;
   if (qp->req.sq_next == qp->sq_tail)
     return 0;
   w = SQ_AT(qp, qp->req.sq_next);
+  read = w->wr.opcode == RCT_WR_RDMA_READ;
   if (!w->started) {
     if (!start_wqe(qp, w))
       return 0;
-  } else if (psn_ge(qp->req.psn, qp->req.next_psn) && !window_allows(qp, qp->req.psn, 1)) {
+  } else if (psn_ge(qp->req.psn, qp->req.next_psn) &&
+             !(read ? read_request_allowed(qp, qp->req.psn, rct_read_piece_end(w, qp->req.psn))
+                    : window_allows(qp, qp->req.psn, 1))) {
     return 0;
   }
   psn = qp->req.psn;
-  if (!rct_req_build(qp, w, psn, f))
+  end = read ? rct_read_piece_end(w, psn) : psn;
+  if (!build(qp, w, psn, end, false, f))
     return 0;
-  if (w->wr.opcode == RCT_WR_RDMA_READ || psn == w->last_psn) {
+  if (read && psn_ge(end, qp->req.next_psn)) {
+    /* a new READ request holds a credit until una passes it [REQ-WIN-2] */
+    qp->req.rd_end[(qp->req.rd_first + qp->req.rd_count) % RCT_MAX_RD_ATOMIC] = end;
+    qp->req.rd_count++;
+  }
+  if (end == w->last_psn) {
     qp->req.psn = psn_add(w->last_psn, 1);
     qp->req.sq_next++;
   } else {
-    qp->req.psn = psn_add(psn, 1);
+    qp->req.psn = psn_add(end, 1);
   }
   if (psn_gt(qp->req.psn, qp->req.next_psn)) {
     rct_comp_on_send(qp, now, psn, false);

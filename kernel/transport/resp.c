@@ -381,6 +381,8 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
   r->replay = 0;
   r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
   r->npkts = qp_npkts(qp, len);
+  r->stop_psn = psn_add(r->first_psn, r->npkts);
+  r->saved = r->nqueued = 0;
   r->va = p->h.reth.va;
   r->rkey = p->h.reth.rkey;
   r->length = len;
@@ -419,6 +421,67 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
   ack_policy(qp, p, p->h.bth.psn);
 }
 
+/* One past the last response a duplicate READ at index k of r asks for:
+ * its DMA length's worth, inside r [RESP-DUP-5]. */
+static uint32_t dup_stop(const struct rct_qp *qp, const struct rct_rd_res *r, uint32_t k, uint32_t len)
+{
+  uint32_t n = qp_npkts(qp, len);
+  if (n > r->npkts - k)
+    n = r->npkts - k;
+  return psn_add(r->first_psn, k + n);
+}
+
+/* Is [q, stop) already queued behind the current sequence of r? */
+static bool replay_queued(const struct rct_rd_res *r, uint32_t q, uint32_t stop)
+{
+  for (uint32_t i = 0; i < r->nqueued; i++)
+    if (psn_ge(q, r->queued_psn[i]) && psn_le(stop, r->queued_stop[i]))
+      return true;
+  return false;
+}
+
+/* Replay responses [q, stop) of r [RESP-DUP-2] [RESP-DUP-5]. A replay
+ * that goes back inside a first sequence still being sent interrupts it,
+ * and the sequence resumes where it was after the replay; responses that
+ * sequence will still send are not asked twice; a replay asked while
+ * another is being sent waits behind it (RCT_RD_REPLAYS of them; beyond
+ * that the one being sent grows to cover it). */
+static void replay(struct rct_qp *qp, struct rct_rd_res *r, uint32_t q, uint32_t stop)
+{
+  bool replaying = r->pending && (r->replay || r->saved);
+  qp->cnt.read_replays++;
+  if (!r->pending)
+    r->nqueued = 0;
+  if (r->pending && psn_ge(q, r->next_psn) && psn_le(stop, r->stop_psn))
+    return;                                         /* on their way */
+  if ((r->saved && psn_ge(q, r->saved_next) && psn_le(stop, r->saved_stop)) || replay_queued(r, q, stop))
+    return;
+  if (replaying && psn_ge(q, r->stop_psn) && r->nqueued < RCT_RD_REPLAYS) {
+    r->queued_psn[r->nqueued] = q;
+    r->queued_stop[r->nqueued++] = r->saved && psn_gt(stop, r->saved_next) ? r->saved_next : stop;
+    return;
+  }
+  if (replaying && psn_gt(r->stop_psn, stop))
+    stop = r->stop_psn;
+  if (r->pending && !r->replay && !r->saved) {
+    r->saved = 1;
+    r->saved_next = r->next_psn;
+    r->saved_start = r->start_psn;
+    r->saved_stop = r->stop_psn;
+  } else if (!r->saved) {
+    r->replay = 1;                                  /* a stream already sent once */
+  }
+  if (r->saved && psn_gt(stop, r->saved_next))
+    stop = r->saved_next;                           /* the rest comes with the first sequence */
+  if (replaying && psn_ge(q, r->next_psn)) {
+    r->stop_psn = stop;
+    return;
+  }
+  r->next_psn = r->start_psn = q;
+  r->stop_psn = stop;
+  r->pending = 1;
+}
+
 /* A duplicate request [RESP-DUP-*]. */
 static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
 {
@@ -435,11 +498,7 @@ static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
       continue;
     if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
       break;                                        /* [RESP-DUP-3] */
-    if (!r->pending || r->replay)
-      r->replay = 1;                                /* a stream already sent once */
-    r->next_psn = r->start_psn = q;                       /* [RESP-DUP-2] replay */
-    r->pending = 1;
-    qp->cnt.read_replays++;
+    replay(qp, r, q, dup_stop(qp, r, k, p->h.reth.dmalen));
     return;
   }
   /* no held READ matches: dropped silently [RESP-DUP-3] */
@@ -491,7 +550,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
   uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
   uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
-  bool first = r->next_psn == r->start_psn, last = idx + 1 >= r->npkts;
+  bool first = r->next_psn == r->start_psn, last = psn_add(r->next_psn, 1) == r->stop_psn;
   struct rct_hdr h;
   int n = 0;
   RCT_MEMSET(&h, 0, sizeof(h));
@@ -515,8 +574,22 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   rct_tx_emit(qp, f, &h, paylen);
   qp->cnt.tx_read_resp++;
   r->next_psn = psn_add(r->next_psn, 1);
-  if (idx + 1 >= r->npkts)
+  if (r->next_psn == r->stop_psn && r->nqueued) {
+    r->next_psn = r->start_psn = r->queued_psn[0];  /* the next replay asked [RESP-DUP-5] */
+    r->stop_psn = r->queued_stop[0];
+    r->nqueued--;
+    for (uint32_t i = 0; i < r->nqueued; i++) {
+      r->queued_psn[i] = r->queued_psn[i + 1];
+      r->queued_stop[i] = r->queued_stop[i + 1];
+    }
+  } else if (r->next_psn == r->stop_psn && r->saved) {
+    r->saved = 0;                                   /* back to the first sequence [RESP-DUP-5] */
+    r->next_psn = r->saved_next;
+    r->start_psn = r->saved_start;
+    r->stop_psn = r->saved_stop;
+  } else if (r->next_psn == r->stop_psn) {
     r->pending = 0;
+  }
   return 1;
 }
 

@@ -4,6 +4,8 @@
  * Scenarios, each in go-back-N and in selective-repeat mode:
  *  - WRITE / READ / SEND / WRITE_WITH_IMM x sizes {0, 1, MTU-1, MTU, MTU+1,
  *    1 MiB, 8 MiB} x random loss {0, 0.1, 1, 5, 30 %} (both directions);
+ *    lossless ones also check that the requester resent, timed out and
+ *    dropped nothing (READs inside the READ window, [REQ-READ-6]);
  *  - 5 % duplication, reordering (delay jitter + netem reorder), 2 % corruption,
  *    Gilbert-Elliott burst loss, and a drop list of named frames in both
  *    directions (sizes MTU+1 and 1 MiB);
@@ -79,7 +81,7 @@ static void build(void)
         for (unsigned l = 0; l < sizeof losses / sizeof losses[0]; l++) {
           snprintf(link, sizeof link, "%s loss %s%%", BASE_LINK, losses[l]);
           snprintf(what, sizeof what, "loss=%s%%", losses[l]);
-          add(sr, ops[o], sizes[z], what, link);
+          add(sr, ops[o], sizes[z], what, link)->expect_clean = !strcmp(losses[l], "0");
         }
       static const struct { const char *what, *link; } extra[] = {
         {"duplicate=5%", BASE_LINK " duplicate 5%"},

@@ -270,6 +270,19 @@ static int verify_data(struct run *r)
   return 0;
 }
 
+/* A lossless run: the requester resent nothing, never timed out, and took
+ * every frame it received (no duplicate, out-of-sequence or unexpected
+ * READ response: the READ window held the responder's burst, [REQ-READ-6]). */
+static int check_clean(const struct rct_qp_counters *c, struct run *r)
+{
+  if (c->tx_retransmits + c->timeouts + c->rx_dup + c->rx_out_of_seq + c->rx_unexpected)
+    return failf(r, "lossless run: requester retx %llu timeouts %llu dup %llu oos %llu unexpected %llu",
+                 (unsigned long long)c->tx_retransmits, (unsigned long long)c->timeouts,
+                 (unsigned long long)c->rx_dup, (unsigned long long)c->rx_out_of_seq,
+                 (unsigned long long)c->rx_unexpected);
+  return 0;
+}
+
 /* After the quiet period: both QPs still RTS, or a's in ERR after RETRY_EXC. */
 static int check_states(struct sim *s, struct run *r)
 {
@@ -354,6 +367,8 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
              needs_recv(sc->op) ? sc->nmsgs : 0, s.now / 1e9);
   if (!res->why[0] && s.ep[0].scq.overflow + s.ep[1].rcq.overflow)
     snprintf(res->why, sizeof res->why, "CQ overflow");
+  if (!res->why[0] && sc->expect_clean)
+    check_clean(&s.ep[0].qp.cnt, &r);
   res->ok = !res->why[0];
   res->trace_hash = s.link.trace_hash;
   res->vtime_ns = s.now;

@@ -38,6 +38,7 @@ struct scenario {
   uint32_t regions;             /* buffer regions reused cyclically; 0 = nmsgs */
   uint64_t *latency_ns;         /* optional [nmsgs]: post -> completion time */
   int no_verify_data;           /* benchmarks: skip the byte comparison */
+  int expect_clean;             /* a lossless link: the requester resends, times out, drops nothing */
 };
 
 struct scenario_result {

@@ -416,37 +416,94 @@ START_TEST(test_comp_read_rerequest_after_ack)
 }
 END_TEST
 
-/* [REQ-WIN-4] [REQ-WIN-1] [REQ-WIN-2] a READ with more response PSNs than the
- * window waits until nothing is outstanding, then goes alone; the next WR
- * waits until the READ is done. */
-START_TEST(test_comp_read_longer_than_window_goes_alone)
+/* [REQ-READ-6] [REQ-WIN-1] [REQ-WIN-2] a READ with more response PSNs than
+ * the window goes as READ requests of one piece each (a quarter of the READ
+ * window), each sent once its responses fit the window; the WR completes
+ * when every piece is placed, and the next WR follows its last piece. */
+START_TEST(test_comp_read_split_into_pieces)
 {
   struct conn_opts o;
   struct rct_pkt p;
   conn_defaults(&o);
-  o.max_inflight = 4;
+  o.max_inflight = 8;                                  /* READ window 8: pieces of 2 */
   setup_with(&o);
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 8 * 1024, 0x9000, 0x55, 0);   /* 8 PSNs > 4 */
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, 7 * 1024 + 100, 0x9000, 0x55, 0);   /* 8 PSNs */
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   ck_assert(expect_frame(A, 0, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0);
-  expect_nothing(A, 0);                                /* the SEND is outstanding */
+  for (uint32_t i = 0; i < 3; i++) {                   /* pieces PSN0+1..2, +3..4, +5..6 */
+    ck_assert(expect_frame(A, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1 + 2 * i);
+    ck_assert_uint_eq(p.h.reth.va, 0x9000 + 2048 * i);
+    ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+  }
+  expect_nothing(A, 0);                                /* PSN0+7..8 would be 8 from una */
   inject_ack(A, P, 1, 0x1f, PSN0, 1);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
-  ck_assert(expect_frame(A, 1, &p, fb));
-  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
-  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-  expect_nothing(A, 1);                                /* the READ goes alone */
-  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 1, false, 1024, 0x11, NULL, 0);
-  for (uint32_t i = 2; i < 8; i++)
-    inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
-  /* una is PSN0 + 8 now: PSN0 + 9 is inside the window again */
-  ck_assert(expect_frame(A, 2, &p, fb));
-  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
-  inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 8, false, 1024, 0x11, NULL, 0);
+  ck_assert(expect_frame(A, 1, &p, fb));               /* the last piece: the rest */
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 7);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 6144);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024 + 100);
+  expect_nothing(A, 1);                                /* the SEND: PSN0+9 is 8 from una */
+  for (uint32_t piece = 0; piece < 4; piece++) {
+    uint32_t first = PSN0 + 1 + 2 * piece;
+    inject_req(A, P, 2, OP_READ_RESP_FIRST, first, false, 1024, 0x11, NULL, 0);
+    inject_req(A, P, 2, OP_READ_RESP_LAST, first + 1, false, piece == 3 ? 100 : 1024, 0x11, NULL, 0);
+    if (piece == 0) {
+      ck_assert(expect_frame(A, 2, &p, fb));           /* the SEND after the READ's last piece */
+      ck_assert_uint_eq(p.h.bth.psn, PSN0 + 9);
+    } else if (piece < 3) {
+      expect_no_wc(&A->scq);
+    }
+  }
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
-  expect_nothing(A, 3);
+  ck_assert_uint_eq(A->qp.cnt.rx_read_resp, 8);
+}
+END_TEST
+
+/* [REQ-WIN-2] each READ request holds a READ credit until una passes its
+ * last response PSN: max_rd_atomic 1 sends one piece at a time */
+START_TEST(test_comp_read_pieces_use_credit)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  struct host_mr *big;
+  conn_defaults(&o);
+  o.rd_atomic = 1;
+  setup_with(&o);
+  big = ep_reg_mr(A, 0x100000, (RCT_READ_PIECE + 1) * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(A, 1, RCT_WR_RDMA_READ, big, 0, (RCT_READ_PIECE + 1) * 1024, 0x9000, 0x55, 0);
+  ck_assert(expect_frame(A, 0, &p, fb));
+  ck_assert_uint_eq(p.h.reth.dmalen, RCT_READ_PIECE * 1024);
+  expect_nothing(A, 0);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  for (uint32_t i = 1; i + 1 < RCT_READ_PIECE; i++)
+    inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
+  expect_nothing(A, 1);                                /* one response of piece 1 to come */
+  inject_req(A, P, 1, OP_READ_RESP_LAST, PSN0 + RCT_READ_PIECE - 1, false, 1024, 0x11, NULL, 0);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + RCT_READ_PIECE);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024);
+}
+END_TEST
+
+/* [REQ-READ-7] [REQ-ACK-7] a response that cannot come from a request of
+ * one piece (MIDDLE at a piece's first PSN) is a bad response */
+START_TEST(test_comp_read_response_position_per_piece)
+{
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.max_inflight = 8;                                  /* pieces of 2 */
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 4 * 1024, 0x9000, 0x55, 0);
+  drain(0, NULL);
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, 1, OP_READ_RESP_LAST, PSN0 + 1, false, 1024, 0x11, NULL, 0);
+  drain(1, NULL);
+  inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x11, NULL, 0);
+  expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
 }
 END_TEST
 
@@ -486,37 +543,58 @@ START_TEST(test_comp_read_out_of_order_response_gbn)
 }
 END_TEST
 
-/* [SR-REQ-14] [REQ-WIN-4] [SR-REQ-13] SR: a READ of more than SR_WINDOW
- * response PSNs goes alone and its responses are taken in order. */
-START_TEST(test_comp_sr_read_longer_than_sr_window)
+/* [SR-REQ-16] [REQ-READ-6] [SR-REQ-7] SR: a READ of more than SR_WINDOW
+ * response PSNs goes in pieces inside the READ window; responses are taken
+ * in any order, and each run of missing responses is re-requested alone,
+ * once (again only when its re-request shows lost), not the rest of the READ. */
+START_TEST(test_comp_sr_read_rerequests_missing_runs)
 {
   struct conn_opts o;
   struct rct_pkt p;
   struct host_mr *big;
+  uint32_t n = RCT_READ_WINDOW / RCT_READ_PIECE;
   conn_defaults(&o);
   o.sr = true;
   setup_with(&o);
   big = ep_reg_mr(A, 0x100000, (RCT_SR_WINDOW + 6) * 1024, RCT_ACCESS_LOCAL_WRITE);
   post_send(A, 1, RCT_WR_RDMA_READ, big, 0, (RCT_SR_WINDOW + 6) * 1024, 0x9000, 0x55, 0);   /* > SR_WINDOW PSNs */
-  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-  ck_assert(expect_frame(A, 0, &p, fb));
-  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
-  expect_nothing(A, 0);
-  /* PSN0 lost: PSN0 + 1 is not taken; the READ is re-requested from PSN0 */
-  inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 1, false, 1024, 0x22, NULL, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    ck_assert(expect_frame(A, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + i * RCT_READ_PIECE);
+    ck_assert_uint_eq(p.h.reth.dmalen, RCT_READ_PIECE * 1024);
+  }
+  expect_nothing(A, 0);                                /* the READ window is full */
+  /* PSN0 + 1 and PSN0 + 3, 4 lost */
+  inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
   ck_assert(expect_frame(A, 1, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
-  ck_assert_uint_eq(p.h.bth.psn, PSN0);
-  expect_nothing(A, 1);
-  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
-  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 1);
-  /* PSN0 + 1 lost again: PSN0 + 2 re-requests from PSN0 + 1, offset 1024 */
-  inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
-  ck_assert(expect_frame(A, 3, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
   ck_assert_uint_eq(p.h.reth.va, 0x9000 + 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024);            /* the run, not the rest */
+  expect_nothing(A, 1);
+  inject_req(A, P, 2, OP_READ_RESP_MIDDLE, PSN0 + 5, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 2, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 3);
+  ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+  expect_nothing(A, 2);                                /* PSN0 + 1 asked for once */
+  inject_req(A, P, 3, OP_READ_RESP_MIDDLE, PSN0 + 6, false, 1024, 0x22, NULL, 0);
   expect_nothing(A, 3);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 1);
+  /* the run re-requested second is answered while the first is still
+   * missing: the first's replay was lost, it is asked again */
+  inject_req(A, P, 4, OP_READ_RESP_FIRST, PSN0 + 3, false, 1024, 0x33, NULL, 0);
+  ck_assert(expect_frame(A, 4, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024);
+  inject_req(A, P, 4, OP_READ_RESP_LAST, PSN0 + 4, false, 1024, 0x33, NULL, 0);
+  expect_nothing(A, 4);
+  inject_req(A, P, 5, OP_READ_RESP_ONLY, PSN0 + 1, false, 1024, 0x33, NULL, 0);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 7);
+  ck_assert_uint_eq(big->buf[1024], 0x33);
+  ck_assert_uint_eq(big->buf[2 * 1024], 0x22);
+  ck_assert_uint_eq(A->qp.cnt.rx_read_resp, 7);
 }
 END_TEST
 
@@ -813,9 +891,11 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_rnr_nak_resets_retry);
   tcase_add_test(t, test_comp_nak_before_una_ignored);
   tcase_add_test(t, test_comp_read_old_middle_after_rerequest);
-  tcase_add_test(t, test_comp_read_longer_than_window_goes_alone);
+  tcase_add_test(t, test_comp_read_split_into_pieces);
+  tcase_add_test(t, test_comp_read_pieces_use_credit);
+  tcase_add_test(t, test_comp_read_response_position_per_piece);
   tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
-  tcase_add_test(t, test_comp_sr_read_longer_than_sr_window);
+  tcase_add_test(t, test_comp_sr_read_rerequests_missing_runs);
   tcase_add_test(t, test_comp_cq_overflow_counted);
   tcase_add_test(t, test_comp_cq_counter_wrap);
   suite_add_tcase(s, t);

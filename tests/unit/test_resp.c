@@ -532,6 +532,88 @@ START_TEST(test_resp_duplicate_read_replay)
 }
 END_TEST
 
+/* [RESP-DUP-5] a duplicate READ asks for its DMA length only: the replay
+ * sends that range (FIRST..LAST of its own) and stops */
+START_TEST(test_resp_duplicate_read_replays_its_range)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 5 * 1024);
+  struct rct_reth run = reth(0x40000 + 1024, W->rkey, 2 * 1024);
+  struct rct_pkt p;
+  inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
+  for (int i = 0; i < 5; i++)
+    ck_assert(expect_frame(A, 0, &p, fb));
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 1, true, 0, 0, &run, 0);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, E0 + 1);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_FIRST);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, E0 + 2);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_LAST);
+  ck_assert_uint_eq(p.paylen, 1024);
+  expect_nothing(A, 1);                               /* not the rest of the READ */
+  ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
+}
+END_TEST
+
+/* [RESP-DUP-5] a duplicate READ for responses before those the first
+ * sequence is still sending: the range goes first, then the first sequence
+ * resumes where it was (as MIDDLE/LAST of its own request); a duplicate for
+ * responses it has still to send adds nothing */
+START_TEST(test_resp_duplicate_read_interrupts_first_sequence)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 6 * 1024);
+  struct rct_reth one = reth(0x40000 + 1024, W->rkey, 1024);
+  struct rct_reth ahead = reth(0x40000 + 4 * 1024, W->rkey, 1024);
+  struct rct_pkt p;
+  static const uint32_t want_psn[] = { 1, 3, 4, 5 };
+  static const uint8_t want_op[] = { OP_READ_RESP_ONLY, OP_READ_RESP_MIDDLE, OP_READ_RESP_MIDDLE,
+                                     OP_READ_RESP_LAST };
+  inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
+  ck_assert(expect_frame(A, 0, &p, fb));              /* E0 */
+  inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);   /* an early duplicate of all of it... */
+  ck_assert(expect_frame(A, 0, &p, fb));              /* ... replays from E0 (E0 only: E0+1 on is queued) */
+  ck_assert_uint_eq(p.h.bth.psn, E0);
+  ck_assert(expect_frame(A, 0, &p, fb));              /* E0+1 of the first sequence */
+  ck_assert(expect_frame(A, 0, &p, fb));              /* E0+2 */
+  ck_assert_uint_eq(p.h.bth.psn, E0 + 2);
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 4, true, 0, 0, &ahead, 0);   /* still to come */
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 1, true, 0, 0, &one, 0);     /* E0+1 lost */
+  for (int i = 0; i < 4; i++) {
+    ck_assert(expect_frame(A, 1, &p, fb));
+    ck_assert_uint_eq(p.h.bth.psn, E0 + want_psn[i]);
+    ck_assert_uint_eq(p.h.bth.opcode, want_op[i]);
+  }
+  expect_nothing(A, 1);
+  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+}
+END_TEST
+
+/* [RESP-DUP-5] duplicates for two runs of one READ, the second while the
+ * first is being replayed: each run is sent as its own sequence, not the
+ * responses between them */
+START_TEST(test_resp_duplicate_read_runs_queue)
+{
+  struct rct_reth r = reth(0x40000, W->rkey, 6 * 1024);
+  struct rct_reth run1 = reth(0x40000 + 1024, W->rkey, 2 * 1024);
+  struct rct_reth run2 = reth(0x40000 + 4 * 1024, W->rkey, 1024);
+  struct rct_pkt p;
+  static const uint32_t want_psn[] = { 1, 2, 4 };
+  static const uint8_t want_op[] = { OP_READ_RESP_FIRST, OP_READ_RESP_LAST, OP_READ_RESP_ONLY };
+  inject_req(A, P, 0, OP_READ_REQ, E0, true, 0, 0, &r, 0);
+  for (int i = 0; i < 6; i++)
+    ck_assert(expect_frame(A, 0, &p, fb));
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 1, true, 0, 0, &run1, 0);
+  inject_req(A, P, 1, OP_READ_REQ, E0 + 4, true, 0, 0, &run2, 0);
+  for (int i = 0; i < 3; i++) {
+    ck_assert(expect_frame(A, 1, &p, fb));
+    ck_assert_uint_eq(p.h.bth.psn, E0 + want_psn[i]);
+    ck_assert_uint_eq(p.h.bth.opcode, want_op[i]);
+  }
+  expect_nothing(A, 1);
+  ck_assert_uint_eq(A->qp.cnt.read_replays, 2);
+}
+END_TEST
+
 static void setup_rd(uint8_t rd_atomic)
 {
   struct conn_opts o;
@@ -720,6 +802,9 @@ Suite *suite_resp(void)
   tcase_add_test(t, test_resp_read_responses);
   tcase_add_test(t, test_resp_read_then_write_ordering);
   tcase_add_test(t, test_resp_duplicate_read_replay);
+  tcase_add_test(t, test_resp_duplicate_read_replays_its_range);
+  tcase_add_test(t, test_resp_duplicate_read_interrupts_first_sequence);
+  tcase_add_test(t, test_resp_duplicate_read_runs_queue);
   tcase_add_test(t, test_resp_new_read_retires_replaying_oldest);
   tcase_add_test(t, test_resp_read_beyond_credit);
   tcase_add_test(t, test_resp_read_without_resources);

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""read_loss.py: 1 MiB RDMA READ between two xv6 guests under loss, with the
+requester's counters. rdma_bw -t read -s 1048576 -e --stats, go-back-N and
+selective repeat, at 0, 1 and 5 % loss on both directions of linkemu; each
+row gives the goodput and the requester's (the client's) QP counters:
+retransmissions, timeouts, duplicates, out-of-sequence and dropped frames
+(proto-spec [REQ-READ-6], [SR-REQ-16]). With --base REV the same runs go on
+REV's build too (built in build/ab/<rev> as bench-ab does), alternating.
+
+Usage: python3 bench/rdma/read_loss.py [--base REV] [--iters N] [--rounds N] [--out DIR]
+Outputs: DIR/read-loss.txt (the table), DIR/read-loss.log (every run).
+"""
+import argparse
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_compare import REPO, Testbed, build_base, progress  # noqa: E402 (it sets the paths)
+import rdma_sweep  # noqa: E402
+
+LOSSES = (0, 1, 5)
+COUNTERS = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+).*"
+                      r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
+KEYS = ("tx", "rx", "retx", "tmo", "dup", "oos", "oow", "dropped")
+
+
+def run_read(tb, sr, iters, log):
+  """One rdma_bw READ run, guest 1 reading from guest 0: MiB/s and its counters."""
+  r = rdma_sweep.bw(tb, "read", 1 << 20, iters, sr, log)
+  m = COUNTERS.search(log[-1])
+  if not r or not m:
+    return None
+  return {"MiBps": float(r["bw_avg_MiBps"]), **{k: int(v) for k, v in zip(KEYS, m.groups())}}
+
+
+def one_round(label, kernel, fs_img, iters, results, log):
+  with Testbed(2, name=f"readloss-{label}", kernel=kernel, fs_img=fs_img) as tb:
+    tb.boot()
+    for loss in LOSSES:
+      tb.set_spec("both", f"loss {loss:g}% seed 11" if loss else "")
+      for sr in (False, True):
+        r = run_read(tb, sr, iters, log)
+        progress("read-loss", f"{label} {'sr' if sr else 'gbn'} {loss}%: {r}")
+        if r:
+          results.setdefault((label, sr, loss), []).append(r)
+
+
+def table(results, labels, iters, took):
+  lines = [f"read-loss: rdma_bw -t read -s 1048576 -n {iters} -e --stats [--sr], two guests, "
+           f"loss on both directions; median MiB/s over the rounds; counters of the requester "
+           f"(the last round); {took:.0f} s", "",
+           f"{'build':6} {'mode':4} {'loss':>5} {'MiB/s':>8} {'of 0%':>6} " + " ".join(f"{k:>8}" for k in KEYS)]
+  for label in labels:
+    for sr in (False, True):
+      base = results.get((label, sr, 0))
+      ref = statistics.median(x["MiBps"] for x in base) if base else 0
+      for loss in LOSSES:
+        rs = results.get((label, sr, loss))
+        if not rs:
+          lines.append(f"{label:6} {'sr' if sr else 'gbn':4} {loss:>4}% {'-':>8}")
+          continue
+        v = statistics.median(x["MiBps"] for x in rs)
+        lines.append(f"{label:6} {'sr' if sr else 'gbn':4} {loss:>4}% {v:8.2f} {v / ref if ref else 0:6.2f} "
+                     + " ".join(f"{rs[-1][k]:8d}" for k in KEYS))
+  return "\n".join(lines) + "\n"
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--base", help="also run this git revision's build")
+  ap.add_argument("--iters", type=int, default=40)
+  ap.add_argument("--rounds", type=int, default=1)
+  ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+  args = ap.parse_args()
+  builds = {"new": (os.path.join(REPO, "kernel", "kernel"), os.path.join(REPO, "fs.img"))}
+  if args.base:
+    _, bk, bf = build_base(args.base)
+    builds["base"] = (bk, bf)
+  labels = sorted(builds)
+  results, log, t0 = {}, [], time.time()
+  for rnd in range(args.rounds):
+    for label in (labels if rnd % 2 == 0 else labels[::-1]):
+      one_round(label, *builds[label], args.iters, results, log)
+  text = table(results, labels, args.iters, time.time() - t0)
+  os.makedirs(args.out, exist_ok=True)
+  with open(os.path.join(args.out, "read-loss.txt"), "w") as f:
+    f.write(text)
+  with open(os.path.join(args.out, "read-loss.log"), "w") as f:
+    f.write("\n".join(log))
+  print(text)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
