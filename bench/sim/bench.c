@@ -105,6 +105,16 @@ static void setup(struct scenario *sc, const struct linkdef *l, int sr, uint32_t
   sc->limit_ns = 36000ull * 1000000000ull;
 }
 
+/* The requester's timeouts by cause (sim.h), "tail=N resend=N ack=N unanswered=N". */
+static void tmo_causes(const struct scenario_result *r, char *buf, size_t n)
+{
+  size_t k = 0;
+  buf[0] = 0;
+  for (int c = 0; c < SIM_TMO_CAUSES && k < n; c++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s=%llu", c ? " " : "", sim_tmo_cause_name[c],
+                          (unsigned long long)r->tmo_cause[c]);
+}
+
 static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
 {
   char path[4096];
@@ -116,7 +126,7 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
   }
   fprintf(f, "link,mode,size,loss_pct,goodput_gbps,fraction_of_lossless,p50_us,p99_us,"
              "messages,frames_data,retransmits,timeouts,vtime_s,seed,ok,max_inflight,ack_timeout_us,"
-             "adaptive_min_rto_us,sq_depth\n");
+             "adaptive_min_rto_us,sq_depth,timeouts_by_cause\n");
   int bad = 0;
   for (unsigned li = 0; li < 2; li++)
     for (unsigned zi = 0; zi < 2; zi++)
@@ -140,17 +150,19 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
           qsort(lat, sc.nmsgs, sizeof *lat, cmp_u64);
           double p50 = lat[sc.nmsgs / 2] / 1e3, p99 = lat[(sc.nmsgs * 99) / 100] / 1e3;
           double frac = lossless > 0 ? gbps / lossless : 0;
-          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u\n",
+          char causes[128];
+          tmo_causes(&r, causes, sizeof causes);
+          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s\n",
                   links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac, p50, p99,
                   sc.nmsgs, (unsigned long long)r.frames[0], (unsigned long long)r.qa.tx_retransmits,
                   (unsigned long long)r.qa.timeouts, r.done_ns / 1e9, (unsigned long long)seed, r.ok,
                   sc.p.max_inflight, rct_ack_timeout_ns(sc.p.timeout) / 1e3, adaptive_min_rto_ns / 1e3,
-                  sc.p.sq_size);
+                  sc.p.sq_size, causes);
           fflush(f);
           printf("bench-sim: %-4s %-3s WRITE %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
-                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu [%.1fs]%s%s\n",
+                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu (%s) [%.1fs]%s%s\n",
                  links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac * 100, p50, p99,
-                 (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, r.wall_s,
+                 (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, causes, r.wall_s,
                  r.ok ? "" : " FAILED: ", r.ok ? "" : r.why);
           fflush(stdout);
           bad += !r.ok;
