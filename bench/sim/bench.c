@@ -36,6 +36,7 @@ struct linkdef {
   double gbps, rtt_us;
   uint32_t max_inflight;
   uint8_t timeout;                      /* IBTA code */
+  uint64_t probe_slack_ns;              /* early probe at 2 SRTT + this [REQ-TMO-10] */
 };
 
 /* In-flight caps, the same for SR and GBN (the spec gives GBN no other
@@ -47,8 +48,8 @@ struct linkdef {
  * 32 x 4 KiB at 1 Gb/s = 1.05 ms).
  * Other choices: --inflight / --timeout / --adaptive-rto. */
 static struct linkdef links[] = {
-  {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4},    /* RTO 65.5 us */
-  {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9},        /* RTO 2.1 ms */
+  {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4, 2000},    /* RTO 65.5 us */
+  {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9, 20000},      /* RTO 2.1 ms */
 };
 static uint64_t adaptive_min_rto_ns;    /* --adaptive-rto NS: RFC 6298-style RTO */
 static const char *trace_point;          /* --trace-point NAME: trace that run */
@@ -93,6 +94,7 @@ static void setup(struct scenario *sc, const struct linkdef *l, int sr, uint32_t
   sc->p.sr = sr;
   sc->p.max_inflight = l->max_inflight;
   sc->p.timeout = l->timeout;
+  sc->p.probe_slack_ns = l->probe_slack_ns;
   double bdp = l->gbps * 1e9 / 8 * l->rtt_us * 1e-6;
   uint32_t depth = (uint32_t)ceil(4 * bdp / size);
   sc->p.sq_size = pow2_at_least(depth < 2 ? 2 : depth);
@@ -291,6 +293,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[i], "--inflight") && i + 2 < argc) {
       links[0].max_inflight = (uint32_t)atoi(argv[++i]);
       links[1].max_inflight = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--probe-slack") && i + 2 < argc) {
+      links[0].probe_slack_ns = strtoull(argv[++i], NULL, 0);
+      links[1].probe_slack_ns = strtoull(argv[++i], NULL, 0);
     } else if (!strcmp(argv[i], "--timeout") && i + 2 < argc) {
       links[0].timeout = (uint8_t)atoi(argv[++i]);
       links[1].timeout = (uint8_t)atoi(argv[++i]);

@@ -84,13 +84,22 @@ static bool outstanding(const struct rct_qp *qp)
   return psn_lt(qp->comp.una, rct_req_next_psn(qp));
 }
 
-/* The early probe: 2 SRTT + 1 ms after the retransmission timer starts,
- * when that comes before the RTO and none went out since una moved
- * [REQ-TMO-8]. Adaptive RTO only (it needs SRTT). */
+/* Round trips are timed for the adaptive RTO [REQ-TMO-4], or, in SR mode,
+ * for the early probe alone when the QP has a probe slack of its own
+ * [REQ-TMO-10]. */
+static bool rtt_timed(const struct rct_qp *qp)
+{
+  return qp->attr.adaptive_rto || (qp->sr && qp->attr.probe_slack_ns);
+}
+
+/* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
+ * retransmission timer starts, when that comes before the RTO and none
+ * went out since una moved [REQ-TMO-8] [REQ-TMO-10]. It needs SRTT. */
 static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
-  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + 1000000;
-  if (!qp->attr.adaptive_rto || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
+  uint64_t slack = qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
+  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + slack;
+  if (!rtt_timed(qp) || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
     rct_timer_stop(qp, RCT_TIMER_PROBE);
   else
     rct_timer_set(qp, RCT_TIMER_PROBE, now + wait);
@@ -118,7 +127,7 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
   }
   if (retransmit && qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
     qp->comp.rtt_armed = 0;          /* Karn: its ACK may answer either copy [REQ-TMO-4] */
-  if (!retransmit && qp->attr.adaptive_rto && !qp->comp.rtt_armed) {
+  if (!retransmit && rtt_timed(qp) && !qp->comp.rtt_armed) {
     qp->comp.rtt_armed = 1;
     qp->comp.rtt_psn = psn;
     qp->comp.rtt_start = now;

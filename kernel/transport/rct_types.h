@@ -392,6 +392,7 @@ enum rct_qp_attr_mask {
   RCT_QP_ADAPTIVE_RTO = 1u << 16, /* adaptive_rto, min_rto_ns */
   RCT_QP_MAX_INFLIGHT = 1u << 17, /* max_inflight */
   RCT_QP_PORT = 1u << 18,         /* port_num */
+  RCT_QP_PROBE_SLACK = 1u << 19,  /* probe_slack_ns */
 };
 
 struct rct_qp_attr {
@@ -415,12 +416,15 @@ struct rct_qp_attr {
   bool adaptive_rto;          /* RFC 6298-style RTO, clamped to [min_rto_ns, IBTA value] */
   uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
   uint32_t max_inflight;      /* request packets in flight; 0 = default */
+  uint64_t probe_slack_ns;    /* early probe at 2 SRTT + this; 0 = default (RCT_PROBE_SLACK_DEFAULT_NS,
+                                 adaptive RTO only); set: also under the IBTA RTO [REQ-TMO-10] */
 };
 
 #define RCT_PKEY_INDEX 0     /* the P_Key table holds one entry */
 #define RCT_PORT_NUM   1     /* a device has one port */
 
 #define RCT_MIN_RTO_DEFAULT_NS 1000000ull   /* 1 ms */
+#define RCT_PROBE_SLACK_DEFAULT_NS 1000000ull  /* 1 ms: guests' pauses on an emulated host [REQ-TMO-8] */
 #define RCT_INITIAL_RTO_FACTOR 4            /* adaptive RTO before the first sample: 4 x min_rto [REQ-TMO-4] */
 #define RCT_MAX_INFLIGHT_DEFAULT 1024u
 

@@ -145,6 +145,9 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
          RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_MAX_INFLIGHT;
   if (p->adaptive_rto)
     mask |= RCT_QP_ADAPTIVE_RTO;
+  a.probe_slack_ns = p->probe_slack_ns;
+  if (p->probe_slack_ns)
+    mask |= RCT_QP_PROBE_SLACK;
   return modify(&ep->qp, &a, mask, "RTS", err, errlen);
 }
 

@@ -55,6 +55,7 @@ struct sim_params {
   bool sr;                      /* selective repeat on both ends */
   bool adaptive_rto;
   uint64_t min_rto_ns;
+  uint64_t probe_slack_ns;      /* early probe slack [REQ-TMO-10]; 0 = core default */
   uint32_t max_inflight;        /* 0 = core default */
   uint32_t psn_a, psn_b;        /* starting PSNs of a's and b's send queues */
   uint32_t dev_flags;           /* RCT_DEV_* (ICRC offload) */
