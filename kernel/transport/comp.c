@@ -134,6 +134,15 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
   }
 }
 
+/* The early probe went out: it times no round trip (Karn [REQ-TMO-4]) and
+ * leaves the retransmission timer running to its deadline, so a lost probe
+ * costs no more than the RTO it tried to forestall [REQ-TMO-8]. */
+void rct_comp_on_probe_sent(struct rct_qp *qp, uint32_t psn)
+{
+  if (qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
+    qp->comp.rtt_armed = 0;
+}
+
 static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->init.sq_sig_all;
@@ -668,7 +677,7 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
   qp->cnt.early_probes++;
   if (qp->sr)
     rct_req_sr_new_round(qp);
-  rct_req_probe(qp);                                           /* sent as [REQ-TMO-6]'s */
+  rct_req_early_probe(qp);                              /* sent as [REQ-TMO-6]'s */
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */
