@@ -22,7 +22,8 @@
  *
  * Usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick]
  *                  [--inflight N100G N1G] [--timeout CODE100G CODE1G]
- *                  [--adaptive-rto MIN_NS] [--trace-point NAME FILE]
+ *                  [--adaptive-rto MIN_NS] [--probe-slack NS100G NS1G]
+ *                  [--trace-point NAME FILE]
  */
 #include "scenario.h"
 
@@ -45,8 +46,11 @@ struct linkdef {
  * the sender once per loss; the core's SR window is 256); 1g: BDP 25 KB =
  * 6 packets -> 32. The IBTA timeout sits just above RTT + the queue the
  * window can build at the bottleneck (128 x 4 KiB at 100 Gb/s = 42 us;
- * 32 x 4 KiB at 1 Gb/s = 1.05 ms).
- * Other choices: --inflight / --timeout / --adaptive-rto. */
+ * 32 x 4 KiB at 1 Gb/s = 1.05 ms). The early probe's slack [REQ-TMO-10] is
+ * about a tenth of the unloaded RTT: SRTT under load is about 25 us (100g)
+ * and 1 ms (1g), so 2 SRTT + slack must stay under the RTO for the probe
+ * to come first; 2 us / 20 us beat 5 / 50 and 20 / 200 at 5 and 10 % loss.
+ * Other choices: --inflight / --timeout / --adaptive-rto / --probe-slack. */
 static struct linkdef links[] = {
   {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4, 2000},    /* RTO 65.5 us */
   {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9, 20000},      /* RTO 2.1 ms */
@@ -128,7 +132,7 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
   }
   fprintf(f, "link,mode,size,loss_pct,goodput_gbps,fraction_of_lossless,p50_us,p99_us,"
              "messages,frames_data,retransmits,timeouts,vtime_s,seed,ok,max_inflight,ack_timeout_us,"
-             "adaptive_min_rto_us,sq_depth,timeouts_by_cause\n");
+             "adaptive_min_rto_us,sq_depth,timeouts_by_cause,probe_slack_us\n");
   int bad = 0;
   for (unsigned li = 0; li < 2; li++)
     for (unsigned zi = 0; zi < 2; zi++)
@@ -154,12 +158,12 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
           double frac = lossless > 0 ? gbps / lossless : 0;
           char causes[128];
           tmo_causes(&r, causes, sizeof causes);
-          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s\n",
+          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s,%.1f\n",
                   links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac, p50, p99,
                   sc.nmsgs, (unsigned long long)r.frames[0], (unsigned long long)r.qa.tx_retransmits,
                   (unsigned long long)r.qa.timeouts, r.done_ns / 1e9, (unsigned long long)seed, r.ok,
                   sc.p.max_inflight, rct_ack_timeout_ns(sc.p.timeout) / 1e3, adaptive_min_rto_ns / 1e3,
-                  sc.p.sq_size, causes);
+                  sc.p.sq_size, causes, sc.p.probe_slack_ns / 1e3);
           fflush(f);
           printf("bench-sim: %-4s %-3s WRITE %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
                  "p50 %9.1f us p99 %9.1f us retx %llu to %llu (%s) [%.1fs]%s%s\n",
@@ -303,6 +307,7 @@ int main(int argc, char **argv)
     else {
       fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] "
                       "[--inflight N100G N1G] [--timeout CODE100G CODE1G] [--adaptive-rto MIN_NS]\n"
+                      "       [--probe-slack NS100G NS1G]\n"
                       "       [--trace-point \"100g sr WRITE 1048576 loss 1%%\" FILE]\n");
       return 2;
     }
