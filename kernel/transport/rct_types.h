@@ -417,7 +417,7 @@ struct rct_qp_attr {
   uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
   uint32_t max_inflight;      /* request packets in flight; 0 = default */
   uint64_t probe_slack_ns;    /* early probe at 2 SRTT + this; 0 = default (RCT_PROBE_SLACK_DEFAULT_NS,
-                                 adaptive RTO only); set: also under the IBTA RTO [REQ-TMO-10] */
+                                 adaptive RTO only); set: in SR also under the IBTA RTO [REQ-TMO-10] */
 };
 
 #define RCT_PKEY_INDEX 0     /* the P_Key table holds one entry */
