@@ -23,7 +23,8 @@
  *
  * Usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] [--op WRITE|READ]
  *                  [--inflight N100G N1G] [--timeout CODE100G CODE1G]
- *                  [--adaptive-rto MIN_NS] [--trace-point NAME FILE]
+ *                  [--adaptive-rto MIN_NS] [--probe-slack NS100G NS1G]
+ *                  [--trace-point NAME FILE]
  */
 #include "scenario.h"
 
@@ -37,6 +38,7 @@ struct linkdef {
   double gbps, rtt_us;
   uint32_t max_inflight;
   uint8_t timeout;                      /* IBTA code */
+  uint64_t probe_slack_ns;              /* early probe at 2 SRTT + this [REQ-TMO-10] */
 };
 
 /* In-flight caps, the same for SR and GBN (the spec gives GBN no other
@@ -45,11 +47,14 @@ struct linkdef {
  * the sender once per loss; the core's SR window is 256); 1g: BDP 25 KB =
  * 6 packets -> 32. The IBTA timeout sits just above RTT + the queue the
  * window can build at the bottleneck (128 x 4 KiB at 100 Gb/s = 42 us;
- * 32 x 4 KiB at 1 Gb/s = 1.05 ms).
- * Other choices: --inflight / --timeout / --adaptive-rto. */
+ * 32 x 4 KiB at 1 Gb/s = 1.05 ms). The early probe's slack [REQ-TMO-10] is
+ * about a tenth of the unloaded RTT: SRTT under load is about 25 us (100g)
+ * and 1 ms (1g), so 2 SRTT + slack must stay under the RTO for the probe
+ * to come first; 2 us / 20 us beat 5 / 50 and 20 / 200 at 5 and 10 % loss.
+ * Other choices: --inflight / --timeout / --adaptive-rto / --probe-slack. */
 static struct linkdef links[] = {
-  {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4},    /* RTO 65.5 us */
-  {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9},        /* RTO 2.1 ms */
+  {"100g", "rate 100gbit delay 5us", 100, 10, 128, 4, 2000},    /* RTO 65.5 us */
+  {"1g", "rate 1gbit delay 100us", 1, 200, 32, 9, 20000},      /* RTO 2.1 ms */
 };
 static uint64_t adaptive_min_rto_ns;    /* --adaptive-rto NS: RFC 6298-style RTO */
 static const char *trace_point;          /* --trace-point NAME: trace that run */
@@ -101,6 +106,7 @@ static void setup(struct scenario *sc, const struct linkdef *l, int sr, const st
   sc->p.sr = sr;
   sc->p.max_inflight = l->max_inflight;
   sc->p.timeout = l->timeout;
+  sc->p.probe_slack_ns = l->probe_slack_ns;
   double bdp = l->gbps * 1e9 / 8 * l->rtt_us * 1e-6;
   uint32_t depth = (uint32_t)ceil(4 * bdp / size);
   sc->p.sq_size = pow2_at_least(depth < 2 ? 2 : depth);
@@ -111,6 +117,16 @@ static void setup(struct scenario *sc, const struct linkdef *l, int sr, const st
   sc->regions = 16;
   sc->seed = seed;
   sc->limit_ns = 36000ull * 1000000000ull;
+}
+
+/* The requester's timeouts by cause (sim.h), "tail=N resend=N ack=N unanswered=N". */
+static void tmo_causes(const struct scenario_result *r, char *buf, size_t n)
+{
+  size_t k = 0;
+  buf[0] = 0;
+  for (int c = 0; c < SIM_TMO_CAUSES && k < n; c++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s=%llu", c ? " " : "", sim_tmo_cause_name[c],
+                          (unsigned long long)r->tmo_cause[c]);
 }
 
 static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
@@ -124,7 +140,7 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
   }
   fprintf(f, "link,mode,size,loss_pct,goodput_gbps,fraction_of_lossless,p50_us,p99_us,"
              "messages,frames_data,retransmits,timeouts,vtime_s,seed,ok,max_inflight,ack_timeout_us,"
-             "adaptive_min_rto_us,sq_depth,op\n");
+             "adaptive_min_rto_us,sq_depth,op,timeouts_by_cause,probe_slack_us\n");
   int bad = 0;
   for (unsigned li = 0; li < 2; li++)
     for (unsigned zi = 0; zi < sizeof workloads / sizeof workloads[0]; zi++)
@@ -150,17 +166,21 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
           qsort(lat, sc.nmsgs, sizeof *lat, cmp_u64);
           double p50 = lat[sc.nmsgs / 2] / 1e3, p99 = lat[(sc.nmsgs * 99) / 100] / 1e3;
           double frac = lossless > 0 ? gbps / lossless : 0;
-          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s\n",
+          char causes[128];
+          tmo_causes(&r, causes, sizeof causes);
+          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s,%s,%.1f
+",
                   links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac, p50, p99,
                   sc.nmsgs, (unsigned long long)r.frames[0], (unsigned long long)r.qa.tx_retransmits,
                   (unsigned long long)r.qa.timeouts, r.done_ns / 1e9, (unsigned long long)seed, r.ok,
                   sc.p.max_inflight, rct_ack_timeout_ns(sc.p.timeout) / 1e3, adaptive_min_rto_ns / 1e3,
-                  sc.p.sq_size, workloads[zi].name);
+                  sc.p.sq_size, workloads[zi].name, causes, sc.p.probe_slack_ns / 1e3);
           fflush(f);
           printf("bench-sim: %-4s %-3s %-5s %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
-                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu [%.1fs]%s%s\n",
+                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu (%s) [%.1fs]%s%s
+",
                  links[li].name, sr ? "sr" : "gbn", workloads[zi].name, sc.size, losses[k], gbps, frac * 100, p50, p99,
-                 (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, r.wall_s,
+                 (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, causes, r.wall_s,
                  r.ok ? "" : " FAILED: ", r.ok ? "" : r.why);
           fflush(stdout);
           bad += !r.ok;
@@ -290,6 +310,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[i], "--inflight") && i + 2 < argc) {
       links[0].max_inflight = (uint32_t)atoi(argv[++i]);
       links[1].max_inflight = (uint32_t)atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--probe-slack") && i + 2 < argc) {
+      links[0].probe_slack_ns = strtoull(argv[++i], NULL, 0);
+      links[1].probe_slack_ns = strtoull(argv[++i], NULL, 0);
     } else if (!strcmp(argv[i], "--timeout") && i + 2 < argc) {
       links[0].timeout = (uint8_t)atoi(argv[++i]);
       links[1].timeout = (uint8_t)atoi(argv[++i]);
@@ -297,6 +320,7 @@ int main(int argc, char **argv)
     else {
       fprintf(stderr, "usage: sim-bench [--out DIR] [--seed N] [--mib N] [--quick] [--op WRITE|READ] "
                       "[--inflight N100G N1G] [--timeout CODE100G CODE1G] [--adaptive-rto MIN_NS]\n"
+                      "       [--probe-slack NS100G NS1G]\n"
                       "       [--trace-point \"100g sr WRITE 1048576 loss 1%%\" FILE]\n");
       return 2;
     }

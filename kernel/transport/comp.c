@@ -84,13 +84,22 @@ static bool outstanding(const struct rct_qp *qp)
   return psn_lt(qp->comp.una, rct_req_next_psn(qp));
 }
 
-/* The early probe: 2 SRTT + 1 ms after the retransmission timer starts,
- * when that comes before the RTO and none went out since una moved
- * [REQ-TMO-8]. Adaptive RTO only (it needs SRTT). */
+/* Round trips are timed for the adaptive RTO [REQ-TMO-4], or, in SR mode,
+ * for the early probe alone when the QP has a probe slack of its own
+ * [REQ-TMO-10]. */
+static bool rtt_timed(const struct rct_qp *qp)
+{
+  return qp->attr.adaptive_rto || (qp->sr && qp->attr.probe_slack_ns);
+}
+
+/* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
+ * retransmission timer starts, when that comes before the RTO and none
+ * went out since una moved [REQ-TMO-8] [REQ-TMO-10]. It needs SRTT. */
 static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
-  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + 1000000;
-  if (!qp->attr.adaptive_rto || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
+  uint64_t slack = qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
+  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + slack;
+  if (!rtt_timed(qp) || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
     rct_timer_stop(qp, RCT_TIMER_PROBE);
   else
     rct_timer_set(qp, RCT_TIMER_PROBE, now + wait);
@@ -118,11 +127,20 @@ void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retran
   }
   if (retransmit && qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
     qp->comp.rtt_armed = 0;          /* Karn: its ACK may answer either copy [REQ-TMO-4] */
-  if (!retransmit && qp->attr.adaptive_rto && !qp->comp.rtt_armed) {
+  if (!retransmit && rtt_timed(qp) && !qp->comp.rtt_armed) {
     qp->comp.rtt_armed = 1;
     qp->comp.rtt_psn = psn;
     qp->comp.rtt_start = now;
   }
+}
+
+/* The early probe went out: it times no round trip (Karn [REQ-TMO-4]) and
+ * leaves the retransmission timer running to its deadline, so a lost probe
+ * costs no more than the RTO it tried to forestall [REQ-TMO-8]. */
+void rct_comp_on_probe_sent(struct rct_qp *qp, uint32_t psn)
+{
+  if (qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
+    qp->comp.rtt_armed = 0;
 }
 
 static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
@@ -663,7 +681,7 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
   qp->cnt.early_probes++;
   if (qp->sr)
     rct_req_sr_new_round(qp);
-  rct_req_probe(qp);                                           /* sent as [REQ-TMO-6]'s */
+  rct_req_early_probe(qp);                              /* sent as [REQ-TMO-6]'s */
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */

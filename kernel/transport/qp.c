@@ -56,7 +56,7 @@ void rct_qp_destroy(struct rct_qp *qp)
 
 /* Allowed transitions with required and optional attributes (errors.md table). */
 #define M(x) RCT_QP_##x
-#define EXT (M(SR) | M(ADAPTIVE_RTO) | M(MAX_INFLIGHT))
+#define EXT (M(SR) | M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) | M(PROBE_SLACK))
 struct qp_transition {
   uint8_t from, to;
   uint32_t required, optional;
@@ -68,9 +68,9 @@ static const struct qp_transition qp_transitions[] = {
     M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER), M(ACCESS_FLAGS) | M(PKEY_INDEX) | EXT },
   { RCT_QPS_RTR, RCT_QPS_RTS, M(STATE) | M(SQ_PSN) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
     M(MAX_QP_RD_ATOMIC), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) | M(ADAPTIVE_RTO) |
-    M(MAX_INFLIGHT) },
+    M(MAX_INFLIGHT) | M(PROBE_SLACK) },
   { RCT_QPS_RTS, RCT_QPS_RTS, M(STATE), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
-    M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) },
+    M(ADAPTIVE_RTO) | M(MAX_INFLIGHT) | M(PROBE_SLACK) },
   { RCT_QPS_RTS, RCT_QPS_SQD, M(STATE), 0 },
   { RCT_QPS_SQD, RCT_QPS_RTS, M(STATE), M(CUR_STATE) | M(ACCESS_FLAGS) | M(MIN_RNR_TIMER) |
     M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) },
@@ -156,6 +156,7 @@ static void apply_attrs(struct rct_qp *qp, const struct rct_qp_attr *a, uint32_t
     q->min_rto_ns = a->min_rto_ns;
   }
   if (mask & M(MAX_INFLIGHT)) q->max_inflight = a->max_inflight;
+  if (mask & M(PROBE_SLACK)) q->probe_slack_ns = a->probe_slack_ns;
 }
 
 /* Does the responder answer requests in this state (RTR, RTS, SQD)? [QP-STATE-6] */

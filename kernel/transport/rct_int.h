@@ -95,6 +95,7 @@ int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struc
 void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn);   /* go-back-N from psn */
 void rct_req_pause_rnr(struct rct_qp *qp, uint64_t until);        /* RNR NAK: send nothing until then */
 void rct_req_probe(struct rct_qp *qp);                 /* one more copy of the packet at una [REQ-TMO-6] */
+void rct_req_early_probe(struct rct_qp *qp);           /* ... that leaves the RTO as it is [REQ-TMO-8] */
 void rct_req_una_moved(struct rct_qp *qp, uint32_t n); /* una advanced by n PSNs */
 void rct_req_flushed(struct rct_qp *qp);               /* the completer flushed the send queue */
 void rct_req_sr_resend(struct rct_qp *qp, uint32_t from, uint32_t hole_end, uint32_t end);
@@ -135,6 +136,7 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now);
 void rct_comp_probe(struct rct_qp *qp, uint64_t now);
 void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now);
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit);
+void rct_comp_on_probe_sent(struct rct_qp *qp, uint32_t psn);
 void rct_comp_flush(struct rct_qp *qp);
 uint64_t rct_comp_rto(const struct rct_qp *qp);
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w);

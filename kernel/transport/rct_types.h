@@ -396,6 +396,7 @@ enum rct_qp_attr_mask {
   RCT_QP_ADAPTIVE_RTO = 1u << 16, /* adaptive_rto, min_rto_ns */
   RCT_QP_MAX_INFLIGHT = 1u << 17, /* max_inflight */
   RCT_QP_PORT = 1u << 18,         /* port_num */
+  RCT_QP_PROBE_SLACK = 1u << 19,  /* probe_slack_ns */
 };
 
 struct rct_qp_attr {
@@ -419,12 +420,15 @@ struct rct_qp_attr {
   bool adaptive_rto;          /* RFC 6298-style RTO, clamped to [min_rto_ns, IBTA value] */
   uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
   uint32_t max_inflight;      /* request packets in flight; 0 = default */
+  uint64_t probe_slack_ns;    /* early probe at 2 SRTT + this; 0 = default (RCT_PROBE_SLACK_DEFAULT_NS,
+                                 adaptive RTO only); set: in SR also under the IBTA RTO [REQ-TMO-10] */
 };
 
 #define RCT_PKEY_INDEX 0     /* the P_Key table holds one entry */
 #define RCT_PORT_NUM   1     /* a device has one port */
 
 #define RCT_MIN_RTO_DEFAULT_NS 1000000ull   /* 1 ms */
+#define RCT_PROBE_SLACK_DEFAULT_NS 1000000ull  /* 1 ms: guests' pauses on an emulated host [REQ-TMO-8] */
 #define RCT_INITIAL_RTO_FACTOR 4            /* adaptive RTO before the first sample: 4 x min_rto [REQ-TMO-4] */
 #define RCT_MAX_INFLIGHT_DEFAULT 1024u
 
@@ -504,6 +508,7 @@ enum rct_resp_state { RCT_RESP_IDLE = 0, RCT_RESP_IN_SEND, RCT_RESP_IN_WRITE, RC
 enum rct_comp_state { RCT_COMP_IDLE = 0, RCT_COMP_WAIT_ACK, RCT_COMP_WAIT_RNR, RCT_COMP_ERROR, RCT_COMP_STATE_COUNT };
 
 #define RCT_SR_WORDS (RCT_SR_WINDOW / 32)
+#define RCT_PROBE_EARLY 2           /* rct_req.rto_probe: the early probe's copy */
 
 /* The requester's state: req.c writes it, the other files call req.c. */
 struct rct_req {
@@ -513,7 +518,8 @@ struct rct_req {
   uint32_t rd_end[RCT_MAX_RD_ATOMIC]; /* last response PSN of each READ request outstanding, oldest first [REQ-WIN-2] */
   uint32_t rd_first, rd_count;        /* the ring's oldest entry and its length */
   uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
-  uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6] */
+  uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6];
+                                 RCT_PROBE_EARLY: the early probe does [REQ-TMO-8] */
   uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = PSN una + i resent since the last round */
   uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
   uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */

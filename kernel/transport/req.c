@@ -151,6 +151,12 @@ void rct_req_probe(struct rct_qp *qp)
   qp->req.rto_probe = 1;
 }
 
+/* The early probe: the same copy, but it leaves the RTO where it is [REQ-TMO-8]. */
+void rct_req_early_probe(struct rct_qp *qp)
+{
+  qp->req.rto_probe = RCT_PROBE_EARLY;
+}
+
 /* una advanced by n PSNs: the SR resend marks move with it; a probe owed
  * for the old una is void. */
 void rct_req_una_moved(struct rct_qp *qp, uint32_t n)
@@ -478,6 +484,7 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
   uint32_t psn = rct_comp_una(qp), miss, end = psn;
+  bool early = qp->req.rto_probe == RCT_PROBE_EARLY;
   if (!qp->req.rto_probe)
     return 0;
   qp->req.rto_probe = 0;
@@ -493,7 +500,10 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
   }
   if (!build(qp, w, psn, end, true, f))
     return 0;
-  rct_comp_on_send(qp, now, psn, true);
+  if (early)
+    rct_comp_on_probe_sent(qp, psn);
+  else
+    rct_comp_on_send(qp, now, psn, true);
   return 1;
 }
 

@@ -12,6 +12,9 @@
  *  - a 2 s blackhole in both directions that the retry budget survives;
  *  - a blackhole that outlasts it: RETRY_EXC_ERR, then WR_FLUSH_ERR;
  *  - a PSN wrap: starting PSNs within 100 of 2^24, at 1 % loss;
+ *  - SR only: the early probe under the IBTA RTO (probe slack 2 us,
+ *    [REQ-TMO-10]) at 5 % loss, 10 % reordering and 5 % duplication, and
+ *    in the blackhole that outlasts the retry budget;
  *  - determinism: one impaired scenario twice with one seed (same trace
  *    hash) and once with the next seed (a different trace).
  * Each line names the scenario, its seed and its result; the last line is
@@ -72,6 +75,26 @@ static struct scenario *add(int sr, enum rct_wr_opcode op, uint32_t size, const 
   return sc;
 }
 
+/* SR with a probe slack of 2 us [REQ-TMO-10]: the early probe runs on
+ * this 10 us link long before the 16.8 ms RTO. */
+static void add_probe_scenarios(enum rct_wr_opcode op)
+{
+  static const struct { const char *what, *link; } probe[] = {
+    {"probe loss=5%", BASE_LINK " loss 5%"},
+    {"probe reorder=10%", BASE_LINK " delay 20us 5us reorder 10%"},
+    {"probe duplicate=5%", BASE_LINK " duplicate 5%"},
+  };
+  for (unsigned e = 0; e < sizeof probe / sizeof probe[0]; e++) {
+    add(1, op, MTU + 1, probe[e].what, probe[e].link)->p.probe_slack_ns = 2000;
+    add(1, op, 1u << 20, probe[e].what, probe[e].link)->p.probe_slack_ns = 2000;
+  }
+  struct scenario *sc = add(1, op, 1u << 20, "probe blackhole=100s(retry-exceeded)",
+                            BASE_LINK " blackhole 1ms-100001ms");
+  sc->p.timeout = 14;
+  sc->p.probe_slack_ns = 2000;
+  sc->expect = SC_EXPECT_RETRY_EXC;
+}
+
 static void build(void)
 {
   char link[256], what[64];
@@ -110,6 +133,8 @@ static void build(void)
       sc = add(sr, ops[o], 1u << 20, "psn-wrap loss=1%", BASE_LINK " loss 1%");
       sc->p.psn_a = (1u << 24) - 60;
       sc->p.psn_b = (1u << 24) - 90;
+      if (sr)
+        add_probe_scenarios(ops[o]);
     }
 }
 

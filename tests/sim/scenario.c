@@ -385,6 +385,7 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   res->cpu_calls[0] = s.ep[0].cpu_calls;
   res->cpu_calls[1] = s.ep[1].cpu_calls;
   res->copy_bytes = s.ep[0].copy_bytes + s.ep[1].copy_bytes;
+  memcpy(res->tmo_cause, s.tmo_cause, sizeof res->tmo_cause);
   sim_free(&s);
 out:
   free(r.abuf);

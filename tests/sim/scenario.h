@@ -51,6 +51,7 @@ struct scenario_result {
   struct rct_dev_counters da, db;
   struct impair_counters la, lb;
   uint64_t cpu_ns[2], cpu_calls[2], copy_bytes;
+  uint64_t tmo_cause[SIM_TMO_CAUSES];   /* a's timeouts by cause (sim.h) */
   double wall_s;
 };
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 const char *const sim_result_name[5] = {"done", "stall", "time-limit", "check-failed", "livelock"};
+const char *const sim_tmo_cause_name[SIM_TMO_CAUSES] = {"tail", "resend", "ack", "unanswered"};
 
 static struct rct_qp *sim_lookup(void *ctx, uint32_t qpn)
 {
@@ -144,6 +145,9 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
          RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_MAX_INFLIGHT;
   if (p->adaptive_rto)
     mask |= RCT_QP_ADAPTIVE_RTO;
+  a.probe_slack_ns = p->probe_slack_ns;
+  if (p->probe_slack_ns)
+    mask |= RCT_QP_PROBE_SLACK;
   return modify(&ep->qp, &a, mask, "RTS", err, errlen);
 }
 
@@ -205,6 +209,45 @@ static uint64_t ring_free_at(const struct sim *s, int dir)
   return busy - r;
 }
 
+/* Record the fate of a frame handed to the link, for the timeout causes:
+ * a's request packets (RC 0x00..0x0C, SR 0xC0..0xCC) by PSN, b's losses by time. */
+static void note_fate(struct sim *s, int i, const uint8_t *f, uint32_t len, int fate)
+{
+  unsigned op, psn;
+  if (i == 1) {
+    if (fate != IMPAIR_KEEP)
+      s->b2a_lost_at = s->now;
+    return;
+  }
+  if (!sim_bth_of(f, len, &op, &psn) || !(op <= 0x0c || (op >= 0xc0 && op <= 0xcc)))
+    return;
+  struct sim_txlog *t = &s->txlog[psn % SIM_TXLOG];
+  if (t->psn != psn || !t->sends)
+    *t = (struct sim_txlog){.psn = psn};
+  t->sends++;
+  t->lost = fate != IMPAIR_KEEP;
+  t->at = s->now;
+}
+
+/* Why a's retransmission timer would fire now (enum SIM_TMO_*). */
+static int timeout_cause(const struct sim *s)
+{
+  const struct rct_qp *qp = &s->ep[0].qp;
+  uint32_t p = qp->comp.una;
+  for (uint32_t k = 0; k < RCT_SR_WINDOW && ((p - qp->req.next_psn) & 0xffffff) != 0; k++) {
+    if (!((qp->comp.sr_sacked[k >> 5] >> (k & 31)) & 1))
+      break;
+    p = (p + 1) & 0xffffff;
+  }
+  const struct sim_txlog *t = &s->txlog[p % SIM_TXLOG];
+  int cause = SIM_TMO_UNANSWERED;
+  if (t->psn == p && t->sends && t->lost)
+    cause = t->sends == 1 ? SIM_TMO_TAIL : SIM_TMO_RESEND;
+  else if (t->psn == p && t->sends && s->b2a_lost_at >= t->at)
+    cause = SIM_TMO_ACK;
+  return cause;
+}
+
 /* Hand every frame endpoint i has ready to the link, while its ring has room. */
 static void flush_tx(struct sim *s, int i)
 {
@@ -229,7 +272,8 @@ static void flush_tx(struct sim *s, int i)
     }
     if (ring_free_at(s, dir) > s->now)
       return;
-    sim_link_send(&s->link, dir, s->now, ep->staged, ep->staged_len);
+    note_fate(s, i, ep->staged, ep->staged_len,
+              sim_link_send(&s->link, dir, s->now, ep->staged, ep->staged_len));
     ep->staged_len = 0;
   }
 }
@@ -293,10 +337,14 @@ int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
     }
     for (int i = 0; i < 2; i++)
       if (rct_dev_next_timeout(&s->ep[i].dev) <= s->now) {
+        uint64_t tmo = s->ep[i].qp.cnt.timeouts;
+        int cause = i == 0 ? timeout_cause(s) : 0;   /* judged before the timeout resends */
         uint64_t t0 = s->measure_cpu ? sim_clock_ns(s->measure_cpu) : 0;
         rct_dev_handle_timeout(&s->ep[i].dev, s->now);
         if (s->measure_cpu)
           s->ep[i].cpu_ns += sim_clock_ns(s->measure_cpu) - t0, s->ep[i].cpu_calls++;
+        if (i == 0 && s->ep[0].qp.cnt.timeouts != tmo)
+          s->tmo_cause[cause]++;
       }
   }
 }

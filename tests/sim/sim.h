@@ -55,6 +55,7 @@ struct sim_params {
   bool sr;                      /* selective repeat on both ends */
   bool adaptive_rto;
   uint64_t min_rto_ns;
+  uint64_t probe_slack_ns;      /* early probe slack [REQ-TMO-10]; 0 = core default */
   uint32_t max_inflight;        /* 0 = core default */
   uint32_t psn_a, psn_b;        /* starting PSNs of a's and b's send queues */
   uint32_t dev_flags;           /* RCT_DEV_* (ICRC offload) */
@@ -63,8 +64,29 @@ struct sim_params {
   uint64_t tx_ring_bytes;       /* NIC ring: link backlog limit per direction; 0 = unbounded */
 };
 
+/* Why a retransmission timeout of endpoint a fired, judged from the first
+ * PSN it still missed news of (the first unacknowledged, unsacked one) and
+ * the link's fate of that PSN's last copy: its only copy was lost (lost
+ * tail data), its last resend was lost, or it arrived and an ACK or
+ * selective NAK from b after it was lost, or it arrived and nothing from b
+ * after it was lost (no answer was due). */
+enum { SIM_TMO_TAIL = 0, SIM_TMO_RESEND, SIM_TMO_ACK, SIM_TMO_UNANSWERED, SIM_TMO_CAUSES };
+extern const char *const sim_tmo_cause_name[SIM_TMO_CAUSES];
+
+/* The fate of the last copy of a request PSN a sent (indexed PSN % size). */
+#define SIM_TXLOG 4096
+struct sim_txlog {
+  uint32_t psn;
+  uint32_t sends;               /* copies sent */
+  uint8_t lost;                 /* the last copy was dropped */
+  uint64_t at;                  /* when the last copy was sent */
+};
+
 struct sim {
   struct sim_ep ep[2];
+  struct sim_txlog txlog[SIM_TXLOG];
+  uint64_t b2a_lost_at;         /* when the link last dropped a frame from b */
+  uint64_t tmo_cause[SIM_TMO_CAUSES];   /* a's timeouts by cause */
   struct sim_link link;
   uint64_t now;
   uint64_t iterations;

@@ -78,15 +78,14 @@ static uint8_t *push(struct sim_link *l, int dir, uint64_t when, const uint8_t *
   return p.data;
 }
 
-/* BTH opcode and PSN of a RoCEv2 frame (Ethernet 14 + IPv4 20 + UDP 8), for
- * the text trace only. */
-static void bth_of(const uint8_t *f, uint32_t len, unsigned *op, unsigned *psn)
+int sim_bth_of(const uint8_t *f, uint32_t len, unsigned *op, unsigned *psn)
 {
   *op = *psn = 0;
-  if (len >= 54) {
-    *op = f[42];
-    *psn = (unsigned)f[51] << 16 | (unsigned)f[52] << 8 | f[53];
-  }
+  if (len < 54)
+    return 0;
+  *op = f[42];
+  *psn = (unsigned)f[51] << 16 | (unsigned)f[52] << 8 | f[53];
+  return 1;
 }
 
 static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair_verdict *v,
@@ -99,7 +98,7 @@ static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair
     l->trace_hash = (l->trace_hash ^ ((const uint8_t *)rec)[i]) * 0x100000001b3ULL;
   if (l->trace) {
     unsigned op, psn;
-    bth_of(data, len, &op, &psn);
+    sim_bth_of(data, len, &op, &psn);
     char extra[64] = "";
     if ((op == 0x0c && len >= 70) || (op == 0xcc && len >= 78)) {   /* READ request: RETH */
       const uint8_t *reth = data + (op == 0xcc ? 62 : 54);
@@ -116,17 +115,18 @@ static void trace(struct sim_link *l, uint64_t now, int dir, const struct impair
   }
 }
 
-void sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len)
+int sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len)
 {
   struct impair_verdict v;
   impair_decide(&l->dir[dir], l->index[dir]++, now, len, &v);
   trace(l, now, dir, &v, data, len, sim_hash(data, len));
   if (v.drop != IMPAIR_KEEP)
-    return;
+    return v.drop;
   if (v.dup)
     push(l, dir, v.dup_depart_ns, data, len);
   uint8_t *copy = push(l, dir, v.depart_ns, data, len);
   impair_apply_corrupt(&v, copy, len);     /* only the original is corrupted */
+  return IMPAIR_KEEP;
 }
 
 uint64_t sim_link_next(const struct sim_link *l)

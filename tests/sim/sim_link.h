@@ -42,12 +42,17 @@ struct sim_link {
 
 uint64_t sim_hash(const void *data, size_t len);
 
+/* BTH opcode and PSN of a RoCEv2 frame (Ethernet 14 + IPv4 20 + UDP 8);
+ * returns 0 (and zeros) for a frame too short to hold them. */
+int sim_bth_of(const uint8_t *f, uint32_t len, unsigned *op, unsigned *psn);
+
 /* Build a link from two specs ("" = perfect). Returns 0 or -1 with err. */
 int sim_link_init(struct sim_link *l, const char *a2b, const char *b2a, char *err, size_t errlen);
 void sim_link_free(struct sim_link *l);
 
-/* Hand a frame (copied) to direction `dir` at `now`. */
-void sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len);
+/* Hand a frame (copied) to direction `dir` at `now`. Returns its fate:
+ * IMPAIR_KEEP (0) or the cause that dropped it. */
+int sim_link_send(struct sim_link *l, int dir, uint64_t now, const uint8_t *data, uint32_t len);
 
 /* Earliest departure, or IMPAIR_NEVER if nothing is in flight. */
 uint64_t sim_link_next(const struct sim_link *l);

@@ -137,8 +137,9 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
   a.max_rd_atomic = o->rd_atomic;
   a.adaptive_rto = o->adaptive;
   a.max_inflight = o->max_inflight;
+  a.probe_slack_ns = o->probe_slack_ns;
   m = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |
-      RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_ADAPTIVE_RTO | RCT_QP_MAX_INFLIGHT;
+      RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_ADAPTIVE_RTO | RCT_QP_MAX_INFLIGHT | RCT_QP_PROBE_SLACK;
   ck_assert_int_eq(rct_qp_modify(&e->qp, &a, m), RCT_OK);
 }
 

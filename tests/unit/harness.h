@@ -48,6 +48,7 @@ struct conn_opts {
   bool sr, adaptive;
   uint32_t access;
   uint32_t max_inflight;
+  uint64_t probe_slack_ns;   /* early probe slack [REQ-TMO-10]; 0 = the default */
 };
 
 extern const uint8_t MAC_A[6], MAC_B[6];

@@ -789,6 +789,28 @@ START_TEST(test_comp_early_probe)
 }
 END_TEST
 
+/* [REQ-TMO-10] [REQ-TMO-8] with the adaptive RTO a probe slack replaces
+ * the 1 ms: the early probe comes at 2 SRTT + the slack, also in go-back-N */
+START_TEST(test_comp_early_probe_slack)
+{
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.adaptive = true;
+  o.probe_slack_ns = 50000;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  ck_assert_int_eq(drain(5000000, NULL), 1);
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], 5000000 + 8000000 + 50000);
+  rct_handle_timeout(&A->qp, 13050000);
+  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert_int_eq(drain(13050000, NULL), 1);          /* the packet at una again */
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+}
+END_TEST
+
 /* [REQ-RETRY-5] [REQ-RETRY-2] an RNR NAK resets retry_left: timeouts spread
  * over many RNR rounds do not add up to RETRY_EXC_ERR */
 START_TEST(test_comp_rnr_nak_resets_retry)
@@ -888,6 +910,7 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_backoff_from_clamped_rto);
   tcase_add_test(t, test_comp_backoff_ends_with_progress);
   tcase_add_test(t, test_comp_early_probe);
+  tcase_add_test(t, test_comp_early_probe_slack);
   tcase_add_test(t, test_comp_rnr_nak_resets_retry);
   tcase_add_test(t, test_comp_nak_before_una_ignored);
   tcase_add_test(t, test_comp_read_old_middle_after_rerequest);

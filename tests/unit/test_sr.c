@@ -325,6 +325,80 @@ START_TEST(test_sr_lost_resend_detected)
 }
 END_TEST
 
+/* A pair in SR or GBN mode with the IBTA RTO (timeout 8, ~1 ms) and a
+ * probe slack of 20 us; a first 4-packet WRITE acknowledged after 100 us
+ * gives SRTT = 100 us (or, without a probe slack, no sample at all). */
+static struct host_mr *pair_with_probe_slack(bool sr)
+{
+  struct conn_opts o;
+  struct host_mr *m;
+  struct rct_pkt p;
+  struct peer pr;
+  conn_defaults(&o);
+  o.sr = sr;
+  o.timeout = 8;
+  o.probe_slack_ns = 20000;
+  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
+  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
+  pair_connect(&ea, &eb, &o);
+  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 0, &p, fb));
+  peer_for(&pr, &ea);
+  inject_ack(&ea, &pr, 100000, AETH_ACK, 0x123459, 1);
+  expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
+  return m;
+}
+
+/* The second 4-packet WRITE, 0x12345a..5d, sent at 200 us (and lost). */
+static void second_write_at_200us(struct host_mr *m)
+{
+  struct rct_pkt p;
+  post_send(&ea, 2, RCT_WR_RDMA_WRITE, m, 0, 4096, 0x5000, 0x77, 0);
+  for (int i = 0; i < 4; i++)
+    ck_assert(expect_frame(&ea, 200000, &p, fb));
+}
+
+/* [REQ-TMO-10] [REQ-TMO-8] in SR mode a probe slack times round trips
+ * under the IBTA RTO too, and the early probe goes at 2 SRTT + the slack
+ * after the timer starts: the packet at una with AckReq, no retry used,
+ * no timeout counted; the RTO is the IBTA value and keeps its deadline
+ * (the probe does not restart it), so a lost probe costs no more. */
+START_TEST(test_sr_probe_slack_fixed_rto)
+{
+  struct host_mr *m = pair_with_probe_slack(true);
+  struct rct_pkt p;
+  ck_assert_uint_eq(ea.qp.comp.srtt, 100000);
+  second_write_at_200us(m);
+  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
+  ck_assert_uint_eq(rct_next_timeout(&ea.qp), 200000 + 2 * 100000 + 20000);
+  rct_handle_timeout(&ea.qp, 420000);
+  ck_assert(expect_frame(&ea, 420000, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, 0x12345a);           /* una */
+  ck_assert_uint_eq(p.h.bth.ackreq, 1);
+  expect_nothing(&ea, 420000);
+  ck_assert_uint_eq(ea.qp.cnt.early_probes, 1);
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
+  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
+  rct_handle_timeout(&ea.qp, 200000 + rct_ack_timeout_ns(8));
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 1);
+}
+END_TEST
+
+/* [REQ-TMO-10] in go-back-N mode the probe slack does not bring the early
+ * probe under the IBTA RTO: no round trip is timed, no probe is armed. */
+START_TEST(test_sr_probe_slack_gbn_no_probe)
+{
+  struct host_mr *m = pair_with_probe_slack(false);
+  ck_assert_uint_eq(ea.qp.comp.srtt, 0);
+  second_write_at_200us(m);
+  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_PROBE], RCT_NEVER);
+  ck_assert_uint_eq(rct_next_timeout(&ea.qp), 200000 + rct_ack_timeout_ns(8));
+}
+END_TEST
+
 /* [SR-REQ-15] only a resend older than what the NAK sacks was lost: a hole
  * resent after that packet is still in flight and does not go again. */
 START_TEST(test_sr_lost_resend_only_older)
@@ -720,6 +794,8 @@ Suite *suite_sr(void)
   tcase_add_test(t, test_sr_karn_no_sample_from_resent);
   tcase_add_test(t, test_sr_rtt_sample_from_sack);
   tcase_add_test(t, test_sr_lost_resend_detected);
+  tcase_add_test(t, test_sr_probe_slack_fixed_rto);
+  tcase_add_test(t, test_sr_probe_slack_gbn_no_probe);
   tcase_add_test(t, test_sr_lost_resend_only_older);
   tcase_add_test(t, test_sr_stale_sack_becomes_ack);
   tcase_add_test(t, test_sr_sack_thinning);
