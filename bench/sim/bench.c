@@ -168,8 +168,7 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
           double frac = lossless > 0 ? gbps / lossless : 0;
           char causes[128];
           tmo_causes(&r, causes, sizeof causes);
-          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s,%s,%.1f
-",
+          fprintf(f, "%s,%s,%u,%g,%.4f,%.4f,%.1f,%.1f,%u,%llu,%llu,%llu,%.6f,%llu,%d,%u,%.1f,%.1f,%u,%s,%s,%.1f\n",
                   links[li].name, sr ? "sr" : "gbn", sc.size, losses[k], gbps, frac, p50, p99,
                   sc.nmsgs, (unsigned long long)r.frames[0], (unsigned long long)r.qa.tx_retransmits,
                   (unsigned long long)r.qa.timeouts, r.done_ns / 1e9, (unsigned long long)seed, r.ok,
@@ -177,8 +176,7 @@ static int goodput(const char *out, uint64_t seed, uint64_t total, int quick)
                   sc.p.sq_size, workloads[zi].name, causes, sc.p.probe_slack_ns / 1e3);
           fflush(f);
           printf("bench-sim: %-4s %-3s %-5s %7u B loss %4g%%: %8.3f Gb/s (%5.1f%% of lossless) "
-                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu (%s) [%.1fs]%s%s
-",
+                 "p50 %9.1f us p99 %9.1f us retx %llu to %llu (%s) [%.1fs]%s%s\n",
                  links[li].name, sr ? "sr" : "gbn", workloads[zi].name, sc.size, losses[k], gbps, frac * 100, p50, p99,
                  (unsigned long long)r.qa.tx_retransmits, (unsigned long long)r.qa.timeouts, causes, r.wall_s,
                  r.ok ? "" : " FAILED: ", r.ok ? "" : r.why);
