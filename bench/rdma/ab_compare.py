@@ -89,6 +89,16 @@ def table(results, labels, base_rev, rounds, took):
   return "\n".join(lines) + "\n"
 
 
+def save_outputs(out, stem, text, log):
+  """Write OUT/STEM.txt (the table) and OUT/STEM.log (every run), print the table."""
+  os.makedirs(out, exist_ok=True)
+  with open(os.path.join(out, stem + ".txt"), "w") as f:
+    f.write(text)
+  with open(os.path.join(out, stem + ".log"), "w") as f:
+    f.write("\n".join(log))
+  print(text)
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--base", default=os.environ.get("BASE", "HEAD"))
@@ -104,12 +114,7 @@ def main():
       progress("ab", f"round {rnd + 1}/{args.rounds}: {label}")
       one_round(label, *builds[label], results, log)
   text = table(results, ("base", "new"), sha, args.rounds, time.time() - t0)
-  os.makedirs(args.out, exist_ok=True)
-  with open(os.path.join(args.out, "ab-compare.txt"), "w") as f:
-    f.write(text)
-  with open(os.path.join(args.out, "ab-compare.log"), "w") as f:
-    f.write("\n".join(log))
-  print(text)
+  save_outputs(args.out, "ab-compare", text, log)
   return 0
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ab_compare import REPO, Testbed, build_base, progress  # noqa: E402 (it sets the paths)
+from ab_compare import REPO, Testbed, build_base, progress, save_outputs  # noqa: E402 (it sets the paths)
 import rdma_sweep  # noqa: E402
 
 LOSSES = (0, 1, 5)
@@ -85,12 +85,7 @@ def main():
     for label in (labels if rnd % 2 == 0 else labels[::-1]):
       one_round(label, *builds[label], args.iters, results, log)
   text = table(results, labels, args.iters, time.time() - t0)
-  os.makedirs(args.out, exist_ok=True)
-  with open(os.path.join(args.out, "read-loss.txt"), "w") as f:
-    f.write(text)
-  with open(os.path.join(args.out, "read-loss.log"), "w") as f:
-    f.write("\n".join(log))
-  print(text)
+  save_outputs(args.out, "read-loss", text, log)
   return 0
 
 

@@ -158,7 +158,7 @@ void proc_wakeup(void *chan) {
     if (p->state == P_SLEEPING && p->wait_chan == chan) {
       p->state = P_RUNNABLE;
       woke = 1;
-      if (!p->pagetable) this_cpu()->woke_kthread = 1;   // trap.c yields to it
+      if (p->is_kthread) this_cpu()->woke_kthread = 1;   // trap.c yields to it
     }
     spin_unlock(&p->lock);
   }
