@@ -188,7 +188,8 @@ static struct rx_waiting {
 } rx_batch[RX_BATCH];
 static int rx_nbatch;
 
-// Driver thread: the core takes in the waiting frames, then the engine
+// Driver thread (or rdma_net_rx_first's caller): the core takes in the
+// waiting frames, then the engine
 // runs once. rdma.lock is taken here, never held by the caller.
 static void rx_pass_end(void) {
   if (rx_nbatch == 0) return;
@@ -213,6 +214,16 @@ static void rx_pass_end(void) {
   spin_unlock(&rdma.lock);
   for (int i = 0; i < rx_nbatch; i++) netbuf_free(rx_batch[i].nb);
   rx_nbatch = 0;
+}
+
+// Lock held, dropped around the receive pass. Frames already in the NIC's
+// ring are taken in now, on the caller's thread (rx_pass_end runs for them
+// here), not when the driver thread next gets the hart.
+void rdma_net_rx_first(void) {
+  if (!rdma.nic_send || !netdev_rx_pending()) return;
+  spin_unlock(&rdma.lock);
+  netdev_rx_poll();
+  spin_lock(&rdma.lock);
 }
 
 // Driver thread: sets the frame nb holds aside for rx_pass_end (it owns nb
