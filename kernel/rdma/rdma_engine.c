@@ -30,9 +30,12 @@
 //
 // Who runs it: syscalls that post work (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
-// and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
-// rdma.lock; the thread drops the lock between budgets so interrupts and
-// other harts get in.
+// and when a syscall or the NIC's receive path stopped at the budget.
+// Before a pass that runs an expired timer the thread takes in the frames
+// already in the NIC's ring (rdma_net_rx_first), so that an ACK that came
+// while the guest was not running stops the timer it answers. Everything
+// runs under rdma.lock; the thread drops the lock between budgets (and
+// around that receive pass) so interrupts and other harts get in.
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/proc.h"
