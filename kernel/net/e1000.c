@@ -13,7 +13,9 @@
 // link state and wakes the driver thread; the thread reaps finished
 // transmissions (running their done callbacks) and received frames (copied
 // into netbufs and passed up with net_rx). ITR caps the interrupt rate so a
-// burst of frames costs a few interrupts, not one per frame. A receive pass
+// burst of frames costs a few interrupts, not one per frame; by default
+// the thread picks ITR per window of traffic (itr_adapt: a ping-pong gets
+// no moderation, a stream gets 250 us), boot argument itr=N fixes it. A receive pass
 // has one owner at a time (rx_busy): the thread, or a caller of
 // netdev_rx_poll that wants the frames already in the ring taken in now.
 #include "lib/types.h"
@@ -22,6 +24,7 @@
 #include "core/proc.h"
 #include "proc/lifecycle.h"
 #include "core/printk.h"
+#include "core/timer.h"
 #include "lib/klib.h"
 #include "core/pmem.h"
 #include "dev/irq.h"
@@ -35,7 +38,26 @@
 #define TX_RING 1024           // ~340 RoCE frames of 3 fragments: a 256-packet window never waits for room
 #define RX_RING 1024           // 4 MiB of buffers: rides out a guest descheduled by a busy host
 #define RX_BUF  4096
-#define DEFAULT_ITR 977        // 977 * 256 ns = 250 us: at most 4,000 interrupts/s
+#define ITR_WINDOW_NS 1000000  // adaptive moderation classifies windows of at least 1 ms
+
+// Adaptive moderation classes, tried in order: the first whose limits the
+// last window stayed within gives ITR (256 ns units). The classes follow
+// the Intel 8254x driver's dynamic mode (lowest latency, low latency,
+// bulk); their limits are ours. A ping-pong carries a few frames per
+// interrupt at a few MB/s and pays for every microsecond of throttle; a
+// stream carries many frames per interrupt or tens of MB/s and saves an
+// interrupt (a VM exit and a thread wakeup) per frame. On QEMU every ITR
+// write is a VM exit too, so ITR is written only when the class changes.
+struct itr_class {
+  uint32 itr;
+  uint32 max_frames_per_irq;   // frames both ways per interrupt in the window
+  uint32 max_bytes_per_ms;     // bytes both ways per millisecond
+};
+static const struct itr_class itr_classes[NETDEV_ITR_CLASSES] = {
+  [NETDEV_ITR_LOWEST] = { 0,   4,          24 * 1024 },   // no moderation
+  [NETDEV_ITR_LOW]    = { 488, 16,         48 * 1024 },   // 125 us, at most 8,000 interrupts/s
+  [NETDEV_ITR_BULK]   = { 977, 0xffffffff, 0xffffffff },  // 250 us, at most 4,000 interrupts/s
+};
 
 static struct e1000_tx_desc tx_ring[TX_RING] __attribute__((aligned(4096)));
 static struct e1000_rx_desc rx_ring[RX_RING] __attribute__((aligned(4096)));
@@ -72,6 +94,9 @@ static struct {
   int work;
   int rx_busy;                 // a receive pass runs (the thread's or netdev_rx_poll's)
   struct netdev_stats st;
+  // adaptive moderation, only by the driver thread
+  int itr_fixed;               // boot argument itr=N: never reprogrammed
+  uint64 win_start_ns, win_frames, win_bytes, win_irqs;   // counters at the window's start
 } nic;
 
 static uint32 rd(uint32 off) { return nic.regs[off / 4]; }
@@ -298,6 +323,43 @@ static void rx_pass_done(void) {
   spin_unlock(&nic.work_lock);
 }
 
+static uint64 frames_both(void) { return nic.st.rx_frames + nic.st.tx_frames; }
+static uint64 bytes_both(void) { return nic.st.rx_bytes + nic.st.tx_bytes; }
+
+static void itr_window_start(uint64 now) {
+  nic.win_start_ns = now;
+  nic.win_frames = frames_both();
+  nic.win_bytes = bytes_both();
+  nic.win_irqs = nic.st.interrupts;
+}
+
+static int itr_classify(uint64 frames, uint64 bytes, uint64 irqs, uint64 ns) {
+  if (irqs == 0) irqs = 1;           // frames taken in by netdev_rx_poll alone
+  for (int c = 0; c < NETDEV_ITR_CLASSES - 1; c++) {
+    const struct itr_class *k = &itr_classes[c];
+    if (frames <= k->max_frames_per_irq * irqs && bytes * 1000000 <= k->max_bytes_per_ms * ns)
+      return c;
+  }
+  return NETDEV_ITR_BULK;
+}
+
+// Driver thread, after a pass: once the window is ITR_WINDOW_NS old,
+// classifies what it carried and reprograms ITR if the class changed.
+static void itr_adapt(void) {
+  uint64 now = clock_ns();
+  if (nic.itr_fixed || now - nic.win_start_ns < ITR_WINDOW_NS) return;
+  int c = itr_classify(frames_both() - nic.win_frames, bytes_both() - nic.win_bytes,
+                       nic.st.interrupts - nic.win_irqs, now - nic.win_start_ns);
+  nic.st.itr_windows[c]++;
+  if (c != (int)nic.st.itr_class) {
+    nic.st.itr_class = c;
+    nic.st.itr = itr_classes[c].itr;
+    nic.st.itr_changes++;
+    wr(E1000_ITR, nic.st.itr);
+  }
+  itr_window_start(now);
+}
+
 static void e1000_thread(void *unused) {
   for (;;) {
     spin_lock(&nic.work_lock);
@@ -309,6 +371,7 @@ static void e1000_thread(void *unused) {
     rx_pass();
     nic.st.rx_missed = rd(E1000_MPC) + nic.st.rx_missed;   // MPC clears on read
     rx_pass_done();
+    itr_adapt();
   }
 }
 
@@ -343,17 +406,20 @@ int e1000_init(void) {
   read_mac();
   tx_setup();
   rx_setup();
-  uint32 itr_val = (uint32)bootarg_uint("itr", DEFAULT_ITR);   // interrupt moderation, 256 ns units
-  wr(E1000_ITR, itr_val);
+  nic.itr_fixed = bootarg("itr") != NULL;   // itr=N: fixed moderation, 256 ns units
+  nic.st.itr_class = nic.itr_fixed ? NETDEV_ITR_FIXED : NETDEV_ITR_LOWEST;
+  nic.st.itr = nic.itr_fixed ? (uint32)bootarg_uint("itr", 0) : itr_classes[NETDEV_ITR_LOWEST].itr;
+  wr(E1000_ITR, nic.st.itr);
+  itr_window_start(clock_ns());
   nic.link_up = (rd(E1000_STATUS) & STATUS_LU) != 0;
   nic.present = 1;
   if (kthread_start("e1000", e1000_thread, NULL) < 0) panic("e1000: no thread slot");
   irq_register(pd->irq, e1000_interrupt, NULL);
   rd(E1000_ICR);
   wr(E1000_IMS, ICR_TXDW | ICR_LSC | ICR_RXDMT0 | ICR_RXO | ICR_RXT0);
-  kprintf("e1000: mac %x:%x:%x:%x:%x:%x link %s irq %d itr %d\n", nic.mac[0], nic.mac[1],
+  kprintf("e1000: mac %x:%x:%x:%x:%x:%x link %s irq %d itr %s%d\n", nic.mac[0], nic.mac[1],
           nic.mac[2], nic.mac[3], nic.mac[4], nic.mac[5], nic.link_up ? "up" : "down",
-          pd->irq, (int)itr_val);
+          pd->irq, nic.itr_fixed ? "" : "adaptive from ", (int)nic.st.itr);
   return 0;
 }
 

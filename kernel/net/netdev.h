@@ -76,10 +76,19 @@ void netdev_mac(uint8 mac[6]);    // the MAC the device reports (EEPROM)
 int  netdev_link_up(void);
 
 // Driver statistics for netstat (counts since boot).
+// Interrupt moderation classes (e1000.c picks one per window of traffic;
+// FIXED when boot argument itr=N sets ITR).
+enum netdev_itr_class { NETDEV_ITR_LOWEST, NETDEV_ITR_LOW, NETDEV_ITR_BULK, NETDEV_ITR_CLASSES,
+                        NETDEV_ITR_FIXED = NETDEV_ITR_CLASSES };
+
 struct netdev_stats {
   uint64 interrupts, rx_frames, tx_frames, rx_bytes, tx_bytes;
   uint64 rx_errors, rx_no_buf, rx_missed, tx_ring_full;
   uint64 max_frames_per_irq;
+  uint64 itr;                  // interrupt throttle now, 256 ns units
+  uint64 itr_class;            // enum netdev_itr_class
+  uint64 itr_changes;          // times adaptive moderation reprogrammed ITR
+  uint64 itr_windows[NETDEV_ITR_CLASSES];   // windows classified into each class
 };
 void netdev_get_stats(struct netdev_stats *st);
 

@@ -496,6 +496,12 @@ int64 sys_netstat(void) {
   len = put_kv(b, len, cap, "dev_rx_missed", st.rx_missed);
   len = put_kv(b, len, cap, "dev_tx_ring_full", st.tx_ring_full);
   len = put_kv(b, len, cap, "dev_max_frames_per_wakeup", st.max_frames_per_irq);
+  len = put_kv(b, len, cap, "dev_itr", st.itr);
+  len = put_kv(b, len, cap, "dev_itr_class", st.itr_class);   // 0 lowest, 1 low, 2 bulk, 3 fixed
+  len = put_kv(b, len, cap, "dev_itr_changes", st.itr_changes);
+  len = put_kv(b, len, cap, "dev_itr_windows_lowest", st.itr_windows[NETDEV_ITR_LOWEST]);
+  len = put_kv(b, len, cap, "dev_itr_windows_low", st.itr_windows[NETDEV_ITR_LOW]);
+  len = put_kv(b, len, cap, "dev_itr_windows_bulk", st.itr_windows[NETDEV_ITR_BULK]);
   for (int i = 0; i < NC_COUNT; i++) len = put_kv(b, len, cap, net_counter_names[i], net_counters[i]);
   len = put_kv(b, len, cap, "netbufs_free", netbuf_free_count());
   len += arp_dump(b + len, cap - len);

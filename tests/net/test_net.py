@@ -69,7 +69,7 @@ def main():
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--rate", type=int, default=300, help="datagrams/s per sender in the loss check")
     ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "burst", "corrupt", "loss",
-                                              "pollecho"],
+                                              "pollecho", "itr"],
                     help="run only these checks")
     ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
     args = ap.parse_args()
@@ -159,6 +159,30 @@ def main():
                   got == {"roce_sink_ok": n, "roce_sink_bad_icrc": 0},
                   f"{out.strip()[-120:]}; receiver {got}")
 
+        def itr():
+            # Adaptive interrupt moderation: a burst of 64-frame transmit
+            # bursts is bulk on the sender (one transmit interrupt carries
+            # tens of frames); pings 100 ms apart carry one or two frames
+            # per window, so the class returns to lowest latency (0).
+            c0 = counters(g0)
+            g0.run(f"nettest arp {tb.ip(1)} 3000", timeout=30)
+            g0.run(f"nettest kburst {tb.ip(1)} 9002 1040 2000", timeout=120)
+            c1 = counters(g0)
+            bulk = c1["dev_itr_windows_bulk"] - c0["dev_itr_windows_bulk"]
+            check("itr: a kernel burst is classified bulk on the sender",
+                  bulk > 0 and c1["dev_itr_changes"] > c0["dev_itr_changes"],
+                  f"bulk windows +{bulk}, changes {c0['dev_itr_changes']} -> {c1['dev_itr_changes']}")
+            seen, deadline = None, time.monotonic() + 60
+            while time.monotonic() < deadline:
+                g0.run(f"ping -c 2 -i 100 {tb.ip(1)}", timeout=60)
+                seen = counters(g0)
+                if seen["dev_itr_class"] == 0:
+                    break
+            check("itr: a quiet ping-pong brings the class back to lowest latency",
+                  seen is not None and seen["dev_itr_class"] == 0 and seen["dev_itr"] == 0,
+                  f"class {seen and seen['dev_itr_class']}, itr {seen and seen['dev_itr']}, "
+                  f"lowest windows {seen and seen['dev_itr_windows_lowest']}")
+
         def corrupt():
             for g, peer in ((g0, 1), (g1, 0)):        # resolve first, on a clean link
                 g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
@@ -244,7 +268,7 @@ def main():
                   f"sweeps echoed {sweeps}, server echoed {echoed} datagrams and {lines} line(s)")
 
         for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("burst", burst),
-                         ("pollecho", pollecho), ("corrupt", corrupt), ("loss", loss)):
+                         ("pollecho", pollecho), ("itr", itr), ("corrupt", corrupt), ("loss", loss)):
             if not args.only or name in args.only:
                 guarded(name, fn)
         try:
