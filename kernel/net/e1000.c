@@ -335,6 +335,7 @@ static void itr_window_start(uint64 now) {
 
 static int itr_classify(uint64 frames, uint64 bytes, uint64 irqs, uint64 ns) {
   if (irqs == 0) irqs = 1;           // frames taken in by netdev_rx_poll alone
+  if (ns > 1000000000) ns = 1000000000;   // an idle second is as idle as a day (no overflow)
   for (int c = 0; c < NETDEV_ITR_CLASSES - 1; c++) {
     const struct itr_class *k = &itr_classes[c];
     if (frames <= k->max_frames_per_irq * irqs && bytes * 1000000 <= k->max_bytes_per_ms * ns)
