@@ -73,12 +73,26 @@ static uint32_t reads_outstanding(struct rct_qp *qp)
   return r->rd_count;
 }
 
+/* SR: PSNs sent and neither acknowledged nor sacked (READ responses
+ * requested and not received) [REQ-READ-8]. */
+static uint32_t sr_unreceived(const struct rct_qp *qp)
+{
+  uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, rct_comp_una(qp));
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  return n - rct_comp_sacked_count(qp, n);
+}
+
 /* May a new READ request for response PSNs [psn, end] go now? Credit
- * [REQ-WIN-2] and READ window [REQ-READ-6]. */
+ * [REQ-WIN-2] and READ window: from una [REQ-READ-6], in SR mode the
+ * responses not yet received, within SR_WINDOW of una [REQ-READ-8]. */
 static bool read_request_allowed(struct rct_qp *qp, uint32_t psn, uint32_t end)
 {
   if (reads_outstanding(qp) >= qp->attr.max_rd_atomic || qp->req.rd_count >= RCT_MAX_RD_ATOMIC)
     return false;
+  if (qp->sr)
+    return (uint32_t)psn_diff(end, rct_comp_una(qp)) < RCT_SR_WINDOW &&
+           sr_unreceived(qp) + (uint32_t)psn_diff(end, psn) + 1 <= read_window(qp);
   return window_allows(qp, psn, (uint32_t)psn_diff(end, psn) + 1) &&
          (uint32_t)psn_diff(end, rct_comp_una(qp)) < read_window(qp);
 }
