@@ -671,6 +671,47 @@ START_TEST(test_comp_sr_read_window_keeps_credit)
 }
 END_TEST
 
+/* [REQ-READ-8] [SR-REQ-1] SR, READ window 128 (half of SR_WINDOW): while a
+ * lost first response holds una, each piece's worth of responses that
+ * arrives lets one more piece go, beyond the READ window from una, up to
+ * SR_WINDOW from una and no further. */
+START_TEST(test_comp_sr_read_window_room_past_hole)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  struct host_mr *big;
+  uint32_t w = RCT_SR_WINDOW / 2, piece = w / 4, n = RCT_SR_WINDOW + 2 * piece, sent = 0;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = w;
+  o.rd_atomic = RCT_MAX_RD_ATOMIC;
+  setup_with(&o);
+  big = ep_reg_mr(A, 0x100000, n * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(A, 1, RCT_WR_RDMA_READ, big, 0, n * 1024, 0x9000, 0x55, 0);
+  while (expect_frame(A, 0, &p, fb)) {
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + sent);
+    ck_assert_uint_eq(p.h.reth.dmalen, piece * 1024);
+    sent += piece;
+  }
+  ck_assert_uint_eq(sent, w);
+  /* PSN0 lost; every later response requested arrives, and each piece's
+   * worth lets one more piece go */
+  for (uint32_t k = 1; k < sent; k++) {
+    uint32_t pos = k % piece;
+    uint8_t op = pos == 0 ? OP_READ_RESP_FIRST : pos == piece - 1 ? OP_READ_RESP_LAST : OP_READ_RESP_MIDDLE;
+    inject_req(A, P, k, op, PSN0 + k, false, 1024, 0x22, NULL, 0);
+    while (expect_frame(A, k, &p, fb))
+      if (p.h.bth.psn == PSN0 + sent) {
+        ck_assert_uint_eq(p.h.reth.dmalen, piece * 1024);
+        sent += piece;
+      }
+  }
+  ck_assert_uint_eq(A->qp.comp.una, PSN0);
+  ck_assert_uint_eq(sent, RCT_SR_WINDOW);              /* beyond w from una, up to SR_WINDOW */
+  expect_nothing(A, 99);
+}
+END_TEST
+
 /* [PSN-WIN-4] a NAK naming una - 1 is outside the window */
 START_TEST(test_comp_nak_before_una_ignored)
 {
@@ -994,6 +1035,7 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_sr_read_rerequests_missing_runs);
   tcase_add_test(t, test_comp_sr_read_window_counts_unreceived);
   tcase_add_test(t, test_comp_sr_read_window_keeps_credit);
+  tcase_add_test(t, test_comp_sr_read_window_room_past_hole);
   tcase_add_test(t, test_comp_cq_overflow_counted);
   tcase_add_test(t, test_comp_cq_counter_wrap);
   suite_add_tcase(s, t);
