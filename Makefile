@@ -76,7 +76,7 @@ TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop t
 # all of them and stops at the first suite that fails.
 test-unit: deps
 	@python3 tests/harness/suite.py test-unit -- "$(MAKE) --no-print-directory test-core" \
-	  "$(MAKE) --no-print-directory test-sim"
+	  "$(MAKE) --no-print-directory test-sim" "python3 tests/harness/test_goals.py"
 .PHONY: test-unit
 test: deps
 	@python3 tests/harness/suite.py test --stop-on-fail -- \
@@ -85,10 +85,15 @@ test: deps
 # The main job: two guests on a lossy link copy a file with RDMA (tests/rdma/rdma.mk).
 demo: deps rdma-demo
 
-# Every benchmark that runs guests: the raw link ceiling, then the RDMA sweeps.
-bench: deps bench-net bench-rdma bench-qp
-	$(MAKE) --no-print-directory bench-rxe     # after bench-rdma: it adds its section to rdma-summary.md
-	$(MAKE) --no-print-directory bench-lat     # the same: the latency matrix section
+# Every benchmark, one after the other: the raw link ceiling, the RDMA sweeps
+# (bench-rdma writes rdma-summary.md; bench-rxe and bench-lat add their
+# sections to it), QP scaling, the simulator; then bench/rdma/goals.py puts
+# the goals this run met or missed at the top of rdma-summary.md.
+BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-lat bench-sim
+bench: deps
+	@start=$$(date +%s) && \
+	  for t in $(BENCH_PARTS); do $(MAKE) --no-print-directory $$t || exit 1; done && \
+	  python3 bench/rdma/goals.py --since $$start
 
 .PHONY: demo bench
 

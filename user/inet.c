@@ -6,7 +6,18 @@
 // usable peer address, so 0 doubles as the error value); inet_pton is the
 // same parser with a separate error. getaddrinfo knows numeric hosts and
 // services only: there is no resolver, so any other name is EAI_NONAME.
+// netstat_value reads one counter out of netstat()'s "name value" lines.
 #include "user.h"
+
+// The value of the line "name value" of netstat text, or 0 when absent.
+unsigned long netstat_value(const char *text, const char *name)
+{
+  int len = strlen(name);
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
+    if (!strncmp(p, name, len) && p[len] == ' ')
+      return strtoul(p + len + 1, 0, 10);
+  return 0;
+}
 
 // Four decimal parts of 0..255 and nothing else -> 1 and *ip (host order).
 static int parse_dotted(const char *s, unsigned int *ip)

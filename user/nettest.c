@@ -50,18 +50,6 @@ static int udp_socket(int port) {
   return s;
 }
 
-// The value of one "name value" line of netstat text, or 0.
-static unsigned long stat_find(const char *text, const char *name) {
-  int len = strlen(name);
-  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
-    if (!strncmp(p, name, len) && p[len] == ' ') {
-      unsigned long v = 0;
-      for (const char *d = p + len + 1; *d >= '0' && *d <= '9'; d++) v = v * 10 + (*d - '0');
-      return v;
-    }
-  return 0;
-}
-
 // A fresh netstat snapshot (NUL-terminated; empty on error).
 static const char *stat_text(void) {
   static char buf[4096];
@@ -70,7 +58,7 @@ static const char *stat_text(void) {
   return buf;
 }
 
-static unsigned long stat_value(const char *name) { return stat_find(stat_text(), name); }
+static unsigned long stat_value(const char *name) { return netstat_value(stat_text(), name); }
 
 static int cmd_info(void) {
   struct net_info ni;
@@ -321,13 +309,13 @@ struct rx_sample { unsigned long t, datagrams, frames, bytes, irqs, no_buf, miss
 static void rx_sample(struct rx_sample *x) {
   const char *st = stat_text();
   x->t = clock_ns();
-  x->datagrams = stat_find(st, "udp_no_port") +    // went through eth/ip/udp demux
-                 stat_find(st, "roce_sink_ok") + stat_find(st, "roce_sink_bad_icrc");
-  x->frames = stat_find(st, "dev_rx_frames");
-  x->bytes = stat_find(st, "dev_rx_bytes");
-  x->irqs = stat_find(st, "dev_interrupts");
-  x->no_buf = stat_find(st, "dev_rx_no_buf");
-  x->missed = stat_find(st, "dev_rx_missed");
+  x->datagrams = netstat_value(st, "udp_no_port") +    // went through eth/ip/udp demux
+                 netstat_value(st, "roce_sink_ok") + netstat_value(st, "roce_sink_bad_icrc");
+  x->frames = netstat_value(st, "dev_rx_frames");
+  x->bytes = netstat_value(st, "dev_rx_bytes");
+  x->irqs = netstat_value(st, "dev_interrupts");
+  x->no_buf = netstat_value(st, "dev_rx_no_buf");
+  x->missed = netstat_value(st, "dev_rx_missed");
 }
 
 // Receiver of a kernel burst to a port nobody holds: the stack drops each

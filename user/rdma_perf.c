@@ -389,6 +389,16 @@ void perf_post_ahead(struct perf_conn *c) {
   if (ibv_post_recv(c->qp, &wr, &bad)) die("post_recv");
 }
 
+// Frames the NIC dropped on receive: its ring was full (rx_missed) or the
+// driver had no buffer to refill it with (rx_no_buf).
+static void nic_drops(struct perf_cpu *s) {
+  static char text[4096];
+  int n = netstat(text, sizeof text - 1);
+  text[n < 0 ? 0 : n] = 0;
+  s->nic_missed = netstat_value(text, "dev_rx_missed");
+  s->nic_no_buf = netstat_value(text, "dev_rx_no_buf");
+}
+
 void perf_cpu_sample(struct perf_cpu *s) {
   struct sysinfo si;
   struct rdma_dev_stats d;
@@ -398,6 +408,7 @@ void perf_cpu_sample(struct perf_cpu *s) {
   s->idle_ns = si.idle_ns;
   s->ncpu = (int)si.ncpu;
   s->frames = d.tx_frames + d.rx_frames;
+  nic_drops(s);
 }
 
 void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
@@ -407,6 +418,8 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
   uint64 ns_per_frame = frames ? busy / frames : 0;
   printf("cpu: busy %lu us of %d x %lu us, %lu frames (tx+rx), %lu.%03lu us/frame\n", busy / 1000, b->ncpu,
          wall / 1000, frames, ns_per_frame / 1000, ns_per_frame % 1000);
+  printf("nic: rx_missed %lu rx_no_buf %lu (frames this guest's NIC dropped during the run)\n",
+         b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf);
 }
 
 void perf_dump_qp(const struct perf_conn *c) {

@@ -85,7 +85,8 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     r = {k: row[k] for k in ("bw_peak_MiBps", "bw_avg_MiBps", "mpps")}
     q = perftable.qp_stats(out)
     if q:
-        r.update({k: q[k] for k in ("tx_frames", "retransmits", "timeouts")})
+        r.update({k: q.get(k) for k in ("tx_frames", "retransmits", "timeouts", "dup", "dropped")})
+    r["nic_dropped"] = perftable.nic_drops(out)
     return r
 
 
@@ -163,6 +164,15 @@ def configs(quick):
            "append": "itr=0", "nic_opts": ",mitigation=off"}
 
 
+def drop_sums(runs):
+    """Frames the requester (the client guest) dropped over all of a cell's
+    runs: its QP's counter and its NIC's (None when a run did not say)."""
+    def total(k):
+        vals = [x.get(k) for x in runs]
+        return None if any(v is None for v in vals) else sum(vals)
+    return {"dropped_all": total("dropped"), "nic_dropped_all": total("nic_dropped")}
+
+
 def run_bw(tb, c, op, size, budget, bw_rows, log):
     n = iters_for(size, budget)
     # The sizes behind the issue's ratios run REPEATS times (the median
@@ -175,7 +185,7 @@ def run_bw(tb, c, op, size, budget, bw_rows, log):
     r = runs[len(runs) // 2]
     row = {"config": c["name"], "mtu": c["mtu"], "loss_pct": c["loss"], "sr": c["sr"], "op": op,
            "size": size, "iters": n, "runs": len(runs),
-           "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in runs), **r,
+           "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in runs), **r, **drop_sums(runs),
            "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)}
     bw_rows.append(row)
     progress("bench", f"  {op} {size} B x{n}: {r['bw_avg_MiBps']} MB/s (2^20) avg (median of "
@@ -208,7 +218,7 @@ def run_interleaved(tb, c, seed, budget, bw_rows, log):
         r = rs[len(rs) // 2]
         bw_rows.append({"config": c["name"], "mtu": c["mtu"], "loss_pct": loss, "sr": c["sr"], "op": op,
                         "size": size, "runs": len(rs), "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in rs),
-                        **r, "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)})
+                        **r, **drop_sums(rs), "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)})
         progress("bench", f"  {c['name']} loss {loss:g}% {op.upper()} {size} B: {r['bw_avg_MiBps']} MB/s (2^20), "
                  f"median of {len(rs)}, retx {r.get('retransmits')} timeouts {r.get('timeouts')}")
 

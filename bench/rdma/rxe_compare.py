@@ -11,6 +11,14 @@ port; in each cell three tools run in turn on the same link:
   gbn     xv6's rdma_bw, go-back-N, guest 1 -> guest 0
   sr      xv6's rdma_bw with --sr (selective repeat), guest 1 -> guest 0
 
+and in the READ cell a fourth run, xv6 reading from rxe:
+
+  gbn-from-rxe  xv6's rdma_bw -t read (go-back-N: rxe has no selective
+                repeat), guest 1 -> the project's Linux peer `xrpeer
+                bw-server` on guest 3: rxe is the responder and sends its
+                READ responses as fast as it likes; the xv6 requester's
+                frames dropped (its QP's and its NIC's) show how it copes.
+
 Fair by construction as far as this host allows:
   - the same link, the same loss (set through linkemu's control socket
     before each cell), the same host load (all four guests are up during
@@ -63,6 +71,7 @@ CELLS = (
     ("READ 1 MiB", "read", "ib_read_bw", MIB, {0: 24, 1: 12, 5: 6}),
 )
 TOOLS = ("rxe", "gbn", "sr")
+FROM_RXE = "gbn-from-rxe"          # xv6 READs from an rxe responder (the READ cell only)
 RXE_COUNTERS = ("sent_pkts", "rcvd_pkts", "completer_retry_err", "rcvd_seq_err", "duplicate_request",
                 "out_of_seq_request", "retry_exceeded_err")
 SECTION = "## xv6-rdma against Linux rxe"
@@ -109,6 +118,27 @@ def rxe_bw(tb, prog, size, iters, log):
     return r
 
 
+def xv6_from_rxe(tb, size, iters, log):
+    """xv6's rdma_bw on guest 1 READs from `xrpeer bw-server` on Linux
+    guest 3 (rxe the responder); the client's counters and NIC drops."""
+    srv = tb.linux[1]
+    if not srv.start_server("xrpeer bw-server --mtu 4096", probe="cat /tmp/server.log",
+                            ready="waiting for a client"):
+        progress("rxe", f"xrpeer bw-server never listened: {srv.server_output(30).strip()[-200:]}")
+        return None
+    cmd = f"rdma_bw -t read -s {size} -n {iters} -e --stats {tb.ip(3)}"
+    out = tb.guests[1].run(cmd, timeout=1800)
+    srv.server_output(300)
+    log.append(f"### xv6 from rxe: {cmd}\n{out.strip()}\n")
+    row = perftable.bw_row(out)
+    if not row:
+        progress("rxe", f"{cmd}: no result row")
+        return None
+    q = perftable.qp_stats(out) or {}
+    return {"bw_avg_MiBps": row["bw_avg_MiBps"], **{k: q.get(k) for k in ("tx_frames", "retransmits",
+            "timeouts", "dup", "dropped")}, "nic_dropped": perftable.nic_drops(out)}
+
+
 def on_bed(name, run, cpus=2):
     """Boots this bench's four guests (xv6 0 and 1 at path MTU 4096 with
     `cpus` harts, Linux rxe 2 and 3 with one vCPU) on one lossless link,
@@ -127,7 +157,14 @@ def one_run(tb, tool, cell, loss, log):
     iters = counts[loss]
     if tool == "rxe":
         return rxe_bw(tb, prog, size, iters, log)
+    if tool == FROM_RXE:
+        return xv6_from_rxe(tb, size, iters, log)
     return rdma_sweep.bw(tb, op, size, iters, tool == "sr", log)
+
+
+def tools_of(cell, order):
+    """The tools a cell runs, in this round's order: READ adds xv6 from rxe."""
+    return order + ((FROM_RXE,) if cell[1] == "read" else ())
 
 
 def run_all(tb, rounds, seed, log):
@@ -137,7 +174,7 @@ def run_all(tb, rounds, seed, log):
         for loss in LOSSES:
             tb.set_spec("both", f"loss {loss}% seed {seed + rnd}")
             for cell in CELLS:
-                for tool in order:
+                for tool in tools_of(cell, order):
                     t0 = time.monotonic()
                     r = one_run(tb, tool, cell, loss, log)
                     took = time.monotonic() - t0
@@ -148,7 +185,8 @@ def run_all(tb, rounds, seed, log):
                                  "bw_avg_MiBps": r["bw_avg_MiBps"],
                                  "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3),
                                  "tx_frames": r.get("tx_frames"), "retransmits": r.get("retransmits"),
-                                 "timeouts": r.get("timeouts")})
+                                 "timeouts": r.get("timeouts"), "dup": r.get("dup"), "dropped": r.get("dropped"),
+                                 "nic_dropped": r.get("nic_dropped")})
                     progress("rxe", f"round {rnd + 1} loss {loss}% {cell[0]} {tool}: "
                              f"{r['bw_avg_MiBps']} MB/s (2^20), retx {r.get('retransmits')}, {took:.0f} s")
     return rows
@@ -198,8 +236,31 @@ def summary_section(rows, meds, args, took, load):
                 f[t] = round(statistics.median(fr), 1) if fr else None
                 x[t] = statistics.median(rt) if rt else None
             L.append(f"| {cell[0]} | {loss} | {f['rxe']} | {f['gbn']} | {f['sr']} | {x['rxe']} | {x['gbn']} | {x['sr']} |")
+    L += from_rxe_table(rows, meds)
     L += ["", "Plot: rxe-compare.png.", SECTION_END]
     return "\n".join(L) + "\n"
+
+
+def from_rxe_table(rows, meds):
+    """Lines of the table of xv6 reading from rxe: goodput beside xv6 reading
+    from xv6 (go-back-N, same round), and what the xv6 requester dropped."""
+    cell = next(c for c in CELLS if c[1] == "read")
+    L = ["", f"xv6 reading from rxe ({cell[0]}, xv6's rdma_bw go-back-N against the project's Linux peer "
+         "`xrpeer bw-server`: rxe is the responder and paces nothing): goodput (median) and the frames the "
+         "xv6 requester dropped, its QP's (out of window, duplicates dropped) and its NIC's (receive ring "
+         "full or no buffer), summed over the rounds:", "",
+         "| loss % | xv6 from rxe MB/s | xv6 from xv6 (GBN) MB/s | QP dropped | NIC dropped | duplicates | retx |",
+         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for loss in LOSSES:
+        rs = [r for r in rows if r["cell"] == cell[0] and r["loss_pct"] == loss and r["tool"] == FROM_RXE]
+
+        def total(k):
+            vals = [r.get(k) for r in rs]
+            return sum(int(v) for v in vals) if rs and all(v not in (None, "") for v in vals) else None
+        L.append(f"| {loss} | {meds.get((loss, cell[0], FROM_RXE), (None,))[0]} | "
+                 f"{meds.get((loss, cell[0], 'gbn'), (None,))[0]} | {total('dropped')} | {total('nic_dropped')} | "
+                 f"{total('dup')} | {total('retransmits')} |")
+    return L
 
 
 def write_summary(out, section, title=SECTION, end_marker=SECTION_END):
@@ -287,7 +348,7 @@ def main():
     section = summary_section(rows, meds, args, time.monotonic() - t0, os.getloadavg()[0])
     write_summary(args.out, section)
     print(section)
-    expected = args.rounds * len(LOSSES) * len(CELLS) * len(TOOLS)
+    expected = args.rounds * len(LOSSES) * sum(len(tools_of(c, TOOLS)) for c in CELLS)
     progress("rxe", f"{len(rows)} of {expected} runs gave a result")
     return 0 if len(rows) == expected else 1
 

@@ -13,7 +13,9 @@
 // link state and wakes the driver thread; the thread reaps finished
 // transmissions (running their done callbacks) and received frames (copied
 // into netbufs and passed up with net_rx). ITR caps the interrupt rate so a
-// burst of frames costs a few interrupts, not one per frame.
+// burst of frames costs a few interrupts, not one per frame. A receive pass
+// has one owner at a time (rx_busy): the thread, or a caller of
+// netdev_rx_poll that wants the frames already in the ring taken in now.
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/lock.h"
@@ -60,14 +62,15 @@ static struct {
   int tx_waiting;              // senders asleep in netdev_tx_wait
   int tx_hold;                 // netdev_tx_hold depth: TDT is written at the flush
   int tx_dirty;                // descriptors queued since TDT was last written
-  // receive, driver thread only
+  // receive, only by the owner of the receive pass (rx_busy)
   uint32 rx_next;
   uint32 rx_unreturned;        // descriptors taken since RDT was last written
   struct netbuf *rx_partial;   // frame being assembled from several descriptors
   int rx_partial_bad;
-  // the driver thread's wakeup, under work_lock
+  // the driver thread's wakeup and the receive pass's owner, under work_lock
   struct spinlock work_lock;
   int work;
+  int rx_busy;                 // a receive pass runs (the thread's or netdev_rx_poll's)
   struct netdev_stats st;
 } nic;
 
@@ -280,18 +283,49 @@ static void e1000_interrupt(void *unused) {
   spin_unlock(&nic.work_lock);
 }
 
+// The owner of the receive pass (rx_busy set): takes in every frame in
+// the ring and ends the pass upward.
+static void rx_pass(void) {
+  int frames = rx_reap();
+  if (frames) net_rx_pass_end();
+  if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
+}
+
+static void rx_pass_done(void) {
+  spin_lock(&nic.work_lock);
+  nic.rx_busy = 0;
+  proc_wakeup(&nic.work);            // the thread may wait for the pass to end
+  spin_unlock(&nic.work_lock);
+}
+
 static void e1000_thread(void *unused) {
   for (;;) {
     spin_lock(&nic.work_lock);
-    while (!nic.work) proc_sleep(&nic.work, &nic.work_lock);
+    while (!nic.work || nic.rx_busy) proc_sleep(&nic.work, &nic.work_lock);
     nic.work = 0;
+    nic.rx_busy = 1;
     spin_unlock(&nic.work_lock);
     tx_reap();
-    int frames = rx_reap();
-    if (frames) net_rx_pass_end();
-    if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
+    rx_pass();
     nic.st.rx_missed = rd(E1000_MPC) + nic.st.rx_missed;   // MPC clears on read
+    rx_pass_done();
   }
+}
+
+int netdev_rx_pending(void) {
+  return nic.present && (rx_ring[nic.rx_next].status & RXD_STAT_DD) != 0;
+}
+
+int netdev_rx_poll(void) {
+  if (!netdev_rx_pending()) return 0;
+  spin_lock(&nic.work_lock);
+  int mine = !nic.rx_busy;
+  nic.rx_busy = 1;
+  spin_unlock(&nic.work_lock);
+  if (!mine) return 0;               // the thread's pass takes them
+  rx_pass();
+  rx_pass_done();
+  return 1;
 }
 
 int e1000_init(void) {

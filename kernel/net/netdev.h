@@ -14,8 +14,9 @@
 // here only report facts (MAC, link) or wait for ring space.
 //
 // Contexts: net_rx and every done() run in the driver's kernel thread
-// ("e1000"), never in interrupt context, with no driver lock held; they may
-// take spin locks and call netdev_tx, but must not sleep. When done() runs,
+// ("e1000"), or net_rx in the caller of netdev_rx_poll; never in interrupt
+// context, never two receive passes at once, with no driver lock held; they
+// may take spin locks and call netdev_tx, but must not sleep. When done() runs,
 // the frame's descriptors are already free, so a sender that found the ring
 // full can retry from its done().
 #ifndef NETDEV_H
@@ -56,6 +57,15 @@ void net_rx(struct netbuf *nb);
 // that put received frames aside (to serve a burst with one lock hold and
 // one pass of its own work) finishes them now (eth.c: net_rx_pass_end).
 void net_rx_pass_end(void);
+
+// Whether the receive ring holds a received frame not yet taken in (a
+// racy read, for deciding whether to poll). Any context.
+int netdev_rx_pending(void);
+// Process or kthread context, no lock held: takes in the frames already
+// in the receive ring now (net_rx, then net_rx_pass_end) instead of when
+// the driver thread next runs; when that thread's pass is running, leaves
+// them to it. Returns 1 if it ran a pass.
+int netdev_rx_poll(void);
 
 // Process or kthread context: sleeps until nfrags descriptors are free.
 // Returns 0, or -1 if there is no device.

@@ -229,6 +229,7 @@ void rdma_unwatch(int h);               // QP slot h is being destroyed
 // rdma_net.c
 void rdma_net_init(void);               // boot, before the core's device
 int  rdma_net_retry(void);              // lock held; -1 while the ring is full
+void rdma_net_rx_first(void);           // lock held, dropped around it: the NIC's received frames in now
 void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the frames
 void rdma_net_burst_end(void);          //   sent until burst_end
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep

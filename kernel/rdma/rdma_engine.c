@@ -30,9 +30,12 @@
 //
 // Who runs it: syscalls that post work (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
-// and when a syscall or the NIC's receive path stopped at the budget. Everything runs under
-// rdma.lock; the thread drops the lock between budgets so interrupts and
-// other harts get in.
+// and when a syscall or the NIC's receive path stopped at the budget.
+// Before a pass that runs an expired timer the thread takes in the frames
+// already in the NIC's ring (rdma_net_rx_first), so that an ACK that came
+// while the guest was not running stops the timer it answers. Everything
+// runs under rdma.lock; the thread drops the lock between budgets (and
+// around that receive pass) so interrupts and other harts get in.
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/proc.h"
@@ -212,6 +215,14 @@ void rdma_events_drain(void) {
     if (event_handlers[ev.type]) event_handlers[ev.type](&ev);
 }
 
+// Lock held. Whether a pass now would run an expired timer.
+static int timers_due(uint64 now) {
+  if (rdma.nheap > 0 && key(0) <= now) return 1;
+  for (int i = 0; i < rdma.ndirty; i++)
+    if (rct_next_timeout(&rdma_qps[rdma.dirty[i]].qp) <= now) return 1;
+  return 0;
+}
+
 void rdma_kick(void) {
   rdma.kick = 1;
   proc_wakeup(&rdma.kick);
@@ -220,6 +231,12 @@ void rdma_kick(void) {
 static void engine_thread(void *arg) {
   spin_lock(&rdma.lock);
   for (;;) {
+    // Frames that reached the ring before a timer expired are taken in
+    // before it fires: after a pause of this guest (the host did not run
+    // it) the retransmission timer and the early probe [REQ-TMO-8] are due
+    // and the ACK they wait for sits in the ring, while the driver thread,
+    // woken by the same pause's interrupt, waits for this hart.
+    if (timers_due(clock_ns())) rdma_net_rx_first();
     rdma.kick = 0;
     if (rdma_progress(RDMA_BUDGET)) {
       spin_unlock(&rdma.lock);    // let interrupts and syscalls in

@@ -188,8 +188,9 @@ static struct rx_waiting {
 } rx_batch[RX_BATCH];
 static int rx_nbatch;
 
-// Driver thread: the core takes in the waiting frames, then the engine
-// runs once. rdma.lock is taken here, never held by the caller.
+// Receive pass (the driver thread, or rdma_net_rx_first's caller): the
+// core takes in the waiting frames, then the engine runs once. rdma.lock
+// is taken here, never held by the caller.
 static void rx_pass_end(void) {
   if (rx_nbatch == 0) return;
   int may_place = 0;
@@ -215,7 +216,17 @@ static void rx_pass_end(void) {
   rx_nbatch = 0;
 }
 
-// Driver thread: sets the frame nb holds aside for rx_pass_end (it owns nb
+// Lock held, dropped around the receive pass. Frames already in the NIC's
+// ring are taken in now, on the caller's thread (rx_pass_end runs for them
+// here), not when the driver thread next gets the hart.
+void rdma_net_rx_first(void) {
+  if (!rdma.nic_send || !netdev_rx_pending()) return;
+  spin_unlock(&rdma.lock);
+  netdev_rx_poll();
+  spin_lock(&rdma.lock);
+}
+
+// Receive pass: sets the frame nb holds aside for rx_pass_end (it owns nb
 // from here); the frame runs from nb->frame to the end of nb's data, and
 // bth is where its BTH starts. A netbuf that did not come through net_rx
 // has no recorded start and is dropped (counted: nic_rx_bad).
@@ -227,13 +238,13 @@ static void rx_set_aside(struct netbuf *nb, const uint8 *bth, uint32 flags) {
   rx_batch[rx_nbatch++] = (struct rx_waiting){ nb, nb->frame, len, may_place, flags };
 }
 
-// Driver thread: a UDP datagram for port 4791, data at the BTH; we own nb.
+// Receive pass: a UDP datagram for port 4791, data at the BTH; we own nb.
 // This is where RoCEv2 frames leave the IP/UDP receive path.
 static void roce_rx(struct netbuf *nb, void *arg) {
   rx_set_aside(nb, nb->data, RCT_RX_IP_CHECKED);
 }
 
-// Driver thread: a RoCE v1 frame (EtherType 0x8915); data is at the GRH,
+// Receive pass: a RoCE v1 frame (EtherType 0x8915); data is at the GRH,
 // which no IP layer has seen: the core checks all of it.
 static void roce_v1_rx(struct netbuf *nb) {
   rx_set_aside(nb, nb->data + GRH_BYTES, 0);

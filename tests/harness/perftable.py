@@ -7,6 +7,7 @@ for every test and bench that runs them:
   bandwidth:  #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]
   latency:    #bytes #iterations t_min t_max t_typical t_avg t_stdev p99 p99.9 (usec)
   counters:   rdma_bw/rdma_lat --stats: "perf: qp 0x.. state S tx T rx R retx X tmo Y ..."
+              and rdma_bw's "nic: rx_missed M rx_no_buf B" (the client guest's NIC drops)
 
 MB is 2^20 bytes in these tables. Python standard library only.
 """
@@ -18,6 +19,8 @@ LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+|-?nan)" * 7 + r"[ \t
 # Ends with the line: a console pattern must end after its last capture.
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
 QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
+QP_DROPS = re.compile(r"dup (\d+) oos \d+ oow \d+ dropped (\d+)")
+NIC_LINE = re.compile(r"nic: rx_missed (\d+) rx_no_buf (\d+)")
 
 
 def bw_rows(text):
@@ -49,5 +52,14 @@ def qp_stats(text):
         return None
     r = QP_RNR.search(m[0])
     rnr = {"rnr_timeouts": int(r[1]), "tx_rnr_naks": int(r[2]), "rx_rnr_naks": int(r[3])} if r else {}
+    d = QP_DROPS.search(m[0])
+    drops = {"dup": int(d[1]), "dropped": int(d[2])} if d else {}
     return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4]),
-            **rnr}
+            **rnr, **drops}
+
+
+def nic_drops(text):
+    """The frames the client guest's NIC dropped during an rdma_bw --stats
+    run (ring full + no buffer), or None when the line is missing."""
+    m = NIC_LINE.search(text)
+    return int(m[1]) + int(m[2]) if m else None

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""goals.py: the performance goals of `make bench`, checked in one table.
+
+Owns the section "Goals of this run" at the top of
+bench/results/rdma-summary.md (replaced in place). It measures nothing: it
+reads what the other benches of the same `make bench` run wrote and puts
+each goal beside its value:
+
+  rdma-bw.csv, rdma-ceiling.csv   make bench-rdma  READ under loss, READ/WRITE,
+                                                   requester drops, RoCE ceiling
+  qp-scale.csv                    make bench-qp    256 busy QPs, 255 idle QPs
+  rxe-compare.csv                 make bench-rxe   xv6 against Linux rxe
+  lat-matrix.csv                  make bench-lat   the latency matrix
+  sim-goodput.csv                 make bench-sim   the simulator's 100 Gb/s link
+
+--since EPOCH (make bench passes its start time) marks every value read
+from a file written before it as stale, so a table can only say "met" for
+what this run measured.
+
+Usage: python3 bench/rdma/goals.py [--out bench/results] [--since EPOCH]
+Python standard library only.
+"""
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import lat_matrix  # noqa: E402
+import rxe_compare  # noqa: E402
+
+MIB = 1 << 20
+SECTION = "## Goals of this run (make bench)"
+SECTION_END = "<!-- end of the goals table (bench/rdma/goals.py) -->"
+ROCE_CEILING_GOAL = 0.80
+
+
+def num(v):
+    """A CSV cell as a number (None when empty or not a number)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+class Sources:
+    """The run's CSV files, each read once, with its age checked."""
+
+    def __init__(self, out, since):
+        self.out, self.since, self.stale, self.missing = out, since, set(), set()
+
+    def rows(self, name):
+        path = os.path.join(self.out, name)
+        if not os.path.exists(path):
+            self.missing.add(name)
+            return []
+        if self.since and os.path.getmtime(path) < self.since:
+            self.stale.add(name)
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+
+    def tag(self, name):
+        return "missing" if name in self.missing else "stale" if name in self.stale else ""
+
+
+class Table:
+    def __init__(self, src):
+        self.src, self.rows = src, []
+
+    def add(self, what, value, goal, ok, source, detail=""):
+        """ok: True / False / None (not measured)."""
+        tag = self.src.tag(source)
+        verdict = tag or ("n/a" if ok is None or value is None else "met" if ok else "missed")
+        shown = "n/a" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+        self.rows.append((what + (f" ({detail})" if detail else ""), shown, goal, verdict, source))
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def bw_goals(t, src):
+    rows = src.rows("rdma-bw.csv")
+
+    def g(cfg, op, size, loss=0.0):
+        r = next((r for r in rows if r["config"] == cfg and r["op"] == op and int(r["size"]) == size
+                  and num(r["loss_pct"]) == loss), None)
+        return num(r["goodput_MBps"]) if r else None
+
+    for mtu in (1024, 4096):
+        base = g(f"sr-mtu{mtu}", "read", MIB)
+        for loss, goal in ((1.0, 0.90), (5.0, 0.80)):
+            v = g(f"sr-mtu{mtu}", "read", MIB, loss)
+            q = ratio(v, base)
+            t.add(f"1 MiB READ, selective repeat, {loss:g} % loss / lossless, MTU {mtu}", q, f">= {goal:.2f}",
+                  q is not None and q >= goal, "rdma-bw.csv", f"{v} / {base} MB/s")
+    for mtu in (1024, 4096):
+        r, w = g(f"sr-mtu{mtu}", "read", MIB), g(f"sr-mtu{mtu}", "write", MIB)
+        q = ratio(r, w)
+        t.add(f"1 MiB READ / 1 MiB WRITE, lossless, selective repeat, MTU {mtu}", q, ">= 0.90",
+              q is not None and q >= 0.90, "rdma-bw.csv", f"{r} / {w} MB/s")
+    clean = [r for r in rows if num(r["loss_pct"]) == 0]
+    qp = [num(r.get("dropped_all")) for r in clean]
+    nic = [num(r.get("nic_dropped_all")) for r in clean]
+    known = clean and all(v is not None for v in qp + nic)
+    total = int(sum(qp) + sum(nic)) if known else None
+    reads = sum(1 for r in clean if r["op"] == "read")
+    t.add("frames the requester dropped, every lossless xv6-xv6 run", total, "0", total == 0 if known else None,
+          "rdma-bw.csv", f"{len(clean)} cells ({reads} READ), QP {int(sum(qp)) if known else '?'}"
+          f" + NIC {int(sum(nic)) if known else '?'}")
+    ceil = {c["config"]: c for c in src.rows("rdma-ceiling.csv")}
+    for mtu in (1024, 4096):
+        w = g(f"mtu{mtu}", "write", 65536)
+        c = num(ceil.get(f"mtu{mtu}", {}).get("roce_payload_MBps_median"))
+        q = ratio(w, c)
+        t.add(f"64 KiB WRITE / RoCE frame ceiling, MTU {mtu}", q, f">= {ROCE_CEILING_GOAL:.2f}",
+              q is not None and q >= ROCE_CEILING_GOAL, "rdma-ceiling.csv", f"{w} / {c} MB/s")
+
+
+def qp_goals(t, src):
+    rows = {(r["mode"], int(r["qps"])): r for r in src.rows("qp-scale.csv")}
+    hi = max((n for _, n in rows), default=None)
+    one, busy, idle = rows.get(("busy", 1)), rows.get(("busy", hi)), rows.get(("idle", hi))
+    if not (one and busy and idle and hi > 1):
+        t.add("QP scaling", None, "", None, "qp-scale.csv")
+        return
+    g = ratio(num(busy["bw_MiBps"]), num(one["bw_MiBps"]))
+    t.add(f"goodput, {hi} busy QPs / 1 QP", g, ">= 0.90", g >= 0.90, "qp-scale.csv",
+          f"{busy['bw_MiBps']} / {one['bw_MiBps']} MiB/s, medians")
+    c = ratio(num(idle["cpu_us_per_frame"]), num(one["cpu_us_per_frame"]))
+    t.add(f"CPU per frame, 1 busy + {hi - 1} idle QPs / 1 QP", c, "<= 1.10", c <= 1.10, "qp-scale.csv",
+          f"{idle['cpu_us_per_frame']} / {one['cpu_us_per_frame']} us, medians")
+
+
+RXE_GOALS = (("WRITE 64 KiB", 0, 1.5), ("WRITE 64 KiB", 1, 10), ("WRITE 64 KiB", 5, 50), ("READ 1 MiB", 1, 10))
+
+
+def rxe_goals(t, src):
+    rows = [dict(r, loss_pct=int(r["loss_pct"]), goodput_MBps=float(r["goodput_MBps"]))
+            for r in src.rows("rxe-compare.csv") if num(r["goodput_MBps"]) is not None]
+    meds = rxe_compare.medians(rows)
+    for cell, loss, goal in RXE_GOALS:
+        x, r = meds.get((loss, cell, "sr"), (None,))[0], meds.get((loss, cell, "rxe"), (None,))[0]
+        q = ratio(x, r)
+        t.add(f"{cell}, xv6 selective repeat / rxe-rxe, {loss} % loss", q, f">= {goal}",
+              q is not None and q >= goal, "rxe-compare.csv",
+              f"{x and round(x, 2)} / {r and round(r, 2)} MB/s, medians")
+
+
+def lat_goals(t, src):
+    ints = {"round", "size", "iters"} | set(lat_matrix.XV6_COUNTERS)
+    rows = []
+    for r in src.rows("lat-matrix.csv"):
+        rows.append({k: (int(v) if k in ints and v not in ("", None) else
+                         None if k in ints else num(v) if k.startswith("t_") else v) for k, v in r.items()})
+    if not rows:
+        t.add("latency matrix", None, "", None, "lat-matrix.csv")
+        return
+    res = lat_matrix.table(rows)
+    cells = [(k, c) for k, c in sorted(res.items()) if "xv6" in c and "rxe" in c]
+    ratios = [(ratio(c["xv6"]["t_typical_us"], c["rxe"]["t_typical_us"]), k) for k, c in cells]
+    worst = max(ratios, key=lambda x: x[0] or 0, default=(None, None))
+    fast = sum(1 for q, _ in ratios if q is not None and q <= lat_matrix.GOAL)
+    t.add("latency cells with xv6 t_typical <= 0.8 x rxe's", f"{fast} of {len(cells)}", f"{len(cells)} of {len(cells)}",
+          fast == len(cells), "lat-matrix.csv",
+          f"worst {worst[0]:.2f}: {' '.join(map(str, worst[1]))}" if worst[0] else "")
+    for what, keys in (("timeouts", ("timeouts",)), ("RNR NAKs and RNR waits", ("tx_rnr_naks", "rnr_timeouts"))):
+        per_cell = {k: sum(c["xv6"][f"{s}_{x}"] for s in ("cli", "srv") for x in keys) for k, c in cells}
+        bad = [" ".join(map(str, k)) for k, v in per_cell.items() if v]
+        t.add(f"xv6 {what} in the latency runs (lossless link, both sides)", sum(per_cell.values()), "0",
+              not bad, "lat-matrix.csv", f"in {len(bad)} of {len(cells)} cells" + (f": {', '.join(bad)}" if bad else ""))
+
+
+def sim_goals(t, src):
+    rows = src.rows("sim-goodput.csv")
+
+    def f(op, size, loss):
+        r = next((r for r in rows if r["link"] == "100g" and r["mode"] == "sr" and r.get("op", "WRITE") == op
+                  and int(r["size"]) == size and num(r["loss_pct"]) == loss), None)
+        return num(r["fraction_of_lossless"]) if r else None
+
+    for op, size, loss, goal in (("WRITE", 65536, 5.0, 0.80), ("WRITE", MIB, 5.0, 0.80),
+                                 ("READ", MIB, 1.0, 0.90), ("READ", MIB, 5.0, 0.80)):
+        v = f(op, size, loss)
+        t.add(f"simulator, 100 Gb/s: {op} {size // 1024} KiB selective repeat, {loss:g} % loss / lossless", v,
+              f">= {goal:.2f}", v is not None and v >= goal, "sim-goodput.csv")
+
+
+def section(t, since):
+    met = sum(1 for r in t.rows if r[3] == "met")
+    L = [SECTION, "",
+         f"Written by bench/rdma/goals.py at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from the "
+         "files the benches of one `make bench` run wrote" +
+         (f" (started {time.strftime('%H:%M UTC', time.gmtime(since))})" if since else "") +
+         f"; {met} of {len(t.rows)} goals met. A value from a file older than the run says \"stale\". "
+         "The sections below and the files named give how each was measured.", "",
+         "| goal | value | target | verdict | from |", "| --- | ---: | --- | --- | --- |"]
+    L += [f"| {w} | {v} | {g} | {'**' + k + '**' if k == 'missed' else k} | {s} |" for w, v, g, k, s in t.rows]
+    L += ["", SECTION_END]
+    return "\n".join(L) + "\n"
+
+
+def write_section(out, text):
+    """Puts the section after the summary's first paragraph (its command
+    line), replacing an earlier one; writes a file holding it alone when
+    there is no summary yet."""
+    path = os.path.join(out, "rdma-summary.md")
+    old = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if SECTION in old and SECTION_END in old:
+        a, b = old.index(SECTION), old.index(SECTION_END) + len(SECTION_END)
+        new = old[:a] + text.rstrip("\n") + old[b:]
+    else:
+        head, sep, rest = old.partition("\n## ")
+        new = head.rstrip("\n") + "\n\n" + text + ("\n## " + rest if sep else "")
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--since", type=float, default=0, help="the run's start (epoch seconds)")
+    args = ap.parse_args()
+    src = Sources(args.out, args.since)
+    t = Table(src)
+    for part in (bw_goals, qp_goals, rxe_goals, lat_goals, sim_goals):
+        part(t, src)
+    text = section(t, args.since)
+    write_section(args.out, text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""test_goals.py: bench/rdma/goals.py on made-up bench outputs.
+
+Checks that each goal's verdict follows its value (met, missed, n/a), that a
+file written before the run is "stale" and never "met", that requester drops
+count the QP's and the NIC's, and that the section is replaced in place.
+Prints "test-goals: N passed, M failed" (tests/harness/suite.py reads it).
+"""
+import csv
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench", "rdma"))
+import goals  # noqa: E402
+
+MIB = 1 << 20
+
+
+def write(d, name, rows):
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(os.path.join(d, name), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def bw(cfg, op, size, loss, mbps, qp_drops=0, nic_drops=0):
+    return {"config": cfg, "op": op, "size": size, "loss_pct": loss, "goodput_MBps": mbps,
+            "dropped_all": qp_drops, "nic_dropped_all": nic_drops}
+
+
+def run(d, since=0):
+    src = goals.Sources(d, since)
+    t = goals.Table(src)
+    for part in (goals.bw_goals, goals.qp_goals, goals.rxe_goals, goals.lat_goals, goals.sim_goals):
+        part(t, src)
+    return {w.split(" (")[0]: (v, k) for w, v, g, k, s in t.rows}, t
+
+
+class Goals(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        rows = []
+        for mtu in (1024, 4096):
+            rows += [bw(f"sr-mtu{mtu}", "read", MIB, 0, 40.0), bw(f"sr-mtu{mtu}", "write", MIB, 0, 42.0),
+                     bw(f"sr-mtu{mtu}", "read", MIB, 1, 38.0), bw(f"sr-mtu{mtu}", "read", MIB, 5, 20.0),
+                     bw(f"mtu{mtu}", "write", 65536, 0, 30.0)]
+        write(self.dir, "rdma-bw.csv", rows)
+        write(self.dir, "rdma-ceiling.csv", [{"config": "mtu1024", "roce_payload_MBps_median": 33.0},
+                                             {"config": "mtu4096", "roce_payload_MBps_median": 60.0}])
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_goals_verdict_follows_value(self):
+        got, _ = run(self.dir)
+        self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"], ("0.95", "met"))
+        self.assertEqual(got["1 MiB READ, selective repeat, 5 % loss / lossless, MTU 1024"], ("0.50", "missed"))
+        self.assertEqual(got["1 MiB READ / 1 MiB WRITE, lossless, selective repeat, MTU 4096"], ("0.95", "met"))
+        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"], ("0.91", "met"))
+        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 4096"], ("0.50", "missed"))
+
+    def test_goals_missing_file_is_missing_not_met(self):
+        got, _ = run(self.dir)
+        self.assertEqual(got["QP scaling"], ("n/a", "missing"))
+        self.assertEqual(got["latency matrix"], ("n/a", "missing"))
+
+    def test_goals_requester_drops_count_qp_and_nic(self):
+        write(self.dir, "rdma-bw.csv", [bw("sr-mtu1024", "read", MIB, 0, 40.0, qp_drops=0, nic_drops=3),
+                                        bw("sr-mtu1024", "read", MIB, 1, 30.0, qp_drops=99)])
+        got, _ = run(self.dir)
+        self.assertEqual(got["frames the requester dropped, every lossless xv6-xv6 run"], ("3", "missed"))
+
+    def test_goals_old_file_is_stale(self):
+        old = time.time() - 3600
+        os.utime(os.path.join(self.dir, "rdma-bw.csv"), (old, old))
+        got, _ = run(self.dir, since=time.time() - 60)
+        self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"][1], "stale")
+        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "met")
+
+    def test_goals_section_replaced_in_place(self):
+        path = os.path.join(self.dir, "rdma-summary.md")
+        with open(path, "w") as f:
+            f.write("# RDMA benchmarks\n\nCommand: x.\n\n## Ratios\n\nbody\n")
+        _, t = run(self.dir)
+        goals.write_section(self.dir, goals.section(t, 0))
+        goals.write_section(self.dir, goals.section(t, 0))
+        with open(path) as f:
+            text = f.read()
+        self.assertEqual(text.count(goals.SECTION), 1)
+        self.assertLess(text.index("Command: x."), text.index(goals.SECTION))
+        self.assertLess(text.index(goals.SECTION_END), text.index("## Ratios"))
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=1).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"test-goals: {result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
