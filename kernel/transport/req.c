@@ -6,7 +6,8 @@
  * (rct_req_retransmit_from, go-back-N) or, in SR mode, resends single PSNs
  * of its retransmit scan, which the completer fills (rct_req_sr_*). A READ
  * goes as READ requests of at most one piece each, inside the READ window
- * and the READ credit [REQ-READ-6]. It never decides *that* something is
+ * (in SR mode: the responses requested and not received, [REQ-READ-8]) and
+ * the READ credit [REQ-READ-6]. It never decides *that* something is
  * lost: that is the completer's job (comp.c). It pauses on an RNR NAK
  * (rct_req_pause_rnr: the RNR timer is the one record of the wait). [REQ-*]
  *
