@@ -147,6 +147,11 @@ static inline bool rct_comp_sacked(const struct rct_qp *qp, uint32_t psn)   /* S
   uint32_t k = (uint32_t)psn_diff(psn, qp->comp.una);
   return k < RCT_SR_WINDOW && bm_test(qp->comp.sr_sacked, k);
 }
+/* SR: PSNs sacked among the n from una on (n <= SR_WINDOW). */
+static inline uint32_t rct_comp_sacked_count(const struct rct_qp *qp, uint32_t n)
+{
+  return rct_bm_count(qp->comp.sr_sacked, n);
+}
 
 /* resp.c: responder */
 void rct_resp_reset(struct rct_qp *qp, bool keep_parting);

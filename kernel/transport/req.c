@@ -6,7 +6,8 @@
  * (rct_req_retransmit_from, go-back-N) or, in SR mode, resends single PSNs
  * of its retransmit scan, which the completer fills (rct_req_sr_*). A READ
  * goes as READ requests of at most one piece each, inside the READ window
- * and the READ credit [REQ-READ-6]. It never decides *that* something is
+ * (in SR mode: the responses requested and not received, [REQ-READ-8]) and
+ * the READ credit [REQ-READ-6]. It never decides *that* something is
  * lost: that is the completer's job (comp.c). It pauses on an RNR NAK
  * (rct_req_pause_rnr: the RNR timer is the one record of the wait). [REQ-*]
  *
@@ -73,12 +74,26 @@ static uint32_t reads_outstanding(struct rct_qp *qp)
   return r->rd_count;
 }
 
+/* SR: PSNs sent and neither acknowledged nor sacked (READ responses
+ * requested and not received) [REQ-READ-8]. */
+static uint32_t sr_unreceived(const struct rct_qp *qp)
+{
+  uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, rct_comp_una(qp));
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  return n - rct_comp_sacked_count(qp, n);
+}
+
 /* May a new READ request for response PSNs [psn, end] go now? Credit
- * [REQ-WIN-2] and READ window [REQ-READ-6]. */
+ * [REQ-WIN-2] and READ window: from una [REQ-READ-6], in SR mode the
+ * responses not yet received, within SR_WINDOW of una [REQ-READ-8]. */
 static bool read_request_allowed(struct rct_qp *qp, uint32_t psn, uint32_t end)
 {
   if (reads_outstanding(qp) >= qp->attr.max_rd_atomic || qp->req.rd_count >= RCT_MAX_RD_ATOMIC)
     return false;
+  if (qp->sr)
+    return (uint32_t)psn_diff(end, rct_comp_una(qp)) < RCT_SR_WINDOW &&
+           sr_unreceived(qp) + (uint32_t)psn_diff(end, psn) + 1 <= read_window(qp);
   return window_allows(qp, psn, (uint32_t)psn_diff(end, psn) + 1) &&
          (uint32_t)psn_diff(end, rct_comp_una(qp)) < read_window(qp);
 }

@@ -29,6 +29,24 @@ static inline void rct_bm_shift(uint32_t *bm, uint32_t n)
   }
 }
 
+static inline uint32_t bm_popcount(uint32_t x)
+{
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
+/* Bits set among the n lowest (n <= RCT_SR_WINDOW). */
+static inline uint32_t rct_bm_count(const uint32_t *bm, uint32_t n)
+{
+  uint32_t c = 0;
+  for (uint32_t i = 0; i < n >> 5; i++)
+    c += bm_popcount(bm[i]);
+  if (n & 31)
+    c += bm_popcount(bm[n >> 5] & ((1u << (n & 31)) - 1));
+  return c;
+}
+
 /* Any bit set? */
 static inline int rct_bm_any(const uint32_t *bm)
 {

@@ -15,6 +15,8 @@
  *  - SR only: the early probe under the IBTA RTO (probe slack 2 us,
  *    [REQ-TMO-10]) at 5 % loss, 10 % reordering and 5 % duplication, and
  *    in the blackhole that outlasts the retry budget;
+ *  - SR only: a goodput floor for 1 MiB READs at 5 % loss on a 100 Gb/s
+ *    link ([REQ-READ-8]);
  *  - determinism: one impaired scenario twice with one seed (same trace
  *    hash) and once with the next seed (a different trace).
  * Each line names the scenario, its seed and its result; the last line is
@@ -95,6 +97,23 @@ static void add_probe_scenarios(enum rct_wr_opcode op)
   sc->expect = SC_EXPECT_RETRY_EXC;
 }
 
+/* [REQ-READ-8] SR READ goodput floor: 16 MiB of 1 MiB READs on a 100 Gb/s,
+ * 10 us link (window 128, as the sim bench's 100g cell) at 5 % loss in both
+ * directions complete within 1 / 0.85 of the lossless time (16 MiB at
+ * 97.7 Gb/s, 1.374 ms): with the READ window counted from una they took
+ * 1 / 0.75-0.79 of it, one round trip idle after each hole. */
+static void add_read_floor(void)
+{
+  struct scenario *sc = add(1, RCT_WR_RDMA_READ, 1u << 20, "floor 100g loss=5%",
+                            "rate 100gbit delay 5us loss 5%");
+  sc->nmsgs = 16;
+  sc->regions = 4;
+  sc->p.max_inflight = 128;
+  sc->p.sq_size = 2;
+  sc->p.timeout = 4;
+  sc->max_done_ns = 1374000ull * 100 / 85;
+}
+
 static void build(void)
 {
   char link[256], what[64];
@@ -136,6 +155,7 @@ static void build(void)
       if (sr)
         add_probe_scenarios(ops[o]);
     }
+  add_read_floor();
 }
 
 static uint64_t seed_of(uint64_t base, const char *name)

@@ -369,6 +369,9 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
     snprintf(res->why, sizeof res->why, "CQ overflow");
   if (!res->why[0] && sc->expect_clean)
     check_clean(&s.ep[0].qp.cnt, &r);
+  if (!res->why[0] && sc->max_done_ns && res->done_ns > sc->max_done_ns)
+    snprintf(res->why, sizeof res->why, "done at %.1f us, the floor asks by %.1f us", res->done_ns / 1e3,
+             sc->max_done_ns / 1e3);
   res->ok = !res->why[0];
   res->trace_hash = s.link.trace_hash;
   res->vtime_ns = s.now;

@@ -13,7 +13,8 @@
  *  - when the link outlasts the retry budget (expect = SC_EXPECT_RETRY_EXC):
  *    SUCCESS* then exactly one RETRY_EXC_ERR then WR_FLUSH_ERR for the rest,
  *    and a WR posted afterwards is flushed too;
- *  - the QPs end in RTS (the requester in ERR after RETRY_EXC_ERR).
+ *  - the QPs end in RTS (the requester in ERR after RETRY_EXC_ERR);
+ *  - with max_done_ns, that the last message completed by then.
  */
 #ifndef SCENARIO_H
 #define SCENARIO_H
@@ -39,6 +40,7 @@ struct scenario {
   uint64_t *latency_ns;         /* optional [nmsgs]: post -> completion time */
   int no_verify_data;           /* benchmarks: skip the byte comparison */
   int expect_clean;             /* a lossless link: the requester resends, times out, drops nothing */
+  uint64_t max_done_ns;         /* if non-zero: every message completed by this virtual time (a goodput floor) */
 };
 
 struct scenario_result {

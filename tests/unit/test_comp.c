@@ -598,6 +598,120 @@ START_TEST(test_comp_sr_read_rerequests_missing_runs)
 }
 END_TEST
 
+/* [REQ-READ-8] [REQ-READ-6] SR: the READ window counts the responses
+ * requested and not yet received, not the distance from una: while a hole
+ * at una is re-requested, each received response lets the next piece go;
+ * never beyond SR_WINDOW from una, and never past the READ credit. */
+START_TEST(test_comp_sr_read_window_counts_unreceived)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = 8;                                  /* READ window 8: pieces of 2 */
+  o.rd_atomic = 8;                                     /* credit to spare */
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 16 * 1024, 0x9000, 0x55, 0);   /* 16 PSNs, 8 pieces */
+  for (uint32_t i = 0; i < 4; i++) {
+    ck_assert(expect_frame(A, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + 2 * i);
+  }
+  expect_nothing(A, 0);                                /* 8 responses requested, none received */
+  /* PSN0 lost: PSN0 + 1 shows it, the run is re-requested */
+  inject_req(A, P, 1, OP_READ_RESP_LAST, PSN0 + 1, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0);
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024);
+  expect_nothing(A, 1);                                /* 7 unreceived: a piece of 2 does not fit */
+  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 2, &p, fb));               /* una still PSN0, the next piece goes */
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 8);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 8 * 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, 2048);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0);
+  inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 3, false, 1024, 0x22, NULL, 0);
+  inject_req(A, P, 3, OP_READ_RESP_FIRST, PSN0 + 4, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 3, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 10);
+  expect_nothing(A, 3);
+  /* the replay arrives: everything up to PSN0 + 4 is in, una moves */
+  inject_req(A, P, 4, OP_READ_RESP_ONLY, PSN0, false, 1024, 0x33, NULL, 0);
+  ck_assert_uint_eq(A->qp.comp.una, PSN0 + 5);
+  ck_assert_uint_eq(M->buf[0], 0x33);
+  ck_assert_uint_eq(M->buf[1024], 0x22);
+  expect_nothing(A, 4);                                /* 7 unreceived (PSN0 + 5 .. 11) */
+  inject_req(A, P, 5, OP_READ_RESP_LAST, PSN0 + 5, false, 1024, 0x22, NULL, 0);
+  ck_assert(expect_frame(A, 5, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 12);
+}
+END_TEST
+
+/* [REQ-WIN-2] [REQ-READ-8] SR: a READ piece still waits for a READ credit
+ * while una stalls at a hole, however few responses are unreceived */
+START_TEST(test_comp_sr_read_window_keeps_credit)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = 8;                                  /* pieces of 2 */
+  o.rd_atomic = 2;
+  setup_with(&o);
+  post_send(A, 1, RCT_WR_RDMA_READ, M, 0, 8 * 1024, 0x9000, 0x55, 0);
+  ck_assert_int_eq(drain(0, NULL), 2);                 /* two credits: two pieces */
+  inject_req(A, P, 1, OP_READ_RESP_LAST, PSN0 + 1, false, 1024, 0x22, NULL, 0);   /* PSN0 lost */
+  ck_assert(expect_frame(A, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0);                /* its re-request takes no credit */
+  inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0 + 2, false, 1024, 0x22, NULL, 0);
+  inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 1024, 0x22, NULL, 0);
+  expect_nothing(A, 2);                                /* 1 unreceived, but both credits held */
+  inject_req(A, P, 3, OP_READ_RESP_ONLY, PSN0, false, 1024, 0x33, NULL, 0);
+  ck_assert_int_eq(drain(3, NULL), 2);                 /* una passed both: two more pieces */
+}
+END_TEST
+
+/* [REQ-READ-8] [SR-REQ-1] SR, READ window 128 (half of SR_WINDOW): while a
+ * lost first response holds una, each piece's worth of responses that
+ * arrives lets one more piece go, beyond the READ window from una, up to
+ * SR_WINDOW from una and no further. */
+START_TEST(test_comp_sr_read_window_room_past_hole)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  struct host_mr *big;
+  uint32_t w = RCT_SR_WINDOW / 2, piece = w / 4, n = RCT_SR_WINDOW + 2 * piece, sent = 0;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = w;
+  o.rd_atomic = RCT_MAX_RD_ATOMIC;
+  setup_with(&o);
+  big = ep_reg_mr(A, 0x100000, n * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(A, 1, RCT_WR_RDMA_READ, big, 0, n * 1024, 0x9000, 0x55, 0);
+  while (expect_frame(A, 0, &p, fb)) {
+    ck_assert_uint_eq(p.h.bth.psn, PSN0 + sent);
+    ck_assert_uint_eq(p.h.reth.dmalen, piece * 1024);
+    sent += piece;
+  }
+  ck_assert_uint_eq(sent, w);
+  /* PSN0 lost; every later response requested arrives, and each piece's
+   * worth lets one more piece go */
+  for (uint32_t k = 1; k < sent; k++) {
+    uint32_t pos = k % piece;
+    uint8_t op = pos == 0 ? OP_READ_RESP_FIRST : pos == piece - 1 ? OP_READ_RESP_LAST : OP_READ_RESP_MIDDLE;
+    inject_req(A, P, k, op, PSN0 + k, false, 1024, 0x22, NULL, 0);
+    while (expect_frame(A, k, &p, fb))
+      if (p.h.bth.psn == PSN0 + sent) {
+        ck_assert_uint_eq(p.h.reth.dmalen, piece * 1024);
+        sent += piece;
+      }
+  }
+  ck_assert_uint_eq(A->qp.comp.una, PSN0);
+  ck_assert_uint_eq(sent, RCT_SR_WINDOW);              /* beyond w from una, up to SR_WINDOW */
+  expect_nothing(A, 99);
+}
+END_TEST
+
 /* [PSN-WIN-4] a NAK naming una - 1 is outside the window */
 START_TEST(test_comp_nak_before_una_ignored)
 {
@@ -919,6 +1033,9 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_read_response_position_per_piece);
   tcase_add_test(t, test_comp_read_out_of_order_response_gbn);
   tcase_add_test(t, test_comp_sr_read_rerequests_missing_runs);
+  tcase_add_test(t, test_comp_sr_read_window_counts_unreceived);
+  tcase_add_test(t, test_comp_sr_read_window_keeps_credit);
+  tcase_add_test(t, test_comp_sr_read_window_room_past_hole);
   tcase_add_test(t, test_comp_cq_overflow_counted);
   tcase_add_test(t, test_comp_cq_counter_wrap);
   suite_add_tcase(s, t);
