@@ -6,8 +6,19 @@
 // usable peer address, so 0 doubles as the error value); inet_pton is the
 // same parser with a separate error. getaddrinfo knows numeric hosts and
 // services only: there is no resolver, so any other name is EAI_NONAME.
-// netstat_value reads one counter out of netstat()'s "name value" lines.
+// netstat_text takes a snapshot of netstat()'s "name value" lines and
+// netstat_value reads one counter out of it.
 #include "user.h"
+
+// A fresh netstat() snapshot, NUL-terminated (empty on error); the next
+// call overwrites it.
+const char *netstat_text(void)
+{
+  static char buf[4096];
+  int n = netstat(buf, sizeof buf - 1);
+  buf[n < 0 ? 0 : n] = 0;
+  return buf;
+}
 
 // The value of the line "name value" of netstat text, or 0 when absent.
 unsigned long netstat_value(const char *text, const char *name)

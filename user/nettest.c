@@ -50,15 +50,7 @@ static int udp_socket(int port) {
   return s;
 }
 
-// A fresh netstat snapshot (NUL-terminated; empty on error).
-static const char *stat_text(void) {
-  static char buf[4096];
-  int n = netstat(buf, sizeof buf - 1);
-  buf[n < 0 ? 0 : n] = 0;
-  return buf;
-}
-
-static unsigned long stat_value(const char *name) { return netstat_value(stat_text(), name); }
+static unsigned long stat_value(const char *name) { return netstat_value(netstat_text(), name); }
 
 static int cmd_info(void) {
   struct net_info ni;
@@ -307,7 +299,7 @@ static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int coun
 struct rx_sample { unsigned long t, datagrams, frames, bytes, irqs, no_buf, missed; };
 
 static void rx_sample(struct rx_sample *x) {
-  const char *st = stat_text();
+  const char *st = netstat_text();
   x->t = clock_ns();
   x->datagrams = netstat_value(st, "udp_no_port") +    // went through eth/ip/udp demux
                  netstat_value(st, "roce_sink_ok") + netstat_value(st, "roce_sink_bad_icrc");

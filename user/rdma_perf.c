@@ -392,9 +392,7 @@ void perf_post_ahead(struct perf_conn *c) {
 // Frames the NIC dropped on receive: its ring was full (rx_missed) or the
 // driver had no buffer to refill it with (rx_no_buf).
 static void nic_drops(struct perf_cpu *s) {
-  static char text[4096];
-  int n = netstat(text, sizeof text - 1);
-  text[n < 0 ? 0 : n] = 0;
+  const char *text = netstat_text();
   s->nic_missed = netstat_value(text, "dev_rx_missed");
   s->nic_no_buf = netstat_value(text, "dev_rx_no_buf");
 }

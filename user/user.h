@@ -83,6 +83,7 @@ int sendto(int s, const void *buf, int n, const struct net_addr *to);
 int recvfrom(int s, void *buf, int n, struct net_addr *from, int timeout_ms);
 int sockclose(int s);
 int netstat(char *buf, int n);
+const char *netstat_text(void);   // a netstat() snapshot, NUL-terminated (static buffer)
 unsigned long netstat_value(const char *text, const char *name);  // one counter of netstat's text, or 0
 int netinfo(struct net_info *info);
 int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);

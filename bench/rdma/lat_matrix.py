@@ -39,7 +39,6 @@ Usage: python3 bench/rdma/lat_matrix.py [--out DIR] [--rounds N] [--iters N] [--
 import argparse
 import csv
 import os
-import re
 import statistics
 import sys
 import time
@@ -61,20 +60,10 @@ MODES = ("poll", "sleep")
 TOOLS = ("xv6", "rxe")
 GOAL = 0.8                     # xv6 t_typical <= GOAL x rxe's
 SURPRISES = ("tx_rnr_naks", "rx_rnr_naks", "rnr_timeouts", "timeouts")
-DUP = re.compile(r" dup (\d+)")
 SECTION = "## Latency matrix"
 SECTION_END = "<!-- end of the latency matrix (bench/rdma/lat_matrix.py) -->"
 RXE_TIMEOUT_S, RXE_TIMEOUT_PER_ITER_S = 60, 0.05    # a perftest run's deadline (normal: 1-12 s)
 COLUMNS = ("t_min_us", "t_typical_us", "t_avg_us", "p99_us", "p999_us")
-
-
-def qp_counters(text):
-    """One side's --stats line as a dict (perftable.qp_stats and dup)."""
-    q = perftable.qp_stats(text) or {}
-    m = DUP.search(text)
-    if q and m:
-        q["dup"] = int(m[1])
-    return q
 
 
 def xv6_run(tb, op, size, iters, sleep, extra, log):
@@ -86,7 +75,7 @@ def xv6_run(tb, op, size, iters, sleep, extra, log):
     if not row:
         progress("lat", f"{cmd}: no result row")
         return None
-    c, s = qp_counters(out), qp_counters(server)
+    c, s = perftable.qp_stats(out) or {}, perftable.qp_stats(server) or {}
     for side, q in (("cli", c), ("srv", s)):
         for k in ("retransmits", "timeouts", "tx_rnr_naks", "rx_rnr_naks", "rnr_timeouts", "dup"):
             row[f"{side}_{k}"] = q.get(k)

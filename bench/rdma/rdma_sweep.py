@@ -164,13 +164,17 @@ def configs(quick):
            "append": "itr=0", "nic_opts": ",mitigation=off"}
 
 
+def run_total(runs, key):
+    """The sum of key over runs; None when there are none or a run did not
+    say (None or an empty CSV cell)."""
+    vals = [x.get(key) for x in runs]
+    return None if not runs or any(v in (None, "") for v in vals) else sum(int(v) for v in vals)
+
+
 def drop_sums(runs):
     """Frames the requester (the client guest) dropped over all of a cell's
-    runs: its QP's counter and its NIC's (None when a run did not say)."""
-    def total(k):
-        vals = [x.get(k) for x in runs]
-        return None if any(v is None for v in vals) else sum(vals)
-    return {"dropped_all": total("dropped"), "nic_dropped_all": total("nic_dropped")}
+    runs: its QP's counter and its NIC's."""
+    return {"dropped_all": run_total(runs, "dropped"), "nic_dropped_all": run_total(runs, "nic_dropped")}
 
 
 def run_bw(tb, c, op, size, budget, bw_rows, log):

@@ -12,7 +12,6 @@ Outputs: DIR/read-loss.txt (the table), DIR/read-loss.log (every run).
 """
 import argparse
 import os
-import re
 import statistics
 import sys
 import time
@@ -20,20 +19,21 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ab_compare import REPO, Testbed, build_base, progress, save_outputs  # noqa: E402 (it sets the paths)
 import rdma_sweep  # noqa: E402
+import perftable  # noqa: E402
 
 LOSSES = (0, 1, 5)
-COUNTERS = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+).*"
-                      r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
-KEYS = ("tx", "rx", "retx", "tmo", "dup", "oos", "oow", "dropped")
+# column: perftable.qp_stats's key
+KEYS = {"tx": "tx_frames", "rx": "rx_frames", "retx": "retransmits", "tmo": "timeouts", "dup": "dup",
+        "oos": "oos", "oow": "oow", "dropped": "dropped"}
 
 
 def run_read(tb, sr, iters, log):
   """One rdma_bw READ run, guest 1 reading from guest 0: MiB/s and its counters."""
   r = rdma_sweep.bw(tb, "read", 1 << 20, iters, sr, log)
-  m = COUNTERS.search(log[-1])
-  if not r or not m:
+  q = perftable.qp_stats(log[-1])      # the run's client output, last in the log
+  if not r or not q:
     return None
-  return {"MiBps": float(r["bw_avg_MiBps"]), **{k: int(v) for k, v in zip(KEYS, m.groups())}}
+  return {"MiBps": float(r["bw_avg_MiBps"]), **{k: q[v] for k, v in KEYS.items()}}
 
 
 def one_round(label, kernel, fs_img, iters, results, log):

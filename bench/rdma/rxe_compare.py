@@ -253,28 +253,36 @@ def from_rxe_table(rows, meds):
          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for loss in LOSSES:
         rs = [r for r in rows if r["cell"] == cell[0] and r["loss_pct"] == loss and r["tool"] == FROM_RXE]
-
-        def total(k):
-            vals = [r.get(k) for r in rs]
-            return sum(int(v) for v in vals) if rs and all(v not in (None, "") for v in vals) else None
         L.append(f"| {loss} | {meds.get((loss, cell[0], FROM_RXE), (None,))[0]} | "
-                 f"{meds.get((loss, cell[0], 'gbn'), (None,))[0]} | {total('dropped')} | {total('nic_dropped')} | "
-                 f"{total('dup')} | {total('retransmits')} |")
+                 f"{meds.get((loss, cell[0], 'gbn'), (None,))[0]} | "
+                 + " | ".join(str(rdma_sweep.run_total(rs, k)) for k in ("dropped", "nic_dropped", "dup", "retransmits"))
+                 + " |")
     return L
 
 
-def write_summary(out, section, title=SECTION, end_marker=SECTION_END):
+def write_summary(out, section, title=SECTION, end_marker=SECTION_END, at_top=False):
     """Replaces the section of rdma-summary.md from its title to its
-    end_marker line (the rxe section unless told) or appends it."""
+    end_marker line (the rxe section unless told). A new section goes at
+    the end, or with at_top after the summary's first paragraph."""
     path = os.path.join(out, "rdma-summary.md")
-    text = open(path).read() if os.path.exists(path) else "# RDMA benchmarks\n"
+    text = "# RDMA benchmarks\n"
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
     start = text.find(title)
     if start >= 0:
         end = text.find(end_marker, start)
         end = len(text) if end < 0 else end + len(end_marker) + 1
         text = text[:start] + text[end:]
+    if at_top and start >= 0:
+        text = text[:start] + section + text[start:]
+    elif at_top:
+        head, sep, rest = text.partition("\n## ")
+        text = head.rstrip("\n") + "\n\n" + section + ("\n## " + rest if sep else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
     with open(path, "w") as f:
-        f.write(text.rstrip("\n") + "\n\n" + section)
+        f.write(text)
 
 
 def plot(out, meds):

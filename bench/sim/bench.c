@@ -254,10 +254,12 @@ static int cpu_cost(const char *out, uint64_t seed, uint64_t total)
   for (int c = 0; c < 2; c++) {
     double clk = clock_read_ns(clocks[c].id);
     for (int m = 0; m < 2; m++)
-      for (unsigned zi = 0; zi < 2; zi++) {
+      for (unsigned zi = 0; zi < sizeof workloads / sizeof workloads[0]; zi++) {
         struct scenario sc;
         struct scenario_result r, best;
-        setup(&sc, &links[0], 1, &workloads[zi], 0, seed, total);   /* the two WRITE workloads */
+        if (workloads[zi].op != RCT_WR_RDMA_WRITE)
+          continue;                                         /* the WRITE workloads */
+        setup(&sc, &links[0], 1, &workloads[zi], 0, seed, total);
         sc.p.dev_flags = modes[m].flags;
         for (int rep = 0; rep < CPU_REPEATS; rep++) {
           scenario_run(&sc, &r, NULL, clocks[c].id);
@@ -324,7 +326,7 @@ int main(int argc, char **argv)
     }
   }
   double t0 = wall();
-  printf("bench-sim: seed %llu, %llu MiB of WRITEs per point, MTU 4096, loss on both directions\n",
+  printf("bench-sim: seed %llu, %llu MiB of messages per point, MTU 4096, loss on both directions\n",
          (unsigned long long)seed, (unsigned long long)mib);
   int bad = goodput(out, seed, mib << 20, quick);
   if (!only_op)

@@ -41,7 +41,8 @@
 #define ITR_WINDOW_NS 1000000  // adaptive moderation classifies windows of at least 1 ms
 
 // Adaptive moderation classes, tried in order: the first whose limits the
-// last window stayed within gives ITR (256 ns units). The classes follow
+// last window stayed within gives ITR (256 ns units); bulk, the last, has
+// no limits and takes every window the others do not. The classes follow
 // the Intel 8254x driver's dynamic mode (lowest latency, low latency,
 // bulk); their limits are ours. A ping-pong carries a few frames per
 // interrupt at a few MB/s and pays for every microsecond of throttle; a
@@ -56,7 +57,7 @@ struct itr_class {
 static const struct itr_class itr_classes[NETDEV_ITR_CLASSES] = {
   [NETDEV_ITR_LOWEST] = { 0,   4,          24 * 1024 },   // no moderation
   [NETDEV_ITR_LOW]    = { 488, 16,         48 * 1024 },   // 125 us, at most 8,000 interrupts/s
-  [NETDEV_ITR_BULK]   = { 977, 0xffffffff, 0xffffffff },  // 250 us, at most 4,000 interrupts/s
+  [NETDEV_ITR_BULK]   = { 977, 0, 0 },                    // 250 us, at most 4,000 interrupts/s
 };
 
 static struct e1000_tx_desc tx_ring[TX_RING] __attribute__((aligned(4096)));
@@ -316,10 +317,12 @@ static void rx_pass(void) {
   if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
 }
 
-static void rx_pass_done(void) {
+// wake: the pass was netdev_rx_poll's, and the driver thread (the only
+// sleeper on nic.work) may wait for it to end.
+static void rx_pass_done(int wake) {
   spin_lock(&nic.work_lock);
   nic.rx_busy = 0;
-  proc_wakeup(&nic.work);            // the thread may wait for the pass to end
+  if (wake) proc_wakeup(&nic.work);
   spin_unlock(&nic.work_lock);
 }
 
@@ -371,7 +374,7 @@ static void e1000_thread(void *unused) {
     tx_reap();
     rx_pass();
     nic.st.rx_missed = rd(E1000_MPC) + nic.st.rx_missed;   // MPC clears on read
-    rx_pass_done();
+    rx_pass_done(0);
     itr_adapt();
   }
 }
@@ -388,7 +391,7 @@ int netdev_rx_poll(void) {
   spin_unlock(&nic.work_lock);
   if (!mine) return 0;               // the thread's pass takes them
   rx_pass();
-  rx_pass_done();
+  rx_pass_done(1);
   return 1;
 }
 

@@ -215,14 +215,6 @@ void rdma_events_drain(void) {
     if (event_handlers[ev.type]) event_handlers[ev.type](&ev);
 }
 
-// Lock held. Whether a pass now would run an expired timer.
-static int timers_due(uint64 now) {
-  if (rdma.nheap > 0 && key(0) <= now) return 1;
-  for (int i = 0; i < rdma.ndirty; i++)
-    if (rct_next_timeout(&rdma_qps[rdma.dirty[i]].qp) <= now) return 1;
-  return 0;
-}
-
 void rdma_kick(void) {
   rdma.kick = 1;
   proc_wakeup(&rdma.kick);
@@ -236,7 +228,7 @@ static void engine_thread(void *arg) {
     // it) the retransmission timer and the early probe [REQ-TMO-8] are due
     // and the ACK they wait for sits in the ring, while the driver thread,
     // woken by the same pause's interrupt, waits for this hart.
-    if (timers_due(clock_ns())) rdma_net_rx_first();
+    if (next_deadline(0) <= clock_ns()) rdma_net_rx_first();   // a timer is due
     rdma.kick = 0;
     if (rdma_progress(RDMA_BUDGET)) {
       spin_unlock(&rdma.lock);    // let interrupts and syscalls in

@@ -220,7 +220,7 @@ static void rx_pass_end(void) {
 // ring are taken in now, on the caller's thread (rx_pass_end runs for them
 // here), not when the driver thread next gets the hart.
 void rdma_net_rx_first(void) {
-  if (!rdma.nic_send || !netdev_rx_pending()) return;
+  if (!rdma.nic_send || !netdev_rx_pending()) return;   // no lock drop for nothing
   spin_unlock(&rdma.lock);
   netdev_rx_poll();
   spin_lock(&rdma.lock);

@@ -281,9 +281,8 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
   }
   if (psn_gt(new_una, qp->comp.una))
     una_advanced(qp, now, new_una);
-  if (rereq && qp->sr)
-    sr_keep_acked(qp, p);
   if (rereq && qp->sr) {
+    sr_keep_acked(qp, p);
     /* each missing run up to p, once until the next round [SR-REQ-13] [SR-REQ-16] */
     rct_req_sr_resend(qp, new_una, psn_add(new_una, 1), psn_add(p, 1));
   } else if (rereq && !(qp->comp.retx_valid && qp->comp.retx_psn == new_una)) {

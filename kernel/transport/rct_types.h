@@ -461,7 +461,6 @@ struct rct_send_wqe {
   uint32_t first_psn, last_psn; /* PSNs it occupies (READ: its response PSNs) */
   uint32_t npkts;
   uint32_t read_pkts;         /* READ (go-back-N): response packets placed, in order */
-  uint32_t resume_psn;        /* READ: start of the latest re-request [REQ-READ-3] */
   uint32_t read_piece;        /* READ: response PSNs per READ request, from first_psn on [REQ-READ-6] */
   uint32_t rsn;               /* SR: receive sequence number of its message */
   uint8_t state;              /* enum rct_wqe_state */

@@ -228,6 +228,8 @@ void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from)
  * hole resent after that is in flight and stays marked. */
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
 {
+  if (!rct_bm_any(qp->req.sr_retxd))
+    return;                              /* nothing resent: nothing to forget */
   for (uint32_t psn = from; psn_lt(psn, high); psn = psn_add(psn, 1)) {
     uint32_t k = (uint32_t)psn_diff(psn, rct_comp_una(qp));
     if (k >= RCT_SR_WINDOW)
@@ -340,7 +342,7 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
     return false;
   if (!read && !window_allows(qp, qp->req.psn, 1))
     return false;
-  w->first_psn = w->resume_psn = qp->req.psn;
+  w->first_psn = qp->req.psn;
   w->npkts = n;
   w->read_piece = piece;
   w->last_psn = psn_add(qp->req.psn, n - 1);     /* [REQ-PSN-2] */
@@ -417,8 +419,6 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
   h.sreth.rsn = w->rsn;
   f->nseg = 0;
   if (w->wr.opcode == RCT_WR_RDMA_READ) {
-    if (retx)
-      w->resume_psn = psn;                /* responses restart here [REQ-READ-3] */
     read_req_headers(qp, w, idx, (uint32_t)psn_diff(read_end, w->first_psn), &h);
   } else {
     paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
