@@ -63,8 +63,11 @@ class Sources:
         with open(path, newline="") as f:
             return list(csv.DictReader(f))
 
-    def tag(self, name):
-        return "missing" if name in self.missing else "stale" if name in self.stale else ""
+    def tag(self, names):
+        """The worst of the named files' states: missing, stale or "" (fresh)."""
+        names = names.split(" + ")
+        return ("missing" if any(n in self.missing for n in names) else
+                "stale" if any(n in self.stale for n in names) else "")
 
 
 class Table:
@@ -72,7 +75,8 @@ class Table:
         self.src, self.rows = src, []
 
     def add(self, what, value, goal, ok, source, detail=""):
-        """ok: True / False / None (not measured)."""
+        """ok: True / False / None (not measured); source: the file, or
+        files joined by " + ", the value came from."""
         tag = self.src.tag(source)
         verdict = tag or ("n/a" if ok is None or value is None else "met" if ok else "missed")
         shown = "n/a" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
@@ -118,7 +122,7 @@ def bw_goals(t, src):
         c = num(ceil.get(f"mtu{mtu}", {}).get("roce_payload_MBps_median"))
         q = ratio(w, c)
         t.add(f"64 KiB WRITE / RoCE frame ceiling, MTU {mtu}", q, f">= {ROCE_CEILING_GOAL:.2f}",
-              q is not None and q >= ROCE_CEILING_GOAL, "rdma-ceiling.csv", f"{w} / {c} MB/s")
+              q is not None and q >= ROCE_CEILING_GOAL, "rdma-bw.csv + rdma-ceiling.csv", f"{w} / {c} MB/s")
 
 
 def qp_goals(t, src):
