@@ -1238,7 +1238,7 @@ static void t_verbs_max_qp_wr(void) {
 
 // ---- device limits: creating past max_qp / max_cq / the ring pool ----
 
-static struct ibv_qp *lim_qp[1024];
+static struct ibv_qp *lim_qp[1024];   // max_qp + 1 must fit: one past the limit is tried
 static struct ibv_cq *lim_cq[1024];
 
 // QPs of wr WRs each way on cq until create fails (at most max): how many,
@@ -1276,7 +1276,7 @@ static void t_verbs_qp_limit_enomem(void) {
   struct ibv_pd *pd = ibv_alloc_pd(ctx);
   struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
   TR_ASSERT(pd && cq && ibv_query_device(ctx, &da) == 0);
-  TR_CHECK(da.max_qp >= 512 && da.max_qp <= (int)(sizeof lim_qp / sizeof lim_qp[0]), "max_qp %d", da.max_qp);
+  TR_CHECK(da.max_qp >= 512 && da.max_qp < (int)(sizeof lim_qp / sizeof lim_qp[0]), "max_qp %d", da.max_qp);
   int room = da.max_qp - live_qps(), err;
   int n = create_qps(pd, cq, 1, da.max_qp + 1, &err);
   TR_CHECK(n == room && err == ENOMEM, "created %d of %d, errno %d", n, room, err);
