@@ -67,6 +67,8 @@ def parse_args():
     ap.add_argument("--cpus", type=int, default=2, help="harts per guest (default 2)")
     ap.add_argument("--timeout", type=int, default=600,
                     help="seconds one command may take (default 600)")
+    ap.add_argument("--link", default=None, metavar="SPEC",
+                    help="linkemu spec on both directions of the two guests' link, e.g. 'loss 1%% seed 11'")
     ap.add_argument("--name", default="prof",
                     help="guest name prefix; logs go to tests/logs/<name>N.log")
     args = ap.parse_args()
@@ -86,7 +88,7 @@ def show(title, text):
 
 def run_two_guests(args, append):
     """Runs every server|client pair; returns the guests' log paths."""
-    with Testbed(2, name=args.name, cpus=args.cpus, extra_append=append) as tb:
+    with Testbed(2, both=args.link, name=args.name, cpus=args.cpus, extra_append=append) as tb:
         tb.boot()
         server, client = tb.guests
         for pair in args.commands:

@@ -7,7 +7,8 @@ retransmissions, timeouts, duplicates, out-of-sequence and dropped frames
 (proto-spec [REQ-READ-6], [SR-REQ-16]). With --base REV the same runs go on
 REV's build too (built in build/ab/<rev> as bench-ab does), alternating.
 
-Usage: python3 bench/rdma/read_loss.py [--base REV] [--iters N] [--rounds N] [--out DIR]
+Usage: python3 bench/rdma/read_loss.py [--base REV] [--iters N] [--rounds N] [--mtu 1024|4096]
+                                      [--modes gbn,sr] [--out DIR]
 Outputs: DIR/read-loss.txt (the table), DIR/read-loss.log (every run).
 """
 import argparse
@@ -36,25 +37,27 @@ def run_read(tb, sr, iters, log):
   return {"MiBps": float(r["bw_avg_MiBps"]), **{k: q[v] for k, v in KEYS.items()}}
 
 
-def one_round(label, kernel, fs_img, iters, results, log):
-  with Testbed(2, name=f"readloss-{label}", kernel=kernel, fs_img=fs_img) as tb:
+def one_round(label, kernel, fs_img, opts, results, log):
+  append = f"rdma_mtu={opts.mtu}" if opts.mtu != 1024 else ""
+  with Testbed(2, name=f"readloss-{label}", kernel=kernel, fs_img=fs_img, extra_append=append) as tb:
     tb.boot()
     for loss in LOSSES:
       tb.set_spec("both", f"loss {loss:g}% seed 11" if loss else "")
-      for sr in (False, True):
-        r = run_read(tb, sr, iters, log)
+      for sr in opts.sr_modes:
+        r = run_read(tb, sr, opts.iters, log)
         progress("read-loss", f"{label} {'sr' if sr else 'gbn'} {loss}%: {r}")
         if r:
           results.setdefault((label, sr, loss), []).append(r)
 
 
-def table(results, labels, iters, took):
-  lines = [f"read-loss: rdma_bw -t read -s 1048576 -n {iters} -e --stats [--sr], two guests, "
+def table(results, labels, opts, took):
+  lines = [f"read-loss: rdma_bw -t read -s 1048576 -n {opts.iters} -e --stats [--sr], two guests, "
+           f"path MTU {opts.mtu}, "
            f"loss on both directions; median MiB/s over the rounds; counters of the requester "
            f"(the last round); {took:.0f} s", "",
            f"{'build':6} {'mode':4} {'loss':>5} {'MiB/s':>8} {'of 0%':>6} " + " ".join(f"{k:>8}" for k in KEYS)]
   for label in labels:
-    for sr in (False, True):
+    for sr in opts.sr_modes:
       base = results.get((label, sr, 0))
       ref = statistics.median(x["MiBps"] for x in base) if base else 0
       for loss in LOSSES:
@@ -73,8 +76,13 @@ def main():
   ap.add_argument("--base", help="also run this git revision's build")
   ap.add_argument("--iters", type=int, default=40)
   ap.add_argument("--rounds", type=int, default=1)
+  ap.add_argument("--mtu", type=int, default=1024, choices=(1024, 4096), help="path MTU (boot argument rdma_mtu)")
+  ap.add_argument("--modes", default="gbn,sr", help="comma-separated: gbn, sr (default both)")
   ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
   args = ap.parse_args()
+  args.sr_modes = [m == "sr" for m in ("gbn", "sr") if m in args.modes.split(",")]
+  if not args.sr_modes:
+    ap.error("--modes: gbn, sr or both")
   builds = {"new": (os.path.join(REPO, "kernel", "kernel"), os.path.join(REPO, "fs.img"))}
   if args.base:
     _, bk, bf = build_base(args.base)
@@ -83,8 +91,8 @@ def main():
   results, log, t0 = {}, [], time.time()
   for rnd in range(args.rounds):
     for label in (labels if rnd % 2 == 0 else labels[::-1]):
-      one_round(label, *builds[label], args.iters, results, log)
-  text = table(results, labels, args.iters, time.time() - t0)
+      one_round(label, *builds[label], args, results, log)
+  text = table(results, labels, args, time.time() - t0)
   save_outputs(args.out, "read-loss", text, log)
   return 0
 
