@@ -242,14 +242,17 @@ static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w,
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
-  uint32_t q = psn_lt(w->first_psn, qp->comp.una) ? qp->comp.una : w->first_psn;
+  uint32_t q = psn_lt(w->first_psn, qp->comp.una) ? qp->comp.una : w->first_psn, k, n;
   if (!qp->sr)
     return psn_add(w->first_psn, w->read_pkts);
   if (psn_gt(q, w->last_psn))
     return psn_add(w->last_psn, 1);
-  while (psn_le(q, w->last_psn) && read_received(qp, w, q))
-    q = psn_add(q, 1);
-  return q;
+  /* q >= una: received means sacked, and nothing past SR_WINDOW is */
+  k = (uint32_t)psn_diff(q, qp->comp.una);
+  n = (uint32_t)psn_diff(w->last_psn, qp->comp.una) + 1;
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  return psn_add(qp->comp.una, k < n ? rct_bm_next_clear(qp->comp.sr_sacked, k, n) : k);
 }
 
 /*
@@ -310,8 +313,7 @@ static bool settle_point(struct rct_qp *qp, uint32_t *p)
   }
   if (!qp->sr)
     return false;
-  while (k < RCT_SR_WINDOW && bm_test(qp->comp.sr_sacked, k))
-    k++;
+  k = rct_bm_next_clear(qp->comp.sr_sacked, 0, RCT_SR_WINDOW);
   if (!k)
     return false;
   *p = psn_add(qp->comp.una, k - 1);
@@ -596,7 +598,7 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     qp->cnt.rx_unexpected++;
     return;
   }
-  expect = rct_comp_read_first_missing(qp, w);
+  expect = qp->sr ? 0 : rct_comp_read_first_missing(qp, w);   /* go-back-N: in order */
   if (qp->sr) {
     if (read_received(qp, w, psn)) {                 /* any order [SR-REQ-7] */
       qp->cnt.rx_dup++;

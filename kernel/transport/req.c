@@ -228,16 +228,17 @@ void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from)
  * hole resent after that is in flight and stays marked. */
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
 {
-  if (!rct_bm_any(qp->req.sr_retxd))
-    return;                              /* nothing resent: nothing to forget */
-  for (uint32_t psn = from; psn_lt(psn, high); psn = psn_add(psn, 1)) {
-    uint32_t k = (uint32_t)psn_diff(psn, rct_comp_una(qp));
-    if (k >= RCT_SR_WINDOW)
-      break;
-    if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, psn) &&
-        psn_ge(high, qp->req.sr_resend_mark[psn % RCT_SR_WINDOW]))
+  uint32_t una = rct_comp_una(qp), k = (uint32_t)psn_diff(from, una), n;
+  if (psn_lt(from, una) || !psn_lt(from, high))
+    return;
+  n = (uint32_t)psn_diff(high, una);
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  /* the holes resent: resent and not sacked */
+  for (k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k, n); k < n;
+       k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k + 1, n))
+    if (psn_ge(high, qp->req.sr_resend_mark[psn_add(una, k) % RCT_SR_WINDOW]))
       bm_clear(qp->req.sr_retxd, k);
-  }
 }
 
 /* SR: the response at re-requested PSN psn arrived. The responder answers
@@ -246,15 +247,15 @@ void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
  * may be re-requested again [SR-REQ-16]. */
 void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn)
 {
-  uint32_t order = qp->req.sr_rereq_order[psn % RCT_SR_WINDOW];
-  for (uint32_t k = 0; k < RCT_SR_WINDOW; k++) {
-    uint32_t q = psn_add(rct_comp_una(qp), k);
-    if (!psn_lt(q, qp->req.next_psn))
-      break;
-    if (bm_test(qp->req.sr_retxd, k) && !rct_comp_sacked(qp, q) &&
-        (int32_t)(qp->req.sr_rereq_order[q % RCT_SR_WINDOW] - order) < 0)
+  uint32_t order = qp->req.sr_rereq_order[psn % RCT_SR_WINDOW], una = rct_comp_una(qp);
+  uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, una), k;
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  /* the runs re-requested and still missing */
+  for (k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, 0, n); k < n;
+       k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k + 1, n))
+    if ((int32_t)(qp->req.sr_rereq_order[psn_add(una, k) % RCT_SR_WINDOW] - order) < 0)
       bm_clear(qp->req.sr_retxd, k);
-  }
 }
 
 /* SR: psn may be resent again (a READ response gap seen once) [SR-REQ-13]. */

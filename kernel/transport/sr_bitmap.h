@@ -8,6 +8,9 @@
 
 #include "rct_types.h"
 
+_Static_assert(RCT_SR_WINDOW % 64 == 0 && (RCT_SR_WINDOW & (RCT_SR_WINDOW - 1)) == 0,
+               "SR_WINDOW: whole SACKH words, and PSN % SR_WINDOW stays a slot across the PSN wrap");
+
 static inline int bm_test(const uint32_t *bm, uint32_t i) { return (bm[i >> 5] >> (i & 31)) & 1; }
 static inline void bm_set(uint32_t *bm, uint32_t i) { bm[i >> 5] |= 1u << (i & 31); }
 static inline void bm_clear(uint32_t *bm, uint32_t i) { bm[i >> 5] &= ~(1u << (i & 31)); }
@@ -45,6 +48,37 @@ static inline uint32_t rct_bm_count(const uint32_t *bm, uint32_t n)
   if (n & 31)
     c += bm_popcount(bm[n >> 5] & ((1u << (n & 31)) - 1));
   return c;
+}
+
+/* The lowest set bit's index (x != 0). */
+static inline uint32_t bm_lowest(uint32_t x) { return bm_popcount((x & -x) - 1); }
+
+/* The first i in [from, n) whose bit is set in a and clear in b (b may be
+ * 0: every bit of a counts); n when there is none (n <= RCT_SR_WINDOW).
+ * Word by word: the scans of a window run once per frame. */
+static inline uint32_t rct_bm_next(const uint32_t *a, const uint32_t *b, uint32_t from, uint32_t n)
+{
+  for (uint32_t i = from; i < n; i = (i | 31) + 1) {
+    uint32_t x = (a[i >> 5] & ~(b ? b[i >> 5] : 0)) >> (i & 31);
+    if (x) {
+      i += bm_lowest(x);
+      return i < n ? i : n;
+    }
+  }
+  return n;
+}
+
+/* The first i in [from, n) whose bit is clear; n when every one is set. */
+static inline uint32_t rct_bm_next_clear(const uint32_t *bm, uint32_t from, uint32_t n)
+{
+  for (uint32_t i = from; i < n; i = (i | 31) + 1) {
+    uint32_t x = ~bm[i >> 5] >> (i & 31);
+    if (x) {
+      i += bm_lowest(x);
+      return i < n ? i : n;
+    }
+  }
+  return n;
 }
 
 /* Any bit set? */

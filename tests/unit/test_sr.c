@@ -666,7 +666,8 @@ START_TEST(test_sr_sack_long_bitmap)
   for (uint32_t i = 0; i < 70; i++)                 /* the hole before it [SR-REQ-3] */
     ck_assert_uint_eq(expect_psn(&ea, 10), 0x123456 + i);
   expect_nothing(&ea, 10);
-  /* codec: 4 stray bytes, or 4 extension words, are malformed */
+  /* codec: 4 stray bytes, or SR_WINDOW / 64 extension words (one more
+   * than the window holds), are malformed [SR-WIRE-8] */
   memset(&h, 0, sizeof(h));
   h.encap = RCT_ENCAP_V2;
   h.bth.opcode = OP_SR_SACK;
@@ -681,7 +682,8 @@ START_TEST(test_sr_sack_long_bitmap)
     memset(&h, 0, sizeof(h));
     h.encap = RCT_ENCAP_V2;
     h.bth.opcode = OP_SR_SACK;
-    n = rct_wire_build(buf, &h, bad ? 4 : 32) + (bad ? 4 : 32) + 4;   /* tail of 4 or 32 bytes */
+    uint32_t tail = bad ? 4 : 8 * (RCT_SR_WINDOW / 64);
+    n = rct_wire_build(buf, &h, tail) + tail + 4;
     ck_assert_int_eq(rct_wire_parse_base(&p, buf, n, false), RCT_PARSE_OK);
     ck_assert_int_eq(rct_wire_parse_ext(&p), RCT_PARSE_BAD_LEN);
   }
@@ -780,6 +782,39 @@ START_TEST(test_sr_heavy_loss_both_modes)
 }
 END_TEST
 
+/* The window scans go word by word (rct_bm_next, rct_bm_next_clear); they
+ * agree with a bit-by-bit reading of the same bitmaps for every start and
+ * end, across word edges, with and without the mask. */
+START_TEST(test_sr_bitmap_scans_match_bit_by_bit)
+{
+  uint32_t a[RCT_SR_WORDS], b[RCT_SR_WORDS], seed = 12345;
+  for (int round = 0; round < 40; round++) {
+    for (int i = 0; i < RCT_SR_WORDS; i++) {
+      seed = seed * 1103515245u + 12345u;
+      a[i] = round % 4 == 0 ? 0 : round % 4 == 1 ? ~0u : seed;
+      seed = seed * 1103515245u + 12345u;
+      b[i] = round % 3 == 0 ? 0 : seed ^ (seed << 7);
+    }
+    for (uint32_t from = 0; from <= RCT_SR_WINDOW; from += 1 + from % 29) {
+      for (uint32_t n = from; n <= RCT_SR_WINDOW; n += 1 + n % 37) {
+        uint32_t want = n, want_any = n, want_clear = n;
+        for (uint32_t k = n; k-- > from;) {
+          if (bm_test(a, k) && !bm_test(b, k))
+            want = k;
+          if (bm_test(a, k))
+            want_any = k;
+          else
+            want_clear = k;
+        }
+        ck_assert_uint_eq(rct_bm_next(a, b, from, n), want);
+        ck_assert_uint_eq(rct_bm_next(a, 0, from, n), want_any);
+        ck_assert_uint_eq(rct_bm_next_clear(a, from, n), want_clear);
+      }
+    }
+  }
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
   Suite *s = suite_create("sr");
@@ -787,6 +822,7 @@ Suite *suite_sr(void)
   tcase_add_checked_fixture(t, NULL, pair_teardown);
   tcase_set_timeout(t, 60);
   tcase_add_test(t, test_sr_request_headers);
+  tcase_add_test(t, test_sr_bitmap_scans_match_bit_by_bit);
   tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
   tcase_add_test(t, test_sr_sends_complete_in_order);
   tcase_add_test(t, test_sr_write_imm_byte_len);
