@@ -29,14 +29,18 @@
 
 #define RCT_MAX_SGE        4            /* scatter/gather entries per WR */
 #define RCT_FRAME_MAX_SEGS 8            /* payload segments per frame */
-#define RCT_HDR_MAX        128          /* largest header block of a frame */
+/* Largest header block of a frame: a selective NAK with a full SACKH
+ * (Ethernet 14, IPv4 20, UDP 8, BTH 12, AETH 4, then SR_WINDOW / 8 bytes,
+ * [SR-WIRE-8]) or a request's (94 at most: RoCEv1 GRH, RETH, ImmDt, SRETH);
+ * wire.h asserts both. */
+#define RCT_HDR_MAX        (58 + RCT_SR_WINDOW / 8 > 94 ? 58 + RCT_SR_WINDOW / 8 : 94)
 #define RCT_RETRY_INFINITE 7            /* rnr_retry value meaning "retry forever" */
-#define RCT_SR_WINDOW      256          /* selective-repeat window in PSNs (proto-spec SR_WINDOW) */
+#define RCT_SR_WINDOW      (RCT_MAX_RD_ATOMIC * RCT_READ_PIECE) /* proto-spec SR_WINDOW (1024): the reach of the READ credits */
 #define RCT_ACK_REQ_INTERVAL 16         /* proto-spec ACK_REQ_INTERVAL */
-#define RCT_READ_WINDOW    RCT_SR_WINDOW /* proto-spec READ_WINDOW: READ response PSNs outstanding, at most */
+#define RCT_READ_WINDOW    256          /* proto-spec READ_WINDOW: READ response PSNs outstanding, at most */
 #define RCT_READ_PIECE     64           /* proto-spec READ_PIECE: response PSNs one READ request asks for, at most */
 #define RCT_MAX_RD_ATOMIC  16           /* READ requests outstanding as requester, at most (max_rd_atomic) */
-#define RCT_RD_REPLAYS     4            /* replay ranges one held READ queues behind the one being sent */
+#define RCT_RD_REPLAYS     (RCT_READ_PIECE / 2) /* replay ranges one held READ queues behind the one being sent: the runs a piece can miss */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */
 

@@ -88,6 +88,9 @@ enum rct_encap { RCT_ENCAP_V2 = 0, RCT_ENCAP_V1 = 1 };
 /* Variable-length SACKH: up to RCT_SR_WINDOW bits, 64 per word [SR-WIRE-8]. */
 #define SACK_WORDS_MAX (RCT_SR_WINDOW / 64)
 #define SACK_EXT_MAX   (SACK_WORDS_MAX - 1)
+_Static_assert(RCT_HDR_MAX >= ETH_HLEN + IPV4_HLEN + UDP_HLEN + BTH_LEN + AETH_LEN + 8 * SACK_WORDS_MAX &&
+               RCT_HDR_MAX >= ETH_HLEN + GRH_LEN + BTH_LEN + RETH_LEN + IMMDT_LEN + SRETH_LEN,
+               "RCT_HDR_MAX holds the largest header block");
 
 /* Everything needed to write a frame's headers. */
 struct rct_hdr {

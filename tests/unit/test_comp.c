@@ -671,16 +671,16 @@ START_TEST(test_comp_sr_read_window_keeps_credit)
 }
 END_TEST
 
-/* [REQ-READ-8] [SR-REQ-1] SR, READ window 128 (half of SR_WINDOW): while a
- * lost first response holds una, each piece's worth of responses that
- * arrives lets one more piece go, beyond the READ window from una, up to
- * SR_WINDOW from una and no further. */
+/* [REQ-READ-8] [SR-REQ-1] SR, READ window READ_WINDOW (a quarter of
+ * SR_WINDOW): while a lost first response holds una, each piece's worth of
+ * responses that arrives lets one more piece go, beyond the READ window
+ * from una, up to SR_WINDOW from una and no further. */
 START_TEST(test_comp_sr_read_window_room_past_hole)
 {
   struct conn_opts o;
   struct rct_pkt p;
   struct host_mr *big;
-  uint32_t w = RCT_SR_WINDOW / 2, piece = w / 4, n = RCT_SR_WINDOW + 2 * piece, sent = 0;
+  uint32_t w = RCT_READ_WINDOW, piece = w / 4, n = RCT_SR_WINDOW + 2 * piece, sent = 0;
   conn_defaults(&o);
   o.sr = true;
   o.max_inflight = w;
