@@ -375,7 +375,13 @@ void perf_sync(struct perf_conn *c) {
       perf_dump_qp(c);
       exit(1);
     }
-    if (wc.opcode == IBV_WC_RECV) {
+    if (wc.opcode == IBV_WC_RECV && got_recv) {
+      // The client's own SYNC is still unacknowledged (its ACK was lost)
+      // and the server's next SEND, its BYE, came too: it is kept for
+      // perf_bye, which would otherwise wait for a SEND already taken.
+      perf_post_ahead(c);
+      c->early_recvs++;
+    } else if (wc.opcode == IBV_WC_RECV) {
       got_recv = sync_recv_taken(c, &sw);
     } else if (wc.wr_id == PERF_WR_SYNC) {
       got_send = 1;
@@ -465,8 +471,15 @@ static void perf_bye(struct perf_conn *c) {
     if (ibv_post_send(c->qp, &sw, &sbad)) die("bye post_send");
     return;
   }
+  if (c->early_recvs > 0) {          // BYE came while perf_sync waited for its SYNC's ACK
+    c->early_recvs--;
+    return;
+  }
   do {
-    if (rdmau_wait(c->cq, &wc, 60000) != 1) die("bye: no completion in 60 s");
+    if (rdmau_wait(c->cq, &wc, 60000) != 1) {
+      perf_dump_qp(c);
+      die("bye: no completion in 60 s");
+    }
     if (wc.status != IBV_WC_SUCCESS) die("bye: receive failed");
   } while (wc.opcode != IBV_WC_RECV);
 }
@@ -474,7 +487,10 @@ static void perf_bye(struct perf_conn *c) {
 void perf_close(struct perf_conn *c) {
   if (c->id) {
     perf_bye(c);
-    if (c->is_server) rdmau_cm_wait_disconnect(c->id, 10000);
+    if (c->is_server && rdmau_cm_wait_disconnect(c->id, 10000) != 0) {
+      printf("perf: bye: no disconnect from the client in 10 s\n");
+      perf_dump_qp(c);
+    }
     else rdma_disconnect(c->id);
     rdma_destroy_id(c->id);
     close_more(c);

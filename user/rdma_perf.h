@@ -68,7 +68,7 @@ struct perf_conn {
   int is_server;
   struct rdma_cm_id *id;
   int to_peer, from_peer;   // loopback: pipes for a tiny barrier
-  int early_recvs;     // receive completions a tool took before perf_sync, which counts them
+  int early_recvs;     // receive completions taken before their reader (perf_sync, perf_bye) asked
 };
 
 // Parses argv; exits with a usage line on errors. `what` names the tool.
