@@ -412,7 +412,8 @@ static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
     uint32_t last;
     if (!w->started || psn_ge(w->first_psn, rct_req_next_psn(qp)))
       break;
-    if (w->wr.opcode != RCT_WR_RDMA_READ || psn_lt(w->last_psn, from))
+    /* one sent with SRXH_AFTER_READS ran at the responder [SR-RESP-6] */
+    if (w->wr.opcode != RCT_WR_RDMA_READ || w->after_reads || psn_lt(w->last_psn, from))
       continue;
     last = psn_lt(w->last_psn, rct_req_next_psn(qp)) ? w->last_psn : psn_prev(rct_req_next_psn(qp));
     if (!rct_comp_sacked(qp, last))

@@ -177,6 +177,8 @@ bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t le
 bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken);
 bool rct_resp_takes_recv(uint32_t f);
 bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p);
+uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p);
+void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p);
 
 /* sr_resp.c: selective-repeat placement */
 enum { SLOT_NONE = 0, SLOT_END_PLAIN, SLOT_END_RECV, SLOT_END_RECV_IMM, SLOT_END_WRITE_IMM };

@@ -470,6 +470,7 @@ struct rct_send_wqe {
   uint8_t state;              /* enum rct_wqe_state */
   uint8_t started;            /* first packet sent at least once (PSNs assigned) */
   uint8_t checked;            /* local keys validated */
+  uint8_t after_reads;        /* SR READ: only READs were before it when it started (SRXH_AFTER_READS) */
   enum rct_wc_status status;  /* preset error (post-time checks) or final status */
   uint32_t vendor_err;
 };
@@ -588,6 +589,7 @@ struct rct_resp {
   uint32_t unacked;           /* executed packets not yet covered by an ACK */
   uint32_t rd_head, rd_tail;  /* responder READ resources (free-running) */
   uint32_t sr_rcvd[RCT_SR_WORDS]; /* SR: bit i = PSN epsn + i placed */
+  uint32_t sr_read[RCT_SR_WORDS]; /* SR: bit i = PSN epsn + i a response PSN of a READ run ahead of epsn */
   uint32_t rsn_done;          /* SR: receive-consuming messages completed */
   /* SR: what each placed PSN ends, indexed by PSN % RCT_SR_WINDOW */
   uint8_t sr_slot_kind[RCT_SR_WINDOW];   /* 0 nothing, else message end (see resp.c) */

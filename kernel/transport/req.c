@@ -320,6 +320,17 @@ static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
   return RCT_WC_SUCCESS;
 }
 
+/* SR: is every WQE before w still in the send queue a READ? PSNs before
+ * the queue's head are acknowledged, so then nothing the responder may
+ * still miss before w's requests writes memory [SR-WIRE-9]. */
+static bool only_reads_before(const struct rct_qp *qp, const struct rct_send_wqe *w)
+{
+  for (uint32_t i = qp->sq_head; SQ_AT(qp, i) != w; i++)
+    if (SQ_AT(qp, i)->wr.opcode != RCT_WR_RDMA_READ)
+      return false;
+  return true;
+}
+
 /* Start the WR at sq_next: assign its PSNs. Returns false if it must wait. */
 static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
@@ -348,6 +359,7 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
   w->read_piece = piece;
   w->last_psn = psn_add(qp->req.psn, n - 1);     /* [REQ-PSN-2] */
   w->started = 1;
+  w->after_reads = read && qp->sr && only_reads_before(qp, w);   /* [SR-WIRE-9] */
   if (w->wr.opcode == RCT_WR_SEND || w->wr.opcode == RCT_WR_SEND_WITH_IMM ||
       w->wr.opcode == RCT_WR_RDMA_WRITE_WITH_IMM)
     w->rsn = qp->req.rsn_next++ & PSN_MASK;    /* [SR-WIRE-3] */
@@ -368,6 +380,7 @@ static void read_req_headers(const struct rct_qp *qp, struct rct_send_wqe *w, ui
   h->reth.rkey = w->wr.rkey;
   h->reth.dmalen = end_idx + 1 >= w->npkts ? w->length - off : (end_idx + 1 - idx) << qp->mtu_shift;
   h->sreth.offset = off;                              /* [SR-WIRE-2] */
+  h->sreth.flags = w->after_reads ? SRXH_AFTER_READS : 0;   /* [SR-WIRE-9] */
 }
 
 /* SEND/WRITE packet idx of w: headers, and payload segments into f. */

@@ -129,6 +129,7 @@ void rct_resp_reset(struct rct_qp *qp, bool keep_parting)
   for (uint32_t i = 0; i < qp->init.rd_size; i++)
     qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
   bm_clear_all(qp->resp.sr_rcvd);
+  bm_clear_all(qp->resp.sr_read);
   qp->resp.rsn_done = 0;
   for (int i = 0; i < RCT_SR_WINDOW; i++)
     qp->resp.sr_slot_kind[i] = SLOT_NONE;
@@ -349,31 +350,41 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
   return true;
 }
 
+/* Why the READ request p cannot run now: the NAK syndrome, or 0 when it
+ * can. Changes nothing. */
+uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p)
+{
+  uint32_t len = p->h.reth.dmalen;
+  if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u)
+    return AETH_NAK_INV_REQ;                                /* [RESP-ERR-1] */
+  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->attr.max_dest_rd_atomic) {
+    const struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
+    /* still sending its first responses: the requester exceeded its
+     * READ credit [RESP-ERR-1] */
+    if (old->pending && !old->replay)
+      return AETH_NAK_INV_REQ;
+  }
+  if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ))
+    return AETH_NAK_REM_ACC;                                /* [RESP-ACC-1] */
+  return 0;
+}
+
 /* Execute a READ request: take a resource, queue its responses [RESP-READ-*]. */
 bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
 {
   struct rct_rd_res *r;
   uint32_t len = p->h.reth.dmalen;
-  if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u) {
-    rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ERR-1] */
+  uint8_t nak = rct_resp_read_refusal(qp, p);
+  if (nak) {
+    rct_resp_fail(qp, nak, p->h.bth.psn, false, RCT_WC_SUCCESS);
     return false;
   }
   if (qp->resp.rd_tail - qp->resp.rd_head >= qp->attr.max_dest_rd_atomic) {
-    struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
-    if (old->pending && !old->replay) {
-      /* still sending its first responses: the requester exceeded
-       * its READ credit [RESP-ERR-1] */
-      rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
-      return false;
-    }
     /* a new READ means the requester is done with the oldest; a replay
      * for a late duplicate stops here [RESP-READ-4] */
+    struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
     old->valid = old->pending = old->replay = 0;
     qp->resp.rd_head++;
-  }
-  if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ)) {
-    rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, false, RCT_WC_SUCCESS);   /* [RESP-ACC-1] */
-    return false;
   }
   r = RD_AT(qp, qp->resp.rd_tail++);
   r->valid = 1;
@@ -482,8 +493,9 @@ static void replay(struct rct_qp *qp, struct rct_rd_res *r, uint32_t q, uint32_t
   r->pending = 1;
 }
 
-/* A duplicate request [RESP-DUP-*]. */
-static void duplicate(struct rct_qp *qp, struct rct_pkt *p)
+/* A duplicate request [RESP-DUP-*]; in SR mode also a READ request for
+ * response PSNs of a READ run ahead of epsn [SR-RESP-6]. */
+void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p)
 {
   uint32_t q = p->h.bth.psn;
   qp->cnt.rx_dup++;
@@ -521,7 +533,7 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   }
   if (d < 0) {
-    duplicate(qp, p);                                 /*  too */
+    rct_resp_duplicate(qp, p);                                 /*  too */
     return;
   }
   if (qp->sr) {
@@ -608,7 +620,8 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       rct_qp_to_err(qp);                            /* [QP-ERR-1] */
     return 1;
   }
-  if (qp->resp.sack_pending && !qp->resp.sack_gap && !rct_bm_any(qp->resp.sr_rcvd)) {
+  if (qp->resp.sack_pending && !qp->resp.sack_gap && !rct_bm_any(qp->resp.sr_rcvd) &&
+      !rct_bm_any(qp->resp.sr_read)) {
     /* epsn has caught up since the SACK was due: nothing beyond it is
      * held, so the answer is an ACK for epsn - 1 [SR-RESP-10] */
     qp->resp.sack_pending = 0;

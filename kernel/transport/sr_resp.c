@@ -4,18 +4,29 @@
  * are placed on their own (SRXH message offset, RETH in every WRITE packet,
  * receive WQE chosen by RSN); a bitmap remembers what is placed; epsn moves
  * over placed runs and completes messages in PSN order; out-of-order
- * arrivals are answered with a selective NAK. READs execute only in
- * sequence. The go-back-N responder (resp.c) calls rct_sr_resp_handle for
+ * arrivals are answered with a selective NAK. A READ executes in
+ * sequence, or ahead of epsn when its requester says only READs may be
+ * missing before it (SRXH_AFTER_READS). The go-back-N responder (resp.c) calls rct_sr_resp_handle for
  * in-window requests of an SR QP and shares its checks and replies.
  * [SR-RESP-*]
  */
 #include "rct_int.h"
 
-/* epsn passes placed PSNs; messages complete in order [SR-RESP-4]. */
+/* epsn moves n PSNs forward: the window's bitmaps shift with it. */
+static void sr_shift(struct rct_qp *qp, uint32_t n)
+{
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  rct_bm_shift(qp->resp.sr_rcvd, n);
+  rct_bm_shift(qp->resp.sr_read, n);
+}
+
+/* epsn passes placed PSNs and the response PSNs of READs run ahead of it;
+ * messages complete in order [SR-RESP-4] [SR-RESP-6]. */
 static void sr_advance(struct rct_qp *qp)
 {
   uint32_t n = 0;
-  while (n < RCT_SR_WINDOW && bm_test(qp->resp.sr_rcvd, n)) {
+  while (n < RCT_SR_WINDOW && (bm_test(qp->resp.sr_rcvd, n) || bm_test(qp->resp.sr_read, n))) {
     uint32_t slot = psn_add(qp->resp.epsn, n) & (RCT_SR_WINDOW - 1);
     uint8_t kind = qp->resp.sr_slot_kind[slot] & ~SLOT_SE;
     bool se = (qp->resp.sr_slot_kind[slot] & SLOT_SE) != 0;
@@ -33,7 +44,7 @@ static void sr_advance(struct rct_qp *qp)
     }
     n++;
   }
-  rct_bm_shift(qp->resp.sr_rcvd, n);
+  sr_shift(qp, n);
   qp->resp.epsn = psn_add(qp->resp.epsn, n);
 }
 
@@ -111,6 +122,27 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
   return true;
 }
 
+/* An SR READ request d PSNs ahead of epsn runs now when its requester
+ * vouches that only READs may be missing before it (SRXH_AFTER_READS): a
+ * READ changes no memory, so none it overtakes can change what it reads.
+ * Its response PSNs go into sr_read, not sr_rcvd (a selective NAK reports
+ * placed packets; READ responses are the requester's to count), so that
+ * epsn passes them. Anything else, or a READ that could not run now, is
+ * dropped as before [SR-RESP-6]. */
+static bool sr_read_ahead(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
+{
+  uint32_t n = qp_npkts(qp, p->h.reth.dmalen);
+  if (!(p->h.sreth.flags & SRXH_AFTER_READS) || n > RCT_SR_WINDOW - d || rct_resp_read_refusal(qp, p))
+    return false;
+  if (rct_bm_next(qp->resp.sr_rcvd, 0, d, d + n) < d + n || rct_bm_next(qp->resp.sr_read, 0, d, d + n) < d + n)
+    return false;                                     /* overlaps what is held */
+  rct_resp_exec_read(qp, p);
+  for (uint32_t k = d; k < d + n; k++)
+    bm_set(qp->resp.sr_read, k);
+  qp->cnt.sr_placed_ooo++;
+  return true;
+}
+
 /* Answer this out-of-order packet with a selective NAK? Always when the
  * hole moved since the last one or the packet asks for an ACK; otherwise
  * once per sack_every packets [SR-RESP-11]. */
@@ -132,6 +164,13 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   }
   if (d == 0)
     qp->resp.nak_latch = 0;
+  if (bm_test(qp->resp.sr_read, (uint32_t)d)) {
+    if (f & OPF_READ)
+      rct_resp_duplicate(qp, p);                      /* a READ run ahead [SR-RESP-6] */
+    else
+      qp->cnt.rx_dup++;
+    return;
+  }
   if (bm_test(qp->resp.sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
     qp->cnt.rx_dup++;
     if (p->h.bth.ackreq)
@@ -145,12 +184,14 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   if (f & OPF_READ) {
     if (d != 0) {                                     /* [SR-RESP-6] */
       qp->cnt.rx_out_of_seq++;
-      qp->resp.sack_pending = qp->resp.sack_gap = 1;
+      qp->resp.sack_pending = 1;                      /* [SR-RESP-5]: the hole at epsn */
+      if (!sr_read_ahead(qp, p, (uint32_t)d))
+        qp->resp.sack_gap = 1;                        /* dropped: it must come again */
       return;
     }
     if (rct_resp_exec_read(qp, p)) {
       uint32_t n = RD_AT(qp, qp->resp.rd_tail - 1)->npkts;
-      rct_bm_shift(qp->resp.sr_rcvd, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
+      sr_shift(qp, n);
       qp->resp.epsn = psn_add(qp->resp.epsn, n);
       sr_advance(qp);                           /* over what was placed behind it */
       if (rct_bm_any(qp->resp.sr_rcvd))

@@ -59,7 +59,7 @@ static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 {
   uint32_t f = op_flags(h->bth.opcode), n = 0;
   if (f & OPF_SRXH) {
-    st32(b, h->sreth.offset); st32(b + 4, h->sreth.rsn & 0xffffff);
+    st32(b, h->sreth.offset); st32(b + 4, ((uint32_t)h->sreth.flags << 24) | (h->sreth.rsn & 0xffffff));
     n += SRETH_LEN;
   }
   if (f & OPF_RETH) {
@@ -249,7 +249,7 @@ int rct_wire_parse_ext(struct rct_pkt *p)
   if (pad > avail)
     return RCT_PARSE_TRUNC;
   if (f & OPF_SRXH) {
-    p->h.sreth.offset = ld32(b); p->h.sreth.rsn = ld24(b + 5);
+    p->h.sreth.offset = ld32(b); p->h.sreth.flags = b[4]; p->h.sreth.rsn = ld24(b + 5);
     n += SRETH_LEN;
   }
   if (f & OPF_RETH) {

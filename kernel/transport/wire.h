@@ -79,8 +79,9 @@ struct rct_bth {
 
 struct rct_reth { uint64_t va; uint32_t rkey; uint32_t dmalen; };
 struct rct_aeth { uint8_t syndrome; uint32_t msn; };
-/* SRXH (selective repeat): message offset and receive sequence number [SR-WIRE-1]. */
-struct rct_sreth { uint32_t offset; uint32_t rsn; };
+/* SRXH (selective repeat): message offset, flags and receive sequence number [SR-WIRE-1]. */
+struct rct_sreth { uint32_t offset; uint32_t rsn; uint8_t flags; };
+#define SRXH_AFTER_READS 0x01  /* READ request: only READs may be missing before it [SR-WIRE-9] */
 
 /* Encapsulation. */
 enum rct_encap { RCT_ENCAP_V2 = 0, RCT_ENCAP_V1 = 1 };

@@ -19,7 +19,10 @@
  *   WR0  RDMA WRITE of 2 packets (FIRST, LAST)        PSN index 0, 1
  *   WR1  RDMA READ of 2 response packets (FIRST, LAST) PSN index 2, 3
  *        reading back the bytes WR0 wrote (so a READ that overtakes the
- *        WRITE returns wrong data, [SR-RESP-6], [RESP-PSN-2])
+ *        WRITE returns wrong data, [SR-RESP-6], [RESP-PSN-2]); a WRITE
+ *        precedes it, so its SRXH AFTER_READS is 0 ([SR-WIRE-9]) and it
+ *        never runs ahead: the run-ahead of a READ behind READs only is
+ *        not modelled (tests/unit/test_sr.c covers it)
  *   WR2  SEND ONLY, whose receive is posted by an "application" process at
  *        an arbitrary time, so RNR NAKs happen ([RESP-RECV-2], [REQ-RNR-1])
  * Wire PSNs are (START + index) mod PMOD with PMOD = 8 and START = 6, so the

@@ -415,6 +415,14 @@ START_TEST(test_sr_lost_resend_only_older)
 }
 END_TEST
 
+/* An SR pair; m is a local buffer for WRITEs, r one for READs to land in. */
+static void pair_with_buffers(struct host_mr **m, struct host_mr **r)
+{
+  pair_setup(true);
+  *m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  *r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
+}
+
 /* [SR-REQ-12] [SR-RESP-6] a READ request sent behind a hole was dropped by
  * the responder: the selective NAK for the hole resends the hole and the
  * READ request after it, without waiting for a timeout. */
@@ -422,9 +430,7 @@ START_TEST(test_sr_read_behind_hole_resent_with_it)
 {
   struct host_mr *m, *r;
   struct rct_pkt p;
-  pair_setup(true);
-  m = ep_reg_mr(&ea, 0x10000, 8192, RCT_ACCESS_LOCAL_WRITE);
-  r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  pair_with_buffers(&m, &r);
   post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
   post_send(&ea, 2, RCT_WR_RDMA_READ, r, 0, 2048, 0x6000, 0x77, 0);
   post_send(&ea, 3, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
@@ -815,6 +821,127 @@ START_TEST(test_sr_bitmap_scans_match_bit_by_bit)
 }
 END_TEST
 
+/* [SR-WIRE-9] a READ whose WRs before it are all READs carries
+ * AFTER_READS in every request; one posted behind a WRITE does not. */
+START_TEST(test_sr_read_after_reads_flag)
+{
+  struct host_mr *m, *r;
+  struct rct_pkt p;
+  pair_with_buffers(&m, &r);
+  post_send(&ea, 1, RCT_WR_RDMA_READ, r, 0, 1024, 0x6000, 0x77, 0);
+  post_send(&ea, 2, RCT_WR_RDMA_READ, r, 1024, 1024, 0x6400, 0x77, 0);
+  post_send(&ea, 3, RCT_WR_RDMA_WRITE, m, 0, 100, 0x5000, 0x77, 0);
+  post_send(&ea, 4, RCT_WR_RDMA_READ, r, 2048, 1024, 0x6800, 0x77, 0);
+  for (int i = 0; i < 4; i++) {
+    ck_assert(expect_frame(&ea, 0, &p, fb));
+    ck_assert_uint_eq(p.h.bth.psn, 0x123456 + i);
+    ck_assert_uint_eq(p.h.sreth.flags, i < 2 ? SRXH_AFTER_READS : 0);
+  }
+  expect_nothing(&ea, 0);
+}
+END_TEST
+
+/* A READ request for len bytes at va with PSN psn, to eb. */
+static void inject_read(struct peer *pr, uint64_t now, uint32_t psn, uint64_t va, uint32_t len,
+                        uint32_t rkey, uint8_t flags)
+{
+  struct rct_hdr h;
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_BASE | OP_READ_REQ;
+  h.bth.psn = psn;
+  h.bth.ackreq = 1;
+  h.sreth.flags = flags;
+  h.reth.va = va;
+  h.reth.rkey = rkey;
+  h.reth.dmalen = len;
+  inject(&eb, pr, now, &h, NULL, 0);
+}
+
+/* [SR-RESP-6] [SR-RESP-5] a READ with AFTER_READS ahead of epsn runs at
+ * once: its responses go, a selective NAK reports the hole at epsn without
+ * marking the READ's PSNs, and when the missing READ comes epsn passes
+ * both; a request for one of its responses before that is a duplicate
+ * that replays it ([RESP-DUP-5]). */
+START_TEST(test_sr_read_after_reads_runs_ahead)
+{
+  struct host_mr *w;
+  struct peer pr;
+  struct rct_pkt p;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ);
+  peer_for(&pr, &eb);
+  inject_read(&pr, 0, 0x123456 + 1, 0x40000, 2048, w->rkey, SRXH_AFTER_READS);   /* 0x123456 lost */
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);          /* the hole */
+  ck_assert(p.h.sack == 0 && p.h.sack_ext_n == 0);   /* READ PSNs are not reported */
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_FIRST);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123457);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_LAST);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+  expect_nothing(&eb, 0);
+  ck_assert_uint_eq(eb.qp.resp.epsn, 0x123456);
+  /* its second response asked again: replayed alone */
+  inject_read(&pr, 1, 0x123458, 0x40400, 1024, w->rkey, SRXH_AFTER_READS);
+  ck_assert(expect_frame(&eb, 1, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_ONLY);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123458);
+  expect_nothing(&eb, 1);
+  /* the missing READ: epsn passes it and the one run ahead */
+  inject_read(&pr, 2, 0x123456, 0x40800, 1024, w->rkey, 0);
+  ck_assert(expect_frame(&eb, 2, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_ONLY);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  ck_assert_uint_eq(eb.qp.resp.epsn, 0x123459);
+  expect_nothing(&eb, 2);
+}
+END_TEST
+
+/* [SR-RESP-6] a READ with AFTER_READS that could not run in sequence
+ * (R_Key) is dropped like one without: nothing goes but the selective NAK,
+ * and its error comes when it arrives in sequence. */
+START_TEST(test_sr_read_after_reads_refused_waits)
+{
+  struct host_mr *w;
+  struct peer pr;
+  struct rct_pkt p;
+  pair_setup(true);
+  w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ);
+  peer_for(&pr, &eb);
+  inject_read(&pr, 0, 0x123457, 0x40000, 1024, w->rkey + 1, SRXH_AFTER_READS);
+  ck_assert(expect_frame(&eb, 0, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  expect_nothing(&eb, 0);
+  ck_assert_uint_eq(eb.qp.resp.epsn, 0x123456);
+  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
+}
+END_TEST
+
+/* [SR-REQ-12] a selective NAK for a lost READ resends the hole but not the
+ * READ with AFTER_READS behind it: the responder ran that one
+ * ([SR-RESP-6]). */
+START_TEST(test_sr_read_after_reads_not_resent_behind_hole)
+{
+  struct host_mr *r;
+  struct rct_pkt p;
+  pair_setup(true);
+  r = ep_reg_mr(&ea, 0x20000, 8192, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_READ, r, 0, 1024, 0x6000, 0x77, 0);
+  post_send(&ea, 2, RCT_WR_RDMA_READ, r, 1024, 2048, 0x6400, 0x77, 0);
+  ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456);   /* lost */
+  ck_assert_uint_eq(expect_psn(&ea, 0), 0x123457);   /* runs at the responder */
+  expect_nothing(&ea, 0);
+  inject_sack(&ea, 10, 0x123456, 0);
+  ck_assert(expect_frame(&ea, 10, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, 0x123456);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
+  expect_nothing(&ea, 10);
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
   Suite *s = suite_create("sr");
@@ -822,6 +949,10 @@ Suite *suite_sr(void)
   tcase_add_checked_fixture(t, NULL, pair_teardown);
   tcase_set_timeout(t, 60);
   tcase_add_test(t, test_sr_request_headers);
+  tcase_add_test(t, test_sr_read_after_reads_flag);
+  tcase_add_test(t, test_sr_read_after_reads_runs_ahead);
+  tcase_add_test(t, test_sr_read_after_reads_refused_waits);
+  tcase_add_test(t, test_sr_read_after_reads_not_resent_behind_hole);
   tcase_add_test(t, test_sr_bitmap_scans_match_bit_by_bit);
   tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
   tcase_add_test(t, test_sr_sends_complete_in_order);
