@@ -197,6 +197,14 @@ def run_bw(tb, c, op, size, budget, bw_rows, log):
              f"timeouts {r.get('timeouts')}")
 
 
+def round_ratios(runs, clean):
+    """Each round's run over the lossless run of the same round (same size
+    and operation), in round order: a slow spell of the host, which moves
+    every run of its round, cancels out of its round's ratio."""
+    base = {x["round"]: x["bw_avg_MiBps"] for x in clean}
+    return [round(x["bw_avg_MiBps"] / base[x["round"]], 3) for x in runs if base.get(x["round"])]
+
+
 def run_interleaved(tb, c, seed, budget, bw_rows, log):
     """Loss levels in turn on one pair of guests (linkemu's control socket
     changes the link between runs), REPEATS rounds: a ratio to the lossless
@@ -216,13 +224,16 @@ def run_interleaved(tb, c, seed, budget, bw_rows, log):
                 for op in ("write", "read") if size == MIB else ("write",):
                     r = bw(tb, op, size, n, c["sr"], log)
                     if r:
-                        runs.setdefault((loss, size, op), []).append(dict(r, iters=n))
+                        runs.setdefault((loss, size, op), []).append(dict(r, iters=n, round=rnd))
     for (loss, size, op), rs in sorted(runs.items()):
+        rounds = round_ratios(rs, runs.get((0, size, op), []))
         rs.sort(key=lambda x: x["bw_avg_MiBps"])
         r = rs[len(rs) // 2]
         bw_rows.append({"config": c["name"], "mtu": c["mtu"], "loss_pct": loss, "sr": c["sr"], "op": op,
                         "size": size, "runs": len(rs), "all_avg_MiBps": " ".join(str(x["bw_avg_MiBps"]) for x in rs),
-                        **r, **drop_sums(rs), "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3)})
+                        **r, **drop_sums(rs), "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3),
+                        "round_ratios": " ".join(map(str, rounds)),
+                        "ratio_median": statistics.median(rounds) if rounds else ""})
         progress("bench", f"  {c['name']} loss {loss:g}% {op.upper()} {size} B: {r['bw_avg_MiBps']} MB/s (2^20), "
                  f"median of {len(rs)}, retx {r.get('retransmits')} timeouts {r.get('timeouts')}")
 
