@@ -104,8 +104,8 @@ def bw_goals(t, src):
     for mtu in (1024, 4096):
         base = g(f"sr-mtu{mtu}", "read", MIB)
         for loss, goal in ((1.0, 0.90), (5.0, 0.80)):
-            v, row = g(f"sr-mtu{mtu}", "read", MIB, loss), find(f"sr-mtu{mtu}", "read", MIB, loss)
-            q = num(row.get("ratio_median")) if row else None
+            row = find(f"sr-mtu{mtu}", "read", MIB, loss)
+            v, q = (num(row["goodput_MBps"]), num(row.get("ratio_median"))) if row else (None, None)
             t.add(f"1 MiB READ, selective repeat, {loss:g} % loss / lossless, MTU {mtu}", q, f">= {goal:.2f}",
                   q is not None and q >= goal, "rdma-bw.csv",
                   f"rounds {row.get('round_ratios') if row else '?'}; medians {v} / {base} MB/s")

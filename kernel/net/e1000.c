@@ -374,9 +374,8 @@ static void e1000_thread(void *unused) {
     tx_reap();
     rx_pass();
     // MPC: the 8254x manual has it clear on read, but QEMU's E1000 keeps
-    // a running total; adding each read to a sum counted the same misses
-    // again on every pass (62,000 "drops" in one bench run where the
-    // link had delivered 90 frames fewer than the NIC took in).
+    // a running total, so the register is the count (a sum of reads would
+    // count every miss again on each pass).
     nic.st.rx_missed = rd(E1000_MPC);
     rx_pass_done(0);
     itr_adapt();

@@ -226,6 +226,13 @@ void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from)
  * still holes: each hole resent before `high` was first sent had its
  * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
  * hole resent after that is in flight and stays marked. */
+/* SR: the first PSN index in [k, n) from una that was resent and is not
+ * sacked (a hole whose resend may be lost); n if none. */
+static uint32_t next_resent_hole(const struct rct_qp *qp, uint32_t k, uint32_t n)
+{
+  return rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k, n);
+}
+
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
 {
   uint32_t una = rct_comp_una(qp), k = (uint32_t)psn_diff(from, una), n;
@@ -234,9 +241,7 @@ void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
   n = (uint32_t)psn_diff(high, una);
   if (n > RCT_SR_WINDOW)
     n = RCT_SR_WINDOW;
-  /* the holes resent: resent and not sacked */
-  for (k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k, n); k < n;
-       k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k + 1, n))
+  for (k = next_resent_hole(qp, k, n); k < n; k = next_resent_hole(qp, k + 1, n))
     if (psn_ge(high, qp->req.sr_resend_mark[psn_add(una, k) % RCT_SR_WINDOW]))
       bm_clear(qp->req.sr_retxd, k);
 }
@@ -251,9 +256,7 @@ void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn)
   uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, una), k;
   if (n > RCT_SR_WINDOW)
     n = RCT_SR_WINDOW;
-  /* the runs re-requested and still missing */
-  for (k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, 0, n); k < n;
-       k = rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k + 1, n))
+  for (k = next_resent_hole(qp, 0, n); k < n; k = next_resent_hole(qp, k + 1, n))
     if ((int32_t)(qp->req.sr_rereq_order[psn_add(una, k) % RCT_SR_WINDOW] - order) < 0)
       bm_clear(qp->req.sr_retxd, k);
 }

@@ -53,13 +53,13 @@ static inline uint32_t rct_bm_count(const uint32_t *bm, uint32_t n)
 /* The lowest set bit's index (x != 0). */
 static inline uint32_t bm_lowest(uint32_t x) { return bm_popcount((x & -x) - 1); }
 
-/* The first i in [from, n) whose bit is set in a and clear in b (b may be
- * 0: every bit of a counts); n when there is none (n <= RCT_SR_WINDOW).
+/* The first i in [from, n) whose bit in a, xor flip, is set and whose
+ * bit in b is clear (b may be 0); n when there is none (n <= RCT_SR_WINDOW).
  * Word by word: the scans of a window run once per frame. */
-static inline uint32_t rct_bm_next(const uint32_t *a, const uint32_t *b, uint32_t from, uint32_t n)
+static inline uint32_t bm_scan(const uint32_t *a, uint32_t flip, const uint32_t *b, uint32_t from, uint32_t n)
 {
   for (uint32_t i = from; i < n; i = (i | 31) + 1) {
-    uint32_t x = (a[i >> 5] & ~(b ? b[i >> 5] : 0)) >> (i & 31);
+    uint32_t x = ((a[i >> 5] ^ flip) & ~(b ? b[i >> 5] : 0)) >> (i & 31);
     if (x) {
       i += bm_lowest(x);
       return i < n ? i : n;
@@ -68,17 +68,16 @@ static inline uint32_t rct_bm_next(const uint32_t *a, const uint32_t *b, uint32_
   return n;
 }
 
+/* The first i in [from, n) set in a and clear in b (b may be 0); n if none. */
+static inline uint32_t rct_bm_next(const uint32_t *a, const uint32_t *b, uint32_t from, uint32_t n)
+{
+  return bm_scan(a, 0, b, from, n);
+}
+
 /* The first i in [from, n) whose bit is clear; n when every one is set. */
 static inline uint32_t rct_bm_next_clear(const uint32_t *bm, uint32_t from, uint32_t n)
 {
-  for (uint32_t i = from; i < n; i = (i | 31) + 1) {
-    uint32_t x = ~bm[i >> 5] >> (i & 31);
-    if (x) {
-      i += bm_lowest(x);
-      return i < n ? i : n;
-    }
-  }
-  return n;
+  return bm_scan(bm, ~0u, 0, from, n);
 }
 
 /* Any bit set? */

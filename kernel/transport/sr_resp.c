@@ -6,8 +6,9 @@
  * over placed runs and completes messages in PSN order; out-of-order
  * arrivals are answered with a selective NAK. A READ executes in
  * sequence, or ahead of epsn when its requester says only READs may be
- * missing before it (SRXH_AFTER_READS). The go-back-N responder (resp.c) calls rct_sr_resp_handle for
- * in-window requests of an SR QP and shares its checks and replies.
+ * missing before it (SRXH_AFTER_READS). The go-back-N responder (resp.c)
+ * calls rct_sr_resp_handle for in-window requests of an SR QP and shares
+ * its checks and replies.
  * [SR-RESP-*]
  */
 #include "rct_int.h"
