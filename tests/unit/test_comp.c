@@ -671,10 +671,14 @@ START_TEST(test_comp_sr_read_window_keeps_credit)
 }
 END_TEST
 
-/* [REQ-READ-8] [SR-REQ-1] SR, READ window READ_WINDOW (a quarter of
- * SR_WINDOW): while a lost first response holds una, each piece's worth of
- * responses that arrives lets one more piece go, beyond the READ window
- * from una, up to SR_WINDOW from una and no further. */
+/* [REQ-READ-8] [SR-REQ-1] [REQ-WIN-2] SR, READ window READ_WINDOW (a
+ * quarter of SR_WINDOW): while a lost first response holds una, each
+ * piece's worth of responses that arrives lets one more piece go, beyond
+ * the READ window from una, up to SR_WINDOW from una and no further.
+ * SR_WINDOW is MAX_RD_ATOMIC pieces of READ_PIECE, so for READs alone the
+ * window and the credits stop the pieces at the same PSN: this checks the
+ * two bounds together (a hole that is not a READ is acknowledged by the
+ * first READ response after it, [REQ-ACK-3], so it cannot hold una). */
 START_TEST(test_comp_sr_read_window_room_past_hole)
 {
   struct conn_opts o;
