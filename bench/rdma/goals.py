@@ -117,12 +117,14 @@ def bw_goals(t, src):
     clean = [r for r in rows if num(r["loss_pct"]) == 0]
     qp = [num(r.get("dropped_all")) for r in clean]
     nic = [num(r.get("nic_dropped_all")) for r in clean]
+    dup = [num(r.get("dup_all")) for r in clean]
     known = clean and all(v is not None for v in qp + nic)
     total = int(sum(qp) + sum(nic)) if known else None
     reads = sum(1 for r in clean if r["op"] == "read")
+    dups = f"; duplicates received {int(sum(dup))}" if clean and all(v is not None for v in dup) else ""
     t.add("frames the requester dropped, every lossless xv6-xv6 run", total, "0", total == 0 if known else None,
           "rdma-bw.csv", f"{len(clean)} cells ({reads} READ), QP {int(sum(qp)) if known else '?'}"
-          f" + NIC {int(sum(nic)) if known else '?'}")
+          f" + NIC {int(sum(nic)) if known else '?'}{dups}")
     ceil = {c["config"]: c for c in src.rows("rdma-ceiling.csv")}
     for mtu in (1024, 4096):
         w = g(f"mtu{mtu}", "write", 65536)

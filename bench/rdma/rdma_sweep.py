@@ -173,8 +173,10 @@ def run_total(runs, key):
 
 def drop_sums(runs):
     """Frames the requester (the client guest) dropped over all of a cell's
-    runs: its QP's counter and its NIC's."""
-    return {"dropped_all": run_total(runs, "dropped"), "nic_dropped_all": run_total(runs, "nic_dropped")}
+    runs: its QP's counter and its NIC's; and the duplicates its QP received
+    (late copies of retransmissions: received, not lost)."""
+    return {"dropped_all": run_total(runs, "dropped"), "nic_dropped_all": run_total(runs, "nic_dropped"),
+            "dup_all": run_total(runs, "dup")}
 
 
 def run_bw(tb, c, op, size, budget, bw_rows, log):

@@ -239,6 +239,13 @@ static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w,
   return psn_lt(psn, qp->comp.una) || rct_comp_sacked(qp, psn);
 }
 
+/* Go-back-N: the responses from psn on were already re-requested once as
+ * lost ([REQ-READ-5], [REQ-ACK-5]) since una last moved. */
+bool rct_comp_rerequested(const struct rct_qp *qp, uint32_t psn)
+{
+  return qp->comp.retx_valid && qp->comp.retx_psn == psn;
+}
+
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
@@ -595,8 +602,11 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   uint32_t psn = p->h.bth.psn, idx, expect;
   bool later;
   struct rct_send_wqe *w = read_of_resp(qp, psn, &later);
-  if (!w) {                                                /* [REQ-ACK-7] outside */
-    qp->cnt.rx_unexpected++;
+  if (!w) {
+    if (psn_lt(psn, qp->comp.una))
+      qp->cnt.rx_dup++;              /* its READ is complete: a replay's late copy [REQ-READ-1] */
+    else
+      qp->cnt.rx_unexpected++;                             /* [REQ-ACK-7] outside */
     return;
   }
   expect = qp->sr ? 0 : rct_comp_read_first_missing(qp, w);   /* go-back-N: in order */
@@ -681,9 +691,9 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
     return;
   qp->comp.early_probed = 1;
   qp->cnt.early_probes++;
+  rct_req_early_probe(qp);                              /* sent as [REQ-TMO-6]'s */
   if (qp->sr)
     rct_req_sr_new_round(qp);
-  rct_req_early_probe(qp);                              /* sent as [REQ-TMO-6]'s */
 }
 
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */

@@ -513,6 +513,7 @@ enum rct_comp_state { RCT_COMP_IDLE = 0, RCT_COMP_WAIT_ACK, RCT_COMP_WAIT_RNR, R
 
 #define RCT_SR_WORDS (RCT_SR_WINDOW / 32)
 #define RCT_PROBE_EARLY 2           /* rct_req.rto_probe: the early probe's copy */
+#define RCT_PROBE_EARLY_LAST 3      /* ... of a READ with no loss seen: its run's last response alone */
 
 /* The requester's state: req.c writes it, the other files call req.c. */
 struct rct_req {
@@ -523,7 +524,7 @@ struct rct_req {
   uint32_t rd_first, rd_count;        /* the ring's oldest entry and its length */
   uint32_t rsn_next;          /* SR: RSN of the next receive-consuming message */
   uint8_t rto_probe;          /* a timeout owes one more copy of the packet at una [REQ-TMO-6];
-                                 RCT_PROBE_EARLY: the early probe does [REQ-TMO-8] */
+                                 RCT_PROBE_EARLY(_LAST): the early probe does [REQ-TMO-8] */
   uint32_t sr_retxd[RCT_SR_WORDS];  /* SR: bit i = PSN una + i resent since the last round */
   uint32_t sr_scan, sr_scan_end;    /* SR: PSNs [sr_scan, sr_scan_end) to resend if missing */
   uint32_t sr_hole_end;             /* SR: from here to sr_scan_end only READ requests [SR-REQ-12] */

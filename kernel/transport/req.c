@@ -166,10 +166,25 @@ void rct_req_probe(struct rct_qp *qp)
   qp->req.rto_probe = 1;
 }
 
-/* The early probe: the same copy, but it leaves the RTO where it is [REQ-TMO-8]. */
+/* A READ at una whose first missing response was re-requested as lost
+ * since una moved (go-back-N, [REQ-READ-5]) or in this round (SR, [SR-REQ-16]). */
+static bool read_loss_seen(struct rct_qp *qp)
+{
+  uint32_t una = rct_comp_una(qp), miss;
+  struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, una, 0);
+  if (!w || w->wr.opcode != RCT_WR_RDMA_READ)
+    return true;
+  miss = rct_comp_read_first_missing(qp, w);
+  return qp->sr ? rct_req_sr_resent(qp, miss) : rct_comp_rerequested(qp, miss);
+}
+
+/* The early probe: the same copy, but it leaves the RTO where it is; a
+ * READ's with no loss seen asks for its run's last response alone, so that
+ * responses that were only late cost one more, not the run [REQ-TMO-8].
+ * Called before an SR round ends: the marks tell what was seen lost. */
 void rct_req_early_probe(struct rct_qp *qp)
 {
-  qp->req.rto_probe = RCT_PROBE_EARLY;
+  qp->req.rto_probe = read_loss_seen(qp) ? RCT_PROBE_EARLY : RCT_PROBE_EARLY_LAST;
 }
 
 /* una advanced by n PSNs: the SR resend marks move with it; a probe owed
@@ -516,7 +531,7 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_send_wqe *w;
   uint32_t psn = rct_comp_una(qp), miss, end = psn;
-  bool early = qp->req.rto_probe == RCT_PROBE_EARLY;
+  bool early = qp->req.rto_probe >= RCT_PROBE_EARLY, last = qp->req.rto_probe == RCT_PROBE_EARLY_LAST;
   if (!qp->req.rto_probe)
     return 0;
   qp->req.rto_probe = 0;
@@ -529,6 +544,8 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     if (psn_lt(psn, miss))
       psn = miss;
     end = qp->sr ? sr_read_run(qp, w, psn, false) : rct_read_piece_end(w, psn);   /* [SR-REQ-16] */
+    if (last)
+      psn = end;                                           /* [REQ-TMO-8] */
   }
   if (!build(qp, w, psn, end, true, f))
     return 0;

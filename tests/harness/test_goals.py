@@ -3,7 +3,7 @@
 
 Checks that each goal's verdict follows its value (met, missed, n/a), that a
 file written before the run is "stale" and never "met", that requester drops
-count the QP's and the NIC's, and that the section is replaced in place.
+count the QP's and the NIC's (duplicates shown beside), and that the section is replaced in place.
 Prints "test-goals: N passed, M failed" (tests/harness/suite.py reads it).
 """
 import csv
@@ -74,10 +74,15 @@ class Goals(unittest.TestCase):
         self.assertEqual(got["latency matrix"], ("n/a", "missing"))
 
     def test_goals_requester_drops_count_qp_and_nic(self):
-        write(self.dir, "rdma-bw.csv", [bw("sr-mtu1024", "read", MIB, 0, 40.0, qp_drops=0, nic_drops=3),
-                                        bw("sr-mtu1024", "read", MIB, 1, 30.0, qp_drops=99)])
-        got, _ = run(self.dir)
+        rows = [bw("sr-mtu1024", "read", MIB, 0, 40.0, qp_drops=0, nic_drops=3),
+                bw("sr-mtu1024", "read", MIB, 1, 30.0, qp_drops=99)]
+        rows[0]["dup_all"], rows[1]["dup_all"] = 5, 7
+        write(self.dir, "rdma-bw.csv", rows)
+        got, t = run(self.dir)
         self.assertEqual(got["frames the requester dropped, every lossless xv6-xv6 run"], ("3", "missed"))
+        # duplicates received are shown beside, not counted as drops
+        label = [w for w, *_ in t.rows if w.startswith("frames the requester dropped")][0]
+        self.assertIn("QP 0 + NIC 3; duplicates received 5", label)
 
     def test_goals_old_file_is_stale(self):
         old = time.time() - 3600

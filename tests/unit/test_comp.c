@@ -907,18 +907,190 @@ START_TEST(test_comp_early_probe)
 }
 END_TEST
 
+/* Connected with o and the adaptive RTO; a SEND (wr 1) acknowledged 4 ms
+ * after it went: SRTT 4 ms, RTO 12 ms. */
+static void srtt_4ms(struct conn_opts *o)
+{
+  o->adaptive = true;
+  setup_with(o);
+  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  drain(0, NULL);
+  inject_ack(A, P, 4000000, 0x1f, PSN0, 1);
+}
+
+/* A READ of n responses in pieces of 8 (READ window 32), go-back-N or SR,
+ * its first k responses in, SRTT known. */
+static uint64_t read_started(bool sr, uint32_t n, uint32_t k)
+{
+  struct conn_opts o;
+  uint64_t t = 5000000;
+  conn_defaults(&o);
+  o.sr = sr;
+  o.max_inflight = 32;
+  srtt_4ms(&o);
+  expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
+  post_send(A, 2, RCT_WR_RDMA_READ, M, 0, n * 1024, 0x9000, 0x55, 0);   /* PSN0 + 1 .. PSN0 + n */
+  ck_assert_int_eq(drain(t, NULL), (int)((n + 7) / 8));
+  for (uint32_t i = 1; i <= k; i++)
+    inject_req(A, P, ++t, i == 1 ? OP_READ_RESP_FIRST : OP_READ_RESP_MIDDLE, PSN0 + i, false, 1024, 0x11, NULL, 0);
+  return t;
+}
+
+/* The early probe fires, before the RTO: its frame in *p. */
+static uint64_t early_probe(struct rct_pkt *p)
+{
+  uint64_t t = A->qp.timer[RCT_TIMER_PROBE];
+  ck_assert(t < A->qp.timer[RCT_TIMER_RETRANS]);
+  rct_handle_timeout(&A->qp, t);
+  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert(expect_frame(A, t, p, fb));
+  expect_nothing(A, t);
+  return t;
+}
+
+/* read_started, then the early probe: a READ request with AckReq for
+ * len bytes from response PSN0 + psn. */
+static uint64_t started_then_probe(bool sr, uint32_t n, uint32_t k, uint32_t psn, uint32_t len)
+{
+  struct rct_pkt p;
+  uint64_t t;
+  read_started(sr, n, k);
+  t = early_probe(&p);
+  ck_assert_uint_eq(p.h.bth.opcode, sr ? OP_SR_BASE | OP_READ_REQ : OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.ackreq, 1);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + psn);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + (psn - 1) * 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, len);
+  return t;
+}
+
+/* Responses from .. to of read_started's READ (pieces of 8), in order. */
+static uint64_t responses(uint64_t t, uint32_t from, uint32_t to)
+{
+  for (uint32_t i = from; i <= to; i++) {
+    uint8_t op = i % 8 == 1 ? OP_READ_RESP_FIRST : i % 8 == 0 ? OP_READ_RESP_LAST : OP_READ_RESP_MIDDLE;
+    inject_req(A, P, ++t, op, PSN0 + i, false, 1024, 0x11, NULL, 0);
+  }
+  return t;
+}
+
+/* Responses 3 and 4 lost, 5 in: the gap re-requests from 3 (len bytes);
+ * then the early probe asks for the same again, AckReq set. */
+static uint64_t gap_then_early_probe(uint64_t t, uint32_t len)
+{
+  struct rct_pkt p;
+  inject_req(A, P, ++t, OP_READ_RESP_MIDDLE, PSN0 + 5, false, 1024, 0x11, NULL, 0);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 3);
+  ck_assert_uint_eq(p.h.reth.dmalen, len);
+  t = early_probe(&p);
+  ck_assert_uint_eq(p.h.bth.ackreq, 1);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 3);            /* the run again, whole */
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 2 * 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, len);
+  return t;
+}
+
+/* [REQ-TMO-8] [REQ-READ-1] go-back-N: the early probe of a READ asks for the
+ * last response of the piece at una alone, so a probe that only met late
+ * responses costs one response: the responder replays it after the originals,
+ * and the requester counts it a duplicate (its READ complete), not a drop. */
+START_TEST(test_comp_gbn_read_early_probe_asks_last_response)
+{
+  uint64_t t = started_then_probe(false, 16, 2, 8, 1024);   /* the first piece's last, alone */
+  t = responses(t, 3, 16);                             /* the originals, late */
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  expect_nothing(A, t);                                /* nothing re-requested */
+  ck_assert_uint_eq(A->qp.cnt.rx_dup, 0);
+  inject_req(A, P, ++t, OP_READ_RESP_ONLY, PSN0 + 8, false, 1024, 0x11, NULL, 0);   /* the probe's answer */
+  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 0);
+  expect_nothing(A, t);
+}
+END_TEST
+
+/* [REQ-TMO-8] [REQ-READ-5] go-back-N: when the piece's tail was lost, the
+ * probe's answer arrives beyond the first missing response and re-requests
+ * from it to the piece's end, without a retry or a timeout. */
+START_TEST(test_comp_gbn_read_early_probe_answer_shows_tail_loss)
+{
+  struct rct_pkt p;
+  uint64_t t = started_then_probe(false, 8, 5, 8, 1024);
+  inject_req(A, P, ++t, OP_READ_RESP_ONLY, PSN0 + 8, false, 1024, 0x11, NULL, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 6);
+  ck_assert_uint_eq(p.h.reth.va, 0x9000 + 5 * 1024);
+  ck_assert_uint_eq(p.h.reth.dmalen, 3 * 1024);
+  expect_nothing(A, t);
+  inject_req(A, P, ++t, OP_READ_RESP_FIRST, PSN0 + 6, false, 1024, 0x11, NULL, 0);
+  t = responses(t, 7, 8);
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(A->qp.comp.retry_left, 7);
+}
+END_TEST
+
+/* [REQ-TMO-8] [REQ-READ-5] go-back-N: once a gap showed the responses from
+ * e lost and they were re-requested, the early probe asks for them again
+ * itself (that re-request or its answer may be the lost one). */
+START_TEST(test_comp_gbn_read_early_probe_after_gap_rerequests)
+{
+  gap_then_early_probe(read_started(false, 8, 2), 6 * 1024);   /* to the piece's end */
+}
+END_TEST
+
+/* [REQ-TMO-8] [SR-REQ-16] SR: with no loss seen the early probe of a READ
+ * asks for the last response of the missing run at una alone; the late
+ * originals complete the READ and the probe's answer is a duplicate. */
+START_TEST(test_comp_sr_read_early_probe_asks_last_response)
+{
+  uint64_t t = started_then_probe(true, 16, 2, 8, 1024);    /* the run 3 .. 8 ends with its piece */
+  t = responses(t, 3, 16);
+  expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
+  expect_nothing(A, t);
+  inject_req(A, P, ++t, OP_READ_RESP_ONLY, PSN0 + 8, false, 1024, 0x11, NULL, 0);
+  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 0);
+}
+END_TEST
+
+/* [REQ-TMO-8] [SR-REQ-13] [SR-REQ-16] SR: a run re-requested this round
+ * (a gap showed it lost) is asked for whole by the early probe; with none
+ * seen, the probe's answer beyond a lost tail re-requests the missing run. */
+START_TEST(test_comp_sr_read_early_probe_after_gap_or_tail_loss)
+{
+  struct rct_pkt p;
+  uint64_t t = gap_then_early_probe(read_started(true, 16, 2), 2 * 1024);   /* the run 3 .. 4 */
+  inject_req(A, P, ++t, OP_READ_RESP_FIRST, PSN0 + 3, false, 1024, 0x11, NULL, 0);
+  inject_req(A, P, ++t, OP_READ_RESP_LAST, PSN0 + 4, false, 1024, 0x11, NULL, 0);
+  t = responses(t, 6, 13);                             /* 14 .. 16 lost */
+  expect_nothing(A, t);
+  t = A->qp.timer[RCT_TIMER_PROBE];
+  ck_assert(t < A->qp.timer[RCT_TIMER_RETRANS]);
+  rct_handle_timeout(&A->qp, t);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 16);           /* no loss seen at 14: the run's last */
+  ck_assert_uint_eq(p.h.reth.dmalen, 1024);
+  inject_req(A, P, ++t, OP_READ_RESP_ONLY, PSN0 + 16, false, 1024, 0x11, NULL, 0);
+  ck_assert(expect_frame(A, t, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 14);           /* the gap it shows [SR-REQ-13] */
+  ck_assert_uint_eq(p.h.reth.dmalen, 2 * 1024);
+  expect_nothing(A, t);
+  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+}
+END_TEST
+
 /* [REQ-TMO-10] [REQ-TMO-8] with the adaptive RTO a probe slack replaces
  * the 1 ms: the early probe comes at 2 SRTT + the slack, also in go-back-N */
 START_TEST(test_comp_early_probe_slack)
 {
   struct conn_opts o;
   conn_defaults(&o);
-  o.adaptive = true;
   o.probe_slack_ns = 50000;
-  setup_with(&o);
-  post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
-  drain(0, NULL);
-  inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms */
+  srtt_4ms(&o);
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   ck_assert_int_eq(drain(5000000, NULL), 1);
   ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], 5000000 + 8000000 + 50000);
@@ -1028,6 +1200,11 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_backoff_from_clamped_rto);
   tcase_add_test(t, test_comp_backoff_ends_with_progress);
   tcase_add_test(t, test_comp_early_probe);
+  tcase_add_test(t, test_comp_gbn_read_early_probe_asks_last_response);
+  tcase_add_test(t, test_comp_gbn_read_early_probe_answer_shows_tail_loss);
+  tcase_add_test(t, test_comp_gbn_read_early_probe_after_gap_rerequests);
+  tcase_add_test(t, test_comp_sr_read_early_probe_asks_last_response);
+  tcase_add_test(t, test_comp_sr_read_early_probe_after_gap_or_tail_loss);
   tcase_add_test(t, test_comp_early_probe_slack);
   tcase_add_test(t, test_comp_rnr_nak_resets_retry);
   tcase_add_test(t, test_comp_nak_before_una_ignored);

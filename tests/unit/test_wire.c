@@ -200,7 +200,7 @@ START_TEST(test_wire_ip_id_from_interface)
 {
   static struct ep a;
   struct conn_opts o;
-  struct test_mr *m;
+  struct host_mr *m;
   struct rct_frame f;
   uint8_t buf[256];
   ep_init(&a, MAC_A, IP_A, QPN_A, RCT_DEV_ROCE_V1);
