@@ -45,6 +45,7 @@ int main(int argc, char **argv) {
              s.rx_out_of_seq, s.rx_out_of_window, s.rx_dropped);
       printf("     completions %lu error_completions %lu flushed %lu cq_overflow %lu\n", s.completions,
              s.error_completions, s.flushed, s.cq_overflow);
+      printf("     early_probes %lu max_inflight %u\n", s.early_probes, s.max_inflight);
     }
   }
   printf("%d QPs\n", n);

@@ -383,6 +383,8 @@ struct rdma_qp_stats {
   unsigned long long tx_ack, rx_ack, tx_nak, rx_nak, tx_rnr_nak, rx_rnr_nak;
   unsigned long long rx_dup, rx_out_of_seq, rx_out_of_window, rx_dropped;
   unsigned long long completions, error_completions, flushed, cq_overflow;
+  unsigned long long early_probes;   // [REQ-TMO-8]
+  unsigned int max_inflight;        // the request window in packets ([REQ-WIN-1]; 0 = the kernel's default)
 };
 
 

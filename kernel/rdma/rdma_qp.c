@@ -295,6 +295,8 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
                       c->rx_wrong_encap + c->rx_wrong_peer + c->rx_bad_aeth + c->rx_unexpected);
   s->completions = c->completions; s->error_completions = c->error_completions;
   s->flushed = c->flushed; s->cq_overflow = c->cq_overflow;
+  s->early_probes = c->early_probes;
+  s->max_inflight = q->qp.attr.max_inflight;
 }
 
 // Lock NOT held. Slot i's QP (of any process) into *s: 0, 1 for an empty
