@@ -298,13 +298,6 @@ void rdma_destroy_qp(struct rdma_cm_id *id) {
   if (p->own_pd) { ibv_dealloc_pd(p->own_pd); p->own_pd = NULL; id->pd = NULL; }
 }
 
-// The default window: RDMAX_DEFAULT_INFLIGHT_BYTES at the path MTU.
-static uint32_t default_inflight(enum ibv_mtu mtu) {
-  int m = ibv_mtu_to_num(mtu);
-  uint32_t n = m > 0 ? RDMAX_DEFAULT_INFLIGHT_BYTES / (uint32_t)m : RDMAX_MAX_DEFAULT_INFLIGHT;
-  return n < RDMAX_MAX_DEFAULT_INFLIGHT ? n : RDMAX_MAX_DEFAULT_INFLIGHT;
-}
-
 // The QP to RTR and RTS from the exchanged messages: the core's
 // negotiation (rct_cm_qp_attr: [CM-PARAM-1..3] [SR-NEG-1]) plus this
 // side's timeouts, retries and transport settings.
@@ -335,7 +328,7 @@ static int qp_to_rts(struct id_priv *p, const struct rct_cm_msg *self, const str
   memcpy(ext.dmac, ra.ah.dmac, 6);
   ext.sr_enable = ra.sr_enable;
   ext.roce_v1 = p->xt.roce_v1;
-  ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : default_inflight(a.path_mtu);
+  ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : RDMAX_DEFAULT_INFLIGHT;
   uint32_t min_rto_us = p->xt.min_rto_us ? p->xt.min_rto_us : RDMAX_DEFAULT_MIN_RTO_US;
   ext.adaptive_rto = min_rto_us != ~0u;
   ext.min_rto_ns = ext.adaptive_rto ? (unsigned long long)min_rto_us * 1000 : 0;

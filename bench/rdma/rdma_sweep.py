@@ -7,8 +7,8 @@ Every tool runs with -e (perftest's --events: the processes sleep on the
 completion channel, and rdma_lat's WRITE side in ibvx_wait_write): two
 guests that busy-poll on this 2-core host starve QEMU's I/O threads and
 linkemu, and measure the host's scheduler instead of the transport.
-Transport settings are rdma_cm's defaults (1 MiB in flight at the path MTU:
-1024 packets at MTU 1024, 256 at 4096; adaptive RTO with a 30 ms floor); --stats adds each run's retransmissions and
+Transport settings are rdma_cm's defaults (256 packets in flight, adaptive
+RTO with a 30 ms floor); --stats adds each run's retransmissions and
 timeouts to the CSV.
 
 Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):

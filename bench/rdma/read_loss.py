@@ -37,7 +37,7 @@ def run_read(tb, sr, iters, log):
   return {"MiBps": float(r["bw_avg_MiBps"]), **{k: q[v] for k, v in KEYS.items()}}
 
 
-def one_round(label, kernel, fs_img, opts, results, log):
+def one_round(rnd, label, kernel, fs_img, opts, results, log):
   append = f"rdma_mtu={opts.mtu}" if opts.mtu != 1024 else ""
   with Testbed(2, name=f"readloss-{label}", kernel=kernel, fs_img=fs_img, extra_append=append) as tb:
     tb.boot()
@@ -47,26 +47,28 @@ def one_round(label, kernel, fs_img, opts, results, log):
         r = run_read(tb, sr, opts.iters, log)
         progress("read-loss", f"{label} {'sr' if sr else 'gbn'} {loss}%: {r}")
         if r:
-          results.setdefault((label, sr, loss), []).append(r)
+          results.setdefault((label, sr, loss), []).append({**r, "round": rnd})
 
 
 def table(results, labels, opts, took):
   lines = [f"read-loss: rdma_bw -t read -s 1048576 -n {opts.iters} -e --stats [--sr], two guests, "
            f"path MTU {opts.mtu}, "
-           f"loss on both directions; median MiB/s over the rounds; counters of the requester "
-           f"(the last round); {took:.0f} s", "",
+           f"loss on both directions; median MiB/s over the rounds; \"of 0%\": the median of each "
+           f"round's own ratio to that round's lossless run; counters of the requester (the last round); "
+           f"{took:.0f} s", "",
            f"{'build':6} {'mode':4} {'loss':>5} {'MiB/s':>8} {'of 0%':>6} " + " ".join(f"{k:>8}" for k in KEYS)]
   for label in labels:
     for sr in opts.sr_modes:
-      base = results.get((label, sr, 0))
-      ref = statistics.median(x["MiBps"] for x in base) if base else 0
+      base = {x["round"]: x["MiBps"] for x in results.get((label, sr, 0), [])}
       for loss in LOSSES:
         rs = results.get((label, sr, loss))
         if not rs:
           lines.append(f"{label:6} {'sr' if sr else 'gbn':4} {loss:>4}% {'-':>8}")
           continue
         v = statistics.median(x["MiBps"] for x in rs)
-        lines.append(f"{label:6} {'sr' if sr else 'gbn':4} {loss:>4}% {v:8.2f} {v / ref if ref else 0:6.2f} "
+        ratios = [x["MiBps"] / base[x["round"]] for x in rs if base.get(x["round"])]
+        q = f"{statistics.median(ratios):6.2f}" if ratios else f"{'-':>6}"
+        lines.append(f"{label:6} {'sr' if sr else 'gbn':4} {loss:>4}% {v:8.2f} {q} "
                      + " ".join(f"{rs[-1][k]:8d}" for k in KEYS))
   return "\n".join(lines) + "\n"
 
@@ -91,7 +93,7 @@ def main():
   results, log, t0 = {}, [], time.time()
   for rnd in range(args.rounds):
     for label in (labels if rnd % 2 == 0 else labels[::-1]):
-      one_round(label, *builds[label], args, results, log)
+      one_round(rnd, label, *builds[label], args, results, log)
   text = table(results, labels, args, time.time() - t0)
   save_outputs(args.out, "read-loss", text, log)
   return 0
