@@ -239,13 +239,6 @@ static bool read_received(const struct rct_qp *qp, const struct rct_send_wqe *w,
   return psn_lt(psn, qp->comp.una) || rct_comp_sacked(qp, psn);
 }
 
-/* Go-back-N: the responses from psn on were already re-requested once as
- * lost ([REQ-READ-5], [REQ-ACK-5]) since una last moved. */
-bool rct_comp_rerequested(const struct rct_qp *qp, uint32_t psn)
-{
-  return qp->comp.retx_valid && qp->comp.retx_psn == psn;
-}
-
 /* First response PSN of READ w not received yet (last_psn + 1 if none). */
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {

@@ -140,7 +140,6 @@ void rct_comp_on_probe_sent(struct rct_qp *qp, uint32_t psn);
 void rct_comp_flush(struct rct_qp *qp);
 uint64_t rct_comp_rto(const struct rct_qp *qp);
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w);
-bool rct_comp_rerequested(const struct rct_qp *qp, uint32_t psn);
 /* ... what the others may read */
 static inline uint32_t rct_comp_una(const struct rct_qp *qp) { return qp->comp.una; }
 static inline bool rct_comp_sacked(const struct rct_qp *qp, uint32_t psn)   /* SR, psn >= una */

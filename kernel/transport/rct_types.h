@@ -513,7 +513,7 @@ enum rct_comp_state { RCT_COMP_IDLE = 0, RCT_COMP_WAIT_ACK, RCT_COMP_WAIT_RNR, R
 
 #define RCT_SR_WORDS (RCT_SR_WINDOW / 32)
 #define RCT_PROBE_EARLY 2           /* rct_req.rto_probe: the early probe's copy */
-#define RCT_PROBE_EARLY_LAST 3      /* ... of a READ with no loss seen: its run's last response alone */
+#define RCT_PROBE_EARLY_LAST 3      /* ... of an SR READ with no loss seen: its run's last response alone */
 
 /* The requester's state: req.c writes it, the other files call req.c. */
 struct rct_req {

@@ -166,25 +166,24 @@ void rct_req_probe(struct rct_qp *qp)
   qp->req.rto_probe = 1;
 }
 
-/* A READ at una whose first missing response was re-requested as lost
- * since una moved (go-back-N, [REQ-READ-5]) or in this round (SR, [SR-REQ-16]). */
-static bool read_loss_seen(struct rct_qp *qp)
+/* SR: a READ at una whose first missing response was re-requested as lost
+ * in this round [SR-REQ-16]. */
+static bool sr_read_loss_seen(struct rct_qp *qp)
 {
-  uint32_t una = rct_comp_una(qp), miss;
-  struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, una, 0);
+  struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, rct_comp_una(qp), 0);
   if (!w || w->wr.opcode != RCT_WR_RDMA_READ)
     return true;
-  miss = rct_comp_read_first_missing(qp, w);
-  return qp->sr ? rct_req_sr_resent(qp, miss) : rct_comp_rerequested(qp, miss);
+  return rct_req_sr_resent(qp, rct_comp_read_first_missing(qp, w));
 }
 
-/* The early probe: the same copy, but it leaves the RTO where it is; a
- * READ's with no loss seen asks for its run's last response alone, so that
- * responses that were only late cost one more, not the run [REQ-TMO-8].
- * Called before an SR round ends: the marks tell what was seen lost. */
+/* The early probe: the same copy, but it leaves the RTO where it is; in
+ * SR a READ's with no loss seen asks for its run's last response alone, so
+ * that responses that were only late cost one more, not the run
+ * [REQ-TMO-8]. Called before an SR round ends: the marks tell what was
+ * seen lost. */
 void rct_req_early_probe(struct rct_qp *qp)
 {
-  qp->req.rto_probe = read_loss_seen(qp) ? RCT_PROBE_EARLY : RCT_PROBE_EARLY_LAST;
+  qp->req.rto_probe = qp->sr && !sr_read_loss_seen(qp) ? RCT_PROBE_EARLY_LAST : RCT_PROBE_EARLY;
 }
 
 /* una advanced by n PSNs: the SR resend marks move with it; a probe owed
