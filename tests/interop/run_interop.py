@@ -19,7 +19,9 @@ exchange and the xv6 tools' application protocols. Per test bed:
   * beds: path MTU 1024 and 4096 (xv6 boot argument rdma_mtu=4096, the
     Linux eth0 at MTU 9000 so rxe's active MTU is 4096), each clean and at
     1 % seeded loss on both link directions (the lossy beds must have
-    dropped frames, else they tested nothing);
+    dropped frames, else they tested nothing); and at path MTU 4096 with
+    5 % loss, xv6 (go-back-N) reading 1 MiB x 6 from `xrpeer bw-server`
+    three times: every READ must complete (see READ_SIZE's comment);
   * on the clean MTU 1024 bed: a bw smoke run each way (xv6 rdma_bw client
     against `xrpeer bw-server`, `xrpeer bw-client` against xv6 rdma_bw's
     server; WRITE, READ and SEND), a connection whose RTUs xrpeer ignores
@@ -38,7 +40,7 @@ Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
 
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
-NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1).
+NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5).
 The Linux guest is tests/harness/linux_guest.py's, on the test bed as
 Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
 which carries xrpeer from build/linux/overlay/).
@@ -71,13 +73,21 @@ RESULT = r"rdmanet_test: (OK|FAILED[^\n]*)\n"
 ROCE_PORT = 4791
 TSHARK_OFF = ("rpcrdma_infiniband", "eth_over_ib")
 BW_SIZE, BW_ITERS = 65536, 200
+# The 5 % bed: xv6 (go-back-N) reads 1 MiB x 6 from rxe, READ_RUNS times;
+# every READ must complete. A go-back-N early probe [REQ-TMO-8] that asked
+# rxe for a later response than the first missing one failed 2 of 3 such
+# runs (RETRY_EXC_ERR, or no end in 60 s): IBTA lets a responder restart a
+# READ's responses at a duplicate request's PSN, which skips those before.
+READ_SIZE, READ_ITERS, READ_RUNS = 1 << 20, 6, 3
 
 
 def beds(seed):
-    """(name, path MTU, netem spec on both directions or None, capture?)."""
+    """(name, path MTU, netem spec on both directions or None, capture?,
+    what runs: "matrix", or "reads" for READ_RUNS reads from rxe alone)."""
     loss = f"loss 1% seed {seed}"
-    return [("mtu1024", 1024, None, True), ("mtu1024_loss1", 1024, loss, False),
-            ("mtu4096", 4096, None, False), ("mtu4096_loss1", 4096, loss, False)]
+    return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
+            ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
+            ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads")]
 
 
 # ---- the matrix ----
@@ -128,16 +138,16 @@ def run_matrix(xv6, lnx, direction, mtu):
 
 # ---- bw smoke ----
 
-def run_bw(xv6, lnx, client_side, op):
+def run_bw(xv6, lnx, client_side, op, size=BW_SIZE, iters=BW_ITERS):
     """One rdma_bw exchange; client_side 'xv6' or 'linux'. (ok, info)."""
     if client_side == "xv6":
         server, client = lnx, xv6
         server_cmd, server_done = "xrpeer bw-server", r"xrpeer: bw-server done\n"
-        client_cmd = f"rdma_bw -t {op} -s {BW_SIZE} -n {BW_ITERS} {Testbed.ip(LNX)}"
+        client_cmd = f"rdma_bw -t {op} -s {size} -n {iters} {Testbed.ip(LNX)}"
     else:
         server, client = xv6, lnx
         server_cmd, server_done = "rdma_bw", None
-        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} -t {op} -s {BW_SIZE} -n {BW_ITERS}"
+        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} -t {op} -s {size} -n {iters}"
     c0 = len(client.output())
     server.send(server_cmd)
     server.expect(r"waiting for a client on port \d+\n", timeout=30)
@@ -148,10 +158,10 @@ def run_bw(xv6, lnx, client_side, op):
     server.expect(server.prompt, timeout=60)
     out = client.output()[c0:]
     rows = perftable.bw_rows(out)
-    if len(rows) != 1 or rows[0]["size"] != BW_SIZE or rows[0]["iters"] != BW_ITERS or rows[0]["bw_avg_MiBps"] <= 0:
+    if len(rows) != 1 or rows[0]["size"] != size or rows[0]["iters"] != iters or rows[0]["bw_avg_MiBps"] <= 0:
         tail = out.strip().splitlines()[-3:]
         return False, f"no result row: {tail}"
-    return True, f"{BW_SIZE} B x {BW_ITERS}: {rows[0]['bw_avg_MiBps']} MB/s average"
+    return True, f"{size} B x {iters}: {rows[0]['bw_avg_MiBps']} MB/s average"
 
 
 def run_lost_rtu(xv6, lnx):
@@ -228,7 +238,7 @@ def capture_verdict(cap_dir):
 
 # ---- one bed ----
 
-def one_bed(tally, name, mtu, spec, capture, keep_capture):
+def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
     cap_dir = tempfile.mkdtemp(prefix="interop-cap-") if capture else None
     try:
         xappend = "" if mtu == 1024 else f"rdma_mtu={mtu}"
@@ -241,9 +251,13 @@ def one_bed(tally, name, mtu, spec, capture, keep_capture):
             xv6, lnx = tb.guests[XV6], tb.guests[LNX]
             progress(name, f"both guests up after {time.monotonic() - t0:.0f} s; Linux: rxe0 {lnx.ip} "
                            f"eth0 MTU {lnx.mtu} GID index {lnx.gid_index}")
-            for direction in ("rxe_to_xv6", "xv6_to_rxe"):
+            for direction in ("rxe_to_xv6", "xv6_to_rxe") if kind == "matrix" else ():
                 progress(name, f"matrix {direction}")
                 tally.run(f"interop_{name}_{direction}", lambda d=direction: run_matrix(xv6, lnx, d, mtu))
+            for i in range(READ_RUNS if kind == "reads" else 0):
+                progress(name, f"xv6 reads from rxe, run {i + 1} of {READ_RUNS}")
+                tally.run(f"interop_{name}_xv6_reads_from_rxe_{i + 1}",
+                          lambda: run_bw(xv6, lnx, "xv6", "read", READ_SIZE, READ_ITERS))
             if capture:
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
@@ -278,11 +292,11 @@ def main():
     t0 = time.monotonic()
     progress("interop", f"seed {args.seed}")
     tally = Tally()
-    for name, mtu, spec, capture in beds(args.seed):
+    for name, mtu, spec, capture, kind in beds(args.seed):
         if args.only and name not in args.only:
             continue
         progress("interop", f"bed {name}: path MTU {mtu}, link {spec or 'clean'}")
-        one_bed(tally, name, mtu, spec, capture, args.keep_capture)
+        one_bed(tally, name, mtu, spec, capture, kind, args.keep_capture)
     progress("interop", f"{time.monotonic() - t0:.0f} s in all")
     return tally.finish()
 
