@@ -236,10 +236,6 @@ void rct_req_sr_rescan(struct rct_qp *qp, uint32_t from)
   qp->req.sr_scan_end = qp->req.sr_hole_end = qp->req.next_psn;
 }
 
-/* A selective NAK sacked `high` while the PSNs from `from` below it are
- * still holes: each hole resent before `high` was first sent had its
- * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
- * hole resent after that is in flight and stays marked. */
 /* SR: the first PSN index in [k, n) from una that was resent and is not
  * sacked (a hole whose resend may be lost); n if none. */
 static uint32_t next_resent_hole(const struct rct_qp *qp, uint32_t k, uint32_t n)
@@ -247,6 +243,10 @@ static uint32_t next_resent_hole(const struct rct_qp *qp, uint32_t k, uint32_t n
   return rct_bm_next(qp->req.sr_retxd, qp->comp.sr_sacked, k, n);
 }
 
+/* A selective NAK sacked `high` while the PSNs from `from` below it are
+ * still holes: each hole resent before `high` was first sent had its
+ * resend lost (the link keeps order), and may go again [SR-REQ-15]. A
+ * hole resent after that is in flight and stays marked. */
 void rct_req_sr_forget_lost(struct rct_qp *qp, uint32_t from, uint32_t high)
 {
   uint32_t una = rct_comp_una(qp), k = (uint32_t)psn_diff(from, una), n;

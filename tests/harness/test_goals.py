@@ -3,7 +3,8 @@
 
 Checks that each goal's verdict follows its value (met, missed, n/a), that a
 file written before the run is "stale" and never "met", that requester drops
-count the QP's and the NIC's (duplicates shown beside), and that the section is replaced in place.
+count the QP's and the NIC's (duplicates shown beside, not counted), and
+that the section is replaced in place.
 Prints "test-goals: N passed, M failed" (tests/harness/suite.py reads it).
 """
 import csv

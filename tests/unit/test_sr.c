@@ -451,24 +451,32 @@ START_TEST(test_sr_read_behind_hole_resent_with_it)
 }
 END_TEST
 
+/* A READ request for len bytes at va with PSN psn, to eb. */
+static void inject_read(struct peer *pr, uint64_t now, uint32_t psn, uint64_t va, uint32_t len,
+                        uint32_t rkey, uint8_t flags)
+{
+  struct rct_hdr h;
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_BASE | OP_READ_REQ;
+  h.bth.psn = psn;
+  h.bth.ackreq = 1;
+  h.sreth.flags = flags;
+  h.reth.va = va;
+  h.reth.rkey = rkey;
+  h.reth.dmalen = len;
+  inject(&eb, pr, now, &h, NULL, 0);
+}
+
 /* [SR-RESP-6] a READ ahead of epsn is not executed */
 START_TEST(test_sr_read_does_not_overtake)
 {
   struct host_mr *w;
   struct peer pr;
-  struct rct_hdr h;
   struct rct_pkt p;
   pair_setup(true);
   w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_WRITE);
   peer_for(&pr, &eb);
-  memset(&h, 0, sizeof(h));
-  h.bth.opcode = 0xcc;
-  h.bth.psn = 0x123456 + 1;
-  h.bth.ackreq = 1;
-  h.reth.va = 0x40000;
-  h.reth.rkey = w->rkey;
-  h.reth.dmalen = 100;
-  inject(&eb, &pr, 0, &h, NULL, 0);
+  inject_read(&pr, 0, 0x123456 + 1, 0x40000, 100, w->rkey, 0);
   ck_assert(expect_frame(&eb, 0, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
   ck_assert_uint_eq(p.h.bth.psn, 0x123456);
@@ -840,22 +848,6 @@ START_TEST(test_sr_read_after_reads_flag)
   expect_nothing(&ea, 0);
 }
 END_TEST
-
-/* A READ request for len bytes at va with PSN psn, to eb. */
-static void inject_read(struct peer *pr, uint64_t now, uint32_t psn, uint64_t va, uint32_t len,
-                        uint32_t rkey, uint8_t flags)
-{
-  struct rct_hdr h;
-  memset(&h, 0, sizeof(h));
-  h.bth.opcode = OP_SR_BASE | OP_READ_REQ;
-  h.bth.psn = psn;
-  h.bth.ackreq = 1;
-  h.sreth.flags = flags;
-  h.reth.va = va;
-  h.reth.rkey = rkey;
-  h.reth.dmalen = len;
-  inject(&eb, pr, now, &h, NULL, 0);
-}
 
 /* [SR-RESP-6] [SR-RESP-5] a READ with AFTER_READS ahead of epsn runs at
  * once: its responses go, a selective NAK reports the hole at epsn without
