@@ -36,9 +36,14 @@ Fair by construction as far as this host allows:
     MB = 2^20 bytes; the ratio xv6/rxe is unit-free;
   - ROUNDS rounds, the tools' order reversed every other round, the median
     per cell; every run's value is kept in the CSV.
-  - rxe's path MTU: perftest picks the port's active MTU (4096 on the
-    9000-byte link), so xv6 runs with the same path MTU (boot argument
-    rdma_mtu=4096).
+  - rxe's path MTU: perftest picks the port's active MTU from its
+    netdev's MTU, so xv6 runs with the same path MTU (boot argument
+    rdma_mtu) and every perftest run must report it.
+
+Two beds, one after the other, each with fresh guests (BEDS): path MTU
+4096 on a 9000-byte jumbo link, and path MTU 1024 on a 1500-byte link,
+the MTU of every standard Ethernet, where each message is four times as
+many frames and each loss costs rxe four times as often.
 
 Outputs (bench/results/): rxe-compare.csv, rxe-compare.png, and the section
 "xv6-rdma against Linux rxe" of rdma-summary.md (replaced in place, so
@@ -49,6 +54,7 @@ Usage: python3 bench/rdma/rxe_compare.py [--out DIR] [--rounds N] [--seed N] [--
 import argparse
 import csv
 import os
+import re
 import statistics
 import sys
 import time
@@ -65,6 +71,8 @@ import perftable  # noqa: E402
 
 MIB = 1 << 20
 LOSSES = (0, 1, 5)
+# (RoCE path MTU, the Linux guests' link MTU that makes rxe's port pick it)
+BEDS = ((4096, 9000), (1024, 1500))
 # (name, xv6 rdma_bw -t, perftest program, size, messages per loss level)
 CELLS = (
     ("WRITE 64 KiB", "write", "ib_write_bw", 65536, {0: 400, 1: 160, 5: 40}),
@@ -89,8 +97,9 @@ def rxe_counters(lx):
     return vals
 
 
-def rxe_bw(tb, prog, size, iters, log):
-    """One perftest run, server on guest 3, client on guest 2."""
+def rxe_bw(tb, prog, size, iters, log, mtu):
+    """One perftest run, server on guest 3, client on guest 2, which must
+    report path MTU mtu."""
     cli, srv = tb.linux
     # perftest 4.5's WRITE and READ bandwidth tests have no event mode
     # (-e: "Events feature not available on WRITE verb"): rxe's client
@@ -109,6 +118,10 @@ def rxe_bw(tb, prog, size, iters, log):
     if not row:
         progress("rxe", f"{prog}: no result row")
         return None
+    m = re.search(r"^\s*Mtu\s*:\s*(\d+)\[B\]", out, re.M)
+    if not m or int(m.group(1)) != mtu:
+        progress("rxe", f"{prog}: ran at MTU {m and m.group(1)}, not the bed's {mtu}: not counted")
+        return None
     r = {"bw_avg_MiBps": row["bw_avg_MiBps"], "bw_peak_MiBps": row["bw_peak_MiBps"]}
     for k in RXE_COUNTERS:
         if k in before and k in after:
@@ -118,11 +131,11 @@ def rxe_bw(tb, prog, size, iters, log):
     return r
 
 
-def xv6_from_rxe(tb, size, iters, log):
+def xv6_from_rxe(tb, size, iters, log, mtu):
     """xv6's rdma_bw on guest 1 READs from `xrpeer bw-server` on Linux
     guest 3 (rxe the responder); the client's counters and NIC drops."""
     srv = tb.linux[1]
-    if not srv.start_server("xrpeer bw-server --mtu 4096", probe="cat /tmp/server.log",
+    if not srv.start_server(f"xrpeer bw-server --mtu {mtu}", probe="cat /tmp/server.log",
                             ready="waiting for a client"):
         progress("rxe", f"xrpeer bw-server never listened: {srv.server_output(30).strip()[-200:]}")
         return None
@@ -139,26 +152,28 @@ def xv6_from_rxe(tb, size, iters, log):
             "timeouts", "dup", "dropped")}, "nic_dropped": perftable.nic_drops(out)}
 
 
-def on_bed(name, run, cpus=2):
-    """Boots this bench's four guests (xv6 0 and 1 at path MTU 4096 with
-    `cpus` harts, Linux rxe 2 and 3 with one vCPU) on one lossless link,
-    calls run(tb, log) with an empty log list, halts them; (what run
-    returned, the log)."""
+def on_bed(name, run, cpus=2, bed=BEDS[0]):
+    """Boots this bench's four guests (xv6 0 and 1 at bed's path MTU with
+    `cpus` harts, Linux rxe 2 and 3 with one vCPU and bed's link MTU) on
+    one lossless link, calls run(tb, log) with an empty log list, halts
+    them; (what run returned, the log)."""
     log = []
-    with Testbed(2, linux=2, name=name, cpus=cpus, extra_append="rdma_mtu=4096") as tb:
+    mtu, link_mtu = bed
+    with Testbed(2, linux=2, name=name, cpus=cpus, linux_mtu=link_mtu,
+                 extra_append=f"rdma_mtu={mtu}") as tb:
         tb.boot()
         rows = run(tb, log)
         tb.halt()
     return rows, log
 
 
-def one_run(tb, tool, cell, loss, log):
+def one_run(tb, tool, cell, loss, log, mtu):
     name, op, prog, size, counts = cell
     iters = counts[loss]
     if tool == "rxe":
-        return rxe_bw(tb, prog, size, iters, log)
+        return rxe_bw(tb, prog, size, iters, log, mtu)
     if tool == FROM_RXE:
-        return xv6_from_rxe(tb, size, iters, log)
+        return xv6_from_rxe(tb, size, iters, log, mtu)
     return rdma_sweep.bw(tb, op, size, iters, tool == "sr", log)
 
 
@@ -167,8 +182,9 @@ def tools_of(cell, order):
     return order + ((FROM_RXE,) if cell[1] == "read" else ())
 
 
-def run_all(tb, rounds, seed, log):
+def run_all(tb, rounds, seed, log, mtu):
     rows = []
+    log.append(f"## path MTU {mtu}\n")
     for rnd in range(rounds):
         order = TOOLS if rnd % 2 == 0 else tuple(reversed(TOOLS))
         for loss in LOSSES:
@@ -176,27 +192,36 @@ def run_all(tb, rounds, seed, log):
             for cell in CELLS:
                 for tool in tools_of(cell, order):
                     t0 = time.monotonic()
-                    r = one_run(tb, tool, cell, loss, log)
+                    r = one_run(tb, tool, cell, loss, log, mtu)
                     took = time.monotonic() - t0
                     if not r:
                         continue
-                    rows.append({"round": rnd + 1, "loss_pct": loss, "cell": cell[0], "tool": tool,
+                    rows.append({"path_mtu": mtu, "round": rnd + 1, "loss_pct": loss, "cell": cell[0], "tool": tool,
                                  "size": cell[3], "messages": cell[4][loss], "seconds": round(took, 1),
                                  "bw_avg_MiBps": r["bw_avg_MiBps"],
                                  "goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3),
                                  "tx_frames": r.get("tx_frames"), "retransmits": r.get("retransmits"),
                                  "timeouts": r.get("timeouts"), "dup": r.get("dup"), "dropped": r.get("dropped"),
                                  "nic_dropped": r.get("nic_dropped")})
-                    progress("rxe", f"round {rnd + 1} loss {loss}% {cell[0]} {tool}: "
+                    progress("rxe", f"MTU {mtu} round {rnd + 1} loss {loss}% {cell[0]} {tool}: "
                              f"{r['bw_avg_MiBps']} MB/s (2^20), retx {r.get('retransmits')}, {took:.0f} s")
     return rows
 
 
+def csv_rows(path):
+    """rxe-compare.csv's rows with numbers as numbers; a file from before
+    the MTU 1024 bed has no path_mtu column: its runs were at 4096."""
+    with open(path) as f:
+        return [dict(r, path_mtu=int(r.get("path_mtu") or BEDS[0][0]), loss_pct=int(r["loss_pct"]),
+                     goodput_MBps=float(r["goodput_MBps"]))
+                for r in csv.DictReader(f) if r["goodput_MBps"] not in ("", None)]
+
+
 def medians(rows):
-    """{(loss, cell, tool): (median goodput MB/s, [each run's])}."""
+    """{(path MTU, loss, cell, tool): (median goodput MB/s, [each run's])}."""
     out = {}
     for r in rows:
-        out.setdefault((r["loss_pct"], r["cell"], r["tool"]), []).append(r["goodput_MBps"])
+        out.setdefault((r["path_mtu"], r["loss_pct"], r["cell"], r["tool"]), []).append(r["goodput_MBps"])
     return {k: (statistics.median(v), v) for k, v in out.items()}
 
 
@@ -209,39 +234,44 @@ def summary_section(rows, meds, args, took, load):
          f"Command: `make bench-rxe` (bench/rdma/rxe_compare.py), seed {args.seed}, {args.rounds} rounds, "
          f"{took / 60:.1f} minutes, finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
          f"host load average {load:.2f}. Two xv6 guests and two Linux 6.1 Soft-RoCE guests (QEMU TCG) on one "
-         "linkemu link, path MTU 4096, random loss on every port. Each cell moves the same number of messages "
+         "linkemu link, random loss on every port; two beds, each with fresh guests: path MTU 4096 on a "
+         "9000-byte link and path MTU 1024 on a 1500-byte link (standard Ethernet; every perftest run "
+         "reported the bed's MTU). Each cell moves the same number of messages "
          "with every tool; xv6's rdma_bw sleeps on its completion channel (-e), perftest's client busy-polls "
          "(it has no event mode for WRITE/READ bandwidth); goodput is the tools' "
          "BW average (MB = 2^20 in their tables) in MB = 10^6 bytes here, median of the rounds "
          "(each run in rxe-compare.csv). rxe = perftest ib_write_bw / ib_read_bw; gbn / sr = xv6's rdma_bw "
          "with go-back-N / selective repeat.", "",
-         "| cell | loss % | rxe MB/s | xv6 GBN MB/s | xv6 SR MB/s | GBN / rxe | SR / rxe |",
-         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for cell in CELLS:
-        for loss in LOSSES:
-            g = {t: meds.get((loss, cell[0], t), (None, []))[0] for t in TOOLS}
-            L.append(f"| {cell[0]} | {loss} | {g['rxe']} | {g['gbn']} | {g['sr']} | "
-                     f"{ratio(g['gbn'], g['rxe'])} | {ratio(g['sr'], g['rxe'])} |")
+         "| path MTU | cell | loss % | rxe MB/s | xv6 GBN MB/s | xv6 SR MB/s | GBN / rxe | SR / rxe |",
+         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    mtus = [b[0] for b in BEDS if any(r["path_mtu"] == b[0] for r in rows)]
+    for mtu in mtus:
+        for cell in CELLS:
+            for loss in LOSSES:
+                g = {t: meds.get((mtu, loss, cell[0], t), (None, []))[0] for t in TOOLS}
+                L.append(f"| {mtu} | {cell[0]} | {loss} | {g['rxe']} | {g['gbn']} | {g['sr']} | "
+                         f"{ratio(g['gbn'], g['rxe'])} | {ratio(g['sr'], g['rxe'])} |")
     L += ["", "Frames each tool's requester sent per message, and its retransmissions (rxe: "
           "completer_retry_err, its retransmission timeouts; xv6: rdma_bw --stats), medians:", "",
-          "| cell | loss % | rxe frames/msg | GBN frames/msg | SR frames/msg | rxe retries | GBN retx | SR retx |",
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for cell in CELLS:
-        for loss in LOSSES:
+          "| path MTU | cell | loss % | rxe frames/msg | GBN frames/msg | SR frames/msg | rxe retries | GBN retx | SR retx |",
+          "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mtu, cell, loss in ((m, c, l) for m in mtus for c in CELLS for l in LOSSES):
             f, x = {}, {}
             for t in TOOLS:
-                rs = [r for r in rows if r["cell"] == cell[0] and r["loss_pct"] == loss and r["tool"] == t]
+                rs = [r for r in rows if r["path_mtu"] == mtu and r["cell"] == cell[0] and r["loss_pct"] == loss
+                      and r["tool"] == t]
                 fr = [r["tx_frames"] / r["messages"] for r in rs if r.get("tx_frames") is not None]
                 rt = [r["retransmits"] for r in rs if r.get("retransmits") is not None]
                 f[t] = round(statistics.median(fr), 1) if fr else None
                 x[t] = statistics.median(rt) if rt else None
-            L.append(f"| {cell[0]} | {loss} | {f['rxe']} | {f['gbn']} | {f['sr']} | {x['rxe']} | {x['gbn']} | {x['sr']} |")
-    L += from_rxe_table(rows, meds)
+            L.append(f"| {mtu} | {cell[0]} | {loss} | {f['rxe']} | {f['gbn']} | {f['sr']} | {x['rxe']} | "
+                     f"{x['gbn']} | {x['sr']} |")
+    L += from_rxe_table(rows, meds, mtus)
     L += ["", "Plot: rxe-compare.png.", SECTION_END]
     return "\n".join(L) + "\n"
 
 
-def from_rxe_table(rows, meds):
+def from_rxe_table(rows, meds, mtus):
     """Lines of the table of xv6 reading from rxe: goodput beside xv6 reading
     from xv6 (go-back-N, same round), and what the xv6 requester dropped."""
     cell = next(c for c in CELLS if c[1] == "read")
@@ -249,12 +279,13 @@ def from_rxe_table(rows, meds):
          "`xrpeer bw-server`: rxe is the responder and paces nothing): goodput (median) and the frames the "
          "xv6 requester dropped, its QP's (out of window, duplicates dropped) and its NIC's (receive ring "
          "full or no buffer), summed over the rounds:", "",
-         "| loss % | xv6 from rxe MB/s | xv6 from xv6 (GBN) MB/s | QP dropped | NIC dropped | duplicates | retx |",
-         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for loss in LOSSES:
-        rs = [r for r in rows if r["cell"] == cell[0] and r["loss_pct"] == loss and r["tool"] == FROM_RXE]
-        L.append(f"| {loss} | {meds.get((loss, cell[0], FROM_RXE), (None,))[0]} | "
-                 f"{meds.get((loss, cell[0], 'gbn'), (None,))[0]} | "
+         "| path MTU | loss % | xv6 from rxe MB/s | xv6 from xv6 (GBN) MB/s | QP dropped | NIC dropped | duplicates | retx |",
+         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mtu, loss in ((m, l) for m in mtus for l in LOSSES):
+        rs = [r for r in rows if r["path_mtu"] == mtu and r["cell"] == cell[0] and r["loss_pct"] == loss
+              and r["tool"] == FROM_RXE]
+        L.append(f"| {mtu} | {loss} | {meds.get((mtu, loss, cell[0], FROM_RXE), (None,))[0]} | "
+                 f"{meds.get((mtu, loss, cell[0], 'gbn'), (None,))[0]} | "
                  + " | ".join(str(rdma_sweep.run_total(rs, k)) for k in ("dropped", "nic_dropped", "dup", "retransmits"))
                  + " |")
     return L
@@ -293,22 +324,23 @@ def plot(out, meds):
     except ImportError:
         progress("rxe", "no matplotlib: no plot")
         return
-    fig, axes = plt.subplots(1, len(CELLS), figsize=(11, 4.2))
+    mtus = sorted({k[0] for k in meds}, reverse=True)
+    fig, grid = plt.subplots(len(mtus), len(CELLS), figsize=(11, 4.2 * len(mtus)), squeeze=False)
     colors = {"rxe": "#888888", "gbn": "#4a7ebb", "sr": "#d9822b"}
     labels = {"rxe": "Linux rxe (perftest)", "gbn": "xv6 go-back-N", "sr": "xv6 selective repeat"}
-    for ax, cell in zip(axes, CELLS):
+    for ax, (mtu, cell) in zip([a for row in grid for a in row], [(m, c) for m in mtus for c in CELLS]):
         width = 0.27
         for j, t in enumerate(TOOLS):
-            vals = [meds.get((loss, cell[0], t), (0, []))[0] or 0 for loss in LOSSES]
+            vals = [meds.get((mtu, loss, cell[0], t), (0, []))[0] or 0 for loss in LOSSES]
             xs = [i + (j - 1) * width for i in range(len(LOSSES))]
             ax.bar(xs, vals, width, color=colors[t], label=labels[t])
         ax.set_xticks(range(len(LOSSES)))
         ax.set_xticklabels([f"{loss} % loss" for loss in LOSSES])
         ax.set_yscale("log")
         ax.set_ylabel("goodput, MB/s (10^6 B), log scale")
-        ax.set_title(cell[0])
+        ax.set_title(f"{cell[0]}, path MTU {mtu}")
         ax.grid(axis="y", alpha=0.3)
-    save_plot(fig, axes[0], "xv6-rdma vs Linux Soft-RoCE on one lossy link (same run, medians)",
+    save_plot(fig, grid[0][0], "xv6-rdma vs Linux Soft-RoCE on one lossy link (same run, medians)",
               os.path.join(out, "rxe-compare.png"))
 
 
@@ -317,7 +349,7 @@ def save_plot(fig, ax, title, path):
     handles, names = ax.get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=9)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, min(0.07, 0.3 / fig.get_figheight()), 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -330,17 +362,19 @@ def main():
     ap.add_argument("--plot-only", action="store_true", help="redraw the PNG from rxe-compare.csv in --out")
     args = ap.parse_args()
     if args.plot_only:
-        with open(os.path.join(args.out, "rxe-compare.csv")) as f:
-            rows = [dict(r, loss_pct=int(r["loss_pct"]), goodput_MBps=float(r["goodput_MBps"]))
-                    for r in csv.DictReader(f)]
-        plot(args.out, medians(rows))
+        plot(args.out, medians(csv_rows(os.path.join(args.out, "rxe-compare.csv"))))
         return 0
     if args.quick:
         args.rounds = 1
         global CELLS
         CELLS = tuple((n, op, p, s, {k: max(5, v // 4) for k, v in c.items()}) for n, op, p, s, c in CELLS)
     t0 = time.monotonic()
-    rows, log = on_bed("rxe-cmp", lambda tb, log: run_all(tb, args.rounds, args.seed, log))
+    rows, log = [], []
+    for bed in BEDS:
+        r, lg = on_bed(f"rxe-cmp{bed[0]}", lambda tb, lg: run_all(tb, args.rounds, args.seed, lg, bed[0]),
+                       bed=bed)
+        rows += r
+        log += lg
     if not rows:
         progress("rxe", "no run produced a result")
         return 1
@@ -356,7 +390,7 @@ def main():
     section = summary_section(rows, meds, args, time.monotonic() - t0, os.getloadavg()[0])
     write_summary(args.out, section)
     print(section)
-    expected = args.rounds * len(LOSSES) * sum(len(tools_of(c, TOOLS)) for c in CELLS)
+    expected = len(BEDS) * args.rounds * len(LOSSES) * sum(len(tools_of(c, TOOLS)) for c in CELLS)
     progress("rxe", f"{len(rows)} of {expected} runs gave a result")
     return 0 if len(rows) == expected else 1
 

@@ -3,8 +3,8 @@
 
 Checks that each goal's verdict follows its value (met, missed, n/a), that a
 file written before the run is "stale" and never "met", that requester drops
-count the QP's and the NIC's (duplicates shown beside, not counted), and
-that the section is replaced in place.
+count the QP's and the NIC's (duplicates shown beside, not counted), that
+each bench-rxe bed (path MTU) gets its own rxe rows, and that the section is replaced in place.
 Prints "test-goals: N passed, M failed" (tests/harness/suite.py reads it).
 """
 import csv
@@ -97,6 +97,27 @@ class Goals(unittest.TestCase):
         got, _ = run(self.dir, since=time.time() - 60)
         self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "stale")
         self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"][1], "met")
+
+    def test_goals_rxe_each_path_mtu_its_own_row(self):
+        def rxe_row(mtu, loss, tool, mbps, cell="WRITE 64 KiB"):
+            return {"path_mtu": mtu, "round": 1, "loss_pct": loss, "cell": cell, "tool": tool, "goodput_MBps": mbps}
+        rows = [rxe_row(4096, 1, "rxe", 17.0), rxe_row(4096, 1, "sr", 100.0),
+                rxe_row(1024, 1, "rxe", 3.0), rxe_row(1024, 1, "sr", 33.0),
+                rxe_row(1024, 5, "sr", 30.0)]
+        write(self.dir, "rxe-compare.csv", rows)
+        got, _ = run(self.dir)
+        key = "WRITE 64 KiB, xv6 selective repeat / rxe-rxe, {} % loss, path MTU {}"
+        self.assertEqual(got[key.format(1, 4096)], ("5.88", "missed"))
+        self.assertEqual(got[key.format(1, 1024)], ("11.00", "met"))
+        # no rxe run at 5 % in the MTU 1024 bed: not measured, whatever the other bed has
+        self.assertEqual(got[key.format(5, 1024)], ("n/a", "n/a"))
+        # a file from before the beds (no path_mtu column) was measured at 4096
+        for r in rows:
+            del r["path_mtu"]
+        write(self.dir, "rxe-compare.csv", rows[:2])
+        got, _ = run(self.dir)
+        self.assertEqual(got[key.format(1, 4096)], ("5.88", "missed"))
+        self.assertEqual(got[key.format(1, 1024)], ("n/a", "n/a"))
 
     def test_goals_section_replaced_in_place(self):
         path = os.path.join(self.dir, "rdma-summary.md")

@@ -52,7 +52,8 @@ bench-rdma: kernel/kernel fs.img $(LINKEMU)
 	$(PLOT_PYTHON) bench/rdma/rdma_sweep.py
 
 # xv6's rdma_bw (go-back-N and selective repeat) beside Linux rxe's perftest
-# on one link, alternating, at 0/1/5 % loss -> bench/results/rxe-compare.*
+# on one link, alternating, at 0/1/5 % loss, at path MTU 4096 (9000-byte
+# link) and 1024 (1500-byte link) -> bench/results/rxe-compare.*
 # and the rxe section of rdma-summary.md (make bench runs it after bench-rdma).
 bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
