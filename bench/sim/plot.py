@@ -119,9 +119,11 @@ def summary(rows, cpu, out):
                 next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(64 << 10)),
                 next(x["sq_depth"] for x in rows if x["link"] == link and x["size"] == str(1 << 20))))
     L.append("")
-    L.append("SR and GBN use the same in-flight cap (proto-spec gives go-back-N no separate window); the core's "
-             "SR window (SR_WINDOW, sr.md) is 256 PSNs, reported by a SACK bitmap of up to 256 bits [SR-WIRE-8]. "
-             "A larger cap helps SR (a loss no longer stalls the sender) and costs GBN (each loss resends more).")
+    L.append("SR and GBN share the in-flight cap (max_inflight); SR is also bounded by the core's SR window "
+             "(SR_WINDOW, proto-spec/README.md), which its SACK bitmap covers [SR-WIRE-8]. A larger cap helps SR "
+             "(a loss no longer stalls the sender) and costs GBN (each loss resends more), so under loss GBN "
+             "sends SEND/WRITE packets within its loss window [REQ-WIN-5]: halved per loss event, 16 packets "
+             "back per window acknowledged.")
     L.append("")
     sizes = sorted({r["size"] for r in rows}, key=int)
     # The headlines: SR at 1 % and 5 % on 100G as a fraction of lossless.

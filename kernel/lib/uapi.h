@@ -384,7 +384,9 @@ struct rdma_qp_stats {
   unsigned long long rx_dup, rx_out_of_seq, rx_out_of_window, rx_dropped;
   unsigned long long completions, error_completions, flushed, cq_overflow;
   unsigned long long early_probes;   // [REQ-TMO-8]
+  unsigned long long window_cuts;    // go-back-N loss window halvings [REQ-WIN-5]
   unsigned int max_inflight;        // the request window in packets ([REQ-WIN-1]; 0 = the kernel's default)
+  unsigned int loss_window;         // go-back-N loss window now ([REQ-WIN-5]; 0 = none below max_inflight)
 };
 
 

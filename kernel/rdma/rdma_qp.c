@@ -296,7 +296,9 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
   s->completions = c->completions; s->error_completions = c->error_completions;
   s->flushed = c->flushed; s->cq_overflow = c->cq_overflow;
   s->early_probes = c->early_probes;
+  s->window_cuts = c->window_cuts;
   s->max_inflight = q->qp.attr.max_inflight;
+  s->loss_window = q->qp.comp.cwnd;
 }
 
 // Lock NOT held. Slot i's QP (of any process) into *s: 0, 1 for an empty

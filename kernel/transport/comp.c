@@ -21,6 +21,46 @@ void rct_comp_reset(struct rct_qp *qp)
   qp->comp.last_msn = 0;
   bm_clear_all(qp->comp.sr_sacked);
   qp->comp.retx_valid = 0;
+  qp->comp.cwnd = qp->comp.cwnd_credit = 0;                  /* unlimited [REQ-WIN-5] */
+  qp->comp.cwnd_recovering = 0;
+}
+
+/* A go-back-N loss event [REQ-WIN-5]: halve the loss window, once per
+ * window of packets (all of them are replayed by the same recovery). */
+static void window_cut(struct rct_qp *qp)
+{
+  uint32_t w = qp->comp.cwnd ? qp->comp.cwnd : rct_req_window(qp);
+  if (qp->sr || qp->comp.cwnd_recovering)
+    return;
+  w /= 2;
+  qp->comp.cwnd = w < RCT_GBN_WINDOW_MIN ? RCT_GBN_WINDOW_MIN : w;
+  qp->comp.cwnd_credit = 0;
+  qp->comp.cwnd_recovering = 1;
+  qp->comp.cwnd_recover = rct_req_next_psn(qp);
+  qp->cnt.window_cuts++;
+}
+
+/* una moves from `from` to `to`: reaching recover ends the recovery; the
+ * PSNs passed at or after it earn credits; a window's worth grows the
+ * window by one step, up to unlimited [REQ-WIN-5]. */
+static void window_grow(struct rct_qp *qp, uint32_t from, uint32_t to)
+{
+  struct rct_comp *c = &qp->comp;
+  if (!c->cwnd)
+    return;
+  if (c->cwnd_recovering) {
+    if (psn_lt(to, c->cwnd_recover))
+      return;
+    c->cwnd_recovering = 0;
+    from = c->cwnd_recover;
+  }
+  c->cwnd_credit += (uint32_t)psn_diff(to, from);
+  if (c->cwnd_credit < c->cwnd)
+    return;
+  c->cwnd_credit -= c->cwnd;
+  c->cwnd += RCT_GBN_WINDOW_MIN;
+  if (c->cwnd >= rct_req_window(qp))
+    c->cwnd = c->cwnd_credit = 0;
 }
 
 /* Resend from psn (go-back-N); the timed packet no longer times a round
@@ -218,6 +258,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
     rct_bm_shift(qp->comp.sr_sacked, n < RCT_SR_WINDOW ? n : RCT_SR_WINDOW);
   }
   rct_req_una_moved(qp, n);
+  window_grow(qp, qp->comp.una, new_una);
   qp->comp.una = new_una;
   qp->comp.retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
   qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
@@ -387,6 +428,7 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
     return;                                          /* [REQ-GBN-2] */
   if (qp->comp.una == old_una && !use_retry(qp))
     return;
+  window_cut(qp);                                           /* [REQ-WIN-5] */
   qp->comp.retx_psn = p;
   qp->comp.retx_valid = 1;
   resend_from(qp, p);                                       /* [REQ-GBN-1] */
@@ -666,6 +708,7 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
     /* every unacknowledged, unsacked PSN up to the send point [SR-REQ-11] */
     rct_req_sr_rescan(qp, qp->comp.una);
   } else {
+    window_cut(qp);                                        /* [REQ-WIN-5] */
     resend_from(qp, qp->comp.una);                         /* [REQ-GBN-1] */
   }
   rct_req_probe(qp);                                           /* [REQ-TMO-6] */

@@ -107,6 +107,7 @@ void rct_req_sr_read_answered(struct rct_qp *qp, uint32_t psn);   /* a re-reques
 /* ... what the others may read */
 static inline uint32_t rct_req_next_psn(const struct rct_qp *qp) { return qp->req.next_psn; }
 static inline uint32_t rct_req_cursor(const struct rct_qp *qp) { return qp->req.psn; }
+uint32_t rct_req_window(const struct rct_qp *qp);      /* [REQ-WIN-1]'s, in packets */
 static inline bool rct_req_waiting_rnr(const struct rct_qp *qp)   /* the one record of it */
 {
   return rct_timer_armed(qp, RCT_TIMER_RNR);
@@ -142,6 +143,8 @@ uint64_t rct_comp_rto(const struct rct_qp *qp);
 uint32_t rct_comp_read_first_missing(const struct rct_qp *qp, const struct rct_send_wqe *w);
 /* ... what the others may read */
 static inline uint32_t rct_comp_una(const struct rct_qp *qp) { return qp->comp.una; }
+/* go-back-N loss window [REQ-WIN-5]; 0 = none beyond [REQ-WIN-1] */
+static inline uint32_t rct_comp_loss_window(const struct rct_qp *qp) { return qp->comp.cwnd; }
 static inline bool rct_comp_sacked(const struct rct_qp *qp, uint32_t psn)   /* SR, psn >= una */
 {
   uint32_t k = (uint32_t)psn_diff(psn, qp->comp.una);

@@ -42,6 +42,7 @@
 #define RCT_MAX_RD_ATOMIC  16           /* READ requests outstanding as requester, at most (max_rd_atomic) */
 #define RCT_RD_REPLAYS     (RCT_READ_PIECE / 2) /* replay ranges one held READ queues behind the one being sent: the runs a piece can miss */
 #define RCT_ACK_COALESCE_MAX 16         /* proto-spec ACK_COALESCE_MAX */
+#define RCT_GBN_WINDOW_MIN RCT_ACK_REQ_INTERVAL /* proto-spec GBN_WINDOW_MIN [REQ-WIN-5] */
 #define RCT_RESP_WINDOW    (1u << 16)   /* proto-spec RESP_AHEAD_WINDOW = RESP_DUP_WINDOW */
 
 
@@ -284,6 +285,7 @@ struct rct_qp_counters {
   uint64_t tx_retransmits;            /* request packets sent again */
   uint64_t timeouts;                  /* retransmission-timer expiries */
   uint64_t early_probes;              /* early probe timer expiries [REQ-TMO-8] */
+  uint64_t window_cuts;               /* go-back-N loss window halvings [REQ-WIN-5] */
   uint64_t rnr_timeouts;              /* RNR timer expiries (retries after RNR NAK) */
   uint64_t tx_ack, rx_ack;            /* positive ACK frames (rx: inside the window) */
   uint64_t tx_nak_seq, rx_nak_seq;    /* NAK PSN sequence error */
@@ -547,6 +549,10 @@ struct rct_comp {
   uint32_t retx_psn;          /* start of the last resend asked for */
   uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
   uint32_t rd_hint;           /* SQ index at or before the oldest incomplete READ */
+  uint32_t cwnd;              /* go-back-N loss window in packets, 0 = unlimited [REQ-WIN-5] */
+  uint32_t cwnd_credit;       /* PSNs acknowledged toward the next growth step */
+  uint32_t cwnd_recover;      /* next_psn at the last cut, valid if cwnd_recovering */
+  uint8_t cwnd_recovering;    /* una has not reached cwnd_recover: no cut, no credit */
   uint32_t sr_sacked[RCT_SR_WORDS]; /* SR: bit i = PSN una + i received/sacked */
 };
 

@@ -29,7 +29,7 @@ void rct_req_reset(struct rct_qp *qp)
   qp->req.sr_scan = qp->req.sr_scan_end = qp->req.sr_hole_end = qp->attr.sq_psn;
 }
 
-static uint32_t window(const struct rct_qp *qp)
+uint32_t rct_req_window(const struct rct_qp *qp)
 {
   uint32_t w = qp->attr.max_inflight ? qp->attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
   if (qp->sr && w > RCT_SR_WINDOW)
@@ -40,14 +40,22 @@ static uint32_t window(const struct rct_qp *qp)
 /* [REQ-WIN-1]: may PSNs [psn, psn + k) be outstanding? */
 static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
 {
-  return (uint32_t)psn_diff(psn_add(psn, k - 1), rct_comp_una(qp)) < window(qp);
+  return (uint32_t)psn_diff(psn_add(psn, k - 1), rct_comp_una(qp)) < rct_req_window(qp);
+}
+
+/* May new SEND/WRITE packet psn go: [REQ-WIN-1], and in go-back-N the
+ * loss window [REQ-WIN-5]? */
+static bool data_window_allows(const struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t cwnd = rct_comp_loss_window(qp);
+  return window_allows(qp, psn, 1) && (!cwnd || (uint32_t)psn_diff(psn, rct_comp_una(qp)) < cwnd);
 }
 
 /* Response PSNs of READs outstanding at most: the window, at most
  * READ_WINDOW [REQ-READ-6]. */
 static uint32_t read_window(const struct rct_qp *qp)
 {
-  uint32_t w = window(qp);
+  uint32_t w = rct_req_window(qp);
   return w < RCT_READ_WINDOW ? w : RCT_READ_WINDOW;
 }
 
@@ -369,7 +377,7 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
   /* its first READ request: one piece [REQ-READ-6] [REQ-WIN-2] */
   if (read && !read_request_allowed(qp, qp->req.psn, psn_add(qp->req.psn, (n < piece ? n : piece) - 1)))
     return false;
-  if (!read && !window_allows(qp, qp->req.psn, 1))
+  if (!read && !data_window_allows(qp, qp->req.psn))
     return false;
   w->first_psn = qp->req.psn;
   w->npkts = n;
@@ -583,7 +591,7 @@ static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       return 0;
   } else if (psn_ge(qp->req.psn, qp->req.next_psn) &&
              !(read ? read_request_allowed(qp, qp->req.psn, rct_read_piece_end(w, qp->req.psn))
-                    : window_allows(qp, qp->req.psn, 1))) {
+                    : data_window_allows(qp, qp->req.psn))) {
     return 0;
   }
   psn = qp->req.psn;

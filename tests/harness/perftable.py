@@ -20,6 +20,7 @@ LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+|-?nan)" * 7 + r"[ \t
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
 QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
 QP_DROPS = re.compile(r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
+QP_CUTS = re.compile(r" cuts (\d+)")
 NIC_LINE = re.compile(r"nic: rx_missed (\d+) rx_no_buf (\d+)")
 
 
@@ -54,8 +55,10 @@ def qp_stats(text):
     rnr = {"rnr_timeouts": int(r[1]), "tx_rnr_naks": int(r[2]), "rx_rnr_naks": int(r[3])} if r else {}
     d = QP_DROPS.search(m[0])
     drops = {"dup": int(d[1]), "oos": int(d[2]), "oow": int(d[3]), "dropped": int(d[4])} if d else {}
+    c = QP_CUTS.search(m[0])
+    cuts = {"window_cuts": int(c[1])} if c else {}
     return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4]),
-            **rnr, **drops}
+            **rnr, **drops, **cuts}
 
 
 def nic_drops(text):

@@ -5,7 +5,9 @@ with --out FILE also writes them there (e.g. bench/results/rdma-perf.txt).
 Exit 0 only if every run printed its result row.
 
 With --smoke (and no loss) it also checks that a QP rdma_cm connects has
-rdma_cm's default window (256 packets, not the kernel's 1024), and the
+rdma_cm's default window (256 packets, not the kernel's 1024), that a
+go-back-N WRITE on a link that drops 5 % (set for that run alone) reports
+loss window cuts ([REQ-WIN-5]), and the
 polling latency runs' counters: rdma_lat -t send and -t write, polling, on
 a lossless link, must count no RNR NAK, no RNR wait and no timeout on
 either side (each side keeps a receive posted ahead of the peer's SEND;
@@ -89,6 +91,26 @@ def default_window(tb):
             f"{out.strip()}\nwindow {got}, expected {DEFAULT_WINDOW}")
 
 
+def loss_window(tb):
+    """(name, ok, text): a go-back-N WRITE on a link that drops 5 % (1,280
+    packets: losses are certain, the seed fixes which) completes, and its
+    QP reports loss window cuts [REQ-WIN-5] through rdma_bw --stats."""
+    a, b = tb.guests
+    tb.set_spec("both", "loss 5% seed 7")
+    try:
+        a.send("rdma_bw")
+        a.expect(r"waiting for a client", timeout=30)
+        out = b.run(f"rdma_bw -t write -s 65536 -n 20 --stats {tb.ip(0)}", timeout=600)
+        a.expect(r"\$ $", timeout=120)
+    finally:
+        tb.set_spec("both", "")
+    st = perftable.qp_stats(out) or {}
+    good = ROW.search(out) is not None and st.get("retransmits", 0) > 0 and st.get("window_cuts", 0) > 0
+    return ("gbn_loss_window_cuts", good,
+            f"{out.strip()}\nretransmits {st.get('retransmits')}, window cuts {st.get('window_cuts')}: "
+            "both must be > 0")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smoke", action="store_true")
@@ -117,7 +139,7 @@ def main():
                 a.expect(r"\$ $", timeout=120)
                 record(f"two guests, loss {args.loss}%: {tool} {opts}", out)
             if args.smoke and args.loss == "0":
-                for name, good, text in surprises(tb) + [default_window(tb)]:
+                for name, good, text in surprises(tb) + [default_window(tb), loss_window(tb)]:
                     ok += good
                     bad += not good
                     report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")

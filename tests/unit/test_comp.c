@@ -183,6 +183,102 @@ START_TEST(test_comp_seq_nak_go_back)
 }
 END_TEST
 
+/* GBN, MTU 256, window w: four 64-packet WRITEs posted, the window sent. */
+static void loss_window_setup(bool sr, uint32_t w)
+{
+  struct conn_opts o;
+  conn_defaults(&o);
+  o.mtu = RCT_MTU_256;
+  o.sr = sr;
+  o.max_inflight = w;
+  setup_with(&o);
+  for (int i = 0; i < 4; i++)
+    post_send(A, (uint64_t)i, RCT_WR_RDMA_WRITE, M, (uint32_t)i * 16384, 16384, 0x5000, 0x77, 0);
+}
+
+/* Frames sent at now: how many, and the last PSN. */
+static int drain_last(uint64_t now, uint32_t *last)
+{
+  struct rct_pkt p;
+  int n = 0;
+  while (expect_frame(A, now, &p, fb)) {
+    *last = p.h.bth.psn;
+    n++;
+  }
+  return n;
+}
+
+/* [REQ-WIN-5] [REQ-GBN-2] a sequence NAK halves the loss window once per
+ * window: a second NAK before una reaches recover replays, cuts nothing;
+ * new packets wait for the halved window */
+START_TEST(test_comp_gbn_loss_window_halves_once_per_window)
+{
+  uint32_t last = 0;
+  loss_window_setup(false, 64);
+  ck_assert_int_eq(drain_last(0, &last), 64);
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 0);            /* unlimited until a loss */
+  inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0 + 10, 0);
+  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);
+  /* the replay of what was sent, bounded by [REQ-WIN-1] alone; nothing new */
+  ck_assert_int_eq(drain_last(10, &last), 54);
+  ck_assert_uint_eq(last, PSN0 + 63);
+  inject_ack(A, P, 20, AETH_NAK_PSN_SEQ, PSN0 + 20, 0);      /* same window: no cut */
+  ck_assert_int_eq(drain_last(20, &last), 44);
+  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);
+  inject_ack(A, P, 30, AETH_ACK, PSN0 + 40, 0);
+  ck_assert_int_eq(drain_last(30, &last), 9);    /* una 41 + 32: PSNs 64..72 */
+  ck_assert_uint_eq(last, PSN0 + 72);
+  inject_ack(A, P, 31, AETH_ACK, PSN0 + 63, 1);
+  ck_assert_int_eq(drain_last(31, &last), 23);   /* una 64 + 32: PSNs 73..95 */
+  ck_assert_uint_eq(last, PSN0 + 95);
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);   /* una reached recover: no credit yet */
+}
+END_TEST
+
+/* [REQ-WIN-5] a window's worth of PSNs acknowledged after recover grows the
+ * loss window by GBN_WINDOW_MIN; reaching the [REQ-WIN-1] window ends it */
+START_TEST(test_comp_gbn_loss_window_grows_per_window_acked)
+{
+  uint32_t last = 0, una = PSN0;
+  loss_window_setup(false, 64);
+  drain_last(0, &last);
+  inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0, 0);
+  drain_last(10, &last);
+  inject_ack(A, P, 11, AETH_ACK, PSN0 + 63, 1);          /* una = recover: no credit yet */
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);
+  ck_assert_int_eq(drain_last(11, &last), 32);
+  una = PSN0 + 64;
+  for (uint32_t w = 32; w < 64; w += RCT_GBN_WINDOW_MIN) {
+    ck_assert_uint_eq(rct_comp_loss_window(&A->qp), w);
+    una = psn_add(una, w);
+    inject_ack(A, P, 12, AETH_ACK, psn_prev(una), 2);    /* a whole window acknowledged */
+    drain_last(12, &last);
+  }
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 0);     /* 32 + 16 + 16 = 64: unlimited */
+  ck_assert_uint_eq(last, psn_add(una, 63));
+  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+}
+END_TEST
+
+/* [REQ-WIN-5] [REQ-TMO-2] a timeout is a loss event too; the window never
+ * goes below GBN_WINDOW_MIN; a READ request is not held by it */
+START_TEST(test_comp_gbn_loss_window_timeout_and_floor)
+{
+  uint32_t last = 0;
+  loss_window_setup(false, 24);
+  ck_assert_int_eq(drain_last(0, &last), 24);
+  rct_handle_timeout(&A->qp, RTO14);
+  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(rct_comp_loss_window(&A->qp), RCT_GBN_WINDOW_MIN);   /* 12 -> 16 */
+  drain_last(RTO14, &last);
+  ck_assert_uint_eq(last, PSN0);                                    /* the tail probe */
+  rct_handle_timeout(&A->qp, 3 * RTO14);                 /* no progress since: no second cut */
+  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+}
+END_TEST
+
 /* [REQ-RNR-1] [REQ-RNR-2] [REQ-RNR-3] [HDR-AETH-3] RNR: wait the coded time, then resend */
 START_TEST(test_comp_rnr_wait_and_retry)
 {
@@ -1153,6 +1249,9 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_retry_reset_on_progress);
   tcase_add_test(t, test_comp_timeout_zero_is_infinite);
   tcase_add_test(t, test_comp_seq_nak_go_back);
+  tcase_add_test(t, test_comp_gbn_loss_window_halves_once_per_window);
+  tcase_add_test(t, test_comp_gbn_loss_window_grows_per_window_acked);
+  tcase_add_test(t, test_comp_gbn_loss_window_timeout_and_floor);
   tcase_add_test(t, test_comp_rnr_wait_and_retry);
   tcase_add_test(t, test_comp_rnr_retry_exhausted);
   tcase_add_test(t, test_comp_rnr_retry_infinite);

@@ -200,6 +200,31 @@ static uint32_t expect_psn(struct ep *e, uint64_t now)
   return p.h.bth.psn;
 }
 
+/* [REQ-WIN-5] selective repeat has no loss window: a selective NAK and a
+ * timeout cut nothing, and new packets go as far as [REQ-WIN-1] allows */
+START_TEST(test_sr_has_no_loss_window)
+{
+  struct host_mr *m;
+  struct rct_pkt p;
+  uint64_t t;
+  int n = 0;
+  pair_setup(true);
+  m = ep_reg_mr(&ea, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 16384, 0x5000, 0x77, 0);
+  while (expect_frame(&ea, 0, &p, fb))
+    n++;
+  ck_assert_int_eq(n, 16);
+  inject_sack(&ea, 1, 0x123456, 1u << 3);            /* 0x123456..58 lost */
+  t = rct_next_timeout(&ea.qp);
+  rct_handle_timeout(&ea.qp, t);
+  while (expect_frame(&ea, t, &p, fb))
+    ;
+  ck_assert_uint_eq(ea.qp.cnt.timeouts, 1);
+  ck_assert_uint_eq(ea.qp.cnt.window_cuts, 0);
+  ck_assert_uint_eq(rct_comp_loss_window(&ea.qp), 0);
+}
+END_TEST
+
 /* [SR-REQ-11] [SR-REQ-2] [SR-REQ-3] [SR-REQ-12] [REQ-TMO-6] [REQ-RETRY-4]
  * A timeout resends every outstanding PSN that is neither acknowledged nor
  * sacked, up to the send point, and then probes the oldest once more; a
@@ -941,6 +966,7 @@ Suite *suite_sr(void)
   tcase_add_checked_fixture(t, NULL, pair_teardown);
   tcase_set_timeout(t, 60);
   tcase_add_test(t, test_sr_request_headers);
+  tcase_add_test(t, test_sr_has_no_loss_window);
   tcase_add_test(t, test_sr_read_after_reads_flag);
   tcase_add_test(t, test_sr_read_after_reads_runs_ahead);
   tcase_add_test(t, test_sr_read_after_reads_refused_waits);
