@@ -63,7 +63,17 @@ static void pattern(uint8_t *b, int n, int round) {
   for (int i = 0; i < n; i++) b[i] = (uint8_t)(round * 31 + i + (i >> 9));
 }
 
+static struct ibv_qp *fail_qp;   // the QP whose counters a failure prints
+
+// Prints why and, once a QP exists, its counters (what the peer did is in
+// its own log), then exits.
 static int fail(const char *why) {
+  struct rdma_qp_stats s;
+  if (fail_qp && rdma_qp_stats((int)fail_qp->handle, &s) == 0)
+    printf("rdmanet_test: qp 0x%x state %d: tx %lu rx %lu frames, retransmits %lu, timeouts %lu, "
+           "naks tx %lu rx %lu, rnr naks tx %lu rx %lu, dup %lu, oos %lu, dropped %lu\n", s.qp_num, s.state,
+           s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.tx_nak, s.rx_nak, s.tx_rnr_nak,
+           s.rx_rnr_nak, s.rx_dup, s.rx_out_of_seq, s.rx_dropped);
   printf("rdmanet_test: FAILED (%s)\n", why);
   exit(1);
 }
@@ -85,7 +95,7 @@ static void setup(struct ibv_context *ctx, struct res *r) {
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 64;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ia.qp_type = IBV_QPT_RC;
-  r->qp = ibv_create_qp(r->pd, &ia);
+  r->qp = fail_qp = ibv_create_qp(r->pd, &ia);
   if (!r->mr || !r->ack_mr || !r->qp) fail("MR/QP");
 }
 
