@@ -430,10 +430,11 @@ void perf_dump_qp(const struct perf_conn *c) {
   struct rdma_qp_stats s;
   if (!c->qp || rdma_qp_stats((int)c->qp->handle, &s) != 0) return;
   printf("perf: qp 0x%x state %d tx %lu rx %lu retx %lu tmo %lu rnr_tmo %lu naks tx %lu rx %lu rnr tx %lu rx %lu "
-         "dup %lu oos %lu oow %lu dropped %lu errs %lu flushed %lu probes %lu window %u cuts %lu\n",
+         "dup %lu oos %lu oow %lu dropped %lu errs %lu flushed %lu probes %lu window %u cuts %lu late %lu\n",
          s.qp_num, s.state, s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.rnr_timeouts,
          s.tx_nak, s.rx_nak, s.tx_rnr_nak, s.rx_rnr_nak, s.rx_dup, s.rx_out_of_seq, s.rx_out_of_window,
-         s.rx_dropped, s.error_completions, s.flushed, s.early_probes, s.max_inflight, s.window_cuts);
+         s.rx_dropped, s.error_completions, s.flushed, s.early_probes, s.max_inflight, s.window_cuts,
+         s.late_probes);
 }
 
 // Up to max completions, at least one unless timeout_ms passes (then 0);

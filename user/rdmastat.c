@@ -45,8 +45,8 @@ int main(int argc, char **argv) {
              s.rx_out_of_seq, s.rx_out_of_window, s.rx_dropped);
       printf("     completions %lu error_completions %lu flushed %lu cq_overflow %lu\n", s.completions,
              s.error_completions, s.flushed, s.cq_overflow);
-      printf("     early_probes %lu max_inflight %u window_cuts %lu loss_window %u\n", s.early_probes,
-             s.max_inflight, s.window_cuts, s.loss_window);
+      printf("     early_probes %lu late_probes %lu max_inflight %u window_cuts %lu loss_window %u\n",
+             s.early_probes, s.late_probes, s.max_inflight, s.window_cuts, s.loss_window);
     }
   }
   printf("%d QPs\n", n);

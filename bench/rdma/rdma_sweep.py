@@ -85,7 +85,8 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     r = {k: row[k] for k in ("bw_peak_MiBps", "bw_avg_MiBps", "mpps")}
     q = perftable.qp_stats(out)
     if q:
-        r.update({k: q.get(k) for k in ("tx_frames", "retransmits", "timeouts", "dup", "dropped", "window_cuts")})
+        r.update({k: q.get(k) for k in ("tx_frames", "retransmits", "timeouts", "dup", "dropped", "window_cuts",
+                                   "late_probes")})
     r["nic_dropped"] = perftable.nic_drops(out)
     return r
 

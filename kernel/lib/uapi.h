@@ -385,6 +385,7 @@ struct rdma_qp_stats {
   unsigned long long completions, error_completions, flushed, cq_overflow;
   unsigned long long early_probes;   // [REQ-TMO-8]
   unsigned long long window_cuts;    // go-back-N loss window halvings [REQ-WIN-5]
+  unsigned long long late_probes;    // early probes that fired late and waited once [REQ-TMO-11]
   unsigned int max_inflight;        // the request window in packets ([REQ-WIN-1]; 0 = the kernel's default)
   unsigned int loss_window;         // go-back-N loss window now ([REQ-WIN-5]; 0 = none below max_inflight)
 };

@@ -297,6 +297,7 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
   s->flushed = c->flushed; s->cq_overflow = c->cq_overflow;
   s->early_probes = c->early_probes;
   s->window_cuts = c->window_cuts;
+  s->late_probes = c->late_probes;
   s->max_inflight = q->qp.attr.max_inflight;
   s->loss_window = q->qp.comp.cwnd;
 }

@@ -23,6 +23,7 @@ void rct_comp_reset(struct rct_qp *qp)
   qp->comp.retx_valid = 0;
   qp->comp.cwnd = qp->comp.cwnd_credit = 0;                  /* unlimited [REQ-WIN-5] */
   qp->comp.cwnd_recovering = 0;
+  qp->comp.early_probed = qp->comp.probe_deferred = 0;
 }
 
 /* A go-back-N loss event [REQ-WIN-5]: halve the loss window, once per
@@ -135,14 +136,36 @@ static bool rtt_timed(const struct rct_qp *qp)
 /* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
  * retransmission timer starts, when that comes before the RTO and none
  * went out since una moved [REQ-TMO-8] [REQ-TMO-10]. It needs SRTT. */
+static uint64_t probe_slack(const struct rct_qp *qp)
+{
+  return qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
+}
+
 static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
-  uint64_t slack = qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
-  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + slack;
-  if (!rtt_timed(qp) || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto)
+  uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + probe_slack(qp);
+  if (!rtt_timed(qp) || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto) {
     rct_timer_stop(qp, RCT_TIMER_PROBE);
-  else
-    rct_timer_set(qp, RCT_TIMER_PROBE, now + wait);
+  } else {
+    qp->comp.probe_due = now + wait;
+    rct_timer_set(qp, RCT_TIMER_PROBE, qp->comp.probe_due);
+  }
+}
+
+/* The probe timer fired more than the probe slack after its deadline:
+ * this requester was not running, and what its pause held back may still
+ * be on its way. The probe waits once, 2 SRTT + the slack from now, if
+ * that comes before the RTO [REQ-TMO-11]. True if it waits. */
+static bool probe_waits(struct rct_qp *qp, uint64_t now)
+{
+  uint64_t again = now + 2 * qp->comp.srtt + probe_slack(qp);
+  if (qp->comp.probe_deferred || now - qp->comp.probe_due <= probe_slack(qp))
+    return false;
+  qp->comp.probe_deferred = 1;
+  qp->cnt.late_probes++;
+  if (again < qp->timer[RCT_TIMER_RETRANS])
+    rct_timer_set(qp, RCT_TIMER_PROBE, again);
+  return true;
 }
 
 static void restart_timer(struct rct_qp *qp, uint64_t now)
@@ -264,6 +287,7 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
   qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
   qp->comp.retx_valid = 0;
   qp->comp.early_probed = 0;
+  qp->comp.probe_deferred = 0;
   if (psn_lt(rct_req_cursor(qp), new_una))
     resend_from(qp, new_una);                        /* skip what is already acked */
   restart_timer(qp, now);
@@ -723,7 +747,7 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
 {
   enum rct_qp_state s = qp->attr.qp_state;
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp) ||
-      rct_timer_armed(qp, RCT_TIMER_RNR))
+      rct_timer_armed(qp, RCT_TIMER_RNR) || probe_waits(qp, now))
     return;
   qp->comp.early_probed = 1;
   qp->cnt.early_probes++;

@@ -286,6 +286,7 @@ struct rct_qp_counters {
   uint64_t timeouts;                  /* retransmission-timer expiries */
   uint64_t early_probes;              /* early probe timer expiries [REQ-TMO-8] */
   uint64_t window_cuts;               /* go-back-N loss window halvings [REQ-WIN-5] */
+  uint64_t late_probes;               /* early probes that fired late and waited [REQ-TMO-11] */
   uint64_t rnr_timeouts;              /* RNR timer expiries (retries after RNR NAK) */
   uint64_t tx_ack, rx_ack;            /* positive ACK frames (rx: inside the window) */
   uint64_t tx_nak_seq, rx_nak_seq;    /* NAK PSN sequence error */
@@ -546,6 +547,8 @@ struct rct_comp {
   uint64_t rtt_start;
   uint8_t rtt_armed;
   uint8_t early_probed;       /* the early probe went out since una last moved [REQ-TMO-8] */
+  uint8_t probe_deferred;     /* a late probe waited once since una last moved [REQ-TMO-11] */
+  uint64_t probe_due;         /* the probe timer's deadline when it was armed */
   uint32_t retx_psn;          /* start of the last resend asked for */
   uint8_t retx_valid;         /* retx_psn valid until una advances [REQ-GBN-2] */
   uint32_t rd_hint;           /* SQ index at or before the oldest incomplete READ */

@@ -21,6 +21,7 @@ QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (
 QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
 QP_DROPS = re.compile(r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
 QP_CUTS = re.compile(r" cuts (\d+)")
+QP_LATE = re.compile(r" late (\d+)")
 NIC_LINE = re.compile(r"nic: rx_missed (\d+) rx_no_buf (\d+)")
 
 
@@ -57,6 +58,9 @@ def qp_stats(text):
     drops = {"dup": int(d[1]), "oos": int(d[2]), "oow": int(d[3]), "dropped": int(d[4])} if d else {}
     c = QP_CUTS.search(m[0])
     cuts = {"window_cuts": int(c[1])} if c else {}
+    late = QP_LATE.search(m[0])
+    if late:
+        cuts["late_probes"] = int(late[1])
     return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4]),
             **rnr, **drops, **cuts}
 

@@ -1014,6 +1014,48 @@ static void srtt_4ms(struct conn_opts *o)
   inject_ack(A, P, 4000000, 0x1f, PSN0, 1);
 }
 
+/* [REQ-TMO-11] [REQ-TMO-8] a probe handled more than the slack after its
+ * deadline (this side was paused) waits once, 2 SRTT + the slack from
+ * then; the second expiry probes however late it comes; una moving
+ * allows one more wait */
+START_TEST(test_comp_late_probe_waits_once)
+{
+  struct conn_opts o;
+  struct rct_pkt p;
+  uint64_t d, late, again;
+  conn_defaults(&o);
+  srtt_4ms(&o);
+  A->qp.attr.min_rto_ns = 40000000;                     /* RTO 40 ms: room for the wait */
+  post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
+  ck_assert_int_eq(drain(5000000, NULL), 2);
+  d = A->qp.timer[RCT_TIMER_PROBE];
+  ck_assert_uint_eq(d, 5000000 + 9000000);
+  late = d + 1000000 + 1;                               /* 1 ms slack + 1 ns late */
+  rct_handle_timeout(&A->qp, late);
+  expect_nothing(A, late);
+  ck_assert_uint_eq(A->qp.cnt.late_probes, 1);
+  ck_assert_uint_eq(A->qp.cnt.early_probes, 0);
+  again = late + 9000000;
+  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], again);
+  rct_handle_timeout(&A->qp, again + 5000000);           /* late again: it probes now */
+  ck_assert(expect_frame(A, again + 5000000, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
+  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.cnt.late_probes, 1);
+  /* una moves: the next probe may wait once more */
+  inject_ack(A, P, again + 6000000, 0x1f, PSN0 + 1, 2);
+  d = A->qp.timer[RCT_TIMER_PROBE];
+  rct_handle_timeout(&A->qp, d + 2000000);
+  expect_nothing(A, d + 2000000);
+  ck_assert_uint_eq(A->qp.cnt.late_probes, 2);
+  d = A->qp.timer[RCT_TIMER_PROBE];
+  rct_handle_timeout(&A->qp, d + 1000000);                /* its second expiry probes */
+  ck_assert(expect_frame(A, d + 1000000, &p, fb));
+  ck_assert_uint_eq(p.h.bth.psn, PSN0 + 2);
+}
+END_TEST
+
 /* A READ of n responses in pieces of 8 (READ window 32), go-back-N or SR,
  * its first k responses in, SRTT known. */
 static uint64_t read_started(bool sr, uint32_t n, uint32_t k)
@@ -1268,6 +1310,7 @@ Suite *suite_comp(void)
   tcase_add_test(t, test_comp_backoff_from_clamped_rto);
   tcase_add_test(t, test_comp_backoff_ends_with_progress);
   tcase_add_test(t, test_comp_early_probe);
+  tcase_add_test(t, test_comp_late_probe_waits_once);
   tcase_add_test(t, test_comp_gbn_read_early_probe_asks_from_first_missing);
   tcase_add_test(t, test_comp_sr_read_early_probe_asks_last_response);
   tcase_add_test(t, test_comp_sr_read_early_probe_after_gap_or_tail_loss);
