@@ -133,14 +133,14 @@ static bool rtt_timed(const struct rct_qp *qp)
   return qp->attr.adaptive_rto || (qp->sr && qp->attr.probe_slack_ns);
 }
 
-/* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
- * retransmission timer starts, when that comes before the RTO and none
- * went out since una moved [REQ-TMO-8] [REQ-TMO-10]. It needs SRTT. */
 static uint64_t probe_slack(const struct rct_qp *qp)
 {
   return qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
 }
 
+/* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
+ * retransmission timer starts, when that comes before the RTO and none
+ * went out since una moved [REQ-TMO-8] [REQ-TMO-10]. It needs SRTT. */
 static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + probe_slack(qp);
@@ -163,7 +163,7 @@ static bool probe_waits(struct rct_qp *qp, uint64_t now)
     return false;
   qp->comp.probe_deferred = 1;
   qp->cnt.late_probes++;
-  if (again < qp->timer[RCT_TIMER_RETRANS])
+  if (again < rct_timer_deadline(qp, RCT_TIMER_RETRANS))
     rct_timer_set(qp, RCT_TIMER_PROBE, again);
   return true;
 }

@@ -69,6 +69,10 @@ static inline bool rct_timer_armed(const struct rct_qp *qp, enum rct_timer t)
 {
   return qp->timer[t] != RCT_NEVER;
 }
+static inline uint64_t rct_timer_deadline(const struct rct_qp *qp, enum rct_timer t)   /* RCT_NEVER if stopped */
+{
+  return qp->timer[t];
+}
 
 /* cq.c */
 void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc);
