@@ -65,15 +65,18 @@ static void pattern(uint8_t *b, int n, int round) {
 
 static struct ibv_qp *fail_qp;   // the QP whose counters a failure prints
 
+static void print_qp_counters(struct ibv_qp *qp) {
+  struct rdma_qp_stats s;
+  if (rdma_qp_stats((int)qp->handle, &s) == 0)
+    printf("qp 0x%x: tx %lu rx %lu frames, retransmits %lu, timeouts %lu, naks tx %lu rx %lu, dup %lu, oos %lu\n",
+           s.qp_num, s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.tx_nak, s.rx_nak,
+           s.rx_dup, s.rx_out_of_seq);
+}
+
 // Prints why and, once a QP exists, its counters (what the peer did is in
 // its own log), then exits.
 static int fail(const char *why) {
-  struct rdma_qp_stats s;
-  if (fail_qp && rdma_qp_stats((int)fail_qp->handle, &s) == 0)
-    printf("rdmanet_test: qp 0x%x state %d: tx %lu rx %lu frames, retransmits %lu, timeouts %lu, "
-           "naks tx %lu rx %lu, rnr naks tx %lu rx %lu, dup %lu, oos %lu, dropped %lu\n", s.qp_num, s.state,
-           s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.tx_nak, s.rx_nak, s.tx_rnr_nak,
-           s.rx_rnr_nak, s.rx_dup, s.rx_out_of_seq, s.rx_dropped);
+  if (fail_qp) print_qp_counters(fail_qp);
   printf("rdmanet_test: FAILED (%s)\n", why);
   exit(1);
 }
@@ -115,11 +118,7 @@ static void wait_wc(struct res *r, struct ibv_wc *wc, const char *what) {
 }
 
 static void print_stats(struct res *r, uint64 ns, uint64 bytes) {
-  struct rdma_qp_stats s;
-  if (rdma_qp_stats((int)r->qp->handle, &s) == 0)
-    printf("qp 0x%x: tx %lu rx %lu frames, retransmits %lu, timeouts %lu, naks tx %lu rx %lu, dup %lu, oos %lu\n",
-           s.qp_num, s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts, s.tx_nak, s.rx_nak,
-           s.rx_dup, s.rx_out_of_seq);
+  print_qp_counters(r->qp);
   if (ns > 0) {
     uint64 kbps = bytes * 1000000 / ns;            // KB/s (1 KB = 1000 bytes)
     printf("%lu bytes in %lu us: %lu.%03lu MB/s\n", bytes, ns / 1000, kbps / 1000, kbps % 1000);

@@ -30,10 +30,10 @@ void rct_comp_reset(struct rct_qp *qp)
  * window of packets (all of them are replayed by the same recovery). */
 static void window_cut(struct rct_qp *qp)
 {
-  uint32_t w = qp->comp.cwnd ? qp->comp.cwnd : rct_req_window(qp);
+  uint32_t w;
   if (qp->sr || qp->comp.cwnd_recovering)
     return;
-  w /= 2;
+  w = (qp->comp.cwnd ? qp->comp.cwnd : rct_req_window(qp)) / 2;
   qp->comp.cwnd = w < RCT_GBN_WINDOW_MIN ? RCT_GBN_WINDOW_MIN : w;
   qp->comp.cwnd_credit = 0;
   qp->comp.cwnd_recovering = 1;
@@ -158,7 +158,7 @@ static void arm_probe(struct rct_qp *qp, uint64_t now)
  * that comes before the RTO [REQ-TMO-11]. True if it waits. */
 static bool probe_waits(struct rct_qp *qp, uint64_t now)
 {
-  uint64_t again = now + 2 * qp->comp.srtt + probe_slack(qp);
+  uint64_t again = now + 2 * qp->comp.srtt + probe_slack(qp);   /* arm_probe's wait, from now */
   if (qp->comp.probe_deferred || now - qp->comp.probe_due <= probe_slack(qp))
     return false;
   qp->comp.probe_deferred = 1;

@@ -20,8 +20,8 @@ LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+|-?nan)" * 7 + r"[ \t
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
 QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
 QP_DROPS = re.compile(r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
-QP_CUTS = re.compile(r" cuts (\d+)")
-QP_LATE = re.compile(r" late (\d+)")
+# Counters at the line's end that older builds do not print: name, pattern.
+QP_LATER = (("window_cuts", re.compile(r" cuts (\d+)")), ("late_probes", re.compile(r" late (\d+)")))
 NIC_LINE = re.compile(r"nic: rx_missed (\d+) rx_no_buf (\d+)")
 
 
@@ -56,13 +56,9 @@ def qp_stats(text):
     rnr = {"rnr_timeouts": int(r[1]), "tx_rnr_naks": int(r[2]), "rx_rnr_naks": int(r[3])} if r else {}
     d = QP_DROPS.search(m[0])
     drops = {"dup": int(d[1]), "oos": int(d[2]), "oow": int(d[3]), "dropped": int(d[4])} if d else {}
-    c = QP_CUTS.search(m[0])
-    cuts = {"window_cuts": int(c[1])} if c else {}
-    late = QP_LATE.search(m[0])
-    if late:
-        cuts["late_probes"] = int(late[1])
+    later = {name: int(x[1]) for name, rx in QP_LATER for x in [rx.search(m[0])] if x}
     return {"tx_frames": int(m[1]), "rx_frames": int(m[2]), "retransmits": int(m[3]), "timeouts": int(m[4]),
-            **rnr, **drops, **cuts}
+            **rnr, **drops, **later}
 
 
 def nic_drops(text):
