@@ -105,10 +105,18 @@ static void check_memmove(void) {
 // never parks, far beyond any pause a loaded host gives a vCPU (a 2 s
 // bound counted from the holder's start panicked a boot under load).
 #define PARK_GIVE_UP_NS 30000000000ULL
+// Once parked, the waiter is held PARK_HOLD_NS more with a timer
+// interrupt pending (its stimecmp in the past) and must stay in one wfi:
+// before park() masked the other interrupts, that wait was a loop
+// through wfi, 2,000-3,000 passes in 2 ms. A stale or stray SSIP may
+// cost a pass or two.
+#define PARK_HOLD_NS 2000000ULL
+#define PARK_HOLD_MAX_WAITS 3
 static struct {
   struct spinlock lock;
   volatile int held, waiting, released;
   volatile uint32 saw_parked;
+  volatile uint64 waits_in_hold;
 } park_probe;
 
 static void park_holder(void *arg) {
@@ -119,12 +127,19 @@ static void park_holder(void *arg) {
     ;
   uint64 give_up = clock_ns() + PARK_GIVE_UP_NS;
   uint32 seen = 0;
-  // Keep the value that ended the loop: the waiter's bit flickers (a
-  // pending tick ends its wfi at once while interrupts are off, and it
-  // clears the bit before it parks again), so a second read may miss it.
+  // Keep the value that ended the loop: the waiter's bit flickers (an
+  // SSIP ends its wfi, and it clears the bit before it parks again), so
+  // a second read may miss it.
   while (!(seen = *(volatile uint32 *)&park_probe.lock.parked) && clock_ns() < give_up)
     ;
   park_probe.saw_parked = seen;
+  if (seen) {
+    volatile uint64 *waits = &spin_parks;   // the waiter's hart adds to it
+    uint64 parks = *waits, until = clock_ns() + PARK_HOLD_NS;
+    while (clock_ns() < until)
+      ;
+    park_probe.waits_in_hold = *waits - parks;
+  }
   park_probe.released = 1;
   spin_unlock(&park_probe.lock);
 }
@@ -136,13 +151,21 @@ static void check_spin_park(void) {
   while (!park_probe.held)
     proc_yield();                            // lets the holder run, here or elsewhere
   uint64 parks = spin_parks;
+  intr_push();
+  uint64 cmp = csr_read(0x14d);
+  csr_write(0x14d, 0);                       // stimecmp in the past: STIP pending
   park_probe.waiting = 1;
   spin_lock(&park_probe.lock);
   int released = park_probe.released;
   spin_unlock(&park_probe.lock);
+  csr_write(0x14d, cmp);
+  intr_pop();
   if (!released) panic("spin_lock: got the lock while another hart held it");
   if (!park_probe.saw_parked || spin_parks == parks)
     panic("spin_lock: a waiter on a held lock did not park in wfi");
+  if (park_probe.waits_in_hold > PARK_HOLD_MAX_WAITS)
+    panic("spin_lock: a parked waiter left wfi %d times in %d us for a pending timer",
+          (int)park_probe.waits_in_hold, (int)(PARK_HOLD_NS / 1000));
 }
 
 #define SAMPLES 15

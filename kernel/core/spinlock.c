@@ -31,10 +31,17 @@ void spin_init(struct spinlock *lk, const char *name) {
 // before held is checked and spin_unlock clears held before it reads the
 // bits (a fence on each side), so either the holder sees our bit and
 // interrupts us, or we see the lock free and do not sleep. A stale SSIP
-// is cleared first, else wfi would return at once; any other pending
-// interrupt only ends the wait early.
+// is cleared first, else wfi would return at once. wfi also returns for
+// any pending interrupt enabled in sie, even with interrupts off: a due
+// timer (STIP stays pending until stimecmp moves) or a device's SEIP
+// would turn the wait into a loop through wfi, each pass a trip through
+// QEMU's slow path that burns the host core the holder needs. So only the
+// unlocker's SSIP is enabled while parked; the others stay pending and
+// are taken when interrupts come back on.
 static void park(struct spinlock *lk) {
   uint32 me = 1u << hart_id();
+  uint64 enabled = csr_read(sie);
+  csr_write(sie, 1 << IRQ_SSOFT);
   csr_clear(sip, 1 << IRQ_SSOFT);
   __sync_fetch_and_or(&lk->parked, me);
   __sync_synchronize();
@@ -43,6 +50,7 @@ static void park(struct spinlock *lk) {
     asm volatile("wfi");
   }
   __sync_fetch_and_and(&lk->parked, ~me);
+  csr_write(sie, enabled);
 }
 
 // Interrupts off; the first test-and-set failed. Spins on plain loads
