@@ -17,11 +17,10 @@ K_CFLAGS  := -Wall -Werror -O2 -g -march=rv64gc -mabi=lp64d -mcmodel=medany \
              -fno-tree-loop-distribute-patterns -MD -MP -Ikernel \
              -DRCT_HOT_SECTION
 # Link-time optimization: gcc inlines across files (the transport core's
-# small helpers into the kernel's per-frame paths); 64 KiB WRITEs between
-# two guests gained 9 %, 4 KiB SENDs 23 % (docs/kernel.md, "Link-time
-# optimization"). klib.c stays out: gcc emits calls to memset and memcpy
-# on its own after LTO has settled which symbols exist, so they must come
-# from an ordinary object.
+# small helpers into the kernel's per-frame paths; docs/kernel.md,
+# "Link-time optimization"). klib.c stays out: gcc emits calls to memset
+# and memcpy on its own after LTO has settled which symbols exist, so they
+# must come from an ordinary object.
 K_LTO     := -flto=auto
 K_LDFLAGS := -nostdlib -Wl,-z,max-page-size=4096 -T kernel/kernel.ld
 K_ASFLAGS := -march=rv64gc -mabi=lp64d -Ikernel

@@ -152,7 +152,7 @@ static void check_spin_park(void) {
     proc_yield();                            // lets the holder run, here or elsewhere
   uint64 parks = spin_parks;
   intr_push();
-  uint64 cmp = csr_read(0x14d);
+  uint64 cmp = csr_read(0x14d);              // stimecmp, put back below
   csr_write(0x14d, 0);                       // stimecmp in the past: STIP pending
   park_probe.waiting = 1;
   spin_lock(&park_probe.lock);
