@@ -55,8 +55,11 @@ class Goals(unittest.TestCase):
                      bw(f"sr-mtu{mtu}", "read", MIB, 1, 38.0, ratio=0.95), bw(f"sr-mtu{mtu}", "read", MIB, 5, 36.0, ratio=0.5),
                      bw(f"mtu{mtu}", "write", 65536, 0, 30.0)]
         write(self.dir, "rdma-bw.csv", rows)
-        write(self.dir, "rdma-ceiling.csv", [{"config": "mtu1024", "roce_payload_MBps_median": 33.0},
-                                             {"config": "mtu4096", "roce_payload_MBps_median": 60.0}])
+        # the ceiling's rounds, each a burst and a steady WRITE right after it
+        write(self.dir, "rdma-ceiling.csv", [{"config": "mtu1024", "roce_payload_MBps_median": 33.0,
+                                              "roce_round_ratios": "0.7 0.91 0.95", "roce_ratio_median": 0.91},
+                                             {"config": "mtu4096", "roce_payload_MBps_median": 60.0,
+                                              "roce_round_ratios": "0.5 0.4 0.6", "roce_ratio_median": 0.5}])
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -66,8 +69,8 @@ class Goals(unittest.TestCase):
         self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"], ("0.95", "met"))
         self.assertEqual(got["1 MiB READ, selective repeat, 5 % loss / lossless, MTU 1024"], ("0.50", "missed"))
         self.assertEqual(got["1 MiB READ / 1 MiB WRITE, lossless, selective repeat, MTU 4096"], ("0.95", "met"))
-        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"], ("0.91", "met"))
-        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 4096"], ("0.50", "missed"))
+        self.assertEqual(got["steady 64 KiB WRITE / RoCE frame ceiling, MTU 1024"], ("0.91", "met"))
+        self.assertEqual(got["steady 64 KiB WRITE / RoCE frame ceiling, MTU 4096"], ("0.50", "missed"))
 
     def test_goals_missing_file_is_missing_not_met(self):
         got, _ = run(self.dir)
@@ -90,12 +93,12 @@ class Goals(unittest.TestCase):
         os.utime(os.path.join(self.dir, "rdma-bw.csv"), (old, old))
         got, _ = run(self.dir, since=time.time() - 60)
         self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"][1], "stale")
-        # its goodput half comes from the stale file
-        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "stale")
+        # the ceiling's rounds come from a fresh file
+        self.assertEqual(got["steady 64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "met")
         os.utime(os.path.join(self.dir, "rdma-ceiling.csv"), (old, old))
         os.utime(os.path.join(self.dir, "rdma-bw.csv"))
         got, _ = run(self.dir, since=time.time() - 60)
-        self.assertEqual(got["64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "stale")
+        self.assertEqual(got["steady 64 KiB WRITE / RoCE frame ceiling, MTU 1024"][1], "stale")
         self.assertEqual(got["1 MiB READ, selective repeat, 1 % loss / lossless, MTU 1024"][1], "met")
 
     def test_goals_rxe_each_path_mtu_its_own_row(self):
