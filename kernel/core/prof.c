@@ -26,6 +26,7 @@
 uint64 prof_period;                   // time units between samples; 0 = off (machinevec.S reads it)
 uint64 prof_next;                     // samples taken (machinevec.S: amoadd)
 uint64 prof_ring[PROF_RING];
+static uint64 prof_us;                // prof=N as given; 0 = off
 static struct { uint64 pc, count; } table[PROF_SLOTS];
 
 // Boot, hart 0, after timer_init. The other harts' timers start on their
@@ -34,6 +35,7 @@ static struct { uint64 pc, count; } table[PROF_SLOTS];
 void prof_init(uint64 timebase_hz) {
   uint64 us = bootarg_uint("prof", 0);
   if (us == 0) return;
+  prof_us = us;
   prof_period = us * timebase_hz / 1000000;
   if (prof_period == 0) prof_period = 1;
   __sync_synchronize();
@@ -50,6 +52,13 @@ static void count(uint64 pc) {
       return;
     }
   }
+}
+
+// Each sample is a machine timer interrupt, which ends a wfi whatever sie
+// masks: a parked spin-lock waiter (spinlock.c) wakes once per sample, and
+// the boot self-test that counts its wakeups allows for them.
+uint64 prof_samples_within(uint64 ns) {
+  return prof_us ? ns / (prof_us * 1000) + 1 : 0;
 }
 
 // Halt: stops sampling, prints the PROF_TOP hottest kernel pcs.

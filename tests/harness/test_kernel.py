@@ -139,6 +139,26 @@ def check_halt_status(args, status=7):
         return str(err).splitlines()[0]
 
 
+def check_prof_boot(args):
+    """The sampling profiler on (prof=200, two harts): the boot self-tests
+    pass, among them the parked spin-lock waiter's, which each sample wakes,
+    and halt prints the hottest pcs. Returns an error or None."""
+    try:
+        with Guest("prof-boot", cpus=2, kernel=args.kernel, fs_img=args.fs_img,
+                   append="prof=200") as guest:
+            guest.boot(timeout=60)
+            guest.send("halt 0")
+            got = guest.wait_exit(timeout=30)
+            text = guest.output()
+        if "panic" in text:
+            return "panic: " + text[text.index("panic"):].splitlines()[0]
+        if not re.search(r"^prof: 0x[0-9a-f]+ \d+$", text, re.MULTILINE):
+            return "halt printed no prof: <pc> <count> line"
+        return None if got == 0 else f"QEMU status {got}"
+    except GuestError as err:
+        return str(err).splitlines()[0]
+
+
 def _join(thread):
     while thread.is_alive():   # a timed join keeps signals deliverable
         thread.join(0.5)
@@ -238,6 +258,7 @@ def main():
         _join(t)
 
     halt_error = check_halt_status(args)
+    prof_error = check_prof_boot(args)
     hot_error = check_hot_loops(args.kernel)
     crashes = check_crashes(args.kernel, args.fs_img)
     layers = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -261,6 +282,8 @@ def main():
             print(f"  cpus={r.cpus} harness: {r.error}")
     print(("PASS" if halt_error is None else "FAIL") + " halt_status_propagates"
           + ("" if halt_error is None else f": {halt_error}"))
+    print(("PASS" if prof_error is None else "FAIL") + " kernel_prof_boot_passes_selftests"
+          + ("" if prof_error is None else f": {prof_error}"))
     print(("PASS" if hot_error is None else "FAIL") + " kernel_hot_loops_on_one_page"
           + ("" if hot_error is None else f": {hot_error}"))
     for name, err in crashes:
@@ -268,9 +291,10 @@ def main():
     for line in layer_lines:
         print(line)
     crash_failed = sum(err is not None for _, err in crashes)
-    passed = (sum(r.passed for r in results) + (halt_error is None) + (hot_error is None)
+    passed = (sum(r.passed for r in results) + (halt_error is None) + (prof_error is None) + (hot_error is None)
               + len(crashes) - crash_failed + layer_passed)
-    failed = (sum(r.failed for r in results) + (halt_error is not None) + (hot_error is not None)
+    failed = (sum(r.failed for r in results) + (halt_error is not None) + (prof_error is not None)
+              + (hot_error is not None)
               + crash_failed + layer_failed)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and all(r.ok() for r in results) else 1
