@@ -43,11 +43,35 @@ static bool window_allows(const struct rct_qp *qp, uint32_t psn, uint32_t k)
   return (uint32_t)psn_diff(psn_add(psn, k - 1), rct_comp_una(qp)) < rct_req_window(qp);
 }
 
-/* May new SEND/WRITE packet psn go: [REQ-WIN-1], and in go-back-N the
- * loss window [REQ-WIN-5]? */
+/* SR: PSNs sent and neither acknowledged nor sacked (READ responses
+ * requested and not received) [REQ-READ-8] [SR-REQ-17]. */
+static uint32_t sr_unreceived(const struct rct_qp *qp)
+{
+  uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, rct_comp_una(qp));
+  if (n > RCT_SR_WINDOW)
+    n = RCT_SR_WINDOW;
+  return n - rct_comp_sacked_count(qp, n);
+}
+
+/* SR: may new SEND/WRITE packet psn (= next_psn) go? Within SR_WINDOW of
+ * una [SR-REQ-1], and the PSNs not yet received within the window
+ * [SR-REQ-17]; those are at most psn - una, so the count is needed only
+ * when a hole at una holds that distance at the window or beyond. */
+static bool sr_data_window_allows(const struct rct_qp *qp, uint32_t psn)
+{
+  uint32_t d = (uint32_t)psn_diff(psn, rct_comp_una(qp));
+  if (d >= RCT_SR_WINDOW)
+    return false;
+  return d < rct_req_window(qp) || sr_unreceived(qp) + 1 <= rct_req_window(qp);
+}
+
+/* May new SEND/WRITE packet psn go: in go-back-N [REQ-WIN-1] and the loss
+ * window [REQ-WIN-5], in SR mode [SR-REQ-17]? */
 static bool data_window_allows(const struct rct_qp *qp, uint32_t psn)
 {
   uint32_t cwnd = rct_comp_loss_window(qp);
+  if (qp->sr)
+    return sr_data_window_allows(qp, psn);
   return window_allows(qp, psn, 1) && (!cwnd || (uint32_t)psn_diff(psn, rct_comp_una(qp)) < cwnd);
 }
 
@@ -80,16 +104,6 @@ static uint32_t reads_outstanding(struct rct_qp *qp)
     r->rd_count--;
   }
   return r->rd_count;
-}
-
-/* SR: PSNs sent and neither acknowledged nor sacked (READ responses
- * requested and not received) [REQ-READ-8]. */
-static uint32_t sr_unreceived(const struct rct_qp *qp)
-{
-  uint32_t n = (uint32_t)psn_diff(qp->req.next_psn, rct_comp_una(qp));
-  if (n > RCT_SR_WINDOW)
-    n = RCT_SR_WINDOW;
-  return n - rct_comp_sacked_count(qp, n);
 }
 
 /* May a new READ request for response PSNs [psn, end] go now? Credit

@@ -398,7 +398,9 @@ active proctype Req() {
      }
   :: atomic {
        nxt < NPSN && !rnr_wait && need == 0 &&
-       ((nxt == 2) -> 3 : nxt) - una < WIN ->      /* [SR-REQ-1] */
+       /* [SR-REQ-1]; [SR-REQ-17]'s count of PSNs not yet received adds
+        * nothing here, where MAX_OUTSTANDING_PSN = SR_WINDOW = WIN */
+       ((nxt == 2) -> 3 : nxt) - una < WIN ->
        if
        :: nxt == 0 -> net_toR(WFIRST, P(0), D0, 0); nxt = 1
        :: nxt == 1 -> net_toR(WLAST, P(1), D1, 1); nxt = 2

@@ -225,6 +225,99 @@ START_TEST(test_sr_has_no_loss_window)
 }
 END_TEST
 
+/* A selective NAK naming the hole e that sacks every PSN from e + 1 up to
+ * (excluding) e + n, n <= SR_WINDOW: as many SACKH words as that takes. */
+static void inject_sack_run(struct ep *e, uint64_t now, uint32_t epsn, uint32_t n)
+{
+  struct peer pr;
+  struct rct_hdr h;
+  peer_for(&pr, e);
+  memset(&h, 0, sizeof(h));
+  h.bth.opcode = OP_SR_SACK;
+  h.bth.psn = epsn;
+  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  for (uint32_t i = 1; i < n; i++) {
+    if (i < 64)
+      h.sack |= 1ull << i;
+    else
+      h.sack_ext[i / 64 - 1] |= 1ull << (i % 64);
+  }
+  h.sack_ext_n = (uint8_t)(n > 64 ? (n + 63) / 64 - 1 : 0);
+  inject(e, &pr, now, &h, NULL, 0);
+}
+
+/* [SR-REQ-17] [SR-REQ-3] the window counts the PSNs not yet received: with
+ * a hole at una and the 7 PSNs after it sacked, a window of 8 sends 7 new
+ * packets beside the hole's resend (counted from una, none would go) */
+START_TEST(test_sr_window_counts_unreceived_psns)
+{
+  struct conn_opts o;
+  struct host_mr *m;
+  uint32_t psn, resent = 0, fresh = 0;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = 8;
+  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
+  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
+  pair_connect(&ea, &eb, &o);
+  m = ep_reg_mr(&ea, 0x10000, 32 * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 32 * 1024, 0x5000, 0x77, 0);
+  for (uint32_t i = 0; i < 8; i++)
+    ck_assert_uint_eq(expect_psn(&ea, 0), 0x123456 + i);
+  expect_nothing(&ea, 0);                           /* 8 outstanding, none received */
+  inject_sack_run(&ea, 1, 0x123456, 8);             /* 0x123456 missing, the 7 after it placed */
+  ck_assert_uint_eq(rct_comp_una(&ea.qp), 0x123456);
+  for (int i = 0; i < 16; i++) {
+    struct rct_pkt p;
+    if (!expect_frame(&ea, 1, &p, fb))
+      break;
+    psn = p.h.bth.psn;
+    if (psn == 0x123456)
+      resent++;
+    else
+      ck_assert_uint_eq(psn, 0x123456 + 8 + fresh++);   /* new PSNs, in order */
+  }
+  ck_assert_uint_eq(resent, 1);
+  ck_assert_uint_eq(fresh, 7);                      /* 1 missing + 7 new = the window */
+  expect_nothing(&ea, 1);
+}
+END_TEST
+
+/* [SR-REQ-1] [SR-REQ-17] however few PSNs are missing, new packets stay
+ * within SR_WINDOW of una (the bitmaps' reach) */
+START_TEST(test_sr_window_stops_at_sr_window_from_una)
+{
+  struct conn_opts o;
+  struct host_mr *m;
+  struct rct_pkt p;
+  uint32_t high = 0x123456, sent = 1;
+  uint64_t t = 1;
+  conn_defaults(&o);
+  o.sr = true;
+  o.max_inflight = 8;
+  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
+  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
+  pair_connect(&ea, &eb, &o);
+  m = ep_reg_mr(&ea, 0x10000, (RCT_SR_WINDOW + 64) * 1024, RCT_ACCESS_LOCAL_WRITE);
+  post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, (RCT_SR_WINDOW + 64) * 1024, 0x5000, 0x77, 0);
+  for (int round = 0; round < 2 * RCT_SR_WINDOW; round++) {
+    uint32_t before = sent;
+    while (expect_frame(&ea, t, &p, fb))
+      if (p.h.bth.psn != 0x123456) {                /* the hole's resends aside */
+        ck_assert_uint_eq(p.h.bth.psn, psn_add(high, 1));
+        high = p.h.bth.psn;
+        sent++;
+      }
+    if (sent == before && round > 0)
+      break;
+    inject_sack_run(&ea, ++t, 0x123456, sent);      /* everything but the hole placed */
+  }
+  ck_assert_uint_eq(rct_comp_una(&ea.qp), 0x123456);
+  ck_assert_uint_eq(sent, RCT_SR_WINDOW);           /* una .. una + SR_WINDOW - 1 */
+  ck_assert_uint_eq(high, psn_add(0x123456, RCT_SR_WINDOW - 1));
+}
+END_TEST
+
 /* [SR-REQ-11] [SR-REQ-2] [SR-REQ-3] [SR-REQ-12] [REQ-TMO-6] [REQ-RETRY-4]
  * A timeout resends every outstanding PSN that is neither acknowledged nor
  * sacked, up to the send point, and then probes the oldest once more; a
@@ -989,6 +1082,8 @@ Suite *suite_sr(void)
   tcase_add_test(t, test_sr_opcode_mode_mismatch_dropped);
   tcase_add_test(t, test_sr_duplicate_and_beyond_window);
   tcase_add_test(t, test_sr_sack_long_bitmap);
+  tcase_add_test(t, test_sr_window_counts_unreceived_psns);
+  tcase_add_test(t, test_sr_window_stops_at_sr_window_from_una);
   tcase_add_test(t, test_sr_write_access_error_per_packet);
   /* RCT_STRESS=N runs N seeds of each (default 3) */
   tcase_add_loop_test(t, test_sr_random_loss_go_back_n, 0, getenv("RCT_STRESS") ? atoi(getenv("RCT_STRESS")) : 3);
