@@ -180,15 +180,21 @@ START_TEST(test_sr_write_imm_byte_len)
 END_TEST
 
 /* A selective NAK from B's side, injected into A: e and the SACK bitmap. */
+/* A selective NAK naming the hole epsn, its bitmap still empty. */
+static void sack_header(struct rct_hdr *h, uint32_t epsn)
+{
+  memset(h, 0, sizeof(*h));
+  h->bth.opcode = OP_SR_SACK;
+  h->bth.psn = epsn;
+  h->aeth.syndrome = AETH_NAK_PSN_SEQ;
+}
+
 static void inject_sack(struct ep *e, uint64_t now, uint32_t epsn, uint64_t bits)
 {
   struct peer pr;
   struct rct_hdr h;
   peer_for(&pr, e);
-  memset(&h, 0, sizeof(h));
-  h.bth.opcode = OP_SR_SACK;
-  h.bth.psn = epsn;
-  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  sack_header(&h, epsn);
   h.sack = bits;
   inject(e, &pr, now, &h, NULL, 0);
 }
@@ -232,10 +238,7 @@ static void inject_sack_run(struct ep *e, uint64_t now, uint32_t epsn, uint32_t 
   struct peer pr;
   struct rct_hdr h;
   peer_for(&pr, e);
-  memset(&h, 0, sizeof(h));
-  h.bth.opcode = OP_SR_SACK;
-  h.bth.psn = epsn;
-  h.aeth.syndrome = AETH_NAK_PSN_SEQ;
+  sack_header(&h, epsn);
   for (uint32_t i = 1; i < n; i++) {
     if (i < 64)
       h.sack |= 1ull << i;
