@@ -410,6 +410,7 @@ void perf_cpu_sample(struct perf_cpu *s) {
   if (sysinfo(&si) < 0 || rdma_dev_stats(&d) < 0) return;
   s->now_ns = si.now_ns;
   s->idle_ns = si.idle_ns;
+  s->lock_parks = si.lock_parks;
   s->ncpu = (int)si.ncpu;
   s->frames = d.tx_frames + d.rx_frames;
   nic_drops(s);
@@ -420,8 +421,9 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
   uint64 busy = (uint64)b->ncpu * wall > idle ? (uint64)b->ncpu * wall - idle : 0;
   uint64 frames = b->frames - a->frames;
   uint64 ns_per_frame = frames ? busy / frames : 0;
-  printf("cpu: busy %lu us of %d x %lu us, %lu frames (tx+rx), %lu.%03lu us/frame\n", busy / 1000, b->ncpu,
-         wall / 1000, frames, ns_per_frame / 1000, ns_per_frame % 1000);
+  printf("cpu: busy %lu us of %d x %lu us, %lu frames (tx+rx), %lu.%03lu us/frame, %lu lock waits parked\n",
+         busy / 1000, b->ncpu, wall / 1000, frames, ns_per_frame / 1000, ns_per_frame % 1000,
+         b->lock_parks - a->lock_parks);
   printf("nic: rx_missed %lu rx_no_buf %lu (frames this guest's NIC dropped during the run)\n",
          b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf);
 }

@@ -89,9 +89,9 @@ void perf_close(struct perf_conn *c);
 int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms);
 // The guest's CPU and the RDMA device's frames: a sample at the start and
 // end of a run gives busy CPU time per frame sent or received.
-struct perf_cpu { uint64 now_ns, idle_ns, frames, nic_missed, nic_no_buf; int ncpu; };
+struct perf_cpu { uint64 now_ns, idle_ns, frames, nic_missed, nic_no_buf, lock_parks; int ncpu; };
 void perf_cpu_sample(struct perf_cpu *s);
-// "cpu: busy ... us, ... frames, ... us/frame" for the run between a and b.
+// "cpu: busy ... us, ... frames, ... us/frame, ... lock waits parked" for the run between a and b.
 void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);

@@ -154,6 +154,7 @@ struct sysinfo {
   unsigned int pad;
   unsigned long idle_ns;    // time the harts spent idle (nothing to run) since boot, summed:
   unsigned long now_ns;     //   busy time over a run = ncpu * (now_ns delta) - idle_ns delta
+  unsigned long lock_parks; // spin-lock waits that parked in wfi since boot, all harts (contention)
 };
 
 #define DIRSIZ 14           // longest file name component, in bytes

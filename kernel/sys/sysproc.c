@@ -60,6 +60,7 @@ int64 sys_sysinfo(void) {
   si.pad = 0;
   si.idle_ns = sched_idle_ns();
   si.now_ns = clock_ns();
+  si.lock_parks = __atomic_load_n(&spin_parks, __ATOMIC_RELAXED);
   return copy_out(current()->pagetable, arg_addr(0), &si, sizeof si);
 }
 

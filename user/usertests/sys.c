@@ -35,6 +35,19 @@ static void test_sys_sysinfo_sane(void)
   TR_CHECK(info.ncpu >= 1 && info.ncpu <= 64, "ncpu %u", info.ncpu);
 }
 
+// lock_parks counts contended spin-lock waits that parked: with two harts
+// or more the boot self-test parks one waiter on purpose (selftest.c), so
+// the count is at least 1, and it never goes back.
+static void test_sys_sysinfo_lock_parks(void)
+{
+  struct sysinfo a, b;
+  TR_CHECK(sysinfo(&a) == 0 && sysinfo(&b) == 0, "sysinfo failed");
+  if (a.ncpu >= 2)
+    TR_CHECK(a.lock_parks >= 1, "lock_parks %lu with %u harts: the boot self-test's park is missing",
+             a.lock_parks, a.ncpu);
+  TR_CHECK(b.lock_parks >= a.lock_parks, "lock_parks went back: %lu then %lu", a.lock_parks, b.lock_parks);
+}
+
 // nproc follows fork and wait.
 static void test_sys_sysinfo_counts_procs(void)
 {
@@ -127,6 +140,7 @@ static void test_sys_getrandom_varies(void)
 const struct tr_case ut_sys_tests[] = {
   { "sys_unknown_number_fails", test_sys_unknown_number_fails, TR_QUICK, 0 },
   { "sys_sysinfo_sane", test_sys_sysinfo_sane, TR_QUICK, 0 },
+  { "sys_sysinfo_lock_parks", test_sys_sysinfo_lock_parks, TR_QUICK, 0 },
   { "sys_sysinfo_counts_procs", test_sys_sysinfo_counts_procs, TR_QUICK, 0 },
   { "sys_sysinfo_tracks_sbrk", test_sys_sysinfo_tracks_sbrk, TR_QUICK, 0 },
   { "sys_getpid_distinct", test_sys_getpid_distinct, TR_QUICK, 0 },
