@@ -112,24 +112,29 @@ def main():
                       f"{cpu:.3f} us/frame", flush=True)
         tb.halt()
     runs[("idle", 1)] = runs[("busy", 1)] if 1 in qps else []   # no idle QPs: the same run
+    def round_ratios(num, field):
+        """Each round's run of num over that round's one-QP run."""
+        return [round(a[field] / b[field], 3) for a, b in zip(runs[num], runs.get(("busy", 1), [])) if b[field]]
     rows = []
     for mode in MODES:
         for n in qps:
             r = runs[(mode, n)]
             if not r:
                 continue
+            bw_r, cpu_r = round_ratios((mode, n), 0), round_ratios((mode, n), 1)
             rows.append({"mode": mode, "qps": n, "runs": len(r),
                          "bw_MiBps": round(statistics.median(x[0] for x in r), 2),
-                         "cpu_us_per_frame": round(statistics.median(x[1] for x in r), 3)})
+                         "cpu_us_per_frame": round(statistics.median(x[1] for x in r), 3),
+                         "bw_round_ratios": " ".join(map(str, bw_r)),
+                         "bw_ratio_median": round(statistics.median(bw_r), 3) if bw_r else "",
+                         "cpu_round_ratios": " ".join(map(str, cpu_r)),
+                         "cpu_ratio_median": round(statistics.median(cpu_r), 3) if cpu_r else ""})
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "qp-scale.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     plot(rows, os.path.join(args.out, "qp-scale.png"))
-    def round_ratio(num, den, field):
-        pairs = zip(runs[num], runs[den])
-        return statistics.median(a[field] / b[field] for a, b in pairs)
     lines = ["# QP scaling: rdma_bw between two guests", "",
              f"`python3 bench/rdma/qp_scale.py --rounds {args.rounds} --iters {args.iters} "
              f"--size {args.size} --qps {args.qps}` (`make bench-qp`): WRITE {args.size} B x "
@@ -142,8 +147,8 @@ def main():
              "| mode | QPs | goodput MiB/s | CPU us/frame |", "| --- | ---: | ---: | ---: |"]
     lines += [f"| {r['mode']} | {r['qps']} | {r['bw_MiBps']:.2f} | {r['cpu_us_per_frame']:.3f} |" for r in rows]
     if 1 in qps and hi > 1:
-        g = round_ratio(("busy", hi), ("busy", 1), 0)
-        c = round_ratio(("idle", hi), ("busy", 1), 1)
+        g = statistics.median(round_ratios(("busy", hi), 0))
+        c = statistics.median(round_ratios(("idle", hi), 1))
         lines += ["", "Ratios: the median of the rounds' ratios (each round's runs side by side).", "",
                   f"- goodput, {hi} busy QPs / 1 QP: **{g:.2f}** (target >= 0.9)",
                   f"- CPU per frame, 1 busy + {hi - 1} idle QPs / 1 QP: **{c:.2f}** (target <= 1.1)"]

@@ -164,7 +164,7 @@ def ceiling(tb, cfg, frame, seconds, c, ceil_rows, log):
            "steady_write_retransmits": run_total(done, "retransmits"),
            "steady_write_timeouts": run_total(done, "timeouts"),
            "roce_round_ratios": " ".join(map(str, ratios)),
-           "roce_ratio_median": statistics.median(ratios) if ratios else ""}
+           "roce_ratio_median": round(statistics.median(ratios), 3) if ratios else ""}
     ceil_rows.append(row)
     progress("bench", f"  link ceiling {frame} B: {row['payload_MBps_median']} MB/s payload (median of "
              f"{row['all_payload_MBps']}); RoCE frame ceiling {row['roce_payload_MBps_median']} MB/s "

@@ -77,6 +77,24 @@ class Goals(unittest.TestCase):
         self.assertEqual(got["QP scaling"], ("n/a", "missing"))
         self.assertEqual(got["latency matrix"], ("n/a", "missing"))
 
+    def test_goals_qp_scaling_takes_the_rounds_ratios(self):
+        one = {"mode": "busy", "qps": 1, "bw_MiBps": 40.0, "cpu_us_per_frame": 26.0}
+        busy = {"mode": "busy", "qps": 256, "bw_MiBps": 38.0, "cpu_us_per_frame": 30.0,
+                "bw_round_ratios": "0.8 0.95 0.97", "bw_ratio_median": 0.95}
+        idle = {"mode": "idle", "qps": 256, "bw_MiBps": 39.0, "cpu_us_per_frame": 30.0,
+                "cpu_round_ratios": "1.2 1.05 1.0", "cpu_ratio_median": 1.05}
+        write(self.dir, "qp-scale.csv", [one, busy, idle])
+        got, _ = run(self.dir)
+        # the medians' ratios would be 0.95 and 1.15: the rounds' ratios decide
+        self.assertEqual(got["goodput, 256 busy QPs / 1 QP"], ("0.95", "met"))
+        self.assertEqual(got["CPU per frame, 1 busy + 255 idle QPs / 1 QP"], ("1.05", "met"))
+        for r in (busy, idle):          # a file without the rounds' columns: the medians' ratio
+            for k in [k for k in r if "ratio" in k]:
+                del r[k]
+        write(self.dir, "qp-scale.csv", [one, busy, idle])
+        got, _ = run(self.dir)
+        self.assertEqual(got["CPU per frame, 1 busy + 255 idle QPs / 1 QP"], ("1.15", "missed"))
+
     def test_goals_requester_drops_count_qp_and_nic(self):
         rows = [bw("sr-mtu1024", "read", MIB, 0, 40.0, qp_drops=0, nic_drops=3),
                 bw("sr-mtu1024", "read", MIB, 1, 30.0, qp_drops=99)]
