@@ -494,7 +494,8 @@ How these are measured:
   link's loss changes between runs through linkemu's control socket
   (0, 0.1, 1, 5 % in turn, 5 rounds, medians), so each ratio compares runs
   made minutes apart at most, under the same host load. Each run moves
-  16 MiB in 64 KiB messages or 24 MiB in 1 MiB ones (half that at 5 %).
+  16 MiB in 64 KiB messages or 24 MiB in 1 MiB ones (go-back-N half that
+  at 5 %).
 - rdma_lat's t_typical is half the median round trip of a WRITE ping-pong
   (perftest's convention); the raw one-way latency is half the median round
   trip of an 18-byte UDP echo between the same two guests. The 256-byte

@@ -8,16 +8,24 @@
 static struct ep ea, eb;
 static uint8_t fb[8192];
 
-static void pair_setup_adaptive(bool sr, bool adaptive)
+/* max_inflight: the window [REQ-WIN-1]; 0 = conn_defaults' */
+static void pair_setup_window(bool sr, bool adaptive, uint32_t max_inflight)
 {
   struct conn_opts o;
   conn_defaults(&o);
   o.sr = sr;
   o.adaptive = adaptive;
+  if (max_inflight)
+    o.max_inflight = max_inflight;
   o.timeout = 8;                       /* ~1 ms */
   ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
   ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
   pair_connect(&ea, &eb, &o);
+}
+
+static void pair_setup_adaptive(bool sr, bool adaptive)
+{
+  pair_setup_window(sr, adaptive, 0);
 }
 
 static void pair_setup(bool sr)
@@ -254,15 +262,9 @@ static void inject_sack_run(struct ep *e, uint64_t now, uint32_t epsn, uint32_t 
  * packets beside the hole's resend (counted from una, none would go) */
 START_TEST(test_sr_window_counts_unreceived_psns)
 {
-  struct conn_opts o;
   struct host_mr *m;
   uint32_t psn, resent = 0, fresh = 0;
-  conn_defaults(&o);
-  o.sr = true;
-  o.max_inflight = 8;
-  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
-  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
-  pair_connect(&ea, &eb, &o);
+  pair_setup_window(true, false, 8);
   m = ep_reg_mr(&ea, 0x10000, 32 * 1024, RCT_ACCESS_LOCAL_WRITE);
   post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, 32 * 1024, 0x5000, 0x77, 0);
   for (uint32_t i = 0; i < 8; i++)
@@ -290,17 +292,11 @@ END_TEST
  * within SR_WINDOW of una (the bitmaps' reach) */
 START_TEST(test_sr_window_stops_at_sr_window_from_una)
 {
-  struct conn_opts o;
   struct host_mr *m;
   struct rct_pkt p;
   uint32_t high = 0x123456, sent = 1;
   uint64_t t = 1;
-  conn_defaults(&o);
-  o.sr = true;
-  o.max_inflight = 8;
-  ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
-  ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
-  pair_connect(&ea, &eb, &o);
+  pair_setup_window(true, false, 8);
   m = ep_reg_mr(&ea, 0x10000, (RCT_SR_WINDOW + 64) * 1024, RCT_ACCESS_LOCAL_WRITE);
   post_send(&ea, 1, RCT_WR_RDMA_WRITE, m, 0, (RCT_SR_WINDOW + 64) * 1024, 0x5000, 0x77, 0);
   for (int round = 0; round < 2 * RCT_SR_WINDOW; round++) {
