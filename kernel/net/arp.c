@@ -6,7 +6,9 @@
 // queue. The stack's timer thread calls arp_tick() to retry requests and
 // to give up (dropping the queue) after ARP_TRIES. We answer requests for
 // our address, learn from every valid ARP frame addressed to us, and
-// announce ourselves once at boot (gratuitous ARP).
+// announce ourselves once at boot (gratuitous ARP). Our own address
+// resolves to our MAC without a request (an RDMA QP of this guest that
+// names it talks through the kernel's loopback).
 #include "lib/types.h"
 #include "core/lock.h"
 #include "core/proc.h"
@@ -141,6 +143,10 @@ void arp_output(struct netbuf *nb, uint32 next_hop, uint16 type) {
 }
 
 int arp_lookup(uint32 ip, uint8 mac[6]) {
+  if (ip && ip == netcfg.ip) {                    // ourselves: no question on the wire
+    memcpy(mac, netcfg.mac, 6);
+    return 1;
+  }
   int found = 0, ask = 0;
   uint64 now = clock_ns();
   spin_lock(&arp_lock);

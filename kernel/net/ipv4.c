@@ -5,7 +5,9 @@
 // fragments (dropped and counted: nothing here reassembles), TTL; then
 // dispatch by protocol to ICMP or UDP. Output writes a 20-byte header
 // (TTL 64, DF) and resolves the next hop with ARP; every host is on our
-// /24 (no router). ip_next_id is the interface's one Identification
+// /24 (no router). A datagram to our own address never meets the link: it
+// goes straight back into ip_rx on the sender's thread (counted
+// ip_loopback), so UDP and ping work between processes of one guest. ip_next_id is the interface's one Identification
 // counter: RoCE frames, which the RDMA core builds whole, take theirs here
 // too.
 #include "lib/types.h"
@@ -47,6 +49,12 @@ void ip_output(struct netbuf *nb, uint32 dst, uint8 proto) {
   uint32 payload = nb->len;
   ip_build_header(netbuf_push(nb, IP_HLEN), netcfg.ip, dst, proto, payload);
   net_count(NC_ip_tx);
+  if (dst == netcfg.ip) {                 // to ourselves: no frame, no Ethernet header
+    net_count(NC_ip_loopback);
+    memcpy(nb->src_mac, netcfg.mac, 6);
+    ip_rx(nb);
+    return;
+  }
   if (dst == 0xffffffff || dst == (netcfg.ip | ~netcfg.netmask))
     eth_output(nb, eth_broadcast, ETHERTYPE_IPV4);
   else

@@ -83,7 +83,7 @@ int net_parse_mac(const char *s, uint8 mac[6]);     // 0, or -1 if malformed
   X(arp_rx) X(arp_bad) X(arp_requests_sent) X(arp_replies_sent) \
   X(arp_queue_drop) X(arp_unresolved_drop) \
   X(ip_rx) X(ip_tx) X(ip_bad_header) X(ip_bad_checksum) X(ip_not_for_us) \
-  X(ip_fragment_drop) X(ip_ttl_zero) X(ip_unknown_proto) X(ip_too_big) \
+  X(ip_fragment_drop) X(ip_ttl_zero) X(ip_unknown_proto) X(ip_too_big) X(ip_loopback) \
   X(icmp_rx) X(icmp_bad_checksum) X(icmp_echo_replied) X(icmp_other) \
   X(udp_rx) X(udp_tx) X(udp_bad_header) X(udp_bad_checksum) X(udp_no_port) \
   X(sock_rx) X(sock_queue_full) X(netbuf_none) \

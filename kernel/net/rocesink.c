@@ -17,11 +17,12 @@
 static uint8 sink_buf[NET_MAX_UDP_PAYLOAD];
 
 // Driver thread; nb's data is the UDP payload and nb->frame the Ethernet
-// header of the same contiguous frame.
+// header of the same contiguous frame. A datagram a process sent to our own
+// address (ipv4.c's loopback) has no frame: it counts as bad.
 static void roce_sink_rx(struct netbuf *nb, void *arg) {
   (void)arg;
-  uint8 *l3 = nb->frame + ETH_HLEN;
-  int ok = nb->len >= BTH_LEN + ICRC_LEN && l3[0] == 0x45 &&
+  uint8 *l3 = nb->frame ? nb->frame + ETH_HLEN : NULL;
+  int ok = l3 && nb->len >= BTH_LEN + ICRC_LEN && l3[0] == 0x45 &&
            nb->data == l3 + IPV4_HLEN + UDP_HLEN;            // no IPv4 options
   if (ok) {
     uint32 plen = nb->len - BTH_LEN - ICRC_LEN;

@@ -4,6 +4,11 @@
 Checks, one line each:
   arp         each guest resolves the other's MAC with ARP
   ping        ICMP echo both ways, every reply back
+  loopback    a guest's datagrams to its own address: 5 pings of itself all
+              answered, and a UDP echo sweep (sizes 1..8972, step 97) off a
+              server in the same guest; ip_loopback grows by exactly 10 plus
+              2 per echo (each request and reply) and no frame leaves
+              (eth_tx unchanged)
   jumbo       UDP echo of every datagram size 1..8972 (frames up to 9014
               bytes, so jumbo frames) from guest 0 to a server on guest 1;
               the same sizes (step 13) sent zero-copy (sendzc: the E1000
@@ -68,7 +73,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--rate", type=int, default=300, help="datagrams/s per sender in the loss check")
-    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "jumbo", "burst", "corrupt", "loss",
+    ap.add_argument("--only", nargs="+", choices=["arp", "ping", "loopback", "jumbo", "burst", "corrupt", "loss",
                                               "pollecho", "itr"],
                     help="run only these checks")
     ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
@@ -92,6 +97,23 @@ def main():
                 out = g.run(f"ping -c 5 -i 100 {tb.ip(peer)}", timeout=60)
                 last = out.strip().splitlines()[-1] if out.strip() else ""
                 check(f"ping {g.name}->{tb.ip(peer)}", "5 transmitted, 5 received" in out, last)
+
+        def loopback():
+            g1.send("udpecho -s 19 &")
+            g1.expect(r"udpecho: serving port 19", timeout=60)
+            before = counters(g1)
+            out = g1.run(f"ping -c 5 -i 100 {tb.ip(1)}", timeout=60)
+            pinged = "5 transmitted, 5 received" in out
+            out += g1.run(f"nettest sweep {tb.ip(1)} 19 1 8972 97", timeout=200)
+            m = re.search(r"sweep ok .*: (\d+) echoes", out)
+            echoes = int(m.group(1)) if m else -1
+            after = counters(g1)
+            looped = after["ip_loopback"] - before["ip_loopback"]
+            left = after["eth_tx"] - before["eth_tx"]
+            check(f"loopback: {g1.name} pings itself and echoes UDP off itself, no frame on the link",
+                  pinged and echoes > 0 and looped == 10 + 2 * echoes and left == 0,
+                  f"ping 5/5 {pinged}, {echoes} echoes, ip_loopback +{looped} (want {10 + 2 * echoes}), "
+                  f"eth_tx +{left}")
 
         def jumbo():
             # Background servers: each says it is serving once its port is
@@ -267,7 +289,7 @@ def main():
             check("pollecho: poll() over a UDP socket and the console", ok,
                   f"sweeps echoed {sweeps}, server echoed {echoed} datagrams and {lines} line(s)")
 
-        for name, fn in (("arp", arp), ("ping", ping), ("jumbo", jumbo), ("burst", burst),
+        for name, fn in (("arp", arp), ("ping", ping), ("loopback", loopback), ("jumbo", jumbo), ("burst", burst),
                          ("pollecho", pollecho), ("itr", itr), ("corrupt", corrupt), ("loss", loss)):
             if not args.only or name in args.only:
                 guarded(name, fn)
