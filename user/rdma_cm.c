@@ -16,6 +16,13 @@
 // How often a channel with an id in REP_SENT looks at its QP's received
 // frames: the first RC frame establishes the connection when RTU was lost.
 #define RC_FRAME_POLL_MS 20
+// While a young active connection may still owe RTUs [CM-TMO-6], the verbs
+// library's waits run the CM (cm_duty) at least this often: four times per
+// retry interval, so a repeated REP is answered well before the next one.
+#define DUTY_SLICE_MS ((int)(RCT_CM_RETRY_NS / 4 / 1000000))
+// Datagrams one duty run takes from a channel: as many as the socket may
+// hold from the peers of its ids, and more wait for the next run.
+#define DUTY_BURST RCT_CM_EP_QUEUE
 
 struct ev_priv {
   struct rdma_cm_event ev;                 // first: rdma_ack_cm_event gets this pointer
@@ -27,6 +34,7 @@ struct chan {
   struct rdma_event_channel pub;           // first: the application holds this pointer
   uint16_t port;                           // the port bound for a listener (0: none)
   int used;                                // has sent: bound to an ephemeral port
+  uint64_t duty_pass;                      // the cm_duty pass that last saw it
   struct ev_priv *head, *tail;             // events not yet handed out
 };
 
@@ -210,6 +218,7 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr) {
 static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
                         struct id_priv *listen, const struct rct_cm_msg *m);
 static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want);
+static void owe_answers(struct id_priv *p);
 
 int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
                       int timeout_ms) {
@@ -426,6 +435,7 @@ static void on_ep_event(struct id_priv *p, const struct rct_cm_event *ev, struct
     // QP to RTR and RTS before the RTU the endpoint queued goes out [CM-STATE-3].
     if (qp_to_rts(p, &p->ep.self_msg, peer) < 0) queue_event(p, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, 0, 0);
     else queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, peer);
+    owe_answers(p);
   } else if (ev->type == RCT_CM_EV_ESTABLISHED) {
     queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
   } else if (ev->type == RCT_CM_EV_REJECTED) {
@@ -521,7 +531,8 @@ static void dispatch(struct chan *c, uint64_t now, struct rct_cm_addr from, cons
 // One round of channel c: wait up to wait_ms for a datagram (less when a
 // retransmission is due or a passive connection waits for its first RC
 // frame), then run the deadlines and the RC-frame checks of its ids.
-static void chan_step(struct chan *c, int wait_ms) {
+// Returns whether a datagram came.
+static int chan_step(struct chan *c, int wait_ms) {
   uint64_t now = clock_ns(), next = RCT_NEVER;
   for (struct id_priv *p = all_ids; p; p = p->next) {
     if (p->chan != c) continue;
@@ -546,6 +557,51 @@ static void chan_step(struct chan *c, int wait_ms) {
     rct_cm_ep_handle_timeout(&p->ep, now);          // [CM-TMO-1] [CM-TMO-2]
     flush(p, NULL);
   }
+  return n > 0;
+}
+
+// ---- the CM inside the verbs library's waits [CM-TMO-6] ----
+//
+// An active connection's RTU may be lost, and its peer then repeats the REP
+// for CM_RETRY_SPAN_NS; an application that waits for the peer to send
+// first is in a verbs call all that time, not in ours. So each established
+// active id hands ibverbs.c a duty until its answers are no longer owed:
+// the verbs waits run the channels of such ids (cm_duty_run) and watch
+// their sockets (cm_duty_watch).
+
+static uint64_t duty_passes;
+
+// Whether p's channel is one a duty pass should take: p owes answers at
+// now and the pass has not seen the channel yet.
+static int duty_takes(struct id_priv *p, uint64_t now) {
+  if (rct_cm_ep_answer_until(&p->ep) <= now || p->chan->duty_pass == duty_passes) return 0;
+  p->chan->duty_pass = duty_passes;
+  return 1;
+}
+
+static int cm_duty_watch(int *fds, int max) {
+  uint64_t now = clock_ns();
+  int n = 0;
+  duty_passes++;
+  for (struct id_priv *p = all_ids; p && n < max; p = p->next)
+    if (duty_takes(p, now)) fds[n++] = p->chan->pub.fd;
+  return n;
+}
+
+// Each channel once, its waiting datagrams (at most DUTY_BURST) and
+// deadlines handled without waiting; events queue for rdma_get_cm_event.
+static void cm_duty_run(void) {
+  uint64_t now = clock_ns();
+  duty_passes++;
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (duty_takes(p, now))
+      for (int i = 0; i < DUTY_BURST && chan_step(p->chan, 0); i++)
+        ;
+}
+
+static void owe_answers(struct id_priv *p) {
+  static const struct ibvx_wait_duty d = { cm_duty_run, cm_duty_watch, DUTY_SLICE_MS };
+  ibvx_set_wait_duty(&d, rct_cm_ep_answer_until(&p->ep));
 }
 
 int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,

@@ -14,7 +14,9 @@
 // rdma_get_request returns is synchronous too, so each accepted connection
 // answers from a random port of its own. The library makes progress only
 // inside its calls: retransmissions and answers to a peer's duplicates
-// happen while the application waits for an event.
+// happen while the application waits for an event, and for a fresh active
+// connection's first CM_RETRY_SPAN_NS also inside the verbs waits
+// (ibvx_set_wait_duty), so a lost RTU is answered [CM-TMO-6].
 //
 // Errors: 0 or -1 with errno (EINVAL, ENOMEM, EADDRINUSE, ETIMEDOUT,
 // ECONNREFUSED, ...), pointers NULL with errno, as librdmacm's man pages

@@ -60,7 +60,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # shared helpers (rdma_util.c, rdma_cm.c when present) besides the libc.
 U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
   user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
-  user/rdmahostile.c user/rdmafuzz.c))
+  user/rdmahostile.c user/rdmafuzz.c user/rdmacmtest.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
   user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o $(U_OBJDIR)/rct_cm_ep.o
 # The transport core's portable CM codec and endpoint, compiled for user space.
@@ -71,7 +71,7 @@ UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
 $(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $(U_LIB_A)
 # The RDMA test programs link the shared test runner too.
-U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile
+U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile user/_rdmacmtest
 $(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
 $(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
 .SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))

@@ -2,10 +2,11 @@
 #ifndef PARAM_H
 #define PARAM_H
 #include "lib/fs_format.h"
+#include "lib/uapi.h"
 
 #define NCPU         8     // harts the kernel can run on (QEMU: CPUS=1..4)
 #define NPROC        64    // process table slots (user processes + kthreads)
-#define NOFILE       16    // open files per process
+#define NOFILE       OPEN_MAX   // open files per process (uapi.h)
 #define NFILE        128   // open files system-wide
 #define NINODE       64    // in-memory inodes
 #define NBUF         512   // buffer cache blocks (> LOG_CAP: logged blocks stay pinned)

@@ -118,6 +118,9 @@
 // poll(): Linux's struct pollfd and event bits. A negative fd is skipped
 // (revents 0); a descriptor that is not open gets POLLNVAL. POLLERR,
 // POLLHUP and POLLNVAL are reported whether asked for or not.
+// Open files per process (POSIX's OPEN_MAX; the kernel's NOFILE), so
+// also the most descriptors one poll() takes.
+#define OPEN_MAX 16
 struct pollfd {
   int fd;
   short events;             // what the caller waits for

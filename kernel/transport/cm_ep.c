@@ -215,6 +215,7 @@ static void on_reply(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr from
     ep->peer_msg = *m;
     ep->state = RCT_CM_EP_ESTABLISHED;
     ep->deadline = RCT_NEVER;
+    ep->answer_until = now + RCT_CM_RETRY_SPAN_NS;    /* the REP's retries [CM-TMO-6] */
     event(ep, RCT_CM_EV_ESTABLISHED, 0);              /* caller: QP to RTS first [CM-STATE-3] */
     reply(ep, RCT_CM_RTU);
   } else if (m->type == RCT_CM_REP && s == RCT_CM_EP_ESTABLISHED && ep->active) {
@@ -312,6 +313,11 @@ void rct_cm_ep_handle_timeout(struct rct_cm_ep *ep, uint64_t now)
 uint64_t rct_cm_ep_next_timeout(const struct rct_cm_ep *ep)
 {
   return ep->deadline;
+}
+
+uint64_t rct_cm_ep_answer_until(const struct rct_cm_ep *ep)
+{
+  return ep->active && ep->state == RCT_CM_EP_ESTABLISHED ? ep->answer_until : 0;
 }
 
 int rct_cm_ep_poll_msg(struct rct_cm_ep *ep, uint8_t *buf, size_t cap, struct rct_cm_addr *to)

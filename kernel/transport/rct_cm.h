@@ -98,8 +98,11 @@ int rct_cm_qp_attr(const struct rct_cm_msg *self, const struct rct_cm_msg *peer,
 #define RCT_CM_RETRY_NS     250000000ull  /* CM_RETRY_NS [CM-TMO-1] */
 #define RCT_CM_MAX_RETRIES  5             /* CM_MAX_RETRIES [CM-TMO-1] */
 #define RCT_CM_EP_QUEUE     4             /* datagrams / events waiting to be polled */
+/* CM_RETRY_SPAN_NS: how long a peer may repeat one message, its first
+ * send and CM_MAX_RETRIES retransmissions [CM-TMO-1] */
+#define RCT_CM_RETRY_SPAN_NS (RCT_CM_RETRY_NS * (RCT_CM_MAX_RETRIES + 1))
 /* CM_TIMEWAIT_NS [CM-TMO-5]: as long as the peer's DREQ retransmissions last */
-#define RCT_CM_TIMEWAIT_NS  (RCT_CM_RETRY_NS * (RCT_CM_MAX_RETRIES + 1))
+#define RCT_CM_TIMEWAIT_NS  RCT_CM_RETRY_SPAN_NS
 
 enum rct_cm_ep_state {
   RCT_CM_EP_IDLE = 0, RCT_CM_EP_LISTEN, RCT_CM_EP_REQ_SENT, RCT_CM_EP_REQ_RCVD,
@@ -139,6 +142,7 @@ struct rct_cm_ep {
   struct rct_cm_msg self_msg;         /* the REQ/REP this side sent */
   struct rct_cm_msg peer_msg;         /* the REQ/REP received */
   uint64_t deadline;                  /* retransmission, RCT_NEVER if none */
+  uint64_t answer_until;              /* active: the peer may repeat its REP until then */
   uint8_t retries;                    /* retransmissions so far */
   struct { uint8_t type; uint16_t reason; uint32_t dst_id, src_id; struct rct_cm_addr to; }
     out[RCT_CM_EP_QUEUE];
@@ -166,6 +170,11 @@ void rct_cm_ep_handle_msg(struct rct_cm_ep *ep, uint64_t now, struct rct_cm_addr
 void rct_cm_ep_rc_frame(struct rct_cm_ep *ep);
 void rct_cm_ep_handle_timeout(struct rct_cm_ep *ep, uint64_t now);
 uint64_t rct_cm_ep_next_timeout(const struct rct_cm_ep *ep);
+/* Active side after its RTU: until when the peer may still repeat its REP
+ * (CM_RETRY_SPAN_NS after the REP came), so until when the caller must hand
+ * this endpoint its datagrams however the application waits [CM-TMO-6];
+ * 0 when no answer can be owed. */
+uint64_t rct_cm_ep_answer_until(const struct rct_cm_ep *ep);
 /* The next datagram to send: its length (0: none) and destination. */
 int rct_cm_ep_poll_msg(struct rct_cm_ep *ep, uint8_t *buf, size_t cap, struct rct_cm_addr *to);
 int rct_cm_ep_poll_event(struct rct_cm_ep *ep, struct rct_cm_event *ev);

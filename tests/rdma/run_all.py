@@ -15,6 +15,8 @@ Steps (times measured on the 2-core build machine, TCG):
   forge                      forged frames from a third linkemu port: bad ICRC,
                              PSN out of window, wrong R_Key, a stranger's DREQ
                              ([SEC-FORGE-*])
+  cmtest                     rdmacmtest in one guest: rdma_cm between its processes,
+                             a lost RTU answered inside the verbs waits [CM-TMO-6]
   examples                   the rdma_cm examples (user/examples) on two guests,
                              0 % and 1 % loss, bytes checked on both ends
   hostile                    rdmahostile (bad pointers, handles, limits, QP
@@ -44,6 +46,7 @@ def steps():
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
         ("security", [PY, f"{HERE}/run_security.py"]),
         ("forge", [PY, f"{HERE}/run_forge.py"]),
+        ("cmtest", [PY, f"{HERE}/run_cmtest.py"]),
         ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",

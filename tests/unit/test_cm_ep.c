@@ -165,6 +165,35 @@ START_TEST(test_cm_ep_lost_rtu)
 }
 END_TEST
 
+/* [CM-TMO-6] the active side owes answers to duplicate REPs for the REP's
+ * whole retry span after the REP established it, and is answered at the
+ * span's last moment; a passive side, or an active one not established,
+ * owes none */
+START_TEST(test_cm_ep_answer_until_covers_rep_retries)
+{
+  uint64_t t = 0;
+  start(0);
+  ck_assert_uint_eq(rct_cm_ep_answer_until(&a), 0);            /* REQ_SENT */
+  hop(&a, ADDR_A, &b, 1, false);
+  accept_b(2);
+  ck_assert_int_eq(hop(&b, ADDR_B, &a, 3, false), RCT_CM_REP);
+  ck_assert_uint_eq(rct_cm_ep_answer_until(&a), 3 + RCT_CM_RETRY_SPAN_NS);
+  ck_assert_uint_eq(rct_cm_ep_answer_until(&b), 0);            /* passive */
+  ck_assert_int_eq(hop(&a, ADDR_A, &b, 4, true), RCT_CM_RTU);  /* lost, and every RTU after it */
+  for (int i = 0; i < RCT_CM_MAX_RETRIES; i++) {
+    t = rct_cm_ep_next_timeout(&b);
+    rct_cm_ep_handle_timeout(&b, t);
+    ck_assert_uint_lt(t, rct_cm_ep_answer_until(&a));          /* within a's span */
+    ck_assert_int_eq(hop(&b, ADDR_B, &a, t, false), RCT_CM_REP);
+    ck_assert_int_eq(hop(&a, ADDR_A, &b, t, true), RCT_CM_RTU);
+  }
+  /* b gives up (REJ TIMEOUT) no later than a's span ends */
+  ck_assert_uint_le(rct_cm_ep_next_timeout(&b), rct_cm_ep_answer_until(&a));
+  ck_assert_int_eq(rct_cm_ep_disconnect(&a, t + 1), RCT_OK);
+  ck_assert_uint_eq(rct_cm_ep_answer_until(&a), 0);            /* DREQ_SENT */
+}
+END_TEST
+
 /* [CM-STATE-1] [CM-MSG-7] reject with a reason and private data */
 START_TEST(test_cm_ep_reject)
 {
@@ -457,6 +486,7 @@ Suite *suite_cm_ep(void)
   tcase_add_test(t, test_cm_ep_lost_req);
   tcase_add_test(t, test_cm_ep_lost_rep);
   tcase_add_test(t, test_cm_ep_lost_rtu);
+  tcase_add_test(t, test_cm_ep_answer_until_covers_rep_retries);
   tcase_add_test(t, test_cm_ep_reject);
   tcase_add_test(t, test_cm_ep_no_listener);
   tcase_add_test(t, test_cm_ep_foreign_reply_dropped);
