@@ -38,18 +38,25 @@ static void *fail_null(int e) { errno = e; return NULL; }
 #define NO_DEADLINE (~0ull)
 static struct ibvx_wait_duty duty;
 static uint64_t duty_until;            // 0: no duty
-static uint64_t duty_next;             // empty ibv_poll_cq calls: the next run
+static uint64_t duty_next;             // the next run is due then
 
 void ibvx_set_wait_duty(const struct ibvx_wait_duty *d, uint64_t until_ns) {
   duty = *d;
-  if (until_ns > duty_until) duty_until = until_ns;
-  duty_next = 0;
+  duty_until = until_ns;
 }
 
 // Whether the duty still holds at now; forgets it once it ended.
 static int duty_on(uint64_t now) {
   if (duty_until && now >= duty_until) duty_until = 0;
   return duty_until != 0;
+}
+
+// Runs the duty if it holds and a slice has passed since its last run
+// (at once if due is set: a slice was waited out, or a socket is ready).
+static void duty_tick(uint64_t now, int due) {
+  if (!duty_until || !duty_on(now) || (!due && now < duty_next)) return;
+  duty_next = now + (uint64_t)duty.slice_ms * 1000000ull;
+  duty.run();
 }
 
 // Milliseconds from now to end (NO_DEADLINE: -1, no limit), rounded up.
@@ -59,8 +66,7 @@ static int ms_until(uint64_t end, uint64_t now) {
 }
 
 // A kernel wait -- wait(arg, ms): 0 done, -2 timed out, -1 error -- of
-// timeout_ms (< 0: no limit), cut into the duty's slices while it holds,
-// the duty run after each.
+// timeout_ms (< 0: no limit), cut into the duty's slices while it holds.
 static int wait_sliced(int (*wait)(const void *arg, int ms), const void *arg, int timeout_ms) {
   uint64_t now = clock_ns();
   uint64_t end = timeout_ms < 0 ? NO_DEADLINE : now + (uint64_t)timeout_ms * 1000000ull;
@@ -68,16 +74,16 @@ static int wait_sliced(int (*wait)(const void *arg, int ms), const void *arg, in
     int left = ms_until(end, now);
     if (!duty_on(now)) return wait(arg, left);
     int r = wait(arg, left >= 0 && left < duty.slice_ms ? left : duty.slice_ms);
-    duty.run();
     now = clock_ns();
+    duty_tick(now, r == -2);
     if (r != -2 || (end != NO_DEADLINE && now >= end)) return r;
   }
 }
 
 // A blocking channel's wait for its next event while the duty holds:
-// poll() over the channel and the duty's sockets, the duty run whenever
-// one of those is readable or a slice passed. Returns 0 once the channel
-// has an event or the duty ended (the caller then blocks as usual), -1 if
+// poll() over the channel and the duty's sockets, the duty run when one
+// of those is readable or a slice passed. Returns 0 once the channel has
+// an event or the duty ended (the caller then blocks as usual), -1 if
 // poll() fails.
 static int channel_wait(int fd) {
   struct pollfd pf[OPEN_MAX];
@@ -86,9 +92,10 @@ static int channel_wait(int fd) {
     int n = duty.watch(fds, OPEN_MAX - 1);
     pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
     for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-    if (poll(pf, 1 + n, duty.slice_ms) < 0) return -1;
+    int r = poll(pf, 1 + n, duty.slice_ms);
+    if (r < 0) return -1;
+    duty_tick(clock_ns(), r == 0 || (r > 0 && !pf[0].revents));
     if (pf[0].revents) return 0;
-    duty.run();
   }
   return 0;
 }
@@ -96,11 +103,7 @@ static int channel_wait(int fd) {
 // An empty poll (of a CQ, or of a non-blocking channel): a polling
 // application's turn to run the duty, at most once per slice.
 static void poll_came_up_empty(void) {
-  if (!duty_until) return;
-  uint64_t now = clock_ns();
-  if (!duty_on(now) || now < duty_next) return;
-  duty_next = now + (uint64_t)duty.slice_ms * 1000000ull;
-  duty.run();
+  if (duty_until) duty_tick(clock_ns(), 0);
 }
 
 struct ibv_device **ibv_get_device_list(int *num_devices) {

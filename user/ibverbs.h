@@ -343,8 +343,8 @@ int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms);
 // until_ns (clock_ns), ibv_get_cq_event, ibvx_wait_cq, ibvx_wait_write and
 // empty ibv_poll_cq calls run d->run() at least every d->slice_ms, and
 // ibv_get_cq_event at once when one of d->watch's sockets is readable.
-// d->run must not wait. A later call replaces the duty and keeps the later
-// of the two ends.
+// d->run must not wait; it may call ibvx_set_wait_duty again. A later
+// call replaces the duty and its end (0: no duty).
 struct ibvx_wait_duty {
   void (*run)(void);                  // one look at every watched socket, no waiting
   int (*watch)(int *fds, int max);    // the sockets to watch now (at most max)

@@ -45,6 +45,7 @@ struct id_priv {
   int listening, bound, addr_set;
   struct rct_cm_ep ep;
   uint32_t rx0;                            // passive: QP rx frames when REP went out
+  uint64_t owes_until;                     // active: may owe RTUs until then [CM-TMO-6]
   struct rdma_conn_param own;              // responder_resources, initiator_depth, retries
   struct rdmax_transport xt;
   struct ibv_pd *own_pd;                   // created by rdma_create_qp / rdma_create_ep
@@ -564,17 +565,26 @@ static int chan_step(struct chan *c, int wait_ms) {
 //
 // An active connection's RTU may be lost, and its peer then repeats the REP
 // for CM_RETRY_SPAN_NS; an application that waits for the peer to send
-// first is in a verbs call all that time, not in ours. So each established
-// active id hands ibverbs.c a duty until its answers are no longer owed:
-// the verbs waits run the channels of such ids (cm_duty_run) and watch
-// their sockets (cm_duty_watch).
+// first is in a verbs call all that time, not in ours. So while an
+// established active id may owe answers, ibverbs.c holds a duty: its waits
+// run the channels of such ids (cm_duty_run) and watch their sockets
+// (cm_duty_watch). An id owes answers until the REP's retries are over, or
+// until its QP has received a frame from the peer: the peer's QP then has
+// received one of ours (the peer answered it) or will (our ACK of the
+// peer's frame), and an RC frame establishes the passive side as RTU does
+// [CM-STATE-3]. So a conversation's first answer ends the duty, and the
+// waits of a latency run pay for it once.
 
 static uint64_t duty_passes;
+
+static int owes(struct id_priv *p, uint64_t now) {
+  return p->owes_until > now && rct_cm_ep_answer_until(&p->ep) > now;
+}
 
 // Whether p's channel is one a duty pass should take: p owes answers at
 // now and the pass has not seen the channel yet.
 static int duty_takes(struct id_priv *p, uint64_t now) {
-  if (rct_cm_ep_answer_until(&p->ep) <= now || p->chan->duty_pass == duty_passes) return 0;
+  if (!owes(p, now) || p->chan->duty_pass == duty_passes) return 0;
   p->chan->duty_pass = duty_passes;
   return 1;
 }
@@ -588,20 +598,35 @@ static int cm_duty_watch(int *fds, int max) {
   return n;
 }
 
-// Each channel once, its waiting datagrams (at most DUTY_BURST) and
-// deadlines handled without waiting; events queue for rdma_get_cm_event.
+static void duty_refresh(void);
+
+// Each owing id's QP looked at once, each channel of one stepped once (its
+// waiting datagrams, at most DUTY_BURST, and deadlines, without waiting;
+// events queue for rdma_get_cm_event); then the duty's new end.
 static void cm_duty_run(void) {
   uint64_t now = clock_ns();
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (owes(p, now) && qp_rx_frames(p->id.qp) != 0) p->owes_until = 0;
   duty_passes++;
   for (struct id_priv *p = all_ids; p; p = p->next)
     if (duty_takes(p, now))
       for (int i = 0; i < DUTY_BURST && chan_step(p->chan, 0); i++)
         ;
+  duty_refresh();
+}
+
+// Hands ibverbs.c the duty until the last owing id's end (0: none).
+static void duty_refresh(void) {
+  static const struct ibvx_wait_duty d = { cm_duty_run, cm_duty_watch, DUTY_SLICE_MS };
+  uint64_t now = clock_ns(), until = 0;
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (owes(p, now) && p->owes_until > until) until = p->owes_until;
+  ibvx_set_wait_duty(&d, until);
 }
 
 static void owe_answers(struct id_priv *p) {
-  static const struct ibvx_wait_duty d = { cm_duty_run, cm_duty_watch, DUTY_SLICE_MS };
-  ibvx_set_wait_duty(&d, rct_cm_ep_answer_until(&p->ep));
+  p->owes_until = rct_cm_ep_answer_until(&p->ep);
+  duty_refresh();
 }
 
 int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,
