@@ -51,6 +51,10 @@ static int duty_on(uint64_t now) {
   return duty_until != 0;
 }
 
+uint64_t ibvx_wait_duty_end(void) {
+  return duty_on(clock_ns()) ? duty_until : 0;
+}
+
 // Runs the duty if it holds and a slice has passed since its last run
 // (at once if due is set: a slice was waited out, or a socket is ready).
 static void duty_tick(uint64_t now, int due) {

@@ -351,6 +351,8 @@ struct ibvx_wait_duty {
   int slice_ms;
 };
 void ibvx_set_wait_duty(const struct ibvx_wait_duty *d, uint64_t until_ns);
+// When the current duty ends (clock_ns), 0 when there is none.
+uint64_t ibvx_wait_duty_end(void);
 // Tell the kernel the MAC of a peer IPv4 address (host order) for AVs.
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]);
 // The IPv4 address (host order) inside an IPv4-mapped GID, 0 if not mapped.

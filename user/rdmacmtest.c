@@ -15,6 +15,9 @@
 //                         it must come from inside that wait, or the passive
 //                         side's rdma_accept fails after its REP's retries
 //                         ([CM-TMO-2]) and the message is never sent.
+// In every case the active side's duty must be over one CM retry interval
+// after the peer's message arrived (its QP holds a frame from the peer),
+// not at the end of the REP's retry span.
 // Usage: rdmacmtest [-q] [-l] [-x name]... [name...]   (user/testrun.h)
 #include "user.h"
 #include "ibverbs.h"
@@ -179,6 +182,12 @@ static void run_case(int with_relay, enum wait_mode mode) {
   TR_CHECK(pstatus == 0, "passive side exited %d (14: rdma_accept failed)", pstatus);
   TR_CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && memcmp(got, MSG, MSG_LEN) == 0,
            "no message: %d completions, status %d", n, n == 1 ? wc.status : -1);
+  // The peer's frame on the QP ends the duty at its next look, long before
+  // the REP's retry span would: a wait of one CM retry interval (the duty
+  // looks four times per interval) ends with no duty left.
+  TR_CHECK(ibvx_wait_cq(cq, (int)(RCT_CM_RETRY_NS / 1000000)) == ETIMEDOUT, "a second completion");
+  TR_CHECK(ibvx_wait_duty_end() == 0, "the duty outlived the peer's first frame by %lu ms",
+           (ibvx_wait_duty_end() - clock_ns()) / 1000000);
   if (with_relay) {
     struct relay_counts rc = { 0 };
     close(ctl[1]);                                  // the relay's turn to report
