@@ -29,6 +29,10 @@ from guest import Guest, GuestError  # noqa: E402
 import perftable  # noqa: E402
 
 ROW = re.compile(r"^ \d+ +\d+ +\d", re.M)
+# rdma_bw's BW peak is the best rate over at least an eighth of the run,
+# timed between polls: above the average, and not by orders of magnitude
+# (a window timed inside one poll's batch once gave 1,000,000 MB/s).
+PEAK_OVER_AVG_MAX = 100
 
 
 def runs(smoke):
@@ -122,6 +126,11 @@ def main():
     def record(title, out):
         nonlocal ok, bad
         good = ROW.search(out) is not None
+        for r in perftable.bw_rows(out):
+            if not r["bw_avg_MiBps"] <= r["bw_peak_MiBps"] <= PEAK_OVER_AVG_MAX * r["bw_avg_MiBps"]:
+                good = False
+                out += (f"\nBW peak {r['bw_peak_MiBps']} against average {r['bw_avg_MiBps']}: "
+                        f"want average <= peak <= {PEAK_OVER_AVG_MAX} x average")
         ok += good
         bad += not good
         report.append(f"### {title}: {'OK' if good else 'FAILED'}\n{out.strip()}\n")
