@@ -20,9 +20,11 @@
 // library's waits run the CM (cm_duty) at least this often: four times per
 // retry interval, so a repeated REP is answered well before the next one.
 #define DUTY_SLICE_MS ((int)(RCT_CM_RETRY_NS / 4 / 1000000))
-// Datagrams one duty run takes from a channel: as many as the socket may
-// hold from the peers of its ids, and more wait for the next run.
-#define DUTY_BURST RCT_CM_EP_QUEUE
+// Datagrams one duty run takes from a channel. A peer repeats its REP once
+// per CM_RETRY_NS, four slices, so one datagram per run keeps up with it;
+// a few more let ids sharing a channel catch up in one run, and a flood of
+// datagrams cannot hold a verbs wait inside the CM.
+#define DUTY_BURST 4
 
 struct ev_priv {
   struct rdma_cm_event ev;                 // first: rdma_ack_cm_event gets this pointer
