@@ -158,7 +158,6 @@ int main(int argc, char **argv) {
       uint64 peak = peak_rate(size, o.iters, win, t0);
       uint64 avg = mb_x100((uint64)size * o.iters, t1 - t0);
       if (peak < avg) peak = avg;              // the whole run is a window too
-      if (peak < avg) peak = avg;
       uint64 mpps_x100000 = (uint64)o.iters * 100000ULL / ((t1 - t0) / 1000 + 1);   // Mpps * 1e5
       printf(" %-10u %-14u ", size, o.iters);
       perf_print_fixed(peak, 15);

@@ -47,7 +47,7 @@ struct id_priv {
   int listening, bound, addr_set;
   struct rct_cm_ep ep;
   uint32_t rx0;                            // passive: QP rx frames when REP went out
-  uint64_t owes_until;                     // active: may owe RTUs until then [CM-TMO-6]
+  int peer_heard;                          // active: its QP got a frame from the peer [CM-TMO-6]
   struct rdma_conn_param own;              // responder_resources, initiator_depth, retries
   struct rdmax_transport xt;
   struct ibv_pd *own_pd;                   // created by rdma_create_qp / rdma_create_ep
@@ -580,7 +580,7 @@ static int chan_step(struct chan *c, int wait_ms) {
 static uint64_t duty_passes;
 
 static int owes(struct id_priv *p, uint64_t now) {
-  return p->owes_until > now && rct_cm_ep_answer_until(&p->ep) > now;
+  return !p->peer_heard && rct_cm_ep_answer_until(&p->ep) > now;
 }
 
 // Whether p's channel is one a duty pass should take: p owes answers at
@@ -608,7 +608,7 @@ static void duty_refresh(void);
 static void cm_duty_run(void) {
   uint64_t now = clock_ns();
   for (struct id_priv *p = all_ids; p; p = p->next)
-    if (owes(p, now) && qp_rx_frames(p->id.qp) != 0) p->owes_until = 0;
+    if (owes(p, now) && qp_rx_frames(p->id.qp) != 0) p->peer_heard = 1;
   duty_passes++;
   for (struct id_priv *p = all_ids; p; p = p->next)
     if (duty_takes(p, now))
@@ -621,13 +621,15 @@ static void cm_duty_run(void) {
 static void duty_refresh(void) {
   static const struct ibvx_wait_duty d = { cm_duty_run, cm_duty_watch, DUTY_SLICE_MS };
   uint64_t now = clock_ns(), until = 0;
-  for (struct id_priv *p = all_ids; p; p = p->next)
-    if (owes(p, now) && p->owes_until > until) until = p->owes_until;
+  for (struct id_priv *p = all_ids; p; p = p->next) {
+    uint64_t end = rct_cm_ep_answer_until(&p->ep);
+    if (owes(p, now) && end > until) until = end;
+  }
   ibvx_set_wait_duty(&d, until);
 }
 
 static void owe_answers(struct id_priv *p) {
-  p->owes_until = rct_cm_ep_answer_until(&p->ep);
+  p->peer_heard = 0;
   duty_refresh();
 }
 

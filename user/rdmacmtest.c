@@ -49,8 +49,8 @@ static void forward(int s, const uint8_t *buf, int n, uint32_t ip, uint16_t port
   if (sendto(s, buf, n, &to) != n) tr_fail(__LINE__, "relay: sendto failed");
 }
 
-// Runs until ctl (the read end of the case's pipe) hangs up, then writes its
-// counts to out.
+// Runs until hangup (the read end of the case's pipe) hangs up, then writes
+// its counts to result.
 static void relay(int hangup, int result, int ready) {
   int r = socket(SOCK_UDP), s = socket(SOCK_UDP);
   if (r < 0 || s < 0 || bind(r, RELAY_PORT) < 0) tr_fail(__LINE__, "relay: sockets");

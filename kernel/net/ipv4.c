@@ -7,9 +7,9 @@
 // (TTL 64, DF) and resolves the next hop with ARP; every host is on our
 // /24 (no router). A datagram to our own address never meets the link: it
 // goes straight back into ip_rx on the sender's thread (counted
-// ip_loopback), so UDP and ping work between processes of one guest. ip_next_id is the interface's one Identification
-// counter: RoCE frames, which the RDMA core builds whole, take theirs here
-// too.
+// ip_loopback), so UDP and ping work between processes of one guest.
+// ip_next_id is the interface's one Identification counter: RoCE frames,
+// which the RDMA core builds whole, take theirs here too.
 #include "lib/types.h"
 #include "core/printk.h"
 #include "lib/klib.h"
