@@ -310,6 +310,15 @@ void rdma_destroy_qp(struct rdma_cm_id *id) {
   if (p->own_pd) { ibv_dealloc_pd(p->own_pd); p->own_pd = NULL; id->pd = NULL; }
 }
 
+// The window rdma_cm gives a QP whose application set none (rdma_cm.h:
+// RDMAX_INFLIGHT_BYTES of packets at this path MTU, at most
+// RDMAX_HOP_PACKETS).
+uint32_t rdmax_default_inflight(enum ibv_mtu path_mtu) {
+  int bytes = ibv_mtu_to_num(path_mtu);
+  uint32_t n = bytes > 0 ? RDMAX_INFLIGHT_BYTES / (uint32_t)bytes : RDMAX_HOP_PACKETS;
+  return n < RDMAX_HOP_PACKETS ? n : RDMAX_HOP_PACKETS;
+}
+
 // The QP to RTR and RTS from the exchanged messages: the core's
 // negotiation (rct_cm_qp_attr: [CM-PARAM-1..3] [SR-NEG-1]) plus this
 // side's timeouts, retries and transport settings.
@@ -340,7 +349,7 @@ static int qp_to_rts(struct id_priv *p, const struct rct_cm_msg *self, const str
   memcpy(ext.dmac, ra.ah.dmac, 6);
   ext.sr_enable = ra.sr_enable;
   ext.roce_v1 = p->xt.roce_v1;
-  ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : RDMAX_DEFAULT_INFLIGHT;
+  ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : rdmax_default_inflight(a.path_mtu);
   uint32_t min_rto_us = p->xt.min_rto_us ? p->xt.min_rto_us : RDMAX_DEFAULT_MIN_RTO_US;
   ext.adaptive_rto = min_rto_us != ~0u;
   ext.min_rto_ns = ext.adaptive_rto ? (unsigned long long)min_rto_us * 1000 : 0;

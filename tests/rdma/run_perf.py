@@ -5,7 +5,9 @@ with --out FILE also writes them there (e.g. bench/results/rdma-perf.txt).
 Exit 0 only if every run printed its result row.
 
 With --smoke (and no loss) it also checks that a QP rdma_cm connects has
-rdma_cm's default window (256 packets, not the kernel's 1024), that a
+rdma_cm's default window, not the kernel's 1024: RDMAX_INFLIGHT_BYTES of
+packets at the path MTU, at most RDMAX_HOP_PACKETS (user/rdma_cm.h; 512
+at path MTU 1024, and 256 on a second pair of guests at 4096), that a
 go-back-N WRITE on a link that drops 5 % (set for that run alone) reports
 loss window cuts ([REQ-WIN-5]), and the
 polling latency runs' counters: rdma_lat -t send and -t write, polling, on
@@ -22,6 +24,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
@@ -76,23 +79,34 @@ def surprises(tb):
     return results
 
 
-# rdma_cm's default window (user/rdma_cm.h: RDMAX_DEFAULT_INFLIGHT).
+# rdma_cm's default window (user/rdma_cm.h: rdmax_default_inflight).
 WINDOW = re.compile(r"perf: qp .* window (\d+)")
-DEFAULT_WINDOW = 256
 
 
-def default_window(tb):
+def header_constant(name):
+    """An integer #define of user/rdma_cm.h (the one definition)."""
+    text = open(os.path.join(REPO, "user", "rdma_cm.h")).read()
+    m = re.search(rf"#define {name}\s+\(?(\d+)u?(?:\s*<<\s*(\d+))?\)?", text)
+    return int(m[1]) << int(m[2] or 0)
+
+
+def expected_window(mtu):
+    return min(header_constant("RDMAX_HOP_PACKETS"), header_constant("RDMAX_INFLIGHT_BYTES") // mtu)
+
+
+def default_window(tb, mtu):
     """(name, ok, text): rdma_bw's QP, connected through rdma_cm with no
-    max_inflight of its own, has rdma_cm's window, not the kernel's."""
+    max_inflight of its own, has rdma_cm's window for the path MTU, not
+    the kernel's."""
     a, b = tb.guests
     a.send("rdma_bw")
     a.expect(r"waiting for a client", timeout=30)
     out = b.run(f"rdma_bw -t write -s 65536 -n 20 --stats {tb.ip(0)}", timeout=600)
     a.expect(r"\$ $", timeout=120)
     m = WINDOW.search(out)
-    got = int(m[1]) if m else None
-    return ("rdma_cm_default_window", got == DEFAULT_WINDOW,
-            f"{out.strip()}\nwindow {got}, expected {DEFAULT_WINDOW}")
+    got, want = (int(m[1]) if m else None), expected_window(mtu)
+    return (f"rdma_cm_default_window_mtu{mtu}", got == want,
+            f"{out.strip()}\nwindow {got}, expected {want} at path MTU {mtu}")
 
 
 def loss_window(tb):
@@ -148,13 +162,23 @@ def main():
                 a.expect(r"\$ $", timeout=120)
                 record(f"two guests, loss {args.loss}%: {tool} {opts}", out)
             if args.smoke and args.loss == "0":
-                for name, good, text in surprises(tb) + [default_window(tb), loss_window(tb)]:
+                for name, good, text in surprises(tb) + [default_window(tb, 1024), loss_window(tb)]:
                     ok += good
                     bad += not good
                     report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
                     print(report[-1], flush=True)
             for g in (a, b):
                 g.send("halt 0")
+        if args.smoke and args.loss == "0":
+            with Testbed(2, name="rdmaperf-mtu4096", extra_append="rdma_mtu=4096") as tb:
+                tb.boot()
+                name, good, text = default_window(tb, 4096)
+                ok += good
+                bad += not good
+                report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
+                print(report[-1], flush=True)
+                for g in tb.guests:
+                    g.send("halt 0")
         with Guest("rdmaperf-loop", cpus=2) as g:
             g.boot()
             for tool, opts in runs(args.smoke):
