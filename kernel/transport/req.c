@@ -467,7 +467,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
   struct rct_hdr h;
   uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
   bool retx = psn_lt(psn, qp->req.next_psn);
-  RCT_MEMSET(&h, 0, sizeof(h));
+  rct_hdr_clear(&h);
   h.bth.psn = psn;
   h.sreth.rsn = w->rsn;
   f->nseg = 0;

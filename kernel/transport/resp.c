@@ -565,7 +565,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   bool first = r->next_psn == r->start_psn, last = psn_add(r->next_psn, 1) == r->stop_psn;
   struct rct_hdr h;
   int n = 0;
-  RCT_MEMSET(&h, 0, sizeof(h));
+  rct_hdr_clear(&h);
   static const uint8_t resp_ops[POS_COUNT] = { [POS_FIRST] = OP_READ_RESP_FIRST,
     [POS_MIDDLE] = OP_READ_RESP_MIDDLE, [POS_LAST] = OP_READ_RESP_LAST, [POS_ONLY] = OP_READ_RESP_ONLY };
   /* positions count from where this response sequence started [REQ-READ-3] */

@@ -67,7 +67,7 @@ void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint
 void rct_tx_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn, uint32_t msn)
 {
   struct rct_hdr h;
-  RCT_MEMSET(&h, 0, sizeof(h));
+  rct_hdr_clear(&h);
   h.bth.opcode = OP_ACK;                                    /* [RESP-ACK-1] */
   h.bth.psn = psn;
   h.aeth.syndrome = syn;
@@ -89,7 +89,7 @@ void rct_tx_sack(struct rct_qp *qp, struct rct_frame *f, uint32_t epsn, uint32_t
     if (w[i])
       nw = i + 1;
   }
-  RCT_MEMSET(&h, 0, sizeof(h));
+  rct_hdr_clear(&h);
   h.bth.opcode = OP_SR_SACK;                        /* [SR-WIRE-6] */
   h.bth.psn = epsn;
   h.aeth.syndrome = AETH_NAK_PSN_SEQ;

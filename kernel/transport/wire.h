@@ -107,9 +107,16 @@ struct rct_hdr {
   uint32_t imm;
   struct rct_sreth sreth;
   uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */
-  uint64_t sack_ext[SACK_EXT_MAX]; /* SACKH words 1..: bits 64.. [SR-WIRE-8] */
   uint8_t sack_ext_n;         /* extension words present (0 = 8-byte SACKH) */
+  uint64_t sack_ext[SACK_EXT_MAX]; /* SACKH words 1..: bits 64.. [SR-WIRE-8]; last (rct_hdr_clear) */
 };
+
+/* A header with every field zero but sack_ext, which is read only up to
+ * sack_ext_n (0 here): half of the struct, which builders clear per frame. */
+static inline void rct_hdr_clear(struct rct_hdr *h)
+{
+  RCT_MEMSET(h, 0, offsetof(struct rct_hdr, sack_ext));
+}
 
 /* A parsed frame; pointers refer into the caller's buffer. */
 struct rct_pkt {
