@@ -29,6 +29,10 @@
 #   make bench-lat        bench/rdma/lat_matrix.py: rdma_lat beside perftest's
 #                         ib_*_lat (WRITE/SEND/READ x 2 B/256 B/4 KiB x polling/
 #                         sleeping), same link, alternating -> lat-matrix.*
+#   make bench-frames     bench/tcg/frame_cost.py: the guests' instructions,
+#                         memory accesses and TCG block lookups per frame, the
+#                         RoCE ceiling's burst beside a 64 KiB WRITE, counted by
+#                         a QEMU plugin (bench/tcg/tbcount.c) -> frame-cost.md
 #
 # Guest transcripts go to tests/logs/rdmatest-cpusN.log and rdmanet-*.log.
 # Include from the top Makefile: include tests/rdma/rdma.mk
@@ -70,7 +74,16 @@ LAT_ARGS ?=
 bench-lat: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/lat_matrix.py $(LAT_ARGS)
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe bench-lat rdma-demo
+# The QEMU plugin that counts the guests' work per translated block.
+TBCOUNT := $(BUILD)/tcg/tbcount.so
+$(TBCOUNT): bench/tcg/tbcount.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Wextra -Wno-unused-parameter -Werror -shared -fPIC -o $@ $< -lpthread
+
+bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
+	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
+
+.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)
