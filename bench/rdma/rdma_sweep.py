@@ -8,8 +8,8 @@ completion channel, and rdma_lat's WRITE side in ibvx_wait_write): two
 guests that busy-poll on this 2-core host starve QEMU's I/O threads and
 linkemu, and measure the host's scheduler instead of the transport.
 Transport settings are rdma_cm's defaults (512 packets in flight at path
-MTU 1024, 256 at 4096, adaptive RTO with a 30 ms floor); --stats adds each run's retransmissions and
-timeouts to the CSV.
+MTU 1024, 256 at 4096, adaptive RTO with a 30 ms floor); --stats adds each
+run's retransmissions and timeouts to the CSV.
 
 Configurations (each a fresh pair of guests, 2 vCPUs; seeds printed):
   mtu1024     lossless, go-back-N: WRITE 2 B .. 8 MiB (every power of 2),

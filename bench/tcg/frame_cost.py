@@ -37,7 +37,6 @@ sys.path.insert(0, os.path.join(REPO, "tests", "net"))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "bench", "net"))
 sys.path.insert(0, os.path.join(REPO, "bench", "rdma"))
-import guest  # noqa: E402
 from launch import Testbed  # noqa: E402
 from guest import progress  # noqa: E402
 import link_ceiling  # noqa: E402
@@ -46,12 +45,14 @@ import rdma_sweep  # noqa: E402
 FRAME = 1082                 # a full RoCEv2 frame at path MTU 1024
 KERNEL_BASE = 0x80000000     # kernel.ld: below it, user programs
 LOOKUP_KINDS = ("off-page", "indirect", "system", "other")   # tbcount.c's exit kinds, in its order
+FIELDS = 3 + len(LOOKUP_KINDS)   # per function: insns, mem, blocks, then lookups by kind
+NM = os.environ.get("NM", "riscv64-unknown-elf-nm")           # as bench/prof.py
 SNAPSHOT_WAIT = 30
 
 
 def symbols(path):
     """Sorted (address, name) of the functions of an ELF file."""
-    out = subprocess.run(["nm", "-n", "--defined-only", path], capture_output=True, text=True,
+    out = subprocess.run([NM, "-n", "--defined-only", path], capture_output=True, text=True,
                          check=True).stdout
     syms = []
     for line in out.splitlines():
@@ -87,7 +88,7 @@ def load(path):
 
 def per_function(before, after, namer, frames):
     """{function: [insns, mem, blocks, lookups by kind...]} per frame between two snapshots."""
-    fn = collections.defaultdict(lambda: [0.0] * (3 + len(LOOKUP_KINDS)))
+    fn = collections.defaultdict(lambda: [0.0] * FIELDS)
     for addr, v in after.items():
         v0 = before.get(addr, [0] * len(v))
         runs = v[1] - v0[1]
@@ -105,11 +106,6 @@ def per_function(before, after, namer, frames):
 def run(plugin, iters, seconds, workdir):
     """Boots the pair with the plugin, runs both workloads between snapshots;
     {side: {workload: per_function}} and the frame counts."""
-    base_command = guest.Guest.qemu_command
-
-    def with_plugin(self, disk):
-        return base_command(self, disk) + ["-plugin", f"{plugin},out={workdir}/{self.name}"]
-
     def snapshot(tb, k):
         for g in tb.guests:
             open(f"{workdir}/{g.name}.snap", "w").close()
@@ -120,21 +116,19 @@ def run(plugin, iters, seconds, workdir):
                     raise SystemExit(f"frame_cost: no snapshot from {g.name} in {SNAPSHOT_WAIT} s")
                 time.sleep(0.05)
 
-    guest.Guest.qemu_command = with_plugin
-    try:
-        with Testbed(2, name="framecost") as tb:
-            tb.boot()
-            names = [g.name for g in tb.guests]
-            snapshot(tb, 0)
-            progress("frames", f"RoCE frame ceiling burst, {seconds} s")
-            burst = link_ceiling.one_run(tb, 1, 0, FRAME, seconds, "roce")
-            snapshot(tb, 1)
-            progress("frames", f"rdma_bw WRITE 64 KiB x {iters}")
-            log = []
-            write = rdma_sweep.bw(tb, "write", 65536, iters, False, log)
-            snapshot(tb, 2)
-    finally:
-        guest.Guest.qemu_command = base_command
+    with Testbed(2, name="framecost") as tb:
+        for g in tb.guests:                     # read when boot() starts QEMU
+            g.extra_args += ["-plugin", f"{plugin},out={workdir}/{g.name}"]
+        tb.boot()
+        names = [g.name for g in tb.guests]
+        snapshot(tb, 0)
+        progress("frames", f"RoCE frame ceiling burst, {seconds} s")
+        burst = link_ceiling.one_run(tb, 1, 0, FRAME, seconds, "roce")
+        snapshot(tb, 1)
+        progress("frames", f"rdma_bw WRITE 64 KiB x {iters}")
+        log = []
+        write = rdma_sweep.bw(tb, "write", 65536, iters, False, log)
+        snapshot(tb, 2)
     if not write or not burst["recv_frames"]:
         raise SystemExit("frame_cost: a workload printed no result\n" + "\n".join(log))
     frames = {("sender", "burst"): burst["sent_frames"], ("receiver", "burst"): burst["recv_frames"],
@@ -150,7 +144,7 @@ def run(plugin, iters, seconds, workdir):
 
 
 def totals(fn):
-    return [sum(row[i] for row in fn.values()) for i in range(3 + len(LOOKUP_KINDS))]
+    return [sum(row[i] for row in fn.values()) for i in range(FIELDS)]
 
 
 def report(counts, frames, burst, write, args, took):
@@ -174,12 +168,12 @@ def report(counts, frames, burst, write, args, took):
                          f"{t[3] + t[6]:.1f} | {t[4]:.1f} | {t[5]:.1f} |")
     for side in ("sender", "receiver"):
         b, w = counts[side, "burst"], counts[side, "write"]
-        names = sorted(set(b) | set(w), key=lambda n: -(w.get(n, [0] * 7)[0]))[:args.top]
+        names = sorted(set(b) | set(w), key=lambda n: -(w.get(n, [0] * FIELDS)[0]))[:args.top]
         lines += ["", f"## {side}: functions by WRITE instructions per frame", "",
                   "| function | burst insns | burst lookups | WRITE insns | WRITE mem | WRITE blocks | WRITE lookups |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for n in names:
-            x, y = b.get(n, [0] * 7), w.get(n, [0] * 7)
+            x, y = b.get(n, [0] * FIELDS), w.get(n, [0] * FIELDS)
             lines.append(f"| {n} | {x[0]:.1f} | {sum(x[3:]):.1f} | {y[0]:.1f} | {y[1]:.1f} | {y[2]:.1f} | "
                          f"{sum(y[3:]):.1f} |")
     return "\n".join(lines) + "\n"

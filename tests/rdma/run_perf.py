@@ -137,18 +137,21 @@ def main():
     args = ap.parse_args()
     report, ok, bad = [], 0, 0
 
-    def record(title, out):
+    def tally(name, good, text):
         nonlocal ok, bad
+        ok += good
+        bad += not good
+        report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
+        print(report[-1], flush=True)
+
+    def record(title, out):
         good = ROW.search(out) is not None
         for r in perftable.bw_rows(out):
             if not r["bw_avg_MiBps"] <= r["bw_peak_MiBps"] <= PEAK_OVER_AVG_MAX * r["bw_avg_MiBps"]:
                 good = False
                 out += (f"\nBW peak {r['bw_peak_MiBps']} against average {r['bw_avg_MiBps']}: "
                         f"want average <= peak <= {PEAK_OVER_AVG_MAX} x average")
-        ok += good
-        bad += not good
-        report.append(f"### {title}: {'OK' if good else 'FAILED'}\n{out.strip()}\n")
-        print(report[-1], flush=True)
+        tally(title, good, out.strip())
 
     spec = f"loss {args.loss}% seed 7" if args.loss != "0" else None
     try:
@@ -162,21 +165,14 @@ def main():
                 a.expect(r"\$ $", timeout=120)
                 record(f"two guests, loss {args.loss}%: {tool} {opts}", out)
             if args.smoke and args.loss == "0":
-                for name, good, text in surprises(tb) + [default_window(tb, 1024), loss_window(tb)]:
-                    ok += good
-                    bad += not good
-                    report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
-                    print(report[-1], flush=True)
+                for check in surprises(tb) + [default_window(tb, 1024), loss_window(tb)]:
+                    tally(*check)
             for g in (a, b):
                 g.send("halt 0")
         if args.smoke and args.loss == "0":
             with Testbed(2, name="rdmaperf-mtu4096", extra_append="rdma_mtu=4096") as tb:
                 tb.boot()
-                name, good, text = default_window(tb, 4096)
-                ok += good
-                bad += not good
-                report.append(f"### {name}: {'OK' if good else 'FAILED'}\n{text}\n")
-                print(report[-1], flush=True)
+                tally(*default_window(tb, 4096))
                 for g in tb.guests:
                     g.send("halt 0")
         with Guest("rdmaperf-loop", cpus=2) as g:
