@@ -302,15 +302,26 @@ def main():
             return sum(int(q) for p, q in re.findall(r"^socket udp (\d+) queued (\d+)", out, re.MULTILINE)
                        if port <= int(p) < port + nsock)
 
+        def resync(g):
+            """Consumes the console up to the prompt after an echo of a fresh tag, so
+            a prompt a background job's line pushed behind it (or one the check
+            before left unread) cannot end the next run() early."""
+            tag = f"sync{random.randrange(1 << 30)}"
+            g.send(f"echo {tag}")
+            g.expect(rf"^{tag}\r?\n\$ ", timeout=60)
+
         def starve():
             for g, peer in ((g0, 1), (g1, 0)):
+                resync(g)
                 g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
             g1.send("udpecho -s 23 &")
             g1.expect(r"udpecho: serving port 23", timeout=60)
+            resync(g1)
             free0 = settled(g0, "netbufs_free")
             port, nsock = 9400, 4
             g0.send(f"nettest flood {port} {nsock} 1000 &")
             pid = g0.expect(r"flood: pid (\d+) flooding", timeout=60).group(1)
+            resync(g0)
             # The flood is on once its sockets hold a full socket share's
             # worth of what the pool would give them (256 datagrams).
             queued, _ = poll(lambda: flood_queued(g0, port, nsock), lambda q: q >= 256, 120, interval=1)
