@@ -29,7 +29,7 @@
 // so that copy moves aligned words instead of shifting every one.
 #define NETBUF_HEADROOM (128 + 2)
 #define NETBUF_DATA     9216    // a whole jumbo frame
-#define NNETBUF         1024    // 9.6 MiB: a starved reader may queue hundreds
+#define NNETBUF         1024    // 9.6 MiB: a slow reader may queue hundreds (sysnet.c)
 #define NETBUF_RX_RESERVE 64    // senders leave these for the receive path
 // Socket receive queues together hold at most half the pool. The other
 // half is the receive path's: frames in flight through the stack, the RDMA
