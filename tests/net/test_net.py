@@ -40,7 +40,8 @@ Checks, one line each:
               with the counts (every echo and exactly one line)
   starve      no neighbour starves the network: on guest 0 `nettest flood`
               sends through loopback into 4 sockets it never reads; once
-              they hold their share (netstat's socket lines), while the
+              they hold their share (netstat's socket lines; all sockets
+              hold at most half the pool, netbufs_sock <= NNETBUF / 2), while the
               drop counter sock_rcvq_drop keeps rising, other processes'
               pings both ways, a UDP echo sweep off guest 1 and an rdmacp
               copy from guest 0 to guest 1 all complete; after the flooder
@@ -60,6 +61,9 @@ from launch import Testbed  # noqa: E402
 from guest import GuestError, poll  # noqa: E402
 
 results = []
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+with open(os.path.join(REPO, "kernel", "net", "net.h")) as f:
+    NNETBUF = int(re.search(r"^#define NNETBUF\s+(\d+)", f.read(), re.MULTILINE).group(1))
 
 
 def check(name, ok, detail):
@@ -322,11 +326,18 @@ def main():
             g0.send(f"nettest flood {port} {nsock} 1000 &")
             pid = g0.expect(r"flood: pid (\d+) flooding", timeout=60).group(1)
             resync(g0)
-            # The flood is on once its sockets hold a full socket share's
-            # worth of what the pool would give them (256 datagrams).
-            queued, _ = poll(lambda: flood_queued(g0, port, nsock), lambda q: q >= 256, 120, interval=1)
-            check("starve: the flooder fills its unread sockets", queued >= 256,
-                  f"{queued} datagrams queued in its {nsock} sockets")
+            # The flood is on once its sockets hold the sockets' burst share
+            # (sysnet.c SOCK_RCVQ_BURST, NNETBUF / 4), which they reach with
+            # or without the limits.
+            full = NNETBUF // 4
+            queued, _ = poll(lambda: flood_queued(g0, port, nsock), lambda q: q >= full, 120, interval=1)
+            # Sockets hold at most half the pool (NETBUF_SOCK_SHARE), and every
+            # netbuf is counted under exactly one owner.
+            c = counters(g0)
+            owners = {k: v for k, v in c.items() if k.startswith("netbufs_")}
+            check("starve: the flooder fills its unread sockets, within the sockets' half of the pool",
+                  queued >= full and c["netbufs_sock"] <= NNETBUF // 2 and sum(owners.values()) == NNETBUF,
+                  f"{queued} datagrams queued in its {nsock} sockets; {owners}")
             work = []
             drops = [counters(g0)["sock_rcvq_drop"]]
             for g, peer in ((g0, 1), (g1, 0)):
