@@ -377,12 +377,15 @@ static int cmd_lat(unsigned int ip, int port, int size, int count) {
   return 0;
 }
 
-#define FLOOD_MAX_SOCKS 16
+#define FLOOD_MAX_SOCKS (OPEN_MAX - 4)   // descriptors left beside stdio and the sending socket
 
 static int cmd_flood(int port, int nsock, int size) {
   struct net_info ni;
-  if (nsock < 1 || nsock > FLOOD_MAX_SOCKS || size < 0 || size > NET_MAX_UDP_PAYLOAD)
-    die("flood: NSOCK must be 1..16 and SIZE a UDP payload size");
+  if (nsock < 1 || nsock > FLOOD_MAX_SOCKS || size < 0 || size > NET_MAX_UDP_PAYLOAD) {
+    fprintf(stderr, "nettest: flood: NSOCK must be 1..%d and SIZE 0..%d\n", FLOOD_MAX_SOCKS,
+            NET_MAX_UDP_PAYLOAD);
+    exit(2);
+  }
   if (netinfo(&ni) < 0 || !ni.ip) die("flood: no address to send to ourselves");
   for (int i = 0; i < nsock; i++) udp_socket(port + i);   // held open, never read
   int s = socket(SOCK_UDP);
