@@ -8,13 +8,15 @@ function <name> that puts the number in a7 and traps with ecall; arguments
 are already in a0..a5 by the C calling convention and the kernel returns
 its result in a0. Generating the stubs keeps them in step with uapi.h.
 The RDMA calls whose names librdmacm gives to its own functions
-(user/rdma_cm.h, user/rdma_verbs.h) get the stub name sys_<name>.
+(user/rdma_cm.h, user/rdma_verbs.h), and those the C library wraps in C
+(poll: user/poll.c), get the stub name sys_<name>.
 """
 import re
 import sys
 
 LIBRDMACM_NAMES = {"rdma_dereg_mr", "rdma_create_qp", "rdma_destroy_qp", "rdma_post_send",
                    "rdma_post_recv"}
+LIBC_WRAPPED = {"poll"}
 SYSCALL_LINE = re.compile(r"^\s*#\s*define\s+SYS_(\w+)\s+(\d+)")
 
 
@@ -24,7 +26,7 @@ def syscalls(header_text):
         match = SYSCALL_LINE.match(line)
         if match:
             name = match.group(1)
-            yield ("sys_" + name if name in LIBRDMACM_NAMES else name), int(match.group(2))
+            yield ("sys_" + name if name in LIBRDMACM_NAMES | LIBC_WRAPPED else name), int(match.group(2))
 
 
 def stub(name, number):

@@ -88,7 +88,10 @@ static int wait_sliced(int (*wait)(const void *arg, int ms), const void *arg, in
 // poll() over the channel and the duty's sockets, the duty run when one
 // of those is readable or a slice passed. Returns 0 once the channel has
 // an event or the duty ended (the caller then blocks as usual), -1 if
-// poll() fails.
+// poll() fails. The system call itself (sys_poll): the duty wants to know
+// when its sockets hold datagrams, not poll()'s word that a CM channel has
+// an event queued (user/poll.c), which stays true until the application
+// takes it.
 static int channel_wait(int fd) {
   struct pollfd pf[OPEN_MAX];
   int fds[OPEN_MAX - 1];
@@ -96,7 +99,7 @@ static int channel_wait(int fd) {
     int n = duty.watch(fds, OPEN_MAX - 1);
     pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
     for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-    int r = poll(pf, 1 + n, duty.slice_ms);
+    int r = sys_poll(pf, 1 + n, duty.slice_ms);
     if (r < 0) return -1;
     duty_tick(clock_ns(), r == 0 || (r > 0 && !pf[0].revents));
     if (pf[0].revents) return 0;

@@ -30,6 +30,10 @@
 //   nettest pollecho PORT                 one poll() loop over a UDP socket and stdin: echo
 //                                        each datagram to its sender, answer each typed line
 //                                        ("pollecho: line TEXT"); "quit" or ^D ends it
+//   nettest flood PORT NSOCK SIZE          bind NSOCK sockets at PORT.. and never read them
+//                                        while sending SIZE-byte datagrams to them through
+//                                        our own address (loopback) as fast as we can, until
+//                                        killed: the neighbour the receive limits are for
 #include "user.h"
 
 #define NS 1000000000ul
@@ -373,13 +377,36 @@ static int cmd_lat(unsigned int ip, int port, int size, int count) {
   return 0;
 }
 
+#define FLOOD_MAX_SOCKS (OPEN_MAX - 4)   // descriptors left beside stdio and the sending socket
+
+static int cmd_flood(int port, int nsock, int size) {
+  struct net_info ni;
+  if (nsock < 1 || nsock > FLOOD_MAX_SOCKS || size < 0 || size > NET_MAX_UDP_PAYLOAD) {
+    fprintf(stderr, "nettest: flood: NSOCK must be 1..%d and SIZE 0..%d\n", FLOOD_MAX_SOCKS,
+            NET_MAX_UDP_PAYLOAD);
+    exit(2);
+  }
+  if (netinfo(&ni) < 0 || !ni.ip) die("flood: no address to send to ourselves");
+  for (int i = 0; i < nsock; i++) udp_socket(port + i);   // held open, never read
+  int s = socket(SOCK_UDP);
+  char *buf = malloc(size + 1);
+  if (s < 0 || !buf) die("flood: no sending socket");
+  memset(buf, 0x5a, size + 1);
+  printf("flood: pid %d flooding %d unread sockets on ports %d..%d\n", getpid(), nsock, port,
+         port + nsock - 1);
+  for (unsigned long n = 0;; n++) {
+    struct net_addr to = { ni.ip, (unsigned short)(port + n % nsock), 0 };
+    if (sendto(s, buf, size, &to) < 0) die("flood: sendto failed");
+  }
+}
+
 __attribute__((noreturn)) static void usage(void) {
   fprintf(stderr, "usage: nettest info | arp IP [ms] | stat | send IP PORT SIZE COUNT RATE |\n"
                   "  recv PORT IDLE_MS [FIRST_MS] | xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS |\n"
                   "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT |\n"
                   "  kblast IP PORT SIZE SECONDS | kburst IP PORT SIZE COUNT |\n"
-                  "  kcount IDLE_MS [FIRST_MS] | pollecho PORT\n");
+                  "  kcount IDLE_MS [FIRST_MS] | pollecho PORT | flood PORT NSOCK SIZE\n");
   exit(2);
 }
 
@@ -405,6 +432,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));
   if (!strcmp(m, "kblast") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], a[2], 0));
   if (!strcmp(m, "kburst") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], 0, a[2]));
+  if (!strcmp(m, "flood") && argc == 5) exit(cmd_flood(atoi(argv[2]), atoi(argv[3]), atoi(argv[4])));
   if (!strcmp(m, "pollecho") && argc == 3) exit(cmd_pollecho(atoi(argv[2])));
   if (!strcmp(m, "kcount") && argc >= 3)
     exit(cmd_kcount(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 60000));

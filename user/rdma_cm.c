@@ -78,13 +78,17 @@ static struct ibv_context *device(void) {
 
 // ---- channels ----
 
+static int chan_ready(void *arg, uint64_t *next_ns);
+
 // The channel's socket exists from the start, so channel->fd works with
 // poll() and fcntl(O_NONBLOCK) at once; it is bound later (chan_socket).
+// poll() asks chan_ready whether an event waits (user/poll.c's hook).
 struct rdma_event_channel *rdma_create_event_channel(void) {
   struct chan *c = calloc(1, sizeof *c);
   if (!c) { errno = ENOMEM; return NULL; }
   c->pub.fd = socket(SOCK_UDP);
   if (c->pub.fd < 0) { free(c); errno = EMFILE; return NULL; }
+  pollx_set_ready(c->pub.fd, chan_ready, c);
   return &c->pub;
 }
 
@@ -107,6 +111,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel) {
     c->head = e->next;
     free(e);
   }
+  pollx_set_ready(c->pub.fd, NULL, NULL);
   close(c->pub.fd);
   free(c);
 }
@@ -540,12 +545,11 @@ static void dispatch(struct chan *c, uint64_t now, struct rct_cm_addr from, cons
   flush(p, NULL);
 }
 
-// One round of channel c: wait up to wait_ms for a datagram (less when a
-// retransmission is due or a passive connection waits for its first RC
-// frame), then run the deadlines and the RC-frame checks of its ids.
-// Returns whether a datagram came.
-static int chan_step(struct chan *c, int wait_ms) {
-  uint64_t now = clock_ns(), next = RCT_NEVER;
+// When channel c next has work without a datagram: the earliest
+// deadline of its ids, or the next look at a passive id's QP for its first
+// RC frame; RCT_NEVER if none.
+static uint64_t chan_deadline(struct chan *c, uint64_t now) {
+  uint64_t next = RCT_NEVER;
   for (struct id_priv *p = all_ids; p; p = p->next) {
     if (p->chan != c) continue;
     uint64_t d = rct_cm_ep_next_timeout(&p->ep);
@@ -553,6 +557,15 @@ static int chan_step(struct chan *c, int wait_ms) {
       d = now + RC_FRAME_POLL_MS * 1000000ull;
     if (d < next) next = d;
   }
+  return next;
+}
+
+// One round of channel c: wait up to wait_ms for a datagram (less when a
+// retransmission is due or a passive connection waits for its first RC
+// frame), then run the deadlines and the RC-frame checks of its ids.
+// Returns whether a datagram came.
+static int chan_step(struct chan *c, int wait_ms) {
+  uint64_t now = clock_ns(), next = chan_deadline(c, now);
   if (next != RCT_NEVER) {
     uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
     if (wait_ms < 0 || (uint64_t)wait_ms > ms) wait_ms = (int)ms;
@@ -570,6 +583,23 @@ static int chan_step(struct chan *c, int wait_ms) {
     flush(p, NULL);
   }
   return n > 0;
+}
+
+// poll()'s hook for channel c (user/poll.c): events may wait in c's queue
+// with nothing left in its socket (the verbs wait duty, or a resolve,
+// queued them), and only a step of the channel makes the events its ids'
+// deadlines owe. So: its waiting datagrams and due deadlines are taken in
+// (at most DUTY_BURST steps: a flood cannot hold poll here), and c reports
+// POLLIN exactly while an event waits for rdma_get_cm_event; poll() asks
+// again at c's next deadline.
+static int chan_ready(void *arg, uint64_t *next_ns) {
+  struct chan *c = arg;
+  for (int i = 0; !c->head && i < DUTY_BURST; i++) {
+    int due = chan_deadline(c, clock_ns()) <= clock_ns();
+    if (!chan_step(c, 0) && !due) break;
+  }
+  *next_ns = chan_deadline(c, clock_ns());
+  return c->head != NULL;
 }
 
 // ---- the CM inside the verbs library's waits [CM-TMO-6] ----

@@ -15,6 +15,15 @@
 //                         it must come from inside that wait, or the passive
 //                         side's rdma_accept fails after its REP's retries
 //                         ([CM-TMO-2]) and the message is never sent.
+//   poll_queued_event     poll() on a CM event channel's fd (its
+//                         readiness, user/poll.c): rdma_resolve_addr queues
+//                         ADDR_RESOLVED in the channel's memory, its socket
+//                         empty; poll(fd, POLLIN, 10 s) must say POLLIN at
+//                         once, and poll(fd, 0) nothing once it is taken.
+//   poll_drives_deadline  an rdma_connect to a port nobody holds: only the
+//                         REQ's retries and their end [CM-TMO-1] [CM-TMO-2]
+//                         make an event (UNREACHABLE); a poll() of 4 retry
+//                         spans must return with POLLIN after about one.
 // In every case the active side's duty must be over one CM retry interval
 // after the peer's message arrived (its QP holds a frame from the peer),
 // not at the end of the REP's retry span.
@@ -204,7 +213,88 @@ static void t_lost_rtu_wait_cq(void) { run_case(1, WAIT_CQ); }
 static void t_lost_rtu_cq_event(void) { run_case(1, WAIT_EVENT); }
 static void t_lost_rtu_busy_poll(void) { run_case(1, WAIT_BUSY); }
 
+// ---- poll() readiness of a CM event channel ----
+
+#define POLL_LONG_MS 10000
+#define SPAN_MS ((int)(RCT_CM_RETRY_SPAN_NS / 1000000))
+#define NOBODY_PORT 18602           // no process binds it
+
+// Milliseconds one poll(fd, POLLIN, timeout_ms) took; *revents its answer.
+static int timed_poll(int fd, int timeout_ms, int *ret, short *revents) {
+  struct pollfd pf = { fd, POLLIN, 0 };
+  uint64_t t0 = clock_ns();
+  *ret = poll(&pf, 1, timeout_ms);
+  *revents = pf.revents;
+  return (int)((clock_ns() - t0) / 1000000);
+}
+
+// The next event of ch, which must be want (taken without waiting).
+static void take_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want) {
+  struct rdma_cm_event *e;
+  TR_ASSERT(rdmax_get_cm_event_timeout(ch, &e, 0) == 0);
+  TR_CHECK(e->event == want, "event %s, want %s", rdma_event_str(e->event), rdma_event_str(want));
+  rdma_ack_cm_event(e);
+}
+
+// A new channel with one id whose address (ours, port) is being resolved:
+// ADDR_RESOLVED is queued in the channel's memory when this returns.
+static struct rdma_event_channel *resolving_id(struct rdma_cm_id **id, int port) {
+  struct net_info ni;
+  TR_ASSERT(netinfo(&ni) == 0 && ni.present && ni.ip);
+  struct rdma_event_channel *ch = rdma_create_event_channel();
+  TR_ASSERT(ch && rdma_create_id(ch, id, NULL, RDMA_PS_TCP) == 0);
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, ni.ip, (uint16_t)port);
+  TR_ASSERT(rdma_resolve_addr(*id, NULL, (struct sockaddr *)&sin, 2000) == 0);
+  return ch;
+}
+
+static void t_poll_queued_event(void) {
+  struct rdma_cm_id *id;
+  struct rdma_event_channel *ch = resolving_id(&id, PASSIVE_PORT);
+  int r;
+  short rev;
+  int ms = timed_poll(ch->fd, POLL_LONG_MS, &r, &rev);
+  TR_CHECK(r == 1 && (rev & POLLIN) && ms < POLL_LONG_MS / 10,
+           "poll with ADDR_RESOLVED queued: %d, revents 0x%x after %d ms (timeout %d)", r, rev, ms,
+           POLL_LONG_MS);
+  take_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  ms = timed_poll(ch->fd, 0, &r, &rev);
+  TR_CHECK(r == 0 && rev == 0, "poll with nothing queued: %d, revents 0x%x", r, rev);
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(ch);
+}
+
+static void t_poll_drives_deadline(void) {
+  struct rdma_cm_id *id;
+  struct rdma_event_channel *ch = resolving_id(&id, NOBODY_PORT);
+  take_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  TR_ASSERT(rdma_resolve_route(id, 2000) == 0);
+  take_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
+  struct ibv_cq *cq = pd ? ibv_create_cq(id->verbs, 4, NULL, NULL, 0) : NULL;
+  struct ibv_qp_init_attr attr = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+                                            .max_send_sge = 1, .max_recv_sge = 1 } };
+  TR_ASSERT(cq && rdma_create_qp(id, pd, &attr) == 0);
+  TR_ASSERT(rdma_connect(id, NULL) == 0);
+  int r;
+  short rev;
+  int ms = timed_poll(ch->fd, 4 * SPAN_MS, &r, &rev);
+  TR_CHECK(r == 1 && (rev & POLLIN) && ms < 2 * SPAN_MS,
+           "poll while the REQ went unanswered: %d, revents 0x%x after %d ms (retry span %d ms)", r,
+           rev, ms, SPAN_MS);
+  take_event(ch, RDMA_CM_EVENT_UNREACHABLE);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  rdma_destroy_event_channel(ch);
+}
+
 static const struct tr_case cases[] = {
+  { "poll_queued_event", t_poll_queued_event, TR_QUICK, 0 },
+  { "poll_drives_deadline", t_poll_drives_deadline, TR_QUICK, 0 },
   { "loopback_connect", t_loopback_connect, TR_QUICK, 0 },
   { "lost_rtu_wait_cq", t_lost_rtu_wait_cq, TR_QUICK, 0 },
   { "lost_rtu_cq_event", t_lost_rtu_cq_event, TR_QUICK, 0 },

@@ -72,8 +72,16 @@ int sysinfo(struct sysinfo *info);
 int getrandom(void *buf, int len, int flags);
 unsigned int random_u32(void);   // user/random.c: 4 bytes of getrandom
 // Wait for readiness of fds (pipes, console, files, sockets, completion
-// channels); uapi.h has struct pollfd and the POLL* bits.
+// channels, CM event channels); uapi.h has struct pollfd and the POLL* bits.
+// user/poll.c: the system call (sys_poll) plus the hooks below.
 int poll(struct pollfd *fds, int nfds, int timeout_ms);
+int sys_poll(struct pollfd *fds, int nfds, int timeout_ms);
+// Extension: a library whose events wait in its process's memory makes fd
+// report them. ready(arg, &next_ns) does what is due, returns whether an
+// event waits (poll: POLLIN, no sleep) and may lower next_ns (clock_ns
+// time) to be asked again then. NULL unhooks fd. 0, or -1 (EBADF).
+typedef int (*pollx_ready_fn)(void *arg, uint64_t *next_ns);
+int pollx_set_ready(int fd, pollx_ready_fn ready, void *arg);
 int fcntl(int fd, int cmd, ...);    // F_GETFL, F_SETFL with O_NONBLOCK
 // Network (kernel/sys/sysnet.c; see uapi.h). Addresses in host byte order.
 // A socket is a file descriptor: close() (or sockclose) closes it.

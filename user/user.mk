@@ -30,7 +30,8 @@ U_CRT0 := $(U_OBJDIR)/crt0.o
 U_LIB_A := $(U_OBJDIR)/ulib.a
 U_LIB_SRCS := user/string.c user/printf.c user/malloc.c user/inet.c \
   user/readline.c user/clock.c user/random.c user/ctype.c user/strtol.c user/errno.c \
-  user/scanf.c user/getopt.c user/time.c user/unistd.c user/stdio.c user/sort.c
+  user/scanf.c user/getopt.c user/time.c user/unistd.c user/stdio.c user/sort.c \
+  user/poll.c
 U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
   $(U_OBJDIR)/usys.o
 U_LIB := $(U_CRT0) $(U_LIB_A)

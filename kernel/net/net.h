@@ -29,8 +29,25 @@
 // so that copy moves aligned words instead of shifting every one.
 #define NETBUF_HEADROOM (128 + 2)
 #define NETBUF_DATA     9216    // a whole jumbo frame
-#define NNETBUF         1024    // 9.6 MiB: a starved reader may queue hundreds
+#define NNETBUF         1024    // 9.6 MiB: a slow reader may queue hundreds (sysnet.c)
 #define NETBUF_RX_RESERVE 64    // senders leave these for the receive path
+// Socket receive queues together hold at most half the pool. The other
+// half is the receive path's: frames in flight through the stack, the RDMA
+// engine's receive batch (RX_BATCH, rdma_net.c), ARP's pending frames and
+// senders' frames waiting for the TX ring. So no number of unread sockets
+// can stop the NIC from receiving or another process from sending.
+#define NETBUF_SOCK_SHARE (NNETBUF / 2)
+
+// Who holds a netbuf; the pool counts each holder's buffers (netstat
+// `netbufs_<owner>`), and netbuf_own refuses an owner past its share.
+#define NETBUF_OWNERS(X) X(free) X(rx) X(tx) X(sock) X(rdma)
+enum netbuf_owner {
+#define NB_ENUM(name) NB_##name,
+  NETBUF_OWNERS(NB_ENUM)
+#undef NB_ENUM
+  NB_COUNT
+};
+extern const char *netbuf_owner_names[NB_COUNT];
 
 struct netbuf {
   struct netbuf *next;          // link in whichever queue owns it
@@ -41,13 +58,18 @@ struct netbuf {
   uint32 src_ip, dst_ip;
   uint16 src_port, dst_port;
   uint8 src_mac[6];
+  uint8 owner;                  // enum netbuf_owner
   uint8 space[NETBUF_HEADROOM + NETBUF_DATA] __attribute__((aligned(8)));
 };
 
 void netbuf_init(void);
-struct netbuf *netbuf_alloc(void);      // any context; NULL if none is free
-struct netbuf *netbuf_alloc_wait(void); // process context: sleeps; keeps the RX reserve
+struct netbuf *netbuf_alloc(void);      // any context; NULL if none is free (owner rx)
+struct netbuf *netbuf_alloc_wait(void); // process context: sleeps; keeps the RX reserve (owner tx)
 void netbuf_free(struct netbuf *nb);
+// Hands nb to owner if owner holds fewer than share buffers: 0; else -1
+// and nb keeps its owner (the caller drops it and counts the drop).
+int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share);
+int netbuf_held(enum netbuf_owner owner);
 uint8 *netbuf_push(struct netbuf *nb, uint32 n);   // prepend n bytes (panics if no room)
 uint8 *netbuf_pull(struct netbuf *nb, uint32 n);   // strip n bytes; NULL if too short
 int netbuf_free_count(void);
@@ -86,7 +108,7 @@ int net_parse_mac(const char *s, uint8 mac[6]);     // 0, or -1 if malformed
   X(ip_fragment_drop) X(ip_ttl_zero) X(ip_unknown_proto) X(ip_too_big) X(ip_loopback) \
   X(icmp_rx) X(icmp_bad_checksum) X(icmp_echo_replied) X(icmp_other) \
   X(udp_rx) X(udp_tx) X(udp_bad_header) X(udp_bad_checksum) X(udp_no_port) \
-  X(sock_rx) X(sock_queue_full) X(netbuf_none) \
+  X(sock_rx) X(sock_rcvq_drop) X(netbuf_none) \
   X(roce_sink_ok) X(roce_sink_bad_icrc)
 
 enum net_counter {

@@ -4,6 +4,12 @@
 // and a whole jumbo frame fits in one. Senders in process context wait for
 // a buffer but never take the last NETBUF_RX_RESERVE, so a busy sender
 // cannot starve the receive path.
+//
+// Every buffer knows its owner (enum netbuf_owner): the receive path
+// (netbuf_alloc), a process sending (netbuf_alloc_wait), a socket's receive
+// queue or the RDMA engine. The pool counts what each owner holds and
+// netbuf_own moves a buffer to a new owner only within that owner's share,
+// so one kind of holder (unread sockets) cannot take the whole pool.
 #include "lib/types.h"
 #include "core/lock.h"
 #include "core/proc.h"
@@ -16,21 +22,37 @@ static struct {
   struct netbuf *free;
   int nfree;
   int waiting;                  // senders asleep in netbuf_alloc_wait
+  int held[NB_COUNT];           // buffers per owner; held[NB_free] == nfree
 } nbp;
+
+const char *netbuf_owner_names[NB_COUNT] = {
+#define NB_NAME(name) "netbufs_" #name,
+  NETBUF_OWNERS(NB_NAME)
+#undef NB_NAME
+};
+
+// Caller holds nbp.lock.
+static void set_owner(struct netbuf *nb, enum netbuf_owner owner) {
+  nbp.held[nb->owner]--;
+  nbp.held[owner]++;
+  nb->owner = owner;
+}
 
 void netbuf_init(void) {
   spin_init(&nbp.lock, "netbuf");
   for (int i = 0; i < NNETBUF; i++) {
     pool[i].next = nbp.free;
+    pool[i].owner = NB_free;
     nbp.free = &pool[i];
   }
-  nbp.nfree = NNETBUF;
+  nbp.nfree = nbp.held[NB_free] = NNETBUF;
 }
 
-static struct netbuf *take(void) {
+static struct netbuf *take(enum netbuf_owner owner) {
   struct netbuf *nb = nbp.free;
   nbp.free = nb->next;
   nbp.nfree--;
+  set_owner(nb, owner);
   nb->next = NULL;
   nb->data = nb->space + NETBUF_HEADROOM;
   nb->len = 0;
@@ -43,7 +65,7 @@ static struct netbuf *take(void) {
 struct netbuf *netbuf_alloc(void) {
   struct netbuf *nb = NULL;
   spin_lock(&nbp.lock);
-  if (nbp.free) nb = take();
+  if (nbp.free) nb = take(NB_rx);
   spin_unlock(&nbp.lock);
   return nb;
 }
@@ -56,7 +78,7 @@ struct netbuf *netbuf_alloc_wait(void) {
     proc_sleep(&nbp.free, &nbp.lock);
     nbp.waiting--;
   }
-  struct netbuf *nb = take();
+  struct netbuf *nb = take(NB_tx);
   spin_unlock(&nbp.lock);
   return nb;
 }
@@ -64,15 +86,26 @@ struct netbuf *netbuf_alloc_wait(void) {
 void netbuf_free(struct netbuf *nb) {
   if (nb < pool || nb >= pool + NNETBUF) panic("netbuf_free: %p is not a netbuf", nb);
   spin_lock(&nbp.lock);
+  if (nb->owner == NB_free) panic("netbuf_free: freed twice");
+  set_owner(nb, NB_free);
   nb->next = nbp.free;
   nbp.free = nb;
   nbp.nfree++;
-  if (nbp.nfree > NNETBUF) panic("netbuf_free: freed twice");
   if (nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
   spin_unlock(&nbp.lock);
 }
 
 int netbuf_free_count(void) { return nbp.nfree; }
+
+int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share) {
+  int r = -1;
+  spin_lock(&nbp.lock);
+  if (nb->owner == owner || nbp.held[owner] < share) { set_owner(nb, owner); r = 0; }
+  spin_unlock(&nbp.lock);
+  return r;
+}
+
+int netbuf_held(enum netbuf_owner owner) { return nbp.held[owner]; }
 
 uint8 *netbuf_push(struct netbuf *nb, uint32 n) {
   if (nb->data - nb->space < n) panic("netbuf_push: no headroom for %d bytes", (int)n);

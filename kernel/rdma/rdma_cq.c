@@ -62,9 +62,13 @@ static void chan_close(struct file *f) {
   spin_unlock(&rdma.lock);
 }
 
+// An event the core recorded but the engine has not yet drained (a
+// completion made by a receive pass that woke the engine instead of
+// running it) counts: it is drained here first, as get_cq_event does.
 static int chan_poll(struct file *f) {
   struct rdma_chan *c = f->obj;
   spin_lock(&rdma.lock);
+  rdma_events_drain();
   int bits = chan_cq((int)(c - rdma_chans), 0, 1) >= 0 ? POLLIN : 0;
   spin_unlock(&rdma.lock);
   return bits;
@@ -212,6 +216,7 @@ int rdma_get_cq_event(int fd, uint64 *cookie) {
   struct proc *p = current();
   spin_lock(&rdma.lock);
   while ((ch = chan_get(fd)) >= 0) {
+    rdma_events_drain();
     if ((h = chan_cq(ch, 0, 1)) >= 0) {
       rdma_cqs[h].events--;
       *cookie = rdma_cqs[h].cookie;

@@ -233,6 +233,7 @@ void rdma_net_rx_first(void) {
 static void rx_set_aside(struct netbuf *nb, const uint8 *bth, uint32 flags) {
   if (!nb->frame || nb->frame >= nb->data) { rdma_net_rx_bad++; netbuf_free(nb); return; }
   if (rx_nbatch == RX_BATCH) rx_pass_end();
+  netbuf_own(nb, NB_rdma, RX_BATCH);         // never refused: the batch holds at most RX_BATCH
   uint32 len = nb->data + nb->len - nb->frame;
   int may_place = nb->data + nb->len > bth && !rct_opcode_is_ack(bth[0]);
   rx_batch[rx_nbatch++] = (struct rx_waiting){ nb, nb->frame, len, may_place, flags };

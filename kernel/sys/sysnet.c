@@ -9,8 +9,9 @@
 //   SOCK_ICMP  sendto() sends an echo request (to->port is the sequence
 //              number); recvfrom() returns echo replies carrying this
 //              socket's id (from->port = their sequence number).
-// Received datagrams wait in the socket's queue (at most SOCK_QMAX; more
-// are dropped and counted). recvfrom() sleeps up to timeout_ms (< 0: no
+// Received datagrams wait in the socket's queue, within the receive limits
+// below (more are dropped and counted: sock_rcvq_drop, and per socket in
+// netstat's `socket` lines). recvfrom() sleeps up to timeout_ms (< 0: no
 // limit) and returns -2 on timeout; with O_NONBLOCK it returns -1 at once
 // if nothing is queued. read() is recvfrom without the source address;
 // write() fails (no connected UDP). poll() reports POLLIN while a datagram
@@ -37,7 +38,15 @@
 #include "transport/wire.h"
 
 #define NSOCK 32
-#define SOCK_QMAX 768
+// Receive limits: the sockets' queues share NETBUF_SOCK_SHARE netbufs
+// (net.h: half the pool). Each socket is guaranteed SOCK_RCVQ_MIN of them
+// (all NSOCK at their minimum use half the share: 8 each), whatever the
+// others hold, so a flooded socket cannot stop another process's ping,
+// echo or CM exchange. The other half, SOCK_RCVQ_BURST, is shared first
+// come by queues above their minimum: a busy reader falling behind may
+// queue up to SOCK_RCVQ_MIN + SOCK_RCVQ_BURST (264) datagrams.
+#define SOCK_RCVQ_MIN (NETBUF_SOCK_SHARE / 2 / NSOCK)
+#define SOCK_RCVQ_BURST (NETBUF_SOCK_SHARE - NSOCK * SOCK_RCVQ_MIN)
 #define EPHEMERAL_FIRST 49152
 #define EPHEMERAL_COUNT (65536 - EPHEMERAL_FIRST)
 // Random draws before bind(0) gives up. udp.c holds at most NUDPPORTS (48)
@@ -52,15 +61,26 @@ struct sock {
   struct netbuf *q, *qtail;   // received, oldest first
   int qlen;
   int readers;               // recvfrom/read calls asleep on this socket
+  uint64 drops;              // datagrams dropped past the receive limits
 };
 
 static struct sock socks[NSOCK];
 static struct spinlock sock_lock;
+static int burst_used;        // queued past SOCK_RCVQ_MIN, over all sockets (sock_lock)
 static struct spinlock zc_lock;       // sendzc and netblast waiters and their done state
 
-// Caller holds sock_lock. Appends nb or drops it when the queue is full.
+// Caller holds sock_lock. Appends nb, or drops and counts it when s is at
+// its minimum and the burst share is used up (or the pool's socket share
+// is, which the limits keep from happening).
 static void enqueue(struct sock *s, struct netbuf *nb) {
-  if (s->qlen >= SOCK_QMAX) { net_count(NC_sock_queue_full); netbuf_free(nb); return; }
+  int burst = s->qlen >= SOCK_RCVQ_MIN;
+  if ((burst && burst_used >= SOCK_RCVQ_BURST) || netbuf_own(nb, NB_sock, NETBUF_SOCK_SHARE) < 0) {
+    net_count(NC_sock_rcvq_drop);
+    s->drops++;
+    netbuf_free(nb);
+    return;
+  }
+  burst_used += burst;
   nb->next = NULL;
   if (s->qtail) s->qtail->next = nb; else s->q = nb;
   s->qtail = nb;
@@ -104,6 +124,7 @@ static void sock_release(struct sock *s) {
   spin_lock(&sock_lock);
   struct netbuf *q = s->q;
   s->q = s->qtail = NULL;
+  if (s->qlen > SOCK_RCVQ_MIN) burst_used -= s->qlen - SOCK_RCVQ_MIN;
   s->qlen = 0;
   s->used = 0;
   spin_unlock(&sock_lock);
@@ -127,6 +148,7 @@ static struct sock *sock_alloc(int type) {
     s->port = type == SOCK_ICMP ? (uint16)(0x8000 | (current()->pid & 0x3ff) << 5 | i) : 0;
     s->q = s->qtail = NULL;
     s->qlen = s->readers = 0;
+    s->drops = 0;
     spin_unlock(&sock_lock);
     return s;
   }
@@ -209,6 +231,7 @@ static int sock_recv(struct sock *s, int nonblock, uint64 buf, int n, uint64 fro
   s->q = nb->next;
   if (!s->q) s->qtail = NULL;
   s->qlen--;
+  burst_used -= s->qlen >= SOCK_RCVQ_MIN;
   spin_unlock(&sock_lock);
   int len = nb->len < (uint32)n ? (int)nb->len : n;
   struct net_addr from = { nb->src_ip, nb->src_port, 0 };
@@ -475,6 +498,24 @@ static int put_kv(char *b, int len, int cap, const char *k, uint64 v) {
   return put_str(b, len, cap, "\n");
 }
 
+// One line per socket: "socket udp|icmp PORT queued N dropped M".
+static int sock_dump(char *b, int len, int cap) {
+  spin_lock(&sock_lock);
+  for (int i = 0; i < NSOCK; i++) {
+    struct sock *s = &socks[i];
+    if (!s->used) continue;
+    len = put_str(b, len, cap, s->type == SOCK_UDP ? "socket udp " : "socket icmp ");
+    len = put_u64(b, len, cap, s->port);
+    len = put_str(b, len, cap, " queued ");
+    len = put_u64(b, len, cap, s->qlen);
+    len = put_str(b, len, cap, " dropped ");
+    len = put_u64(b, len, cap, s->drops);
+    len = put_str(b, len, cap, "\n");
+  }
+  spin_unlock(&sock_lock);
+  return len;
+}
+
 // Fills a page with "name value" lines: driver statistics, the stack's
 // drop counters, buffer pool and ARP cache; copies at most n bytes out.
 int64 sys_netstat(void) {
@@ -503,7 +544,9 @@ int64 sys_netstat(void) {
   len = put_kv(b, len, cap, "dev_itr_windows_low", st.itr_windows[NETDEV_ITR_LOW]);
   len = put_kv(b, len, cap, "dev_itr_windows_bulk", st.itr_windows[NETDEV_ITR_BULK]);
   for (int i = 0; i < NC_COUNT; i++) len = put_kv(b, len, cap, net_counter_names[i], net_counters[i]);
-  len = put_kv(b, len, cap, "netbufs_free", netbuf_free_count());
+  for (int i = 0; i < NB_COUNT; i++) len = put_kv(b, len, cap, netbuf_owner_names[i], netbuf_held(i));
+  len = put_kv(b, len, cap, "sock_rcvq_burst_used", burst_used);
+  len = sock_dump(b, len, cap);
   len += arp_dump(b + len, cap - len);
   if (len > n) len = n;
   int r = copy_out(current()->pagetable, uva, b, len) < 0 ? -1 : len;

@@ -6,7 +6,9 @@
 #                        burst of 5,000 datagrams counted exactly,
 #                        corrupted frames all dropped and
 #                        counted, 10,000 datagrams each way over 5% loss
-#                        checked against linkemu's counters. 1-3 minutes.
+#                        checked against linkemu's counters, a process
+#                        flooding its unread sockets while another's ping,
+#                        UDP echo and rdmacp complete. 1-3 minutes.
 #                        Ends "N passed, M failed". TEST_NET_ARGS="--quick"
 #                        (sweep step 7), "--seed N", "--only loss".
 #   make test-netem      the loss experiment through real tc netem: two xv6

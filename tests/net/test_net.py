@@ -38,6 +38,14 @@ Checks, one line each:
               1..8972 (step 97) off it, a line typed on guest 1's console is
               answered, a second sweep is echoed after it, and "quit" ends it
               with the counts (every echo and exactly one line)
+  starve      no neighbour starves the network: on guest 0 `nettest flood`
+              sends through loopback into 4 sockets it never reads; once
+              they hold their share (netstat's socket lines; all sockets
+              hold at most half the pool, netbufs_sock <= NNETBUF / 2), while the
+              drop counter sock_rcvq_drop keeps rising, other processes'
+              pings both ways, a UDP echo sweep off guest 1 and an rdmacp
+              copy from guest 0 to guest 1 all complete; after the flooder
+              is killed the pool's free count returns to its start value
 Ends with `N passed, M failed`; exit status 1 on any failure.
 Options: --quick (sweep step 7), --seed N, --count N, --keep-pcap DIR.
 """
@@ -53,6 +61,9 @@ from launch import Testbed  # noqa: E402
 from guest import GuestError, poll  # noqa: E402
 
 results = []
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+with open(os.path.join(REPO, "kernel", "net", "net.h")) as f:
+    NNETBUF = int(re.search(r"^#define NNETBUF\s+(\d+)", f.read(), re.MULTILINE).group(1))
 
 
 def check(name, ok, detail):
@@ -74,7 +85,7 @@ def main():
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--rate", type=int, default=300, help="datagrams/s per sender in the loss check")
     ap.add_argument("--only", nargs="+", choices=["arp", "ping", "loopback", "jumbo", "burst", "corrupt", "loss",
-                                              "pollecho", "itr"],
+                                              "pollecho", "itr", "starve"],
                     help="run only these checks")
     ap.add_argument("--keep-pcap", help="capture the whole run into this directory")
     args = ap.parse_args()
@@ -139,7 +150,7 @@ def main():
         drop_counters = ("eth_short", "eth_not_for_us", "eth_unknown_type", "arp_bad",
                          "ip_bad_header", "ip_bad_checksum", "ip_not_for_us", "ip_fragment_drop",
                          "ip_ttl_zero", "ip_unknown_proto", "udp_bad_header", "udp_bad_checksum",
-                         "udp_no_port", "icmp_bad_checksum", "sock_queue_full")
+                         "udp_no_port", "icmp_bad_checksum", "sock_rcvq_drop")
 
         def counters(g):
             out = g.run("nettest stat", timeout=20)
@@ -289,8 +300,75 @@ def main():
             check("pollecho: poll() over a UDP socket and the console", ok,
                   f"sweeps echoed {sweeps}, server echoed {echoed} datagrams and {lines} line(s)")
 
+        def flood_queued(g, port, nsock):
+            """Datagrams queued in the flooder's sockets (netstat's socket lines)."""
+            out = g.run("nettest stat", timeout=60)
+            return sum(int(q) for p, q in re.findall(r"^socket udp (\d+) queued (\d+)", out, re.MULTILINE)
+                       if port <= int(p) < port + nsock)
+
+        def resync(g):
+            """Consumes the console up to the prompt after an echo of a fresh tag, so
+            a prompt a background job's line pushed behind it (or one the check
+            before left unread) cannot end the next run() early."""
+            tag = f"sync{random.randrange(1 << 30)}"
+            g.send(f"echo {tag}")
+            g.expect(rf"^{tag}\r?\n\$ ", timeout=60)
+
+        def starve():
+            for g, peer in ((g0, 1), (g1, 0)):
+                resync(g)
+                g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
+            g1.send("udpecho -s 23 &")
+            g1.expect(r"udpecho: serving port 23", timeout=60)
+            resync(g1)
+            free0 = settled(g0, "netbufs_free")
+            port, nsock = 9400, 4
+            g0.send(f"nettest flood {port} {nsock} 1000 &")
+            pid = g0.expect(r"flood: pid (\d+) flooding", timeout=60).group(1)
+            resync(g0)
+            # The flood is on once its sockets hold the sockets' burst share
+            # (sysnet.c SOCK_RCVQ_BURST, NNETBUF / 4), which they reach with
+            # or without the limits.
+            full = NNETBUF // 4
+            queued, _ = poll(lambda: flood_queued(g0, port, nsock), lambda q: q >= full, 120, interval=1)
+            # Sockets hold at most half the pool (NETBUF_SOCK_SHARE), and every
+            # netbuf is counted under exactly one owner.
+            c = counters(g0)
+            owners = {k: v for k, v in c.items() if k.startswith("netbufs_")}
+            check("starve: the flooder fills its unread sockets, within the sockets' half of the pool",
+                  queued >= full and c["netbufs_sock"] <= NNETBUF // 2 and sum(owners.values()) == NNETBUF,
+                  f"{queued} datagrams queued in its {nsock} sockets; {owners}")
+            work = []
+            drops = [counters(g0)["sock_rcvq_drop"]]
+            for g, peer in ((g0, 1), (g1, 0)):
+                out = g.run(f"ping -c 3 -i 100 {tb.ip(peer)}", timeout=120)
+                work.append((f"ping {g.name}->{tb.ip(peer)}", "3 transmitted, 3 received" in out))
+            drops.append(counters(g0)["sock_rcvq_drop"])
+            out = g0.run(f"nettest sweep {tb.ip(1)} 23 1 4000 199", timeout=300)
+            work.append(("udp echo sweep", "sweep ok" in out))
+            drops.append(counters(g0)["sock_rcvq_drop"])
+            g1.send("rdmacp recv")
+            g1.expect(r"rdmacp: waiting", timeout=60)
+            g0.send(f"rdmacp send /rdmatest {tb.ip(1)} starvecopy")
+            sent = g0.expect(r"rdmacp: (sent[^\n]*|[^\n]*)\n", timeout=600).group(1)
+            got = g1.expect(r"rdmacp: (received[^\n]*|[^\n]*)\n", timeout=120).group(1)
+            for g in (g0, g1):
+                g.expect(g.prompt, timeout=60)
+            work.append(("rdmacp", ": OK" in sent and ": OK" in got))
+            drops.append(counters(g0)["sock_rcvq_drop"])
+            rising = all(b > a for a, b in zip(drops, drops[1:]))
+            check("starve: pings, UDP echo and rdmacp complete beside the flood",
+                  all(ok for _, ok in work) and rising,
+                  ", ".join(f"{n} {'ok' if ok else 'FAILED'}" for n, ok in work) +
+                  f"; sock_rcvq_drop {' -> '.join(map(str, drops))} (rising during each)")
+            g0.run(f"kill {pid}", timeout=60)
+            free, _ = poll(lambda: counters(g0)["netbufs_free"], lambda f: f == free0, 60, interval=1)
+            check("starve: the pool is whole again once the flooder is gone", free == free0,
+                  f"netbufs_free {free0} before, {free} after")
+
         for name, fn in (("arp", arp), ("ping", ping), ("loopback", loopback), ("jumbo", jumbo), ("burst", burst),
-                         ("pollecho", pollecho), ("itr", itr), ("corrupt", corrupt), ("loss", loss)):
+                         ("pollecho", pollecho), ("itr", itr), ("corrupt", corrupt), ("loss", loss),
+                         ("starve", starve)):
             if not args.only or name in args.only:
                 guarded(name, fn)
         try:
