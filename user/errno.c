@@ -34,6 +34,7 @@ static const struct { int err; const char *text; } messages[] = {
   { EAFNOSUPPORT, "Address family not supported by protocol" },
   { EADDRINUSE, "Address already in use" },
   { ECONNRESET, "Connection reset by peer" },
+  { EISCONN, "Transport endpoint is already connected" },
   { ETIMEDOUT, "Connection timed out" },
   { ECONNREFUSED, "Connection refused" },
 };

@@ -181,7 +181,11 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
   a->gid_tbl_len = p.gid_tbl_len;
   a->max_msg_sz = p.max_msg_sz;
   a->pkey_tbl_len = 1;
-  a->phys_state = 5;                  // LinkUp
+  a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;   // GID 0 is the IPv4 address
+  a->max_vl_num = IBVX_VL0;
+  a->active_width = IBVX_WIDTH_1X;    // the link: ibverbs.h, "IBTA PortInfo encodings"
+  a->active_speed = IBVX_SPEED_SDR;
+  a->phys_state = IBVX_PHYS_LINK_UP;
   a->link_layer = IBV_LINK_LAYER_ETHERNET;
   return 0;
 }
@@ -701,6 +705,31 @@ const char *ibv_event_type_str(enum ibv_event_type e) {
 const char *ibvx_qp_state_str(enum ibv_qp_state s) {
   static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN" };
   return (unsigned)s < 8 ? names[s] : "UNKNOWN";
+}
+
+// The name of bit `code` in a one-bit-per-value encoding, else "invalid".
+static const char *bit_name(const char *const *names, int n, unsigned code, const char *invalid) {
+  for (int i = 0; i < n; i++)
+    if (code == 1u << i) return names[i];
+  return invalid;
+}
+
+const char *ibvx_width_str(uint8_t width) {
+  static const char *const names[] = { "1X", "4X", "8X", "12X", "2X" };
+  return bit_name(names, 5, width, "invalid width");
+}
+
+const char *ibvx_speed_str(uint8_t speed) {
+  static const char *const names[] = { "2.5 Gbps", "5.0 Gbps", "10.0 Gbps", "10.0 Gbps",
+                                       "14.0 Gbps", "25.0 Gbps", "50.0 Gbps", "100.0 Gbps" };
+  return bit_name(names, 8, speed, "invalid speed");
+}
+
+const char *ibvx_phys_state_str(uint8_t s) {
+  static const char *const names[] = { "invalid physical state", "SLEEP", "POLLING", "DISABLED",
+                                       "PORT_CONFIGURATION TRAINING", "LINK_UP",
+                                       "LINK_ERROR_RECOVERY" };
+  return s < 7 ? names[s] : names[0];
 }
 
 const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op) {

@@ -81,6 +81,24 @@ struct ibv_device_attr {
 
 enum { IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND, IBV_LINK_LAYER_ETHERNET };
 
+// libibverbs' port capability bits that this port has.
+enum ibv_port_cap_flags { IBV_PORT_CM_SUP = 1 << 16, IBV_PORT_IP_BASED_GIDS = 1 << 26 };
+
+// ibv_port_attr's active_width, active_speed, max_vl_num and phys_state
+// carry the IBTA PortInfo encodings (vol. 1, 14.2.5.6), which libibverbs
+// passes through and ibv_devinfo prints; libibverbs names none of them, so
+// the names here are extensions. The port is an emulated E1000 (1 Gb/s):
+// 1X at SDR (2.5 Gb/s signalling), as Linux reports an Ethernet port of
+// 1 Gb/s or less (rxe), one data VL, physical state LinkUp.
+enum { IBVX_WIDTH_1X = 1, IBVX_WIDTH_4X = 2, IBVX_WIDTH_8X = 4, IBVX_WIDTH_12X = 8, IBVX_WIDTH_2X = 16 };
+enum {
+  IBVX_SPEED_SDR = 1, IBVX_SPEED_DDR = 2, IBVX_SPEED_QDR = 4, IBVX_SPEED_FDR10 = 8,
+  IBVX_SPEED_FDR = 16, IBVX_SPEED_EDR = 32, IBVX_SPEED_HDR = 64, IBVX_SPEED_NDR = 128,
+};
+enum { IBVX_VL0 = 1, IBVX_VL0_1 = 2, IBVX_VL0_3 = 3, IBVX_VL0_7 = 4, IBVX_VL0_14 = 5 };
+enum { IBVX_PHYS_SLEEP = 1, IBVX_PHYS_POLLING = 2, IBVX_PHYS_DISABLED = 3,
+       IBVX_PHYS_TRAINING = 4, IBVX_PHYS_LINK_UP = 5, IBVX_PHYS_ERROR_RECOVERY = 6 };
+
 struct ibv_port_attr {
   enum ibv_port_state state;
   enum ibv_mtu max_mtu;
@@ -312,6 +330,11 @@ const char *ibv_port_state_str(enum ibv_port_state port_state);
 const char *ibv_event_type_str(enum ibv_event_type event_type);
 const char *ibvx_qp_state_str(enum ibv_qp_state state);
 const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op);
+// ibv_devinfo's texts for a port's width ("1X"), speed ("2.5 Gbps") and
+// physical state ("LINK_UP"); "invalid ..." for values outside the codes.
+const char *ibvx_width_str(uint8_t width);
+const char *ibvx_speed_str(uint8_t speed);
+const char *ibvx_phys_state_str(uint8_t phys_state);
 int ibv_mtu_to_num(enum ibv_mtu mtu);
 
 // Extensions (xv6-rdma): transport options beyond libibverbs, applied with

@@ -293,6 +293,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
   }
   id->qp = ibv_create_qp(pd, &a);
   if (!id->qp) { int e = errno; rdma_destroy_qp(id); return fail_errno(e ? e : ENOMEM); }
+  attr->cap = a.cap;                                // what was granted, as ibv_create_qp says
   id->pd = pd;
   if (qp_to_init(id->qp)) { rdma_destroy_qp(id); return fail_errno(EINVAL); }
   return 0;
@@ -837,41 +838,103 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
   nid->event = e;
   if (l->ep_has_attr) {
     struct ibv_qp_init_attr a = l->ep_attr;
-    if (rdma_create_qp(nid, listen->pd, &a) < 0) {
+    if (rdma_create_qp(nid, listen->pd, &a) < 0) {   // errno: why (EINVAL, ENOMEM, ...)
+      int e = errno;
       rdma_reject(nid, NULL, 0);
       rdma_destroy_id(nid);
-      return fail_errno(ENOMEM);
+      return fail_errno(e);
     }
   }
   *id = nid;
   return 0;
 }
 
+// librdmacm's options that mean something here: RDMA_OPTION_ID_ACK_TIMEOUT
+// (the QP's local ACK timeout code, as rdmax_transport.timeout),
+// RDMA_OPTION_ID_REUSEADDR and RDMA_OPTION_ID_AFONLY (accepted: a channel's
+// port is its own, and there is only IPv4); and the project's
+// RDMAX_OPTION_TRANSPORT. RDMA_OPTION_ID_TOS and RDMA_OPTION_IB_PATH are
+// ENOSYS (no IP TOS field is set; no IB path records). A wrong optlen or a
+// NULL optval is EINVAL.
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen) {
-  if (!id || level != RDMAX_OPTION_XV6 || optname != RDMAX_OPTION_TRANSPORT || !optval ||
-      optlen != sizeof(struct rdmax_transport))
-    return fail_errno(ENOSYS);
-  memcpy(&priv_of(id)->xt, optval, sizeof(struct rdmax_transport));
+  if (!id || !optval) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (level == RDMAX_OPTION_XV6 && optname == RDMAX_OPTION_TRANSPORT) {
+    if (optlen != sizeof p->xt) return fail_errno(EINVAL);
+    memcpy(&p->xt, optval, sizeof p->xt);
+    return 0;
+  }
+  if (level != RDMA_OPTION_ID) return fail_errno(ENOSYS);
+  if (optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+    uint8_t t = *(uint8_t *)optval;
+    if (optlen != sizeof t || t > RDMAX_MAX_ACK_TIMEOUT) return fail_errno(EINVAL);
+    p->xt.timeout = t;
+    return 0;
+  }
+  if (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY)
+    return optlen == sizeof(int) ? 0 : fail_errno(EINVAL);
+  return fail_errno(ENOSYS);
+}
+
+// IBV_EVENT_COMM_EST on a passive id whose RTU has not come: established
+// now, as its first RC frame would make it [CM-STATE-3]. EISCONN when the
+// connection was established already; other events are EINVAL.
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event) {
+  if (!id || event != IBV_EVENT_COMM_EST) return fail_errno(EINVAL);
+  struct id_priv *p = priv_of(id);
+  if (p->ep.state == RCT_CM_EP_ESTABLISHED) return fail_errno(EISCONN);
+  if (p->ep.state != RCT_CM_EP_REP_SENT) return fail_errno(EINVAL);
+  rct_cm_ep_rc_frame(&p->ep);
+  flush(p, NULL);
   return 0;
 }
 
+// The one device, opened once and kept open (librdmacm: "Devices remain
+// opened while the librdmacm is loaded"); the array is the caller's.
+struct ibv_context **rdma_get_devices(int *num_devices) {
+  struct ibv_context *ctx = device();
+  struct ibv_context **list = calloc(2, sizeof *list);
+  if (!list) { errno = ENOMEM; return NULL; }
+  list[0] = ctx;
+  if (num_devices) *num_devices = ctx ? 1 : 0;
+  return list;
+}
+
+void rdma_free_devices(struct ibv_context **list) { free(list); }
+
 // ---- address information and endpoints ----
 
+// The QP type and port space of a result: the hints' when they give them,
+// else RC over RDMA_PS_TCP, as librdmacm derives one from the other. Only
+// RC exists here (docs/rdma.md): anything else is -1 (EINVAL).
+static int addr_kind(const struct rdma_addrinfo *hints, int *qp_type, int *ps) {
+  *ps = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+  *qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+  return (*ps == RDMA_PS_TCP || *ps == RDMA_PS_IB) && *qp_type == IBV_QPT_RC ? 0 : -1;
+}
+
+// Numeric IPv4 addresses and decimal ports only (there is no resolver).
+// RAI_PASSIVE: node NULL or "0.0.0.0" is the wildcard address (the port's
+// own address when bound), as in librdmacm.
 int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
                      struct rdma_addrinfo **res) {
-  int flags = hints ? hints->ai_flags : 0;
+  int flags = hints ? hints->ai_flags : 0, qp_type, ps;
   uint32_t ip = 0;
-  int port = service ? atoi(service) : 0;
-  if (!res || (!node && !(flags & RAI_PASSIVE)) || port < 0 || port > 65535) return fail_errno(EINVAL);
-  if (node && (ip = inet_parse(node)) == 0) return fail_errno(EINVAL);   // numeric addresses only
+  char *end = NULL;
+  long port = service ? strtol(service, &end, 10) : 0;
+  if (!res || (!node && !(flags & RAI_PASSIVE)) || (service && (!*service || *end)) || port < 0 ||
+      port > 65535 || (hints && hints->ai_family && hints->ai_family != AF_INET) ||
+      addr_kind(hints, &qp_type, &ps) < 0)
+    return fail_errno(EINVAL);
+  if (node && inet_pton(AF_INET, node, &ip) != 1) return fail_errno(EINVAL);
   struct rdma_addrinfo *ai = calloc(1, sizeof *ai);
   struct sockaddr_in *sin = calloc(1, sizeof *sin);
   if (!ai || !sin) { free(ai); free(sin); return fail_errno(ENOMEM); }
-  rdmax_sockaddr(sin, ip, (uint16_t)port);
+  rdmax_sockaddr(sin, ntohl(ip), (uint16_t)port);
   ai->ai_flags = flags;
   ai->ai_family = AF_INET;
-  ai->ai_qp_type = IBV_QPT_RC;
-  ai->ai_port_space = RDMA_PS_TCP;
+  ai->ai_qp_type = qp_type;
+  ai->ai_port_space = ps;
   if (flags & RAI_PASSIVE) { ai->ai_src_addr = (struct sockaddr *)sin; ai->ai_src_len = sizeof *sin; }
   else { ai->ai_dst_addr = (struct sockaddr *)sin; ai->ai_dst_len = sizeof *sin; }
   *res = ai;
@@ -888,10 +951,15 @@ void rdma_freeaddrinfo(struct rdma_addrinfo *res) {
   }
 }
 
+// A synchronous id from rdma_getaddrinfo's result: bound (RAI_PASSIVE, and
+// qp_init_attr kept for rdma_get_request's QPs) or resolved with its QP.
+// The QP's type is the result's ai_qp_type, written into qp_init_attr, and
+// the id's port space its ai_port_space, as in librdmacm.
 int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
                    struct ibv_qp_init_attr *qp_init_attr) {
   struct rdma_cm_id *cid;
   if (!id || !res) return fail_errno(EINVAL);
+  if (qp_init_attr) qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;   // as librdmacm
   if (rdma_create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space) < 0) return -1;
   struct id_priv *p = priv_of(cid);
   int rc;

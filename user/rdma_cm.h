@@ -141,10 +141,27 @@ const char *rdma_reject_msg(struct rdma_cm_id *id, int reason);
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
 void rdma_destroy_qp(struct rdma_cm_id *id);
 
-// Options: level RDMAX_OPTION_XV6 takes a struct rdmax_transport.
+// Options: librdmacm's levels and names (rdma_cma.h); which ones act is in
+// rdma_cm.c. Level RDMAX_OPTION_XV6 takes a struct rdmax_transport.
+enum { RDMA_OPTION_ID = 0, RDMA_OPTION_IB = 1 };
+enum {
+  RDMA_OPTION_ID_TOS = 0, RDMA_OPTION_ID_REUSEADDR = 1, RDMA_OPTION_ID_AFONLY = 2,
+  RDMA_OPTION_ID_ACK_TIMEOUT = 3,
+};
+enum { RDMA_OPTION_IB_PATH = 1 };
+#define RDMAX_MAX_ACK_TIMEOUT 31      // the 5-bit local ACK timeout code (4.096 us << code)
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen);
 
-// Address information (numeric IPv4 addresses and ports only).
+// IBV_EVENT_COMM_EST seen on the id's QP: establish the connection (0, or
+// -1 with EISCONN if it was already).
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event);
+
+// The RDMA devices (here one), a NULL-terminated array for rdma_free_devices.
+struct ibv_context **rdma_get_devices(int *num_devices);
+void rdma_free_devices(struct ibv_context **list);
+
+// Address information (numeric IPv4 addresses and decimal ports only; with
+// RAI_PASSIVE a NULL node or "0.0.0.0" is the wildcard address).
 #define RAI_PASSIVE     0x00000001
 #define RAI_NUMERICHOST 0x00000002
 #define RAI_NOROUTE     0x00000004

@@ -27,10 +27,27 @@
 // In every case the active side's duty must be over one CM retry interval
 // after the peer's message arrived (its QP holds a frame from the peer),
 // not at the end of the REP's retry span.
+// librdmacm's semantics that its own examples (rdma_server.c,
+// rdma_client.c; docs/rdma.md) rely on, between two processes:
+//   ep_getaddrinfo_passive_wildcard  RAI_PASSIVE with "0.0.0.0" or NULL is the
+//                         wildcard; QP type RC and RDMA_PS_TCP by default;
+//                         what rdma_cm cannot do is EINVAL.
+//   ep_create_takes_ai_qp_type  rdma_create_ep on both sides with a zeroed
+//                         qp_init_attr: the QPs take ai_qp_type (RC), the
+//                         granted inline size is written back, an inline SEND
+//                         each way; RDMA_OPTION_ID_ACK_TIMEOUT reaches the QP;
+//                         rdma_notify(COMM_EST) once connected is EISCONN.
+//   ep_get_request_bad_attr_einval  a listener's qp_init_attr the device
+//                         refuses: rdma_get_request fails with EINVAL (not
+//                         ENOMEM) and the active side is refused.
+//   cm_options_devices_notify  rdma_set_option's librdmacm options,
+//                         rdma_get_devices / rdma_free_devices, rdma_notify's
+//                         errors.
 // Usage: rdmacmtest [-q] [-l] [-x name]... [name...]   (user/testrun.h)
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_cm.h"
+#include "rdma_verbs.h"
 #include "rdma_util.h"
 #include "testrun.h"
 
@@ -155,11 +172,10 @@ static int start(void (*fn)(int ready)) {
 
 static void start_relay(int ready) { relay(ctl[0], out[1], ready); }
 
+static void own_address(void);
+
 static void run_case(int with_relay, enum wait_mode mode) {
-  struct net_info ni;
-  TR_ASSERT(netinfo(&ni) == 0 && ni.present && ni.ip);
-  own_ip = ni.ip;
-  TR_ASSERT(pipe(ctl) == 0 && pipe(out) == 0);
+  own_address();
   int rpid = with_relay ? start(start_relay) : -1;
   close(ctl[0]);
   close(out[1]);
@@ -206,6 +222,198 @@ static void run_case(int with_relay, enum wait_mode mode) {
              "relay saw %d REPs, %d RTUs (%d dropped): want the REP repeated and answered",
              rc.reps, rc.rtus, rc.rtus_dropped);
   }
+}
+
+// ---- librdmacm's endpoint calls (rdma_getaddrinfo, rdma_create_ep) ----
+
+// Each case its own port: a failed case's passive process may linger.
+#define EP_PORT_GOOD 18610
+#define EP_PORT_BAD  18611
+#define EP_INLINE 16             // what rdma_server.c / rdma_client.c ask for
+#define EP_TIMEOUT 14            // RDMA_OPTION_ID_ACK_TIMEOUT's value in the case
+
+static void t_ep_getaddrinfo_passive_wildcard(void) {
+  struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+  const char *nodes[] = { "0.0.0.0", NULL };
+  for (int i = 0; i < 2; i++) {
+    TR_ASSERT(rdma_getaddrinfo(nodes[i], "7471", &hints, &res) == 0);
+    struct sockaddr_in *sin = (struct sockaddr_in *)res->ai_src_addr;
+    TR_CHECK(sin && sin->sin_family == AF_INET && sin->sin_addr.s_addr == 0 &&
+             sin->sin_port == htons(7471) && res->ai_dst_addr == NULL, "node %s: not the wildcard",
+             nodes[i] ? nodes[i] : "NULL");
+    TR_CHECK(res->ai_qp_type == IBV_QPT_RC && res->ai_port_space == RDMA_PS_TCP, "qp_type %d ps 0x%x",
+             res->ai_qp_type, res->ai_port_space);
+    rdma_freeaddrinfo(res);
+  }
+  struct rdma_addrinfo bad_hints[] = {
+    { .ai_flags = RAI_PASSIVE, .ai_family = AF_INET6 },
+    { .ai_flags = RAI_PASSIVE, .ai_qp_type = IBV_QPT_UD },
+    { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP },
+  };
+  for (int i = 0; i < 3; i++) {
+    errno = 0;
+    TR_CHECK(rdma_getaddrinfo(NULL, "7471", &bad_hints[i], &res) == -1 && errno == EINVAL,
+             "hints %d accepted (errno %d)", i, errno);
+  }
+  const char *bad[][2] = { { "10.0.0", "1" }, { "host", "1" }, { "10.0.0.1", "x" },
+                           { "10.0.0.1", "70000" }, { "10.0.0.1", "" }, { NULL, "1" } };
+  for (int i = 0; i < 6; i++) {
+    errno = 0;
+    TR_CHECK(rdma_getaddrinfo(bad[i][0], bad[i][1], NULL, &res) == -1 && errno == EINVAL,
+             "\"%s\" \"%s\" accepted (errno %d)", bad[i][0] ? bad[i][0] : "NULL", bad[i][1], errno);
+  }
+}
+
+// rdma_server.c's steps at `port` with a zeroed qp_init_attr; exits 0, or
+// the step that failed. A listener attribute with an inline size the
+// device refuses makes rdma_get_request fail: the exit status is then its
+// errno + 100.
+static void ep_passive(int ready, int port_num, uint32_t inline_size) {
+  struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+  struct rdma_cm_id *listen, *id;
+  char port[8];
+  snprintf(port, sizeof port, "%d", port_num);
+  if (rdma_getaddrinfo("0.0.0.0", port, &hints, &res)) exit(20);
+  struct ibv_qp_init_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = inline_size;
+  attr.sq_sig_all = 1;
+  if (rdma_create_ep(&listen, res, NULL, &attr) || rdma_listen(listen, 0)) exit(21);
+  write(ready, "p", 1);
+  if (rdma_get_request(listen, &id)) exit(100 + errno);
+  if (!id->qp) exit(22);
+  static uint8_t msg[EP_INLINE];
+  struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
+  struct ibv_wc wc;
+  if (!mr || rdma_post_recv(id, NULL, msg, sizeof msg, mr) || rdma_accept(id, NULL)) exit(23);
+  if (rdma_notify(id, IBV_EVENT_COMM_EST) != -1 || errno != EISCONN) exit(24);
+  if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS) exit(25);
+  if (rdma_post_send(id, NULL, msg, sizeof msg, NULL, IBV_SEND_INLINE) ||
+      rdma_get_send_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+    exit(26);
+  rdma_disconnect(id);
+  rdma_dereg_mr(mr);
+  rdma_destroy_ep(id);
+  rdma_destroy_ep(listen);
+  rdma_freeaddrinfo(res);
+  exit(0);
+}
+static void ep_passive_good(int ready) { ep_passive(ready, EP_PORT_GOOD, EP_INLINE); }
+static void ep_passive_bad(int ready) { ep_passive(ready, EP_PORT_BAD, 1u << 30); }
+
+// Starts passive_fn's process (listening at port_num), then rdma_client.c's
+// steps: rdma_create_ep with a zeroed qp_init_attr; *ppid is the child.
+static struct rdma_cm_id *ep_active(void (*passive_fn)(int ready), int port_num, int *ppid,
+                                    struct ibv_qp_init_attr *attr, struct rdma_addrinfo **res) {
+  own_address();
+  *ppid = start(passive_fn);
+  char node[INET_ADDRSTRLEN], port[8];
+  uint32_t ip_be = htonl(own_ip);
+  struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP };
+  struct rdma_cm_id *id = NULL;
+  inet_ntop(AF_INET, &ip_be, node, sizeof node);
+  snprintf(port, sizeof port, "%d", port_num);
+  TR_ASSERT(rdma_getaddrinfo(node, port, &hints, res) == 0);
+  memset(attr, 0, sizeof *attr);
+  attr->cap.max_send_wr = attr->cap.max_recv_wr = 1;
+  attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+  attr->cap.max_inline_data = EP_INLINE;
+  attr->sq_sig_all = 1;
+  TR_CHECK(rdma_create_ep(&id, *res, NULL, attr) == 0, "rdma_create_ep: errno %d", errno);
+  return id;
+}
+
+// This guest's address in own_ip; the pipes start() expects.
+static void own_address(void) {
+  struct net_info ni;
+  TR_ASSERT(netinfo(&ni) == 0 && ni.present && ni.ip);
+  own_ip = ni.ip;
+  TR_ASSERT(pipe(ctl) == 0 && pipe(out) == 0);      // start() closes the child's ends
+}
+
+static void t_ep_create_takes_ai_qp_type(void) {
+  int ppid, status = -1;
+  struct ibv_qp_init_attr attr;
+  struct rdma_addrinfo *res;
+  struct rdma_cm_id *id = ep_active(ep_passive_good, EP_PORT_GOOD, &ppid, &attr, &res);
+  TR_ASSERT(id && id->qp);
+  TR_CHECK(attr.qp_type == IBV_QPT_RC && attr.cap.max_inline_data >= EP_INLINE,
+           "qp_init_attr after rdma_create_ep: qp_type %d max_inline_data %u", attr.qp_type,
+           attr.cap.max_inline_data);
+  uint8_t t = EP_TIMEOUT;
+  TR_ASSERT(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) == 0);
+  static uint8_t msg[EP_INLINE] = "from the client";
+  struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
+  struct ibv_wc wc;
+  TR_ASSERT(mr && rdma_post_recv(id, NULL, msg, sizeof msg, mr) == 0);
+  TR_CHECK(rdma_connect(id, NULL) == 0, "rdma_connect: errno %d", errno);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qia;
+  TR_CHECK(ibv_query_qp(id->qp, &qa, IBV_QP_TIMEOUT, &qia) == 0 && qa.timeout == EP_TIMEOUT,
+           "ACK timeout %d, want %d", qa.timeout, EP_TIMEOUT);
+  TR_CHECK(rdma_post_send(id, NULL, msg, sizeof msg, NULL, IBV_SEND_INLINE) == 0 &&
+           rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "inline send");
+  TR_CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "receive");
+  TR_ASSERT(wait(&status) == ppid);
+  TR_CHECK(status == 0, "passive side exited %d (rdma_server.c's steps; 1xx: get_request errno)",
+           status);
+  rdma_disconnect(id);
+  rdma_dereg_mr(mr);
+  rdma_destroy_ep(id);
+  rdma_freeaddrinfo(res);
+}
+
+static void t_ep_get_request_bad_attr_einval(void) {
+  int ppid, status = -1;
+  struct ibv_qp_init_attr attr;
+  struct rdma_addrinfo *res;
+  struct rdma_cm_id *id = ep_active(ep_passive_bad, EP_PORT_BAD, &ppid, &attr, &res);
+  TR_ASSERT(id);
+  errno = 0;
+  TR_CHECK(rdma_connect(id, NULL) == -1 && errno == ECONNREFUSED, "rdma_connect: errno %d", errno);
+  TR_ASSERT(wait(&status) == ppid);
+  TR_CHECK(status == 100 + EINVAL, "passive side exited %d: want rdma_get_request's EINVAL (%d)",
+           status, 100 + EINVAL);
+  rdma_destroy_ep(id);
+  rdma_freeaddrinfo(res);
+}
+
+static void t_cm_options_devices_notify(void) {
+  struct rdma_cm_id *id;
+  TR_ASSERT(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+  uint8_t t = EP_TIMEOUT, big = RDMAX_MAX_ACK_TIMEOUT + 1;
+  int one = 1;
+  TR_CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) == 0 &&
+           rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) == 0 &&
+           rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof one) == 0,
+           "supported options: errno %d", errno);
+  struct { int level, name; void *val; size_t len; int err; } bad[] = {
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &big, 1, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &one, sizeof one, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &t, 1, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &t, 1, ENOSYS },
+    { RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &t, 1, ENOSYS },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, NULL, 1, EINVAL },
+  };
+  for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+    errno = 0;
+    TR_CHECK(rdma_set_option(id, bad[i].level, bad[i].name, bad[i].val, bad[i].len) == -1 &&
+             errno == bad[i].err, "option %d: errno %d, want %d", i, errno, bad[i].err);
+  }
+  errno = 0;
+  TR_CHECK(rdma_notify(id, IBV_EVENT_COMM_EST) == -1 && errno == EINVAL, "notify, not connecting");
+  errno = 0;
+  TR_CHECK(rdma_notify(id, IBV_EVENT_QP_FATAL) == -1 && errno == EINVAL, "notify, another event");
+  int n = -1;
+  struct ibv_context **devs = rdma_get_devices(&n);
+  TR_CHECK(devs && n == 1 && devs[0] && devs[1] == NULL, "rdma_get_devices: %d", n);
+  struct ibv_port_attr pa;
+  TR_CHECK(devs && devs[0] && ibv_query_port(devs[0], 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE,
+           "the device's port");
+  rdma_free_devices(devs);
+  TR_ASSERT(rdma_destroy_id(id) == 0);
 }
 
 static void t_loopback_connect(void) { run_case(0, WAIT_CQ); }
@@ -301,9 +509,16 @@ static const struct tr_case cases[] = {
   { "lost_rtu_busy_poll", t_lost_rtu_busy_poll, TR_QUICK, 0 },
   { NULL },
 };
-static const struct tr_case *const tables[] = { cases };
+static const struct tr_case ep_cases[] = {
+  { "ep_getaddrinfo_passive_wildcard", t_ep_getaddrinfo_passive_wildcard, TR_QUICK, 0 },
+  { "ep_create_takes_ai_qp_type", t_ep_create_takes_ai_qp_type, TR_QUICK, 0 },
+  { "ep_get_request_bad_attr_einval", t_ep_get_request_bad_attr_einval, TR_QUICK, 0 },
+  { "cm_options_devices_notify", t_cm_options_devices_notify, TR_QUICK, 0 },
+  { NULL },
+};
+static const struct tr_case *const tables[] = { cases, ep_cases };
 
 int main(int argc, char **argv) {
-  struct tr_suite suite = { "rdmacmtest", tables, 1, 60, 0, NULL };
+  struct tr_suite suite = { "rdmacmtest", tables, 2, 60, 0, NULL };
   return tr_main(&suite, argc, argv);
 }

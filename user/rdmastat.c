@@ -1,5 +1,9 @@
 // rdmastat: the RDMA device's queue pairs, their states and counters.
 //
+// First the port: its GID, MAC and MTU, then ibv_query_port's state,
+// width, speed, VLs, physical state and capabilities as ibv_devinfo
+// names them.
+//
 //   rdmastat        one line per QP (all processes) and its main counters
 //   rdmastat -v     every counter of every QP
 // Then "device:" and one "name value" line per device-wide counter (frames
@@ -19,9 +23,18 @@ int main(int argc, char **argv) {
   int verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
   struct rdma_port_info pi;
   if (rdma_query_port(1, &pi) < 0) { printf("rdmastat: no RDMA device\n"); exit(1); }
-  printf("rxe0 port 1: gid ::ffff:%d.%d.%d.%d mac %x:%x:%x:%x:%x:%x active_mtu %d\n",
-         pi.gid[12], pi.gid[13], pi.gid[14], pi.gid[15], pi.mac[0], pi.mac[1], pi.mac[2],
+  char gid[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, pi.gid, gid, sizeof gid);
+  printf("rxe0 port 1: gid %s mac %x:%x:%x:%x:%x:%x active_mtu %d\n", gid, pi.mac[0], pi.mac[1], pi.mac[2],
          pi.mac[3], pi.mac[4], pi.mac[5], ibv_mtu_to_num((enum ibv_mtu)pi.active_mtu));
+  struct ibv_context *ctx = rdmau_open();
+  struct ibv_port_attr pa;
+  if (ctx && ibv_query_port(ctx, 1, &pa) == 0)
+    printf("rxe0 port 1: state %s (%d) active_width %s (%d) active_speed %s (%d) max_vl_num %d"
+           " phys_state %s (%d) port_cap_flags 0x%08x\n", ibv_port_state_str(pa.state), pa.state,
+           ibvx_width_str(pa.active_width), pa.active_width, ibvx_speed_str(pa.active_speed),
+           pa.active_speed, pa.max_vl_num, ibvx_phys_state_str(pa.phys_state), pa.phys_state,
+           pa.port_cap_flags);
   printf("%-4s %-5s %-8s %-8s %-6s %-3s %-9s %-9s %-9s %9s %9s %7s %7s %6s\n", "slot", "pid", "qpn", "dest",
          "state", "sr", "requester", "responder", "completer", "tx_frames", "rx_frames", "retx", "tmo", "naks");
   int n = 0;

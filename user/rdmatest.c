@@ -1107,6 +1107,7 @@ static void t_verbs_abi_values(void) {
     V(IBV_EVENT_PORT_ACTIVE, 9), V(IBV_EVENT_GID_CHANGE, 18), V(IBV_EVENT_WQ_FATAL, 19),
     V(IBV_PORT_NOP, 0), V(IBV_PORT_DOWN, 1), V(IBV_PORT_INIT, 2), V(IBV_PORT_ARMED, 3),
     V(IBV_PORT_ACTIVE, 4), V(IBV_PORT_ACTIVE_DEFER, 5),
+    V(IBV_PORT_CM_SUP, 1 << 16), V(IBV_PORT_IP_BASED_GIDS, 1 << 26),
     V(IBV_QPS_RESET, 0), V(IBV_QPS_RTS, 3), V(IBV_QPS_ERR, 6), V(IBV_MTU_256, 1), V(IBV_MTU_4096, 5),
 #undef V
   };
@@ -1208,6 +1209,28 @@ static void t_verbs_query_gid_table(void) {
   errno = 0;
   TR_ASSERT(ibv_query_gid(ctx, 1, -1, &gid) == -1 && errno == EINVAL);
   TR_ASSERT(ibv_query_gid(ctx, 2, 0, &gid) == -1);
+}
+
+// ibv_devinfo's port fields hold values libibverbs' users decode: width 1X
+// (1) at SDR (1, 2.5 Gbps) for the 1 Gb/s emulated link, one data VL
+// (max_vl_num 1), LinkUp (5), CM support and IP-based GIDs, RoCE's zero
+// LIDs; and ibv_devinfo's texts for them.
+static void t_verbs_query_port_attrs(void) {
+  struct ibv_port_attr pa;
+  memset(&pa, 0xa5, sizeof pa);
+  TR_ASSERT(ibv_query_port(ctx, 1, &pa) == 0);
+  TR_CHECK(pa.state == IBV_PORT_ACTIVE && pa.active_width == 1 && pa.active_speed == 1 &&
+           pa.max_vl_num == 1 && pa.phys_state == 5, "state %d width %d speed %d max_vl_num %d phys %d",
+           pa.state, pa.active_width, pa.active_speed, pa.max_vl_num, pa.phys_state);
+  TR_CHECK(pa.port_cap_flags == (IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS) &&
+           pa.link_layer == IBV_LINK_LAYER_ETHERNET && pa.lid == 0 && pa.sm_lid == 0 && pa.lmc == 0 &&
+           pa.pkey_tbl_len == 1, "cap 0x%x link_layer %d lid %d", pa.port_cap_flags, pa.link_layer, pa.lid);
+  TR_CHECK(strcmp(ibvx_width_str(pa.active_width), "1X") == 0 &&
+           strcmp(ibvx_speed_str(pa.active_speed), "2.5 Gbps") == 0 &&
+           strcmp(ibvx_phys_state_str(pa.phys_state), "LINK_UP") == 0, "port texts");
+  TR_CHECK(strcmp(ibvx_width_str(IBVX_WIDTH_12X), "12X") == 0 && strcmp(ibvx_speed_str(32), "25.0 Gbps") == 0 &&
+           strcmp(ibvx_width_str(3), "invalid width") == 0 && strcmp(ibvx_speed_str(0), "invalid speed") == 0,
+           "code texts");
 }
 
 // rc_pingpong's defaults fit: a receive queue of 500 (max_qp_wr is 512), a
@@ -1371,6 +1394,7 @@ static const struct tr_case cases[] = {
   { "verbs_query_qp_inline", t_verbs_query_qp_inline, TR_QUICK, 0 },
   { "verbs_names", t_verbs_names, TR_QUICK, 0 },
   { "verbs_query_gid_table", t_verbs_query_gid_table, TR_QUICK, 0 },
+  { "verbs_query_port_attrs", t_verbs_query_port_attrs, TR_QUICK, 0 },
   { "verbs_max_qp_wr", t_verbs_max_qp_wr, TR_QUICK, 0 },
   { "verbs_qp_limit_enomem", t_verbs_qp_limit_enomem, TR_QUICK, 0 },
   { "verbs_cq_limit_enomem", t_verbs_cq_limit_enomem, TR_QUICK, 0 },

@@ -126,6 +126,7 @@ extern int errno;
 #define EAFNOSUPPORT 97
 #define EADDRINUSE   98
 #define ECONNRESET  104
+#define EISCONN     106
 #define ETIMEDOUT   110
 #define ECONNREFUSED 111
 #define EWOULDBLOCK EAGAIN

@@ -40,7 +40,7 @@ $(U_LIB_A): $(U_LIB_OBJS)
 	$(U_AR) rcs $@ $^
 
 # Programs built from one source file each: user/<name>.c -> user/_<name>.
-U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free
+U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status
 
 # The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
 # share.
@@ -84,6 +84,9 @@ $(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LI
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)
 .SECONDARY: $(patsubst %,$(U_OBJDIR)/examples/%.o,$(U_EXAMPLES))
 
+# librdmacm's own examples, unmodified, fetched from Debian at build time.
+include user/upstream/upstream.mk
+
 user/usys.S: kernel/lib/uapi.h user/gen_usys.py
 	python3 user/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
 
@@ -115,7 +118,8 @@ fs.img: $(UPROGS)
 user-clean:
 	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
 
--include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d)
+-include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d \
+  $(U_OBJDIR)/upstream/*.d)
 
 CLEAN_TARGETS += user-clean
 .PHONY: user-progs user-clean

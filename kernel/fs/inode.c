@@ -193,10 +193,15 @@ void inode_unlock_put(struct inode *ip) {
   inode_put(ip);
 }
 
+// st_mode's file type for each T_* type (uapi.h).
+static const unsigned int mode_of_type[] = { [T_DIR] = S_IFDIR, [T_FILE] = S_IFREG, [T_DEVICE] = S_IFCHR };
+
 void inode_stat(struct inode *ip, struct stat *st) {
   st->dev = ip->dev;
   st->ino = ip->inum;
   st->type = ip->type;
+  st->st_mode = ((unsigned)ip->type < sizeof mode_of_type / sizeof mode_of_type[0]
+                 ? mode_of_type[ip->type] : 0) | S_STAT_PERMS;
   st->nlink = ip->nlink;
   st->size = ip->size;
 }

@@ -140,11 +140,25 @@ struct pollfd {
 // Device majors for mknod().
 #define DEV_CONSOLE 1
 
+// POSIX's st_mode: the file type (S_IFMT bits, the same fact as type)
+// and permission bits. There are no owners or permission checks: every
+// file is readable, writable and executable by all (0777).
+#define S_IFMT   0170000
+#define S_IFDIR  0040000
+#define S_IFCHR  0020000
+#define S_IFREG  0100000
+#define S_IFIFO  0010000    // never reported (pipes have no inode)
+#define S_IFLNK  0120000    // never reported (no symbolic links)
+#define S_IFSOCK 0140000    // never reported (sockets have no inode)
+#define S_IFBLK  0060000    // never reported (no block device files)
+#define S_STAT_PERMS 0777   // the permission bits every file reports
+
 struct stat {
   int dev;                  // file system's disk device
   unsigned int ino;         // inode number
   short type;               // T_DIR, T_FILE or T_DEVICE
   short nlink;              // number of links to the file
+  unsigned int st_mode;     // S_IFDIR / S_IFREG / S_IFCHR for type, | S_STAT_PERMS
   unsigned long size;       // size of the file in bytes
 };
 

@@ -8,7 +8,9 @@
 #   make test-rdma-quick  rdmatest -q (no 1 MiB transfers) in one guest
 #   make test-rdma-examples  tests/rdma/run_examples.py: the rdma_cm examples
 #                         (user/examples) on two guests at 0 and 1 % loss,
-#                         bytes checked on both ends (a step of test-rdma)
+#                         bytes checked on both ends, and librdmacm's own
+#                         rdma_server / rdma_client unmodified (fetched from
+#                         Debian, user/upstream/) to exit 0 (a step of test-rdma)
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz

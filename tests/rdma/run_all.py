@@ -18,7 +18,9 @@ Steps (times measured on the 2-core build machine, TCG):
   cmtest                     rdmacmtest in one guest: rdma_cm between its processes,
                              a lost RTU answered inside the verbs waits [CM-TMO-6]
   examples                   the rdma_cm examples (user/examples) on two guests,
-                             0 % and 1 % loss, bytes checked on both ends
+                             0 % and 1 % loss, bytes checked on both ends;
+                             librdmacm's unmodified rdma_server / rdma_client
+                             (user/upstream/) exit 0 on both sides
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a

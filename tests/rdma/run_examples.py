@@ -13,8 +13,20 @@ side received or read, with the right sizes and immediate.
   examples_ep_loss<L>  ep_server / ep_client: rdma_getaddrinfo,
                        rdma_create_ep, rdma_get_request, rdma_verbs.h's
                        rdma_post_send / rdma_post_recv / rdma_get_*_comp.
+  examples_upstream_loss<L>
+                       librdmacm's own rdma_server / rdma_client, unmodified
+                       (fetched from Debian by user/upstream/fetch.sh): at 0 %
+                       with their defaults (the server binds "0.0.0.0" port
+                       7471), at other rates with -s / -p; each run through
+                       `status`, which must report exit 0 on both sides,
+                       with "start", "end 0", the inline sends they ask for
+                       and no error line. --seeds N repeats the lossy runs
+                       with N seeds.
+  examples_upstream_usage
+                       rdma_client with an unknown option: its usage text
+                       and exit status 1.
 
-Usage: python3 tests/rdma/run_examples.py [--loss 0 1]
+Usage: python3 tests/rdma/run_examples.py [--loss 0 1] [--only ep rc upstream] [--seeds N]
 Prints "test NAME: OK|FAILED (info)" per case and "N passed, M failed".
 """
 import argparse
@@ -26,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
+from guest import Guest  # noqa: E402
 from tally import Tally  # noqa: E402
 
 EX_SIZE = 8192          # user/examples/example.h
@@ -78,6 +91,64 @@ def check_ep(srv, cli):
 
 PAIRS = (("rc", "rc_server", "rc_client", check_rc), ("ep", "ep_server", "ep_client", check_ep))
 
+UPSTREAM_PORT = 7500    # the lossy runs' -p (the programs' default is 7471)
+# Lines the unmodified programs print only when something went wrong: a
+# perror() ("rdma_create_ep: Invalid argument"), rdma_getaddrinfo's
+# gai_strerror line, or the fallback when the QP grants no inline data.
+UPSTREAM_BAD = re.compile(r"^rdma_\w+: (?!start$|end -?\d+$).*$|device doesn't support", re.M)
+
+
+def check_upstream(prog, text):
+    """One side's transcript: started, ended 0, exited 0 (status), and
+    printed nothing else of its own."""
+    status = field(text, rf"status: {prog} exited (-?\d+)\n")
+    end = field(text, rf"{prog}: end (-?\d+)\n")
+    bad = UPSTREAM_BAD.findall(text)
+    ok = f"{prog}: start\n" in text and end == "0" and status == "0" and not bad
+    return ok, f"{prog}: end {end}, exit status {status}" + (f", printed {bad}" if bad else "")
+
+
+def upstream_run(loss, seed):
+    """rdma_server on guest 0, rdma_client on guest 1, each under `status`.
+    The client starts once the server has printed its start line; a REQ
+    that comes before the server listens is repeated by the CM [CM-TMO-1]."""
+    spec = f"loss {loss}% seed {seed}" if loss != "0" else None
+    with Testbed(2, both=spec, name=f"examples-upstream-loss{loss}-seed{seed}") as tb:
+        tb.boot()
+        a, b = tb.guests
+        if spec is None:
+            server, client = "status rdma_server", f"status rdma_client -s {tb.ip(0)}"
+        else:
+            opts = f"-s {tb.ip(0)} -p {UPSTREAM_PORT}"
+            server, client = f"status rdma_server {opts}", f"status rdma_client {opts}"
+        a.send(server)
+        a.expect(r"rdma_server: start\n", timeout=30)
+        b.send(client)
+        b.expect(r"status: rdma_client exited -?\d+\n", timeout=300)
+        a.expect(r"status: rdma_server exited -?\d+\n", timeout=120)
+        for g in tb.guests:
+            g.expect(r"\$ $", timeout=30)
+        srv, cli = a.output(), b.output()
+        for g in tb.guests:
+            g.send("halt 0")
+        for g in tb.guests:
+            g.wait_exit(30)
+    ok_s, info_s = check_upstream("rdma_server", srv)
+    ok_c, info_c = check_upstream("rdma_client", cli)
+    return ok_s and ok_c, f"{info_s}; {info_c}"
+
+
+def upstream_usage_run():
+    """An unknown option: the usage lines and exit 1, as upstream's main says."""
+    with Guest("examples-upstream-usage", append="ip=10.0.0.1 mac=52:54:00:00:00:01") as g:
+        g.boot()
+        out = g.run("status rdma_client -x", timeout=30)
+        g.send("halt 0")
+        g.wait_exit(30)
+    ok = ("usage: rdma_client" in out and "[-s server_address]" in out and "[-p port_number]" in out
+          and "status: rdma_client exited 1" in out)
+    return ok, f"output {out.strip()!r}"
+
 
 def one_run(loss, name, server, client, check):
     spec = f"loss {loss}% seed 11" if loss != "0" else None
@@ -111,14 +182,26 @@ def unreachable_run():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
+    ap.add_argument("--only", nargs="+", choices=["rc", "ep", "upstream"],
+                    help="run only these examples (default: all, and the unreachable case)")
+    ap.add_argument("--seeds", type=int, default=1, help="lossy upstream runs: seeds 11, 12, ...")
     args = ap.parse_args()
     tally = Tally()
     for loss in args.loss:
         loss_s = f"{loss:g}"
         for name, server, client, check in PAIRS:
-            tally.run(f"examples_{name}_loss{loss_s}",
-                      lambda: one_run(loss_s, name, server, client, check), timed=False)
-    tally.run("examples_connect_unreachable", unreachable_run, timed=False)
+            if not args.only or name in args.only:
+                tally.run(f"examples_{name}_loss{loss_s}",
+                          lambda: one_run(loss_s, name, server, client, check), timed=False)
+        if not args.only or "upstream" in args.only:
+            for seed in range(11, 11 + (args.seeds if loss_s != "0" else 1)):
+                suffix = f"_seed{seed}" if args.seeds > 1 and loss_s != "0" else ""
+                tally.run(f"examples_upstream_loss{loss_s}{suffix}",
+                          lambda: upstream_run(loss_s, seed), timed=False)
+    if not args.only or "upstream" in args.only:
+        tally.run("examples_upstream_usage", upstream_usage_run, timed=False)
+    if not args.only:
+        tally.run("examples_connect_unreachable", unreachable_run, timed=False)
     return tally.finish()
 
 

@@ -365,7 +365,7 @@ static void test_libc_inet_addresses(void)
   TR_CHECK(inet_pton(AF_INET, "256.1.1.1", &a) == 0 && inet_pton(AF_INET, "1.2.3", &a) == 0,
            "malformed accepted");
   errno = 0;
-  TR_CHECK(inet_pton(AF_INET6, "::1", &a) == -1 && errno == EAFNOSUPPORT, "AF_INET6");
+  TR_CHECK(inet_pton(12345, "1.2.3.4", &a) == -1 && errno == EAFNOSUPPORT, "unknown family");
   a.s_addr = htonl(0xc0a80101);
   TR_CHECK(inet_ntop(AF_INET, &a, text, sizeof text) == text &&
            strcmp(text, "192.168.1.1") == 0, "inet_ntop: %s", text);

@@ -149,11 +149,102 @@ static void test_libc_posix_qsort_bsearch_asprintf(void)
   free(m);
 }
 
+// inet_pton(AF_INET6): RFC 4291 2.2's forms, each to its 16 bytes; text
+// that is none of them is 0 and leaves the destination alone.
+static void test_libc_posix_inet6_pton_forms(void)
+{
+  static const struct { const char *text; const char *hex; } good[] = {
+    { "::", "00000000000000000000000000000000" },
+    { "::1", "00000000000000000000000000000001" },
+    { "1::", "00010000000000000000000000000000" },
+    { "2001:DB8::8:800:200C:417a", "20010db80000000000080800200c417a" },
+    { "fe80::1:2", "fe800000000000000000000000010002" },
+    { "1:2:3:4:5:6:7:8", "00010002000300040005000600070008" },
+    { "1:2:3:4:5:6:7::", "00010002000300040005000600070000" },
+    { "::ffff:10.0.0.1", "00000000000000000000ffff0a000001" },
+    { "64:ff9b::192.0.2.33", "0064ff9b0000000000000000c0000221" },
+  };
+  static const char *const bad[] = {
+    "", ":", ":::", "1:::2", "1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7",
+    ":1::", "1:", "::g", "1.2.3.4", "::1.2.3", "1:2:3:4:5:6:7:1.2.3.4", "::ffff:256.0.0.1",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    unsigned char got[16], want[16];
+    const char *h = good[i].hex;
+    for (int k = 0; k < 16; k++, h += 2)
+      want[k] = (unsigned char)strtoul((char[]){ h[0], h[1], 0 }, NULL, 16);
+    TR_CHECK(inet_pton(AF_INET6, good[i].text, got) == 1 && memcmp(got, want, 16) == 0,
+             "inet_pton(AF_INET6, \"%s\")", good[i].text);
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    unsigned char got[16];
+    memset(got, 0x5a, sizeof got);
+    TR_CHECK(inet_pton(AF_INET6, bad[i], got) == 0 && got[0] == 0x5a && got[15] == 0x5a,
+             "inet_pton(AF_INET6, \"%s\") accepted", bad[i]);
+  }
+}
+
+// inet_ntop(AF_INET6): RFC 5952's one text for each address (lowercase, no
+// leading zeros, the longest zero run as "::", the first of equal runs, a
+// single zero group kept, IPv4-mapped as ::ffff:a.b.c.d); a short buffer
+// is ENOSPC.
+static void test_libc_posix_inet6_ntop_rfc5952(void)
+{
+  static const char *const cases[][2] = {
+    { "0:0:0:0:0:0:0:0", "::" },
+    { "0:0:0:0:0:0:0:1", "::1" },
+    { "2001:0DB8:0000:0000:0000:0000:0002:0001", "2001:db8::2:1" },
+    { "2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1" },
+    { "2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1" },
+    { "2001:0:0:1:0:0:0:1", "2001:0:0:1::1" },
+    { "fe80:0:0:0:0:0:0:0", "fe80::" },
+    { "0:0:0:0:0:ffff:a00:1", "::ffff:10.0.0.1" },
+    { "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8" },
+  };
+  char text[INET6_ADDRSTRLEN];
+  unsigned char a[16];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    TR_CHECK(inet_pton(AF_INET6, cases[i][0], a) == 1, "inet_pton(\"%s\")", cases[i][0]);
+    TR_CHECK(inet_ntop(AF_INET6, a, text, sizeof text) == text && strcmp(text, cases[i][1]) == 0,
+             "inet_ntop of %s: \"%s\", want \"%s\"", cases[i][0], text, cases[i][1]);
+  }
+  memset(a, 0xff, sizeof a);
+  TR_CHECK(inet_ntop(AF_INET6, a, text, sizeof text) == text &&
+           strcmp(text, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff") == 0, "all ones: %s", text);
+  errno = 0;
+  TR_CHECK(inet_ntop(AF_INET6, a, text, 39) == NULL && errno == ENOSPC, "39 bytes for 40 taken");
+  errno = 0;
+  TR_CHECK(inet_pton(12345, "::1", a) == -1 && errno == EAFNOSUPPORT, "unknown family");
+}
+
+// <sys/stat.h>: st_mode's type bits agree with the file's type (a
+// directory, a regular file, the console device), the S_IS* tests, the
+// permission bits (no checks here: 0777), POSIX's octal values.
+static void test_libc_posix_stat_mode_bits(void)
+{
+  struct stat st;
+  TR_CHECK(stat("/", &st) == 0 && S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode),
+           "/: mode %o", st.st_mode);
+  int fd = open("ut_stmode", O_CREATE | O_WRONLY | O_TRUNC);
+  TR_CHECK(fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+           (st.st_mode & ~S_IFMT) == (S_IRWXU | S_IRWXG | S_IRWXO), "file: mode %o", st.st_mode);
+  close(fd);
+  unlink("ut_stmode");
+  TR_CHECK(fstat(0, &st) == 0 && S_ISCHR(st.st_mode), "console: mode %o", st.st_mode);
+  TR_CHECK(S_IFMT == 0170000 && S_IFDIR == 0040000 && S_IFREG == 0100000 && S_IFCHR == 0020000 &&
+           S_IFIFO == 0010000 && S_IFLNK == 0120000 && S_IFSOCK == 0140000 && S_IFBLK == 0060000 &&
+           S_IRUSR == 0400 && S_IWGRP == 020 && S_IXOTH == 01 && S_IRWXU == 0700 && S_ISVTX == 01000,
+           "POSIX values");
+}
+
 const struct tr_case ut_libc_posix_tests[] = {
   { "libc_posix_header_names", test_libc_posix_header_names, TR_QUICK, 0 },
   { "libc_posix_server_setup", test_libc_posix_server_setup, TR_QUICK, 0 },
   { "libc_posix_sleep_seconds", test_libc_posix_sleep_seconds, TR_QUICK, 0 },
   { "libc_posix_poll_pipe", test_libc_posix_poll_pipe, TR_QUICK, 0 },
   { "libc_posix_qsort_bsearch_asprintf", test_libc_posix_qsort_bsearch_asprintf, TR_QUICK, 0 },
+  { "libc_posix_inet6_pton_forms", test_libc_posix_inet6_pton_forms, TR_QUICK, 0 },
+  { "libc_posix_inet6_ntop_rfc5952", test_libc_posix_inet6_ntop_rfc5952, TR_QUICK, 0 },
+  { "libc_posix_stat_mode_bits", test_libc_posix_stat_mode_bits, TR_QUICK, 0 },
   { NULL },
 };
