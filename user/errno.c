@@ -36,6 +36,7 @@ static const struct { int err; const char *text; } messages[] = {
   { ECONNRESET, "Connection reset by peer" },
   { ETIMEDOUT, "Connection timed out" },
   { ECONNREFUSED, "Connection refused" },
+  { EHOSTUNREACH, "No route to host" },
 };
 
 char *strerror(int err)

@@ -69,10 +69,9 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
     uint64 now = clock_ns();
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        printf("rdma_bw: completion of WR 0x%lx: %s (vendor_err 0x%x)\n", wc[i].wr_id,
-               ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
-        perf_dump_qp(conn);
-        exit(1);
+        char what[64];
+        snprintf(what, sizeof what, "%s of %u bytes", perf_op_name(o->op), size);
+        perf_fail_wc(conn, what, &wc[i]);
       }
       uint32_t q = (uint32_t)(wc[i].wr_id >> 32), k = (uint32_t)wc[i].wr_id;
       if (q >= nq) continue;
@@ -98,7 +97,7 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
     int n = perf_poll(c, wc, o->iters - got < 16 ? (int)(o->iters - got) : 16, 30000);
     if (n <= 0) fail(n < 0 ? "poll_cq" : "no receive for 30 s");
     for (int i = 0; i < n; i++) {
-      if (wc[i].status != IBV_WC_SUCCESS) fail("receive completion");
+      if (wc[i].status != IBV_WC_SUCCESS) perf_fail_wc(c, "receive of a Send", &wc[i]);
       if (wc[i].opcode == IBV_WC_RECV) got++;
     }
   }

@@ -20,7 +20,9 @@
 #include "rdma_util.h"
 
 static void fail(const char *m) { printf("rdma_lat: %s\n", m); exit(1); }
-static void fail_wc(const struct ibv_wc *wc) { fail(ibv_wc_status_str(wc->status)); }
+static struct perf_conn *conn;
+static const char *op_now = "?";      // what the failing completion was for
+static void fail_wc(const struct ibv_wc *wc) { perf_fail_wc(conn, op_now, wc); }
 
 static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
@@ -146,9 +148,9 @@ int main(int argc, char **argv) {
   struct perf_conn c;
   perf_parse(&o, argc, argv, "rdma_lat");
   if (o.min_rto_us == 0) o.min_rto_us = PERF_LAT_MIN_RTO_US;
-  if (!o.all && o.size == 65536) o.size = 2;      // perftest's default latency size
-  if (o.all && o.size == (1u << 23)) o.size = 1u << 16;
   perf_connect(&c, &o);
+  conn = &c;
+  op_now = perf_op_name(o.op);
   uint64 *samples = malloc(sizeof(uint64) * o.iters);
   if (!samples) fail("memory");
   int client = !c.is_server;

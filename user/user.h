@@ -120,6 +120,7 @@ extern int errno;
 #define ECONNRESET  104
 #define ETIMEDOUT   110
 #define ECONNREFUSED 111
+#define EHOSTUNREACH 113
 #define EWOULDBLOCK EAGAIN
 char *strerror(int err);
 void perror(const char *what);
