@@ -51,7 +51,7 @@ def steps():
         ("cmtest", [PY, f"{HERE}/run_cmtest.py"]),
         ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
-        ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",
+        ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),
         ("errors", [PY, f"{HERE}/run_errors.py"]),
