@@ -66,14 +66,6 @@ static void fail_file(const char *verb, const char *path) {
   exit(1);
 }
 
-// A failed completion: what was asked of whom, and the status's name.
-static uint32_t peer_ip;
-static void fail_wc(const char *what, const struct ibv_wc *wc) {
-  printf("rdmacp: %s (peer %s): %s (wr_id %lu, vendor_err 0x%x)\n", what,
-         inet_ntoa((struct in_addr){ htonl(peer_ip) }), ibv_wc_status_str(wc->status), wc->wr_id, wc->vendor_err);
-  exit(1);
-}
-
 static uint64_t fnv(uint64_t h, const uint8_t *p, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
   return h;
@@ -99,6 +91,43 @@ struct side {
   uint8_t *ring;
   struct msg msgs[RING + 2];     // receive slots [0, RING], send slot RING + 1
 };
+
+// wr_ids: a receive is its slot (0..RING), our message WR_MSG, chunk k WR_CHUNK + k.
+#define WR_MSG 1000
+#define WR_CHUNK 2000
+
+static uint32_t peer_ip;     // for messages
+
+// A failed completion, said for a person: what the WR was, to whom, and
+// the status's name. A flushed WR only follows the failure that moved the
+// QP to ERR, so the CQs are searched for that one first.
+// recv: wc came from the receive CQ.
+static void fail_wc(struct side *s, const struct ibv_wc *wc, int recv) {
+  struct ibv_wc cause = *wc, w;
+  for (int q = 0; q < 2 && cause.status == IBV_WC_WR_FLUSH_ERR; q++)
+    while (cause.status == IBV_WC_WR_FLUSH_ERR && ibv_poll_cq(q ? s->rcq : s->scq, 1, &w) == 1)
+      if (w.status != IBV_WC_SUCCESS && w.status != IBV_WC_WR_FLUSH_ERR) { cause = w; recv = q; }
+  char what[64];
+  if (recv) snprintf(what, sizeof what, "a receive (slot %lu)", cause.wr_id);
+  else if (cause.wr_id == WR_MSG) snprintf(what, sizeof what, "SEND of a READY/CREDIT/DONE message");
+  else snprintf(what, sizeof what, "RDMA WRITE_WITH_IMM of chunk %lu", cause.wr_id - WR_CHUNK);
+  printf("rdmacp: %s (peer %s): %s (vendor_err 0x%x)\n", what, inet_ntoa((struct in_addr){ htonl(peer_ip) }),
+         ibv_wc_status_str(cause.status), cause.vendor_err);
+  print_qp_counters(s->qp);
+  exit(1);
+}
+
+// No completion within stall_ms(): what we waited for, from whom, for how
+// long, and the QP's state and counters. Exits.
+static void fail_stall(struct side *s, const char *what) {
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  int st = ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia) == 0 ? (int)a.qp_state : -1;
+  printf("rdmacp: no %s from %s within %d s (QP state %s)\n", what, inet_ntoa((struct in_addr){ htonl(peer_ip) }),
+         stall_ms() / 1000, st < 0 ? "?" : ibvx_qp_state_str((enum ibv_qp_state)st));
+  print_qp_counters(s->qp);
+  exit(1);
+}
 
 static void setup(struct side *s) {
   s->ctx = rdmau_open();
@@ -140,7 +169,7 @@ static void post_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
   struct msg *m = &s->msgs[RING + 1];
   m->type = type; m->seq = seq; m->value = value;
   struct ibv_sge sge = { (uint64_t)m, sizeof *m, s->msg_mr->lkey };
-  struct ibv_send_wr wr = { .wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+  struct ibv_send_wr wr = { .wr_id = WR_MSG, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                             .send_flags = IBV_SEND_SIGNALED }, *bad;
   if (ibv_post_send(s->qp, &wr, &bad)) fail("post_send");
 }
@@ -149,9 +178,9 @@ static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
   post_msg(s, type, seq, value);
   struct ibv_wc wc;            // the message buffer is reused: wait for it
   for (;;) {                   // (WRITE completions may come first: they carry nothing new)
-    if (rdmau_wait(s->scq, &wc, stall_ms()) != 1) fail("no send completion");
-    if (wc.status != IBV_WC_SUCCESS) fail_wc(wc.wr_id == 1000 ? "SEND of a message" : "RDMA WRITE_WITH_IMM of a chunk", &wc);
-    if (wc.wr_id == 1000) return;
+    if (rdmau_wait(s->scq, &wc, stall_ms()) != 1) fail_stall(s, "completion of our SEND");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(s, &wc, 0);
+    if (wc.wr_id == WR_MSG) return;
   }
 }
 
@@ -192,8 +221,8 @@ static int do_recv(void) {
   uint64 t0 = clock_ns();
   for (;;) {
     struct ibv_wc wc;
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
-    if (wc.status != IBV_WC_SUCCESS) fail_wc("receive", &wc);
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "chunk or DONE");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 1);
     int slot = (int)wc.wr_id;
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
       uint32_t seq = ntohl(wc.imm_data);
@@ -266,7 +295,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
       if (read(fd, slot, (int)len) != (int)len) fail_file("read", path);
       sum = fnv(sum, slot, len);
       struct ibv_sge sge = { (uint64_t)slot, len, s.mr->lkey };
-      struct ibv_send_wr wr = { .wr_id = 2000 + seq, .sg_list = &sge, .num_sge = 1,
+      struct ibv_send_wr wr = { .wr_id = WR_CHUNK + seq, .sg_list = &sge, .num_sge = 1,
                                 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED }, *bad;
       wr.imm_data = htonl(seq);
       wr.wr.rdma.remote_addr = raddr + (uint64_t)(seq % RING) * chunk;
@@ -277,9 +306,9 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
     }
     struct ibv_wc wc;
     while (ibv_poll_cq(s.scq, 1, &wc) == 1)                // WRITE completions: errors only matter
-      if (wc.status != IBV_WC_SUCCESS) fail_wc("RDMA WRITE_WITH_IMM of a chunk", &wc);
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
-    if (wc.status != IBV_WC_SUCCESS) fail_wc("receive of a credit", &wc);
+      if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 0);
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "credit");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 1);
     if (wc.opcode != IBV_WC_RECV) continue;
     struct msg *m = &s.msgs[wc.wr_id];
     if (m->type == MSG_READY) { ready = 1; credits = (int)m->seq; }
@@ -289,7 +318,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   send_msg(&s, MSG_DONE, seq, sum);
   struct ibv_wc wc;
   for (;;) {
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("no result");
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "result");
     if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) continue;
     if (s.msgs[wc.wr_id].type == MSG_RESULT) break;
   }

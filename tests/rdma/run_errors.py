@@ -12,7 +12,12 @@ program, what it tried (option, address and port, file) and why:
     listens: "no answer within 1.5 s" (the CM's REQ retries, [CM-TMO-2]);
   - unreachable: towards 10.0.0.99, which no guest has: no ARP answer;
   - refused: rdmacp recv on B cannot create the destination file, rejects
-    the REQ with its reason, and A says "refused" and why.
+    the REQ with its reason, and A says "refused" and why;
+  - a failed completion: a copy with a fixed ACK timeout (-T 14, 67 ms x 8
+    tries) whose A-to-B link linkemu cuts (loss 100 %) once 300 of A's frames
+    have passed: A names the chunk's RDMA WRITE_WITH_IMM, the peer and the
+    WC status ("transport retry counter exceeded"), not the flushes after it.
+The last case leaves B's receiver waiting; the guests are killed at the end.
 Each case waits for the tool's own line (deadlines, not sleeps).
 
 Usage: python3 tests/rdma/run_errors.py
@@ -26,7 +31,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
-from guest import GuestError  # noqa: E402
+from guest import GuestError, poll  # noqa: E402
 from tally import Tally  # noqa: E402
 
 NOBODY = "10.0.0.99"          # on the link's subnet, no guest has it
@@ -114,6 +119,30 @@ def connect_cases(tb):
     return results
 
 
+def retry_case(tb):
+    """A copy whose link is cut mid-transfer: the sender's error names the WR and its status."""
+    a, b = tb.guests
+    ip_b = tb.ip(1)
+    a.run("rdmacp mkfile /big.bin 4194304 5", timeout=120)
+    b.send("rdmacp recv -T 14")
+    b.expect(r"rdmacp: waiting", timeout=60)
+    first = tb.stats()["directions"][0]["frames_in"]
+    a.send(f"rdmacp send /big.bin {ip_b} big.bin -T 14")
+    _, moving = poll(lambda: tb.stats()["directions"][0]["frames_in"] - first, lambda n: n >= 300, timeout=120)
+    # A to B only: A's next WRITE (a credit from B still arrives) is lost
+    # for sure, so A's QP exhausts its retries whatever A was doing.
+    tb.set_spec("a2b", "loss 100%")
+    try:
+        out = a.expect(r"rdmacp: [^\n]*\n", timeout=120)[0]
+    finally:
+        tb.set_spec("a2b", "")
+    if not moving:
+        return "errors_rdmacp_retry_exceeded", False, "the copy never passed 300 frames"
+    return ("errors_rdmacp_retry_exceeded",
+            *check(out, "rdmacp", r"RDMA WRITE_WITH_IMM of chunk \d+", rf"peer {re.escape(ip_b)}",
+                   "transport retry counter exceeded"))
+
+
 def main():
     t = Tally()
     try:
@@ -121,7 +150,7 @@ def main():
             tb.boot()
             for r in number_cases(tb.guests[0]) + connect_cases(tb):
                 t.record(*r)
-            tb.halt()
+            t.record(*retry_case(tb))
     except GuestError as e:
         t.record("errors_guests", False, f"guest error: {e}")
     return t.finish()
