@@ -42,7 +42,7 @@ static void reap(struct perf_conn *c, int want_opcode) {
   for (;;) {
     int n = perf_poll(c, &wc, 1, 30000);
     if (n < 0) fail("poll_cq");
-    if (n == 0) fail("no completion for 30 s");
+    if (n == 0) perf_fail_stall(c, "completion", 30);
     if (wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
     if ((int)wc.opcode == want_opcode) return;
     if (wc.opcode == IBV_WC_RECV) c->early_recvs++;   // the peer's next sync, for perf_sync
@@ -71,7 +71,7 @@ static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) 
   uint8_t seen;
   while ((seen = *last) != t) {
     now = clock_ns();
-    if (now > end) fail("no data for 30 s");
+    if (now > end) perf_fail_stall(c, "answering RDMA WRITE", 30);
     if (now >= next_check) { check_cq(c); next_check = now + 10000000; }
     if (events && ibvx_wait_write(last, seen, 10) == EINVAL) fail("wait_write");
   }

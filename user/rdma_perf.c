@@ -434,7 +434,7 @@ void perf_sync(struct perf_conn *c) {
   }
   while (!got_recv || !got_send) {
     int n = rdmau_wait(c->cq, &wc, 60000);
-    if (n != 1) die("sync: no completion in 60 s");
+    if (n != 1) perf_fail_stall(c, "completion of the sync exchange", 60);
     if (wc.status != IBV_WC_SUCCESS) perf_fail_wc(c, wc.wr_id == PERF_WR_SYNC ? "sync SEND" : "sync receive", &wc);
     if (wc.opcode == IBV_WC_RECV && got_recv) {
       // The client's own SYNC is still unacknowledged (its ACK was lost)
@@ -489,9 +489,22 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
          b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf);
 }
 
+// "(peer a.b.c.d)" or "(loopback)".
+static const char *peer_str(const struct perf_conn *c) {
+  static char b[32];
+  if (c->to_peer >= 0) return "(loopback)";
+  snprintf(b, sizeof b, "(peer %s)", inet_ntoa((struct in_addr){ htonl(c->peer_ip) }));
+  return b;
+}
+
+void perf_fail_stall(const struct perf_conn *c, const char *what, int secs) {
+  printf("%s: no %s within %d s %s\n", prog, what, secs, peer_str(c));
+  perf_dump_qp(c);
+  exit(1);
+}
+
 void perf_fail_wc(const struct perf_conn *c, const char *what, const struct ibv_wc *wc) {
-  if (c->to_peer >= 0) printf("%s: %s (loopback)", prog, what);
-  else printf("%s: %s (peer %s)", prog, what, inet_ntoa((struct in_addr){ htonl(c->peer_ip) }));
+  printf("%s: %s %s", prog, what, peer_str(c));
   printf(": %s (wr_id 0x%lx, vendor_err 0x%x)\n", ibv_wc_status_str(wc->status), wc->wr_id, wc->vendor_err);
   perf_dump_qp(c);
   exit(1);
@@ -548,10 +561,7 @@ static void perf_bye(struct perf_conn *c) {
     return;
   }
   do {
-    if (rdmau_wait(c->cq, &wc, 60000) != 1) {
-      perf_dump_qp(c);
-      die("bye: no completion in 60 s");
-    }
+    if (rdmau_wait(c->cq, &wc, 60000) != 1) perf_fail_stall(c, "BYE from the server", 60);
     if (wc.status != IBV_WC_SUCCESS) perf_fail_wc(c, "receive of the server's BYE", &wc);
   } while (wc.opcode != IBV_WC_RECV);
 }

@@ -104,6 +104,8 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b);
 // "tool: what (peer a.b.c.d): <the WC status's name> (wr_id, vendor_err)",
 // the QP's counters, and exit(1): a failed completion, said for a person.
 void perf_fail_wc(const struct perf_conn *c, const char *what, const struct ibv_wc *wc);
+// "tool: no what within secs s (peer a.b.c.d)", the QP's counters, exit(1).
+void perf_fail_stall(const struct perf_conn *c, const char *what, int secs);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);
