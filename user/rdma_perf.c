@@ -36,19 +36,20 @@ static const struct num_opt num_opts[] = {
 #define NUM_OPTS (int)(sizeof num_opts / sizeof num_opts[0])
 
 static void perf_usage(const char *what, const struct perf_opts *dflt) {
+  uint32_t all_top = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
   printf("usage: %s [options] [-L | <server ip>]   (no address: the server; -L: both ends in this guest)\n"
          "  -t write|read|send   the operation (default write)\n"
          "  -a                   every size 2, 4, ... up to -s (default %u)\n"
          "  -e, --events         sleep for completions instead of polling\n"
          "  --sr                 selective repeat instead of go-back-N\n"
          "  --fixed-rto          the IBTA ACK timeout alone, no adaptive RTO\n"
-         "  --stats              the QP's transport counters and the guest's CPU per frame\n", what, PERF_MAX_SIZE);
+         "  --stats              the QP's transport counters and the guest's CPU per frame\n", what, all_top);
   for (int i = 0; i < NUM_OPTS; i++) {
     const struct num_opt *n = &num_opts[i];
     uint32_t d = *(const uint32_t *)((const char *)dflt + n->off);
-    printf("  %s%s%s N%*s%s: %lu..%lu%s%s", n->name, n->alias ? ", " : "", n->alias ? n->alias : "",
-           (int)(16 - strlen(n->name) - (n->alias ? strlen(n->alias) + 2 : 0)), "", n->help, n->min, n->max,
-           n->units[0] ? " " : "", n->units);
+    char label[32];
+    snprintf(label, sizeof label, "%s%s%s N", n->name, n->alias ? ", " : "", n->alias ? n->alias : "");
+    printf("  %-20s %s: %lu..%lu%s%s", label, n->help, n->min, n->max, n->units[0] ? " " : "", n->units);
     if (d) printf(" (default %u)", d);
     printf("\n");
   }
