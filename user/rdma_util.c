@@ -202,7 +202,8 @@ void rdmau_cm_die(const char *prog, const char *what, uint32_t ip, int port,
   exit(1);
 }
 
-void rdmau_bad_num(const char *prog, const char *opt, const char *text, const char *why,
+// "prog: opt TEXT: why (allowed min..max units)" and exit(2).
+static void bad_num(const char *prog, const char *opt, const char *text, const char *why,
                    uint64_t min, uint64_t max, const char *units) {
   printf("%s: %s %s: %s (allowed %lu..%lu%s%s)\n", prog, opt, text, why, min, max,
          units[0] ? " " : "", units);
@@ -214,13 +215,13 @@ uint64_t rdmau_num(const char *prog, const char *opt, const char *text, uint64_t
   uint64_t v = 0;
   int big = 0;
   const char *s = text;
-  if (*s < '0' || *s > '9') rdmau_bad_num(prog, opt, text, "not a number", min, max, units);
+  if (*s < '0' || *s > '9') bad_num(prog, opt, text, "not a number", min, max, units);
   for (; *s >= '0' && *s <= '9'; s++) {
     uint64_t d = (uint64_t)(*s - '0');
     if (v > (~0ULL - d) / 10) big = 1;
     else v = v * 10 + d;
   }
-  if (*s) rdmau_bad_num(prog, opt, text, "not a number: trailing characters", min, max, units);
-  if (big || v < min || v > max) rdmau_bad_num(prog, opt, text, "out of range", min, max, units);
+  if (*s) bad_num(prog, opt, text, "not a number: trailing characters", min, max, units);
+  if (big || v < min || v > max) bad_num(prog, opt, text, "out of range", min, max, units);
   return v;
 }

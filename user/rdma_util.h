@@ -46,9 +46,9 @@ int rdmau_cm_resolve(struct rdma_cm_id **id, uint32_t ip, int port);
 int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
 // Why a synchronous rdma_cm step towards a peer failed, for a person:
 // from err (the step's errno) and, for rdma_connect, the id's last event
-// (id NULL when the id is gone): "refused by the peer (REJ NO_LISTENER:
-// ...)", "unreachable (no ARP answer ...)", "no answer within 1.5 s
-// (...)", else errno's text. The text lives until the next call.
+// (id NULL when the id is gone): "refused (REJ NO_LISTENER: ...)",
+// "unreachable (no ARP answer ...)", "no answer within 1.5 s (...)", else
+// errno's text. The text lives until the next call.
 const char *rdmau_cm_why(const struct rdma_cm_id *id, int err);
 // "prog: what A.B.C.D port P: why" (rdmau_cm_why) and exit(1).
 void rdmau_cm_die(const char *prog, const char *what, uint32_t ip, int port,
@@ -58,10 +58,6 @@ void rdmau_cm_die(const char *prog, const char *what, uint32_t ip, int port,
 // min..max units)" and exits 2. units may be "" (none).
 uint64_t rdmau_num(const char *prog, const char *opt, const char *text, uint64_t min,
                    uint64_t max, const char *units);
-// "prog: opt TEXT: why (allowed min..max units)" and exit(2), for a value
-// rdmau_num took but a rule between options refuses.
-void rdmau_bad_num(const char *prog, const char *opt, const char *text, const char *why,
-                   uint64_t min, uint64_t max, const char *units);
 // Print the device-wide counters (SYS_rdma_dev_stats) as "name value"
 // pairs, each followed by sep. Returns -1 if they cannot be read.
 int rdmau_print_dev_stats(const char *sep);
