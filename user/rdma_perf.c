@@ -120,8 +120,8 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   }
   if (o->all && !size_set) o->size = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
   // More QPs: WRITE and READ over the CM (SEND's receives stay on one QP).
-  if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "-q %s: more than one QP needs -t write or read", "");
-  if (o->num_qps > 1 && o->loopback) bad_arg(what, "-q %s: more than one QP needs two guests (not -L)", "");
+  if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write or read", "-q");
+  if (o->num_qps > 1 && o->loopback) bad_arg(what, "%s: more than one QP needs two guests (not -L)", "-q");
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
 }
 
