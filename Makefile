@@ -76,7 +76,8 @@ TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop t
 # all of them and stops at the first suite that fails.
 test-unit: deps
 	@python3 tests/harness/suite.py test-unit -- "$(MAKE) --no-print-directory test-core" \
-	  "$(MAKE) --no-print-directory test-sim" "python3 tests/harness/test_goals.py"
+	  "$(MAKE) --no-print-directory test-sim" "python3 tests/harness/test_goals.py" \
+	  "python3 tests/rdma/test_demo_args.py"
 .PHONY: test-unit
 test: deps
 	@python3 tests/harness/suite.py test --stop-on-fail -- \

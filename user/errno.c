@@ -37,6 +37,7 @@ static const struct { int err; const char *text; } messages[] = {
   { EISCONN, "Transport endpoint is already connected" },
   { ETIMEDOUT, "Connection timed out" },
   { ECONNREFUSED, "Connection refused" },
+  { EHOSTUNREACH, "No route to host" },
 };
 
 char *strerror(int err)

@@ -65,14 +65,13 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
     }
     int n = perf_poll(c, wc, 16, 30000);       // the window is full or all is posted
     if (n < 0) fail("poll_cq");
-    if (n == 0) fail("no completion for 30 s");
+    if (n == 0) perf_fail_stall(c, "completion", 30);
     uint64 now = clock_ns();
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) {
-        printf("rdma_bw: completion of WR 0x%lx: %s (vendor_err 0x%x)\n", wc[i].wr_id,
-               ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
-        perf_dump_qp(conn);
-        exit(1);
+        char what[64];
+        snprintf(what, sizeof what, "%s of %u bytes", perf_op_name(o->op), size);
+        perf_fail_wc(conn, what, &wc[i]);
       }
       uint32_t q = (uint32_t)(wc[i].wr_id >> 32), k = (uint32_t)wc[i].wr_id;
       if (q >= nq) continue;
@@ -96,9 +95,10 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
     // already be in the CQ behind them (it lands in the receive left posted
     // ahead, perf_post_ahead).
     int n = perf_poll(c, wc, o->iters - got < 16 ? (int)(o->iters - got) : 16, 30000);
-    if (n <= 0) fail(n < 0 ? "poll_cq" : "no receive for 30 s");
+    if (n < 0) fail("poll_cq");
+    if (n == 0) perf_fail_stall(c, "Send to receive", 30);
     for (int i = 0; i < n; i++) {
-      if (wc[i].status != IBV_WC_SUCCESS) fail("receive completion");
+      if (wc[i].status != IBV_WC_SUCCESS) perf_fail_wc(c, "receive of a Send", &wc[i]);
       if (wc[i].opcode == IBV_WC_RECV) got++;
     }
   }

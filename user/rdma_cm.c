@@ -222,7 +222,9 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr) {
 }
 
 // The event queue and synchronous completion come below; resolution
-// queues its events like the exchange does.
+// queues its events like the exchange does. rdma_resolve_addr asks ARP
+// for the peer (up to timeout_ms): no answer is ADDR_ERROR with
+// -EHOSTUNREACH, as librdmacm reports an address that does not resolve.
 static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
                         struct id_priv *listen, const struct rct_cm_msg *m);
 static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want);
@@ -232,11 +234,15 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct s
                       int timeout_ms) {
   uint32_t ip, sip = 0;
   uint16_t port, sport = 0;
-  (void)timeout_ms;
+  uint8_t mac[6];
   if (!id || sin_of(dst_addr, &ip, &port) < 0 || ip == 0) return fail_errno(EINVAL);
   if (src_addr && sin_of(src_addr, &sip, &sport) < 0) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (attach_device(id) < 0) return -1;
+  if (arpwait(ip, mac, timeout_ms) == -2) {          // no ARP answer in timeout_ms: no host there
+    queue_event(p, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, NULL, NULL);
+    return p->sync ? sync_complete(p, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+  }
   if (!p->bound) rdmax_sockaddr(&id->route.addr.src_sin, sip ? sip : rdmau_local_ipv4(id->verbs), sport);
   rdmax_sockaddr(&id->route.addr.dst_sin, ip, port ? port : RDMA_CM_PORT);
   p->addr_set = 1;

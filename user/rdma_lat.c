@@ -20,7 +20,9 @@
 #include "rdma_util.h"
 
 static void fail(const char *m) { printf("rdma_lat: %s\n", m); exit(1); }
-static void fail_wc(const struct ibv_wc *wc) { fail(ibv_wc_status_str(wc->status)); }
+static struct perf_conn *conn;
+static const char *op_now = "?";      // what the failing completion was for
+static void fail_wc(const struct ibv_wc *wc) { perf_fail_wc(conn, op_now, wc); }
 
 static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
@@ -40,7 +42,7 @@ static void reap(struct perf_conn *c, int want_opcode) {
   for (;;) {
     int n = perf_poll(c, &wc, 1, 30000);
     if (n < 0) fail("poll_cq");
-    if (n == 0) fail("no completion for 30 s");
+    if (n == 0) perf_fail_stall(c, "completion", 30);
     if (wc.status != IBV_WC_SUCCESS) fail_wc(&wc);
     if ((int)wc.opcode == want_opcode) return;
     if (wc.opcode == IBV_WC_RECV) c->early_recvs++;   // the peer's next sync, for perf_sync
@@ -69,7 +71,7 @@ static void wait_tag(struct perf_conn *c, uint32_t size, uint8_t t, int events) 
   uint8_t seen;
   while ((seen = *last) != t) {
     now = clock_ns();
-    if (now > end) fail("no data for 30 s");
+    if (now > end) perf_fail_stall(c, "answering RDMA WRITE", 30);
     if (now >= next_check) { check_cq(c); next_check = now + 10000000; }
     if (events && ibvx_wait_write(last, seen, 10) == EINVAL) fail("wait_write");
   }
@@ -146,9 +148,9 @@ int main(int argc, char **argv) {
   struct perf_conn c;
   perf_parse(&o, argc, argv, "rdma_lat");
   if (o.min_rto_us == 0) o.min_rto_us = PERF_LAT_MIN_RTO_US;
-  if (!o.all && o.size == 65536) o.size = 2;      // perftest's default latency size
-  if (o.all && o.size == (1u << 23)) o.size = 1u << 16;
   perf_connect(&c, &o);
+  conn = &c;
+  op_now = perf_op_name(o.op);
   uint64 *samples = malloc(sizeof(uint64) * o.iters);
   if (!samples) fail("memory");
   int client = !c.is_server;

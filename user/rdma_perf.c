@@ -11,58 +11,121 @@ const char *perf_op_name(int op) {
   return op >= 0 && op <= 2 ? n[op] : "?";
 }
 
-static void usage(const char *what) {
-  printf("usage: %s [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-Q cq_mod] [-p port] [-e] [--sr]\n"
-         "       [--inflight pkts] [--min-rto us | --fixed-rto] [--stats] [--idle-qps n] [-q qps]\n"
-         "       [-L | <server ip>]\n", what);
+static const char *prog = "perf";     // the tool's name (perf_parse), for messages
+
+// The numeric options: name, alias, the field (an int or uint32_t of
+// struct perf_opts), the allowed range and what it counts. perf_usage
+// prints the same rows, so --help states every limit.
+struct num_opt {
+  const char *name, *alias;
+  size_t off;
+  uint64_t min, max;
+  const char *units, *help;
+};
+static const struct num_opt num_opts[] = {
+  { "-s", NULL, offsetof(struct perf_opts, size), 1, PERF_MAX_SIZE, "bytes", "message size (with -a: the largest)" },
+  { "-n", NULL, offsetof(struct perf_opts, iters), 1, PERF_MAX_ITERS, "", "iterations per size" },
+  { "-d", NULL, offsetof(struct perf_opts, tx_depth), 1, PERF_MAX_TX_DEPTH, "WRs", "rdma_bw: WRs outstanding" },
+  { "-Q", "--cq-mod", offsetof(struct perf_opts, cq_mod), 1, PERF_MAX_TX_DEPTH, "WRs", "rdma_bw: one signaled WR every N (capped at -d)" },
+  { "-p", NULL, offsetof(struct perf_opts, port), 1, 65535, "", "the CM port" },
+  { "--inflight", NULL, offsetof(struct perf_opts, inflight), 1, RDMA_QP_MAX_INFLIGHT, "packets", "request packets in flight (default rdma_cm's)" },
+  { "--min-rto", NULL, offsetof(struct perf_opts, min_rto_us), 1, PERF_MAX_MIN_RTO_US, "us", "adaptive RTO floor" },
+  { "--idle-qps", NULL, offsetof(struct perf_opts, idle_qps), 0, PERF_MAX_IDLE_QPS, "QPs", "rdma_bw: idle connected QPs beside the busy one" },
+  { "-q", "--qp", offsetof(struct perf_opts, num_qps), 1, PERF_MAX_QPS, "QPs", "rdma_bw: connections, WRITE and READ over rdma_cm" },
+};
+#define NUM_OPTS (int)(sizeof num_opts / sizeof num_opts[0])
+
+static void perf_usage(const char *what, const struct perf_opts *dflt) {
+  uint32_t all_top = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
+  printf("usage: %s [options] [-L | <server ip>]   (no address: the server; -L: both ends in this guest)\n"
+         "  -t write|read|send   the operation (default write)\n"
+         "  -a                   every size 2, 4, ... up to -s (default %u)\n"
+         "  -e, --events         sleep for completions instead of polling\n"
+         "  --sr                 selective repeat instead of go-back-N\n"
+         "  --fixed-rto          the IBTA ACK timeout alone, no adaptive RTO\n"
+         "  --stats              the QP's transport counters and the guest's CPU per frame\n", what, all_top);
+  for (int i = 0; i < NUM_OPTS; i++) {
+    const struct num_opt *n = &num_opts[i];
+    uint32_t d = *(const uint32_t *)((const char *)dflt + n->off);
+    char label[32];
+    snprintf(label, sizeof label, "%s%s%s N", n->name, n->alias ? ", " : "", n->alias ? n->alias : "");
+    printf("  %-20s %s: %lu..%lu%s%s", label, n->help, n->min, n->max, n->units[0] ? " " : "", n->units);
+    if (d) printf(" (default %u)", d);
+    printf("\n");
+  }
+}
+
+// A one-line complaint about the command line and exit(2).
+static void bad_arg(const char *what, const char *fmt, const char *arg) {
+  printf("%s: ", what);
+  printf(fmt, arg);
+  printf("; %s --help lists the options and their limits\n", what);
   exit(2);
 }
 
-void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
+static const struct num_opt *num_opt(const char *a) {
+  for (int i = 0; i < NUM_OPTS; i++)
+    if (strcmp(a, num_opts[i].name) == 0 || (num_opts[i].alias && strcmp(a, num_opts[i].alias) == 0))
+      return &num_opts[i];
+  return NULL;
+}
+
+static void set_num(struct perf_opts *o, const struct num_opt *n, const char *a, const char *v, const char *what) {
+  uint64_t x = rdmau_num(what, a, v, n->min, n->max, n->units);
+  *(uint32_t *)((char *)o + n->off) = (uint32_t)x;      // every field in the table is 32 bits wide
+}
+
+// Each tool's defaults: rdma_lat measures 2-byte messages, and -a goes to 64 KiB.
+static void perf_defaults(struct perf_opts *o, const char *what) {
+  int lat = strcmp(what, "rdma_lat") == 0;
   memset(o, 0, sizeof *o);
   o->op = PERF_WRITE;
-  o->size = 65536;
+  o->size = lat ? 2 : 65536;
   o->iters = 1000;
   o->tx_depth = 64;
   o->cq_mod = 16;
   o->port = RDMA_CM_PORT;
   o->num_qps = 1;
-  int size_set = 0;
+}
+
+void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
+  _Static_assert(sizeof(int) == sizeof(uint32_t), "num_opts writes 32-bit fields");
+  prog = what;
+  perf_defaults(o, what);
+  int size_set = 0, have_ip = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "-t") == 0 && i + 1 < argc) {
+    const struct num_opt *n = num_opt(a);
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { perf_usage(what, o); exit(0); }
+    if ((n || strcmp(a, "-t") == 0) && i + 1 >= argc) bad_arg(what, "%s needs a value", a);
+    if (n) {
+      set_num(o, n, a, argv[++i], what);
+      size_set |= strcmp(a, "-s") == 0;
+    } else if (strcmp(a, "-t") == 0) {
       const char *t = argv[++i];
       o->op = strcmp(t, "read") == 0 ? PERF_READ : strcmp(t, "send") == 0 ? PERF_SEND :
               strcmp(t, "write") == 0 ? PERF_WRITE : -1;
-      if (o->op < 0) usage(what);
-    } else if (strcmp(a, "-s") == 0 && i + 1 < argc) { o->size = (uint32_t)atoi(argv[++i]); size_set = 1; }
-    else if (strcmp(a, "-n") == 0 && i + 1 < argc) o->iters = (uint32_t)atoi(argv[++i]);
-    else if (strcmp(a, "-d") == 0 && i + 1 < argc) o->tx_depth = atoi(argv[++i]);
-    else if ((strcmp(a, "-Q") == 0 || strcmp(a, "--cq-mod") == 0) && i + 1 < argc) o->cq_mod = atoi(argv[++i]);
-    else if (strcmp(a, "-p") == 0 && i + 1 < argc) o->port = atoi(argv[++i]);
+      if (o->op < 0) bad_arg(what, "-t %s: not an operation (write, read or send)", t);
+    }
     else if (strcmp(a, "-a") == 0) o->all = 1;
     else if (strcmp(a, "--sr") == 0) o->sr = 1;
     else if (strcmp(a, "-e") == 0 || strcmp(a, "--events") == 0) o->events = 1;
-    else if (strcmp(a, "--inflight") == 0 && i + 1 < argc) o->inflight = (uint32_t)atoi(argv[++i]);
-    else if (strcmp(a, "--min-rto") == 0 && i + 1 < argc) o->min_rto_us = (uint32_t)atoi(argv[++i]);
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "--stats") == 0) o->stats = 1;
-    else if (strcmp(a, "--idle-qps") == 0 && i + 1 < argc) o->idle_qps = atoi(argv[++i]);
-    else if ((strcmp(a, "-q") == 0 || strcmp(a, "--qp") == 0) && i + 1 < argc) o->num_qps = atoi(argv[++i]);
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
-    else if (a[0] != '-' && rdmau_parse_ipv4(a, &o->server_ip) == 0) ;
-    else usage(what);
+    else if (a[0] == '-') bad_arg(what, "%s: unknown option", a);
+    else if (have_ip || rdmau_parse_ipv4(a, &o->server_ip) < 0 || o->server_ip == 0)
+      bad_arg(what, have_ip ? "%s: one server address only" : "%s: not an IPv4 address (a.b.c.d)", a);
+    else have_ip = 1;
   }
-  if (o->all && !size_set) o->size = 1u << 23;
-  if (o->size < 1 || o->size > (1u << 23) || o->iters < 1 || o->tx_depth < 1 || o->tx_depth > 128) usage(what);
-  if (o->cq_mod < 1 || o->idle_qps < 0 || o->idle_qps > PERF_MAX_IDLE_QPS) usage(what);
+  if (o->all && !size_set) o->size = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
   // More QPs: WRITE and READ over the CM (SEND's receives stay on one QP).
-  if (o->num_qps < 1 || o->num_qps > PERF_MAX_QPS ||
-      (o->num_qps > 1 && (o->op == PERF_SEND || o->loopback))) usage(what);
+  if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write or read", "-q");
+  if (o->num_qps > 1 && o->loopback) bad_arg(what, "%s: more than one QP needs two guests (not -L)", "-q");
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
 }
 
-static void die(const char *m) { printf("perf: %s\n", m); exit(1); }
+static void die(const char *m) { printf("%s: %s\n", prog, m); exit(1); }
 
 static void resources(struct perf_conn *c, const struct perf_opts *o) {
   uint32_t len = o->size;
@@ -174,7 +237,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
   c->is_server = o->server_ip == 0;
   if (c->is_server) {
     struct rdma_cm_id *lid;
-    if (rdmau_cm_listen(&lid, o->port)) die("listen");
+    if (rdmau_cm_listen(&lid, o->port)) rdmau_cm_die(prog, "listen on", 0, o->port, NULL, errno);
     printf("waiting for a client on port %d\n", o->port);
     if (rdma_get_request(lid, &c->id)) die("no request");
     const struct rdma_conn_param *req = &c->id->event->param.conn;
@@ -184,6 +247,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
       die("bad parameters");
     }
     rdmax_unpack_mr(in + 20, &c->raddr, &c->rkey, &c->buf_len);
+    c->peer_ip = ntohl(((struct sockaddr_in *)rdma_get_peer_addr(c->id))->sin_addr.s_addr);
     resources(c, o);
     init_and_post_ahead(c);
     c->id->qp = c->qp;
@@ -194,15 +258,16 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     if (o->num_qps > 1) c->lid = lid;     // its channel carries the further connections
     else rdma_destroy_id(lid);
   } else {
+    c->peer_ip = o->server_ip;
     resources(c, o);
     init_and_post_ahead(c);
-    if (rdmau_cm_resolve(&c->id, o->server_ip, o->port)) die("resolve");
+    if (rdmau_cm_resolve(&c->id, o->server_ip, o->port)) rdmau_cm_die(prog, "connect to", o->server_ip, o->port, NULL, errno);
     c->id->qp = c->qp;
     pack_params(pd, o);
     rdmax_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
     set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36 };
-    if (rdma_connect(c->id, &p)) die("connect");
+    if (rdma_connect(c->id, &p)) rdmau_cm_die(prog, "connect to", o->server_ip, o->port, c->id, errno);
     uint32_t len;
     rdmax_unpack_mr(c->id->event->param.conn.private_data, &c->raddr, &c->rkey, &len);
   }
@@ -214,7 +279,7 @@ static struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch, struct rdm
   struct rdma_cm_event *e;
   if (rdmax_get_cm_event_timeout(ch, &e, 30000) < 0) die("CM: no event in 30 s");
   if ((id && e->id != id) || (int)e->event != want) {
-    printf("perf: CM: %s (status %d), waiting for %s\n", rdma_event_str(e->event), e->status,
+    printf("%s: CM: %s (status %d), waiting for %s\n", prog, rdma_event_str(e->event), e->status,
            rdma_event_str((enum rdma_cm_event_type)want));
     exit(1);
   }
@@ -245,9 +310,10 @@ static void connect_more(struct perf_conn *c, struct perf_opts *o) {
     struct rdma_cm_id *id;
     if (rdma_create_id(c->ech, &id, NULL, RDMA_PS_TCP)) die("-q: create_id");
     c->ids[i] = id;
-    if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000)) die("-q: resolve_addr");
+    if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, RDMAU_RESOLVE_MS))
+      rdmau_cm_die(prog, "-q: connect to", o->server_ip, o->port, NULL, errno);
     rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ADDR_RESOLVED));
-    if (rdma_resolve_route(id, 2000)) die("-q: resolve_route");
+    if (rdma_resolve_route(id, RDMAU_RESOLVE_MS)) die("-q: resolve_route");
     rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ROUTE_RESOLVED));
     id->qp = c->qps[i] = more_qp(c, o);
     set_transport(id, o);
@@ -255,7 +321,7 @@ static void connect_more(struct perf_conn *c, struct perf_opts *o) {
     put_be32(pd, PERF_MAGIC_MORE);
     put_be32(pd + 4, (uint32_t)i);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 8 };
-    if (rdma_connect(id, &p)) die("-q: connect");
+    if (rdma_connect(id, &p)) rdmau_cm_die(prog, "-q: connect to", o->server_ip, o->port, id, errno);
     rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ESTABLISHED));
     c->nqp = i + 1;
   }
@@ -369,12 +435,8 @@ void perf_sync(struct perf_conn *c) {
   }
   while (!got_recv || !got_send) {
     int n = rdmau_wait(c->cq, &wc, 60000);
-    if (n != 1) die("sync: no completion in 60 s");
-    if (wc.status != IBV_WC_SUCCESS) {
-      printf("perf: sync: wr_id 0x%lx %s (vendor_err 0x%x)\n", wc.wr_id, ibv_wc_status_str(wc.status), wc.vendor_err);
-      perf_dump_qp(c);
-      exit(1);
-    }
+    if (n != 1) perf_fail_stall(c, "completion of the sync exchange", 60);
+    if (wc.status != IBV_WC_SUCCESS) perf_fail_wc(c, wc.wr_id == PERF_WR_SYNC ? "sync SEND" : "sync receive", &wc);
     if (wc.opcode == IBV_WC_RECV && got_recv) {
       // The client's own SYNC is still unacknowledged (its ACK was lost)
       // and the server's next SEND, its BYE, came too: it is kept for
@@ -428,6 +490,27 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
          b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf);
 }
 
+// "(peer a.b.c.d)" or "(loopback)".
+static const char *peer_str(const struct perf_conn *c) {
+  static char b[32];
+  if (c->to_peer >= 0) return "(loopback)";
+  snprintf(b, sizeof b, "(peer %s)", inet_ntoa((struct in_addr){ htonl(c->peer_ip) }));
+  return b;
+}
+
+void perf_fail_stall(const struct perf_conn *c, const char *what, int secs) {
+  printf("%s: no %s within %d s %s\n", prog, what, secs, peer_str(c));
+  perf_dump_qp(c);
+  exit(1);
+}
+
+void perf_fail_wc(const struct perf_conn *c, const char *what, const struct ibv_wc *wc) {
+  printf("%s: %s %s", prog, what, peer_str(c));
+  printf(": %s (wr_id 0x%lx, vendor_err 0x%x)\n", ibv_wc_status_str(wc->status), wc->wr_id, wc->vendor_err);
+  perf_dump_qp(c);
+  exit(1);
+}
+
 void perf_dump_qp(const struct perf_conn *c) {
   struct rdma_qp_stats s;
   if (!c->qp || rdma_qp_stats((int)c->qp->handle, &s) != 0) return;
@@ -479,11 +562,8 @@ static void perf_bye(struct perf_conn *c) {
     return;
   }
   do {
-    if (rdmau_wait(c->cq, &wc, 60000) != 1) {
-      perf_dump_qp(c);
-      die("bye: no completion in 60 s");
-    }
-    if (wc.status != IBV_WC_SUCCESS) die("bye: receive failed");
+    if (rdmau_wait(c->cq, &wc, 60000) != 1) perf_fail_stall(c, "BYE from the server", 60);
+    if (wc.status != IBV_WC_SUCCESS) perf_fail_wc(c, "receive of the server's BYE", &wc);
   } while (wc.opcode != IBV_WC_RECV);
 }
 

@@ -17,6 +17,11 @@
 
 enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
 
+#define PERF_MAX_SIZE (1u << 23)   // -s: 8 MiB, perftest's -a top (one buffer per side)
+#define PERF_LAT_MAX_ALL_SIZE (1u << 16)   // rdma_lat -a without -s: 64 KiB
+#define PERF_MAX_ITERS (1u << 22)  // -n: a sample (8 bytes) per iteration, 32 MiB of a 128 MiB guest
+#define PERF_MAX_TX_DEPTH 128      // -d: half the QP's 256 send WRs (resources())
+#define PERF_MAX_MIN_RTO_US 60000000u   // --min-rto: 60 s
 #define PERF_MAX_QPS 256       // -q: connections; 256 each way fit the device's max_qp (512)
 #define PERF_MAX_IDLE_QPS 510  // --idle-qps: the device's max_qp (512) but the busy QP and a spare
 // wr_ids of the WRs this library posts (the tools' own WRs use others).
@@ -68,10 +73,13 @@ struct perf_conn {
   int is_server;
   struct rdma_cm_id *id;
   int to_peer, from_peer;   // loopback: pipes for a tiny barrier
+  uint32_t peer_ip;    // the other guest (host order), for messages
   int early_recvs;     // receive completions taken before their reader (perf_sync, perf_bye) asked
 };
 
-// Parses argv; exits with a usage line on errors. `what` names the tool.
+// Parses argv; `what` names the tool. A bad argument prints one line that
+// names it and why (a number: the allowed range) and exits 2; -h/--help
+// prints every option with its limits and exits 0.
 void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what);
 // Connects (and in loopback mode forks). Returns 0 or exits.
 int perf_connect(struct perf_conn *c, struct perf_opts *o);
@@ -93,6 +101,11 @@ struct perf_cpu { uint64 now_ns, idle_ns, frames, nic_missed, nic_no_buf, lock_p
 void perf_cpu_sample(struct perf_cpu *s);
 // "cpu: busy ... us, ... frames, ... us/frame, ... lock waits parked" for the run between a and b.
 void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b);
+// "tool: what (peer a.b.c.d): <the WC status's name> (wr_id, vendor_err)",
+// the QP's counters, and exit(1): a failed completion, said for a person.
+void perf_fail_wc(const struct perf_conn *c, const char *what, const struct ibv_wc *wc);
+// "tool: no what within secs s (peer a.b.c.d)", the QP's counters, exit(1).
+void perf_fail_stall(const struct perf_conn *c, const char *what, int secs);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);

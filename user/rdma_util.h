@@ -40,9 +40,24 @@ int rdmau_parse_ipv4(const char *s, uint32_t *ip);
 // up to timeout_ms for the connection's DISCONNECTED event (the peer's
 // DREQ): 0, or -1 with errno ETIMEDOUT.
 struct rdma_cm_id;
+#define RDMAU_RESOLVE_MS 2000   // rdma_resolve_addr/route's timeout: the ARP wait for the peer
 int rdmau_cm_listen(struct rdma_cm_id **listen, int port);
 int rdmau_cm_resolve(struct rdma_cm_id **id, uint32_t ip, int port);
 int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
+// Why a synchronous rdma_cm step towards a peer failed, for a person:
+// from err (the step's errno) and, for rdma_connect, the id's last event
+// (id NULL when the id is gone): "refused (REJ NO_LISTENER: ...)",
+// "unreachable (no ARP answer ...)", "no answer within 1.5 s (...)", else
+// errno's text. The text lives until the next call.
+const char *rdmau_cm_why(const struct rdma_cm_id *id, int err);
+// "prog: what A.B.C.D port P: why" (rdmau_cm_why) and exit(1).
+void rdmau_cm_die(const char *prog, const char *what, uint32_t ip, int port,
+                  const struct rdma_cm_id *id, int err);
+// A number argument, strictly: decimal digits only, within [min, max].
+// Otherwise prints "prog: opt TEXT: not a number|out of range (allowed
+// min..max units)" and exits 2. units may be "" (none).
+uint64_t rdmau_num(const char *prog, const char *opt, const char *text, uint64_t min,
+                   uint64_t max, const char *units);
 // Print the device-wide counters (SYS_rdma_dev_stats) as "name value"
 // pairs, each followed by sep. Returns -1 if they cannot be read.
 int rdmau_print_dev_stats(const char *sep);

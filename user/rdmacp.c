@@ -27,6 +27,10 @@
 #include "rdma_sys.h"
 
 #define RING 4
+#define MIN_CHUNK 64
+#define MAX_CHUNK (1u << 22)     // -c: 4 MiB, so the ring (RING chunks) stays within 16 MiB
+#define MAX_TIMEOUT_CODE 31      // -T: the IBTA local ACK timeout is a 5-bit code
+#define MAX_MKFILE_SIZE (1ULL << 40)   // mkfile: a size that cannot wrap the counters
 #define MSG_READY 1
 #define MSG_CREDIT 2
 #define MSG_DONE 3
@@ -48,6 +52,19 @@ static int stall_ms(void) {
 }
 
 static void fail(const char *m) { printf("rdmacp: %s\n", m); exit(1); }
+
+// Why a file could not be opened (the file system sets no errno): the
+// path's own state, then the likely cause. Exits.
+static void fail_file(const char *verb, const char *path) {
+  struct stat st;
+  int exists = stat(path, &st) == 0;
+  const char *why = exists && st.type == T_DIR ? "it is a directory" :
+                    exists ? "the file system refused it" :
+                    strcmp(verb, "create") == 0 ? "its directory does not exist, or no free inode" :
+                    "no such file";
+  printf("rdmacp: cannot %s %s: %s\n", verb, path, why);
+  exit(1);
+}
 
 static uint64_t fnv(uint64_t h, const uint8_t *p, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
@@ -74,6 +91,43 @@ struct side {
   uint8_t *ring;
   struct msg msgs[RING + 2];     // receive slots [0, RING], send slot RING + 1
 };
+
+// wr_ids: a receive is its slot (0..RING), our message WR_MSG, chunk k WR_CHUNK + k.
+#define WR_MSG 1000
+#define WR_CHUNK 2000
+
+static uint32_t peer_ip;     // for messages
+
+// A failed completion, said for a person: what the WR was, to whom, and
+// the status's name. A flushed WR only follows the failure that moved the
+// QP to ERR, so the CQs are searched for that one first.
+// recv: wc came from the receive CQ.
+static void fail_wc(struct side *s, const struct ibv_wc *wc, int recv) {
+  struct ibv_wc cause = *wc, w;
+  for (int q = 0; q < 2 && cause.status == IBV_WC_WR_FLUSH_ERR; q++)
+    while (cause.status == IBV_WC_WR_FLUSH_ERR && ibv_poll_cq(q ? s->rcq : s->scq, 1, &w) == 1)
+      if (w.status != IBV_WC_SUCCESS && w.status != IBV_WC_WR_FLUSH_ERR) { cause = w; recv = q; }
+  char what[64];
+  if (recv) snprintf(what, sizeof what, "a receive (slot %lu)", cause.wr_id);
+  else if (cause.wr_id == WR_MSG) snprintf(what, sizeof what, "SEND of a READY/CREDIT/DONE message");
+  else snprintf(what, sizeof what, "RDMA WRITE_WITH_IMM of chunk %lu", cause.wr_id - WR_CHUNK);
+  printf("rdmacp: %s (peer %s): %s (vendor_err 0x%x)\n", what, inet_ntoa((struct in_addr){ htonl(peer_ip) }),
+         ibv_wc_status_str(cause.status), cause.vendor_err);
+  print_qp_counters(s->qp);
+  exit(1);
+}
+
+// No completion within stall_ms(): what we waited for, from whom, for how
+// long, and the QP's state and counters. Exits.
+static void fail_stall(struct side *s, const char *what) {
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  int st = ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia) == 0 ? (int)a.qp_state : -1;
+  printf("rdmacp: no %s from %s within %d s (QP state %s)\n", what, inet_ntoa((struct in_addr){ htonl(peer_ip) }),
+         stall_ms() / 1000, st < 0 ? "?" : ibvx_qp_state_str((enum ibv_qp_state)st));
+  print_qp_counters(s->qp);
+  exit(1);
+}
 
 static void setup(struct side *s) {
   s->ctx = rdmau_open();
@@ -115,7 +169,7 @@ static void post_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
   struct msg *m = &s->msgs[RING + 1];
   m->type = type; m->seq = seq; m->value = value;
   struct ibv_sge sge = { (uint64_t)m, sizeof *m, s->msg_mr->lkey };
-  struct ibv_send_wr wr = { .wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+  struct ibv_send_wr wr = { .wr_id = WR_MSG, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                             .send_flags = IBV_SEND_SIGNALED }, *bad;
   if (ibv_post_send(s->qp, &wr, &bad)) fail("post_send");
 }
@@ -124,9 +178,9 @@ static void send_msg(struct side *s, uint32_t type, uint32_t seq, uint64_t value
   post_msg(s, type, seq, value);
   struct ibv_wc wc;            // the message buffer is reused: wait for it
   for (;;) {                   // (WRITE completions may come first: they carry nothing new)
-    if (rdmau_wait(s->scq, &wc, stall_ms()) != 1) fail("no send completion");
-    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
-    if (wc.wr_id == 1000) return;
+    if (rdmau_wait(s->scq, &wc, stall_ms()) != 1) fail_stall(s, "completion of our SEND");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(s, &wc, 0);
+    if (wc.wr_id == WR_MSG) return;
   }
 }
 
@@ -134,9 +188,10 @@ static int do_recv(void) {
   struct side s;
   setup(&s);
   struct rdma_cm_id *lid, *id;
-  if (rdmau_cm_listen(&lid, port)) fail("listen");
+  if (rdmau_cm_listen(&lid, port)) rdmau_cm_die("rdmacp", "listen on", 0, port, NULL, errno);
   printf("rdmacp: waiting on port %d\n", port);
   if (rdma_get_request(lid, &id)) fail("no request");
+  peer_ip = ntohl(((struct sockaddr_in *)rdma_get_peer_addr(id))->sin_addr.s_addr);
   const uint8_t *req = id->event->param.conn.private_data;
   uint64_t size = 0;
   for (int i = 0; i < 8; i++) size = (size << 8) | req[i];
@@ -146,7 +201,12 @@ static int do_recv(void) {
   memcpy(name, req + 8, nlen);
   name[nlen] = 0;
   int fd = open(name, O_CREATE | O_WRONLY | O_TRUNC);
-  if (fd < 0) { rdma_reject(id, NULL, 0); fail("cannot create the file"); }
+  if (fd < 0) {                                    // the reason goes to the sender in the REJ
+    char why[RDMA_CM_PRIVATE_MAX];
+    snprintf(why, sizeof why, "cannot create %s", name);
+    rdma_reject(id, why, (uint8_t)(strlen(why) + 1));
+    fail_file("create", name);
+  }
   uint8_t pd[20];
   rdmax_pack_mr(pd, (uint64_t)s.ring, s.mr->rkey, chunk * RING);
   for (int i = 0; i < 4; i++) pd[16 + i] = (uint8_t)(chunk >> (24 - 8 * i));
@@ -161,15 +221,18 @@ static int do_recv(void) {
   uint64 t0 = clock_ns();
   for (;;) {
     struct ibv_wc wc;
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
-    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "chunk or DONE");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 1);
     int slot = (int)wc.wr_id;
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
       uint32_t seq = ntohl(wc.imm_data);
       if (seq != next) fail("chunk out of order");
       uint32_t len = size - got < chunk ? (uint32_t)(size - got) : chunk;
       uint8_t *data = s.ring + (size_t)(seq % RING) * chunk;
-      if (write(fd, data, (int)len) != (int)len) fail("file write");
+      if (write(fd, data, (int)len) != (int)len) {
+        printf("rdmacp: write to %s at byte %lu failed (file system full?)\n", name, got);
+        exit(1);
+      }
       sum = fnv(sum, data, len);
       got += len;
       next++;
@@ -193,20 +256,25 @@ static int do_recv(void) {
 static int do_send(const char *path, uint32_t ip, const char *dest) {
   struct stat st;
   int fd = open(path, O_RDONLY);
-  if (fd < 0 || fstat(fd, &st) < 0) fail("cannot open the file");
+  if (fd < 0 || fstat(fd, &st) < 0) fail_file("open", path);
+  if (st.type == T_DIR) fail_file("send", path);
   struct side s;
   setup(&s);
   uint8_t pd[RDMA_CM_PRIVATE_MAX];
   int nlen = (int)strlen(dest);
-  if (nlen < 1 || nlen > RDMA_CM_PRIVATE_MAX - 9) fail("destination name too long");
+  if (nlen < 1 || nlen > RDMA_CM_PRIVATE_MAX - 9) {
+    printf("rdmacp: destination name %s: 1..%d characters\n", dest, RDMA_CM_PRIVATE_MAX - 9);
+    exit(2);
+  }
   for (int i = 0; i < 8; i++) pd[i] = (uint8_t)(st.size >> (56 - 8 * i));
   memcpy(pd + 8, dest, nlen);
   struct rdma_cm_id *id;
-  if (rdmau_cm_resolve(&id, ip, port)) fail("resolve");
+  peer_ip = ip;
+  if (rdmau_cm_resolve(&id, ip, port)) rdmau_cm_die("rdmacp", "connect to", ip, port, NULL, errno);
   id->qp = s.qp;
   set_transport(id);
   struct rdma_conn_param p = { .private_data = pd, .private_data_len = (uint8_t)(8 + nlen) };
-  if (rdma_connect(id, &p)) fail("connect");
+  if (rdma_connect(id, &p)) rdmau_cm_die("rdmacp", "connect to", ip, port, id, errno);
   const uint8_t *rep = id->event->param.conn.private_data;
   uint64_t raddr;
   uint32_t rkey, rlen;
@@ -224,10 +292,10 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
     if (ready && sent < st.size && credits > 0) {
       uint8_t *slot = s.ring + (size_t)(seq % RING) * chunk;
       uint32_t len = st.size - sent < chunk ? (uint32_t)(st.size - sent) : chunk;
-      if (read(fd, slot, (int)len) != (int)len) fail("file read");
+      if (read(fd, slot, (int)len) != (int)len) fail_file("read", path);
       sum = fnv(sum, slot, len);
       struct ibv_sge sge = { (uint64_t)slot, len, s.mr->lkey };
-      struct ibv_send_wr wr = { .wr_id = 2000 + seq, .sg_list = &sge, .num_sge = 1,
+      struct ibv_send_wr wr = { .wr_id = WR_CHUNK + seq, .sg_list = &sge, .num_sge = 1,
                                 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED }, *bad;
       wr.imm_data = htonl(seq);
       wr.wr.rdma.remote_addr = raddr + (uint64_t)(seq % RING) * chunk;
@@ -238,9 +306,9 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
     }
     struct ibv_wc wc;
     while (ibv_poll_cq(s.scq, 1, &wc) == 1)                // WRITE completions: errors only matter
-      if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("stalled");
-    if (wc.status != IBV_WC_SUCCESS) { printf("rdmacp: %s\n", ibv_wc_status_str(wc.status)); exit(1); }
+      if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 0);
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "credit");
+    if (wc.status != IBV_WC_SUCCESS) fail_wc(&s, &wc, 1);
     if (wc.opcode != IBV_WC_RECV) continue;
     struct msg *m = &s.msgs[wc.wr_id];
     if (m->type == MSG_READY) { ready = 1; credits = (int)m->seq; }
@@ -250,7 +318,7 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
   send_msg(&s, MSG_DONE, seq, sum);
   struct ibv_wc wc;
   for (;;) {
-    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail("no result");
+    if (rdmau_wait(s.rcq, &wc, stall_ms()) != 1) fail_stall(&s, "result");
     if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV) continue;
     if (s.msgs[wc.wr_id].type == MSG_RESULT) break;
   }
@@ -267,13 +335,16 @@ static int do_send(const char *path, uint32_t ip, const char *dest) {
 // xorshift64: reproducible file contents from a seed.
 static int do_mkfile(const char *path, uint64_t size, uint64_t seed) {
   int fd = open(path, O_CREATE | O_WRONLY | O_TRUNC);
-  if (fd < 0) fail("cannot create the file");
+  if (fd < 0) fail_file("create", path);
   static uint64_t buf[1024];
   uint64_t x = seed * 2654435761ULL + 88172645463325252ULL, sum = FNV_INIT;
   for (uint64_t done = 0; done < size;) {
     for (int i = 0; i < 1024; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; buf[i] = x; }
     uint32_t n = size - done < sizeof buf ? (uint32_t)(size - done) : (uint32_t)sizeof buf;
-    if (write(fd, buf, (int)n) != (int)n) fail("file write");
+    if (write(fd, buf, (int)n) != (int)n) {
+      printf("rdmacp: write to %s at byte %lu failed (file system full?)\n", path, done);
+      exit(1);
+    }
     sum = fnv(sum, (uint8_t *)buf, n);
     done += n;
   }
@@ -284,41 +355,70 @@ static int do_mkfile(const char *path, uint64_t size, uint64_t seed) {
 
 static int do_sum(const char *path) {
   int fd = open(path, O_RDONLY);
-  if (fd < 0) fail("cannot open the file");
+  if (fd < 0) fail_file("open", path);
   static uint8_t buf[8192];
   uint64_t sum = FNV_INIT, size = 0;
   int n;
   while ((n = read(fd, buf, sizeof buf)) > 0) { sum = fnv(sum, buf, (uint32_t)n); size += (uint64_t)n; }
   close(fd);
-  if (n < 0) fail("file read");
+  if (n < 0) fail_file("read", path);
   printf("rdmacp: sum %s: %lu bytes, checksum %lx\n", path, size, sum);
   return 0;
 }
 
+static void usage(int status) {
+  printf("usage: rdmacp recv [-p port] [-c chunk] [--sr] [-T code]      on the receiving guest\n"
+         "       rdmacp send <file> <ip> [dest] [-c chunk] [-p port] [--sr] [-T code]\n"
+         "       rdmacp mkfile <file> <size> [seed] | rdmacp sum <file>\n"
+         "  -c chunk  bytes per RDMA WRITE, %d..%u (default 65536; the receiver's ring decides)\n"
+         "  -p port   the CM port, 1..65535 (default %d)\n"
+         "  -T code   fixed IBTA local ACK timeout, 4.096 us x 2^code, 0..%d (0: adaptive RTO)\n"
+         "  --sr      offer selective repeat\n"
+         "  size      0..%lu bytes; seed 0..18446744073709551615 (default 1)\n",
+         MIN_CHUNK, MAX_CHUNK, RDMA_CM_PORT, MAX_TIMEOUT_CODE, (uint64)MAX_MKFILE_SIZE);
+  exit(status);
+}
+
+// One line about a bad command line, then exit(2).
+static void bad_usage(const char *fmt, const char *arg) {
+  printf("rdmacp: ");
+  printf(fmt, arg);
+  printf("; rdmacp --help for the usage\n");
+  exit(2);
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    printf("usage: rdmacp recv [-p port] [--sr] [-T code] | rdmacp send <file> <ip> [dest] [-c chunk] [-p port] [--sr] [-T code]\n"
-           "       rdmacp mkfile <file> <size> [seed] | rdmacp sum <file>\n");
-    exit(2);
-  }
+  if (argc < 2) usage(2);
+  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) usage(0);
+  static const char *const cmds[] = { "recv", "send", "mkfile", "sum" };
+  static const int max_pos[] = { 0, 3, 3, 1 }, min_pos[] = { 0, 2, 2, 1 };
+  int cmd = -1;
+  for (int i = 0; i < 4; i++) if (strcmp(argv[1], cmds[i]) == 0) cmd = i;
+  if (cmd < 0) bad_usage("%s: not a command (recv, send, mkfile or sum)", argv[1]);
   const char *pos[3] = { 0, 0, 0 };
   int npos = 0;
   for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) chunk = (uint32_t)atoi(argv[++i]);
-    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
-    else if (strcmp(argv[i], "-T") == 0 && i + 1 < argc) ack_timeout = (uint8_t)atoi(argv[++i]);
-    else if (npos < 3) pos[npos++] = argv[i];
+    const char *a = argv[i];
+    int takes = strcmp(a, "-c") == 0 || strcmp(a, "-p") == 0 || strcmp(a, "-T") == 0;
+    if (takes && i + 1 >= argc) bad_usage("%s needs a value", a);
+    if (strcmp(a, "-c") == 0) chunk = (uint32_t)rdmau_num("rdmacp", a, argv[++i], MIN_CHUNK, MAX_CHUNK, "bytes");
+    else if (strcmp(a, "-p") == 0) port = (int)rdmau_num("rdmacp", a, argv[++i], 1, 65535, "");
+    else if (strcmp(a, "-T") == 0) ack_timeout = (uint8_t)rdmau_num("rdmacp", a, argv[++i], 0, MAX_TIMEOUT_CODE, "");
+    else if (strcmp(a, "--sr") == 0) use_sr = 1;
+    else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage(0);
+    else if (a[0] == '-' && a[1]) bad_usage("%s: unknown option", a);
+    else if (npos < max_pos[cmd]) pos[npos++] = a;
+    else bad_usage("%s: one argument too many", a);
   }
-  if (chunk < 64 || chunk > (1u << 22)) fail("chunk must be 64..4194304");
-  if (ack_timeout > 31) fail("-T: the timeout code is 0..31");
-  if (strcmp(argv[1], "recv") == 0) return do_recv();
-  if (strcmp(argv[1], "mkfile") == 0 && npos >= 2)
-    return do_mkfile(pos[0], (uint64_t)atoi(pos[1]), npos > 2 ? (uint64_t)atoi(pos[2]) : 1);
-  if (strcmp(argv[1], "sum") == 0 && npos >= 1) return do_sum(pos[0]);
-  if (strcmp(argv[1], "send") != 0 || npos < 2) fail("usage: rdmacp send <file> <ip> [dest]");
+  if (npos < min_pos[cmd]) bad_usage("%s: missing arguments", argv[1]);
+  if (cmd == 0) return do_recv();
+  if (cmd == 2) {
+    uint64_t size = rdmau_num("rdmacp", "mkfile size", pos[1], 0, MAX_MKFILE_SIZE, "bytes");
+    return do_mkfile(pos[0], size, pos[2] ? rdmau_num("rdmacp", "mkfile seed", pos[2], 0, ~0ULL, "") : 1);
+  }
+  if (cmd == 3) return do_sum(pos[0]);
   uint32_t ip;
-  if (rdmau_parse_ipv4(pos[1], &ip) < 0) fail("bad ip");
+  if (rdmau_parse_ipv4(pos[1], &ip) < 0 || ip == 0) bad_usage("%s: not an IPv4 address (a.b.c.d)", pos[1]);
   const char *dest = pos[2] ? pos[2] : pos[0];
   if (!pos[2]) { const char *b = strchr(dest, '/'); while (b) { dest = b + 1; b = strchr(dest, '/'); } }
   return do_send(pos[0], ip, dest);

@@ -129,6 +129,7 @@ extern int errno;
 #define EISCONN     106
 #define ETIMEDOUT   110
 #define ECONNREFUSED 111
+#define EHOSTUNREACH 113
 #define EWOULDBLOCK EAGAIN
 char *strerror(int err);
 void perror(const char *what);

@@ -3,7 +3,8 @@
 #   make test-rdma        tests/rdma/run_all.py: rdmatest (loopback, 1 and 3
 #                         CPUs), rdmanet (0/1 % loss), the opcode x size
 #                         matrix under every impairment, the security checks,
-#                         rdmacp of 16 MiB at 1 % loss, a perf smoke run;
+#                         rdmacp of 16 MiB at 1 % loss, a perf smoke run,
+#                         the tools' error messages (run_errors.py);
 #                         ends with "N passed, M failed" over all of them
 #   make test-rdma-quick  rdmatest -q (no 1 MiB transfers) in one guest
 #   make test-rdma-examples  tests/rdma/run_examples.py: the rdma_cm examples
@@ -15,8 +16,10 @@
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz
 #   make rdma-demo        (make demo) tests/rdma/demo.py: two guests, 1 % loss
-#                         (seeded), rdmacp of a DEMO_SIZE file, checksums on
-#                         both sides, a summary of rate and counters
+#                         (seeded; DEMO_LOSS=5% or 0.05), per mode (go-back-N,
+#                         selective repeat) an rdmacp of a DEMO_SIZE file with
+#                         checksums on both sides and a 64 MiB rdma_bw WRITE
+#                         memory to memory; one table of both modes, RESULT
 #   make bench-rdma       bench/rdma/rdma_sweep.py: rdma_bw / rdma_lat sweeps
 #                         (2 B..8 MiB, loss 0/0.1/1/5 %, GBN vs SR, MTU 1024
 #                         vs 4096) -> bench/results/rdma-{bw,lat}.csv, .png,

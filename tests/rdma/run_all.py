@@ -27,6 +27,8 @@ Steps (times measured on the 2-core build machine, TCG):
                              host-drawn seed; free pages must come back
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
+  errors                     the tools' error messages: bad numbers, no answer,
+                             unreachable, refused (tests/rdma/run_errors.py)
 Usage: python3 tests/rdma/run_all.py [--skip NAME ...]
 """
 import argparse
@@ -51,9 +53,10 @@ def steps():
         ("cmtest", [PY, f"{HERE}/run_cmtest.py"]),
         ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
-        ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1",
+        ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),
+        ("errors", [PY, f"{HERE}/run_errors.py"]),
     ]
 
 
