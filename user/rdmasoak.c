@@ -22,14 +22,20 @@
 //       (its server killed, an outage longer than the retries) is counted
 //       and opened again; a byte that differs is fatal.
 //
-// Lines (the driver reads them): "rdmasoak: server listening on port N",
-// "rdmasoak: progress ops N bytes N conns N errors N" every SOAK_REPORT_S,
-// "rdmasoak: client done ops N bytes N conns N errors N: OK", and on a
-// difference "rdmasoak: VERIFY FAILED ..." and exit status 2.
+//   rdmasoak stat
+//       One line of the counters a soak compares before and after: free
+//       pages and processes (sysinfo), the RDMA objects alive and the free
+//       ring-pool pages (rdma_dev_stats), the free netbufs (netstat).
+//
+// Lines (the driver reads them) start "rdmasoak[pid]: ": "server listening
+// on port N", "progress ops N bytes N conns N errors N" every SOAK_REPORT_S,
+// "client done ops N bytes N conns N errors N", "client: OK", and on a
+// difference "VERIFY FAILED ..." and exit status 2.
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_cm.h"
 #include "rdma_util.h"
+#include "rdma_sys.h"
 
 #define SOAK_REGION    (128 * 1024)   // each connection's server region
 #define SOAK_MAX_RDMA  (64 * 1024)    // longest WRITE / READ / WRITE_WITH_IMM
@@ -43,6 +49,8 @@
 #define SOAK_IMM_UNIT  64             // WRITE_WITH_IMM offsets: imm * SOAK_IMM_UNIT
 #define SOAK_MAGIC     0x50a4c0deu
 #define SOAK_PDATA     20             // private data: the region (16 bytes) and its seed
+#define SOAK_BIND_TRIES 50            // a server binds its port every SOAK_BIND_TICKS ticks, this often
+#define SOAK_BIND_TICKS 20
 
 struct soak_hdr { uint32_t magic, seq, seed, len; };      // first bytes of a SEND / WRITE_WITH_IMM
 struct soak_reply { uint32_t magic, seq, status, sum; };  // the server's answer
@@ -51,6 +59,18 @@ enum { REPLY_OK = 1, REPLY_BAD = 2 };
 static const char *port_arg = "18600";
 
 // ---- shared: the pattern, sums, failure ----
+
+// One line "rdmasoak[pid]: ..." in one write, so the lines of several
+// processes on one console never mix.
+static void say(const char *fmt, ...) {
+  char line[256];
+  va_list ap;
+  int n = snprintf(line, sizeof line, "rdmasoak[%d]: ", getpid());
+  va_start(ap, fmt);
+  n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  write(1, line, n < (int)sizeof line ? n : (int)sizeof line - 1);
+}
 
 // n bytes of the stream seed names (xorshift32), so both ends can make them.
 static void fill(uint8_t *b, uint32_t n, uint32_t seed) {
@@ -72,17 +92,17 @@ static uint32_t fnv(const uint8_t *b, uint32_t n) {
 static int check_msg(const uint8_t *b, uint32_t len, const char *what) {
   static uint8_t want[SOAK_MAX_RDMA];
   struct soak_hdr h;
-  if (len < sizeof h) { printf("rdmasoak: VERIFY FAILED %s: %d bytes, no header\n", what, (int)len); return 0; }
+  if (len < sizeof h) { say("VERIFY FAILED %s: %d bytes, no header\n", what, (int)len); return 0; }
   memcpy(&h, b, sizeof h);
   if (h.magic != SOAK_MAGIC || h.len != len) {
-    printf("rdmasoak: VERIFY FAILED %s: header magic %x len %d, %d bytes arrived\n", what, h.magic, (int)h.len,
+    say("VERIFY FAILED %s: header magic %x len %d, %d bytes arrived\n", what, h.magic, (int)h.len,
            (int)len);
     return 0;
   }
   fill(want, len - sizeof h, h.seed);
   for (uint32_t i = 0; i < len - sizeof h; i++)
     if (want[i] != b[sizeof h + i]) {
-      printf("rdmasoak: VERIFY FAILED %s seq %d: byte %d of %d is %x, sent %x\n", what, (int)h.seq,
+      say("VERIFY FAILED %s seq %d: byte %d of %d is %x, sent %x\n", what, (int)h.seq,
              (int)(sizeof h + i), (int)len, b[sizeof h + i], want[i]);
       return 0;
     }
@@ -90,7 +110,7 @@ static int check_msg(const uint8_t *b, uint32_t len, const char *what) {
 }
 
 static void die(const char *what) {
-  printf("rdmasoak: %s failed (errno %d)\n", what, errno);
+  say("%s failed (errno %d)\n", what, errno);
   exit(1);
 }
 
@@ -125,7 +145,7 @@ static int post_recv(struct sconn *c, int i) {
 
 // Frees everything connection c holds; its slot becomes free.
 static void sconn_close(struct sconn *c, const char *why) {
-  if (why) printf("rdmasoak: server closes a connection: %s\n", why);
+  if (why) say("server closes a connection: %s\n", why);
   rdma_disconnect(c->id);          // a DREQ if still connected; the id goes below
   rdma_destroy_qp(c->id);
   if (c->region_mr) ibv_dereg_mr(c->region_mr);
@@ -170,7 +190,7 @@ static void on_request(struct rdma_cm_id *id) {
   for (int i = 0; i < SOAK_MAX_CONN && !c; i++)
     if (!sconns[i].id) c = &sconns[i];
   if (!c) {
-    printf("rdmasoak: server full (%d connections), rejecting\n", SOAK_MAX_CONN);
+    say("server full (%d connections), rejecting\n", SOAK_MAX_CONN);
     rdma_reject(id, 0, 0);
     rdma_destroy_id(id);
     return;
@@ -179,7 +199,7 @@ static void on_request(struct rdma_cm_id *id) {
   id->context = c;
   uint32_t seed = random_u32();
   if (sconn_setup(c, seed)) {
-    printf("rdmasoak: server cannot set a connection up (errno %d)\n", errno);
+    say("server cannot set a connection up (errno %d)\n", errno);
     rdma_reject(id, 0, 0);
     sconn_close(c, 0);
     return;
@@ -216,7 +236,7 @@ static int answer(struct sconn *c, const uint8_t *b, uint32_t len, const char *w
 // One completion of c; -1 closes the connection.
 static int on_wc(struct sconn *c, const struct ibv_wc *wc) {
   if (wc->status != IBV_WC_SUCCESS) {
-    printf("rdmasoak: server connection: %s\n", ibv_wc_status_str(wc->status));
+    say("server connection: %s\n", ibv_wc_status_str(wc->status));
     return -1;
   }
   c->last_ns = clock_ns();
@@ -232,7 +252,7 @@ static int on_wc(struct sconn *c, const struct ibv_wc *wc) {
     uint32_t off = ntohl(wc->imm_data) * SOAK_IMM_UNIT;
     if (post_recv(c, i)) return -1;
     if (off > SOAK_REGION || wc->byte_len > SOAK_REGION - off) {
-      printf("rdmasoak: VERIFY FAILED WRITE_WITH_IMM: offset %d + %d bytes outside the region\n", (int)off,
+      say("VERIFY FAILED WRITE_WITH_IMM: offset %d + %d bytes outside the region\n", (int)off,
              (int)wc->byte_len);
       exit(2);
     }
@@ -290,14 +310,17 @@ static void server(int idle_s) {
   hints.ai_flags = RAI_PASSIVE;
   struct rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch || rdma_getaddrinfo(NULL, port_arg, &hints, &res)) die("server: channel or address");
-  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) || rdma_bind_addr(lid, res->ai_src_addr) ||
-      rdma_listen(lid, SOAK_MAX_CONN))
-    die("server: listen");
+  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP)) die("server: create_id");
+  // The server this one replaces (killed) may still be giving its port back.
+  for (int i = 0; rdma_bind_addr(lid, res->ai_src_addr); i++)
+    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: bind");
+    else sleep(SOAK_BIND_TICKS);
+  if (rdma_listen(lid, SOAK_MAX_CONN)) die("server: listen");
   rdma_freeaddrinfo(res);
   if (!(scomp = ibv_create_comp_channel(lid->verbs))) die("server: comp channel");
   fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
   fcntl(scomp->fd, F_SETFL, fcntl(scomp->fd, F_GETFL) | O_NONBLOCK);
-  printf("rdmasoak: server listening on port %s\n", port_arg);
+  say("server listening on port %s\n", port_arg);
   uint64_t next_report = clock_ns() + SOAK_REPORT_S * 1000000000ull;
   for (;;) {
     // The CM library's timers run only inside its calls: poll() wakes up often.
@@ -307,7 +330,7 @@ static void server(int idle_s) {
     serve_cqs();
     close_idle((uint64_t)idle_s * 1000000000ull);
     if (clock_ns() >= next_report) {
-      printf("rdmasoak: server progress ops %lu bytes %lu conns %lu open %d\n", s_ops, s_bytes, s_conns,
+      say("server progress ops %lu bytes %lu conns %lu open %d\n", s_ops, s_bytes, s_conns,
              live_conns());
       next_report += SOAK_REPORT_S * 1000000000ull;
     }
@@ -396,18 +419,18 @@ static int wait_comps(struct cconn *c, int n, uint32_t seq, uint32_t sum, const 
   for (int got = 0; got < n; got++) {
     struct ibv_wc wc;
     if (rdmau_wait(c->cq, &wc, SOAK_OP_MS) != 1) {
-      printf("rdmasoak: client %s: no completion in %d ms\n", what, SOAK_OP_MS);
+      say("client %s: no completion in %d ms\n", what, SOAK_OP_MS);
       return -1;
     }
     if (wc.status != IBV_WC_SUCCESS) {
-      printf("rdmasoak: client %s: %s\n", what, ibv_wc_status_str(wc.status));
+      say("client %s: %s\n", what, ibv_wc_status_str(wc.status));
       return -1;
     }
     if (wc.opcode != IBV_WC_RECV) continue;
     struct soak_reply r = C_REPLY(c)[wc.wr_id];
     if (post_reply_recv(c, (int)wc.wr_id)) return -1;
     if (r.magic != SOAK_MAGIC || r.seq != seq || r.status != REPLY_OK || r.sum != sum) {
-      printf("rdmasoak: VERIFY FAILED %s seq %d: server saw seq %d status %d sum %x, sent sum %x\n", what,
+      say("VERIFY FAILED %s seq %d: server saw seq %d status %d sum %x, sent sum %x\n", what,
              (int)seq, (int)r.seq, (int)r.status, r.sum, sum);
       exit(2);
     }
@@ -439,7 +462,7 @@ static int op_read(struct cconn *c, uint32_t off, uint32_t len) {
   if (memcmp(C_READ(c), C_MIRROR(c) + off, len) != 0) {
     uint32_t i = 0;
     while (C_READ(c)[i] == C_MIRROR(c)[off + i]) i++;
-    printf("rdmasoak: VERIFY FAILED READ of %d bytes at %d: byte %d is %x, the region holds %x\n", (int)len,
+    say("VERIFY FAILED READ of %d bytes at %d: byte %d is %x, the region holds %x\n", (int)len,
            (int)off, (int)i, C_READ(c)[i], C_MIRROR(c)[off + i]);
     exit(2);
   }
@@ -500,7 +523,7 @@ static int one_op(struct cconn *c) {
 }
 
 static void client_report(const char *what) {
-  printf("rdmasoak: %s ops %lu bytes %lu conns %lu errors %lu\n", what, c_ops, c_bytes, c_conns, c_errors);
+  say("%s ops %lu bytes %lu conns %lu errors %lu\n", what, c_ops, c_bytes, c_conns, c_errors);
 }
 
 static int client(int seconds, int nconn, int port, const uint32_t *ips, int nips) {
@@ -513,7 +536,7 @@ static int client(int seconds, int nconn, int port, const uint32_t *ips, int nip
     if (!c->id) {
       if (cconn_open(c, ips[next_server++ % nips], port)) {
         c_errors++;
-        printf("rdmasoak: client cannot connect (errno %d); again in 1 s\n", errno);
+        say("client cannot connect (errno %d); again in 1 s\n", errno);
         sleep_seconds(1);          // its server may be restarting
       }
       continue;
@@ -532,17 +555,29 @@ static int client(int seconds, int nconn, int port, const uint32_t *ips, int nip
   for (int i = 0; i < nconn; i++)
     if (conns[i].id) cconn_close(&conns[i], 1);
   client_report("client done");
-  printf("rdmasoak: client: OK\n");
+  say("client: OK\n");
   return 0;
 }
 
 static void usage(void) {
   printf("usage: rdmasoak server [-p port] [-i idle_s]\n"
-         "       rdmasoak client -t seconds [-s seed] [-q conns] [-p port] ip...\n");
+         "       rdmasoak client -t seconds [-s seed] [-q conns] [-p port] ip...\n"
+         "       rdmasoak stat\n");
   exit(1);
 }
 
+static int print_resources(void) {
+  struct sysinfo si;
+  struct rdma_dev_stats d;
+  if (sysinfo(&si) < 0 || rdma_dev_stats(&d) < 0) die("stat: sysinfo or rdma_dev_stats");
+  say("resources free_pages %lu procs %u pds %lu mrs %lu cqs %lu qps %lu chans %lu pool_free %lu "
+      "netbufs_free %lu\n", si.freepages, si.nproc, d.live_pds, d.live_mrs, d.live_cqs, d.live_qps,
+      d.live_chans, d.pool_free_pages, netstat_value(netstat_text(), "netbufs_free"));
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "stat") == 0) exit(print_resources());
   if (argc < 2) usage();
   int is_server = strcmp(argv[1], "server") == 0;
   if (!is_server && strcmp(argv[1], "client") != 0) usage();
@@ -563,5 +598,6 @@ int main(int argc, char **argv) {
   if (is_server) server(idle_s > 0 ? idle_s : 30);
   if (seconds < 1 || nips < 1 || nconn < 1 || nconn > SOAK_MAX_QCONN) usage();
   srand(seed);
+  say("client seed %u for %d s\n", seed, seconds);
   exit(client(seconds, nconn, atoi(port_arg), ips, nips));
 }
