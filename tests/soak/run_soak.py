@@ -250,13 +250,16 @@ class Soak:
                          f"link drops {drops}; kills {len(self.killed)}")
 
     def finish_clients(self):
-        """Waits for every client still running to print its clean end."""
+        """Waits for every client still running to print its end; the ones
+        that did not end cleanly, each with its last word."""
         deadline = time.monotonic() + 120
         missing = []
         for (i, pid), cmd in self.clients.items():
             try:
-                wait_text(self.xv6(i), 0, rf"rdmasoak\[{pid}\]: client: OK\n",
-                          max(1, deadline - time.monotonic()))
+                end = wait_text(self.xv6(i), 0, rf"rdmasoak\[{pid}\]: (client: OK|VERIFY FAILED[^\n]*|"
+                                rf"[^\n]* failed \(errno[^\n]*)\n", max(1, deadline - time.monotonic()))[1]
+                if end != "client: OK":
+                    missing.append(f"guest {i} pid {pid} ({cmd}): {end}")
             except GuestError as e:
                 missing.append(f"guest {i} pid {pid} ({cmd}): {str(e)[:200]}")
         return missing
