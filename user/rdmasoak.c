@@ -49,7 +49,7 @@
 #define SOAK_IMM_UNIT  64             // WRITE_WITH_IMM offsets: imm * SOAK_IMM_UNIT
 #define SOAK_MAGIC     0x50a4c0deu
 #define SOAK_PDATA     20             // private data: the region (16 bytes) and its seed
-#define SOAK_BIND_TRIES 50            // a server binds its port every SOAK_BIND_TICKS ticks, this often
+#define SOAK_BIND_TRIES 50            // a server tries to listen every SOAK_BIND_TICKS ticks, this often
 #define SOAK_BIND_TICKS 20
 
 struct soak_hdr { uint32_t magic, seq, seed, len; };      // first bytes of a SEND / WRITE_WITH_IMM
@@ -310,12 +310,13 @@ static void server(int idle_s) {
   hints.ai_flags = RAI_PASSIVE;
   struct rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch || rdma_getaddrinfo(NULL, port_arg, &hints, &res)) die("server: channel or address");
-  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP)) die("server: create_id");
-  // The server this one replaces (killed) may still be giving its port back.
-  for (int i = 0; rdma_bind_addr(lid, res->ai_src_addr); i++)
-    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: bind");
+  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) || rdma_bind_addr(lid, res->ai_src_addr))
+    die("server: create_id or bind");
+  // The server this one replaces (killed: it exits at its next return from
+  // the kernel) may still hold the port; listen binds it, so listen retries.
+  for (int i = 0; rdma_listen(lid, SOAK_MAX_CONN); i++)
+    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: listen");
     else sleep(SOAK_BIND_TICKS);
-  if (rdma_listen(lid, SOAK_MAX_CONN)) die("server: listen");
   rdma_freeaddrinfo(res);
   if (!(scomp = ibv_create_comp_channel(lid->verbs))) die("server: comp channel");
   fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
