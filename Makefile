@@ -12,6 +12,9 @@
 #   make test-net     two guests over linkemu: ARP, ping, UDP echo, loss counts
 #   make test-rdma    verbs and transport in guests (issue: RDMA)
 #   make test-interop xv6 against a Linux Soft-RoCE guest (xrpeer), both ways
+#   make soak         SOAK_MINUTES (30) of traffic under changing impairments
+#                     and process kills; every byte checked, resources back
+#   make test-soak    the soak for 3 minutes (in make test)
 #   make bench        RDMA benchmarks in guests -> bench/results/
 #   make bench-sim    transport benchmarks in the host simulator -> bench/results/
 #   make linux-image  the Linux Soft-RoCE guest (build/linux/: bzImage, initrd.img)
@@ -60,13 +63,14 @@ include tests/net/net.mk
 include tests/rdma/rdma.mk
 include tests/linux/peer/peer.mk
 include tests/interop/interop.mk
+include tests/soak/soak.mk
 
 all: deps kernel/kernel fs.img
 
 # The suites CI runs, quickest first so a broken build fails early.
-# test-interop and test-netem boot Linux guests (tests/linux/: the image is
-# built from Debian packages on first use, about a minute).
-TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop test-netem
+# test-interop, test-netem and test-soak boot Linux guests (tests/linux/: the
+# image is built from Debian packages on first use, about a minute).
+TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop test-netem test-soak
 
 # Host-side transport tests: Check suites + sanitizers + short fuzz (test-core,
 # kernel/transport/transport.mk) and the lossy-link simulation matrix (test-sim,

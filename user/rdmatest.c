@@ -1019,6 +1019,27 @@ static void t_async_overflow(void) {
   pair_close(&p);
 }
 
+// The device's live-object counts (rdma_dev_stats, what make soak compares):
+// a PD, two CQs, two MRs and two QPs more while a pair is open, the same as
+// before once it is closed; the ring pool gives back every page it lent.
+static void t_live_counts(void) {
+  struct rdma_dev_stats s0, s1, s2;
+  struct pair p;
+  TR_ASSERT(rdma_dev_stats(&s0) == 0);
+  TR_ASSERT(open_sides(&p, 2) == 0);
+  TR_ASSERT(rdma_dev_stats(&s1) == 0);
+  pair_close(&p);
+  TR_ASSERT(rdma_dev_stats(&s2) == 0);
+  printf("  live pds %lu->%lu mrs %lu->%lu cqs %lu->%lu qps %lu->%lu pool_free %lu->%lu\n", s0.live_pds,
+         s1.live_pds, s0.live_mrs, s1.live_mrs, s0.live_cqs, s1.live_cqs, s0.live_qps, s1.live_qps,
+         s0.pool_free_pages, s1.pool_free_pages);
+  TR_ASSERT(s1.live_pds == s0.live_pds + 1 && s1.live_mrs == s0.live_mrs + 2);
+  TR_ASSERT(s1.live_cqs == s0.live_cqs + 2 && s1.live_qps == s0.live_qps + 2);
+  TR_ASSERT(s1.pool_free_pages < s0.pool_free_pages);
+  TR_ASSERT(s2.live_pds == s0.live_pds && s2.live_mrs == s0.live_mrs && s2.live_cqs == s0.live_cqs);
+  TR_ASSERT(s2.live_qps == s0.live_qps && s2.pool_free_pages == s0.pool_free_pages);
+}
+
 // The errno values libibverbs callers expect from post and modify.
 static void t_statuses(void) {
   struct pair p;
@@ -1388,6 +1409,7 @@ static const struct tr_case cases[] = {
   { "mr_max_unaligned", t_mr_max, TR_QUICK, 0 },
   { "async_isolation", t_async_isolation, TR_QUICK, 0 },
   { "async_overflow", t_async_overflow, TR_QUICK, 0 },
+  { "live_counts", t_live_counts, TR_QUICK, 0 },
   { "statuses", t_statuses, TR_QUICK, 0 },
   { "verbs_abi_values", t_verbs_abi_values, TR_QUICK, 0 },
   { "verbs_wc_flags_solicited", t_verbs_wc_flags_solicited, TR_QUICK, 0 },

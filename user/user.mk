@@ -61,7 +61,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # shared helpers (rdma_util.c, rdma_cm.c when present) besides the libc.
 U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
   user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
-  user/rdmahostile.c user/rdmafuzz.c user/rdmacmtest.c))
+  user/rdmahostile.c user/rdmafuzz.c user/rdmacmtest.c user/rdmasoak.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
   user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o $(U_OBJDIR)/rct_cm_ep.o
 # The transport core's portable CM codec and endpoint, compiled for user space.

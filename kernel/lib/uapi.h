@@ -389,6 +389,9 @@ struct rdma_dev_stats {
   unsigned long long tx_no_route;      // frames for another host with no NIC
   unsigned long long tx_too_big;       // loopback frames larger than the loopback buffer
   unsigned long long async_dropped;    // async events dropped from a full per-process queue
+  // Objects alive now, all processes (a soak compares them before and after: make soak).
+  unsigned long long live_pds, live_mrs, live_cqs, live_qps, live_chans;
+  unsigned long long pool_free_pages;  // ring pool pages free (kernel/rdma/rdma_pool.c)
 };
 
 struct rdma_qp_stats {

@@ -252,7 +252,21 @@ void rdma_qp_on_event(const struct rct_event *ev) {
     rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, (int)(q - rdma_qps), 0);
 }
 
-// Lock NOT held. The device-wide counters.
+// Lock held. The slots in use of a table whose entries start with `int used`.
+static int count_used(const void *table, int n, uint64 size) {
+  int k = 0;
+  for (int i = 0; i < n; i++) k += *(const int *)((const char *)table + i * size) != 0;
+  return k;
+}
+
+// Lock held. The live bits of a live bitmap (rdma.cq_live, rdma.qp_live).
+static int count_live(const uint64 *map) {
+  int k = 0;
+  for (int i = rdma_live_next(map, 0); i >= 0; i = rdma_live_next(map, i + 1)) k++;
+  return k;
+}
+
+// Lock NOT held. The device-wide counters, and the objects alive now.
 void rdma_dev_stats(struct rdma_dev_stats *s) {
   spin_lock(&rdma.lock);
   const struct rct_dev_counters *c = &rdma.dev.cnt;
@@ -264,6 +278,11 @@ void rdma_dev_stats(struct rdma_dev_stats *s) {
     .nic_tx_frames = rdma_net_tx_frames, .nic_tx_full = rdma_net_tx_full,
     .tx_no_route = rdma.tx_no_route, .tx_too_big = rdma.tx_too_big,
     .async_dropped = rdma.async_dropped,
+    .live_pds = count_used(rdma_pds, RDMA_MAX_PD, sizeof rdma_pds[0]),
+    .live_mrs = count_used(rdma_mrs, RDMA_MAX_MR, sizeof rdma_mrs[0]),
+    .live_cqs = count_live(rdma.cq_live), .live_qps = count_live(rdma.qp_live),
+    .live_chans = count_used(rdma_chans, RDMA_MAX_CHAN, sizeof rdma_chans[0]),
+    .pool_free_pages = rdma_pool_free_pages(),
   };
   spin_unlock(&rdma.lock);
 }
