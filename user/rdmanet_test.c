@@ -139,7 +139,10 @@ static void set_transport(struct rdma_cm_id *id) {
 // A synchronous listener on `port` and the first connection request.
 static struct rdma_cm_id *get_request(void) {
   struct rdma_cm_id *lid, *id;
-  if (rdmau_cm_listen(&lid, port)) fail("listen");
+  if (rdmau_cm_listen(&lid, port)) {
+    printf("rdmanet_test: listen on port %d: %s\n", port, strerror(errno));
+    fail("listen");
+  }
   printf("rdmanet_test: listening on port %d\n", port);
   if (rdma_get_request(lid, &id)) fail("no connect request");
   return id;
@@ -642,7 +645,7 @@ static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1] [--matrix] [--last-send]\n");
+    printf("usage: rdmanet_test host_a | host_b <ip> [-s size] [-n iters] [-p port] [--sr] [--v1] [--matrix [--big]] [--last-send]\n");
     exit(2);
   }
   if (strcmp(argv[1], "ids") == 0) {
@@ -668,19 +671,21 @@ int main(int argc, char **argv) {
     fail("role must be host_a or host_b");
   }
   for (; i < argc; i++) {
-    if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) size = atoi(argv[++i]);
-    else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) iters = atoi(argv[++i]);
-    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = atoi(argv[++i]);
+    if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) size = (int)rdmau_num("rdmanet_test", "-s", argv[++i], 1, 0x7fffffff, "bytes");
+    else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) iters = (int)rdmau_num("rdmanet_test", "-n", argv[++i], 1, 0x7fffffff, "");
+    else if (strcmp(argv[i], "-p") == 0 && i + 1 < argc) port = (int)rdmau_num("rdmanet_test", "-p", argv[++i], 1, 65535, "");
     else if (strcmp(argv[i], "--sr") == 0) use_sr = 1;
     else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
     else if (strcmp(argv[i], "--matrix") == 0) matrix = 1;
     else if (strcmp(argv[i], "--big") == 0) big = 1;
     else if (strcmp(argv[i], "--last-send") == 0) last_send = 1;
+    else { printf("rdmanet_test: unknown option %s (see rdmanet_test with no arguments)\n", argv[i]); exit(2); }
   }
   if (matrix) size = (big ? 8 << 20 : 1 << 20) + GUARD;
   if (size < 1 || iters < 1) fail("bad size/iters");
   struct ibv_context *ctx = rdmau_open();
   if (!ctx) fail("no device");
+  printf("rdmanet_test: pid %d, %s\n", getpid(), is_b ? "host_b" : "host_a");    // for a harness's kill
   if (last_send) return is_b ? last_send_b(ctx, ip) : last_send_a(ctx);
   return is_b ? host_b(ctx, ip) : host_a(ctx);
 }

@@ -11,7 +11,9 @@ two connections to the other xv6 guest's server, run a seeded mix of
 WRITE (read back), READ, WRITE_WITH_IMM and SEND, opening and closing
 connections. Between the Linux guest and xv6 guest 1 the opcode x size
 matrix (`xrpeer` against `rdmanet_test --matrix`, both directions in turn)
-runs over and over, its data checked on both sides.
+runs over and over, its data checked on both sides; a round that errors
+out (a connect lost in a blackhole) has its xv6 side killed, so the next
+round starts clean.
 
 Meanwhile a seeded schedule (--seed) changes the impairment of a random
 port (or all) every 8-20 s through linkemu's control socket: random loss,
@@ -25,7 +27,8 @@ guest's counters (`rdmasoak stat`: free pages, processes, PDs, MRs, CQs,
 QPs, completion channels, ring-pool pages, netbufs) equal those taken
 after boot. Checks (tests/harness/tally.py): no panic, no byte that
 differed, every client not killed ended cleanly, bytes verified between
-every pair of peers, every resource back. Prints operations, bytes
+every pair of peers, the Linux rounds recovering after each fault (at most
+LINUX_STREAK_MAX errored in a row), every resource back. Prints operations, bytes
 verified, faults injected (from the schedule and linkemu's counters),
 kills, resources at start and end, and "soak: N passed, M failed".
 
@@ -53,6 +56,9 @@ REPORT_S = 30           # the driver's progress period
 RESOURCES = ("free_pages", "procs", "pds", "mrs", "cqs", "qps", "chans", "pool_free", "netbufs_free")
 DRAIN_S = 120           # how long the end may take to bring every count back
 MATRIX_S = 180          # the longest a matrix round between xv6 and Linux may take
+PASSIVE_GRACE_S = 10    # how long a passive side may take to end once its active peer failed
+LINUX_STREAK_MAX = 5    # errored Linux rounds in a row that still count as recovering: a fault
+                        # lasts 8-20 s and a round about 10 s, so 5 spans the worst two faults
 
 
 # ---- reading consoles without consuming them ----
@@ -76,6 +82,17 @@ def wait_text(g, start, pattern, timeout):
 
 
 TYPING = threading.Lock()    # the driver and the Linux thread both type on guest 1
+
+
+def verdict(g, start, timeout):
+    """rdmanet_test's verdict on g after start: "OK", "FAILED (...)", or
+    "still running" after timeout s."""
+    try:
+        return wait_text(g, start, r"rdmanet_test: (OK|FAILED[^\n]*)\n", timeout)[1]
+    except GuestError:
+        if re.search(g.panic, g.output()[start:]):
+            raise
+        return f"still running after {timeout} s"
 
 
 def type_line(g, line):
@@ -140,7 +157,9 @@ class Soak:
         self.fault_deck, self.kill_deck = [], []
         self.killed = []                     # (guest index, pid, role)
         self.faults = {}                     # kind -> times set
-        self.linux = {"rounds": 0, "ok": 0, "errors": 0, "bytes": 0, "bad_cases": []}
+        self.linux = {"rounds": 0, "ok": 0, "errors": 0, "bytes": 0, "bad_cases": [], "streak": 0,
+                      "longest_streak": 0}
+        self.xv6_pid = None                  # the xv6 rdmanet_test of the running Linux round
         self.stop_linux = threading.Event()
 
     def xv6(self, i):
@@ -275,40 +294,95 @@ class Soak:
         r = 0
         while not self.stop_linux.is_set():
             r += 1
+            self.linux["rounds"] += 1
+            self.xv6_pid = None
             try:
-                self.linux_round(lnx, g, r % 2 == 1)
+                ok = self.linux_round(lnx, g, r % 2 == 1)
             except GuestError as e:
-                self.linux["errors"] += 1
+                ok = False
                 progress("soak", f"linux round {r}: {str(e)[:200]}")
                 self.reset_linux(lnx)
+            if not ok:
+                self.end_xv6_side(g)
+            self.tally_round(ok)
+
+    def tally_round(self, ok):
+        """Counts a round clean or errored out, and the longest run of errored ones."""
+        lx = self.linux
+        lx["ok" if ok else "errors"] += 1
+        lx["streak"] = 0 if ok else lx["streak"] + 1
+        lx["longest_streak"] = max(lx["longest_streak"], lx["streak"])
 
     def linux_round(self, lnx, g, linux_passive):
+        """One matrix round, xv6 passive or active; True if both sides said OK.
+        The active side's verdict comes first; a passive side whose peer
+        failed gets PASSIVE_GRACE_S to end (a listener whose peer's connect
+        was lost waits for ever). The xv6 side's pid is kept (self.xv6_pid)
+        for end_xv6_side; a Linux side still running is ^Ced."""
         ip_x, ip_l = self.tb.ip(1), self.tb.ip(LNX)
         l0, x0 = len(lnx.output()), len(g.output())
         if linux_passive:
             lnx.send("xrpeer host_a --matrix")
             wait_text(lnx, l0, r"listening on port \d+\n", 60)
             type_line(g, f"rdmanet_test host_b {ip_l} --matrix &")
+            self.xv6_pid = int(wait_text(g, x0, r"rdmanet_test: pid (\d+), host_b\n", 60)[1])
         else:
             type_line(g, "rdmanet_test host_a --matrix &")
-            wait_text(g, x0, r"rdmanet_test: listening on port \d+\n", 60)
+            self.xv6_pid = int(wait_text(g, x0, r"rdmanet_test: pid (\d+), host_a\n", 60)[1])
+            up = wait_text(g, x0, r"rdmanet_test: (listening on port \d+|FAILED[^\n]*)\n", 60)[1]
+            if up.startswith("FAILED"):
+                progress("soak", f"linux round: xv6 {up}")
+                return False
             lnx.send(f"xrpeer host_b {ip_x} --matrix")
-        self.linux["rounds"] += 1
-        xv = wait_text(g, x0, r"rdmanet_test: (OK|FAILED[^\n]*)\n", MATRIX_S)[1]
-        lv = wait_text(lnx, l0, r"rdmanet_test: (OK|FAILED[^\n]*)\n", 120)[1]
-        wait_text(lnx, l0, lnx.prompt, 60)
+        (active, a0), (passive, p0) = ((g, x0), (lnx, l0)) if linux_passive else ((lnx, l0), (g, x0))
+        av = verdict(active, a0, MATRIX_S)
+        pv = verdict(passive, p0, MATRIX_S if av == "OK" else PASSIVE_GRACE_S)
+        xv, lv = (av, pv) if linux_passive else (pv, av)
+        if lv.startswith("still"):
+            self.reset_linux(lnx)
+        else:
+            wait_text(lnx, l0, lnx.prompt, 60)
         # The shell reaps finished background jobs only while it waits for a
         # foreground one: without this the rounds' exited jobs fill the
         # process table.
         type_line(g, "echo")
-        active = lnx.output()[l0:] if not linux_passive else g.output()[x0:]
-        self.linux["bytes"] += sum(int(n) for n in re.findall(r"matrix: \S+ (\d+) bytes: OK", active))
+        act = lnx.output()[l0:] if not linux_passive else g.output()[x0:]
+        self.linux["bytes"] += sum(int(n) for n in re.findall(r"matrix: \S+ (\d+) bytes: OK", act))
         self.linux["bad_cases"] += re.findall(r"matrix: [^\n]*FAILED[^\n]*", g.output()[x0:] + lnx.output()[l0:])
         if xv == "OK" and lv == "OK":
-            self.linux["ok"] += 1
-        else:
-            self.linux["errors"] += 1
-            progress("soak", f"linux round: xv6 {xv}, linux {lv}")
+            return True
+        progress("soak", f"linux round: xv6 {xv}, linux {lv}")
+        return False
+
+    def lost_connect(self):
+        """Breaks a round on purpose, before the soak: every frame from the
+        Linux guest dropped while its host_b connects, so the connect times
+        out and the xv6 listener waits for ever. The driver must clean up
+        (end_xv6_side); the round after it, on a clean link, must then
+        listen on the same port and pass. A clean round first resolves each
+        side's ARP entry, so only the CM's messages are lost. Returns (the
+        lost round errored out as meant, the next round clean)."""
+        lnx, g = self.tb.guests[LNX], self.xv6(1)
+        if not self.linux_round(lnx, g, False):
+            return False, False
+        l0 = len(lnx.output())
+        self.tb.set_spec(str(LNX), f"loss 100% seed {self.args.seed}")
+        try:
+            lost = self.linux_round(lnx, g, False)
+            timed_out = re.search(r"connect: no answer", lnx.output()[l0:]) is not None
+        finally:
+            self.tb.set_spec(str(LNX), f"seed {self.args.seed}")
+        if not lost:
+            self.end_xv6_side(g)
+        return (not lost and timed_out), self.linux_round(lnx, g, False)
+
+    def end_xv6_side(self, g):
+        """A round that errored out: its xv6 rdmanet_test may still wait (a
+        listener whose peer's connect was lost waits for ever, as rping -s
+        does); kill it so the next round can listen, and reap it."""
+        if self.xv6_pid is not None:
+            type_line(g, f"kill {self.xv6_pid}")
+        type_line(g, "echo")
 
     def reset_linux(self, lnx):
         """A round that hung: ^C on the Linux side, and its prompt back."""
@@ -346,7 +420,8 @@ def summary(soak, baseline, end, st, t_all):
     print(f"  xv6 <-> xv6: operations {ops}, bytes verified {nbytes}")
     lx = soak.linux
     if soak.tb.linux:
-        print(f"  xv6 <-> Linux: matrix rounds {lx['rounds']} ({lx['ok']} clean, {lx['errors']} errored out), "
+        print(f"  xv6 <-> Linux: matrix rounds {lx['rounds']} ({lx['ok']} clean, {lx['errors']} errored out, "
+              f"at most {lx['longest_streak']} in a row), "
               f"bytes verified {lx['bytes']}")
     print("  faults set: " + ", ".join(f"{k} {v}" for k, v in sorted(soak.faults.items())))
     for port, d in enumerate(st["directions"]):
@@ -375,6 +450,14 @@ def main():
         soak = Soak(tb, args)
         baseline = {i: resources(soak.xv6(i)) for i in XV6}
         progress("soak", f"{args.minutes:g} minutes, seed {args.seed}; start: {baseline}")
+        lost = None
+        if tb.linux:
+            try:
+                lost = soak.lost_connect()
+            except GuestError as e:
+                lost = (False, False)
+                progress("soak", f"lost-connect round: {str(e)[:200]}")
+            progress("soak", f"lost-connect round: errored out as meant {lost[0]}; next round clean {lost[1]}")
         soak.start()
         lthread = None
         if tb.linux:
@@ -407,6 +490,13 @@ def main():
         if tb.linux:
             tally.record("soak_linux_pair_verified", soak.linux["bytes"] > 0,
                          f"{soak.linux['bytes']} bytes in {soak.linux['ok']} clean matrix rounds")
+            tally.record("soak_linux_lost_connect_cleaned", lost == (True, True),
+                         "a Linux connect lost on purpose timed out, its xv6 listener was killed, and the next "
+                         "round listened on the same port and passed" if lost == (True, True)
+                         else f"lost round errored out as meant: {lost[0]}; next round clean: {lost[1]}")
+            streak = soak.linux["longest_streak"]
+            tally.record("soak_linux_pair_recovers", streak <= LINUX_STREAK_MAX,
+                         f"at most {streak} errored rounds in a row (limit {LINUX_STREAK_MAX})")
         for i in XV6:
             diff = compare(baseline[i], end[i])
             tally.record(f"soak_guest{i}_resources_back", not diff,
