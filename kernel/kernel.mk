@@ -61,9 +61,9 @@ kernel/kernel: $(K_OBJS) kernel/kernel.ld $(K_OBJLIST)
 
 # Host tool: builds the file system image.
 K_MKFS := $(BUILD)/mkfs
-$(K_MKFS): kernel/mkfs/mkfs.c kernel/lib/fs_format.h kernel/lib/uapi.h
+$(K_MKFS): tools/mkfs.c kernel/lib/fs_format.h kernel/lib/uapi.h
 	@mkdir -p $(dir $@)
-	gcc -Wall -Werror -O2 -Ikernel -o $@ kernel/mkfs/mkfs.c
+	gcc -Wall -Werror -O2 -Ikernel -o $@ tools/mkfs.c
 
 fs.img: $(K_MKFS) $(UPROGS)
 	$(K_MKFS) fs.img $(UPROGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """boot_time.py: measure wall time from launching QEMU to the shell prompt.
 
-usage: python3 kernel/scripts/boot_time.py [CPUS] [runs]
+usage: python3 tools/boot_time.py [CPUS] [runs]
 Boots kernel/kernel with a private copy of fs.img the way `make qemu`
 does, waits for "$ " on the console, then sends "halt" and reports the
 time to the prompt for each run and QEMU's exit status.

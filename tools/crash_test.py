@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """crash_test.py: power-cut test of the file system's write-ahead log.
 
-usage: python3 kernel/scripts/crash_test.py [seconds-before-kill] [--powercut N]
+usage: python3 tools/crash_test.py [seconds-before-kill] [--powercut N]
                                             [--kernel K] [--fs-img F]
 Boots a copy of fs.img, starts a large file write, cuts the power part-way
 (kills QEMU after the given seconds, or, with --powercut N, boots with the
@@ -10,7 +10,7 @@ the machine stops), boots the same disk again and checks that the kernel
 mounts it (replaying the log if needed), that the half-written file can be
 read, that new files work, and, after a clean halt, that the half-written
 file holds the pattern usertests wrote up to its size and that
-kernel/scripts/fsck.py finds the image consistent (no block mapped twice
+tools/fsck.py finds the image consistent (no block mapped twice
 or free in the bitmap, no leak, no dangling entry, link counts right).
 Exits non-zero on any failure.
 """

@@ -2,7 +2,7 @@
 """fsck.py: check a file-system image (the layout in kernel/lib/fs_format.h)
 from the host. Run it on an image whose log is empty (after a clean halt).
 
-usage: python3 kernel/scripts/fsck.py fs.img
+usage: python3 tools/fsck.py fs.img
 
 Checks: the superblock; the log header is empty; every block an inode
 maps (direct, single- and double-indirect, and the pointer blocks) lies
