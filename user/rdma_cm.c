@@ -1,5 +1,5 @@
 // rdma_cm.c: see rdma_cm.h. A thin driver of the transport core's CM
-// endpoint (kernel/transport/cm_ep.c: the state machine, retransmission and
+// endpoint (kernel/cm/cm_ep.c: the state machine, retransmission and
 // checks of proto-spec/cm.md) and of its parameter negotiation
 // (rct_cm_qp_attr in cm.c): this file owns the event channels (one UDP
 // socket each), the ids (one struct rct_cm_ep each), the clock, the events
@@ -1041,11 +1041,4 @@ int rdma_get_send_comp(struct rdma_cm_id *id, struct ibv_wc *wc) {
 
 int rdma_get_recv_comp(struct rdma_cm_id *id, struct ibv_wc *wc) {
   return get_comp(id->recv_cq, id->recv_cq_channel, wc);
-}
-
-// The core's CM codec (kernel/transport/cm.c) checks path MTUs with
-// rct_mtu_bytes(), which lives in the core's qp.c; user space links only
-// the CM files, so the library supplies it (rct.h: 0 if invalid).
-uint32_t rct_mtu_bytes(enum rct_mtu mtu) {
-  return (mtu >= RCT_MTU_256 && mtu <= RCT_MTU_4096) ? 128u << mtu : 0;
 }

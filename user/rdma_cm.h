@@ -1,7 +1,7 @@
 // rdma_cm.h: the connection manager library, librdmacm's API and meanings
 // (<rdma/rdma_cma.h>) for RC QPs over the project's own CM exchange
 // (proto-spec/cm.md, UDP port 18515). Implementation: user/rdma_cm.c, a
-// driver of the transport core's CM endpoint (kernel/transport/cm_ep.c).
+// driver of the connection manager's endpoint (kernel/cm/cm_ep.c).
 //
 // Event channels: one UDP socket per channel (channel->fd, a file
 // descriptor for poll() and fcntl(O_NONBLOCK)), shared by every id on it
@@ -25,7 +25,7 @@
 #ifndef RDMA_CM_H
 #define RDMA_CM_H
 #include "ibverbs.h"
-#include "kernel/transport/rct_cm.h"
+#include "kernel/cm/rct_cm.h"
 
 #define RDMA_CM_PORT RCT_CM_PORT                // the default CM port (proto-spec/cm.md)
 #define RDMA_CM_PRIVATE_MAX RCT_CM_PRIVATE_MAX  // private data bytes a REQ, REP or REJ carries

@@ -3,7 +3,7 @@
 #include "rdma_util.h"
 #include "rdma_cm.h"
 #include "kernel/transport/rct.h"
-#include "kernel/transport/rct_cm.h"
+#include "kernel/cm/rct_cm.h"
 #include "rdma_sys.h"
 
 int rdmau_roce_v1;

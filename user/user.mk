@@ -63,9 +63,10 @@ U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_te
   user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
   user/rdmahostile.c user/rdmafuzz.c user/rdmacmtest.c user/rdmasoak.c))
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
-  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o $(U_OBJDIR)/rct_cm_ep.o
-# The transport core's portable CM codec and endpoint, compiled for user space.
-$(U_OBJDIR)/rct_%.o: kernel/transport/%.c
+  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/cm/cm.o $(U_OBJDIR)/cm/cm_ep.o
+# The connection manager's portable codec and endpoint (kernel/cm), compiled
+# for user space.
+$(U_OBJDIR)/cm/%.o: kernel/cm/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
@@ -118,7 +119,7 @@ fs.img: $(UPROGS)
 user-clean:
 	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
 
--include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d \
+-include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/cm/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d \
   $(U_OBJDIR)/upstream/*.d)
 
 CLEAN_TARGETS += user-clean

@@ -3,7 +3,13 @@
  * DREQ, DREP) of proto-spec cm.md, and the QP attributes an exchange yields.
  * Pure encode/parse; the state machine is cm_ep.c. [CM-MSG-*]
  */
-#include "rct_int.h"
+#include "rct_cm.h"
+#include "../transport/wire.h"
+
+/* A path MTU code of the IBTA table (256..4096 bytes) [CM-MSG-4]. The CM checks
+ * the code only; the bytes it stands for are the core's rct_mtu_bytes(), which
+ * the CM does not link against (user space links the CM without the core). */
+static bool mtu_valid(uint8_t mtu) { return mtu >= RCT_MTU_256 && mtu <= RCT_MTU_4096; }
 
 void rct_cm_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4)
 {
@@ -37,7 +43,7 @@ int rct_cm_encode(const struct rct_cm_msg *m, uint8_t *buf, size_t cap)
   st32(buf + 8, m->dst_conn_id);
   if (m->type == RCT_CM_REQ || m->type == RCT_CM_REP) {
     st32(buf + 12, m->qpn & RCT_QPN_MASK);
-    st32(buf + 16, m->start_psn & PSN_MASK);
+    st32(buf + 16, m->start_psn & RCT_PSN_MASK);
     buf[20] = m->path_mtu;
     buf[21] = m->caps & RCT_CM_CAP_SR;
     buf[22] = m->responder_resources;
@@ -72,7 +78,7 @@ int rct_cm_parse(struct rct_cm_msg *m, const uint8_t *buf, size_t len)
     if ((buf[21] & ~RCT_CM_CAP_SR) || ld32(buf + 24) || buf[51])
       return RCT_EINVAL;                   /* reserved bits [CM-MSG-2] */
     m->qpn = qpn & RCT_QPN_MASK;
-    m->start_psn = psn & PSN_MASK;
+    m->start_psn = psn & RCT_PSN_MASK;
     m->path_mtu = buf[20];
     m->caps = buf[21];
     m->responder_resources = buf[22];
@@ -81,7 +87,7 @@ int rct_cm_parse(struct rct_cm_msg *m, const uint8_t *buf, size_t len)
     RCT_MEMCPY(m->mac, buf + 44, 6);
     m->private_len = buf[50];
     if (m->private_len > RCT_CM_PRIVATE_MAX || (qpn >> 24) || (psn >> 24) ||
-        !rct_mtu_bytes((enum rct_mtu)m->path_mtu) || m->responder_resources > 16 ||
+        !mtu_valid(m->path_mtu) || m->responder_resources > 16 ||
         m->initiator_depth > 16) {
       m->private_len = 0;
       return RCT_CM_REJ_INVALID_PARAM;     /* [CM-MSG-4] */
@@ -107,15 +113,15 @@ int rct_cm_qp_attr(const struct rct_cm_msg *self, const struct rct_cm_msg *peer,
   for (int i = 0; i < 12; i++)
     if (peer->gid[i] != mapped[i])
       return RCT_EINVAL;
-  if (!rct_mtu_bytes((enum rct_mtu)mtu))
+  if (!mtu_valid(mtu))
     return RCT_EINVAL;
   attr->path_mtu = (enum rct_mtu)mtu;                                   /* [CM-PARAM-1] */
   attr->max_rd_atomic = self->initiator_depth < peer->responder_resources ?
                         self->initiator_depth : peer->responder_resources;  /* [CM-PARAM-2] */
   attr->max_dest_rd_atomic = self->responder_resources;
   attr->dest_qp_num = peer->qpn & RCT_QPN_MASK;                         /* [CM-PARAM-3] */
-  attr->rq_psn = peer->start_psn & PSN_MASK;
-  attr->sq_psn = self->start_psn & PSN_MASK;
+  attr->rq_psn = peer->start_psn & RCT_PSN_MASK;
+  attr->sq_psn = self->start_psn & RCT_PSN_MASK;
   RCT_MEMCPY(attr->ah.dmac, peer->mac, 6);
   attr->ah.dipv4 = ld32(peer->gid + 12);
   attr->sr_enable = (self->caps & peer->caps & RCT_CM_CAP_SR) != 0;    /* [SR-NEG-1] */

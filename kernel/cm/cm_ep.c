@@ -8,7 +8,8 @@
  * caller moves its QP on the events ([CM-STATE-3], [CM-STATE-6]).
  * [CM-STATE-*] [CM-TMO-*]
  */
-#include "rct_int.h"
+#include "rct_cm.h"
+#include "../transport/wire.h"
 
 static const char *const state_names[] = {
   [RCT_CM_EP_IDLE] = "IDLE", [RCT_CM_EP_LISTEN] = "LISTEN", [RCT_CM_EP_REQ_SENT] = "REQ_SENT",

@@ -1,16 +1,19 @@
 /*
- * rct_cm.h: the connection exchange of the transport core (proto-spec cm.md).
+ * rct_cm.h: the connection manager (proto-spec cm.md), a layer of its own
+ * above the transport core: it uses the core's types (rct_types.h) and wire
+ * helpers, and the core knows nothing of it. Built into the kernel, into the
+ * user library (user/lib/rdmacm drives it over UDP) and on the host (tests).
  *
  * Owns: the CM message codec (cm.c: rct_cm_encode / rct_cm_parse, the QP
  * attributes a finished exchange yields) and the CM endpoint (cm_ep.c: the
  * sans-IO state machine of one connection exchange). Neither touches a QP.
  *
- * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
+ * Portable C99, sans-IO like the core: no kernel header, no clock, no allocator.
  */
 #ifndef RCT_CM_H
 #define RCT_CM_H
 
-#include "rct_types.h"
+#include "../transport/rct_types.h"
 
 #ifdef __cplusplus
 extern "C" {
