@@ -61,7 +61,7 @@ def lcg_jump(n):
 
 
 def check_big_file(data):
-    """The half-written file must hold usertests' pattern (user/usertests/
+    """The half-written file must hold usertests' pattern (user/tests/usertests/
     helpers.c ut_fill_pattern, seed = piece index) up to its size: the
     first 16 bytes of every 1 KiB block are compared. A committed
     transaction's data blocks that the log did not replay show up here."""

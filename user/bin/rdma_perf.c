@@ -2,6 +2,7 @@
 #include "user.h"
 #include "rdma_perf.h"
 #include "rdma_util.h"
+#include "rdma_cm_util.h"
 #include "rdma_sys.h"
 
 #define PERF_MAGIC 0x70657266u   // "perf"

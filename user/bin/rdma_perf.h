@@ -1,4 +1,4 @@
-// rdma_perf.h: what rdma_bw and rdma_lat share (user/rdma_perf.c): the
+// rdma_perf.h: what rdma_bw and rdma_lat share (user/bin/rdma_perf.c): the
 // perftest-like options, bringing up connected RC QPs (one, or -q of them
 // over rdma_cm) with a buffer on each side, the guest's CPU per RDMA frame,
 // and the statistics of a list of samples.

@@ -24,6 +24,7 @@
 #include "ibverbs.h"
 #include "rdma_cm.h"
 #include "rdma_util.h"
+#include "rdma_cm_util.h"
 #include "rdma_sys.h"
 
 #define RING 4

@@ -1,4 +1,4 @@
-// rdmacmtest: the connection library (user/rdma_cm.c) inside one guest.
+// rdmacmtest: the connection library (user/lib/rdmacm/rdma_cm.c) inside one guest.
 //
 // Needs a network card: the CM's datagrams to the guest's own address take
 // the IP loopback (kernel/net/ipv4.c), the RC frames the RDMA loopback. Each
@@ -16,7 +16,7 @@
 //                         side's rdma_accept fails after its REP's retries
 //                         ([CM-TMO-2]) and the message is never sent.
 //   poll_queued_event     poll() on a CM event channel's fd (its
-//                         readiness, user/poll.c): rdma_resolve_addr queues
+//                         readiness, user/lib/c/poll.c): rdma_resolve_addr queues
 //                         ADDR_RESOLVED in the channel's memory, its socket
 //                         empty; poll(fd, POLLIN, 10 s) must say POLLIN at
 //                         once, and poll(fd, 0) nothing once it is taken.
@@ -43,12 +43,13 @@
 //   cm_options_devices_notify  rdma_set_option's librdmacm options,
 //                         rdma_get_devices / rdma_free_devices, rdma_notify's
 //                         errors.
-// Usage: rdmacmtest [-q] [-l] [-x name]... [name...]   (user/testrun.h)
+// Usage: rdmacmtest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h)
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_cm.h"
 #include "rdma_verbs.h"
 #include "rdma_util.h"
+#include "rdma_cm_util.h"
 #include "testrun.h"
 
 #define PASSIVE_PORT 18600

@@ -1,7 +1,7 @@
 // rdmafuzz: a syscall fuzzer of the RDMA verbs in the guest.
 //
 // Owns a deterministic random walk over the raw SYS_rdma_* calls
-// (user/rdma_sys.h): handles it created mixed with destroyed, foreign and
+// (user/lib/ibverbs/rdma_sys.h): handles it created mixed with destroyed, foreign and
 // out-of-range ones, pointers into its own arena mixed with bad ones
 // (null, unmapped, kernel, past MAXVA, wrapping), random and boundary
 // sizes, attributes and masks, QPs walked to RTS and connected to each

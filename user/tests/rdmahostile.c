@@ -1,7 +1,7 @@
 // rdmahostile: the hostile suite of the RDMA system calls.
 //
 // Owns a table of named cases that call the raw SYS_rdma_* syscalls
-// (user/rdma_sys.h) with everything a careless or malicious program may
+// (user/lib/ibverbs/rdma_sys.h) with everything a careless or malicious program may
 // pass: bad pointers (null, unmapped, the kernel's RAM, devices and stacks,
 // the trampoline, addresses past MAXVA, ranges that wrap past 2^64), bad
 // handles (out of range, destroyed, another process's), every limit of

@@ -50,6 +50,7 @@
 #include "rdma_cm.h"
 #include "rdma_sys.h"
 #include "rdma_util.h"
+#include "rdma_cm_util.h"
 
 #define IDS_CM 16                // connection IDs and PSNs "ids" prints
 #define DREQ_WAIT_MS 30000       // "dreq": the longest wait for forged DREQs

@@ -35,6 +35,7 @@
 #include "ibverbs.h"
 #include "rdma_cm.h"
 #include "rdma_util.h"
+#include "rdma_cm_util.h"
 #include "rdma_sys.h"
 
 #define SOAK_REGION    (128 * 1024)   // each connection's server region

@@ -6,7 +6,7 @@
 // RNR retry exhaustion, flushes, busy objects, CQ overrun, completion
 // channel, foreign handles, bad pointers to every verbs syscall, exit with
 // work in flight, limits and async event queues.
-// Usage: rdmatest [-q] [-l] [-x name]... [name...]   (user/testrun.h; -q
+// Usage: rdmatest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h; -q
 // skips the 1 MiB transfers). Each case runs in its own process; prints
 // "test <name>: OK" or "test <name>: FAILED (<why>)" and "N passed, M failed".
 #include "user.h"

@@ -4,7 +4,7 @@
 // Owns case selection, the per-case child process and its watchdog, the
 // pipe through which a failing case tells why (tr_fail), the optional
 // free-page check and the summary line.
-#include "user/testrun.h"
+#include "user/tests/testrun.h"
 
 #define WHY_LEN 200
 #define MAX_SKIP 32

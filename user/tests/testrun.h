@@ -22,7 +22,7 @@
 #ifndef TESTRUN_H
 #define TESTRUN_H
 
-#include "user/user.h"
+#include "user/lib/c/user.h"
 
 enum tr_speed { TR_QUICK, TR_SLOW };   // slow cases are skipped by -q
 

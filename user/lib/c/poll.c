@@ -1,7 +1,7 @@
 // poll.c: poll() for the C library: the poll system call (sys_poll), plus
 // readiness a library keeps in its own memory. A library whose events can
 // wait in a queue of its process, not in the kernel object behind its
-// descriptor (the CM event channel: user/rdma_cm.c, its events parsed
+// descriptor (the CM event channel: user/lib/rdmacm/rdma_cm.c, its events parsed
 // from the channel's socket or made by the library itself), registers the
 // descriptor with pollx_set_ready. poll() then asks its hook before it
 // sleeps: the hook does whatever is due (a retransmission, a timeout that

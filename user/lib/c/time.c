@@ -1,5 +1,5 @@
 // time.c: time of day and sleeping in POSIX terms (<time.h>,
-// <sys/time.h>, usleep/sleep of <unistd.h>), over clock_ns() (user/clock.c).
+// <sys/time.h>, usleep/sleep of <unistd.h>), over clock_ns() (user/lib/c/clock.c).
 // The machine has no calendar clock: CLOCK_REALTIME, gettimeofday and time
 // count from the boot, like CLOCK_MONOTONIC.
 #include "user.h"

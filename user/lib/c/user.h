@@ -1,6 +1,6 @@
 // user.h: everything a user program can call.
 //
-// Owns the prototypes of the system calls (stubs generated into user/usys.S
+// Owns the prototypes of the system calls (stubs generated into build/user/lib/c/usys.S
 // from kernel/lib/uapi.h) and of the C library in user/, one declaration of
 // each function: strings (string.c, ctype.c), numbers (strtol.c, sort.c,
 // random.c), formatted output and streams (printf.c, stdio.c), input
@@ -38,7 +38,7 @@ typedef unsigned int socklen_t;
 #define STDOUT_FILENO 1
 #define STDERR_FILENO 2
 
-// System calls (user/usys.S).
+// System calls (build/user/lib/c/usys.S).
 int fork(void);
 void exit(int status) __attribute__((noreturn));
 int wait(int *status);
@@ -62,7 +62,7 @@ int getpid(void);
 char *sbrk(int increment);
 int sleep(int ticks);             // ticks of TICK_NS; <unistd.h> makes sleep() seconds
 int uptime(void);
-unsigned long clock_ns(void);    // user/clock.c: no system call
+unsigned long clock_ns(void);    // user/lib/c/clock.c: no system call
 unsigned long kclock_ns(void);   // the same clock through a system call
 unsigned long timebase(void);    // Hz of the time CSR user mode reads; 0 = it may not
 int halt(int status);
@@ -70,10 +70,10 @@ int sysinfo(struct sysinfo *info);
 // Up to GETRANDOM_MAX random bytes from the kernel's generator (flags 0);
 // returns how many, -1 for a bad pointer or argument.
 int getrandom(void *buf, int len, int flags);
-unsigned int random_u32(void);   // user/random.c: 4 bytes of getrandom
+unsigned int random_u32(void);   // user/lib/c/random.c: 4 bytes of getrandom
 // Wait for readiness of fds (pipes, console, files, sockets, completion
 // channels, CM event channels); uapi.h has struct pollfd and the POLL* bits.
-// user/poll.c: the system call (sys_poll) plus the hooks below.
+// user/lib/c/poll.c: the system call (sys_poll) plus the hooks below.
 int poll(struct pollfd *fds, int nfds, int timeout_ms);
 int sys_poll(struct pollfd *fds, int nfds, int timeout_ms);
 // Extension: a library whose events wait in its process's memory makes fd

@@ -90,7 +90,7 @@ static int wait_sliced(int (*wait)(const void *arg, int ms), const void *arg, in
 // an event or the duty ended (the caller then blocks as usual), -1 if
 // poll() fails. The system call itself (sys_poll): the duty wants to know
 // when its sockets hold datagrams, not poll()'s word that a CM channel has
-// an event queued (user/poll.c), which stays true until the application
+// an event queued (user/lib/c/poll.c), which stays true until the application
 // takes it.
 static int channel_wait(int fd) {
   struct pollfd pf[OPEN_MAX];

@@ -8,7 +8,7 @@
 // Functions libibverbs makes static inline (ibv_poll_cq, ibv_post_send,
 // ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
 // functions returning int return 0 or an errno value; functions returning
-// a pointer return NULL and set errno. Implementation: user/ibverbs.c over
+// a pointer return NULL and set errno. Implementation: user/lib/ibverbs/ibverbs.c over
 // the SYS_rdma_* system calls (kernel/lib/uapi.h). The constants the
 // kernel sees (IBV_QP_*, IBV_SEND_*, IBV_WR_*, IBV_WC_*, IBV_EVENT_*,
 // IBV_PORT_*, IBV_ACCESS_*, IBV_QPS_*, IBV_MTU_*) and struct ibv_sge are
@@ -360,7 +360,7 @@ int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms
 // 0 = a completion waits, ETIMEDOUT, EINVAL (not one of our CQs).
 int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms);
 // A duty of another library while the process waits in a verbs call:
-// librdmacm's connection manager runs in the process (user/rdma_cm.c), and
+// librdmacm's connection manager runs in the process (user/lib/rdmacm/rdma_cm.c), and
 // a connection it just established must still answer its peer's repeated
 // REP while the application waits for a completion ([CM-TMO-6]). Until
 // until_ns (clock_ns), ibv_get_cq_event, ibvx_wait_cq, ibvx_wait_write and

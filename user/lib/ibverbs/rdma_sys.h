@@ -1,5 +1,5 @@
 // rdma_sys.h: prototypes of the raw RDMA system calls (SYS_rdma_* in
-// kernel/lib/uapi.h; stubs generated into user/usys.S). Programs use the verbs
+// kernel/lib/uapi.h; stubs generated into build/user/lib/c/usys.S). Programs use the verbs
 // in ibverbs.h; only the library and rdmastat call these directly. The five
 // whose names librdmacm takes (rdma_cm.h) are stubbed as sys_rdma_* (gen_usys.py).
 #ifndef RDMA_SYS_H

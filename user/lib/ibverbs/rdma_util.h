@@ -1,6 +1,9 @@
-// rdma_util.h: helpers shared by the RDMA tools (rdmatest, rdma_bw,
-// rdma_lat, rdmacp, rdmanet_test): opening the device, bringing an RC QP
-// to RTS, waiting for a completion with a deadline. user/rdma_util.c.
+// rdma_util.h: verbs helpers shared by the RDMA tools (rdmatest, rdma_bw,
+// rdma_lat, rdmacp, rdmanet_test) and the connection library (rdma_cm.c):
+// opening the device, bringing an RC QP to RTS, waiting for a completion
+// with a deadline, parsing numbers. user/lib/ibverbs/rdma_util.c. It uses
+// the verbs library only; the tools' rdma_cm steps are rdma_cm_util.h's
+// (user/lib/rdmacm), above it.
 #ifndef RDMA_UTIL_H
 #define RDMA_UTIL_H
 #include "ibverbs.h"
@@ -34,25 +37,6 @@ uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 // A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
 uint32_t rdmau_psn(void);
 int rdmau_parse_ipv4(const char *s, uint32_t *ip);
-// rdma_cm (rdma_cm.h) as the tools use it: a synchronous id listening on
-// `port`, or one resolved towards ip:port (host order), ready for
-// rdma_connect; -1 with errno on failure. rdmau_cm_wait_disconnect waits
-// up to timeout_ms for the connection's DISCONNECTED event (the peer's
-// DREQ): 0, or -1 with errno ETIMEDOUT.
-struct rdma_cm_id;
-#define RDMAU_RESOLVE_MS 2000   // rdma_resolve_addr/route's timeout: the ARP wait for the peer
-int rdmau_cm_listen(struct rdma_cm_id **listen, int port);
-int rdmau_cm_resolve(struct rdma_cm_id **id, uint32_t ip, int port);
-int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms);
-// Why a synchronous rdma_cm step towards a peer failed, for a person:
-// from err (the step's errno) and, for rdma_connect, the id's last event
-// (id NULL when the id is gone): "refused (REJ NO_LISTENER: ...)",
-// "unreachable (no ARP answer ...)", "no answer within 1.5 s (...)", else
-// errno's text. The text lives until the next call.
-const char *rdmau_cm_why(const struct rdma_cm_id *id, int err);
-// "prog: what A.B.C.D port P: why" (rdmau_cm_why) and exit(1).
-void rdmau_cm_die(const char *prog, const char *what, uint32_t ip, int port,
-                  const struct rdma_cm_id *id, int err);
 // A number argument, strictly: decimal digits only, within [min, max].
 // Otherwise prints "prog: opt TEXT: not a number|out of range (allowed
 // min..max units)" and exits 2. units may be "" (none).

@@ -1,4 +1,4 @@
-// rdma_cm.c: see rdma_cm.h. A thin driver of the transport core's CM
+// rdma_cm.c: see rdma_cm.h. A thin driver of the connection manager's
 // endpoint (kernel/cm/cm_ep.c: the state machine, retransmission and
 // checks of proto-spec/cm.md) and of its parameter negotiation
 // (rct_cm_qp_attr in cm.c): this file owns the event channels (one UDP
@@ -82,7 +82,7 @@ static int chan_ready(void *arg, uint64_t *next_ns);
 
 // The channel's socket exists from the start, so channel->fd works with
 // poll() and fcntl(O_NONBLOCK) at once; it is bound later (chan_socket).
-// poll() asks chan_ready whether an event waits (user/poll.c's hook).
+// poll() asks chan_ready whether an event waits (user/lib/c/poll.c's hook).
 struct rdma_event_channel *rdma_create_event_channel(void) {
   struct chan *c = calloc(1, sizeof *c);
   if (!c) { errno = ENOMEM; return NULL; }
@@ -592,7 +592,7 @@ static int chan_step(struct chan *c, int wait_ms) {
   return n > 0;
 }
 
-// poll()'s hook for channel c (user/poll.c): events may wait in c's queue
+// poll()'s hook for channel c (user/lib/c/poll.c): events may wait in c's queue
 // with nothing left in its socket (the verbs wait duty, or a resolve,
 // queued them), and only a step of the channel makes the events its ids'
 // deadlines owe. So: its waiting datagrams and due deadlines are taken in

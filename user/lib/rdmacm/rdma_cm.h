@@ -1,6 +1,6 @@
 // rdma_cm.h: the connection manager library, librdmacm's API and meanings
 // (<rdma/rdma_cma.h>) for RC QPs over the project's own CM exchange
-// (proto-spec/cm.md, UDP port 18515). Implementation: user/rdma_cm.c, a
+// (proto-spec/cm.md, UDP port 18515). Implementation: user/lib/rdmacm/rdma_cm.c, a
 // driver of the connection manager's endpoint (kernel/cm/cm_ep.c).
 //
 // Event channels: one UDP socket per channel (channel->fd, a file

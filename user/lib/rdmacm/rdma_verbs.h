@@ -1,7 +1,7 @@
 // rdma_verbs.h: librdmacm's <rdma/rdma_verbs.h> for xv6-rdma: memory
 // registration and work requests on an rdma_cm_id's PD and QP, and waiting
 // for their completions (rdma_get_send_comp / rdma_get_recv_comp in
-// user/rdma_cm.c). Returns as librdmacm's: 0 / -1 with errno, pointers
+// user/lib/rdmacm/rdma_cm.c). Returns as librdmacm's: 0 / -1 with errno, pointers
 // NULL. rdmax_post_write_imm and rdmax_post_send_imm are project
 // extensions (librdmacm has no immediate-data helpers).
 #ifndef RDMA_VERBS_H

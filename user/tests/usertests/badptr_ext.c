@@ -6,7 +6,7 @@
 // the calls may fail for other reasons, but they must still fail cleanly
 // and never bring the kernel down.
 #include "ut.h"
-#include "user/rdma_sys.h"
+#include "user/lib/ibverbs/rdma_sys.h"
 
 #define NBAD 9
 

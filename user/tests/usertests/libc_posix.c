@@ -31,7 +31,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <sys/poll.h>
-#include "user/testrun.h"
+#include "user/tests/testrun.h"
 
 // The headers' macros and types: PRI*, limits, MIN/MAX, bswap, bool.
 static void test_libc_posix_header_names(void)

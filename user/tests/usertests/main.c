@@ -1,7 +1,7 @@
 // main.c: the usertests program: the list of module tables, handed to the
-// shared runner (user/testrun.c).
+// shared runner (user/tests/testrun.c).
 //
-// Usage: usertests [-q] [-l] [-x name]... [name...]   (see user/testrun.h)
+// Usage: usertests [-q] [-l] [-x name]... [name...]   (see user/tests/testrun.h)
 //   "usertests fs" runs every fs test, "usertests -q" skips the slow ones.
 // Prints "test <name>: OK" or "test <name>: FAILED (<why>)" per test and
 // "<passed> passed, <failed> failed" at the end.

@@ -16,7 +16,7 @@ static void test_time_clock_monotonic(void)
   TR_CHECK(clock_ns() > prev, "clock did not advance across a sleep");
 }
 
-// clock_ns() reads the time CSR in user mode (user/clock.c); the kernel's
+// clock_ns() reads the time CSR in user mode (user/lib/c/clock.c); the kernel's
 // own clock (kclock_ns, a system call) must fall between two readings, on
 // every hart the process may move to. Without scounteren.TM the rdtime
 // traps and the test process dies.

@@ -1,15 +1,15 @@
 // ut.h: what the usertests modules share.
 //
 // A test is a function that returns normally on success and fails through
-// TR_CHECK (user/testrun.h). The shared runner runs each test in its own
+// TR_CHECK (user/tests/testrun.h). The shared runner runs each test in its own
 // child process, so a test may crash, leak, or exit freely. Each module
 // (proc.c, mem.c, ...) exports a table of its tests ending with an entry
 // whose name is NULL; main.c lists the tables.
 #ifndef UT_H
 #define UT_H
 
-#include "user/user.h"
-#include "user/testrun.h"
+#include "user/lib/c/user.h"
+#include "user/tests/testrun.h"
 
 #define PGSIZE     4096L
 #define PGROUNDUP(a) (((a) + PGSIZE - 1) & ~(PGSIZE - 1))
