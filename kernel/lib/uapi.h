@@ -48,7 +48,7 @@
                           // -> fds with revents != 0, 0 on timeout; -1 bad pointer/nfds, killed
 #define SYS_fcntl    28   // (fd, F_GETFL) -> flags; (fd, F_SETFL, flags): sets O_NONBLOCK only
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
-// Network (kernel/sys/sysnet.c). A socket is a file descriptor: close()
+// Network (kernel/sys/sysnet.c, sysbench.c; sockets: kernel/net/socket.c). A socket is a file descriptor: close()
 // closes it, fork() and dup() share it, poll() reports POLLIN while a
 // datagram waits, read() takes the next datagram (its source is lost) and
 // write() fails (-1: no connected UDP). Addresses are host byte order.
