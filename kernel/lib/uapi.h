@@ -188,6 +188,12 @@ struct dirent {
 // names and values (user/lib/ibverbs/ibverbs.h takes them from here; the kernel's
 // rdma/rdma_abi.c asserts that the transport core's values are the same).
 #define RDMA_MAX_SGE 4
+// Objects of the device, all processes together (ibv_query_device's max_qp,
+// max_cq). A QP's or CQ's handle is below its limit, so the user library
+// sizes its handle -> object tables from these (kernel/rdma/rdma.h and
+// user/lib/ibverbs/ibverbs.c use them).
+#define RDMA_MAX_CQ 512      // a CQ per QP
+#define RDMA_MAX_QP 512      // 256 connections each way between two guests, and room
 // Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
 #define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
 #define RDMA_ENOMEM 12       // the queue is full

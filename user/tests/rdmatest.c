@@ -1336,6 +1336,33 @@ static void t_verbs_qp_limit_enomem(void) {
   TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
 }
 
+// An async event names its QP whatever the QP's handle: with more than 64
+// QPs open (the library's handle table once had 64 entries, the kernel
+// allows RDMA_MAX_QP), the QP_FATAL of a QP whose handle is 64 or more
+// arrives with element.qp equal to that QP.
+static void t_async_event_high_qp_handle(void) {
+  struct pair p;
+  struct ibv_async_event ev;
+  int err;
+  drain_async();
+  TR_ASSERT(open_sides(&p, 1) == 0);
+  int n = create_qps(p.pd, p.a.cq, 1, 65, &err);
+  TR_CHECK(n == 65, "created %d of 65 QPs, errno %d", n, err);
+  struct side hi = p.a;              // a's CQ, MR and buffer, a QP of handle >= 64
+  hi.qp = NULL;
+  for (int i = 0; i < n && !hi.qp; i++)
+    if (lim_qp[i]->handle >= 64) hi.qp = lim_qp[i];
+  TR_ASSERT(hi.qp != NULL);          // 65 distinct handles: one is 64 or more
+  TR_ASSERT(qp_fatal(&hi) == 0);
+  TR_ASSERT(ibv_get_async_event(ctx, &ev) == 0);
+  TR_CHECK(ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == hi.qp,
+           "event %d names QP handle %d, want QP_FATAL naming handle %u",
+           (int)ev.event_type, ev.element.qp ? (int)ev.element.qp->handle : -1, hi.qp->handle);
+  ibv_ack_async_event(&ev);
+  TR_ASSERT(destroy_qps(n) == 0);
+  pair_close(&p);
+}
+
 // max_cq CQs exist at once (this process's and others'); the next create
 // fails with ENOMEM, and after destroying them as many can be made again.
 static void t_verbs_cq_limit_enomem(void) {
@@ -1409,6 +1436,7 @@ static const struct tr_case cases[] = {
   { "mr_max_unaligned", t_mr_max, TR_QUICK, 0 },
   { "async_isolation", t_async_isolation, TR_QUICK, 0 },
   { "async_overflow", t_async_overflow, TR_QUICK, 0 },
+  { "async_event_high_qp_handle", t_async_event_high_qp_handle, TR_QUICK, 0 },
   { "live_counts", t_live_counts, TR_QUICK, 0 },
   { "statuses", t_statuses, TR_QUICK, 0 },
   { "verbs_abi_values", t_verbs_abi_values, TR_QUICK, 0 },

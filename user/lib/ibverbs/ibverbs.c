@@ -10,8 +10,9 @@
 #include "ibverbs.h"
 #include "rdma_sys.h"
 
-#define MAX_HANDLES 64
-static struct ibv_qp *qp_by_handle[MAX_HANDLES];
+// The QP of each handle, for async events (which name the QP by handle);
+// every handle the kernel gives is below RDMA_MAX_QP (uapi.h).
+static struct ibv_qp *qp_by_handle[RDMA_MAX_QP];
 
 // IBV_SEND_INLINE: the library copies the payload into a registered ring
 // of its own at post time, so the caller's buffer and lkey do not matter.
@@ -208,7 +209,7 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
   if (!context || !event || rdma_get_async(&e, 1) < 0) return -1;
   event->event_type = (enum ibv_event_type)e.event_type;
   if (e.event_type == IBV_EVENT_CQ_ERR) event->element.cq = (struct ibv_cq *)(uint64_t)e.cookie;
-  else event->element.qp = (e.handle >= 0 && e.handle < MAX_HANDLES) ? qp_by_handle[e.handle] : NULL;
+  else event->element.qp = (e.handle >= 0 && e.handle < RDMA_MAX_QP) ? qp_by_handle[e.handle] : NULL;
   return 0;
 }
 
@@ -394,7 +395,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   qp->qp_num = c.qp_num;
   qp->state = IBV_QPS_RESET;
   qp->qp_type = IBV_QPT_RC;
-  if (h < MAX_HANDLES) qp_by_handle[h] = qp;
+  if (h < RDMA_MAX_QP) qp_by_handle[h] = qp;
   return qp;
 }
 
@@ -503,7 +504,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 int ibv_destroy_qp(struct ibv_qp *qp) {
   if (!qp || sys_rdma_destroy_qp((int)qp->handle) < 0) return EINVAL;
-  if (qp->handle < MAX_HANDLES) qp_by_handle[qp->handle] = NULL;
+  if (qp->handle < RDMA_MAX_QP) qp_by_handle[qp->handle] = NULL;
   struct qp_priv *priv = (struct qp_priv *)qp;
   if (priv->inl_mr) ibv_dereg_mr(priv->inl_mr);
   free(priv->inl);
