@@ -29,7 +29,7 @@ K_ASFLAGS := -march=rv64gc -mabi=lp64d -Ikernel
 # (docs/kernel.md lists the layers; tests/kernel/layers.py checks them).
 # The sans-IO transport core is linked in with the kernel's flags (objects
 # in build/kernel/transport/, same pattern rule).
-K_DIRS    := sys rdma net proc fs dev core transport lib
+K_DIRS    := sys rdma net proc fs dev core cm transport lib
 K_C_SRCS  := $(wildcard kernel/*.c) $(foreach d,$(K_DIRS),$(wildcard kernel/$(d)/*.c))
 K_S_SRCS  := $(wildcard kernel/*.S) $(foreach d,$(K_DIRS),$(wildcard kernel/$(d)/*.S))
 K_OBJS    := $(patsubst kernel/%.S,$(K_BUILD)/%.o,$(K_S_SRCS)) \
@@ -61,9 +61,9 @@ kernel/kernel: $(K_OBJS) kernel/kernel.ld $(K_OBJLIST)
 
 # Host tool: builds the file system image.
 K_MKFS := $(BUILD)/mkfs
-$(K_MKFS): kernel/mkfs/mkfs.c kernel/lib/fs_format.h kernel/lib/uapi.h
+$(K_MKFS): tools/mkfs.c kernel/lib/fs_format.h kernel/lib/uapi.h
 	@mkdir -p $(dir $@)
-	gcc -Wall -Werror -O2 -Ikernel -o $@ kernel/mkfs/mkfs.c
+	gcc -Wall -Werror -O2 -Ikernel -o $@ tools/mkfs.c
 
 fs.img: $(K_MKFS) $(UPROGS)
 	$(K_MKFS) fs.img $(UPROGS)

@@ -2,9 +2,13 @@
 #
 # Included by the top-level Makefile. Defines UPROGS (the binaries that
 # kernel/kernel.mk installs into fs.img, with the leading '_' stripped) and
-# the rules that build them with the RISC-V cross compiler. Objects go under
-# $(BUILD)/user. user/usys.S is generated from the SYS_* lines of
-# kernel/lib/uapi.h by user/gen_usys.py, so a new syscall needs no stub by hand.
+# the rules that build them with the RISC-V cross compiler. user/README.md
+# says what each folder holds: lib/c (the C library), lib/ibverbs (verbs),
+# lib/rdmacm (connection manager), bin (the tools), tests (guest test
+# programs), examples. Objects go under $(BUILD)/user, mirroring the folders;
+# the programs are user/_<name> whatever folder their source is in.
+# $(BUILD)/user/lib/c/usys.S is generated from the SYS_* lines of kernel/lib/uapi.h
+# by user/lib/c/gen_usys.py, so a new syscall needs no stub by hand.
 #
 #   make user-progs     build every program in UPROGS
 #   make user-clean     remove generated files and objects
@@ -20,34 +24,31 @@ U_CFLAGS := -Wall -Werror -O2 -g -std=gnu11 \
   -march=rv64gc -mabi=lp64d -mcmodel=medany \
   -ffreestanding -fno-builtin -nostdlib -fno-common \
   -fno-stack-protector -fno-pie -fno-omit-frame-pointer \
-  -I. -Iuser -Iuser/include -MMD -MP
+  -I. -Iuser/lib/c -Iuser/lib/ibverbs -Iuser/lib/rdmacm -Iuser/include -MMD -MP
 U_LDFLAGS := -nostdlib -z max-page-size=4096 --no-relax -T user/user.ld
 
 # The C library every program links against: crt0 (first on every link
 # line) and the archive ulib.a, last, so a program takes only the members
 # whose symbols it uses.
-U_CRT0 := $(U_OBJDIR)/crt0.o
+U_CRT0 := $(U_OBJDIR)/lib/c/crt0.o
 U_LIB_A := $(U_OBJDIR)/ulib.a
-U_LIB_SRCS := user/string.c user/printf.c user/malloc.c user/inet.c \
-  user/readline.c user/clock.c user/random.c user/ctype.c user/strtol.c user/errno.c \
-  user/scanf.c user/getopt.c user/time.c user/unistd.c user/stdio.c user/sort.c \
-  user/poll.c
+U_LIB_SRCS := $(filter-out user/lib/c/crt0.c,$(wildcard user/lib/c/*.c))
 U_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_LIB_SRCS)) \
-  $(U_OBJDIR)/usys.o
+  $(U_OBJDIR)/lib/c/usys.o
 U_LIB := $(U_CRT0) $(U_LIB_A)
 $(U_LIB_A): $(U_LIB_OBJS)
 	rm -f $@
 	$(U_AR) rcs $@ $^
 
-# Programs built from one source file each: user/<name>.c -> user/_<name>.
+# Programs built from one source file each: user/bin/<name>.c -> user/_<name>.
 U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status
 
 # The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
 # share.
-U_TESTRUN_OBJ := $(U_OBJDIR)/testrun.o
+U_TESTRUN_OBJ := $(U_OBJDIR)/tests/testrun.o
 
 # usertests is one file per tested module plus the list of their tables.
-U_USERTESTS_SRCS := $(wildcard user/usertests/*.c)
+U_USERTESTS_SRCS := $(wildcard user/tests/usertests/*.c)
 U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS)) $(U_TESTRUN_OBJ)
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
@@ -55,27 +56,33 @@ UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
 # Network tools (network helper): ping, UDP echo, the guest side of tests/net.
 U_NET_PROGS := ping udpecho nettest
 UPROGS += $(addprefix user/_,$(U_NET_PROGS))
-.SECONDARY: $(patsubst %,$(U_OBJDIR)/%.o,$(U_NET_PROGS))
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/bin/%.o,$(U_NET_PROGS))
 
-# RDMA tools (RDMA helper): each links the verbs library (ibverbs.c) and the
-# shared helpers (rdma_util.c, rdma_cm.c when present) besides the libc.
-U_RDMA_PROGS := $(patsubst user/%.c,%,$(wildcard user/rdmatest.c user/rdmanet_test.c \
-  user/rdma_bw.c user/rdma_lat.c user/rdmacp.c user/rdmastat.c \
-  user/rdmahostile.c user/rdmafuzz.c user/rdmacmtest.c user/rdmasoak.c))
-U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/ibverbs.c \
-  user/rdma_util.c user/rdma_cm.c user/rdma_perf.c)) $(U_OBJDIR)/rct_cm.o $(U_OBJDIR)/rct_cm_ep.o
-# The transport core's portable CM codec and endpoint, compiled for user space.
-$(U_OBJDIR)/rct_%.o: kernel/transport/%.c
+# RDMA programs, tools (user/bin) and tests (user/tests): each links the verbs
+# library (lib/ibverbs), the connection manager (lib/rdmacm, with the kernel's
+# portable CM in kernel/cm) and the perftest-like helpers of rdma_bw and
+# rdma_lat (bin/rdma_perf.c) besides the libc.
+U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat
+U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
+U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
+U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
+  user/lib/rdmacm/*.c) user/bin/rdma_perf.c) $(U_OBJDIR)/cm/cm.o $(U_OBJDIR)/cm/cm_ep.o
+# The connection manager's portable codec and endpoint (kernel/cm), compiled
+# for user space.
+$(U_OBJDIR)/cm/%.o: kernel/cm/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
-$(addprefix user/_,$(U_RDMA_PROGS)): user/_%: $(U_OBJDIR)/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+$(addprefix user/_,$(U_RDMA_BIN)): user/_%: $(U_OBJDIR)/bin/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)
+$(addprefix user/_,$(U_RDMA_TESTS)): user/_%: $(U_OBJDIR)/tests/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $(U_LIB_A)
 # The RDMA test programs link the shared test runner too.
 U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile user/_rdmacmtest
 $(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
 $(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
-.SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_RDMA_PROGS))
+.SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/bin/%.o,$(U_RDMA_BIN)) \
+  $(patsubst %,$(U_OBJDIR)/tests/%.o,$(U_RDMA_TESTS))
 
 # The rdma_cm examples (user/examples, docs/rdma.md): one program a file.
 U_EXAMPLES := $(patsubst user/examples/%.c,%,$(wildcard user/examples/*.c))
@@ -87,26 +94,26 @@ $(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LI
 # librdmacm's own examples, unmodified, fetched from Debian at build time.
 include user/upstream/upstream.mk
 
-user/usys.S: kernel/lib/uapi.h user/gen_usys.py
-	python3 user/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
-
-$(U_OBJDIR)/usys.o: user/usys.S
+$(U_OBJDIR)/lib/c/usys.S: kernel/lib/uapi.h user/lib/c/gen_usys.py
 	@mkdir -p $(dir $@)
+	python3 user/lib/c/gen_usys.py kernel/lib/uapi.h > $@.tmp && mv $@.tmp $@
+
+$(U_OBJDIR)/lib/c/usys.o: $(U_OBJDIR)/lib/c/usys.S
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 
 $(U_OBJDIR)/%.o: user/%.c
 	@mkdir -p $(dir $@)
 	$(U_CC) $(U_CFLAGS) -c -o $@ $<
 
-user/_%: $(U_OBJDIR)/%.o $(U_LIB) user/user.ld
+user/_%: $(U_OBJDIR)/bin/%.o $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_LIB_A)
-	$(U_OBJDUMP) -S $@ > $(U_OBJDIR)/$*.asm
+	$(U_OBJDUMP) -S $@ > $(U_OBJDIR)/bin/$*.asm
 
 user/_usertests: $(U_USERTESTS_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $(U_USERTESTS_OBJS) $(U_LIB_A)
 
 # Keep objects: they are reused by the next build.
-.SECONDARY: $(U_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/%.o,$(U_SIMPLE_PROGS))
+.SECONDARY: $(U_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/bin/%.o,$(U_SIMPLE_PROGS))
 
 user-progs: $(UPROGS)
 
@@ -116,9 +123,10 @@ user-progs: $(UPROGS)
 fs.img: $(UPROGS)
 
 user-clean:
-	rm -rf $(U_OBJDIR) user/usys.S user/usys.S.tmp $(UPROGS)
+	rm -rf $(U_OBJDIR) $(UPROGS)
 
--include $(wildcard $(U_OBJDIR)/*.d $(U_OBJDIR)/usertests/*.d $(U_OBJDIR)/examples/*.d \
+-include $(wildcard $(U_OBJDIR)/lib/*/*.d $(U_OBJDIR)/cm/*.d $(U_OBJDIR)/bin/*.d \
+  $(U_OBJDIR)/tests/*.d $(U_OBJDIR)/tests/usertests/*.d $(U_OBJDIR)/examples/*.d \
   $(U_OBJDIR)/upstream/*.d)
 
 CLEAN_TARGETS += user-clean

@@ -506,7 +506,7 @@ How these are measured:
   WRITE and the echo run in 5 alternating rounds (200 round trips each, the
   host's slow spells move both); the rows give the medians over the rounds,
   the ratio is the median of the rounds' own ratios. Timestamps are
-  user-mode `rdtime` reads (user/clock.c), not system calls.
+  user-mode `rdtime` reads (user/lib/c/clock.c), not system calls.
 - latency-tuned: 1 vCPU per guest, E1000 ITR 0 and QEMU's e1000 interrupt
   mitigation off (ethtool -C rx-usecs 0 on a real host); latency-default:
   2 vCPUs, ITR 250 us, where an ACK that arrives just before the answering

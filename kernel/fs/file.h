@@ -4,7 +4,7 @@
 // the same open(); it holds the offset and the status flags (O_NONBLOCK).
 // What a file does is its kind's struct file_ops: file.c's for inodes
 // and devices (device files dispatch through devsw[major]), pipe.c's for
-// pipes, and kinds of upper layers (sockets in sys/sysnet.c, completion
+// pipes, and kinds of upper layers (sockets in net/socket.c, completion
 // channels in rdma/rdma_cq.c) hand their own ops to file_alloc's caller
 // and keep their object in f->obj: file.c never names them.
 #ifndef FILE_H

@@ -5,7 +5,7 @@
 // (a flush has no data). blk_rw and blk_rw_batch sleep until the
 // interrupt handler has seen every request they queued complete.
 //
-// Fault injection (kernel/scripts/crash_test.py): boot argument
+// Fault injection (tools/crash_test.py): boot argument
 // powercut=N lets the first N-1 block writes since boot reach the disk and
 // then powers the machine off with status POWERCUT_STATUS, the way a
 // power cut between two writes would leave the disk.

@@ -1,5 +1,5 @@
 // fs_format.h: the on-disk layout of the file system, shared by the
-// kernel (inode.c, dir.c, log.c) and the host tool mkfs/mkfs.c. Uses only
+// kernel (inode.c, dir.c, log.c) and the host tool tools/mkfs.c. Uses only
 // C base types so the host compiler can include it as well.
 //
 // Disk, in FS_BLOCK_SIZE blocks:

@@ -4,13 +4,13 @@
 // pollfd and bits, struct stat, file types,
 // device majors, struct sysinfo, the tick length, and the RDMA verbs ABI:
 // every libibverbs constant and structure the SYS_rdma_* calls carry
-// (user/ibverbs.h takes them from here). Both the kernel
+// (user/lib/ibverbs/ibverbs.h takes them from here). Both the kernel
 // (kernel/sys/syscall.c dispatches by SYS_* through a table) and user space
-// (user/usys.S is generated from the SYS_* lines below) include this file,
+// (build/user/lib/c/usys.S is generated from the SYS_* lines below) include this file,
 // so it must stay free of kernel-only types: it uses only the C base types.
 //
 // Adding a syscall: add a SYS_ line here, an entry in the kernel's table,
-// and a prototype in user/user.h; the user stub is generated.
+// and a prototype in user/lib/c/user.h; the user stub is generated.
 #ifndef UAPI_H
 #define UAPI_H
 
@@ -48,7 +48,7 @@
                           // -> fds with revents != 0, 0 on timeout; -1 bad pointer/nfds, killed
 #define SYS_fcntl    28   // (fd, F_GETFL) -> flags; (fd, F_SETFL, flags): sets O_NONBLOCK only
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
-// Network (kernel/sys/sysnet.c). A socket is a file descriptor: close()
+// Network (kernel/sys/sysnet.c, sysbench.c; sockets: kernel/net/socket.c). A socket is a file descriptor: close()
 // closes it, fork() and dup() share it, poll() reports POLLIN while a
 // datagram waits, read() takes the next datagram (its source is lost) and
 // write() fails (-1: no connected UDP). Addresses are host byte order.
@@ -64,7 +64,7 @@
 #define SYS_sendzc    48  // (s, buf, n, to): sendto, payload DMA'd from pinned pages (UDP csum 0)
 #define SYS_netblast  49  // (s, buf, n, to, count 1..2^20): sendzc's datagram count times -> sent
 
-// RDMA verbs (kernel/sys/sysrdma.c; user/ibverbs.c gives them libibverbs names).
+// RDMA verbs (kernel/sys/sysrdma.c; user/lib/ibverbs/ibverbs.c gives them libibverbs names).
 // Objects are named by small per-kind handles (a completion channel by a
 // file descriptor) that only their creating process may use; every call returns -1 on any error (bad handle, bad
 // pointer, bad argument, object busy).
@@ -185,9 +185,15 @@ struct dirent {
 
 // ---- RDMA verbs ABI (SYS_rdma_*). ----
 // The libibverbs constants the system calls carry, under libibverbs'
-// names and values (user/ibverbs.h takes them from here; the kernel's
+// names and values (user/lib/ibverbs/ibverbs.h takes them from here; the kernel's
 // rdma/rdma_abi.c asserts that the transport core's values are the same).
 #define RDMA_MAX_SGE 4
+// Objects of the device, all processes together (ibv_query_device's max_qp,
+// max_cq). A QP's or CQ's handle is below its limit, so the user library
+// sizes its handle -> object tables from these (kernel/rdma/rdma.h and
+// user/lib/ibverbs/ibverbs.c use them).
+#define RDMA_MAX_CQ 512      // a CQ per QP
+#define RDMA_MAX_QP 512      // 256 connections each way between two guests, and room
 // Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
 #define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
 #define RDMA_ENOMEM 12       // the queue is full
@@ -243,7 +249,7 @@ enum ibv_wr_opcode {
   IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV, IBV_WR_TSO,
 };
 
-// IBV_SEND_INLINE is the library's (user/ibverbs.c): the kernel ignores it.
+// IBV_SEND_INLINE is the library's (user/lib/ibverbs/ibverbs.c): the kernel ignores it.
 enum ibv_send_flags {
   IBV_SEND_FENCE = 1 << 0, IBV_SEND_SIGNALED = 1 << 1, IBV_SEND_SOLICITED = 1 << 2,
   IBV_SEND_INLINE = 1 << 3, IBV_SEND_IP_CSUM = 1 << 4,
@@ -376,7 +382,7 @@ struct rdma_async_event {
 // Device-wide counters: frames dropped before a QP was found, by reason
 // (the core's, one counter per dropped frame), the NIC seam's, and async
 // events lost to a full queue. Every field is a counter, in this order
-// (user/rdma_util.c names them for rdmastat).
+// (user/lib/ibverbs/rdma_util.c names them for rdmastat).
 struct rdma_dev_stats {
   unsigned long long rx_frames;        // frames handed to the transport core
   unsigned long long rx_not_roce, rx_truncated, rx_bad_header, rx_icrc_err;

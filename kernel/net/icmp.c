@@ -1,6 +1,6 @@
 // icmp.c: ICMP echo. Requests to us are answered in place (the same
 // buffer, type changed, addresses swapped by ip_output); replies go to
-// the ICMP socket whose id matches (sysnet.c), which is how ping works.
+// the ICMP socket whose id matches (socket.c), which is how ping works.
 #include "lib/types.h"
 #include "core/printk.h"
 #include "net/net.h"

@@ -6,7 +6,8 @@
 //   ipv4.c  IPv4: header check, our-address check, output
 //   icmp.c  ICMP echo (ping both ways)
 //   udp.c   UDP: dispatch by port, checksums
-//   sysnet.c  UDP/ICMP sockets and the network system calls
+//   socket.c  UDP/ICMP sockets: table, receive queues, file ops (socket.h);
+//             the network system calls are sys/sysnet.c, sys/sysbench.c
 //
 // Buffer ownership: a netbuf has exactly one owner. A receive layer either
 // passes the buffer up (the next layer owns it) or frees it at its single
@@ -29,7 +30,7 @@
 // so that copy moves aligned words instead of shifting every one.
 #define NETBUF_HEADROOM (128 + 2)
 #define NETBUF_DATA     9216    // a whole jumbo frame
-#define NNETBUF         1024    // 9.6 MiB: a slow reader may queue hundreds (sysnet.c)
+#define NNETBUF         1024    // 9.6 MiB: a slow reader may queue hundreds (socket.c)
 #define NETBUF_RX_RESERVE 64    // senders leave these for the receive path
 // Socket receive queues together hold at most half the pool. The other
 // half is the receive path's: frames in flight through the stack, the RDMA
@@ -123,7 +124,7 @@ static inline void net_count(enum net_counter c) { __sync_fetch_and_add(&net_cou
 
 // ---- boot ----
 void net_init(void);          // boot, after pci_init: buffers, layers, the driver, addresses
-void sysnet_init(void);       // boot: socket table and its exit hook
+void sysnet_init(void);       // boot (sys/sysnet.c): the socket table, the benchmark sends' lock
 
 // ---- layer entry points (inside the stack) ----
 #define ETH_HLEN 14
@@ -193,14 +194,14 @@ int  udp_output_sg(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_p
 
 // Prepends the UDP and IPv4 headers (UDP checksum 0) of a datagram whose
 // payload is payload bytes to hdr's data; the caller adds the Ethernet
-// header and sends (udp_output_sg; sysnet.c's netblast reuses one header).
+// header and sends (udp_output_sg; sysbench.c's netblast reuses one header).
 void udp_push_headers(struct netbuf *hdr, uint16 src_port, uint32 dst, uint16 dst_port,
                       uint32 payload);
 
 // rocesink.c: claims NET_ROCE_SINK_PORT (boot, after the UDP table exists).
 void roce_sink_init(void);
 
-// sysnet.c: delivers echo replies to ICMP sockets (consumes nb).
+// socket.c: delivers echo replies to ICMP sockets (consumes nb).
 // The socket layer above registers where echo replies go (consumes nb).
 void icmp_set_echo_reply_sink(void (*deliver)(struct netbuf *nb, uint16 id, uint16 seq));
 

@@ -1,7 +1,7 @@
 // udp.c: UDP input dispatch by port and output with checksums.
 //
 // Ports are claimed with udp_register_port(port, handler, arg): sockets
-// (sysnet.c) and, later, the RDMA layer on 4791 (RoCEv2) use the same
+// (socket.c) and, later, the RDMA layer on 4791 (RoCEv2) use the same
 // table. Input checks length and, when the sender filled it in, the
 // checksum over the pseudo-header; a datagram for a port nobody holds is
 // counted and dropped. Output always fills in the checksum, except for

@@ -32,12 +32,10 @@
 #include "lib/uapi.h"
 #include "transport/rct.h"
 
-// Limits (reported by ibv_query_device).
+// Limits (reported by ibv_query_device; RDMA_MAX_QP and RDMA_MAX_CQ are uapi.h's).
 #define RDMA_MAX_PD      64
 #define RDMA_MAX_MR      256
-#define RDMA_MAX_CQ      512      // a CQ per QP
 #define RDMA_MAX_CHAN    32
-#define RDMA_MAX_QP      512      // 256 connections each way between two guests, and room
 #define RDMA_MAX_QP_WR   512      // send and receive WRs per queue (rings from the pool, sized at create)
 #define RDMA_MAX_CQE     (2 * RDMA_MAX_QP_WR)   // a CQ holds every completion of a QP's two full queues
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding

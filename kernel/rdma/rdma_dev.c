@@ -14,7 +14,7 @@
 #include "lib/bootarg.h"
 #include "net/net.h"
 #include "rdma/rdma.h"
-#include "transport/rct_cm.h"
+#include "cm/rct_cm.h"
 #include "dev/random.h"
 
 struct rdma_dev rdma;

@@ -30,7 +30,7 @@
 #define DECLARE(name) int64 sys_##name(void);
 HANDLERS(DECLARE)
 
-// Network stack (sysnet.c).
+// Network stack (sysnet.c; sendzc and netblast: sysbench.c).
 #define NET_HANDLERS(X) \
   X(socket) X(bind) X(sendto) X(recvfrom) X(sockclose) X(netstat) X(netinfo) X(arpwait) \
   X(sendzc) X(netblast)

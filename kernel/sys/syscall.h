@@ -5,4 +5,5 @@
 #define SYSCALL_H
 #include "lib/types.h"
 void   syscall_dispatch(void);
+void   sysbench_init(void);   // sysbench.c: its lock (sysnet_init calls it at boot)
 #endif

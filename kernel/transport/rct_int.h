@@ -15,7 +15,6 @@
 #define RCT_INT_H
 
 #include "rct.h"
-#include "rct_cm.h"
 #include "psn.h"
 #include "wire.h"
 #include "opcode.h"

@@ -7,6 +7,7 @@
 #   RCT_CFLAGS   compile flags incl. -I for rct.h (#include "rct.h")
 #   RCT_LIB      the host static library, build it as a prerequisite
 #   RCT_SRCS     the core's sources (the kernel build compiles these too)
+#   CM_SRCS      the connection manager's (kernel/cm); RCT_LIB holds them too
 #   HOST_MR_SRC, HOST_MR_HDR, HOST_MR_CFLAGS
 #                the host MR backend (tests/host/host_mr.c) that every host
 #                build gives the core as its rct_mr_ops
@@ -15,13 +16,19 @@
 #          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
 
 RCT_DIR     := kernel/transport
-RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c req.c resp.c sr_resp.c comp.c cq.c event.c cm.c cm_ep.c names.c)
+RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c req.c resp.c sr_resp.c comp.c cq.c event.c names.c)
 RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
-RCT_CFLAGS  := -std=c99 -I$(RCT_DIR)
+# The connection manager (kernel/cm) sits above the core; the host library
+# holds it too, for its Check suites and the frame-parser fuzzer.
+CM_DIR      := kernel/cm
+CM_SRCS     := $(addprefix $(CM_DIR)/,cm.c cm_ep.c)
+CM_HDRS     := $(wildcard $(CM_DIR)/*.h)
+RCT_CFLAGS  := -std=c99 -I$(RCT_DIR) -I$(CM_DIR)
 RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 RCT_OUT     := $(BUILD)/transport
 RCT_LIB     := $(RCT_OUT)/librct.a
-RCT_OBJS    := $(patsubst $(RCT_DIR)/%.c,$(RCT_OUT)/%.o,$(RCT_SRCS))
+RCT_OBJS    := $(patsubst $(RCT_DIR)/%.c,$(RCT_OUT)/%.o,$(RCT_SRCS)) \
+               $(patsubst $(CM_DIR)/%.c,$(RCT_OUT)/cm/%.o,$(CM_SRCS))
 HOST_MR_SRC    := tests/host/host_mr.c
 HOST_MR_HDR    := tests/host/host_mr.h
 HOST_MR_CFLAGS := -Itests/host
@@ -32,7 +39,8 @@ CONTRACT_CFLAGS :=
 RCT_SAN_OUT   := $(BUILD)/transport-san
 RCT_SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 RCT_SAN_LIB   := $(RCT_SAN_OUT)/librct.a
-RCT_SAN_OBJS  := $(patsubst $(RCT_DIR)/%.c,$(RCT_SAN_OUT)/%.o,$(RCT_SRCS))
+RCT_SAN_OBJS  := $(patsubst $(RCT_DIR)/%.c,$(RCT_SAN_OUT)/%.o,$(RCT_SRCS)) \
+                 $(patsubst $(CM_DIR)/%.c,$(RCT_SAN_OUT)/cm/%.o,$(CM_SRCS))
 
 RCT_UNIT_SRCS := $(wildcard tests/unit/*.c)
 RCT_UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -53,11 +61,19 @@ $(RCT_OUT)/%.o: $(RCT_DIR)/%.c $(RCT_HDRS)
 	@mkdir -p $(@D)
 	gcc $(RCT_CFLAGS) $(RCT_WARN) -O2 -g -c $< -o $@
 
+$(RCT_OUT)/cm/%.o: $(CM_DIR)/%.c $(CM_HDRS) $(RCT_HDRS)
+	@mkdir -p $(@D)
+	gcc $(RCT_CFLAGS) $(RCT_WARN) -O2 -g -c $< -o $@
+
 $(RCT_LIB): $(RCT_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(RCT_SAN_OUT)/%.o: $(RCT_DIR)/%.c $(RCT_HDRS)
+	@mkdir -p $(@D)
+	clang $(RCT_CFLAGS) $(RCT_WARN) $(RCT_SAN_FLAGS) -c $< -o $@
+
+$(RCT_SAN_OUT)/cm/%.o: $(CM_DIR)/%.c $(CM_HDRS) $(RCT_HDRS)
 	@mkdir -p $(@D)
 	clang $(RCT_CFLAGS) $(RCT_WARN) $(RCT_SAN_FLAGS) -c $< -o $@
 
@@ -70,7 +86,7 @@ rct-lib: $(RCT_LIB)
 
 RCT_UNIT_MAIN := $(filter-out tests/unit/bench.c,$(RCT_UNIT_SRCS))
 
-RCT_UNIT_DEPS := $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(HOST_MR_SRC) $(HOST_MR_HDR) $(CONTRACT_HDRS)
+RCT_UNIT_DEPS := $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(HOST_MR_SRC) $(HOST_MR_HDR) $(CONTRACT_HDRS) $(CM_HDRS)
 RCT_UNIT_INC  := -Itests/unit $(HOST_MR_CFLAGS) $(CONTRACT_CFLAGS)
 
 $(RCT_UNIT_BIN): $(RCT_UNIT_DEPS) $(RCT_LIB)
@@ -84,9 +100,9 @@ $(RCT_BENCH_BIN): tests/unit/bench.c $(HOST_MR_SRC) $(HOST_MR_HDR) $(RCT_SRCS) $
 	gcc $(RCT_CFLAGS) $(HOST_MR_CFLAGS) -O2 -march=native tests/unit/bench.c $(HOST_MR_SRC) $(RCT_SRCS) -o $@
 
 # Fuzzers: clang libFuzzer + ASan/UBSan, the core compiled in.
-$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(HOST_MR_SRC) $(HOST_MR_HDR) $(RCT_SRCS) $(RCT_HDRS)
+$(RCT_FUZZ_OUT)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(HOST_MR_SRC) $(HOST_MR_HDR) $(RCT_SRCS) $(RCT_HDRS) $(CM_SRCS) $(CM_HDRS)
 	@mkdir -p $(@D)
-	clang $(RCT_CFLAGS) -Itests/fuzz $(HOST_MR_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(HOST_MR_SRC) $(RCT_SRCS) -o $@
+	clang $(RCT_CFLAGS) -Itests/fuzz $(HOST_MR_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g -O1 $< $(HOST_MR_SRC) $(RCT_SRCS) $(CM_SRCS) -o $@
 
 # Seed corpora from the vectors (tests/fuzz/seeds.py), kept in tests/fuzz/corpus/{parser,responder}.
 

@@ -8,6 +8,7 @@
  * checksum and fragment checks but none of the bounds.
  */
 #include "fuzz_common.h"
+#include "rct_cm.h"
 
 static void parse_one(uint8_t *buf, size_t size, uint32_t flags)
 {

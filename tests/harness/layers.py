@@ -42,8 +42,6 @@ def folder_of(path):
 
 def sources():
   for dirpath, _, files in os.walk(KERNEL):
-    if os.path.relpath(dirpath, KERNEL).split(os.sep)[0] in ("mkfs", "scripts"):
-      continue
     for f in sorted(files):
       if f.endswith((".c", ".h", ".S")):
         yield os.path.join(dirpath, f)

@@ -25,7 +25,7 @@ import guest as guest_module  # noqa: E402
 from guest import Guest, GuestError, progress  # noqa: E402
 from shell_checks import run_shell_checks  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "kernel", "scripts"))
+                                "tools"))
 import fsck  # noqa: E402
 
 TEST_LINE = re.compile(r"^test (\S+): (OK|FAILED.*)$", re.MULTILINE)
@@ -208,14 +208,14 @@ CRASH_CUTS = (("kill", 2), ("powercut", 100), ("powercut", 137), ("powercut", 10
 
 
 def check_crashes(kernel, fs_img):
-    """test_fs_survives_power_cut_*: kernel/scripts/crash_test.py cuts the
+    """test_fs_survives_power_cut_*: tools/crash_test.py cuts the
     power part-way through a 16 MiB file write, boots the same disk again
     and checks that it mounts (replaying the log if needed), that the
     half-written file reads, that new files work, and, after a clean halt,
-    that kernel/scripts/fsck.py finds the image consistent and the file
+    that tools/fsck.py finds the image consistent and the file
     holds usertests' pattern up to its size. Returns [(name, None or what went wrong)]."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                          "kernel", "scripts", "crash_test.py")
+                          "tools", "crash_test.py")
     results = []
     for how, n in CRASH_CUTS:
         name = f"fs_survives_power_cut_{'after_' + str(n) + 's' if how == 'kill' else 'at_write_' + str(n)}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_cmtest.py: rdmacmtest (user/rdmacmtest.c) in one guest with a
+"""run_cmtest.py: rdmacmtest (user/tests/rdmacmtest.c) in one guest with a
 network card: rdma_cm between processes of one guest, and a lost RTU the
 active side must answer from inside its verbs waits ([CM-TMO-6]) while it
 waits for the passive side's first message in ibvx_wait_cq, a completion

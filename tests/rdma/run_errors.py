@@ -60,8 +60,8 @@ def check(out, prog, *parts):
 
 
 def number_cases(a):
-    max_size = header_define("user/rdma_perf.h", "PERF_MAX_SIZE")
-    max_chunk = header_define("user/rdmacp.c", "MAX_CHUNK")
+    max_size = header_define("user/bin/rdma_perf.h", "PERF_MAX_SIZE")
+    max_chunk = header_define("user/bin/rdmacp.c", "MAX_CHUNK")
     cases = [
         ("bw_size_wraps", "rdma_bw -s 4294967297 10.0.0.2", "rdma_bw",
          (r"-s 4294967297", "out of range", rf"allowed 1\.\.{max_size} bytes")),

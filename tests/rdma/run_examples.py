@@ -43,7 +43,7 @@ from tally import Tally  # noqa: E402
 
 EX_SIZE = 8192          # user/examples/example.h
 IMM = 0x5eed            # user/examples/rc_client.c
-ETIMEDOUT = 110         # user/ibverbs.h
+ETIMEDOUT = 110         # user/lib/ibverbs/ibverbs.h
 
 
 def run_pair(tb, server, client):

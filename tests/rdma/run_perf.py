@@ -6,7 +6,7 @@ Exit 0 only if every run printed its result row.
 
 With --smoke (and no loss) it also checks that a QP rdma_cm connects has
 rdma_cm's default window, not the kernel's 1024: RDMAX_INFLIGHT_BYTES of
-packets at the path MTU, at most RDMAX_HOP_PACKETS (user/rdma_cm.h; 512
+packets at the path MTU, at most RDMAX_HOP_PACKETS (user/lib/rdmacm/rdma_cm.h; 512
 at path MTU 1024, and 256 on a second pair of guests at 4096), that a
 go-back-N WRITE on a link that drops 5 % (set for that run alone) reports
 loss window cuts ([REQ-WIN-5]), and the
@@ -79,13 +79,13 @@ def surprises(tb):
     return results
 
 
-# rdma_cm's default window (user/rdma_cm.h: rdmax_default_inflight).
+# rdma_cm's default window (user/lib/rdmacm/rdma_cm.h: rdmax_default_inflight).
 WINDOW = re.compile(r"perf: qp .* window (\d+)")
 
 
 def header_constant(name):
-    """An integer #define of user/rdma_cm.h (the one definition)."""
-    text = open(os.path.join(REPO, "user", "rdma_cm.h")).read()
+    """An integer #define of user/lib/rdmacm/rdma_cm.h (the one definition)."""
+    text = open(os.path.join(REPO, "user", "lib", "rdmacm", "rdma_cm.h")).read()
     m = re.search(rf"#define {name}\s+\(?(\d+)u?(?:\s*<<\s*(\d+))?\)?", text)
     return int(m[1]) << int(m[2] or 0)
 

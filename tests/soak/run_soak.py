@@ -6,7 +6,7 @@ at their starting counts at the end.
 
 The bed (tests/net/launch.py): two xv6 guests and, unless --no-linux, the
 Linux Soft-RoCE guest, on one linkemu. In each xv6 guest an `rdmasoak
-server` and --clients `rdmasoak client`s (user/rdmasoak.c), each holding
+server` and --clients `rdmasoak client`s (user/tests/rdmasoak.c), each holding
 two connections to the other xv6 guest's server, run a seeded mix of
 WRITE (read back), READ, WRITE_WITH_IMM and SEND, opening and closing
 connections. Between the Linux guest and xv6 guest 1 the opcode x size

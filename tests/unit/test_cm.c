@@ -2,6 +2,7 @@
  * test_cm.c: the connection-exchange codec (cm.c) against cm.md.
  */
 #include "harness.h"
+#include "rct_cm.h"
 
 static struct rct_cm_msg req(void)
 {

@@ -4,6 +4,7 @@
  * may drop datagrams, on virtual time. [CM-STATE-*] [CM-TMO-*]
  */
 #include "harness.h"
+#include "rct_cm.h"
 
 #define MS 1000000ull
 static const struct rct_cm_addr ADDR_A = { 0x0a000001u, 40000 };   /* active, any port */

@@ -1,2 +1,2 @@
-// ctype.h: ASCII character classes (user/ctype.c; declared in user/user.h).
-#include "user/user.h"
+// ctype.h: ASCII character classes (user/lib/c/ctype.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

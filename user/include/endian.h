@@ -1,2 +1,2 @@
-// endian.h: htobe16 .. le64toh (macros in user/user.h; the machine is little-endian).
-#include "user/user.h"
+// endian.h: htobe16 .. le64toh (macros in user/lib/c/user.h; the machine is little-endian).
+#include "user/lib/c/user.h"

@@ -1,2 +1,2 @@
-// errno.h: errno and the E* values, Linux's numbers (user/errno.c; declared in user/user.h).
-#include "user/user.h"
+// errno.h: errno and the E* values, Linux's numbers (user/lib/c/errno.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

@@ -1,2 +1,2 @@
-// getopt.h: getopt, getopt_long and struct option (user/getopt.c; declared in user/user.h).
-#include "user/user.h"
+// getopt.h: getopt, getopt_long and struct option (user/lib/c/getopt.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

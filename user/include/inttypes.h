@@ -2,7 +2,7 @@
 // (long is 64 bits: the 64-bit formats use l).
 #ifndef INTTYPES_H
 #define INTTYPES_H
-#include "user/user.h"
+#include "user/lib/c/user.h"
 #define PRId8  "d"
 #define PRId16 "d"
 #define PRId32 "d"

@@ -1,2 +1,2 @@
-// libgen.h: basename and dirname (user/string.c; declared in user/user.h).
-#include "user/user.h"
+// libgen.h: basename and dirname (user/lib/c/string.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

@@ -1,2 +1,2 @@
-// malloc.h: memalign and the heap (user/malloc.c; declared in user/user.h).
-#include "user/user.h"
+// malloc.h: memalign and the heap (user/lib/c/malloc.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

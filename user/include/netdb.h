@@ -1,2 +1,2 @@
-// netdb.h: numeric getaddrinfo, freeaddrinfo, gai_strerror (user/inet.c; declared in user/user.h).
-#include "user/user.h"
+// netdb.h: numeric getaddrinfo, freeaddrinfo, gai_strerror (user/lib/c/inet.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

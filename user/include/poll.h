@@ -1,3 +1,3 @@
 // poll.h: poll() and struct pollfd, POLLIN and the other bits (kernel/lib/uapi.h;
-// declared in user/user.h).
-#include "user/user.h"
+// declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

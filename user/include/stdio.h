@@ -1,2 +1,2 @@
-// stdio.h: streams, printf and scanf (user/stdio.c, printf.c, scanf.c; declared in user/user.h).
-#include "user/user.h"
+// stdio.h: streams, printf and scanf (user/lib/c/stdio.c, printf.c, scanf.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

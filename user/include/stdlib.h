@@ -1,2 +1,2 @@
-// stdlib.h: the heap, numbers from text, rand, getenv, abort (declared in user/user.h).
-#include "user/user.h"
+// stdlib.h: the heap, numbers from text, rand, getenv, abort (declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

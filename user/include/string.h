@@ -1,2 +1,2 @@
-// string.h: strings and memory (user/string.c; declared in user/user.h).
-#include "user/user.h"
+// string.h: strings and memory (user/lib/c/string.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

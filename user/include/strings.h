@@ -1,2 +1,2 @@
-// strings.h: strcasecmp and strncasecmp (user/string.c; declared in user/user.h).
-#include "user/user.h"
+// strings.h: strcasecmp and strncasecmp (user/lib/c/string.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

@@ -1,4 +1,4 @@
-// bw.c: rdma_bw's two roles (user/rdma_bw.c, user/rdma_perf.c), wire-
+// bw.c: rdma_bw's two roles (user/bin/rdma_bw.c, user/bin/rdma_perf.c), wire-
 // compatible with them:
 //   the client's REQ carries the test in its private data: five big-endian
 //     words { "perf", op, size, iters, flags (bit 0 -a, bit 1 -e, bit 2 SR) }

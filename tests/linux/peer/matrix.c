@@ -1,4 +1,4 @@
-// matrix.c: the opcode x size matrix of user/rdmanet_test.c (--matrix),
+// matrix.c: the opcode x size matrix of user/tests/rdmanet_test.c (--matrix),
 // both roles, wire-compatible with it:
 //   host_a (passive) exposes a buffer of 1 MiB + GUARD (8 MiB + GUARD with
 //     --big) in the REP's private data (VA, R_Key, length; big-endian);

@@ -1,10 +1,10 @@
 // sys/stat.h: struct stat, stat and fstat (kernel/lib/uapi.h; declared in
-// user/user.h), and POSIX's st_mode tests and permission bits. The S_IF*
+// user/lib/c/user.h), and POSIX's st_mode tests and permission bits. The S_IF*
 // file-type bits are the kernel's (uapi.h); xv6 has no permission checks,
 // so st_mode's permission bits are always 0777 (S_STAT_PERMS).
 #ifndef SYS_STAT_H
 #define SYS_STAT_H
-#include "user/user.h"
+#include "user/lib/c/user.h"
 
 #define S_ISDIR(m)  (((m) & S_IFMT) == S_IFDIR)
 #define S_ISREG(m)  (((m) & S_IFMT) == S_IFREG)

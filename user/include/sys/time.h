@@ -1,2 +1,2 @@
-// sys/time.h: struct timeval and gettimeofday (user/time.c; declared in user/user.h).
-#include "user/user.h"
+// sys/time.h: struct timeval and gettimeofday (user/lib/c/time.c; declared in user/lib/c/user.h).
+#include "user/lib/c/user.h"

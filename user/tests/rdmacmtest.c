@@ -1,0 +1,525 @@
+// rdmacmtest: the connection library (user/lib/rdmacm/rdma_cm.c) inside one guest.
+//
+// Needs a network card: the CM's datagrams to the guest's own address take
+// the IP loopback (kernel/net/ipv4.c), the RC frames the RDMA loopback. Each
+// case forks a passive process (listens on PASSIVE_PORT, accepts, then SENDs
+// one message) and, for the lost-RTU cases, a relay process that carries the
+// CM datagrams between the two sides and drops the active side's first RTU;
+// the case's own process is the active side, which connects and then waits
+// for the passive side's message, never in an rdma_* call:
+//   loopback_connect      no relay: rdma_cm between two processes of one guest.
+//   lost_rtu_wait_cq      [CM-TMO-6] [CM-TMO-3] the active side waits in
+//   lost_rtu_cq_event     ibvx_wait_cq (rdmau_wait), in a completion channel's
+//   lost_rtu_busy_poll    ibv_get_cq_event, or in an ibv_poll_cq loop. The
+//                         passive side repeats its REP; the RTU that answers
+//                         it must come from inside that wait, or the passive
+//                         side's rdma_accept fails after its REP's retries
+//                         ([CM-TMO-2]) and the message is never sent.
+//   poll_queued_event     poll() on a CM event channel's fd (its
+//                         readiness, user/lib/c/poll.c): rdma_resolve_addr queues
+//                         ADDR_RESOLVED in the channel's memory, its socket
+//                         empty; poll(fd, POLLIN, 10 s) must say POLLIN at
+//                         once, and poll(fd, 0) nothing once it is taken.
+//   poll_drives_deadline  an rdma_connect to a port nobody holds: only the
+//                         REQ's retries and their end [CM-TMO-1] [CM-TMO-2]
+//                         make an event (UNREACHABLE); a poll() of 4 retry
+//                         spans must return with POLLIN after about one.
+// In every case the active side's duty must be over one CM retry interval
+// after the peer's message arrived (its QP holds a frame from the peer),
+// not at the end of the REP's retry span.
+// librdmacm's semantics that its own examples (rdma_server.c,
+// rdma_client.c; docs/rdma.md) rely on, between two processes:
+//   ep_getaddrinfo_passive_wildcard  RAI_PASSIVE with "0.0.0.0" or NULL is the
+//                         wildcard; QP type RC and RDMA_PS_TCP by default;
+//                         what rdma_cm cannot do is EINVAL.
+//   ep_create_takes_ai_qp_type  rdma_create_ep on both sides with a zeroed
+//                         qp_init_attr: the QPs take ai_qp_type (RC), the
+//                         granted inline size is written back, an inline SEND
+//                         each way; RDMA_OPTION_ID_ACK_TIMEOUT reaches the QP;
+//                         rdma_notify(COMM_EST) once connected is EISCONN.
+//   ep_get_request_bad_attr_einval  a listener's qp_init_attr the device
+//                         refuses: rdma_get_request fails with EINVAL (not
+//                         ENOMEM) and the active side is refused.
+//   cm_options_devices_notify  rdma_set_option's librdmacm options,
+//                         rdma_get_devices / rdma_free_devices, rdma_notify's
+//                         errors.
+// Usage: rdmacmtest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h)
+#include "user.h"
+#include "ibverbs.h"
+#include "rdma_cm.h"
+#include "rdma_verbs.h"
+#include "rdma_util.h"
+#include "rdma_cm_util.h"
+#include "testrun.h"
+
+#define PASSIVE_PORT 18600
+#define RELAY_PORT   18601
+#define MSG "hello from the passive side"
+#define MSG_LEN ((int)sizeof MSG)
+// The active side's wait for the message: the REP's retries and their
+// answers fit many times over; a lost answer fails the case long before.
+#define WAIT_MS (4 * (int)(RCT_CM_RETRY_SPAN_NS / 1000000))
+
+enum wait_mode { WAIT_CQ, WAIT_EVENT, WAIT_BUSY };
+
+static uint32_t own_ip;
+
+// What the relay saw, written to its result pipe when the case hangs up.
+struct relay_counts { int reps, rtus, rtus_dropped; };
+
+// ---- the relay: active <-> RELAY_PORT | its own socket <-> the passive ----
+// The passive side's first datagram (the REP) comes from its connection's
+// own port, not the listener's; the relay sends there from then on.
+
+static void forward(int s, const uint8_t *buf, int n, uint32_t ip, uint16_t port) {
+  struct net_addr to = { ip, port, 0 };
+  if (sendto(s, buf, n, &to) != n) tr_fail(__LINE__, "relay: sendto failed");
+}
+
+// Runs until hangup (the read end of the case's pipe) hangs up, then writes
+// its counts to result.
+static void relay(int hangup, int result, int ready) {
+  int r = socket(SOCK_UDP), s = socket(SOCK_UDP);
+  if (r < 0 || s < 0 || bind(r, RELAY_PORT) < 0) tr_fail(__LINE__, "relay: sockets");
+  write(ready, "r", 1);
+  struct relay_counts c = { 0 };
+  struct net_addr active = { 0 };
+  struct net_addr passive = { own_ip, PASSIVE_PORT, 0 };   // then its connection's reply port
+  uint8_t buf[256];
+  for (;;) {
+    struct pollfd pf[3] = { { r, POLLIN, 0 }, { s, POLLIN, 0 }, { hangup, POLLIN, 0 } };
+    if (poll(pf, 3, -1) < 0) tr_fail(__LINE__, "relay: poll");
+    if (pf[2].revents) break;                       // the case hung up
+    struct net_addr from;
+    int n;
+    if (pf[0].revents && (n = recvfrom(r, buf, sizeof buf, &from, 0)) >= RCT_CM_LEN_HDR) {
+      active = from;                                // the active side's CM socket
+      if (buf[3] == RCT_CM_RTU && c.rtus++ == 0) { c.rtus_dropped++; continue; }
+      forward(s, buf, n, passive.ip, passive.port);
+    }
+    if (pf[1].revents && (n = recvfrom(s, buf, sizeof buf, &from, 0)) >= RCT_CM_LEN_HDR) {
+      passive = from;                               // [CM-STATE-7]
+      if (buf[3] == RCT_CM_REP) c.reps++;
+      forward(r, buf, n, active.ip, active.port);
+    }
+  }
+  write(result, &c, sizeof c);
+  exit(0);
+}
+
+// ---- the passive side: accept, then SEND MSG ----
+
+static void passive(int ready) {
+  struct rdma_cm_id *listen, *id;
+  if (rdmau_cm_listen(&listen, PASSIVE_PORT) < 0) exit(10);
+  write(ready, "p", 1);
+  if (rdma_get_request(listen, &id) < 0) exit(11);
+  struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+                                            .max_send_sge = 1, .max_recv_sge = 1 } };
+  if (rdma_create_qp(id, NULL, &attr) < 0) exit(12);
+  static char msg[MSG_LEN] = MSG;
+  struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, MSG_LEN, IBV_ACCESS_LOCAL_WRITE);
+  if (!mr) exit(13);
+  if (rdma_accept(id, NULL) < 0) exit(14);         // a lost RTU nobody answered: ETIMEDOUT
+  struct ibv_sge sge = { (uint64_t)msg, MSG_LEN, mr->lkey };
+  struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED }, *bad;
+  struct ibv_wc wc;
+  if (ibv_post_send(id->qp, &wr, &bad)) exit(15);
+  if (rdmau_wait(id->send_cq, &wc, WAIT_MS) != 1 || wc.status != IBV_WC_SUCCESS) exit(16);
+  exit(0);
+}
+
+// ---- the active side ----
+
+// One receive completion on cq as the mode waits for it; 1 if it came.
+static int wait_recv(enum wait_mode mode, struct ibv_cq *cq, struct ibv_comp_channel *ch,
+                     struct ibv_wc *wc) {
+  if (mode == WAIT_CQ) return rdmau_wait(cq, wc, WAIT_MS);
+  if (mode == WAIT_EVENT) {
+    struct ibv_cq *ev_cq;
+    void *ev_ctx;
+    if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) return 0;   // blocks: the runner's watchdog bounds it
+    ibv_ack_cq_events(ev_cq, 1);
+    return ibv_poll_cq(cq, 1, wc);
+  }
+  uint64_t end = clock_ns() + (uint64_t)WAIT_MS * 1000000ull;
+  int n;
+  while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && clock_ns() < end)
+    ;
+  return n;
+}
+
+static int ctl[2], out[2];       // the case -> relay hang-up pipe; relay -> case counts
+
+// Forks fn's process and waits for it to say it is ready; the child keeps
+// only the pipe ends it uses.
+static int start(void (*fn)(int ready)) {
+  int ready[2], pid;
+  if (pipe(ready) < 0 || (pid = fork()) < 0) tr_fail(__LINE__, "pipe or fork");
+  if (pid == 0) {
+    close(ready[0]);
+    close(ctl[1]);
+    close(out[0]);
+    fn(ready[1]);
+  }
+  close(ready[1]);
+  char c;
+  if (read(ready[0], &c, 1) != 1) tr_fail(__LINE__, "child %d did not start", pid);
+  close(ready[0]);
+  return pid;
+}
+
+static void start_relay(int ready) { relay(ctl[0], out[1], ready); }
+
+static void own_address(void);
+
+static void run_case(int with_relay, enum wait_mode mode) {
+  own_address();
+  int rpid = with_relay ? start(start_relay) : -1;
+  close(ctl[0]);
+  close(out[1]);
+  int ppid = start(passive);
+
+  struct rdma_cm_id *id;
+  TR_CHECK(rdmau_cm_resolve(&id, own_ip, with_relay ? RELAY_PORT : PASSIVE_PORT) == 0,
+           "resolve: errno %d", errno);
+  struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
+  struct ibv_comp_channel *ch = mode == WAIT_EVENT ? ibv_create_comp_channel(id->verbs) : NULL;
+  struct ibv_cq *cq = ibv_create_cq(id->verbs, 8, NULL, ch, 0);
+  TR_ASSERT(pd && cq && (mode != WAIT_EVENT || ch));
+  struct ibv_qp_init_attr attr = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+                                            .max_send_sge = 1, .max_recv_sge = 1 } };
+  TR_ASSERT(rdma_create_qp(id, pd, &attr) == 0);
+  static char got[MSG_LEN];
+  struct ibv_mr *mr = ibv_reg_mr(pd, got, MSG_LEN, IBV_ACCESS_LOCAL_WRITE);
+  struct ibv_sge sge = { (uint64_t)got, MSG_LEN, mr ? mr->lkey : 0 };
+  struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+  TR_ASSERT(mr && ibv_post_recv(id->qp, &rwr, &bad) == 0);
+  if (ch) TR_ASSERT(ibv_req_notify_cq(cq, 0) == 0);
+  TR_CHECK(rdma_connect(id, NULL) == 0, "rdma_connect: errno %d", errno);
+
+  struct ibv_wc wc;
+  int n = wait_recv(mode, cq, ch, &wc);
+  int pstatus = -1, rstatus = -1;
+  TR_ASSERT(wait(&pstatus) == ppid);               // the relay runs until ctl hangs up
+  TR_CHECK(pstatus == 0, "passive side exited %d (14: rdma_accept failed)", pstatus);
+  TR_CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && memcmp(got, MSG, MSG_LEN) == 0,
+           "no message: %d completions, status %d", n, n == 1 ? wc.status : -1);
+  // The peer's frame on the QP ends the duty at its next look, long before
+  // the REP's retry span would: a wait of one CM retry interval (the duty
+  // looks four times per interval) ends with no duty left.
+  TR_CHECK(ibvx_wait_cq(cq, (int)(RCT_CM_RETRY_NS / 1000000)) == ETIMEDOUT, "a second completion");
+  TR_CHECK(ibvx_wait_duty_end() == 0, "the duty outlived the peer's first frame by %lu ms",
+           (ibvx_wait_duty_end() - clock_ns()) / 1000000);
+  if (with_relay) {
+    struct relay_counts rc = { 0 };
+    close(ctl[1]);                                  // the relay's turn to report
+    TR_ASSERT(read(out[0], &rc, sizeof rc) == sizeof rc);
+    TR_ASSERT(wait(&rstatus) == rpid && rstatus == 0);
+    TR_CHECK(rc.rtus_dropped == 1 && rc.rtus >= 2 && rc.reps >= 2,
+             "relay saw %d REPs, %d RTUs (%d dropped): want the REP repeated and answered",
+             rc.reps, rc.rtus, rc.rtus_dropped);
+  }
+}
+
+// ---- librdmacm's endpoint calls (rdma_getaddrinfo, rdma_create_ep) ----
+
+// Each case its own port: a failed case's passive process may linger.
+#define EP_PORT_GOOD 18610
+#define EP_PORT_BAD  18611
+#define EP_INLINE 16             // what rdma_server.c / rdma_client.c ask for
+#define EP_TIMEOUT 14            // RDMA_OPTION_ID_ACK_TIMEOUT's value in the case
+
+static void t_ep_getaddrinfo_passive_wildcard(void) {
+  struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+  const char *nodes[] = { "0.0.0.0", NULL };
+  for (int i = 0; i < 2; i++) {
+    TR_ASSERT(rdma_getaddrinfo(nodes[i], "7471", &hints, &res) == 0);
+    struct sockaddr_in *sin = (struct sockaddr_in *)res->ai_src_addr;
+    TR_CHECK(sin && sin->sin_family == AF_INET && sin->sin_addr.s_addr == 0 &&
+             sin->sin_port == htons(7471) && res->ai_dst_addr == NULL, "node %s: not the wildcard",
+             nodes[i] ? nodes[i] : "NULL");
+    TR_CHECK(res->ai_qp_type == IBV_QPT_RC && res->ai_port_space == RDMA_PS_TCP, "qp_type %d ps 0x%x",
+             res->ai_qp_type, res->ai_port_space);
+    rdma_freeaddrinfo(res);
+  }
+  struct rdma_addrinfo bad_hints[] = {
+    { .ai_flags = RAI_PASSIVE, .ai_family = AF_INET6 },
+    { .ai_flags = RAI_PASSIVE, .ai_qp_type = IBV_QPT_UD },
+    { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP },
+  };
+  for (int i = 0; i < 3; i++) {
+    errno = 0;
+    TR_CHECK(rdma_getaddrinfo(NULL, "7471", &bad_hints[i], &res) == -1 && errno == EINVAL,
+             "hints %d accepted (errno %d)", i, errno);
+  }
+  const char *bad[][2] = { { "10.0.0", "1" }, { "host", "1" }, { "10.0.0.1", "x" },
+                           { "10.0.0.1", "70000" }, { "10.0.0.1", "" }, { NULL, "1" } };
+  for (int i = 0; i < 6; i++) {
+    errno = 0;
+    TR_CHECK(rdma_getaddrinfo(bad[i][0], bad[i][1], NULL, &res) == -1 && errno == EINVAL,
+             "\"%s\" \"%s\" accepted (errno %d)", bad[i][0] ? bad[i][0] : "NULL", bad[i][1], errno);
+  }
+}
+
+// rdma_server.c's steps at `port` with a zeroed qp_init_attr; exits 0, or
+// the step that failed. A listener attribute with an inline size the
+// device refuses makes rdma_get_request fail: the exit status is then its
+// errno + 100.
+static void ep_passive(int ready, int port_num, uint32_t inline_size) {
+  struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+  struct rdma_cm_id *listen, *id;
+  char port[8];
+  snprintf(port, sizeof port, "%d", port_num);
+  if (rdma_getaddrinfo("0.0.0.0", port, &hints, &res)) exit(20);
+  struct ibv_qp_init_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = inline_size;
+  attr.sq_sig_all = 1;
+  if (rdma_create_ep(&listen, res, NULL, &attr) || rdma_listen(listen, 0)) exit(21);
+  write(ready, "p", 1);
+  if (rdma_get_request(listen, &id)) exit(100 + errno);
+  if (!id->qp) exit(22);
+  static uint8_t msg[EP_INLINE];
+  struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
+  struct ibv_wc wc;
+  if (!mr || rdma_post_recv(id, NULL, msg, sizeof msg, mr) || rdma_accept(id, NULL)) exit(23);
+  if (rdma_notify(id, IBV_EVENT_COMM_EST) != -1 || errno != EISCONN) exit(24);
+  if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS) exit(25);
+  if (rdma_post_send(id, NULL, msg, sizeof msg, NULL, IBV_SEND_INLINE) ||
+      rdma_get_send_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+    exit(26);
+  rdma_disconnect(id);
+  rdma_dereg_mr(mr);
+  rdma_destroy_ep(id);
+  rdma_destroy_ep(listen);
+  rdma_freeaddrinfo(res);
+  exit(0);
+}
+static void ep_passive_good(int ready) { ep_passive(ready, EP_PORT_GOOD, EP_INLINE); }
+static void ep_passive_bad(int ready) { ep_passive(ready, EP_PORT_BAD, 1u << 30); }
+
+// Starts passive_fn's process (listening at port_num), then rdma_client.c's
+// steps: rdma_create_ep with a zeroed qp_init_attr; *ppid is the child.
+static struct rdma_cm_id *ep_active(void (*passive_fn)(int ready), int port_num, int *ppid,
+                                    struct ibv_qp_init_attr *attr, struct rdma_addrinfo **res) {
+  own_address();
+  *ppid = start(passive_fn);
+  char node[INET_ADDRSTRLEN], port[8];
+  uint32_t ip_be = htonl(own_ip);
+  struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP };
+  struct rdma_cm_id *id = NULL;
+  inet_ntop(AF_INET, &ip_be, node, sizeof node);
+  snprintf(port, sizeof port, "%d", port_num);
+  TR_ASSERT(rdma_getaddrinfo(node, port, &hints, res) == 0);
+  memset(attr, 0, sizeof *attr);
+  attr->cap.max_send_wr = attr->cap.max_recv_wr = 1;
+  attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+  attr->cap.max_inline_data = EP_INLINE;
+  attr->sq_sig_all = 1;
+  TR_CHECK(rdma_create_ep(&id, *res, NULL, attr) == 0, "rdma_create_ep: errno %d", errno);
+  return id;
+}
+
+// This guest's address in own_ip; the pipes start() expects.
+static void own_address(void) {
+  struct net_info ni;
+  TR_ASSERT(netinfo(&ni) == 0 && ni.present && ni.ip);
+  own_ip = ni.ip;
+  TR_ASSERT(pipe(ctl) == 0 && pipe(out) == 0);      // start() closes the child's ends
+}
+
+static void t_ep_create_takes_ai_qp_type(void) {
+  int ppid, status = -1;
+  struct ibv_qp_init_attr attr;
+  struct rdma_addrinfo *res;
+  struct rdma_cm_id *id = ep_active(ep_passive_good, EP_PORT_GOOD, &ppid, &attr, &res);
+  TR_ASSERT(id && id->qp);
+  TR_CHECK(attr.qp_type == IBV_QPT_RC && attr.cap.max_inline_data >= EP_INLINE,
+           "qp_init_attr after rdma_create_ep: qp_type %d max_inline_data %u", attr.qp_type,
+           attr.cap.max_inline_data);
+  uint8_t t = EP_TIMEOUT;
+  TR_ASSERT(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) == 0);
+  static uint8_t msg[EP_INLINE] = "from the client";
+  struct ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
+  struct ibv_wc wc;
+  TR_ASSERT(mr && rdma_post_recv(id, NULL, msg, sizeof msg, mr) == 0);
+  TR_CHECK(rdma_connect(id, NULL) == 0, "rdma_connect: errno %d", errno);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qia;
+  TR_CHECK(ibv_query_qp(id->qp, &qa, IBV_QP_TIMEOUT, &qia) == 0 && qa.timeout == EP_TIMEOUT,
+           "ACK timeout %d, want %d", qa.timeout, EP_TIMEOUT);
+  TR_CHECK(rdma_post_send(id, NULL, msg, sizeof msg, NULL, IBV_SEND_INLINE) == 0 &&
+           rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "inline send");
+  TR_CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "receive");
+  TR_ASSERT(wait(&status) == ppid);
+  TR_CHECK(status == 0, "passive side exited %d (rdma_server.c's steps; 1xx: get_request errno)",
+           status);
+  rdma_disconnect(id);
+  rdma_dereg_mr(mr);
+  rdma_destroy_ep(id);
+  rdma_freeaddrinfo(res);
+}
+
+static void t_ep_get_request_bad_attr_einval(void) {
+  int ppid, status = -1;
+  struct ibv_qp_init_attr attr;
+  struct rdma_addrinfo *res;
+  struct rdma_cm_id *id = ep_active(ep_passive_bad, EP_PORT_BAD, &ppid, &attr, &res);
+  TR_ASSERT(id);
+  errno = 0;
+  TR_CHECK(rdma_connect(id, NULL) == -1 && errno == ECONNREFUSED, "rdma_connect: errno %d", errno);
+  TR_ASSERT(wait(&status) == ppid);
+  TR_CHECK(status == 100 + EINVAL, "passive side exited %d: want rdma_get_request's EINVAL (%d)",
+           status, 100 + EINVAL);
+  rdma_destroy_ep(id);
+  rdma_freeaddrinfo(res);
+}
+
+static void t_cm_options_devices_notify(void) {
+  struct rdma_cm_id *id;
+  TR_ASSERT(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+  uint8_t t = EP_TIMEOUT, big = RDMAX_MAX_ACK_TIMEOUT + 1;
+  int one = 1;
+  TR_CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof t) == 0 &&
+           rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) == 0 &&
+           rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof one) == 0,
+           "supported options: errno %d", errno);
+  struct { int level, name; void *val; size_t len; int err; } bad[] = {
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &big, 1, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &one, sizeof one, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &t, 1, EINVAL },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &t, 1, ENOSYS },
+    { RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &t, 1, ENOSYS },
+    { RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, NULL, 1, EINVAL },
+  };
+  for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+    errno = 0;
+    TR_CHECK(rdma_set_option(id, bad[i].level, bad[i].name, bad[i].val, bad[i].len) == -1 &&
+             errno == bad[i].err, "option %d: errno %d, want %d", i, errno, bad[i].err);
+  }
+  errno = 0;
+  TR_CHECK(rdma_notify(id, IBV_EVENT_COMM_EST) == -1 && errno == EINVAL, "notify, not connecting");
+  errno = 0;
+  TR_CHECK(rdma_notify(id, IBV_EVENT_QP_FATAL) == -1 && errno == EINVAL, "notify, another event");
+  int n = -1;
+  struct ibv_context **devs = rdma_get_devices(&n);
+  TR_CHECK(devs && n == 1 && devs[0] && devs[1] == NULL, "rdma_get_devices: %d", n);
+  struct ibv_port_attr pa;
+  TR_CHECK(devs && devs[0] && ibv_query_port(devs[0], 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE,
+           "the device's port");
+  rdma_free_devices(devs);
+  TR_ASSERT(rdma_destroy_id(id) == 0);
+}
+
+static void t_loopback_connect(void) { run_case(0, WAIT_CQ); }
+static void t_lost_rtu_wait_cq(void) { run_case(1, WAIT_CQ); }
+static void t_lost_rtu_cq_event(void) { run_case(1, WAIT_EVENT); }
+static void t_lost_rtu_busy_poll(void) { run_case(1, WAIT_BUSY); }
+
+// ---- poll() readiness of a CM event channel ----
+
+#define POLL_LONG_MS 10000
+#define SPAN_MS ((int)(RCT_CM_RETRY_SPAN_NS / 1000000))
+#define NOBODY_PORT 18602           // no process binds it
+
+// Milliseconds one poll(fd, POLLIN, timeout_ms) took; *revents its answer.
+static int timed_poll(int fd, int timeout_ms, int *ret, short *revents) {
+  struct pollfd pf = { fd, POLLIN, 0 };
+  uint64_t t0 = clock_ns();
+  *ret = poll(&pf, 1, timeout_ms);
+  *revents = pf.revents;
+  return (int)((clock_ns() - t0) / 1000000);
+}
+
+// The next event of ch, which must be want (taken without waiting).
+static void take_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want) {
+  struct rdma_cm_event *e;
+  TR_ASSERT(rdmax_get_cm_event_timeout(ch, &e, 0) == 0);
+  TR_CHECK(e->event == want, "event %s, want %s", rdma_event_str(e->event), rdma_event_str(want));
+  rdma_ack_cm_event(e);
+}
+
+// A new channel with one id whose address (ours, port) is being resolved:
+// ADDR_RESOLVED is queued in the channel's memory when this returns.
+static struct rdma_event_channel *resolving_id(struct rdma_cm_id **id, int port) {
+  struct net_info ni;
+  TR_ASSERT(netinfo(&ni) == 0 && ni.present && ni.ip);
+  struct rdma_event_channel *ch = rdma_create_event_channel();
+  TR_ASSERT(ch && rdma_create_id(ch, id, NULL, RDMA_PS_TCP) == 0);
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, ni.ip, (uint16_t)port);
+  TR_ASSERT(rdma_resolve_addr(*id, NULL, (struct sockaddr *)&sin, 2000) == 0);
+  return ch;
+}
+
+static void t_poll_queued_event(void) {
+  struct rdma_cm_id *id;
+  struct rdma_event_channel *ch = resolving_id(&id, PASSIVE_PORT);
+  int r;
+  short rev;
+  int ms = timed_poll(ch->fd, POLL_LONG_MS, &r, &rev);
+  TR_CHECK(r == 1 && (rev & POLLIN) && ms < POLL_LONG_MS / 10,
+           "poll with ADDR_RESOLVED queued: %d, revents 0x%x after %d ms (timeout %d)", r, rev, ms,
+           POLL_LONG_MS);
+  take_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  ms = timed_poll(ch->fd, 0, &r, &rev);
+  TR_CHECK(r == 0 && rev == 0, "poll with nothing queued: %d, revents 0x%x", r, rev);
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(ch);
+}
+
+static void t_poll_drives_deadline(void) {
+  struct rdma_cm_id *id;
+  struct rdma_event_channel *ch = resolving_id(&id, NOBODY_PORT);
+  take_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+  TR_ASSERT(rdma_resolve_route(id, 2000) == 0);
+  take_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
+  struct ibv_cq *cq = pd ? ibv_create_cq(id->verbs, 4, NULL, NULL, 0) : NULL;
+  struct ibv_qp_init_attr attr = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+                                            .max_send_sge = 1, .max_recv_sge = 1 } };
+  TR_ASSERT(cq && rdma_create_qp(id, pd, &attr) == 0);
+  TR_ASSERT(rdma_connect(id, NULL) == 0);
+  int r;
+  short rev;
+  int ms = timed_poll(ch->fd, 4 * SPAN_MS, &r, &rev);
+  TR_CHECK(r == 1 && (rev & POLLIN) && ms < 2 * SPAN_MS,
+           "poll while the REQ went unanswered: %d, revents 0x%x after %d ms (retry span %d ms)", r,
+           rev, ms, SPAN_MS);
+  take_event(ch, RDMA_CM_EVENT_UNREACHABLE);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  rdma_destroy_event_channel(ch);
+}
+
+static const struct tr_case cases[] = {
+  { "poll_queued_event", t_poll_queued_event, TR_QUICK, 0 },
+  { "poll_drives_deadline", t_poll_drives_deadline, TR_QUICK, 0 },
+  { "loopback_connect", t_loopback_connect, TR_QUICK, 0 },
+  { "lost_rtu_wait_cq", t_lost_rtu_wait_cq, TR_QUICK, 0 },
+  { "lost_rtu_cq_event", t_lost_rtu_cq_event, TR_QUICK, 0 },
+  { "lost_rtu_busy_poll", t_lost_rtu_busy_poll, TR_QUICK, 0 },
+  { NULL },
+};
+static const struct tr_case ep_cases[] = {
+  { "ep_getaddrinfo_passive_wildcard", t_ep_getaddrinfo_passive_wildcard, TR_QUICK, 0 },
+  { "ep_create_takes_ai_qp_type", t_ep_create_takes_ai_qp_type, TR_QUICK, 0 },
+  { "ep_get_request_bad_attr_einval", t_ep_get_request_bad_attr_einval, TR_QUICK, 0 },
+  { "cm_options_devices_notify", t_cm_options_devices_notify, TR_QUICK, 0 },
+  { NULL },
+};
+static const struct tr_case *const tables[] = { cases, ep_cases };
+
+int main(int argc, char **argv) {
+  struct tr_suite suite = { "rdmacmtest", tables, 2, 60, 0, NULL };
+  return tr_main(&suite, argc, argv);
+}
