@@ -11,6 +11,10 @@
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #
+#   make test-ud-vectors   tests/vectors/check_ud_vectors.py: the host test of
+#                       the real Linux UD frames in tests/vectors/ud/ (no
+#                       guest; ends with "N passed, M failed").
+#
 # The Linux image (make linux-image) carries xrpeer from build/linux/overlay/
 # (tests/linux/peer/peer.mk). Part of make test (TEST_SUITES).
 # Include from the top Makefile: include tests/interop/interop.mk
@@ -24,4 +28,7 @@ $(LINUX_INITRD): $(XRPEER)
 test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/interop/run_interop.py $(INTEROP_ARGS)
 
-.PHONY: test-interop
+test-ud-vectors:
+	python3 tests/vectors/check_ud_vectors.py
+
+.PHONY: test-interop test-ud-vectors

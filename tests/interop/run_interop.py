@@ -180,6 +180,53 @@ def run_lost_rtu(xv6, lnx):
     return by_frame and done, f"established without RTU: {by_frame}; server done: {done}"
 
 
+# ---- UD (xrpeer ud-server / ud-client) ----
+
+UD_SERVER_LOG = "/tmp/ud-server.log"
+UD_CLIENT = (r"xrpeer: ud-client sent (\d+), received (\d+), lost (\d+), verified bytes (\d+) "
+             r"\((\d+) of (\d+) messages answered\)\n")
+UD_ONEWAY = r"xrpeer: ud-client sent (\d+) one way, every SEND completed: (yes|no)\n"
+UD_SERVER = r"xrpeer: ud-server received (\d+), echoed (\d+), bad (\d+), errors (\d+), verified bytes (\d+)\n"
+RXE_COUNTERS = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+
+
+def ud_server_start(lx, args=""):
+    """Starts `xrpeer ud-server ARGS` in the background on lx; its QPN
+    (the client's --qpn), once it is ready."""
+    cmd = f"xrpeer ud-server {args}".strip()
+    if not lx.start_server(cmd, probe=f"cat {UD_SERVER_LOG}", ready="echoing datagrams", log=UD_SERVER_LOG):
+        raise GuestError(f"{cmd}: not ready: {lx.run(f'cat {UD_SERVER_LOG}')[-300:]}")
+    return int(re.search(r"ud-server qpn (\d+)", lx.run(f"cat {UD_SERVER_LOG}"))[1])
+
+
+def ud_server_stop(lx, timeout=120):
+    """Stops the background ud-server (SIGTERM unless it ended by itself)
+    and waits for it: (received, echoed, bad, errors, verified bytes), or
+    None with no summary line, and its output."""
+    lx.run("kill $! 2>/dev/null")
+    out = lx.server_output(timeout=timeout, log=UD_SERVER_LOG)
+    m = re.search(UD_SERVER, out)
+    return (tuple(int(v) for v in m.groups()) if m else None), out
+
+
+def ud_client(lx, ip, qpn, args, timeout=120):
+    """One `xrpeer ud-client`: (exit status, summary numbers or None, output).
+    The numbers: (sent, received, lost, verified bytes, answered, messages);
+    one way (--oneway): (sent, every SEND completed)."""
+    rc, out = lx.run_status(f"xrpeer ud-client {ip} --qpn {qpn} {args}", timeout=timeout)
+    m = re.search(UD_ONEWAY if "--oneway" in args else UD_CLIENT, out)
+    nums = None
+    if m:
+        nums = (int(m[1]), m[2] == "yes") if "--oneway" in args else tuple(int(v) for v in m.groups())
+    return rc, nums, out
+
+
+def rxe_counters(lx):
+    """rxe0's frame counters: {"sent_pkts": n, "rcvd_pkts": n}."""
+    out = lx.run(f"cd {RXE_COUNTERS} && grep . sent_pkts rcvd_pkts; cd /")
+    return {k: int(v) for k, v in re.findall(r"^(sent_pkts|rcvd_pkts):(\d+)$", out, re.M)}
+
+
 # ---- the capture ----
 
 def roce_frames(path):
