@@ -7,7 +7,9 @@
 #                       MTU 1024 and 4096, clean and at 1 % seeded loss; a
 #                       bw smoke run each way and the capture check (ICRC
 #                       of every RoCEv2 frame, tshark finds nothing
-#                       malformed) on the clean MTU 1024 bed; ends with
+#                       malformed) on the clean MTU 1024 bed; UD between
+#                       xrpeer ud-client and ud-server in the Linux guest
+#                       (bed ud_linux, rxe loopback); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

@@ -211,6 +211,18 @@ static void serve_recv(struct ud *u, const struct ud_opts *o, struct ibv_wc *wc,
   }
 }
 
+// One completion: a receive (served) or an echo's SEND (its slot posted again).
+static void serve_one(struct ud *u, const struct ud_opts *o, struct ibv_wc *wc, struct ud_count *c,
+                      struct ud_ah *tab, int *nah) {
+  if (!(wc->wr_id & WR_SEND)) { serve_recv(u, o, wc, c, tab, nah); return; }
+  u->outstanding--;
+  if (wc->status == IBV_WC_SUCCESS) c->sent++;
+  else { printf("xrpeer: ud-server: echo: %s\n", ibv_wc_status_str(wc->status)); c->errors++; }
+  post_recv(u, (int)(wc->wr_id & ~WR_SEND));
+}
+
+// Until SIGINT/SIGTERM, o->count datagrams or o->idle_s without one; then
+// the echoes still outstanding complete before the summary.
 int ud_server(struct peer_dev *d, const struct ud_opts *o) {
   struct ud u;
   struct ud_ah tab[UD_MAX_AH];
@@ -222,19 +234,19 @@ int ud_server(struct peer_dev *d, const struct ud_opts *o) {
   sigaction(SIGTERM, &sa, NULL);
   printf("xrpeer: ud-server qpn %u qkey 0x%08x mtu %d: echoing datagrams\n", u.r.qp->qp_num, o->qkey, u.mtu);
   uint64_t last = now_ns(), idle = (uint64_t)o->idle_s * 1000000000u;
-  while (!stop && !(o->count && c.received + c.errors >= o->count && u.outstanding == 0) &&
-         !(idle && now_ns() - last > idle)) {
-    struct ibv_wc wc[16];
-    int n = pres_poll(&u.r, wc, 16, UD_POLL_MS);
-    if (n < 0) { perror("xrpeer: ud-server: poll the CQ"); c.errors++; break; }
+  struct ibv_wc wc[16];
+  int n = 0;
+  while (!stop && !(o->count && c.received + c.errors >= o->count) && !(idle && now_ns() - last > idle)) {
+    if ((n = pres_poll(&u.r, wc, 16, UD_POLL_MS)) < 0) break;
     for (int i = 0; i < n; i++) {
-      if (!(wc[i].wr_id & WR_SEND)) { last = now_ns(); serve_recv(&u, o, &wc[i], &c, tab, &nah); continue; }
-      u.outstanding--;
-      if (wc[i].status == IBV_WC_SUCCESS) c.sent++;
-      else { printf("xrpeer: ud-server: echo: %s\n", ibv_wc_status_str(wc[i].status)); c.errors++; }
-      post_recv(&u, (int)(wc[i].wr_id & ~WR_SEND));
+      if (!(wc[i].wr_id & WR_SEND)) last = now_ns();
+      serve_one(&u, o, &wc[i], &c, tab, &nah);
     }
   }
+  while (n >= 0 && u.outstanding > 0 && (n = pres_poll(&u.r, wc, 1, UD_SEND_WAIT_MS)) > 0)
+    serve_one(&u, o, &wc[0], &c, tab, &nah);
+  if (n < 0) { perror("xrpeer: ud-server: poll the CQ"); c.errors++; }
+  if (u.outstanding > 0) { printf("xrpeer: ud-server: %d echoes never completed\n", u.outstanding); c.errors++; }
   printf("xrpeer: ud-server received %u, echoed %u, bad %u, errors %u, verified bytes %llu\n", c.received, c.sent,
          c.bad, c.errors, (unsigned long long)c.verified);
   for (int i = 0; i < nah; i++) ibv_destroy_ah(tab[i].ah);
