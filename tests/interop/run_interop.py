@@ -39,7 +39,9 @@ exchange and the xv6 tools' application protocols. Per test bed:
     guest, `xrpeer ud-server` and `xrpeer ud-client` to the guest's own
     address over rxe loopback): a ping-pong at the path MTU and one with
     immediates, every datagram echoed and verified on both sides
-    (interop_ud_linux_loopback, _loopback_imm); a wrong Q_Key: rxe sends
+    (interop_ud_linux_loopback, _loopback_imm), and the smallest payload
+    with immediates through `ud-server --raw`, which echoes any payload
+    unchecked (interop_ud_linux_echo_raw); a wrong Q_Key: rxe sends
     every datagram and drops it on receipt, uncounted (rxe0's hw_counters),
     the server receives nothing, the client counts all lost
     (interop_ud_linux_wrong_qkey); SENDs over the path MTU: no frame, each
@@ -245,11 +247,12 @@ def rxe_counters(lx):
     return {k: int(v) for k, v in re.findall(r"^(sent_pkts|rcvd_pkts):(\d+)$", out, re.M)}
 
 
-def ud_pingpong(lx, n, size, opts=""):
+def ud_pingpong(lx, n, size, opts="", server_opts=""):
     """n messages of size bytes from ud-client to ud-server and back, in one
     guest over rxe loopback: every one echoed and verified on both sides
-    (GRH IPv4 addresses, the echo's source QPN, the pattern, immediates)."""
-    qpn = ud_server_start(lx, f"-n {n} --idle 120")
+    (GRH IPv4 addresses, the echo's source QPN, the pattern, immediates;
+    the server checks no payload with --raw, and verifies 0 bytes)."""
+    qpn = ud_server_start(lx, f"-n {n} --idle 120 {server_opts}")
     rc, got, _ = ud_client(lx, lx.ip, qpn, f"-s {size} -n {n} -w {UD_WAIT_MS} -r 2 {opts}")
     srv, _ = ud_server_stop(lx, kill=True)
     problems = []
@@ -257,10 +260,10 @@ def ud_pingpong(lx, n, size, opts=""):
     # the server then sees it too, and the counts must still agree.
     if rc != 0 or not got or got[4:] != (n, n) or got[1] < n or got[2] != got[0] - got[1] or got[3] != got[1] * size:
         problems.append(f"client: exit {rc}, (sent, received, lost, bytes, answered, messages) {got}")
-    elif srv != (got[0], got[0], 0, 0, got[0] * size):
+    elif srv != (got[0], got[0], 0, 0, 0 if "--raw" in server_opts else got[0] * size):
         problems.append(f"server: (received, echoed, bad, errors, bytes) {srv}, client sent {got[0]}")
-    return not problems, "; ".join(problems) or \
-        f"{n} x {size} B {opts}echoed, verified on both sides (sent {got[0]}, received {got[1]})"
+    what = f"{n} x {size} B {opts}{server_opts + ' ' if server_opts else ''}"
+    return not problems, "; ".join(problems) or f"{what}echoed, verified (sent {got[0]}, received {got[1]})"
 
 
 def ud_wrong_qkey(lx, n=3, retries=1):
@@ -322,6 +325,7 @@ def ud_bed(tally, name, mtu):
             progress(name, f"Linux up: rxe0 {lnx.ip} eth0 MTU {lnx.mtu}")
             tally.run("interop_ud_linux_loopback", lambda: ud_pingpong(lnx, 20, mtu))
             tally.run("interop_ud_linux_loopback_imm", lambda: ud_pingpong(lnx, 10, 200, "--imm "))
+            tally.run("interop_ud_linux_echo_raw", lambda: ud_pingpong(lnx, 10, 4, "--imm ", "--raw"))
             tally.run("interop_ud_linux_wrong_qkey", lambda: ud_wrong_qkey(lnx))
             tally.run("interop_ud_linux_oversize", lambda: ud_oversize(lnx, mtu))
     except GuestError as e:

@@ -10,8 +10,9 @@
 //   xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a]
 //                          [-d depth] [-Q cq_mod] [-p port] [--mtu N]
 //       rdma_bw's client; perftest's columns
-//   xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S]
+//   xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S] [--raw]
 //       a UD echo server: prints its QPN, answers every datagram to its source
+//       (--raw: whatever its payload; else xrpeer's pattern is checked first)
 //   xrpeer [...] ud-client <ip> --qpn N [--qkey Q] [-s size] [-n count] [--imm]
 //                          [--oneway] [-w wait_ms] [-r retries]
 //       UD ping-pong against ud-server's QPN N (--oneway: no echoes awaited)
@@ -33,7 +34,7 @@ static void usage(void) {
                   "       xrpeer [...] bw-server [-p port] [--mtu N]\n"
                   "       xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a] [-d depth]"
                   " [-Q cq_mod] [-p port] [--mtu N]\n"
-                  "       xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S]\n"
+                  "       xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S] [--raw]\n"
                   "       xrpeer [...] ud-client <ip> --qpn N [--qkey Q] [-s size] [-n count] [--imm] [--oneway]"
                   " [-w wait_ms] [-r retries]\n");
   exit(2);
@@ -116,6 +117,7 @@ static int run_ud(struct peer_dev *d, uint32_t ip, int argc, char **argv, int i)
     else if (ip && strcmp(a, "--imm") == 0) o.imm = 1;
     else if (ip && strcmp(a, "--oneway") == 0) o.oneway = 1;
     else if (!ip && strcmp(a, "--idle") == 0 && has) o.idle_s = (int)number(argv[++i], 86400);
+    else if (!ip && strcmp(a, "--raw") == 0) o.raw = 1;
     else usage();
   }
   if (!ip) return ud_server(d, &o);

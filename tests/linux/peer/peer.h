@@ -131,6 +131,7 @@ struct ud_opts {
   int wait_ms, retries;          // client: the echo deadline, resends per message
   uint32_t peer_ip, peer_qpn;    // client: the server
   int idle_s;                    // server: stop after this long without a datagram (0: never)
+  int raw;                       // server: echo any payload, unchecked
 };
 int ud_server(struct peer_dev *d, const struct ud_opts *o);
 int ud_client(struct peer_dev *d, const struct ud_opts *o);

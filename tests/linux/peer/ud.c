@@ -8,7 +8,9 @@
 //
 // A payload is a message's sequence number (4 bytes, big-endian) then the
 // pattern byte k = (seq + k) mod 256 for k >= 4; a SEND_WITH_IMM carries
-// seq ^ UD_IMM_SALT. Both sides check both, and the echo's source QPN.
+// seq ^ UD_IMM_SALT. Both sides check both (the server not with --raw,
+// for clients with payloads of their own), and the client the echo's
+// source QPN.
 #include "peer.h"
 
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #define UD_GRH 40                 // a UD receive buffer starts with the GRH's 40 bytes
+#define UD_IPV4_HDR 20            // for RoCEv2 over IPv4: the IPv4 header, at the GRH's end
 #define UD_MAX_MTU 4096           // the largest path MTU
 #define UD_SLOT (UD_GRH + UD_MAX_MTU)
 #define UD_RECVS 32               // receives kept posted
@@ -150,20 +153,23 @@ static void ud_close(struct ud *u) {
 // in its last 20 bytes. 1 if it is there, UDP, to our address (its source
 // in *src).
 static int grh_ipv4(const struct ud *u, const struct ibv_wc *wc, const uint8_t *slot, uint32_t *src) {
-  const uint8_t *ip = slot + UD_GRH - 20;
+  const uint8_t *ip = slot + UD_GRH - UD_IPV4_HDR;
   if (!(wc->wc_flags & IBV_WC_GRH) || ip[0] != 0x45 || ip[9] != 17) return 0;
   *src = get32(ip + 12);
   return get32(ip + 16) == u->d->ipv4;
 }
 
-// A received datagram's checks: status, GRH, payload, immediate. 1 if
-// valid (its sequence number in *seq, its source address in *src).
-static int datagram_ok(struct ud *u, const struct ibv_wc *wc, uint32_t *seq, uint32_t *src, const char *who) {
+// A received datagram's checks: status, GRH, and unless raw the payload
+// and immediate. 1 if valid (its sequence number in *seq, its source
+// address in *src).
+static int datagram_ok(struct ud *u, const struct ibv_wc *wc, int raw, uint32_t *seq, uint32_t *src,
+                       const char *who) {
   const uint8_t *slot = u->rx + (size_t)wc->wr_id * UD_SLOT;
   uint32_t len = wc->byte_len >= UD_GRH ? wc->byte_len - UD_GRH : 0;
   const char *why = NULL;
   if (wc->status != IBV_WC_SUCCESS) why = ibv_wc_status_str(wc->status);
   else if (!grh_ipv4(u, wc, slot, src)) why = "no IPv4 header to our address in the GRH";
+  else if (raw) *seq = 0;
   else if (!payload_ok(slot + UD_GRH, len, seq)) why = "payload does not hold the pattern";
   else if ((wc->wc_flags & IBV_WC_WITH_IMM) && ntohl(wc->imm_data) != (*seq ^ UD_IMM_SALT)) why = "wrong immediate";
   if (why) printf("xrpeer: %s: datagram of %u bytes from qpn %u dropped: %s\n", who, len, wc->src_qp, why);
@@ -189,20 +195,21 @@ static struct ibv_ah *ah_for(struct ud *u, struct ud_ah *tab, int *n, uint32_t s
   return ah;
 }
 
-// One receive's completion: a valid datagram is echoed from its slot (the
-// slot is posted again once the echo completes), anything else counted.
+// One receive's completion: a valid datagram is echoed from its slot, with
+// its immediate if it had one (the slot is posted again once the echo
+// completes), anything else counted. --raw echoes any payload unchecked.
 static void serve_recv(struct ud *u, const struct ud_opts *o, struct ibv_wc *wc, struct ud_count *c,
                        struct ud_ah *tab, int *nah) {
   uint32_t seq, src;
   int slot = (int)wc->wr_id;
   if (wc->status == IBV_WC_SUCCESS) c->received++;
-  if (!datagram_ok(u, wc, &seq, &src, "ud-server")) {
+  if (!datagram_ok(u, wc, o->raw, &seq, &src, "ud-server")) {
     wc->status == IBV_WC_SUCCESS ? c->bad++ : c->errors++;
     post_recv(u, slot);
     return;
   }
-  uint32_t len = wc->byte_len - UD_GRH, imm = seq ^ UD_IMM_SALT;
-  c->verified += len;
+  uint32_t len = wc->byte_len - UD_GRH, imm = ntohl(wc->imm_data);
+  c->verified += o->raw ? 0 : len;
   struct ibv_ah *ah = ah_for(u, tab, nah, src, wc);
   if (!ah || post_send(u, ah, wc->src_qp, o->qkey, u->rx + (size_t)slot * UD_SLOT + UD_GRH, u->rx_mr->lkey, len,
                        (wc->wc_flags & IBV_WC_WITH_IMM) ? &imm : NULL, WR_SEND | (uint64_t)slot)) {
@@ -282,7 +289,7 @@ static int client_wait(struct ud *u, const struct ud_opts *o, struct ud_count *c
       continue;
     }
     uint32_t rseq, src;
-    int ok = datagram_ok(u, &wc, &rseq, &src, "ud-client");
+    int ok = datagram_ok(u, &wc, 0, &rseq, &src, "ud-client");
     if (ok && (src != o->peer_ip || wc.src_qp != o->peer_qpn || !(wc.wc_flags & IBV_WC_WITH_IMM) != !o->imm ||
                wc.byte_len - UD_GRH != o->size)) {
       printf("xrpeer: ud-client: datagram from qpn %u (%s immediate, %u bytes) is not the echo\n", wc.src_qp,
