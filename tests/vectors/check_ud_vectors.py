@@ -2,8 +2,9 @@
 """check_ud_vectors.py: the host test of the UD captures in tests/vectors/ud/.
 
 Checks what can be checked without a UD parser of our own, on every frame
-of rxe-ud.pcap (tests/vectors/README.md says what each frame is, and this
-file's FRAMES is that list): Ethernet/IPv4/UDP to port 4791 with a valid
+of rxe-ud.pcap (path MTU 1024) and rxe-ud-mtu4096.pcap: one scenario, so
+one list of frames (tests/vectors/README.md says what each frame is, and
+this file's FRAMES is that list, MTU standing for the path MTU): Ethernet/IPv4/UDP to port 4791 with a valid
 IPv4 checksum and UDP checksum 0; the BTH (opcode 0x64 UD SEND_ONLY or 0x65
 UD SEND_ONLY_WITH_IMMEDIATE, P_Key 0xFFFF, TVer 0, destination QPN); the
 DETH at its IBTA place right after the BTH (bytes 54..61 of the frame: the
@@ -38,14 +39,16 @@ DETH_LEN, IMM_LEN, ICRC_LEN = 8, 4, 4
 IMM_SALT = 0xC0DE0000                # xrpeer's immediate: sequence number ^ this
 A, B = "10.0.0.2", "10.0.0.3"        # A the ud-server, B the ud-clients
 
-# rxe-ud.pcap's RoCEv2 frames: (pcap frame number, source, opcode,
+MTU = "MTU"                          # in FRAMES: the file's path MTU
+FILES = [("rxe-ud.pcap", 1024), ("rxe-ud-mtu4096.pcap", 4096)]
+# The RoCEv2 frames of each file: (pcap frame number, source, opcode,
 # BTH destination QPN, DETH Q_Key, DETH source QPN, payload bytes,
 # sequence number, echo of the frame numbered, or None).
 FRAMES = [
     (3, B, 0x64, 0x11, 0x11111111, 0x21, 16, 0, None), (4, A, 0x64, 0x21, 0x11111111, 0x11, 16, 0, 3),
     (5, B, 0x64, 0x11, 0x11111111, 0x21, 16, 1, None), (6, A, 0x64, 0x21, 0x11111111, 0x11, 16, 1, 5),
-    (7, B, 0x64, 0x11, 0x11111111, 0x22, 1024, 0, None), (8, A, 0x64, 0x22, 0x11111111, 0x11, 1024, 0, 7),
-    (9, B, 0x64, 0x11, 0x11111111, 0x22, 1024, 1, None), (10, A, 0x64, 0x22, 0x11111111, 0x11, 1024, 1, 9),
+    (7, B, 0x64, 0x11, 0x11111111, 0x22, MTU, 0, None), (8, A, 0x64, 0x22, 0x11111111, 0x11, MTU, 0, 7),
+    (9, B, 0x64, 0x11, 0x11111111, 0x22, MTU, 1, None), (10, A, 0x64, 0x22, 0x11111111, 0x11, MTU, 1, 9),
     (11, B, 0x65, 0x11, 0x11111111, 0x23, 64, 0, None), (12, A, 0x65, 0x23, 0x11111111, 0x11, 64, 0, 11),
     (13, B, 0x65, 0x11, 0x11111111, 0x23, 64, 1, None), (14, A, 0x65, 0x23, 0x11111111, 0x11, 64, 1, 13),
     (15, B, 0x64, 0x12, 0x22222222, 0x24, 32, 0, None),            # wrong Q_Key: never echoed
@@ -58,10 +61,12 @@ PCAP_FRAMES = 19                     # the two above plus ARP request and reply 
 class Report:
     def __init__(self):
         self.passed = self.failed = 0
+        self.tag = ""                # the file's, in every check's name
 
     def check(self, name, problems, info):
         """One check: OK if problems (a list of strings) is empty."""
         ok = not problems
+        name = name.replace("ud_vectors_", f"ud_vectors_{self.tag}_")
         print(f"test {name}: {'OK' if ok else 'FAILED'} ({info if ok else '; '.join(problems[:3])})")
         self.passed += ok
         self.failed += not ok
@@ -97,7 +102,7 @@ def sport_of_qpn(qpn):
     return 0xC000 | ((qpn * 0x61C88647) & 0xFFFFFFFF) >> 18
 
 
-def check_envelope(r, roce):
+def check_envelope(r, roce, frames):
     bad = []
     for n, f in roce.items():
         x = layers(f)
@@ -110,9 +115,9 @@ def check_envelope(r, roce):
     r.check("ud_vectors_ethernet_ipv4_udp_4791", bad, f"{len(roce)} frames")
 
 
-def check_headers(r, roce):
+def check_headers(r, roce, frames):
     bad = []
-    for n, src, op, dqpn, qkey, sqpn, size, seq, _ in FRAMES:
+    for n, src, op, dqpn, qkey, sqpn, size, seq, _ in frames:
         x = layers(roce[n])
         want = {"src": src, "dst": A if src == B else B, "op": op, "pkey": 0xFFFF, "tver": 0, "dqpn": dqpn,
                 "qkey": qkey, "deth_resv": 0, "sqpn": sqpn}
@@ -122,9 +127,9 @@ def check_headers(r, roce):
     r.check("ud_vectors_bth_deth_fields", bad, "opcode, P_Key, destination QPN; DETH Q_Key and source QPN")
 
 
-def check_payloads(r, roce):
+def check_payloads(r, roce, frames):
     bad = []
-    for n, _, op, _, _, _, size, seq, _ in FRAMES:
+    for n, _, op, _, _, _, size, seq, _ in frames:
         x = layers(roce[n])
         p = x["payload"]
         want = struct.pack(">I", seq) + bytes((seq + k) & 255 for k in range(4, size))
@@ -135,11 +140,11 @@ def check_payloads(r, roce):
     r.check("ud_vectors_payload_and_immediate", bad, "xrpeer's pattern; ImmDt = seq ^ 0xc0de0000")
 
 
-def check_icrc(r, roce):
+def check_icrc(r, roce, frames):
     bad = [f"frame {n}" for n, f in roce.items()
            if vectors_check.icrc_of(f, layers(f)["iplen"]) != f[14 + layers(f)["iplen"] - 4:14 + layers(f)["iplen"]]]
     # The check can fail: one payload bit flipped must change the ICRC.
-    f = bytearray(roce[FRAMES[0][0]])
+    f = bytearray(roce[frames[0][0]])
     iplen = layers(bytes(f))["iplen"]
     good = vectors_check.icrc_of(bytes(f), iplen)
     f[DETH_AT + DETH_LEN] ^= 1
@@ -148,25 +153,25 @@ def check_icrc(r, roce):
     r.check("ud_vectors_icrc", bad, f"{len(roce)} frames valid, a corrupted copy is not")
 
 
-def check_echoes(r, roce):
+def check_echoes(r, roce, frames):
     bad = []
-    echoed = {e for *_, e in FRAMES if e}
-    for n, *_, of in FRAMES:
+    echoed = {e for *_, e in frames if e}
+    for n, *_, of in frames:
         if of is None:
             continue
         a, q = layers(roce[n]), layers(roce[of])
         if a["dqpn"] != q["sqpn"] or a["sqpn"] != q["dqpn"] or a["payload"] != q["payload"] or a["imm"] != q["imm"]:
             bad.append(f"frame {n} does not answer frame {of}")
-    unanswered = [n for n, src, *_ in FRAMES if src == B and n not in echoed]
+    unanswered = [n for n, src, *_ in frames if src == B and n not in echoed]
     if unanswered != [15]:
         bad.append(f"unanswered datagrams {unanswered}, expected only the wrong Q_Key's (15)")
     r.check("ud_vectors_echo_answers_datagram", bad, "QPNs swapped, same payload; the wrong Q_Key's dropped")
 
 
-def check_psn_and_sport(r, roce):
+def check_psn_and_sport(r, roce, frames):
     bad = []
     last = {}
-    for n, *_ in FRAMES:
+    for n, *_ in frames:
         x = layers(roce[n])
         key = (x["src"], x["sqpn"])
         if key in last and x["psn"] != (last[key] + 1) & 0xFFFFFF:
@@ -177,21 +182,29 @@ def check_psn_and_sport(r, roce):
     r.check("ud_vectors_psn_and_udp_source_port", bad, f"{len(last)} sending QPs, PSN +1 each; port from source QPN")
 
 
-def main():
-    path = os.path.join(UD_DIR, "rxe-ud.pcap")
+def check_file(r, path, mtu):
+    """Every check on one capture; FRAMES with this file's path MTU."""
+    frames = [(n, src, op, dq, qk, sq, mtu if size == MTU else size, seq, of)
+              for n, src, op, dq, qk, sq, size, seq, of in FRAMES]
     if not os.path.exists(path):
-        print(f"ud vectors: {path} is missing")
-        print("0 passed, 1 failed")
-        return 1
-    frames = list(vectors_check.pcap_frames(path))
-    roce = {i + 1: f for i, f in enumerate(frames) if len(f) >= DETH_AT + DETH_LEN + ICRC_LEN
+        r.check("ud_vectors_file", [f"{path} is missing"], "")
+        return
+    pcap = list(vectors_check.pcap_frames(path))
+    roce = {i + 1: f for i, f in enumerate(pcap) if len(f) >= DETH_AT + DETH_LEN + ICRC_LEN
             and f[12:14] == b"\x08\x00" and f[23] == 17 and struct.unpack(">H", f[36:38])[0] == ROCE_PORT}
-    r = Report()
-    r.check("ud_vectors_frame_list", [] if len(frames) == PCAP_FRAMES and sorted(roce) == [f[0] for f in FRAMES]
-            else [f"{len(frames)} frames, RoCEv2 at {sorted(roce)}"], f"{len(frames)} frames, {len(roce)} RoCEv2")
-    if sorted(roce) == [f[0] for f in FRAMES]:
+    listed = sorted(roce) == [f[0] for f in frames]
+    r.check("ud_vectors_frame_list", [] if len(pcap) == PCAP_FRAMES and listed
+            else [f"{len(pcap)} frames, RoCEv2 at {sorted(roce)}"], f"{len(pcap)} frames, {len(roce)} RoCEv2")
+    if listed:
         for fn in (check_envelope, check_headers, check_payloads, check_icrc, check_echoes, check_psn_and_sport):
-            fn(r, roce)
+            fn(r, roce, frames)
+
+
+def main():
+    r = Report()
+    for name, mtu in FILES:
+        r.tag = f"mtu{mtu}"
+        check_file(r, os.path.join(UD_DIR, name), mtu)
     print(f"{r.passed} passed, {r.failed} failed")
     return 0 if r.failed == 0 else 1
 
