@@ -7,9 +7,15 @@
 #                       MTU 1024 and 4096, clean and at 1 % seeded loss; a
 #                       bw smoke run each way and the capture check (ICRC
 #                       of every RoCEv2 frame, tshark finds nothing
-#                       malformed) on the clean MTU 1024 bed; ends with
+#                       malformed) on the clean MTU 1024 bed; UD between
+#                       xrpeer ud-client and ud-server in the Linux guest
+#                       (bed ud_linux, rxe loopback); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
+#
+#   make test-ud-vectors   tests/vectors/check_ud_vectors.py: the host test of
+#                       the real Linux UD frames in tests/vectors/ud/ (no
+#                       guest; ends with "N passed, M failed").
 #
 # The Linux image (make linux-image) carries xrpeer from build/linux/overlay/
 # (tests/linux/peer/peer.mk). Part of make test (TEST_SUITES).
@@ -24,4 +30,7 @@ $(LINUX_INITRD): $(XRPEER)
 test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/interop/run_interop.py $(INTEROP_ARGS)
 
-.PHONY: test-interop
+test-ud-vectors:
+	python3 tests/vectors/check_ud_vectors.py
+
+.PHONY: test-interop test-ud-vectors

@@ -35,12 +35,25 @@ exchange and the xv6 tools' application protocols. Per test bed:
     type 6 reads as EtherType 0x0600, XNS IDP) and then call the guess
     malformed, which says nothing about the RoCEv2 frame.
 
+  * Linux only, until xv6 speaks UD (bed ud_linux, path MTU 1024, one Linux
+    guest, `xrpeer ud-server` and `xrpeer ud-client` to the guest's own
+    address over rxe loopback): a ping-pong at the path MTU and one with
+    immediates, every datagram echoed and verified on both sides
+    (interop_ud_linux_loopback, _loopback_imm), and the smallest payload
+    with immediates through `ud-server --raw`, which echoes any payload
+    unchecked (interop_ud_linux_echo_raw); a wrong Q_Key: rxe sends
+    every datagram and drops it on receipt, uncounted (rxe0's hw_counters),
+    the server receives nothing, the client counts all lost
+    (interop_ud_linux_wrong_qkey); SENDs over the path MTU: no frame, each
+    completed with success (interop_ud_linux_oversize).
+
 Selective repeat is never used against rxe (no --sr anywhere here).
 Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
 
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
-NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5).
+NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5,
+ud_linux).
 The Linux guest is tests/harness/linux_guest.py's, on the test bed as
 Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
 which carries xrpeer from build/linux/overlay/).
@@ -83,11 +96,13 @@ READ_SIZE, READ_ITERS, READ_RUNS = 1 << 20, 6, 3
 
 def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
-    what runs: "matrix", or "reads" for READ_RUNS reads from rxe alone)."""
+    what runs: "matrix", "reads" for READ_RUNS reads from rxe alone, or
+    "ud" for the Linux-only UD checks, ud_bed)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
-            ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads")]
+            ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads"),
+            ("ud_linux", 1024, None, False, "ud")]
 
 
 # ---- the matrix ----
@@ -178,6 +193,143 @@ def run_lost_rtu(xv6, lnx):
     by_frame = "established by the first RC frame (no RTU)" in out
     done = "xrpeer: bw-server done" in out
     return by_frame and done, f"established without RTU: {by_frame}; server done: {done}"
+
+
+# ---- UD (xrpeer ud-server / ud-client) ----
+
+UD_SERVER_LOG = "/tmp/ud-server.log"
+UD_CLIENT = (r"xrpeer: ud-client sent (\d+), received (\d+), lost (\d+), verified bytes (\d+) "
+             r"\((\d+) of (\d+) messages answered\)\n")
+UD_ONEWAY = r"xrpeer: ud-client sent (\d+) one way, every SEND completed: (yes|no)\n"
+UD_SERVER = r"xrpeer: ud-server received (\d+), echoed (\d+), bad (\d+), errors (\d+), verified bytes (\d+)\n"
+# The echo deadline: a TCG guest on a loaded host echoes in milliseconds;
+# with 2 resends a ping-pong that gets no echo at all ends in 3 s a message.
+UD_WAIT_MS = 1000
+RXE_COUNTERS = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+
+
+def ud_server_start(lx, args=""):
+    """Starts `xrpeer ud-server ARGS` in the background on lx; its QPN
+    (the client's --qpn), once it is ready."""
+    cmd = f"xrpeer ud-server {args}".strip()
+    if not lx.start_server(cmd, probe=f"cat {UD_SERVER_LOG}", ready="echoing datagrams", log=UD_SERVER_LOG):
+        raise GuestError(f"{cmd}: not ready: {lx.run(f'cat {UD_SERVER_LOG}')[-300:]}")
+    return int(re.search(r"ud-server qpn (\d+)", lx.run(f"cat {UD_SERVER_LOG}"))[1])
+
+
+def ud_server_stop(lx, kill=False, timeout=120):
+    """Waits for the background ud-server to end (by its -n count, or at
+    once by SIGTERM with kill; its echoes still in flight complete first):
+    (received, echoed, bad, errors, verified bytes), or None with no
+    summary line, and its output."""
+    if kill:
+        lx.run("kill $! 2>/dev/null")
+    out = lx.server_output(timeout=timeout, log=UD_SERVER_LOG)
+    m = re.search(UD_SERVER, out)
+    return (tuple(int(v) for v in m.groups()) if m else None), out
+
+
+def ud_client(lx, ip, qpn, args, timeout=120):
+    """One `xrpeer ud-client`: (exit status, summary numbers or None, output).
+    The numbers: (sent, received, lost, verified bytes, answered, messages);
+    one way (--oneway): (sent, every SEND completed)."""
+    rc, out = lx.run_status(f"xrpeer ud-client {ip} --qpn {qpn} {args}", timeout=timeout)
+    m = re.search(UD_ONEWAY if "--oneway" in args else UD_CLIENT, out)
+    nums = None
+    if m:
+        nums = (int(m[1]), m[2] == "yes") if "--oneway" in args else tuple(int(v) for v in m.groups())
+    return rc, nums, out
+
+
+def rxe_counters(lx):
+    """rxe0's frame counters: {"sent_pkts": n, "rcvd_pkts": n}."""
+    out = lx.run(f"cd {RXE_COUNTERS} && grep . sent_pkts rcvd_pkts; cd /")
+    return {k: int(v) for k, v in re.findall(r"^(sent_pkts|rcvd_pkts):(\d+)$", out, re.M)}
+
+
+def ud_pingpong(lx, n, size, opts="", server_opts=""):
+    """n messages of size bytes from ud-client to ud-server and back, in one
+    guest over rxe loopback: every one echoed and verified on both sides
+    (GRH IPv4 addresses, the echo's source QPN, the pattern, immediates;
+    the server checks no payload with --raw, and verifies 0 bytes)."""
+    qpn = ud_server_start(lx, f"-n {n} --idle 120 {server_opts}")
+    rc, got, _ = ud_client(lx, lx.ip, qpn, f"-s {size} -n {n} -w {UD_WAIT_MS} -r 2 {opts}")
+    srv, _ = ud_server_stop(lx, kill=True)
+    problems = []
+    # A resend (an echo later than UD_WAIT_MS on a loaded host) is allowed:
+    # the server then sees it too, and the counts must still agree.
+    if rc != 0 or not got or got[4:] != (n, n) or got[1] < n or got[2] != got[0] - got[1] or got[3] != got[1] * size:
+        problems.append(f"client: exit {rc}, (sent, received, lost, bytes, answered, messages) {got}")
+    elif srv != (got[0], got[0], 0, 0, 0 if "--raw" in server_opts else got[0] * size):
+        problems.append(f"server: (received, echoed, bad, errors, bytes) {srv}, client sent {got[0]}")
+    what = f"{n} x {size} B {opts}{server_opts + ' ' if server_opts else ''}"
+    return not problems, "; ".join(problems) or f"{what}echoed, verified (sent {got[0]}, received {got[1]})"
+
+
+def ud_wrong_qkey(lx, n=3, retries=1):
+    """A client whose Q_Key is not the server's: every datagram leaves rxe
+    (sent_pkts) and is dropped by the receiving rxe before it counts it
+    (rcvd_pkts); the server receives nothing, the client counts all lost."""
+    qpn = ud_server_start(lx, "--idle 120")
+    c0 = rxe_counters(lx)
+    rc, got, _ = ud_client(lx, lx.ip, qpn, f"--qkey 0x22222222 -s 64 -n {n} -r {retries} -w 500")
+    c1 = rxe_counters(lx)
+    srv, _ = ud_server_stop(lx, kill=True)
+    sent = n * (retries + 1)
+    d_sent, d_rcvd = c1["sent_pkts"] - c0["sent_pkts"], c1["rcvd_pkts"] - c0["rcvd_pkts"]
+    problems = []
+    if rc == 0 or got != (sent, 0, sent, 0, 0, n):
+        problems.append(f"client: exit {rc}, (sent, received, lost, bytes, answered, messages) {got}")
+    if srv != (0, 0, 0, 0, 0):
+        problems.append(f"server: (received, echoed, bad, errors, bytes) {srv}")
+    if (d_sent, d_rcvd) != (sent, 0):
+        problems.append(f"rxe0 sent_pkts +{d_sent}, rcvd_pkts +{d_rcvd}, expected +{sent}, +0")
+    return not problems, "; ".join(problems) or \
+        f"client sent {sent}, lost {sent}; rxe0 sent {d_sent}, counted 0 received; server received 0"
+
+
+def ud_oversize(lx, mtu, n=2):
+    """SENDs longer than the path MTU: rxe emits no frame and completes each
+    work request with success (the InfiniBand spec lets a channel adapter
+    drop such a UD message without an error); the client says the size
+    exceeds the MTU, the server receives nothing."""
+    size = mtu + mtu // 2
+    qpn = ud_server_start(lx, "--idle 120")
+    c0 = rxe_counters(lx)
+    rc, got, out = ud_client(lx, lx.ip, qpn, f"-s {size} -n {n} --oneway")
+    c1 = rxe_counters(lx)
+    srv, _ = ud_server_stop(lx, kill=True)
+    d_sent = c1["sent_pkts"] - c0["sent_pkts"]
+    problems = []
+    if f"{size} bytes exceed the port's MTU {mtu}" not in out:
+        problems.append("no oversize warning")
+    if rc != 0 or got != (n, True):
+        problems.append(f"client: exit {rc}, (sent, every SEND completed) {got}")
+    if d_sent != 0 or srv != (0, 0, 0, 0, 0):
+        problems.append(f"rxe0 sent_pkts +{d_sent}; server (received, echoed, bad, errors, bytes) {srv}")
+    return not problems, "; ".join(problems) or \
+        f"{n} SENDs of {size} B > MTU {mtu}: each completed with success, no frame sent, server received 0"
+
+
+def ud_bed(tally, name, mtu):
+    """The Linux-only UD checks (no xv6 UD yet): one Linux guest, xrpeer's
+    ud-server and ud-client in it, the client to the guest's own address
+    (rxe loopback: nothing reaches the link, so the xv6 guest is not
+    started)."""
+    try:
+        with Testbed(1, linux=1, linux_mtu=1500 if mtu <= 1024 else 9000, name=f"interop-{name}") as tb:
+            lnx = tb.guests[LNX]
+            tb.start_linkemu()
+            lnx.start()
+            lnx.boot(timeout=240)
+            progress(name, f"Linux up: rxe0 {lnx.ip} eth0 MTU {lnx.mtu}")
+            tally.run("interop_ud_linux_loopback", lambda: ud_pingpong(lnx, 20, mtu))
+            tally.run("interop_ud_linux_loopback_imm", lambda: ud_pingpong(lnx, 10, 200, "--imm "))
+            tally.run("interop_ud_linux_echo_raw", lambda: ud_pingpong(lnx, 10, 4, "--imm ", "--raw"))
+            tally.run("interop_ud_linux_wrong_qkey", lambda: ud_wrong_qkey(lnx))
+            tally.run("interop_ud_linux_oversize", lambda: ud_oversize(lnx, mtu))
+    except GuestError as e:
+        tally.record(f"interop_{name}", False, f"guest error: {e}")
 
 
 # ---- the capture ----
@@ -296,6 +448,9 @@ def main():
         if args.only and name not in args.only:
             continue
         progress("interop", f"bed {name}: path MTU {mtu}, link {spec or 'clean'}")
+        if kind == "ud":
+            ud_bed(tally, name, mtu)
+            continue
         one_bed(tally, name, mtu, spec, capture, kind, args.keep_capture)
     progress("interop", f"{time.monotonic() - t0:.0f} s in all")
     return tally.finish()

@@ -1,5 +1,5 @@
 // cq.c: xrpeer's verbs resources (PD, a CQ on a completion channel, one RC
-// QP, MRs) and waiting for completions with a deadline, sleeping on the
+// or UD QP, MRs) and waiting for completions with a deadline, sleeping on the
 // channel's file descriptor rather than spinning (the guest shares a small
 // host with QEMU peers).
 #include "peer.h"
@@ -18,6 +18,10 @@ uint64_t now_ns(void) {
 }
 
 int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth) {
+  return pres_create_qp(r, d, cq_depth, wr_depth, IBV_QPT_RC);
+}
+
+int pres_create_qp(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type) {
   memset(r, 0, sizeof *r);
   r->pd = ibv_alloc_pd(d->ctx);
   r->chan = ibv_create_comp_channel(d->ctx);
@@ -31,7 +35,7 @@ int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth) 
   ia.send_cq = ia.recv_cq = r->cq;
   ia.cap.max_send_wr = ia.cap.max_recv_wr = (uint32_t)wr_depth;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ia.qp_type = IBV_QPT_RC;
+  ia.qp_type = type;
   r->qp = ibv_create_qp(r->pd, &ia);
   return r->qp ? 0 : -1;
 }

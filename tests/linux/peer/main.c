@@ -10,6 +10,12 @@
 //   xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a]
 //                          [-d depth] [-Q cq_mod] [-p port] [--mtu N]
 //       rdma_bw's client; perftest's columns
+//   xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S] [--raw]
+//       a UD echo server: prints its QPN, answers every datagram to its source
+//       (--raw: whatever its payload; else xrpeer's pattern is checked first)
+//   xrpeer [...] ud-client <ip> --qpn N [--qkey Q] [-s size] [-n count] [--imm]
+//                          [--oneway] [-w wait_ms] [-r retries]
+//       UD ping-pong against ud-server's QPN N (--oneway: no echoes awaited)
 //
 // --dev picks the RDMA device (default: the first), --ip the GID entry
 // (default: the first RoCEv2 IPv4-mapped one); --mtu caps the path MTU
@@ -18,6 +24,7 @@
 #include "peer.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +33,10 @@ static void usage(void) {
                   "       xrpeer [...] host_b <ip> --matrix [--big] [--mtu N] [-p port]\n"
                   "       xrpeer [...] bw-server [-p port] [--mtu N]\n"
                   "       xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a] [-d depth]"
-                  " [-Q cq_mod] [-p port] [--mtu N]\n");
+                  " [-Q cq_mod] [-p port] [--mtu N]\n"
+                  "       xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S] [--raw]\n"
+                  "       xrpeer [...] ud-client <ip> --qpn N [--qkey Q] [-s size] [-n count] [--imm] [--oneway]"
+                  " [-w wait_ms] [-r retries]\n");
   exit(2);
 }
 
@@ -82,6 +92,39 @@ static int run_bw(struct peer_dev *d, uint32_t ip, int argc, char **argv, int i)
   return ip ? bw_client(d, &o) : bw_server(d, &o);
 }
 
+// A whole unsigned number (decimal or 0x hex) up to max, or usage().
+static uint32_t number(const char *s, uint32_t max) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 0);
+  if (errno || end == s || *end || s[0] == '-' || v > max) usage();
+  return (uint32_t)v;
+}
+
+static int run_ud(struct peer_dev *d, uint32_t ip, int argc, char **argv, int i) {
+  struct ud_opts o = { .qkey = UD_DEFAULT_QKEY, .size = 64, .count = ip ? 10 : 0, .wait_ms = 500, .retries = 3,
+                       .peer_ip = ip };
+  int qpn_set = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (strcmp(a, "--qkey") == 0 && has) o.qkey = number(argv[++i], 0xffffffffu);
+    else if (strcmp(a, "-n") == 0 && has) o.count = number(argv[++i], 1u << 30);
+    else if (ip && strcmp(a, "--qpn") == 0 && has) { o.peer_qpn = number(argv[++i], 0xffffff); qpn_set = 1; }
+    else if (ip && strcmp(a, "-s") == 0 && has) o.size = number(argv[++i], UD_MAX_SIZE);
+    else if (ip && strcmp(a, "-w") == 0 && has) o.wait_ms = (int)number(argv[++i], 600000);
+    else if (ip && strcmp(a, "-r") == 0 && has) o.retries = (int)number(argv[++i], 1000);
+    else if (ip && strcmp(a, "--imm") == 0) o.imm = 1;
+    else if (ip && strcmp(a, "--oneway") == 0) o.oneway = 1;
+    else if (!ip && strcmp(a, "--idle") == 0 && has) o.idle_s = (int)number(argv[++i], 86400);
+    else if (!ip && strcmp(a, "--raw") == 0) o.raw = 1;
+    else usage();
+  }
+  if (!ip) return ud_server(d, &o);
+  if (!qpn_set || o.size < UD_SEQ_LEN || o.count < 1 || o.wait_ms < 1) usage();
+  return ud_client(d, &o);
+}
+
 int main(int argc, char **argv) {
   const char *dev = NULL;
   uint32_t want_ip = 0, ip = 0;
@@ -94,7 +137,7 @@ int main(int argc, char **argv) {
   }
   if (i >= argc) usage();
   const char *role = argv[i++];
-  int needs_ip = strcmp(role, "host_b") == 0 || strcmp(role, "bw-client") == 0;
+  int needs_ip = strcmp(role, "host_b") == 0 || strcmp(role, "bw-client") == 0 || strcmp(role, "ud-client") == 0;
   if (needs_ip && (i >= argc || parse_ipv4(argv[i++], &ip) < 0)) usage();
   struct peer_dev d;
   if (pdev_open(&d, dev, want_ip)) return 1;
@@ -105,6 +148,8 @@ int main(int argc, char **argv) {
     return run_matrix(&d, needs_ip, ip, argc, argv, i);
   if (strcmp(role, "bw-server") == 0 || strcmp(role, "bw-client") == 0)
     return run_bw(&d, ip, argc, argv, i);
+  if (strcmp(role, "ud-server") == 0 || strcmp(role, "ud-client") == 0)
+    return run_ud(&d, ip, argc, argv, i);
   usage();
   return 2;
 }

@@ -8,6 +8,7 @@
 //             waiting for completions with a deadline
 //   matrix.c  rdmanet_test's --matrix protocol, host_a and host_b roles
 //   bw.c      rdma_bw's server and client roles
+//   ud.c      Unreliable Datagram: an echo server and a ping-pong client
 //   main.c    the command line
 #ifndef XRPEER_H
 #define XRPEER_H
@@ -95,6 +96,8 @@ struct pres {
 };
 // PD, CQ (cq_depth) on a completion channel, RC QP (wr_depth each way).
 int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth);
+// The same with a QP of the given type (IBV_QPT_RC or IBV_QPT_UD).
+int pres_create_qp(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type);
 void pres_destroy(struct pres *r);
 // Up to max completions, at least one: n, 0 after timeout_ms, -1 on error.
 // Sleeps on the completion channel, never spins.
@@ -117,4 +120,19 @@ struct bw_opts {
 };
 int bw_server(struct peer_dev *d, struct bw_opts *o);
 int bw_client(struct peer_dev *d, struct bw_opts *o);
+
+#define UD_DEFAULT_QKEY 0x11111111u  // both sides' Q_Key unless --qkey (high bit clear)
+#define UD_SEQ_LEN 4                  // a UD payload leads with its sequence number: the smallest -s
+#define UD_MAX_SIZE 65536             // the largest -s; beyond the port MTU is the oversize check
+struct ud_opts {
+  uint32_t qkey;                 // our QP's Q_Key and the one our SENDs carry
+  uint32_t size, count;          // client: payload bytes, messages; server: stop after count (0: never)
+  int imm, oneway;               // client: SEND_WITH_IMM; no echoes awaited
+  int wait_ms, retries;          // client: the echo deadline, resends per message
+  uint32_t peer_ip, peer_qpn;    // client: the server
+  int idle_s;                    // server: stop after this long without a datagram (0: never)
+  int raw;                       // server: echo any payload, unchecked
+};
+int ud_server(struct peer_dev *d, const struct ud_opts *o);
+int ud_client(struct peer_dev *d, const struct ud_opts *o);
 #endif
