@@ -49,6 +49,7 @@ enum {
   OPF_SR      = 1u << 20,  /* selective-repeat opcode (0xC0..0xCC, 0xD1) [SR-WIRE-1] */
   OPF_SRXH    = 1u << 21,  /* carries the 8-byte SRXH right after the BTH */
   OPF_SACKH   = 1u << 22,  /* carries the 8-byte SACK bitmap after the AETH */
+  OPF_UD      = 1u << 23,  /* UD opcode class (0x60..0x7f): DETH after the BTH */
 };
 #define OPF_ONLY (OPF_FIRST | OPF_LAST)
 

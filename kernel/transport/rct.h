@@ -74,6 +74,21 @@ int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr);
 int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr);
 
 /* ------------------------------------------------------------------ */
+/* Any QP type, through its base (struct rct_qp_base, first in every QP: */
+/* an RC QP's is &qp->base). The rct_qp_* / rct_post_* calls above are    */
+/* the RC forms of these.                                                */
+/* ------------------------------------------------------------------ */
+
+int rct_qpb_modify(struct rct_qp_base *b, const struct rct_qp_attr *attr, uint32_t mask);
+int rct_qpb_query(const struct rct_qp_base *b, struct rct_qp_attr *attr);
+void rct_qpb_destroy(struct rct_qp_base *b);
+int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr);
+void rct_qpb_handle_timeout(struct rct_qp_base *b, uint64_t now);
+uint64_t rct_qpb_next_timeout(const struct rct_qp_base *b);
+int rct_qpb_poll_transmit(struct rct_qp_base *b, uint64_t now, struct rct_frame *out);
+bool rct_qpb_key_in_use(const struct rct_qp_base *b, uint32_t key);
+
+/* ------------------------------------------------------------------ */
 /* Events and output                                                    */
 /* ------------------------------------------------------------------ */
 

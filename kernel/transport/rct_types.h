@@ -332,6 +332,7 @@ struct rct_dev_counters {
 /* ------------------------------------------------------------------ */
 
 struct rct_qp;
+struct rct_qp_base;
 
 /* dev flags */
 #define RCT_DEV_ICRC_OFFLOAD 1u  /* NIC generates and verifies the ICRC */
@@ -349,6 +350,9 @@ struct rct_dev_attr {
   /* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */
   struct rct_qp *(*qp_lookup)(void *ctx, uint32_t qpn);
   void *lookup_ctx;
+  /* The same for QPs of every type (RC and UD), with lookup_ctx; when set,
+   * the core uses it instead of qp_lookup. */
+  struct rct_qp_base *(*qp_lookup_any)(void *ctx, uint32_t qpn);
   /* The interface's IPv4 Identification counter [ENC-IP-2]: the next ID for
    * an IPv4 frame this device sends. An OS answers from the counter its own
    * IPv4 output uses, so the interface has one; NULL = the core's
@@ -360,9 +364,9 @@ struct rct_dev_attr {
 struct rct_dev {
   struct rct_dev_attr attr;
   struct rct_dev_counters cnt;
-  struct rct_qp *qps;         /* list of initialized QPs (rct_dev_* helpers) */
-  struct rct_qp *ready_head;  /* private: QPs that may have frames to send */
-  struct rct_qp *ready_tail;
+  struct rct_qp_base *qps;    /* list of initialized QPs of every type (rct_dev_* helpers) */
+  struct rct_qp_base *ready_head; /* private: QPs that may have frames to send */
+  struct rct_qp_base *ready_tail;
   uint16_t ip_id;             /* the IPv4 Identification counter when attr.next_ip_id is NULL [ENC-IP-2] */
   struct rct_ev_node *ev_head;    /* private: objects with events to report (event.c) */
   struct rct_ev_node *ev_tail;
@@ -607,18 +611,27 @@ struct rct_resp {
   uint32_t sr_slot_imm[RCT_SR_WINDOW];
 };
 
-struct rct_qp {
+/* QP types (IBV_QPT_* values). */
+enum rct_qp_type { RCT_QPT_RC = 2, RCT_QPT_UD = 4 };
+
+struct rct_qp_ops;            /* a type's operations (rct_int.h; private) */
+
+/* What every QP type has: the base. The generic files (qp.c, post.c, rx.c,
+ * tx.c, dev.c, timer.c, cq.c, event.c) work on it; each type embeds it
+ * first and keeps its own state after it. */
+struct rct_qp_base {
   /* configuration */
   struct rct_dev *dev;
+  const struct rct_qp_ops *ops;   /* private: the type's operations */
+  uint8_t type;               /* enum rct_qp_type */
   struct rct_qp_init_attr init;
   struct rct_qp_attr attr;
-  uint32_t mtu;               /* path MTU in bytes */
+  uint32_t mtu;               /* path MTU in bytes (UD: the port's) */
   uint8_t mtu_shift;          /* log2(mtu) */
-  uint8_t sr;                 /* SR mode fixed at RTR [SR-NEG-2] */
   uint8_t encap;              /* enum rct_encap, fixed at RTR [ENC-V1-3] */
   struct rct_qp_counters cnt;
-  struct rct_qp *next;        /* dev->qps list */
-  struct rct_qp *ready_next;  /* dev ready list */
+  struct rct_qp_base *next;   /* dev->qps list */
+  struct rct_qp_base *ready_next; /* dev ready list */
   uint8_t on_ready;
   uint64_t timer[RCT_TIMER_COUNT];  /* written only through rct_timer_set/stop (timer.c) */
   uint16_t sport;             /* UDP source port [ENC-UDP-2] */
@@ -628,12 +641,18 @@ struct rct_qp {
   uint32_t sq_tail;           /* next free slot */
   uint32_t rq_head, rq_tail;  /* receive ring (free-running) */
 
+  struct rct_ev_node ev;      /* events (event.c) */
+};
+
+/* An RC QP: the base and the three roles with their selective-repeat windows. */
+struct rct_qp {
+  struct rct_qp_base base;
+  uint8_t sr;                 /* SR mode fixed at RTR [SR-NEG-2] */
+
   /* the roles, each written only by its own files */
   struct rct_req req;         /* requester (req.c) */
   struct rct_comp comp;       /* completer (comp.c) */
   struct rct_resp resp;       /* responder (resp.c, sr_resp.c) */
-
-  struct rct_ev_node ev;      /* events (event.c) */
 };
 
 /* ---- Events, part 2 of 2 (event.c): what rct_dev_next_event reports ---- */
@@ -663,7 +682,8 @@ enum rct_qp_err_cause {
 
 struct rct_event {
   enum rct_event_type type;
-  struct rct_qp *qp;          /* QP_ERR */
+  struct rct_qp *qp;          /* QP_ERR of an RC QP (NULL for other types) */
+  struct rct_qp_base *qp_base;/* QP_ERR, every type */
   struct rct_cq *cq;          /* CQ_OVERFLOW, CQ_COMP */
   uint32_t key;               /* KEY_IDLE */
   uint32_t info;

@@ -250,7 +250,7 @@ static void replay_responder(uint32_t s_ip, uint32_t s_qpn)
       continue;
 again:
     if (rct_handle_frame(&s.dev, 0, vf[i].buf, vf[i].len) != RCT_RX_OK)
-      ck_assert_int_eq(s.qp.attr.qp_state, RCT_QPS_ERR);   /* after the NAK [QP-ERR-3] */
+      ck_assert_int_eq(s.qp.base.attr.qp_state, RCT_QPS_ERR);   /* after the NAK [QP-ERR-3] */
     for (;;) {
       struct rct_frame f;
       int n;
@@ -268,7 +268,7 @@ again:
         ck_assert_int_lt(tries++, 1);
         ck_assert_int_eq(post_recv(&s, 0x1000 + (uint64_t)i, rbuf, (uint32_t)(i % 64) * 8192, 8192),
                          RCT_OK);
-        s.qp.cnt.tx_rnr_nak--;
+        s.qp.base.cnt.tx_rnr_nak--;
         goto again;
       }
       replay_expected++;
@@ -418,7 +418,7 @@ START_TEST(test_vectors_requester_replay_imm_rnr)
     }
     ck_assert_int_eq(ok, 4);
     ck_assert_int_eq(err, 1);
-    ck_assert_int_eq(a.qp.attr.qp_state, RCT_QPS_ERR);
+    ck_assert_int_eq(a.qp.base.attr.qp_state, RCT_QPS_ERR);
   }
   ep_free(&a);
   report();
