@@ -100,6 +100,8 @@ test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
 	  "echo '=== transport: Check suites (clang ASan+UBSan)'; $(RCT_CHECK_RUN) CK_FORK=no \
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    ./$(RCT_UNIT_SAN_BIN)" \
+	  "echo '=== transport: the core inner order (docs/kernel.md, Core order:)'; \
+	    python3 tests/harness/layers.py --core-only --objects $(RCT_OUT) --nm nm" \
 	  $(foreach t,$(RCT_FUZZ_TARGETS),"$(MAKE) --no-print-directory fuzz-smoke-$(t)")
 .PHONY: test-core
 
