@@ -73,6 +73,7 @@ struct rct_qp_ops {
 int rct_qpb_init(struct rct_dev *dev, struct rct_qp_base *b, const struct rct_qp_init_attr *init,
                  enum rct_qp_type type, const struct rct_qp_ops *ops);
 void rct_qp_to_err(struct rct_qp_base *b);   /* the transport found a fatal error [QP-ERR-1] */
+void rct_qp_to_sqe(struct rct_qp_base *b);   /* UD: a send failed locally, from RTS or SQD [UD-STATE-2] */
 
 /* post.c: a send WR into the send ring (*w = its WQE, NULL when flushed at
  * once in ERR or SQE), for the types' posting calls */

@@ -116,6 +116,7 @@ static void apply_attrs(struct rct_qp_base *b, const struct rct_qp_attr *a, uint
   }
   if (mask & M(MAX_INFLIGHT)) q->max_inflight = a->max_inflight;
   if (mask & M(PROBE_SLACK)) q->probe_slack_ns = a->probe_slack_ns;
+  if (mask & M(QKEY)) q->qkey = a->qkey;
 }
 
 /* Entering RESET discards everything but the counters (and, RC, a parting
@@ -148,6 +149,12 @@ static void qp_enter_err(struct rct_qp_base *b, enum rct_qp_err_cause cause)
 void rct_qp_to_err(struct rct_qp_base *b)
 {
   qp_enter_err(b, RCT_QP_ERR_TRANSPORT);
+}
+
+void rct_qp_to_sqe(struct rct_qp_base *b)
+{
+  if (b->attr.qp_state == RCT_QPS_RTS || b->attr.qp_state == RCT_QPS_SQD)
+    b->attr.qp_state = RCT_QPS_SQE;
 }
 
 int rct_qpb_modify(struct rct_qp_base *b, const struct rct_qp_attr *attr, uint32_t mask)

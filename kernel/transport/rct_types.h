@@ -140,6 +140,7 @@ enum rct_wc_opcode {
   RCT_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
+#define RCT_WC_GRH      1u   /* rct_wc.wc_flags: the receive buffer's first 40 bytes hold a GRH (IBV_WC_GRH) [UD-RECV-2] */
 #define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM); wc_flags
                               * carries libibverbs' meanings only (a solicited receive is
                               * rct_wc.solicited) */
@@ -192,6 +193,18 @@ struct rct_send_wr {
   uint64_t remote_addr;       /* RDMA WRITE / READ */
   uint32_t rkey;
 };
+
+/* The destination of a UD send (what an address handle fills): Ethernet and
+ * IPv4 addressing, the destination QP and its Q_Key [UD-WIRE-2]. */
+struct rct_ud_dest {
+  uint8_t dmac[6];
+  uint8_t dscp, ttl;          /* ttl 0 = 64 */
+  uint32_t dipv4;             /* host order */
+  uint32_t dqpn;              /* 24-bit */
+  uint32_t qkey;              /* the destination's Q_Key; bit 31 set = the sending QP's own [UD-QKEY-2] */
+  uint16_t udp_sport;         /* 0 = derive from the QPNs (rct_udp_sport) [ENC-UDP-2] */
+};
+#define RCT_QKEY_CONTROLLED 0x80000000u   /* [UD-QKEY-2] */
 
 struct rct_recv_wr {
   uint64_t wr_id;
@@ -313,6 +326,8 @@ struct rct_qp_counters {
   uint64_t sr_placed_ooo;             /* SR: packets placed out of order */
   uint64_t completions, error_completions, flushed;
   uint64_t cq_overflow;
+  uint64_t rx_bad_qkey;               /* UD: DETH Q_Key is not the QP's [UD-QKEY-1] */
+  uint64_t rx_no_recv;                /* UD: no receive WR posted [UD-RECV-1] */
 };
 
 /* Device counters: frames dropped before a QP is known. */
@@ -408,6 +423,7 @@ enum rct_qp_attr_mask {
   RCT_QP_MAX_INFLIGHT = 1u << 17, /* max_inflight */
   RCT_QP_PORT = 1u << 18,         /* port_num */
   RCT_QP_PROBE_SLACK = 1u << 19,  /* probe_slack_ns */
+  RCT_QP_QKEY = 1u << 20,         /* qkey (UD) */
 };
 
 struct rct_qp_attr {
@@ -431,6 +447,7 @@ struct rct_qp_attr {
   bool adaptive_rto;          /* RFC 6298-style RTO, clamped to [min_rto_ns, IBTA value] */
   uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
   uint32_t max_inflight;      /* request packets in flight; 0 = default */
+  uint32_t qkey;              /* UD: the Q_Key frames to this QP must carry [UD-QKEY-1] */
   uint64_t probe_slack_ns;    /* early probe at 2 SRTT + this; 0 = default (RCT_PROBE_SLACK_DEFAULT_NS,
                                  adaptive RTO only); set: in SR also under the IBTA RTO [REQ-TMO-10] */
 };
@@ -480,6 +497,7 @@ struct rct_send_wqe {
   uint8_t after_reads;        /* SR READ: only READs were before it when it started (SRXH_AFTER_READS) */
   enum rct_wc_status status;  /* preset error (post-time checks) or final status */
   uint32_t vendor_err;
+  struct rct_ud_dest ud;      /* UD: where it goes (rct_ud_post_send) */
 };
 
 struct rct_recv_wqe {
@@ -653,6 +671,12 @@ struct rct_qp {
   struct rct_req req;         /* requester (req.c) */
   struct rct_comp comp;       /* completer (comp.c) */
   struct rct_resp resp;       /* responder (resp.c, sr_resp.c) */
+};
+
+/* A UD QP: the base alone (no connection, no windows); the send PSN is
+ * base.attr.sq_psn, the Q_Key base.attr.qkey. */
+struct rct_ud_qp {
+  struct rct_qp_base base;
 };
 
 /* ---- Events, part 2 of 2 (event.c): what rct_dev_next_event reports ---- */

@@ -15,7 +15,7 @@
 #          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
 
 RCT_DIR     := kernel/transport
-RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c rc.c req.c resp.c sr_resp.c comp.c cq.c event.c cm.c cm_ep.c names.c)
+RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c rc.c ud.c req.c resp.c sr_resp.c comp.c cq.c event.c cm.c cm_ep.c names.c)
 RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
 RCT_CFLAGS  := -std=c99 -I$(RCT_DIR)
 RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter

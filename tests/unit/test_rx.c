@@ -183,11 +183,12 @@ START_TEST(test_rx_bad_tver_pkey)
 }
 END_TEST
 
-/* [OPC-VAL-2] opcodes of other transports (UD SEND ONLY 0x64) */
+/* [OPC-VAL-2] opcodes of other transports (UD 0x66, no UD SEND; UD SENDs to an
+ * RC QP: test_ud_opcode_class_checked) */
 START_TEST(test_rx_other_transport_opcode)
 {
   uint32_t n = good_frame(10);
-  buf[42] = 0x64;
+  buf[42] = 0x66;
   fix(n);
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
   ck_assert_uint_eq(A->dev.cnt.rx_bad_opcode, 1);
