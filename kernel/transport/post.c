@@ -25,7 +25,7 @@ int rct_post_send_wqe(struct rct_qp_base *b, const struct rct_send_wr *wr, struc
     *out = 0;
   if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_RTR)
     return RCT_EINVAL;
-  if (wr->opcode >= RCT_WR_COUNT || !(b->ops->wr_opcodes & (1u << wr->opcode)) ||
+  if ((unsigned)wr->opcode >= RCT_WR_COUNT || !(b->ops->wr_opcodes & (1u << wr->opcode)) ||
       wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE || (wr->num_sge && !wr->sg_list))
     return RCT_EINVAL;
   if (s == RCT_QPS_ERR || s == RCT_QPS_SQE) {

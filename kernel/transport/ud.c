@@ -29,14 +29,19 @@ static const struct rct_qp_transition ud_transitions[] = {
 
 /* The port's MTU: the largest IBTA MTU whose UD frame fits the interface's
  * IP MTU [UD-MTU-1]. */
-uint32_t rct_ud_mtu(const struct rct_dev *dev)
+static enum rct_mtu port_mtu(const struct rct_dev *dev)
 {
   uint32_t lim = dev->attr.ip_mtu;
   uint32_t over = IPV4_HLEN + UDP_HLEN + BTH_LEN + DETH_LEN + IMMDT_LEN + ICRC_LEN;
-  for (enum rct_mtu m = RCT_MTU_4096; m > RCT_MTU_256; m--)
-    if (!lim || over + rct_mtu_bytes(m) <= lim)
-      return rct_mtu_bytes(m);
-  return rct_mtu_bytes(RCT_MTU_256);
+  enum rct_mtu m = RCT_MTU_4096;
+  while (m > RCT_MTU_256 && lim && over + rct_mtu_bytes(m) > lim)
+    m--;
+  return m;
+}
+
+uint32_t rct_ud_mtu(const struct rct_dev *dev)
+{
+  return rct_mtu_bytes(port_mtu(dev));
 }
 
 static void ud_enter(struct rct_qp_base *b, enum rct_qp_state from, enum rct_qp_state to)
@@ -236,17 +241,15 @@ static const struct rct_qp_ops ud_ops = {
 
 int rct_ud_qp_init(struct rct_dev *dev, struct rct_ud_qp *qp, const struct rct_qp_init_attr *init)
 {
-  uint32_t mtu;
   int r;
   if (!dev || !qp || !init || init->rd_size)
     return RCT_EINVAL;                   /* UD has no READ resources */
   r = rct_qpb_init(dev, &qp->base, init, RCT_QPT_UD, &ud_ops);
   if (r != RCT_OK)
     return r;
-  mtu = rct_ud_mtu(dev);
-  qp->base.mtu = mtu;
-  qp->base.mtu_shift = (uint8_t)(31 - __builtin_clz(mtu));
-  qp->base.attr.path_mtu = (enum rct_mtu)(qp->base.mtu_shift - 7);
+  qp->base.attr.path_mtu = port_mtu(dev);
+  qp->base.mtu = rct_mtu_bytes(qp->base.attr.path_mtu);
+  qp->base.mtu_shift = (uint8_t)(7 + qp->base.attr.path_mtu);   /* [OPC-LEN-1] */
   return RCT_OK;
 }
 
