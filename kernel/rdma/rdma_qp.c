@@ -116,7 +116,7 @@ int rdma_create_qp(struct rdma_qp_create *c) {
 static void qp_free(int h) {
   struct rdma_qp *q = &rdma_qps[h];
   if (rct_qp_release_ack(&q->qp)) rdma_progress(RDMA_BUDGET);
-  rdma_idtab_del(&qp_nums, q->qp.init.qpn);
+  rdma_idtab_del(&qp_nums, q->qp.base.init.qpn);
   rct_qp_destroy(&q->qp);
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;
@@ -184,8 +184,8 @@ int rdma_query_qp(int h, struct rdma_qp_attr *a) {
   if (q) {
     rct_qp_query(&q->qp, &r);
     rdma_qp_attr_out(&r, a);
-    a->max_send_wr = q->qp.init.sq_size;
-    a->max_recv_wr = q->qp.init.rq_size;
+    a->max_send_wr = q->qp.base.init.sq_size;
+    a->max_recv_wr = q->qp.base.init.rq_size;
     a->max_send_sge = q->max_send_sge;
     a->max_recv_sge = q->max_recv_sge;
   }
@@ -291,12 +291,12 @@ static uint64 sum2(uint64 a, uint64 b) { return a + b; }
 
 // Lock held. Live QP q (slot i)'s counters and states.
 static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
-  const struct rct_qp_counters *c = &q->qp.cnt;
+  const struct rct_qp_counters *c = &q->qp.base.cnt;
   s->handle = q->owner == rdma_cur_pid() ? i : -1;
   s->owner_pid = q->owner;
-  s->qp_num = q->qp.init.qpn;
-  s->dest_qp_num = q->qp.attr.dest_qp_num;
-  s->state = q->qp.attr.qp_state;
+  s->qp_num = q->qp.base.init.qpn;
+  s->dest_qp_num = q->qp.base.attr.dest_qp_num;
+  s->state = q->qp.base.attr.qp_state;
   s->sr = q->qp.sr;
   s->req_state = rct_qp_req_state(&q->qp);
   s->resp_state = rct_qp_resp_state(&q->qp);
@@ -317,7 +317,7 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
   s->early_probes = c->early_probes;
   s->window_cuts = c->window_cuts;
   s->late_probes = c->late_probes;
-  s->max_inflight = q->qp.attr.max_inflight;
+  s->max_inflight = q->qp.base.attr.max_inflight;
   s->loss_window = q->qp.comp.cwnd;
 }
 

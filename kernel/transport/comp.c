@@ -9,13 +9,13 @@
  * [REQ-ACK-*] [REQ-TMO-*] [REQ-RETRY-*] [REQ-RNR-*] [REQ-GBN-*] [REQ-READ-*]
  * [REQ-CMPL-*] [SR-REQ-*]
  */
-#include "rct_int.h"
+#include "rc_int.h"
 
 void rct_comp_reset(struct rct_qp *qp)
 {
-  qp->comp.una = qp->attr.sq_psn;
-  qp->comp.retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-  qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
+  qp->comp.una = qp->base.attr.sq_psn;
+  qp->comp.retry_left = qp->base.attr.retry_cnt;                 /* [REQ-RETRY-1] */
+  qp->comp.rnr_left = qp->base.attr.rnr_retry;                   /* [REQ-RETRY-1] */
   qp->comp.srtt = qp->comp.rttvar = qp->comp.rto = 0;
   qp->comp.rtt_armed = 0;
   qp->comp.last_msn = 0;
@@ -38,7 +38,7 @@ static void window_cut(struct rct_qp *qp)
   qp->comp.cwnd_credit = 0;
   qp->comp.cwnd_recovering = 1;
   qp->comp.cwnd_recover = rct_req_next_psn(qp);
-  qp->cnt.window_cuts++;
+  qp->base.cnt.window_cuts++;
 }
 
 /* una moves from `from` to `to`: reaching recover ends the recovery; the
@@ -75,17 +75,17 @@ static void resend_from(struct rct_qp *qp, uint32_t psn)
 /* Forward progress: the peer received something new; retries start over [REQ-RETRY-4]. */
 static void progress(struct rct_qp *qp)
 {
-  qp->comp.retry_left = qp->attr.retry_cnt;
+  qp->comp.retry_left = qp->base.attr.retry_cnt;
 }
 
 /* Current RTO [REQ-TMO-1] [REQ-TMO-4]; before the first sample (and any
  * backoff) the adaptive RTO is RCT_INITIAL_RTO_FACTOR x min_rto. */
 uint64_t rct_comp_rto(const struct rct_qp *qp)
 {
-  uint64_t ibta = rct_ack_timeout_ns(qp->attr.timeout);
-  uint64_t lo = qp->attr.min_rto_ns ? qp->attr.min_rto_ns : RCT_MIN_RTO_DEFAULT_NS;
+  uint64_t ibta = rct_ack_timeout_ns(qp->base.attr.timeout);
+  uint64_t lo = qp->base.attr.min_rto_ns ? qp->base.attr.min_rto_ns : RCT_MIN_RTO_DEFAULT_NS;
   uint64_t r;
-  if (!qp->attr.adaptive_rto || ibta == RCT_NEVER)
+  if (!qp->base.attr.adaptive_rto || ibta == RCT_NEVER)
     return ibta;
   if (!qp->comp.rto)
     r = RCT_INITIAL_RTO_FACTOR * lo;
@@ -130,12 +130,12 @@ static bool outstanding(const struct rct_qp *qp)
  * [REQ-TMO-10]. */
 static bool rtt_timed(const struct rct_qp *qp)
 {
-  return qp->attr.adaptive_rto || (qp->sr && qp->attr.probe_slack_ns);
+  return qp->base.attr.adaptive_rto || (qp->sr && qp->base.attr.probe_slack_ns);
 }
 
 static uint64_t probe_slack(const struct rct_qp *qp)
 {
-  return qp->attr.probe_slack_ns ? qp->attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
+  return qp->base.attr.probe_slack_ns ? qp->base.attr.probe_slack_ns : RCT_PROBE_SLACK_DEFAULT_NS;
 }
 
 /* The early probe: 2 SRTT + the probe slack (1 ms by default) after the
@@ -145,10 +145,10 @@ static void arm_probe(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp), wait = 2 * qp->comp.srtt + probe_slack(qp);
   if (!rtt_timed(qp) || !qp->comp.srtt || qp->comp.early_probed || rto == RCT_NEVER || wait >= rto) {
-    rct_timer_stop(qp, RCT_TIMER_PROBE);
+    rct_timer_stop(&qp->base, RCT_TIMER_PROBE);
   } else {
     qp->comp.probe_due = now + wait;
-    rct_timer_set(qp, RCT_TIMER_PROBE, qp->comp.probe_due);
+    rct_timer_set(&qp->base, RCT_TIMER_PROBE, qp->comp.probe_due);
   }
 }
 
@@ -162,30 +162,30 @@ static bool probe_waits(struct rct_qp *qp, uint64_t now)
   if (qp->comp.probe_deferred || now - qp->comp.probe_due <= probe_slack(qp))
     return false;
   qp->comp.probe_deferred = 1;
-  qp->cnt.late_probes++;
-  if (again < rct_timer_deadline(qp, RCT_TIMER_RETRANS))
-    rct_timer_set(qp, RCT_TIMER_PROBE, again);
+  qp->base.cnt.late_probes++;
+  if (again < rct_timer_deadline(&qp->base, RCT_TIMER_RETRANS))
+    rct_timer_set(&qp->base, RCT_TIMER_PROBE, again);
   return true;
 }
 
 static void restart_timer(struct rct_qp *qp, uint64_t now)
 {
   uint64_t rto = rct_comp_rto(qp);
-  if (!outstanding(qp) || rct_timer_armed(qp, RCT_TIMER_RNR)) {
-    rct_timer_stop(qp, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
-    rct_timer_stop(qp, RCT_TIMER_PROBE);
+  if (!outstanding(qp) || rct_timer_armed(&qp->base, RCT_TIMER_RNR)) {
+    rct_timer_stop(&qp->base, RCT_TIMER_RETRANS);           /* [REQ-RNR-1] */
+    rct_timer_stop(&qp->base, RCT_TIMER_PROBE);
     return;
   }
-  rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
+  rct_timer_set(&qp->base, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
   arm_probe(qp, now);
 }
 
 /* Called by the requester for every request packet it sends [REQ-TMO-2]. */
 void rct_comp_on_send(struct rct_qp *qp, uint64_t now, uint32_t psn, bool retransmit)
 {
-  if (retransmit || !rct_timer_armed(qp, RCT_TIMER_RETRANS)) {
+  if (retransmit || !rct_timer_armed(&qp->base, RCT_TIMER_RETRANS)) {
     uint64_t rto = rct_comp_rto(qp);
-    rct_timer_set(qp, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
+    rct_timer_set(&qp->base, RCT_TIMER_RETRANS, rto == RCT_NEVER ? RCT_NEVER : now + rto);
     arm_probe(qp, now);
   }
   if (retransmit && qp->comp.rtt_armed && psn == qp->comp.rtt_psn)
@@ -208,27 +208,27 @@ void rct_comp_on_probe_sent(struct rct_qp *qp, uint32_t psn)
 
 static void complete_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
-  bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->init.sq_sig_all;
+  bool signaled = (w->wr.send_flags & RCT_SEND_SIGNALED) || qp->base.init.sq_sig_all;
   w->state = RCT_WQE_DONE;
   if (signaled || w->status != RCT_WC_SUCCESS) {          /* [REQ-CMPL-3] */
     struct rct_wc wc = { .wr_id = w->wr.wr_id, .status = w->status,
-      .opcode = rct_wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->init.qpn,
-      .src_qp = qp->attr.dest_qp_num, .vendor_err = w->vendor_err };
+      .opcode = rct_wr_to_wc_opcode(w->wr.opcode), .qp_num = qp->base.init.qpn,
+      .src_qp = qp->base.attr.dest_qp_num, .vendor_err = w->vendor_err };
     wc.byte_len = w->status == RCT_WC_SUCCESS ? w->length : 0;   /* [WC-STATUS-4] */
-    rct_cq_push(qp, qp->init.send_cq, &wc);
+    rct_cq_push(&qp->base, qp->base.init.send_cq, &wc);
   }
-  qp->sq_head++;
+  qp->base.sq_head++;
 }
 
 /* On ERR: the failed WR (if any) with its status, then every other one
  * flushed, in posting order [QP-ERR-2]. */
 void rct_comp_flush(struct rct_qp *qp)
 {
-  while (qp->sq_head != qp->sq_tail) {
-    struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
+  while (qp->base.sq_head != qp->base.sq_tail) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, qp->base.sq_head);
     if (w->status == RCT_WC_SUCCESS) {
       w->status = RCT_WC_WR_FLUSH_ERR;
-      qp->cnt.flushed++;
+      qp->base.cnt.flushed++;
     }
     complete_wqe(qp, w);
   }
@@ -239,21 +239,21 @@ void rct_comp_flush(struct rct_qp *qp)
 static void fail_wr(struct rct_qp *qp, uint32_t psn, bool by_psn, enum rct_wc_status st, uint8_t syn)
 {
   struct rct_send_wqe *w = by_psn ? rct_req_wqe_of_psn(qp, psn, 0) : 0;
-  if (!w && qp->sq_head != qp->sq_tail)
-    w = SQ_AT(qp, qp->sq_head);
+  if (!w && qp->base.sq_head != qp->base.sq_tail)
+    w = SQ_AT(&qp->base, qp->base.sq_head);
   if (w) {
     w->status = st;
     w->vendor_err = syn;
   }
-  rct_qp_to_err(qp);
+  rct_qp_to_err(&qp->base);
 }
 
 /* SR: the non-READ PSNs after the READ at the head that p acknowledged stay
  * known as received, so una can pass them once the READ completes. */
 static void sr_keep_acked(struct rct_qp *qp, uint32_t p)
 {
-  for (uint32_t i = qp->sq_head + 1; i != qp->sq_tail; i++) {
-    struct rct_send_wqe *w = SQ_AT(qp, i);
+  for (uint32_t i = qp->base.sq_head + 1; i != qp->base.sq_tail; i++) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     if (!w->started || psn_gt(w->first_psn, p))
       break;
     if (w->wr.opcode == RCT_WR_RDMA_READ)
@@ -283,8 +283,8 @@ static void una_advanced(struct rct_qp *qp, uint64_t now, uint32_t new_una)
   rct_req_una_moved(qp, n);
   window_grow(qp, qp->comp.una, new_una);
   qp->comp.una = new_una;
-  qp->comp.retry_left = qp->attr.retry_cnt;                 /* [REQ-RETRY-1] */
-  qp->comp.rnr_left = qp->attr.rnr_retry;                   /* [REQ-RETRY-1] */
+  qp->comp.retry_left = qp->base.attr.retry_cnt;                 /* [REQ-RETRY-1] */
+  qp->comp.rnr_left = qp->base.attr.rnr_retry;                   /* [REQ-RETRY-1] */
   qp->comp.retx_valid = 0;
   qp->comp.early_probed = 0;
   qp->comp.probe_deferred = 0;
@@ -331,8 +331,8 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
   bool rereq = false;
   if (psn_lt(p, qp->comp.una))
     return false;
-  while (qp->sq_head != qp->sq_tail) {
-    struct rct_send_wqe *w = SQ_AT(qp, qp->sq_head);
+  while (qp->base.sq_head != qp->base.sq_tail) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, qp->base.sq_head);
     if (!w->started || psn_gt(w->first_psn, p))
       break;
     if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
@@ -368,9 +368,9 @@ static bool settle_point(struct rct_qp *qp, uint32_t *p)
 {
   struct rct_send_wqe *w;
   uint32_t k = 0;
-  if (qp->sq_head == qp->sq_tail || !psn_lt(qp->comp.una, rct_req_next_psn(qp)))
+  if (qp->base.sq_head == qp->base.sq_tail || !psn_lt(qp->comp.una, rct_req_next_psn(qp)))
     return false;
-  w = SQ_AT(qp, qp->sq_head);
+  w = SQ_AT(&qp->base, qp->base.sq_head);
   if (w->started && w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts == w->npkts &&
       psn_le(w->first_psn, qp->comp.una)) {
     *p = w->last_psn;
@@ -392,7 +392,7 @@ static void ack_through(struct rct_qp *qp, uint64_t now, uint32_t p)
     ack_walk(qp, now, p);
     if (guard && qp->comp.una == before)
       break;
-    if (qp->attr.qp_state == RCT_QPS_ERR || !settle_point(qp, &p))
+    if (qp->base.attr.qp_state == RCT_QPS_ERR || !settle_point(qp, &p))
       break;
   }
 }
@@ -407,7 +407,7 @@ static bool ack_in_window(const struct rct_qp *qp, uint32_t p, bool nak)
 static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
   ack_through(qp, now, psn_prev(p));
-  if (qp->attr.qp_state == RCT_QPS_ERR)
+  if (qp->base.attr.qp_state == RCT_QPS_ERR)
     return;
   if (qp->comp.rnr_left == 0) {
     fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-RNR-1] */
@@ -417,8 +417,8 @@ static void handle_rnr(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
     qp->comp.rnr_left--;
   progress(qp);                    /* the responder has the request [REQ-RETRY-5] */
   qp->comp.rnr_psn = p;
-  qp->cnt.rnr_waits++;
-  rct_timer_stop(qp, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
+  qp->base.cnt.rnr_waits++;
+  rct_timer_stop(&qp->base, RCT_TIMER_RETRANS);                       /* [REQ-RNR-1] */
   rct_req_pause_rnr(qp, now + rct_rnr_timer_ns(syn & 0x1f));
   if (qp->sr) {
     rct_req_sr_rescan(qp, p);                                  /* [SR-REQ-6] */
@@ -442,11 +442,11 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
 {
   uint32_t old_una = qp->comp.una;
   ack_through(qp, now, psn_prev(p));
-  if (qp->attr.qp_state == RCT_QPS_ERR)
+  if (qp->base.attr.qp_state == RCT_QPS_ERR)
     return;
   if (psn_lt(qp->comp.una, p))
     return;      /* stopped at a READ missing responses: re-requested from una [REQ-ACK-5] */
-  if (rct_timer_armed(qp, RCT_TIMER_RNR) && psn_le(p, qp->comp.rnr_psn))
+  if (rct_timer_armed(&qp->base, RCT_TIMER_RNR) && psn_le(p, qp->comp.rnr_psn))
     return;                                          /* [REQ-RNR-3] */
   if (qp->comp.retx_valid && psn_le(p, qp->comp.retx_psn))
     return;                                          /* [REQ-GBN-2] */
@@ -456,13 +456,13 @@ static void handle_seq_nak(struct rct_qp *qp, uint64_t now, uint32_t p)
   qp->comp.retx_psn = p;
   qp->comp.retx_valid = 1;
   resend_from(qp, p);                                       /* [REQ-GBN-1] */
-  rct_timer_stop(qp, RCT_TIMER_RETRANS);                   /* restarted by the resend */
+  rct_timer_stop(&qp->base, RCT_TIMER_RETRANS);                   /* restarted by the resend */
 }
 
 static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_t syn)
 {
   ack_through(qp, now, psn_prev(p));
-  if (qp->attr.qp_state != RCT_QPS_ERR)
+  if (qp->base.attr.qp_state != RCT_QPS_ERR)
     fail_wr(qp, p, true, rct_syndrome_info(syn)->status, syn);   /* [REQ-ACK-6] [WC-STATUS-2] */
 }
 
@@ -473,8 +473,8 @@ static void handle_fatal_nak(struct rct_qp *qp, uint64_t now, uint32_t p, uint8_
 static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
 {
   uint32_t end = from;
-  for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-    struct rct_send_wqe *w = SQ_AT(qp, i);
+  for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     uint32_t last;
     if (!w->started || psn_ge(w->first_psn, rct_req_next_psn(qp)))
       break;
@@ -494,9 +494,9 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
   uint32_t nbits = 64u * (1u + h->sack_ext_n);       /* [SR-WIRE-8] */
   uint32_t high = e, hole_end, end;
   bool fresh = false;
-  qp->cnt.rx_sack++;
+  qp->base.cnt.rx_sack++;
   ack_through(qp, now, psn_prev(e));
-  if (qp->attr.qp_state == RCT_QPS_ERR)
+  if (qp->base.attr.qp_state == RCT_QPS_ERR)
     return;
   for (uint32_t i = 1; i < nbits; i++) {
     uint32_t psn = psn_add(e, i), d;
@@ -517,7 +517,7 @@ static void handle_sack(struct rct_qp *qp, uint64_t now, uint32_t e, const struc
     progress(qp);                                    /* [REQ-RETRY-4] */
   if (psn_gt(high, e))
     rct_req_sr_forget_lost(qp, e, high);             /* [SR-REQ-15] */
-  if (rct_timer_armed(qp, RCT_TIMER_RNR) || !psn_lt(e, rct_req_next_psn(qp)))
+  if (rct_timer_armed(&qp->base, RCT_TIMER_RNR) || !psn_lt(e, rct_req_next_psn(qp)))
     return;
   /* the hole: e up to the highest sacked PSN, at least e itself [SR-REQ-12] */
   hole_end = psn_gt(high, e) ? high : psn_add(e, 1);
@@ -533,9 +533,9 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
   if (!ack_in_window(qp, psn, (syn & AETH_KIND_MASK) != AETH_ACK || (p->opflags & OPF_SACKH))) {
     /* [REQ-ACK-2] */
     if (psn_lt(psn, qp->comp.una))
-      qp->cnt.rx_stale_ack++;
+      qp->base.cnt.rx_stale_ack++;
     else
-      qp->cnt.rx_out_of_window++;
+      qp->base.cnt.rx_out_of_window++;
     return;
   }
   qp->comp.last_msn = p->h.aeth.msn;                            /* [REQ-ACK-4] */
@@ -545,7 +545,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
     handle_sack(qp, now, psn, &p->h);
     return;
   }
-  rct_cnt_bump(&qp->cnt, si->rx_cnt);
+  rct_cnt_bump(&qp->base.cnt, si->rx_cnt);
   switch (si->kind) {
   case SYN_ACK:
     ack_through(qp, now, psn);
@@ -563,7 +563,7 @@ static void handle_ack_packet(struct rct_qp *qp, uint64_t now, struct rct_pkt *p
     goto bad;
   }
 bad:
-  qp->cnt.rx_bad_aeth++;                                   /* [REQ-ACK-7] */
+  qp->base.cnt.rx_bad_aeth++;                                   /* [REQ-ACK-7] */
   fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, syn);         /* [REQ-ACK-7] */
 }
 
@@ -574,10 +574,10 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
   struct rct_send_wqe *oldest = 0;
   /* start at the remembered oldest incomplete READ: no per-frame walk over
    * the SENDs and WRITEs in front of it */
-  uint32_t i = qp->comp.rd_hint - qp->sq_head < qp->sq_tail - qp->sq_head ? qp->comp.rd_hint : qp->sq_head;
+  uint32_t i = qp->comp.rd_hint - qp->base.sq_head < qp->base.sq_tail - qp->base.sq_head ? qp->comp.rd_hint : qp->base.sq_head;
   *later = false;
-  for (; i != qp->sq_tail; i++) {
-    struct rct_send_wqe *w = SQ_AT(qp, i);
+  for (; i != qp->base.sq_tail; i++) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     if (!w->started)
       break;
     if (w->wr.opcode != RCT_WR_RDMA_READ || w->read_pkts == w->npkts)
@@ -615,7 +615,7 @@ static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, 
     return false;
   if (pos == OPF_LAST && start)
     return false;
-  len = last ? w->length - (idx << qp->mtu_shift) : qp->mtu;
+  len = last ? w->length - (idx << qp->base.mtu_shift) : qp->base.mtu;
   if (p->paylen != len)
     return false;
   if ((f & OPF_AETH) && (p->h.aeth.syndrome & AETH_KIND_MASK) != AETH_ACK)
@@ -627,10 +627,10 @@ static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, 
 static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, uint32_t expect, bool later)
 {
   if (!later && psn_lt(psn, expect)) {
-    qp->cnt.rx_dup++;
+    qp->base.cnt.rx_dup++;
     return;
   }
-  qp->cnt.rx_out_of_seq++;
+  qp->base.cnt.rx_out_of_seq++;
   if (!qp->sr) {
     /* responses before it were lost: implied ACK [REQ-ACK-3] -> [REQ-ACK-5] */
     ack_through(qp, now, psn_prev(psn));
@@ -646,7 +646,7 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
 static bool place_read_resp(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, struct rct_pkt *p)
 {
   struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-  int n = rct_sge_translate(qp, w->sge, w->wr.num_sge, idx << qp->mtu_shift, p->paylen,
+  int n = rct_sge_translate(&qp->base, w->sge, w->wr.num_sge, idx << qp->base.mtu_shift, p->paylen,
                             RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     fail_wr(qp, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR, 0);
@@ -663,19 +663,19 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   struct rct_send_wqe *w = read_of_resp(qp, psn, &later);
   if (!w) {
     if (psn_lt(psn, qp->comp.una))
-      qp->cnt.rx_dup++;              /* its READ is complete: a replay's late copy [REQ-READ-1] */
+      qp->base.cnt.rx_dup++;              /* its READ is complete: a replay's late copy [REQ-READ-1] */
     else
-      qp->cnt.rx_unexpected++;                             /* [REQ-ACK-7] outside */
+      qp->base.cnt.rx_unexpected++;                             /* [REQ-ACK-7] outside */
     return;
   }
   expect = qp->sr ? 0 : rct_comp_read_first_missing(qp, w);   /* go-back-N: in order */
   if (qp->sr) {
     if (read_received(qp, w, psn)) {                 /* any order [SR-REQ-7] */
-      qp->cnt.rx_dup++;
+      qp->base.cnt.rx_dup++;
       return;
     }
     if ((uint32_t)psn_diff(psn, qp->comp.una) >= RCT_SR_WINDOW) {
-      qp->cnt.rx_unexpected++;                       /* never asked for [REQ-READ-6] */
+      qp->base.cnt.rx_unexpected++;                       /* never asked for [REQ-READ-6] */
       return;
     }
   } else if (later || psn != expect) {
@@ -686,13 +686,13 @@ static void handle_read_resp(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   }
   idx = (uint32_t)psn_diff(psn, w->first_psn);
   if (!read_resp_ok(qp, w, idx, p)) {
-    qp->cnt.rx_unexpected++;
+    qp->base.cnt.rx_unexpected++;
     fail_wr(qp, 0, false, RCT_WC_BAD_RESP_ERR, 0);   /* [REQ-ACK-7] */
     return;
   }
-  qp->cnt.rx_read_resp++;
+  qp->base.cnt.rx_read_resp++;
   ack_through(qp, now, psn_prev(w->first_psn));   /* implied ACK [REQ-ACK-3] */
-  if (qp->attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
+  if (qp->base.attr.qp_state == RCT_QPS_ERR || !place_read_resp(qp, w, idx, p))
     return;
   w->read_pkts++;
   progress(qp);                                            /* [REQ-RETRY-4] */
@@ -712,20 +712,20 @@ void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   else if (p->opflags & OPF_READ)
     handle_read_resp(qp, now, p);
   else
-    qp->cnt.rx_unexpected++;                     /* [OPC-VAL-1] */
+    qp->base.cnt.rx_unexpected++;                     /* [OPC-VAL-1] */
 }
 
 /* Retransmission timer fired [REQ-TMO-2]. */
 void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
 {
-  enum rct_qp_state s = qp->attr.qp_state;
+  enum rct_qp_state s = qp->base.attr.qp_state;
   uint64_t rto = rct_comp_rto(qp);
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp))
     return;
-  qp->cnt.timeouts++;
+  qp->base.cnt.timeouts++;
   if (!use_retry(qp))
     return;
-  if (qp->attr.adaptive_rto && rto != RCT_NEVER)
+  if (qp->base.attr.adaptive_rto && rto != RCT_NEVER)
     qp->comp.rto = 2 * rto;                  /* backoff doubles the RTO in effect [REQ-TMO-9] */
   qp->comp.retx_valid = 0;
   if (qp->sr) {
@@ -745,12 +745,12 @@ void rct_comp_timeout(struct rct_qp *qp, uint64_t now)
  * used, no backoff [REQ-TMO-8]. */
 void rct_comp_probe(struct rct_qp *qp, uint64_t now)
 {
-  enum rct_qp_state s = qp->attr.qp_state;
+  enum rct_qp_state s = qp->base.attr.qp_state;
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || !outstanding(qp) ||
-      rct_timer_armed(qp, RCT_TIMER_RNR) || probe_waits(qp, now))
+      rct_timer_armed(&qp->base, RCT_TIMER_RNR) || probe_waits(qp, now))
     return;
   qp->comp.early_probed = 1;
-  qp->cnt.early_probes++;
+  qp->base.cnt.early_probes++;
   rct_req_early_probe(qp);                              /* sent as [REQ-TMO-6]'s */
   if (qp->sr)
     rct_req_sr_new_round(qp);
@@ -759,14 +759,14 @@ void rct_comp_probe(struct rct_qp *qp, uint64_t now)
 /* RNR timer fired: resume sending from the RNR-NAKed PSN [REQ-RNR-1]. */
 void rct_comp_rnr_timeout(struct rct_qp *qp, uint64_t now)
 {
-  qp->cnt.rnr_timeouts++;
+  qp->base.cnt.rnr_timeouts++;
   restart_timer(qp, now);
 }
 
 /* Derived for tracing: the completer's state is not recorded. */
 enum rct_comp_state rct_qp_comp_state(const struct rct_qp *qp)
 {
-  if (qp->attr.qp_state == RCT_QPS_ERR)
+  if (qp->base.attr.qp_state == RCT_QPS_ERR)
     return RCT_COMP_ERROR;
   if (rct_req_waiting_rnr(qp))
     return RCT_COMP_WAIT_RNR;

@@ -5,7 +5,7 @@
  * Each push leaves an event (event.c); rct_cq_count / rct_cq_overflow are
  * the caller's view of the ring.
  */
-#include "rct_int.h"
+#include "core_int.h"
 
 void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
 {
@@ -16,21 +16,21 @@ void rct_cq_init(struct rct_cq *cq, struct rct_wc *ring, uint32_t size)
   RCT_MEMSET(&cq->ev, 0, sizeof(cq->ev));
 }
 
-void rct_cq_push(struct rct_qp *qp, struct rct_cq *cq, const struct rct_wc *wc)
+void rct_cq_push(struct rct_qp_base *b, struct rct_cq *cq, const struct rct_wc *wc)
 {
   if (wc->status == RCT_WC_SUCCESS)
-    qp->cnt.completions++;
+    b->cnt.completions++;
   else if (wc->status != RCT_WC_WR_FLUSH_ERR)
-    qp->cnt.error_completions++;
+    b->cnt.error_completions++;
   if (cq->tail - cq->head >= cq->size) {
     cq->overflow++;
-    qp->cnt.cq_overflow++;
-    rct_ev_cq(qp, cq, RCT_EV_CQ_OVERFLOW, false);
+    b->cnt.cq_overflow++;
+    rct_ev_cq(b, cq, RCT_EV_CQ_OVERFLOW, false);
     return;
   }
   *rct_cq_at(cq, cq->tail) = *wc;
   cq->tail++;
-  rct_ev_cq(qp, cq, RCT_EV_CQ_COMP, wc->solicited || wc->status != RCT_WC_SUCCESS);
+  rct_ev_cq(b, cq, RCT_EV_CQ_COMP, wc->solicited || wc->status != RCT_WC_SUCCESS);
 }
 
 uint32_t rct_cq_count(const struct rct_cq *cq)

@@ -5,13 +5,13 @@
  * core's rings (rct_key_in_use). The roles only call the two marks declared
  * in rct_int.h; the cost is per event, never per idle object.
  */
-#include "rct_int.h"
+#include "core_int.h"
 
 enum { NODE_QP = 1, NODE_CQ = 2 };
 
-static struct rct_qp *node_qp(struct rct_ev_node *n)
+static struct rct_qp_base *node_qp(struct rct_ev_node *n)
 {
-  return (struct rct_qp *)(void *)((char *)n - offsetof(struct rct_qp, ev));
+  return (struct rct_qp_base *)(void *)((char *)n - offsetof(struct rct_qp_base, ev));
 }
 
 static struct rct_cq *node_cq(struct rct_ev_node *n)
@@ -59,19 +59,19 @@ void rct_ev_forget(struct rct_ev_node *n)
 }
 
 /* Caller: qp.c, as the QP enters ERR. The first cause since the last report stays. */
-void rct_ev_qp_err(struct rct_qp *qp, enum rct_qp_err_cause cause)
+void rct_ev_qp_err(struct rct_qp_base *b, enum rct_qp_err_cause cause)
 {
-  if (!(qp->ev.pending & (1u << RCT_EV_QP_ERR)))
-    qp->ev.info = (uint8_t)cause;
-  ev_mark(qp->dev, &qp->ev, NODE_QP, RCT_EV_QP_ERR);
+  if (!(b->ev.pending & (1u << RCT_EV_QP_ERR)))
+    b->ev.info = (uint8_t)cause;
+  ev_mark(b->dev, &b->ev, NODE_QP, RCT_EV_QP_ERR);
 }
 
 /* Caller: cq.c, for a completion qp pushed (or dropped: overflow). */
-void rct_ev_cq(struct rct_qp *qp, struct rct_cq *cq, enum rct_event_type t, bool solicited)
+void rct_ev_cq(struct rct_qp_base *b, struct rct_cq *cq, enum rct_event_type t, bool solicited)
 {
   if (solicited)
     cq->ev.info |= RCT_EV_SOLICITED;
-  ev_mark(qp->dev, &cq->ev, NODE_CQ, t);
+  ev_mark(b->dev, &cq->ev, NODE_CQ, t);
 }
 
 /* A watched key that is no longer in use: unwatched and reported. */
@@ -103,7 +103,9 @@ bool rct_dev_next_event(struct rct_dev *dev, struct rct_event *ev)
   n->pending &= (uint8_t)~(1u << t);
   ev->type = (enum rct_event_type)t;
   if (n->kind == NODE_QP) {
-    ev->qp = node_qp(n);
+    ev->qp_base = node_qp(n);
+    /* an RC QP starts with its base (rc_int.h asserts it) */
+    ev->qp = ev->qp_base->type == RCT_QPT_RC ? (struct rct_qp *)(void *)ev->qp_base : 0;
     ev->info = n->info;
   } else {
     ev->cq = node_cq(n);
@@ -130,25 +132,25 @@ static bool sges_use(const struct rct_sge *s, int n, uint32_t key)
   return false;
 }
 
-bool rct_qp_key_in_use(const struct rct_qp *qp, uint32_t key)
+bool rct_qpb_key_in_use(const struct rct_qp_base *b, uint32_t key)
 {
-  for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-    const struct rct_send_wqe *w = SQ_AT(qp, i);
+  for (uint32_t i = b->sq_head; i != b->sq_tail; i++) {
+    const struct rct_send_wqe *w = SQ_AT(b, i);
     if (w->state == RCT_WQE_POSTED && sges_use(w->sge, w->wr.num_sge, key))
       return true;
   }
-  for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-    const struct rct_recv_wqe *r = RQ_AT(qp, i);
+  for (uint32_t i = b->rq_head; i != b->rq_tail; i++) {
+    const struct rct_recv_wqe *r = RQ_AT(b, i);
     if (sges_use(r->sge, r->num_sge, key))
       return true;
   }
-  return rct_resp_uses_rkey(qp, key);
+  return b->ops->uses_key && b->ops->uses_key(b, key);
 }
 
 bool rct_key_in_use(const struct rct_dev *dev, uint32_t key)
 {
-  for (const struct rct_qp *qp = dev->qps; qp; qp = qp->next)
-    if (rct_qp_key_in_use(qp, key))
+  for (const struct rct_qp_base *b = dev->qps; b; b = b->next)
+    if (rct_qpb_key_in_use(b, key))
       return true;
   return false;
 }

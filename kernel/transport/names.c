@@ -3,7 +3,7 @@
  * WR opcodes, AETH syndromes) and the IBTA timer tables. Opcode names live
  * in the opcode table (opcode.c).
  */
-#include "rct_int.h"
+#include "core_int.h"
 
 #define NAME(tab, i) (((size_t)(i) < sizeof(tab) / sizeof(tab[0]) && tab[i]) ? tab[i] : "?")
 

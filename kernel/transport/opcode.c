@@ -1,5 +1,5 @@
 /*
- * opcode.c: the RC opcode table (IBTA Table 38, RC rows), the only place
+ * opcode.c: the opcode table (IBTA Table 38: the RC rows, the UD SEND rows), the only place
  * that says which header follows which opcode [WIRE-OP-*]; and the AETH
  * syndrome table (IBTA 9.7.5.1), the only place that says what a syndrome
  * means.
@@ -59,6 +59,11 @@ const struct rct_opcode_info rct_opcode_table[256] = {
              SRQ | OPF_WRITE | OPF_RECV | OPF_ONLY | OPF_PAYLOAD | OPF_RETH | OPF_IMM, X + RETH_LEN + IMMDT_LEN },
   [0xCC] = { "SR_RDMA_READ_REQUEST", SRQ | OPF_READ | OPF_ONLY | OPF_RETH, X + RETH_LEN },
   [OP_SR_SACK] = { "SR_SELECTIVE_NAK", RSP | OPF_SR | OPF_ACK | OPF_ONLY | OPF_AETH | OPF_SACKH, AETH_LEN + 8 },
+
+  /* UD [UD-WIRE-1]: DETH, then ImmDt; one packet per message. */
+  [OP_UD_SEND_ONLY] = { "UD_SEND_ONLY", REQ | OPF_UD | OPF_SEND | OPF_RECV | OPF_ONLY | OPF_PAYLOAD, DETH_LEN },
+  [OP_UD_SEND_ONLY_IMM] = { "UD_SEND_ONLY_WITH_IMMEDIATE",
+                            REQ | OPF_UD | OPF_SEND | OPF_RECV | OPF_ONLY | OPF_PAYLOAD | OPF_IMM, DETH_LEN + IMMDT_LEN },
 };
 
 bool rct_opcode_is_ack(uint8_t bth_opcode)

@@ -1,5 +1,5 @@
 /*
- * opcode.h: facts about the RC BTH opcodes, in one table (opcode.c).
+ * opcode.h: facts about the RC and UD BTH opcodes, in one table (opcode.c).
  *
  * Logic tests a flag in rct_opcode_table[op].flags instead of listing
  * opcodes: which extension headers follow the BTH, whether the packet is
@@ -20,6 +20,7 @@ enum rct_opcode {
   OP_READ_RESP_LAST = 0x0f, OP_READ_RESP_ONLY = 0x10, OP_ACK = 0x11,
   OP_ATOMIC_ACK = 0x12, OP_CMP_SWAP = 0x13, OP_FETCH_ADD = 0x14,
   OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
+  OP_UD_SEND_ONLY = 0x64, OP_UD_SEND_ONLY_IMM = 0x65,   /* UD class 011 [UD-WIRE-1] */
   OP_SR_BASE = 0xC0,       /* SR request opcode = 0xC0 | RC opcode [SR-WIRE-1] */
   OP_SR_SACK = 0xD1,       /* selective NAK [SR-WIRE-6] */
 };
@@ -49,6 +50,7 @@ enum {
   OPF_SR      = 1u << 20,  /* selective-repeat opcode (0xC0..0xCC, 0xD1) [SR-WIRE-1] */
   OPF_SRXH    = 1u << 21,  /* carries the 8-byte SRXH right after the BTH */
   OPF_SACKH   = 1u << 22,  /* carries the 8-byte SACK bitmap after the AETH */
+  OPF_UD      = 1u << 23,  /* UD opcode class: the DETH follows the BTH [UD-WIRE-1] */
 };
 #define OPF_ONLY (OPF_FIRST | OPF_LAST)
 

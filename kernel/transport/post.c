@@ -1,37 +1,40 @@
 /*
- * post.c: posting work. rct_post_send copies a send WR into the send ring
- * (the requester starts it later), rct_post_recv a receive WR into the
- * receive ring (the responder consumes it); in ERR both complete at once
- * with WR_FLUSH_ERR. [QP-STATE-4] [QP-STATE-5]
+ * post.c: posting work, for every QP type. rct_post_send_wqe copies a send
+ * WR into the send ring (the type's sending role starts it later; the types'
+ * posting calls wrap it), rct_qpb_post_recv a receive WR into the receive
+ * ring (the type's receiving role consumes it); in ERR both complete at
+ * once with WR_FLUSH_ERR. [QP-STATE-4] [QP-STATE-5]
  */
-#include "rct_int.h"
+#include "core_int.h"
 
-static void flush_one(struct rct_qp *qp, struct rct_cq *cq, uint64_t wr_id, enum rct_wc_opcode op)
+static void flush_one(struct rct_qp_base *b, struct rct_cq *cq, uint64_t wr_id, enum rct_wc_opcode op)
 {
   struct rct_wc wc = { .wr_id = wr_id, .status = RCT_WC_WR_FLUSH_ERR, .opcode = op,
-                       .qp_num = qp->init.qpn };
-  qp->cnt.flushed++;
-  rct_cq_push(qp, cq, &wc);
+                       .qp_num = b->init.qpn };
+  b->cnt.flushed++;
+  rct_cq_push(b, cq, &wc);
 }
 
 /* [QP-STATE-4] [REQ-FRAG-2] */
-int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr)
+int rct_post_send_wqe(struct rct_qp_base *b, const struct rct_send_wr *wr, struct rct_send_wqe **out)
 {
-  enum rct_qp_state s = qp->attr.qp_state;
+  enum rct_qp_state s = b->attr.qp_state;
   struct rct_send_wqe *w;
   uint64_t total = 0;
+  if (out)
+    *out = 0;
   if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_RTR)
     return RCT_EINVAL;
-  if (wr->opcode >= RCT_WR_COUNT || wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE ||
-      (wr->num_sge && !wr->sg_list))
+  if ((unsigned)wr->opcode >= RCT_WR_COUNT || !(b->ops->wr_opcodes & (1u << wr->opcode)) ||
+      wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE || (wr->num_sge && !wr->sg_list))
     return RCT_EINVAL;
   if (s == RCT_QPS_ERR || s == RCT_QPS_SQE) {
-    flush_one(qp, qp->init.send_cq, wr->wr_id, rct_wr_to_wc_opcode(wr->opcode));
+    flush_one(b, b->init.send_cq, wr->wr_id, rct_wr_to_wc_opcode(wr->opcode));
     return RCT_OK;
   }
-  if (qp->sq_tail - qp->sq_head >= qp->init.sq_size)
+  if (b->sq_tail - b->sq_head >= b->init.sq_size)
     return RCT_ENOSPC;
-  w = SQ_AT(qp, qp->sq_tail);
+  w = SQ_AT(b, b->sq_tail);
   RCT_MEMSET(w, 0, sizeof(*w));
   w->wr = *wr;
   w->wr.sg_list = 0;
@@ -46,15 +49,17 @@ int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr)
   }
   w->length = (uint32_t)total;
   w->state = RCT_WQE_POSTED;
-  qp->sq_tail++;
-  rct_qp_mark_ready(qp);
+  b->sq_tail++;
+  rct_qp_mark_ready(b);
+  if (out)
+    *out = w;
   return RCT_OK;
 }
 
 /* [QP-STATE-5] */
-int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr)
+int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr)
 {
-  enum rct_qp_state s = qp->attr.qp_state;
+  enum rct_qp_state s = b->attr.qp_state;
   struct rct_recv_wqe *r;
   uint64_t total = 0;
   if (s == RCT_QPS_RESET)
@@ -62,12 +67,12 @@ int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr)
   if (wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE || (wr->num_sge && !wr->sg_list))
     return RCT_EINVAL;
   if (s == RCT_QPS_ERR) {
-    flush_one(qp, qp->init.recv_cq, wr->wr_id, RCT_WC_RECV);
+    flush_one(b, b->init.recv_cq, wr->wr_id, RCT_WC_RECV);
     return RCT_OK;
   }
-  if (qp->rq_tail - qp->rq_head >= qp->init.rq_size)
+  if (b->rq_tail - b->rq_head >= b->init.rq_size)
     return RCT_ENOSPC;
-  r = RQ_AT(qp, qp->rq_tail);
+  r = RQ_AT(b, b->rq_tail);
   r->wr_id = wr->wr_id;
   r->num_sge = wr->num_sge;
   for (int i = 0; i < wr->num_sge; i++) {
@@ -75,6 +80,6 @@ int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr)
     total += wr->sg_list[i].length;
   }
   r->length = total > 0xffffffffull ? 0xffffffffu : (uint32_t)total;
-  qp->rq_tail++;
+  b->rq_tail++;
   return RCT_OK;
 }

@@ -74,6 +74,30 @@ int rct_post_send(struct rct_qp *qp, const struct rct_send_wr *wr);
 int rct_post_recv(struct rct_qp *qp, const struct rct_recv_wr *wr);
 
 /* ------------------------------------------------------------------ */
+/* Any QP type, through its base (struct rct_qp_base, first in every QP: */
+/* an RC QP's is &qp->base). The rct_qp_* / rct_post_* calls above are    */
+/* the RC forms of these.                                                */
+/* ------------------------------------------------------------------ */
+
+/* UD (ud.c, proto-spec ud.md). Initialize a UD QP in RESET (init->rd_size
+ * must be 0); its MTU is the port's (rct_ud_mtu). Modify, query, post
+ * receives, poll, time and destroy it with the rct_qpb_* calls below on
+ * &qp->base. A send is SEND or SEND_WITH_IMM to dest, one frame of at most
+ * the MTU (longer: LOC_LEN_ERR completion, the QP to SQE). */
+int rct_ud_qp_init(struct rct_dev *dev, struct rct_ud_qp *qp, const struct rct_qp_init_attr *init);
+int rct_ud_post_send(struct rct_ud_qp *qp, const struct rct_send_wr *wr, const struct rct_ud_dest *dest);
+uint32_t rct_ud_mtu(const struct rct_dev *dev);
+
+int rct_qpb_modify(struct rct_qp_base *b, const struct rct_qp_attr *attr, uint32_t mask);
+int rct_qpb_query(const struct rct_qp_base *b, struct rct_qp_attr *attr);
+void rct_qpb_destroy(struct rct_qp_base *b);
+int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr);
+void rct_qpb_handle_timeout(struct rct_qp_base *b, uint64_t now);
+uint64_t rct_qpb_next_timeout(const struct rct_qp_base *b);
+int rct_qpb_poll_transmit(struct rct_qp_base *b, uint64_t now, struct rct_frame *out);
+bool rct_qpb_key_in_use(const struct rct_qp_base *b, uint32_t key);
+
+/* ------------------------------------------------------------------ */
 /* Events and output                                                    */
 /* ------------------------------------------------------------------ */
 

@@ -140,6 +140,7 @@ enum rct_wc_opcode {
   RCT_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
+#define RCT_WC_GRH      1u   /* rct_wc.wc_flags: the receive buffer's first 40 bytes hold a GRH (IBV_WC_GRH) [UD-RECV-2] */
 #define RCT_WC_WITH_IMM 2u   /* rct_wc.wc_flags: imm_data is valid (IBV_WC_WITH_IMM); wc_flags
                               * carries libibverbs' meanings only (a solicited receive is
                               * rct_wc.solicited) */
@@ -192,6 +193,18 @@ struct rct_send_wr {
   uint64_t remote_addr;       /* RDMA WRITE / READ */
   uint32_t rkey;
 };
+
+/* The destination of a UD send (what an address handle fills): Ethernet and
+ * IPv4 addressing, the destination QP and its Q_Key [UD-WIRE-2]. */
+struct rct_ud_dest {
+  uint8_t dmac[6];
+  uint8_t dscp, ttl;          /* ttl 0 = 64 */
+  uint32_t dipv4;             /* host order */
+  uint32_t dqpn;              /* 24-bit */
+  uint32_t qkey;              /* the destination's Q_Key; bit 31 set = the sending QP's own [UD-QKEY-2] */
+  uint16_t udp_sport;         /* 0 = derive from the QPNs (rct_udp_sport) [ENC-UDP-2] */
+};
+#define RCT_QKEY_CONTROLLED 0x80000000u   /* [UD-QKEY-2] */
 
 struct rct_recv_wr {
   uint64_t wr_id;
@@ -313,6 +326,8 @@ struct rct_qp_counters {
   uint64_t sr_placed_ooo;             /* SR: packets placed out of order */
   uint64_t completions, error_completions, flushed;
   uint64_t cq_overflow;
+  uint64_t rx_bad_qkey;               /* UD: DETH Q_Key is not the QP's [UD-QKEY-1] */
+  uint64_t rx_no_recv;                /* UD: no receive WR posted [UD-RECV-1] */
 };
 
 /* Device counters: frames dropped before a QP is known. */
@@ -332,6 +347,7 @@ struct rct_dev_counters {
 /* ------------------------------------------------------------------ */
 
 struct rct_qp;
+struct rct_qp_base;
 
 /* dev flags */
 #define RCT_DEV_ICRC_OFFLOAD 1u  /* NIC generates and verifies the ICRC */
@@ -349,6 +365,9 @@ struct rct_dev_attr {
   /* Find the QP with this 24-bit QPN, or NULL. Should be O(1) (a table). */
   struct rct_qp *(*qp_lookup)(void *ctx, uint32_t qpn);
   void *lookup_ctx;
+  /* The same for QPs of every type (RC and UD), with lookup_ctx; when set,
+   * the core uses it instead of qp_lookup. */
+  struct rct_qp_base *(*qp_lookup_any)(void *ctx, uint32_t qpn);
   /* The interface's IPv4 Identification counter [ENC-IP-2]: the next ID for
    * an IPv4 frame this device sends. An OS answers from the counter its own
    * IPv4 output uses, so the interface has one; NULL = the core's
@@ -360,9 +379,9 @@ struct rct_dev_attr {
 struct rct_dev {
   struct rct_dev_attr attr;
   struct rct_dev_counters cnt;
-  struct rct_qp *qps;         /* list of initialized QPs (rct_dev_* helpers) */
-  struct rct_qp *ready_head;  /* private: QPs that may have frames to send */
-  struct rct_qp *ready_tail;
+  struct rct_qp_base *qps;    /* list of initialized QPs of every type (rct_dev_* helpers) */
+  struct rct_qp_base *ready_head; /* private: QPs that may have frames to send */
+  struct rct_qp_base *ready_tail;
   uint16_t ip_id;             /* the IPv4 Identification counter when attr.next_ip_id is NULL [ENC-IP-2] */
   struct rct_ev_node *ev_head;    /* private: objects with events to report (event.c) */
   struct rct_ev_node *ev_tail;
@@ -404,6 +423,7 @@ enum rct_qp_attr_mask {
   RCT_QP_MAX_INFLIGHT = 1u << 17, /* max_inflight */
   RCT_QP_PORT = 1u << 18,         /* port_num */
   RCT_QP_PROBE_SLACK = 1u << 19,  /* probe_slack_ns */
+  RCT_QP_QKEY = 1u << 20,         /* qkey (UD) */
 };
 
 struct rct_qp_attr {
@@ -427,6 +447,7 @@ struct rct_qp_attr {
   bool adaptive_rto;          /* RFC 6298-style RTO, clamped to [min_rto_ns, IBTA value] */
   uint64_t min_rto_ns;        /* 0 = default (RCT_MIN_RTO_DEFAULT_NS) */
   uint32_t max_inflight;      /* request packets in flight; 0 = default */
+  uint32_t qkey;              /* UD: the Q_Key frames to this QP must carry [UD-QKEY-1] */
   uint64_t probe_slack_ns;    /* early probe at 2 SRTT + this; 0 = default (RCT_PROBE_SLACK_DEFAULT_NS,
                                  adaptive RTO only); set: in SR also under the IBTA RTO [REQ-TMO-10] */
 };
@@ -476,6 +497,7 @@ struct rct_send_wqe {
   uint8_t after_reads;        /* SR READ: only READs were before it when it started (SRXH_AFTER_READS) */
   enum rct_wc_status status;  /* preset error (post-time checks) or final status */
   uint32_t vendor_err;
+  struct rct_ud_dest ud;      /* UD: where it goes (rct_ud_post_send) */
 };
 
 struct rct_recv_wqe {
@@ -607,18 +629,27 @@ struct rct_resp {
   uint32_t sr_slot_imm[RCT_SR_WINDOW];
 };
 
-struct rct_qp {
+/* QP types (IBV_QPT_* values). */
+enum rct_qp_type { RCT_QPT_RC = 2, RCT_QPT_UD = 4 };
+
+struct rct_qp_ops;            /* a type's operations (rct_int.h; private) */
+
+/* What every QP type has: the base. The generic files (qp.c, post.c, rx.c,
+ * tx.c, dev.c, timer.c, cq.c, event.c) work on it; each type embeds it
+ * first and keeps its own state after it. */
+struct rct_qp_base {
   /* configuration */
   struct rct_dev *dev;
+  const struct rct_qp_ops *ops;   /* private: the type's operations */
+  uint8_t type;               /* enum rct_qp_type */
   struct rct_qp_init_attr init;
   struct rct_qp_attr attr;
-  uint32_t mtu;               /* path MTU in bytes */
+  uint32_t mtu;               /* path MTU in bytes (UD: the port's) */
   uint8_t mtu_shift;          /* log2(mtu) */
-  uint8_t sr;                 /* SR mode fixed at RTR [SR-NEG-2] */
   uint8_t encap;              /* enum rct_encap, fixed at RTR [ENC-V1-3] */
   struct rct_qp_counters cnt;
-  struct rct_qp *next;        /* dev->qps list */
-  struct rct_qp *ready_next;  /* dev ready list */
+  struct rct_qp_base *next;   /* dev->qps list */
+  struct rct_qp_base *ready_next; /* dev ready list */
   uint8_t on_ready;
   uint64_t timer[RCT_TIMER_COUNT];  /* written only through rct_timer_set/stop (timer.c) */
   uint16_t sport;             /* UDP source port [ENC-UDP-2] */
@@ -628,12 +659,24 @@ struct rct_qp {
   uint32_t sq_tail;           /* next free slot */
   uint32_t rq_head, rq_tail;  /* receive ring (free-running) */
 
+  struct rct_ev_node ev;      /* events (event.c) */
+};
+
+/* An RC QP: the base and the three roles with their selective-repeat windows. */
+struct rct_qp {
+  struct rct_qp_base base;
+  uint8_t sr;                 /* SR mode fixed at RTR [SR-NEG-2] */
+
   /* the roles, each written only by its own files */
   struct rct_req req;         /* requester (req.c) */
   struct rct_comp comp;       /* completer (comp.c) */
   struct rct_resp resp;       /* responder (resp.c, sr_resp.c) */
+};
 
-  struct rct_ev_node ev;      /* events (event.c) */
+/* A UD QP: the base alone (no connection, no windows); the send PSN is
+ * base.attr.sq_psn, the Q_Key base.attr.qkey. */
+struct rct_ud_qp {
+  struct rct_qp_base base;
 };
 
 /* ---- Events, part 2 of 2 (event.c): what rct_dev_next_event reports ---- */
@@ -663,7 +706,8 @@ enum rct_qp_err_cause {
 
 struct rct_event {
   enum rct_event_type type;
-  struct rct_qp *qp;          /* QP_ERR */
+  struct rct_qp *qp;          /* QP_ERR of an RC QP (NULL for other types) */
+  struct rct_qp_base *qp_base;/* QP_ERR, every type */
   struct rct_cq *cq;          /* CQ_OVERFLOW, CQ_COMP */
   uint32_t key;               /* KEY_IDLE */
   uint32_t info;

@@ -14,24 +14,24 @@
  * State (qp->req, written only here): sq_next/psn is the cursor (the next
  * packet to send), next_psn the high-water mark (the next never-sent PSN).
  */
-#include "rct_int.h"
+#include "rc_int.h"
 
 /* Step functions return whether a frame was produced. */
 
 void rct_req_reset(struct rct_qp *qp)
 {
-  qp->req.sq_next = qp->sq_head;
-  qp->req.psn = qp->req.next_psn = qp->attr.sq_psn;    /* [REQ-PSN-1] */
+  qp->req.sq_next = qp->base.sq_head;
+  qp->req.psn = qp->req.next_psn = qp->base.attr.sq_psn;    /* [REQ-PSN-1] */
   qp->req.rd_first = qp->req.rd_count = 0;
   qp->req.rsn_next = 0;
   qp->req.rto_probe = 0;
   bm_clear_all(qp->req.sr_retxd);
-  qp->req.sr_scan = qp->req.sr_scan_end = qp->req.sr_hole_end = qp->attr.sq_psn;
+  qp->req.sr_scan = qp->req.sr_scan_end = qp->req.sr_hole_end = qp->base.attr.sq_psn;
 }
 
 uint32_t rct_req_window(const struct rct_qp *qp)
 {
-  uint32_t w = qp->attr.max_inflight ? qp->attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
+  uint32_t w = qp->base.attr.max_inflight ? qp->base.attr.max_inflight : RCT_MAX_INFLIGHT_DEFAULT;
   if (qp->sr && w > RCT_SR_WINDOW)
     w = RCT_SR_WINDOW;                         /* [SR-REQ-1] */
   return w;
@@ -111,7 +111,7 @@ static uint32_t reads_outstanding(struct rct_qp *qp)
  * responses not yet received, within SR_WINDOW of una [REQ-READ-8]. */
 static bool read_request_allowed(struct rct_qp *qp, uint32_t psn, uint32_t end)
 {
-  if (reads_outstanding(qp) >= qp->attr.max_rd_atomic || qp->req.rd_count >= RCT_MAX_RD_ATOMIC)
+  if (reads_outstanding(qp) >= qp->base.attr.max_rd_atomic || qp->req.rd_count >= RCT_MAX_RD_ATOMIC)
     return false;
   if (qp->sr)
     return (uint32_t)psn_diff(end, rct_comp_una(qp)) < RCT_SR_WINDOW &&
@@ -122,21 +122,21 @@ static bool read_request_allowed(struct rct_qp *qp, uint32_t psn, uint32_t end)
 
 bool rct_req_has_work(const struct rct_qp *qp)
 {
-  enum rct_qp_state s = qp->attr.qp_state;
+  enum rct_qp_state s = qp->base.attr.qp_state;
   if ((s != RCT_QPS_RTS && s != RCT_QPS_SQD) || rct_req_waiting_rnr(qp))
     return false;
   if (qp->sr && psn_lt(qp->req.sr_scan, qp->req.sr_scan_end))
     return true;
   if (qp->req.rto_probe && psn_lt(rct_comp_una(qp), qp->req.next_psn))
     return true;
-  return qp->req.sq_next != qp->sq_tail;
+  return qp->req.sq_next != qp->base.sq_tail;
 }
 
 /* The WQE whose PSNs contain psn, among the started ones. */
 struct rct_send_wqe *rct_req_wqe_of_psn(struct rct_qp *qp, uint32_t psn, uint32_t *idx)
 {
-  for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
-    struct rct_send_wqe *w = SQ_AT(qp, i);
+  for (uint32_t i = qp->base.sq_head; i != qp->base.sq_tail; i++) {
+    struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     if (!w->started)
       break;
     if (psn_le(w->first_psn, psn) && psn_le(psn, w->last_psn)) {
@@ -162,8 +162,8 @@ void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn)
     /* nothing outstanding at psn: continue with new work */
     if (psn_ge(psn, qp->req.next_psn)) {
       qp->req.psn = qp->req.next_psn;
-      while (qp->req.sq_next != qp->sq_tail && SQ_AT(qp, qp->req.sq_next)->started &&
-             psn_lt(SQ_AT(qp, qp->req.sq_next)->last_psn, qp->req.psn))
+      while (qp->req.sq_next != qp->base.sq_tail && SQ_AT(&qp->base, qp->req.sq_next)->started &&
+             psn_lt(SQ_AT(&qp->base, qp->req.sq_next)->last_psn, qp->req.psn))
         qp->req.sq_next++;
     }
     return;
@@ -178,7 +178,7 @@ void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn)
  * is the one record of the wait (rct_req_waiting_rnr). */
 void rct_req_pause_rnr(struct rct_qp *qp, uint64_t until)
 {
-  rct_timer_set(qp, RCT_TIMER_RNR, until);
+  rct_timer_set(&qp->base, RCT_TIMER_RNR, until);
 }
 
 /* A timeout or the early probe: one more copy of the packet at una once
@@ -220,7 +220,7 @@ void rct_req_una_moved(struct rct_qp *qp, uint32_t n)
 /* The completer flushed the send queue (ERR): nothing left to send. */
 void rct_req_flushed(struct rct_qp *qp)
 {
-  qp->req.sq_next = qp->sq_head;
+  qp->req.sq_next = qp->base.sq_head;
   qp->req.rd_first = qp->req.rd_count = 0;
 }
 
@@ -308,7 +308,7 @@ void rct_req_sr_unmark(struct rct_qp *qp, uint32_t psn)
 /* Derived for tracing: the requester's state is not recorded. */
 enum rct_req_state rct_qp_req_state(const struct rct_qp *qp)
 {
-  if (qp->attr.qp_state == RCT_QPS_ERR)
+  if (qp->base.attr.qp_state == RCT_QPS_ERR)
     return RCT_REQ_ERROR;
   if (rct_req_waiting_rnr(qp))
     return RCT_REQ_WAIT_RNR;
@@ -339,20 +339,20 @@ static uint8_t data_opcode(const struct rct_send_wqe *w, uint32_t idx)
 static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_status st)
 {
   w->status = st;
-  rct_qp_to_err(qp);
+  rct_qp_to_err(&qp->base);
 }
 
 /* Local checks when a WR starts [REQ-FRAG-2]. */
 static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
 {
-  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
   uint32_t access = w->wr.opcode == RCT_WR_RDMA_READ ? RCT_ACCESS_LOCAL_WRITE : 0;
   if (w->status != RCT_WC_SUCCESS)
     return w->status;
   for (int i = 0; i < w->wr.num_sge; i++) {
     if (!w->sge[i].length)
       continue;
-    if (ops->translate(qp->dev->attr.mr_ctx, w->sge[i].lkey, false, qp->init.pd,
+    if (ops->translate(qp->base.dev->attr.mr_ctx, w->sge[i].lkey, false, qp->base.init.pd,
                        w->sge[i].addr, w->sge[i].length, access, 0, 0) < 0)
       return RCT_WC_LOC_PROT_ERR;
   }
@@ -364,8 +364,8 @@ static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
  * still miss before w's requests writes memory [SR-WIRE-9]. */
 static bool only_reads_before(const struct rct_qp *qp, const struct rct_send_wqe *w)
 {
-  for (uint32_t i = qp->sq_head; SQ_AT(qp, i) != w; i++)
-    if (SQ_AT(qp, i)->wr.opcode != RCT_WR_RDMA_READ)
+  for (uint32_t i = qp->base.sq_head; SQ_AT(&qp->base, i) != w; i++)
+    if (SQ_AT(&qp->base, i)->wr.opcode != RCT_WR_RDMA_READ)
       return false;
   return true;
 }
@@ -374,15 +374,15 @@ static bool only_reads_before(const struct rct_qp *qp, const struct rct_send_wqe
 static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   bool read = w->wr.opcode == RCT_WR_RDMA_READ;
-  uint32_t n = qp_npkts(qp, w->length), piece = read_piece(qp);
+  uint32_t n = qp_npkts(&qp->base, w->length), piece = read_piece(qp);
   enum rct_wc_status st;
-  if (qp->attr.qp_state == RCT_QPS_SQD)
+  if (qp->base.attr.qp_state == RCT_QPS_SQD)
     return false;                              /* [QP-STATE-7] */
   if (!w->checked) {
     st = check_local(qp, w);
     if (st != RCT_WC_SUCCESS) {
       /* fail in posting order: only once it is the oldest [REQ-CMPL-2] */
-      if (qp->req.sq_next == qp->sq_head)
+      if (qp->req.sq_next == qp->base.sq_head)
         fail_head(qp, w, st);
       return false;
     }
@@ -412,12 +412,12 @@ static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 static void read_req_headers(const struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx,
                              uint32_t end_idx, struct rct_hdr *h)
 {
-  uint32_t off = idx << qp->mtu_shift;
+  uint32_t off = idx << qp->base.mtu_shift;
   h->bth.opcode = OP_READ_REQ;
   h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
   h->reth.va = w->wr.remote_addr + off;
   h->reth.rkey = w->wr.rkey;
-  h->reth.dmalen = end_idx + 1 >= w->npkts ? w->length - off : (end_idx + 1 - idx) << qp->mtu_shift;
+  h->reth.dmalen = end_idx + 1 >= w->npkts ? w->length - off : (end_idx + 1 - idx) << qp->base.mtu_shift;
   h->sreth.offset = off;                              /* [SR-WIRE-2] */
   h->sreth.flags = w->after_reads ? SRXH_AFTER_READS : 0;   /* [SR-WIRE-9] */
 }
@@ -426,9 +426,9 @@ static void read_req_headers(const struct rct_qp *qp, struct rct_send_wqe *w, ui
 static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, uint32_t off,
                         uint32_t paylen, struct rct_hdr *h, struct rct_frame *f)
 {
-  int r = rct_sge_translate(qp, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
+  int r = rct_sge_translate(&qp->base, w->sge, w->wr.num_sge, off, paylen, 0, f->seg, RCT_FRAME_MAX_SEGS);
   if (r < 0) {
-    if (SQ_AT(qp, qp->sq_head) == w)
+    if (SQ_AT(&qp->base, qp->base.sq_head) == w)
       fail_head(qp, w, RCT_WC_LOC_PROT_ERR);
     return false;
   }
@@ -465,7 +465,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
                  struct rct_frame *f)
 {
   struct rct_hdr h;
-  uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->mtu_shift, paylen = 0;
+  uint32_t idx = (uint32_t)psn_diff(psn, w->first_psn), off = idx << qp->base.mtu_shift, paylen = 0;
   bool retx = psn_lt(psn, qp->req.next_psn);
   rct_hdr_clear(&h);
   h.bth.psn = psn;
@@ -474,7 +474,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
   if (w->wr.opcode == RCT_WR_RDMA_READ) {
     read_req_headers(qp, w, idx, (uint32_t)psn_diff(read_end, w->first_psn), &h);
   } else {
-    paylen = w->length - off < qp->mtu ? w->length - off : qp->mtu;   /* [REQ-FRAG-1] */
+    paylen = w->length - off < qp->base.mtu ? w->length - off : qp->base.mtu;   /* [REQ-FRAG-1] */
     if (!data_packet(qp, w, idx, off, paylen, &h, f))
       return 0;
   }
@@ -482,9 +482,9 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
     h.bth.opcode |= OP_SR_BASE;                 /* [SR-WIRE-1] */
   if (ackreq || (retx && (qp->sr || psn_add(psn, 1) == qp->req.next_psn)))
     h.bth.ackreq = 1;                           /* [REQ-ACKREQ-1] end of burst */
-  rct_tx_emit(qp, f, &h, paylen);
+  rct_tx_emit(&qp->base, f, &h, paylen);
   if (retx)
-    qp->cnt.tx_retransmits++;
+    qp->base.cnt.tx_retransmits++;
   return 1;
 }
 
@@ -596,9 +596,9 @@ static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
   struct rct_send_wqe *w;
   uint32_t psn, end;
   bool read;
-  if (qp->req.sq_next == qp->sq_tail)
+  if (qp->req.sq_next == qp->base.sq_tail)
     return 0;
-  w = SQ_AT(qp, qp->req.sq_next);
+  w = SQ_AT(&qp->base, qp->req.sq_next);
   read = w->wr.opcode == RCT_WR_RDMA_READ;
   if (!w->started) {
     if (!start_wqe(qp, w))

@@ -8,7 +8,7 @@
  * A plain ACK may be held (the ACK hold, qp->resp.ack). State: qp->resp,
  * written only here and in sr_resp.c. [RESP-*] [SR-RESP-*]
  */
-#include "rct_int.h"
+#include "rc_int.h"
 
 /* ---------------------------------------------------------------- */
 /* The ACK hold [RESP-ACK-5]: idle, owed, held until a time, send now */
@@ -23,7 +23,7 @@ static bool ack_owed(const struct rct_qp *qp)
 static void ack_done(struct rct_qp *qp)
 {
   qp->resp.ack.state = RCT_ACK_IDLE;
-  rct_timer_stop(qp, RCT_TIMER_ACK);
+  rct_timer_stop(&qp->base, RCT_TIMER_ACK);
 }
 
 /* An ACK through psn is owed; a hold in progress stays. */
@@ -40,13 +40,13 @@ void rct_resp_want_ack(struct rct_qp *qp, uint32_t psn)
 static bool ack_held(struct rct_qp *qp, uint64_t now)
 {
   struct rct_ack_hold *a = &qp->resp.ack;
-  uint64_t delay = qp->dev->attr.ack_delay_ns;
+  uint64_t delay = qp->base.dev->attr.ack_delay_ns;
   if (!delay || a->state == RCT_ACK_SEND_NOW)
     return false;
   if (a->state == RCT_ACK_OWED) {
     a->state = RCT_ACK_HELD;
     a->until = now + delay;
-    rct_timer_set(qp, RCT_TIMER_ACK, a->until);
+    rct_timer_set(&qp->base, RCT_TIMER_ACK, a->until);
   }
   return now < a->until;
 }
@@ -73,7 +73,7 @@ bool rct_resp_part(struct rct_qp *qp)
     a->psn = psn_prev(qp->resp.epsn);
   a->msn = qp->resp.msn;
   a->state = owed ? RCT_ACK_PARTING : RCT_ACK_PARTED;
-  rct_timer_stop(qp, RCT_TIMER_ACK);
+  rct_timer_stop(&qp->base, RCT_TIMER_ACK);
   return owed;
 }
 
@@ -98,8 +98,8 @@ int rct_resp_poll_parting(struct rct_qp *qp, struct rct_frame *f)
   if (a->state != RCT_ACK_PARTING)
     return 0;
   a->state = RCT_ACK_PARTED;
-  rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, a->psn, a->msn);   /* [HDR-AETH-2] */
-  qp->cnt.tx_ack++;
+  rct_tx_ack(&qp->base, f, AETH_ACK | AETH_CREDIT_INVALID, a->psn, a->msn);   /* [HDR-AETH-2] */
+  qp->base.cnt.tx_ack++;
   return 1;
 }
 
@@ -115,7 +115,7 @@ void rct_resp_reset(struct rct_qp *qp, bool keep_parting)
 {
   bool parting = keep_parting && qp->resp.ack.state == RCT_ACK_PARTING;
   qp->resp.state = RCT_RESP_IDLE;
-  qp->resp.epsn = qp->attr.rq_psn;                           /* [RESP-PSN-1] */
+  qp->resp.epsn = qp->base.attr.rq_psn;                           /* [RESP-PSN-1] */
   qp->resp.msn = 0;                                          /* [RESP-MSN-1] */
   qp->resp.nak_latch = qp->resp.nak_pending = qp->resp.sack_pending = qp->resp.sack_gap = 0;
   qp->resp.sack_skipped = 0;
@@ -126,8 +126,8 @@ void rct_resp_reset(struct rct_qp *qp, bool keep_parting)
   qp->resp.err_after_nak = 0;
   qp->resp.unacked = 0;
   qp->resp.rd_head = qp->resp.rd_tail = 0;
-  for (uint32_t i = 0; i < qp->init.rd_size; i++)
-    qp->init.rd[i].valid = qp->init.rd[i].pending = 0;
+  for (uint32_t i = 0; i < qp->base.init.rd_size; i++)
+    qp->base.init.rd[i].valid = qp->base.init.rd[i].pending = 0;
   bm_clear_all(qp->resp.sr_rcvd);
   bm_clear_all(qp->resp.sr_read);
   qp->resp.rsn_done = 0;
@@ -139,7 +139,7 @@ static struct rct_rd_res *rd_oldest_pending(const struct rct_qp *qp)
 {
   struct rct_rd_res *best = 0;
   for (uint32_t i = qp->resp.rd_head; i != qp->resp.rd_tail; i++) {
-    struct rct_rd_res *r = RD_AT(qp, i);
+    struct rct_rd_res *r = RD_AT(&qp->base, i);
     if (r->pending && (!best || psn_lt(r->next_psn, best->next_psn)))
       best = r;
   }
@@ -171,9 +171,9 @@ void rct_resp_want_nak(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool fatal)
 void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_wc_opcode op, bool se,
                           uint32_t len, bool has_imm, uint32_t imm)
 {
-  struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head);
-  struct rct_wc wc = { .wr_id = r->wr_id, .status = st, .opcode = op, .qp_num = qp->init.qpn,
-                       .src_qp = qp->attr.dest_qp_num };
+  struct rct_recv_wqe *r = RQ_AT(&qp->base, qp->base.rq_head);
+  struct rct_wc wc = { .wr_id = r->wr_id, .status = st, .opcode = op, .qp_num = qp->base.init.qpn,
+                       .src_qp = qp->base.attr.dest_qp_num };
   if (st == RCT_WC_SUCCESS) {
     wc.byte_len = len;
     if (has_imm) {
@@ -183,26 +183,26 @@ void rct_resp_recv_complete(struct rct_qp *qp, enum rct_wc_status st, enum rct_w
     if (se)
       wc.solicited = 1;                         /* [HDR-BTH-3], outside wc_flags */
   }
-  rct_cq_push(qp, qp->init.recv_cq, &wc);
-  qp->rq_head++;
+  rct_cq_push(&qp->base, qp->base.init.recv_cq, &wc);
+  qp->base.rq_head++;
 }
 
 /* A fatal error while executing: NAK, fail the taken receive, go to ERR. */
 void rct_resp_fail(struct rct_qp *qp, uint8_t syn, uint32_t psn, bool recv_taken, enum rct_wc_status st)
 {
-  if (recv_taken && qp->rq_head != qp->rq_tail)
+  if (recv_taken && qp->base.rq_head != qp->base.rq_tail)
     rct_resp_recv_complete(qp, st, RCT_WC_RECV, false, 0, false, 0);
   rct_resp_want_nak(qp, syn, psn, true);
 }
 
 void rct_resp_flush(struct rct_qp *qp)
 {
-  while (qp->rq_head != qp->rq_tail) {
-    qp->cnt.flushed++;
+  while (qp->base.rq_head != qp->base.rq_tail) {
+    qp->base.cnt.flushed++;
     rct_resp_recv_complete(qp, RCT_WC_WR_FLUSH_ERR, RCT_WC_RECV, false, 0, false, 0);
   }
-  for (uint32_t i = 0; i < qp->init.rd_size; i++)
-    qp->init.rd[i].pending = 0;
+  for (uint32_t i = 0; i < qp->base.init.rd_size; i++)
+    qp->base.init.rd[i].pending = 0;
   qp->resp.sack_pending = qp->resp.sack_gap = 0;
   if (ack_owed(qp))
     ack_done(qp);                         /* a parting ACK stays [RESP-ACK-6] */
@@ -227,21 +227,21 @@ static bool sequence_ok(const struct rct_qp *qp, uint32_t f)
 bool rct_resp_length_ok(const struct rct_qp *qp, uint32_t f, uint32_t len)
 {
   if ((f & OPF_ONLY) == OPF_ONLY)
-    return len <= qp->mtu;
+    return len <= qp->base.mtu;
   if (f & OPF_LAST)
-    return len >= 1 && len <= qp->mtu;
-  return len == qp->mtu;                               /* FIRST, MIDDLE */
+    return len >= 1 && len <= qp->base.mtu;
+  return len == qp->base.mtu;                               /* FIRST, MIDDLE */
 }
 
 /* R_Key check of a whole range [RESP-ACC-1] [RESP-ACC-2]. */
 bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t len, uint32_t access)
 {
-  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-  if (!(qp->attr.qp_access_flags & access))
+  const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
+  if (!(qp->base.attr.qp_access_flags & access))
     return false;
   if (len == 0)
     return true;
-  return ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, len, access, 0, 0) >= 0;
+  return ops->translate(qp->base.dev->attr.mr_ctx, rkey, true, qp->base.init.pd, va, len, access, 0, 0) >= 0;
 }
 
 /* Does the packet take a receive WQE (SEND FIRST/ONLY, WRITE LAST/ONLY with imm)? */
@@ -265,7 +265,7 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, true, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
     return false;
   }
-  n = rct_sge_translate(qp, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
+  n = rct_sge_translate(&qp->base, r->sge, r->num_sge, off, p->paylen, RCT_ACCESS_LOCAL_WRITE,
                         seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
@@ -278,12 +278,12 @@ static bool place_send(struct rct_qp *qp, struct rct_recv_wqe *r, uint32_t off, 
 /* Place WRITE payload at va (already range-checked against the message). */
 bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken)
 {
-  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
   struct rct_iov seg[RCT_FRAME_MAX_SEGS];
   int n;
   if (!p->paylen)
     return true;
-  n = ops->translate(qp->dev->attr.mr_ctx, rkey, true, qp->init.pd, va, p->paylen,
+  n = ops->translate(qp->base.dev->attr.mr_ctx, rkey, true, qp->base.init.pd, va, p->paylen,
                      RCT_ACCESS_REMOTE_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     rct_resp_fail(qp, AETH_NAK_REM_ACC, p->h.bth.psn, taken, RCT_WC_LOC_ACCESS_ERR);   /* [RESP-ACC-5] */
@@ -298,7 +298,7 @@ static bool exec_send(struct rct_qp *qp, struct rct_pkt *p)
   uint32_t f = p->opflags;
   if (f & OPF_FIRST)
     qp->resp.msg_offset = 0;
-  if (!place_send(qp, RQ_AT(qp, qp->rq_head), qp->resp.msg_offset, p))
+  if (!place_send(qp, RQ_AT(&qp->base, qp->base.rq_head), qp->resp.msg_offset, p))
     return false;
   qp->resp.msg_offset += p->paylen;
   if (f & OPF_LAST) {
@@ -355,10 +355,10 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
 uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p)
 {
   uint32_t len = p->h.reth.dmalen;
-  if (qp->attr.max_dest_rd_atomic == 0 || len > 0x80000000u)
+  if (qp->base.attr.max_dest_rd_atomic == 0 || len > 0x80000000u)
     return AETH_NAK_INV_REQ;                                /* [RESP-ERR-1] */
-  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->attr.max_dest_rd_atomic) {
-    const struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
+  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
+    const struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
     /* still sending its first responses: the requester exceeded its
      * READ credit [RESP-ERR-1] */
     if (old->pending && !old->replay)
@@ -379,19 +379,19 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
     rct_resp_fail(qp, nak, p->h.bth.psn, false, RCT_WC_SUCCESS);
     return false;
   }
-  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->attr.max_dest_rd_atomic) {
+  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
     /* a new READ means the requester is done with the oldest; a replay
      * for a late duplicate stops here [RESP-READ-4] */
-    struct rct_rd_res *old = RD_AT(qp, qp->resp.rd_head);
+    struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
     old->valid = old->pending = old->replay = 0;
     qp->resp.rd_head++;
   }
-  r = RD_AT(qp, qp->resp.rd_tail++);
+  r = RD_AT(&qp->base, qp->resp.rd_tail++);
   r->valid = 1;
   r->pending = 1;
   r->replay = 0;
   r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
-  r->npkts = qp_npkts(qp, len);
+  r->npkts = qp_npkts(&qp->base, len);
   r->stop_psn = psn_add(r->first_psn, r->npkts);
   r->saved = r->nqueued = 0;
   r->va = p->h.reth.va;
@@ -417,13 +417,13 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
          RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
     return;
   }
-  if (rct_resp_takes_recv(f) && qp->rq_head == qp->rq_tail) {
-    rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
+  if (rct_resp_takes_recv(f) && qp->base.rq_head == qp->base.rq_tail) {
+    rct_resp_want_nak(qp, AETH_RNR_NAK | qp->base.attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
     return;
   }
   if (f & OPF_READ) {
     if (rct_resp_exec_read(qp, p))
-      qp->resp.epsn = psn_add(qp->resp.epsn, RD_AT(qp, qp->resp.rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
+      qp->resp.epsn = psn_add(qp->resp.epsn, RD_AT(&qp->base, qp->resp.rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
     return;                                                  /* [RESP-ACK-1] */
   }
   if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
@@ -436,7 +436,7 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
  * its DMA length's worth, inside r [RESP-DUP-5]. */
 static uint32_t dup_stop(const struct rct_qp *qp, const struct rct_rd_res *r, uint32_t k, uint32_t len)
 {
-  uint32_t n = qp_npkts(qp, len);
+  uint32_t n = qp_npkts(&qp->base, len);
   if (n > r->npkts - k)
     n = r->npkts - k;
   return psn_add(r->first_psn, k + n);
@@ -460,7 +460,7 @@ static bool replay_queued(const struct rct_rd_res *r, uint32_t q, uint32_t stop)
 static void replay(struct rct_qp *qp, struct rct_rd_res *r, uint32_t q, uint32_t stop)
 {
   bool replaying = r->pending && (r->replay || r->saved);
-  qp->cnt.read_replays++;
+  qp->base.cnt.read_replays++;
   if (!r->pending)
     r->nqueued = 0;
   if (r->pending && psn_ge(q, r->next_psn) && psn_le(stop, r->stop_psn))
@@ -498,17 +498,17 @@ static void replay(struct rct_qp *qp, struct rct_rd_res *r, uint32_t q, uint32_t
 void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p)
 {
   uint32_t q = p->h.bth.psn;
-  qp->cnt.rx_dup++;
+  qp->base.cnt.rx_dup++;
   if (!(p->opflags & OPF_READ)) {
     rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));          /* [RESP-DUP-1] */
     return;
   }
   for (uint32_t i = qp->resp.rd_head; i != qp->resp.rd_tail; i++) {
-    struct rct_rd_res *r = RD_AT(qp, i);
+    struct rct_rd_res *r = RD_AT(&qp->base, i);
     uint32_t k = (uint32_t)psn_diff(q, r->first_psn);
     if (!r->valid || k >= r->npkts)
       continue;
-    if (p->h.reth.va != r->va + ((uint64_t)k << qp->mtu_shift) || p->h.reth.rkey != r->rkey)
+    if (p->h.reth.va != r->va + ((uint64_t)k << qp->base.mtu_shift) || p->h.reth.rkey != r->rkey)
       break;                                        /* [RESP-DUP-3] */
     replay(qp, r, q, dup_stop(qp, r, k, p->h.reth.dmalen));
     return;
@@ -525,11 +525,11 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   int32_t d = psn_diff(p->h.bth.psn, qp->resp.epsn);
   (void)now;
   if (qp->resp.state == RCT_RESP_ERROR) {
-    qp->cnt.rx_bad_state++;                           /* [QP-ERR-3] */
+    qp->base.cnt.rx_bad_state++;                           /* [QP-ERR-3] */
     return;
   }
   if (d >= (int32_t)RCT_RESP_WINDOW || d < -(int32_t)RCT_RESP_WINDOW) {
-    qp->cnt.rx_out_of_window++;                       /* [RESP-PSN-3] */
+    qp->base.cnt.rx_out_of_window++;                       /* [RESP-PSN-3] */
     return;
   }
   if (d < 0) {
@@ -541,7 +541,7 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
     return;
   }
   if (d > 0) {
-    qp->cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
+    qp->base.cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
     if (!qp->resp.nak_latch) {
       rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->resp.epsn, false);   /* [RESP-OOS-1] */
       qp->resp.nak_latch = 1;
@@ -559,9 +559,9 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 /* One READ response packet of r [RESP-READ-1]. Returns 0 if it had to fail. */
 static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
 {
-  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
-  uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->mtu_shift;
-  uint32_t paylen = r->length - off < qp->mtu ? r->length - off : qp->mtu;
+  const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
+  uint32_t idx = (uint32_t)psn_diff(r->next_psn, r->first_psn), off = idx << qp->base.mtu_shift;
+  uint32_t paylen = r->length - off < qp->base.mtu ? r->length - off : qp->base.mtu;
   bool first = r->next_psn == r->start_psn, last = psn_add(r->next_psn, 1) == r->stop_psn;
   struct rct_hdr h;
   int n = 0;
@@ -574,7 +574,7 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
   h.aeth.msn = qp->resp.msn;
   if (paylen) {
-    n = ops->translate(qp->dev->attr.mr_ctx, r->rkey, true, qp->init.pd, r->va + off, paylen,
+    n = ops->translate(qp->base.dev->attr.mr_ctx, r->rkey, true, qp->base.init.pd, r->va + off, paylen,
                        RCT_ACCESS_REMOTE_READ, f->seg, RCT_FRAME_MAX_SEGS);
     if (n < 0) {                                      /* MR went away meanwhile */
       r->pending = 0;
@@ -583,8 +583,8 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
     }
   }
   f->nseg = (uint8_t)n;
-  rct_tx_emit(qp, f, &h, paylen);
-  qp->cnt.tx_read_resp++;
+  rct_tx_emit(&qp->base, f, &h, paylen);
+  qp->base.cnt.tx_read_resp++;
   r->next_psn = psn_add(r->next_psn, 1);
   if (r->next_psn == r->stop_psn && r->nqueued) {
     r->next_psn = r->start_psn = r->queued_psn[0];  /* the next replay asked [RESP-DUP-5] */
@@ -614,10 +614,10 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     qp->resp.nak_pending = 0;
     if (ack_owed(qp) && psn_lt(qp->resp.ack.psn, qp->resp.nak_psn))
       ack_done(qp);                                  /* the NAK implies it */
-    rct_tx_ack(qp, f, syn, qp->resp.nak_psn, qp->resp.msn);
-    rct_cnt_bump(&qp->cnt, rct_syndrome_info(syn)->tx_cnt);
+    rct_tx_ack(&qp->base, f, syn, qp->resp.nak_psn, qp->resp.msn);
+    rct_cnt_bump(&qp->base.cnt, rct_syndrome_info(syn)->tx_cnt);
     if (qp->resp.err_after_nak)
-      rct_qp_to_err(qp);                            /* [QP-ERR-1] */
+      rct_qp_to_err(&qp->base);                            /* [QP-ERR-1] */
     return 1;
   }
   if (qp->resp.sack_pending && !qp->resp.sack_gap && !rct_bm_any(qp->resp.sr_rcvd) &&
@@ -628,13 +628,13 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));
   }
   if (qp->resp.sack_pending && !(r && psn_lt(r->next_psn, qp->resp.epsn))) {
-    rct_tx_sack(qp, f, qp->resp.epsn, qp->resp.msn, qp->resp.sr_rcvd);
+    rct_tx_sack(&qp->base, f, qp->resp.epsn, qp->resp.msn, qp->resp.sr_rcvd);
     qp->resp.sack_pending = qp->resp.sack_gap = 0;
     qp->resp.sack_skipped = 0;
     qp->resp.sack_epsn = qp->resp.epsn;
     ack_done(qp);
     qp->resp.unacked = 0;
-    qp->cnt.tx_sack++;
+    qp->base.cnt.tx_sack++;
     return 1;
   }
   if (ack_owed(qp) && !(r && psn_lt(r->next_psn, qp->resp.ack.psn))) {
@@ -642,8 +642,8 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
       return 0;
     ack_done(qp);
     qp->resp.unacked = 0;
-    rct_tx_ack(qp, f, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack.psn, qp->resp.msn);   /* [HDR-AETH-2] */
-    qp->cnt.tx_ack++;
+    rct_tx_ack(&qp->base, f, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack.psn, qp->resp.msn);   /* [HDR-AETH-2] */
+    qp->base.cnt.tx_ack++;
     return 1;
   }
   if (r)
@@ -662,8 +662,8 @@ bool rct_resp_uses_rkey(const struct rct_qp *qp, uint32_t rkey)
 {
   if (qp->resp.wr_left > 0 && qp->resp.wr_rkey == rkey)
     return true;
-  for (uint32_t i = qp->resp.rd_head; qp->init.rd_size && i != qp->resp.rd_tail; i++) {
-    const struct rct_rd_res *r = RD_AT(qp, i);
+  for (uint32_t i = qp->resp.rd_head; qp->base.init.rd_size && i != qp->resp.rd_tail; i++) {
+    const struct rct_rd_res *r = RD_AT(&qp->base, i);
     if (r->valid && r->pending && r->rkey == rkey)
       return true;
   }

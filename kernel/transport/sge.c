@@ -4,15 +4,15 @@
  * segments through the caller's MR interface; rct_segs_copy copies bytes
  * into such segments (placement of received payload).
  */
-#include "rct_int.h"
+#include "core_int.h"
 
 /* Translate bytes [off, off+len) of the message described by an SGE list
  * into at most `max` segments. Returns the segment count or a negative
  * rct_mr_err (RCT_MR_EBOUNDS when the list is shorter than off+len). */
-int rct_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, uint32_t off,
+int rct_sge_translate(struct rct_qp_base *b, const struct rct_sge *sge, int nsge, uint32_t off,
                       uint32_t len, uint32_t access, struct rct_iov *out, int max)
 {
-  const struct rct_mr_ops *ops = qp->dev->attr.mr_ops;
+  const struct rct_mr_ops *ops = b->dev->attr.mr_ops;
   int n = 0;
   for (int i = 0; i < nsge && len; i++) {
     uint32_t take;
@@ -26,7 +26,7 @@ int rct_sge_translate(struct rct_qp *qp, const struct rct_sge *sge, int nsge, ui
       take = len;
     if (n >= max)
       return RCT_MR_ESEGS;
-    r = ops->translate(qp->dev->attr.mr_ctx, sge[i].lkey, false, qp->init.pd,
+    r = ops->translate(b->dev->attr.mr_ctx, sge[i].lkey, false, b->init.pd,
                        sge[i].addr + off, take, access, out + n, max - n);
     if (r < 0)
       return r;

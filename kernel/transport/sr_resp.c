@@ -11,7 +11,7 @@
  * its checks and replies.
  * [SR-RESP-*]
  */
-#include "rct_int.h"
+#include "rc_int.h"
 
 /* epsn moves n PSNs forward: the window's bitmaps shift with it. */
 static void sr_shift(struct rct_qp *qp, uint32_t n)
@@ -52,14 +52,14 @@ static void sr_advance(struct rct_qp *qp)
 /* SEND payload into receive WQE number k (RSN - rsn_done) at MSG_OFFSET. */
 static bool sr_place_send(struct rct_qp *qp, struct rct_pkt *p, uint32_t k)
 {
-  struct rct_recv_wqe *r = RQ_AT(qp, qp->rq_head + k);
+  struct rct_recv_wqe *r = RQ_AT(&qp->base, qp->base.rq_head + k);
   struct rct_iov seg[RCT_FRAME_MAX_SEGS];
   int n;
   if ((uint64_t)p->h.sreth.offset + p->paylen > r->length) {
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, k == 0, RCT_WC_LOC_LEN_ERR);   /* [RESP-RECV-3] */
     return false;
   }
-  n = rct_sge_translate(qp, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
+  n = rct_sge_translate(&qp->base, r->sge, r->num_sge, p->h.sreth.offset, p->paylen,
                         RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     rct_resp_fail(qp, AETH_NAK_REM_OP, p->h.bth.psn, k == 0, RCT_WC_LOC_PROT_ERR);   /* [RESP-ACC-4] */
@@ -109,9 +109,9 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
     return false;
   }
-  if (recv && k >= qp->rq_tail - qp->rq_head) {
+  if (recv && k >= qp->base.rq_tail - qp->base.rq_head) {
     if (d == 0)
-      rct_resp_want_nak(qp, AETH_RNR_NAK | qp->attr.min_rnr_timer, p->h.bth.psn, false);
+      rct_resp_want_nak(qp, AETH_RNR_NAK | qp->base.attr.min_rnr_timer, p->h.bth.psn, false);
     return false;                                     /* [SR-RESP-7] */
   }
   if (!((f & OPF_SEND) ? sr_place_send(qp, p, k) : sr_place_write(qp, p, k)))
@@ -119,7 +119,7 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
   sr_note_end(qp, p);
   bm_set(qp->resp.sr_rcvd, d);
   if (d)
-    qp->cnt.sr_placed_ooo++;
+    qp->base.cnt.sr_placed_ooo++;
   return true;
 }
 
@@ -132,7 +132,7 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
  * dropped as before [SR-RESP-6]. */
 static bool sr_read_ahead(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
 {
-  uint32_t n = qp_npkts(qp, p->h.reth.dmalen);
+  uint32_t n = qp_npkts(&qp->base, p->h.reth.dmalen);
   if (!(p->h.sreth.flags & SRXH_AFTER_READS) || n > RCT_SR_WINDOW - d || rct_resp_read_refusal(qp, p))
     return false;
   if (rct_bm_next(qp->resp.sr_rcvd, 0, d, d + n) < d + n || rct_bm_next(qp->resp.sr_read, 0, d, d + n) < d + n)
@@ -140,7 +140,7 @@ static bool sr_read_ahead(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
   rct_resp_exec_read(qp, p);
   for (uint32_t k = d; k < d + n; k++)
     bm_set(qp->resp.sr_read, k);
-  qp->cnt.sr_placed_ooo++;
+  qp->base.cnt.sr_placed_ooo++;
   return true;
 }
 
@@ -149,7 +149,7 @@ static bool sr_read_ahead(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
  * once per sack_every packets [SR-RESP-11]. */
 static bool sack_now(struct rct_qp *qp, const struct rct_pkt *p)
 {
-  uint32_t every = qp->dev->attr.sack_every;
+  uint32_t every = qp->base.dev->attr.sack_every;
   if (every <= 1 || p->h.bth.ackreq || qp->resp.epsn != qp->resp.sack_epsn)
     return true;
   return ++qp->resp.sack_skipped >= every;
@@ -159,7 +159,7 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
 {
   uint32_t f = p->opflags;
   if (d >= RCT_SR_WINDOW) {                                 /* [SR-RESP-1] */
-    qp->cnt.rx_out_of_seq++;
+    qp->base.cnt.rx_out_of_seq++;
     qp->resp.sack_pending = qp->resp.sack_gap = 1;
     return;
   }
@@ -169,11 +169,11 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
     if (f & OPF_READ)
       rct_resp_duplicate(qp, p);                      /* a READ run ahead [SR-RESP-6] */
     else
-      qp->cnt.rx_dup++;
+      qp->base.cnt.rx_dup++;
     return;
   }
   if (bm_test(qp->resp.sr_rcvd, (uint32_t)d)) {                  /* [SR-RESP-3] */
-    qp->cnt.rx_dup++;
+    qp->base.cnt.rx_dup++;
     if (p->h.bth.ackreq)
       qp->resp.sack_pending = 1;
     return;
@@ -184,14 +184,14 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   }
   if (f & OPF_READ) {
     if (d != 0) {                                     /* [SR-RESP-6] */
-      qp->cnt.rx_out_of_seq++;
+      qp->base.cnt.rx_out_of_seq++;
       qp->resp.sack_pending = 1;                      /* [SR-RESP-5]: the hole at epsn */
       if (!sr_read_ahead(qp, p, (uint32_t)d))
         qp->resp.sack_gap = 1;                        /* dropped: it must come again */
       return;
     }
     if (rct_resp_exec_read(qp, p)) {
-      uint32_t n = RD_AT(qp, qp->resp.rd_tail - 1)->npkts;
+      uint32_t n = RD_AT(&qp->base, qp->resp.rd_tail - 1)->npkts;
       sr_shift(qp, n);
       qp->resp.epsn = psn_add(qp->resp.epsn, n);
       sr_advance(qp);                           /* over what was placed behind it */
@@ -203,7 +203,7 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   if (!sr_place(qp, p, (uint32_t)d))
     return;
   if (d > 0) {
-    qp->cnt.rx_out_of_seq++;
+    qp->base.cnt.rx_out_of_seq++;
     if (sack_now(qp, p))
       qp->resp.sack_pending = 1;                     /* [SR-RESP-5] [SR-RESP-11] */
     return;

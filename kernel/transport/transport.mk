@@ -16,7 +16,7 @@
 #          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
 
 RCT_DIR     := kernel/transport
-RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c req.c resp.c sr_resp.c comp.c cq.c event.c names.c)
+RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c rc.c ud.c req.c resp.c sr_resp.c comp.c cq.c event.c names.c)
 RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
 # The connection manager (kernel/cm) sits above the core; the host library
 # holds it too, for its Check suites and the frame-parser fuzzer.
@@ -116,6 +116,8 @@ test-core: $(RCT_UNIT_BIN) $(RCT_UNIT_SAN_BIN) $(RCT_FUZZ_BINS)
 	  "echo '=== transport: Check suites (clang ASan+UBSan)'; $(RCT_CHECK_RUN) CK_FORK=no \
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    ./$(RCT_UNIT_SAN_BIN)" \
+	  "echo '=== transport: the core inner order (docs/kernel.md, Core order:)'; \
+	    python3 tests/harness/layers.py --core-only --objects $(RCT_OUT) --nm nm" \
 	  $(foreach t,$(RCT_FUZZ_TARGETS),"$(MAKE) --no-print-directory fuzz-smoke-$(t)")
 .PHONY: test-core
 

@@ -1,13 +1,14 @@
 /*
- * tx.c: frames out, the mirror of rx.c. rct_poll_transmit asks the
- * responder first (ACKs, NAKs, READ responses), then the requester;
- * rct_tx_emit completes a frame a role started (Ethernet/IPv4/UDP or GRH
- * addressing from the QP, BTH P_Key and destination QP, pad and ICRC,
- * counters); rct_tx_ack builds the acknowledgement headers (ACK, NAK,
- * selective NAK); rct_udp_sport is the source-port hash [ENC-UDP-2];
- * rct_frame_linearize flattens a frame.
+ * tx.c: frames out, the mirror of rx.c, for every QP type (which frame a
+ * QP sends next is its type's: ops->poll). rct_tx_emit completes a frame a
+ * role started (Ethernet/IPv4/UDP or GRH addressing from the QP, BTH P_Key
+ * and destination QP, pad and ICRC, counters); rct_tx_finish does the part
+ * after the addressing, for a role that addresses each frame itself (UD);
+ * rct_tx_ack builds the acknowledgement headers (ACK, NAK, selective NAK);
+ * rct_udp_sport is the source-port hash [ENC-UDP-2]; rct_frame_linearize
+ * flattens a frame.
  */
-#include "rct_int.h"
+#include "core_int.h"
 
 /* [ENC-UDP-2] flow label of the two QPNs, folded into a port >= 0xC000. */
 uint16_t rct_udp_sport(uint32_t src_qpn, uint32_t dst_qpn)
@@ -29,21 +30,28 @@ static uint16_t take_ip_id(struct rct_dev *dev)
   return dev->ip_id++;
 }
 
-void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
+void rct_tx_emit(struct rct_qp_base *b, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
 {
-  struct rct_dev *dev = qp->dev;
+  h->encap = (enum rct_encap)b->encap;
+  RCT_MEMCPY(h->dmac, b->attr.ah.dmac, 6);
+  h->dip = b->attr.ah.dipv4;
+  h->tos = (uint8_t)(b->attr.ah.dscp << 2);
+  h->ttl = b->attr.ah.ttl;
+  h->sport = b->sport;
+  h->bth.dqpn = b->attr.dest_qp_num;
+  rct_tx_finish(b, f, h, paylen);
+}
+
+/* h holds the destination (encap, dmac, dip, tos, ttl, sport, BTH dqpn):
+ * the source, P_Key, IPv4 ID, headers, pad, ICRC and the counters. */
+void rct_tx_finish(struct rct_qp_base *b, struct rct_frame *f, struct rct_hdr *h, uint32_t paylen)
+{
+  struct rct_dev *dev = b->dev;
   uint32_t pad, l3_off = ETH_HLEN;
-  h->encap = (enum rct_encap)qp->encap;
-  RCT_MEMCPY(h->dmac, qp->attr.ah.dmac, 6);
   RCT_MEMCPY(h->smac, dev->attr.mac, 6);
   h->sip = dev->attr.ipv4;
-  h->dip = qp->attr.ah.dipv4;
-  h->tos = (uint8_t)(qp->attr.ah.dscp << 2);
-  h->ttl = qp->attr.ah.ttl;
   h->ip_id = h->encap == RCT_ENCAP_V2 ? take_ip_id(dev) : 0;   /* v1 has no IPv4 header [ENC-IP-2] */
-  h->sport = qp->sport;
   h->bth.pkey = BTH_PKEY_DEFAULT;      /* [HDR-BTH-2] */
-  h->bth.dqpn = qp->attr.dest_qp_num;
   f->hdr_len = (uint16_t)rct_wire_build(f->hdr, h, paylen);
   pad = h->bth.padcnt;
   RCT_MEMSET(f->trailer, 0, sizeof(f->trailer));
@@ -53,18 +61,18 @@ void rct_tx_emit(struct rct_qp *qp, struct rct_frame *f, struct rct_hdr *h, uint
                                      f->trailer, pad));
   f->trailer_len = (uint8_t)(pad + ICRC_LEN);
   f->len = f->hdr_len + paylen + f->trailer_len;
-  f->qpn = qp->init.qpn;
+  f->qpn = b->init.qpn;
   f->psn = h->bth.psn;
   f->opcode = h->bth.opcode;
   f->dipv4 = h->dip;
-  qp->cnt.tx_frames++;
-  qp->cnt.tx_bytes += f->len;
-  qp->cnt.tx_payload_bytes += paylen;
+  b->cnt.tx_frames++;
+  b->cnt.tx_bytes += f->len;
+  b->cnt.tx_payload_bytes += paylen;
   dev->cnt.tx_frames++;
 }
 
 /* An ACK or NAK frame: AETH syndrome syn for psn, the responder's MSN. */
-void rct_tx_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t psn, uint32_t msn)
+void rct_tx_ack(struct rct_qp_base *b, struct rct_frame *f, uint8_t syn, uint32_t psn, uint32_t msn)
 {
   struct rct_hdr h;
   rct_hdr_clear(&h);
@@ -73,12 +81,12 @@ void rct_tx_ack(struct rct_qp *qp, struct rct_frame *f, uint8_t syn, uint32_t ps
   h.aeth.syndrome = syn;
   h.aeth.msn = msn;                                         /* [RESP-MSN-1] */
   f->nseg = 0;
-  rct_tx_emit(qp, f, &h, 0);
+  rct_tx_emit(b, f, &h, 0);
 }
 
 /* A selective NAK at epsn; placed = the responder's bitmap (bit i = PSN
  * epsn + i placed) [SR-WIRE-6]. */
-void rct_tx_sack(struct rct_qp *qp, struct rct_frame *f, uint32_t epsn, uint32_t msn,
+void rct_tx_sack(struct rct_qp_base *b, struct rct_frame *f, uint32_t epsn, uint32_t msn,
                  const uint32_t *placed)
 {
   struct rct_hdr h;
@@ -100,7 +108,7 @@ void rct_tx_sack(struct rct_qp *qp, struct rct_frame *f, uint32_t epsn, uint32_t
   for (uint32_t i = 1; i < nw; i++)
     h.sack_ext[i - 1] = w[i];
   f->nseg = 0;
-  rct_tx_emit(qp, f, &h, 0);
+  rct_tx_emit(b, f, &h, 0);
 }
 
 int rct_frame_linearize(const struct rct_frame *f, uint8_t *buf, size_t cap)
@@ -115,22 +123,4 @@ int rct_frame_linearize(const struct rct_frame *f, uint8_t *buf, size_t cap)
   }
   RCT_MEMCPY(buf + n, f->trailer, f->trailer_len);
   return (int)(n + f->trailer_len);
-}
-
-/* Responder output first (ACKs, NAKs, READ responses), then requests. */
-int rct_poll_transmit(struct rct_qp *qp, uint64_t now, struct rct_frame *out)
-{
-  enum rct_qp_state s = qp->attr.qp_state;
-  out->nseg = 0;
-  if (rct_resp_poll_parting(qp, out))
-    return 1;                    /* whatever the state [RESP-ACK-6] */
-  if (s == RCT_QPS_RESET || s == RCT_QPS_INIT || s == RCT_QPS_ERR)
-    return 0;                    /* [QP-ERR-3] */
-  if (rct_resp_poll(qp, now, out))
-    return 1;
-  if ((s == RCT_QPS_RTS || s == RCT_QPS_SQD) && rct_req_poll(qp, now, out)) {
-    rct_resp_release_ack(qp);    /* a held ACK goes next [RESP-ACK-5] */
-    return 1;
-  }
-  return 0;
 }

@@ -53,11 +53,15 @@ static void get_bth(const uint8_t *b, struct rct_bth *t)
   t->psn = ld24(b + 9);
 }
 
-/* Extension headers in the order the opcode table implies: SRXH, RETH,
- * AETH, ImmDt, SACKH [OPC-HDR-1] [SR-WIRE-1]. */
+/* Extension headers in the order the opcode table implies: DETH, SRXH,
+ * RETH, AETH, ImmDt, SACKH [OPC-HDR-1] [SR-WIRE-1] [UD-WIRE-1]. */
 static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 {
   uint32_t f = op_flags(h->bth.opcode), n = 0;
+  if (f & OPF_UD) {
+    st32(b, h->deth.qkey); b[4] = h->deth.resv; st24(b + 5, h->deth.srcqp);
+    n += DETH_LEN;
+  }
   if (f & OPF_SRXH) {
     st32(b, h->sreth.offset); st32(b + 4, ((uint32_t)h->sreth.flags << 24) | (h->sreth.rsn & 0xffffff));
     n += SRETH_LEN;
@@ -248,6 +252,10 @@ int rct_wire_parse_ext(struct rct_pkt *p)
   avail = p->frame_len - hdr - ICRC_LEN;
   if (pad > avail)
     return RCT_PARSE_TRUNC;
+  if (f & OPF_UD) {
+    p->h.deth.qkey = ld32(b); p->h.deth.resv = b[4]; p->h.deth.srcqp = ld24(b + 5);
+    n += DETH_LEN;
+  }
   if (f & OPF_SRXH) {
     p->h.sreth.offset = ld32(b); p->h.sreth.flags = b[4]; p->h.sreth.rsn = ld24(b + 5);
     n += SRETH_LEN;

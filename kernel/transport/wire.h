@@ -21,6 +21,7 @@
 #define RETH_LEN      16
 #define AETH_LEN      4
 #define IMMDT_LEN     4
+#define DETH_LEN      8     /* UD: Q_Key, reserved, source QPN [UD-WIRE-1] */
 #define SRETH_LEN     8     /* selective-repeat extension (proto-spec SR) */
 #define ICRC_LEN      4
 #define ETHERTYPE_IPV4   0x0800
@@ -79,6 +80,7 @@ struct rct_bth {
 
 struct rct_reth { uint64_t va; uint32_t rkey; uint32_t dmalen; };
 struct rct_aeth { uint8_t syndrome; uint32_t msn; };
+struct rct_deth { uint32_t qkey; uint32_t srcqp; uint8_t resv; };   /* resv: byte 4, sent 0, ignored */
 /* SRXH (selective repeat): message offset, flags and receive sequence number [SR-WIRE-1]. */
 struct rct_sreth { uint32_t offset; uint32_t rsn; uint8_t flags; };
 #define SRXH_AFTER_READS 0x01  /* READ request: only READs may be missing before it [SR-WIRE-9] */
@@ -104,6 +106,7 @@ struct rct_hdr {
   struct rct_bth bth;
   struct rct_reth reth;
   struct rct_aeth aeth;
+  struct rct_deth deth;       /* UD [UD-WIRE-1] */
   uint32_t imm;
   struct rct_sreth sreth;
   uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */

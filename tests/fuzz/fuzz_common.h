@@ -31,7 +31,7 @@ struct fz_ep {
 static struct rct_qp *fz_lookup(void *ctx, uint32_t qpn)
 {
   struct fz_ep *e = ctx;
-  return qpn == e->qp.init.qpn ? &e->qp : NULL;
+  return qpn == e->qp.base.init.qpn ? &e->qp : NULL;
 }
 
 static const uint8_t FZ_MAC_A[6] = { 0x52, 0x54, 0, 0, 0, 0x0a }, FZ_MAC_B[6] = { 0x52, 0x54, 0, 0, 0, 0x0b };

@@ -51,7 +51,7 @@ static void check_out(struct fz_ep *e, uint64_t now)
     if (n < 0 || rct_wire_parse_base(&p, out, (uint32_t)n, false) != RCT_PARSE_OK || !rct_wire_icrc_ok(&p) ||
         rct_wire_parse_ext(&p) != RCT_PARSE_OK)
       abort();
-    if (p.paylen > e->qp.mtu)
+    if (p.paylen > e->qp.base.mtu)
       abort();
   }
 }
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     while (rct_poll_cq(&e.scq, wc, 64) > 0 || rct_poll_cq(&e.rcq, wc, 64) > 0)
       ;
-    if (e.qp.sq_tail - e.qp.sq_head > 16 || e.qp.rq_tail - e.qp.rq_head > 16)
+    if (e.qp.base.sq_tail - e.qp.base.sq_head > 16 || e.qp.base.rq_tail - e.qp.base.rq_head > 16)
       abort();
   }
   fz_ep_free(&e);

@@ -10,7 +10,13 @@ A dependency may stay inside a folder or go down the order, never up. The
 transport core (kernel/transport) is the bottom: it includes nothing of the
 kernel and links against nothing of it.
 
-Usage: tests/harness/layers.py [--objects build/kernel] [--nm NM]
+Inside the core, its files form layers of their own: docs/kernel.md's line
+that starts with "Core order:" lists them top first, one backquoted group of
+file names per layer. The same two checks run over the core's files (a call
+through a type's table of operations is no link, so it may go up). Every
+file of kernel/transport must be in a group.
+
+Usage: tests/harness/layers.py [--objects build/kernel] [--nm NM] [--core-only]
 Prints one PASS/FAIL line per check and every back-edge found; exit 1 on any.
 """
 import argparse
@@ -21,6 +27,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 KERNEL = os.path.join(ROOT, "kernel")
+CORE = os.path.join(KERNEL, "transport")
 BOOT = "boot"          # the files directly in kernel/: main.c, the entry code, the selftest
 
 
@@ -32,6 +39,16 @@ def layer_order(doc=os.path.join(ROOT, "docs", "kernel.md")):
       if names:
         return names
   raise SystemExit("layers.py: no 'Layer order:' line in " + doc)
+
+
+def core_order(doc=os.path.join(ROOT, "docs", "kernel.md")):
+  """The core's layers, top first: a list of sets of file names, from the "Core order:" line."""
+  for line in open(doc):
+    if line.startswith("Core order:"):
+      groups = [set(g.split()) for g in re.findall(r"`([^`]+)`", line)]
+      if groups:
+        return groups
+  raise SystemExit("layers.py: no 'Core order:' line in " + doc)
 
 
 def folder_of(path):
@@ -109,11 +126,51 @@ def report(name, bad, unknown):
   return ok
 
 
+def check_core(objdir, nm):
+  """The core's inner order: its files' includes and its objects' symbol uses."""
+  groups = core_order()
+  rank = {}
+  for i, g in enumerate(groups):
+    for name in g:
+      rank[name] = i
+  names = sorted(f for f in os.listdir(CORE) if f.endswith((".c", ".h")))
+  layer = lambda f: "core layer %d" % rank[f] if f in rank else f
+  unlisted = [f for f in names if f not in rank]
+  ok = report("test_core_every_file_in_a_layer (%d files, %d layers)" % (len(names), len(groups)),
+              ["%s is in no group of docs/kernel.md's 'Core order:' line" % f for f in unlisted], [])
+  bad = []
+  n_inc = 0
+  for f in names:
+    for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', open(os.path.join(CORE, f)).read(), re.MULTILINE):
+      if inc in rank and f in rank:
+        n_inc += 1
+        if rank[inc] < rank[f]:
+          bad.append("back-edge %s (%s) includes %s (%s)" % (f, layer(f), inc, layer(inc)))
+  ok &= report("test_core_layers_includes_go_down (%d includes)" % n_inc, bad, [])
+  cdir = objdir if os.path.basename(os.path.normpath(objdir)) == "transport" else os.path.join(objdir, "transport")
+  if not os.path.isdir(cdir):
+    print("FAIL test_core_layers_links_go_down: no objects in %s (build the core first)" % cdir)
+    return False
+  bad = []
+  uses = list(link_edges(cdir, nm))
+  for a, b, sym in uses:
+    fa = os.path.basename(a)[:-2] + ".c"
+    fb = os.path.basename(b)[:-2] + ".c"
+    if fa in rank and fb in rank and rank[fb] < rank[fa]:
+      bad.append("back-edge %s (%s) uses %s of %s (%s)" % (fa, layer(fa), sym, fb, layer(fb)))
+  ok &= report("test_core_layers_links_go_down (%d symbol uses)" % len(uses), bad, [])
+  return ok
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--objects", default=os.path.join(ROOT, "build", "kernel"))
   ap.add_argument("--nm", default="riscv64-unknown-elf-nm")
+  ap.add_argument("--core-only", action="store_true",
+                  help="only the core's inner order (--objects: the core's objects, e.g. build/transport)")
   args = ap.parse_args()
+  if args.core_only:
+    return 0 if check_core(args.objects, args.nm) else 1
   order = layer_order()
   ok = True
 
@@ -143,6 +200,7 @@ def main():
            for a, b, s in link_edges(args.objects, args.nm)]
   bad, unknown = check(order, links)
   ok &= report("test_kernel_layers_links_go_down (%d symbol uses)" % len(links), bad, unknown)
+  ok &= check_core(args.objects, args.nm)
   return 0 if ok else 1
 
 

@@ -368,7 +368,7 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   if (!res->why[0] && s.ep[0].scq.overflow + s.ep[1].rcq.overflow)
     snprintf(res->why, sizeof res->why, "CQ overflow");
   if (!res->why[0] && sc->expect_clean)
-    check_clean(&s.ep[0].qp.cnt, &r);
+    check_clean(&s.ep[0].qp.base.cnt, &r);
   if (!res->why[0] && sc->max_done_ns && res->done_ns > sc->max_done_ns)
     snprintf(res->why, sizeof res->why, "done at %.1f us, the floor asks by %.1f us", res->done_ns / 1e3,
              sc->max_done_ns / 1e3);
@@ -377,8 +377,8 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
   res->vtime_ns = s.now;
   res->frames[0] = s.link.index[0];
   res->frames[1] = s.link.index[1];
-  res->qa = s.ep[0].qp.cnt;
-  res->qb = s.ep[1].qp.cnt;
+  res->qa = s.ep[0].qp.base.cnt;
+  res->qb = s.ep[1].qp.base.cnt;
   res->da = s.ep[0].dev.cnt;
   res->db = s.ep[1].dev.cnt;
   res->la = s.link.dir[0].n;

@@ -14,7 +14,7 @@ const char *const sim_tmo_cause_name[SIM_TMO_CAUSES] = {"tail", "resend", "ack",
 static struct rct_qp *sim_lookup(void *ctx, uint32_t qpn)
 {
   struct sim_ep *ep = ctx;
-  return ep->qp.init.qpn == qpn ? &ep->qp : NULL;
+  return ep->qp.base.init.qpn == qpn ? &ep->qp : NULL;
 }
 
 const struct host_mr *sim_mr_reg(struct sim_ep *ep, uint8_t *base, uint64_t len, uint32_t access)
@@ -121,7 +121,7 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
   memcpy(a.ah.dmac, peer->dev.attr.mac, 6);
   a.ah.dipv4 = peer->dev.attr.ipv4;
   a.path_mtu = p->mtu;
-  a.dest_qp_num = peer->qp.init.qpn;
+  a.dest_qp_num = peer->qp.base.init.qpn;
   a.rq_psn = id == 0 ? p->psn_b : p->psn_a;
   a.max_dest_rd_atomic = 16;
   a.min_rnr_timer = p->min_rnr_timer;
@@ -337,13 +337,13 @@ int sim_run(struct sim *s, sim_step_fn step, void *ctx, uint64_t limit_ns)
     }
     for (int i = 0; i < 2; i++)
       if (rct_dev_next_timeout(&s->ep[i].dev) <= s->now) {
-        uint64_t tmo = s->ep[i].qp.cnt.timeouts;
+        uint64_t tmo = s->ep[i].qp.base.cnt.timeouts;
         int cause = i == 0 ? timeout_cause(s) : 0;   /* judged before the timeout resends */
         uint64_t t0 = s->measure_cpu ? sim_clock_ns(s->measure_cpu) : 0;
         rct_dev_handle_timeout(&s->ep[i].dev, s->now);
         if (s->measure_cpu)
           s->ep[i].cpu_ns += sim_clock_ns(s->measure_cpu) - t0, s->ep[i].cpu_calls++;
-        if (i == 0 && s->ep[0].qp.cnt.timeouts != tmo)
+        if (i == 0 && s->ep[0].qp.base.cnt.timeouts != tmo)
           s->tmo_cause[cause]++;
       }
   }

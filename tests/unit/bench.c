@@ -28,7 +28,7 @@ struct bep {
   struct host_mr *mr;                /* one 16 MiB MR */
 };
 
-static struct rct_qp *lookup(void *ctx, uint32_t qpn) { struct bep *e = ctx; return qpn == e->qp.init.qpn ? &e->qp : NULL; }
+static struct rct_qp *lookup(void *ctx, uint32_t qpn) { struct bep *e = ctx; return qpn == e->qp.base.init.qpn ? &e->qp : NULL; }
 
 static const uint8_t MA[6] = { 2, 0, 0, 0, 0, 1 }, MB[6] = { 2, 0, 0, 0, 0, 2 };
 
@@ -160,9 +160,9 @@ static void run(uint32_t payload, bool offload)
     n += K;
   } while (secs() - t0 < 0.5);
   rx_rate = n / (secs() - t0);
-  if (b.qp.cnt.rx_out_of_seq || b.qp.attr.qp_state != RCT_QPS_RTS || b.qp.cnt.tx_ack == 0)
-    printf("  (warning: responder state %s, out_of_seq %llu)\n", rct_qp_state_name(b.qp.attr.qp_state),
-           (unsigned long long)b.qp.cnt.rx_out_of_seq);
+  if (b.qp.base.cnt.rx_out_of_seq || b.qp.base.attr.qp_state != RCT_QPS_RTS || b.qp.base.cnt.tx_ack == 0)
+    printf("  (warning: responder state %s, out_of_seq %llu)\n", rct_qp_state_name(b.qp.base.attr.qp_state),
+           (unsigned long long)b.qp.base.cnt.rx_out_of_seq);
   printf("  payload %5u B  frame %5d B  ICRC %-8s  rx %6.2f Mframes/s  tx %6.2f Mframes/s\n", payload,
          flen[0], offload ? "offload" : "software", rx_rate / 1e6, tx_rate / 1e6);
   for (int i = 0; i < K; i++)

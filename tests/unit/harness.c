@@ -11,7 +11,7 @@ const uint8_t MAC_B[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x0b };
 static struct rct_qp *lookup(void *ctx, uint32_t qpn)
 {
   struct ep *e = ctx;
-  return e->qp.dev && e->qp.init.qpn == qpn ? &e->qp : NULL;
+  return e->qp.base.dev && e->qp.base.init.qpn == qpn ? &e->qp : NULL;
 }
 
 void ep_init(struct ep *e, const uint8_t mac[6], uint32_t ip, uint32_t qpn, uint32_t flags)
@@ -78,18 +78,18 @@ void ep_free(struct ep *e)
     host_mr_dereg(&e->mrs, m);
   }
   e->nmr = 0;
-  ck_assert_msg(e->qp.cnt.cq_overflow == 0, "CQ overflow");
+  ck_assert_msg(e->qp.base.cnt.cq_overflow == 0, "CQ overflow");
   /* no counter surprise: malformed-frame counters stay 0 unless the test wanted them */
   if (!e->allow_bad_frames) {
     ck_assert_msg(e->dev.cnt.rx_icrc_err == 0, "unexpected ICRC errors");
     ck_assert_msg(e->dev.cnt.rx_truncated == 0, "unexpected truncated frames");
     ck_assert_msg(e->dev.cnt.rx_bad_header == 0, "unexpected bad headers");
     ck_assert_msg(e->dev.cnt.rx_unknown_qp == 0, "unexpected unknown-QP frames");
-    ck_assert_msg(e->qp.cnt.rx_truncated == 0 && e->qp.cnt.rx_bad_length == 0, "unexpected bad lengths");
-    ck_assert_msg(e->qp.cnt.rx_wrong_peer == 0 && e->qp.cnt.rx_wrong_encap == 0, "unexpected foreign frames");
+    ck_assert_msg(e->qp.base.cnt.rx_truncated == 0 && e->qp.base.cnt.rx_bad_length == 0, "unexpected bad lengths");
+    ck_assert_msg(e->qp.base.cnt.rx_wrong_peer == 0 && e->qp.base.cnt.rx_wrong_encap == 0, "unexpected foreign frames");
   }
   ck_assert_msg(e->scq.tail - e->scq.head <= EP_CQ, "CQ indices");
-  if (e->qp.dev)
+  if (e->qp.base.dev)
     rct_qp_destroy(&e->qp);
 }
 
@@ -145,8 +145,8 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
 
 void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o)
 {
-  ep_connect(a, MAC_B, IP_B, b->qp.init.qpn, o->b_psn, o->a_psn, o);
-  ep_connect(b, MAC_A, IP_A, a->qp.init.qpn, o->a_psn, o->b_psn, o);
+  ep_connect(a, MAC_B, IP_B, b->qp.base.init.qpn, o->b_psn, o->a_psn, o);
+  ep_connect(b, MAC_A, IP_A, a->qp.base.init.qpn, o->a_psn, o->b_psn, o);
 }
 
 int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct host_mr *mr, uint32_t off,
@@ -255,10 +255,10 @@ uint64_t link_run(struct link *l, struct ep *a, struct ep *b, uint64_t until)
 
 void peer_for(struct peer *p, const struct ep *e)
 {
-  memcpy(p->mac, e->qp.attr.ah.dmac, 6);
-  p->ip = e->qp.attr.ah.dipv4;
-  p->qpn = e->qp.attr.dest_qp_num;
-  p->sport = rct_udp_sport(p->qpn, e->qp.init.qpn);
+  memcpy(p->mac, e->qp.base.attr.ah.dmac, 6);
+  p->ip = e->qp.base.attr.ah.dipv4;
+  p->qpn = e->qp.base.attr.dest_qp_num;
+  p->sport = rct_udp_sport(p->qpn, e->qp.base.init.qpn);
   p->ip_id = 1;
 }
 
@@ -277,7 +277,7 @@ uint32_t build_frame(uint8_t *buf, const struct ep *e, const struct peer *pr, st
   if (!h->bth.pkey)
     h->bth.pkey = 0xffff;
   if (!h->bth.dqpn)
-    h->bth.dqpn = e->qp.init.qpn;
+    h->bth.dqpn = e->qp.base.init.qpn;
   hl = rct_wire_build(buf, h, len);
   pad = h->bth.padcnt;
   if (len)

@@ -125,6 +125,7 @@ Suite *suite_cm_ep(void);
 Suite *suite_rx(void);
 Suite *suite_mr_contract(void);
 Suite *suite_event(void);
+Suite *suite_ud(void);
 
 #endif
 

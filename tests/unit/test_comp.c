@@ -46,7 +46,7 @@ START_TEST(test_comp_coalesced_ack)
   ck_assert_int_eq(inject_ack(A, P, 5, 0x1f, PSN0 + 2, 3), RCT_RX_OK);
   for (int i = 0; i < 3; i++)
     expect_wc(&A->scq, (uint64_t)i, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(A->qp.cnt.rx_ack, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_ack, 1);
   ck_assert_uint_eq(A->qp.comp.last_msn, 3);                /* [REQ-ACK-4] */
   ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
 }
@@ -62,9 +62,9 @@ START_TEST(test_comp_stale_and_future_ack)
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
   inject_ack(A, P, 2, 0x1f, PSN0, 1);                /* una - 1: in window, nothing new */
   inject_ack(A, P, 2, 0x1f, PSN0 - 5, 0);            /* older */
-  ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_stale_ack, 1);
   inject_ack(A, P, 3, 0x1f, PSN0 + 7, 9);            /* never sent */
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_window, 1);
   expect_no_wc(&A->scq);
   ck_assert_uint_eq(A->qp.comp.una, PSN0 + 1);
 }
@@ -99,8 +99,8 @@ START_TEST(test_comp_timeout_go_back_n)
   ck_assert_uint_eq(q.h.bth.psn, PSN0);
   ck_assert(q.h.bth.ackreq);
   expect_nothing(A, RTO14);
-  ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
-  ck_assert_uint_eq(A->qp.cnt.tx_retransmits, 4);
+  ck_assert_uint_eq(A->qp.base.cnt.timeouts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_retransmits, 4);
   ck_assert_uint_eq(A->qp.comp.retry_left, 6);
   ck_assert_uint_eq(rct_next_timeout(&A->qp), 2 * RTO14);
 }
@@ -127,7 +127,7 @@ START_TEST(test_comp_retry_exhausted)
   expect_nothing(A, t);
   expect_wc(&A->scq, 1, RCT_WC_RETRY_EXC_ERR);
   expect_wc(&A->scq, 2, RCT_WC_WR_FLUSH_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
   ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);     /* [QP-ERR-3] */
 }
 END_TEST
@@ -179,7 +179,7 @@ START_TEST(test_comp_seq_nak_go_back)
   ck_assert_uint_eq(A->qp.comp.retry_left, 7);             /* una advanced: no retry used */
   inject_ack(A, P, 11, AETH_NAK_PSN_SEQ, PSN0 + 2, 2);  /* same NAK again: ignored */
   expect_nothing(A, 11);
-  ck_assert_uint_eq(A->qp.cnt.rx_nak_seq, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_nak_seq, 2);
 }
 END_TEST
 
@@ -218,14 +218,14 @@ START_TEST(test_comp_gbn_loss_window_halves_once_per_window)
   ck_assert_int_eq(drain_last(0, &last), 64);
   ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 0);            /* unlimited until a loss */
   inject_ack(A, P, 10, AETH_NAK_PSN_SEQ, PSN0 + 10, 0);
-  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.window_cuts, 1);
   ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);
   /* the replay of what was sent, bounded by [REQ-WIN-1] alone; nothing new */
   ck_assert_int_eq(drain_last(10, &last), 54);
   ck_assert_uint_eq(last, PSN0 + 63);
   inject_ack(A, P, 20, AETH_NAK_PSN_SEQ, PSN0 + 20, 0);      /* same window: no cut */
   ck_assert_int_eq(drain_last(20, &last), 44);
-  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.window_cuts, 1);
   ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 32);
   inject_ack(A, P, 30, AETH_ACK, PSN0 + 40, 0);
   ck_assert_int_eq(drain_last(30, &last), 9);    /* una 41 + 32: PSNs 64..72 */
@@ -258,7 +258,7 @@ START_TEST(test_comp_gbn_loss_window_grows_per_window_acked)
   }
   ck_assert_uint_eq(rct_comp_loss_window(&A->qp), 0);     /* 32 + 16 + 16 = 64: unlimited */
   ck_assert_uint_eq(last, psn_add(una, 63));
-  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.window_cuts, 1);
 }
 END_TEST
 
@@ -270,12 +270,12 @@ START_TEST(test_comp_gbn_loss_window_timeout_and_floor)
   loss_window_setup(false, 24);
   ck_assert_int_eq(drain_last(0, &last), 24);
   rct_handle_timeout(&A->qp, RTO14);
-  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.window_cuts, 1);
   ck_assert_uint_eq(rct_comp_loss_window(&A->qp), RCT_GBN_WINDOW_MIN);   /* 12 -> 16 */
   drain_last(RTO14, &last);
   ck_assert_uint_eq(last, PSN0);                                    /* the tail probe */
   rct_handle_timeout(&A->qp, 3 * RTO14);                 /* no progress since: no second cut */
-  ck_assert_uint_eq(A->qp.cnt.window_cuts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.window_cuts, 1);
 }
 END_TEST
 
@@ -289,13 +289,13 @@ START_TEST(test_comp_rnr_wait_and_retry)
   inject_ack(A, P, t0, AETH_RNR_NAK | 12, PSN0, 3);
   inject_ack(A, P, t0 + 1, AETH_NAK_PSN_SEQ, PSN0, 3);   /* rxe's follow-up NAK: ignored */
   ck_assert_uint_eq(rct_next_timeout(&A->qp), t0 + wait);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], RCT_NEVER);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_RETRANS], RCT_NEVER);
   expect_nothing(A, t0 + wait - 1);
   rct_handle_timeout(&A->qp, t0 + wait);
   ck_assert_int_eq(drain(t0 + wait, &first), 3);
   ck_assert_uint_eq(first, PSN0);
   ck_assert_uint_eq(A->qp.comp.retry_left, 7);              /* RNR does not use retry_cnt */
-  ck_assert_uint_eq(A->qp.cnt.rnr_waits, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rnr_waits, 1);
   ck_assert_uint_eq(rct_rnr_timer_ns(0), 655360000ull);
   ck_assert_uint_eq(rct_rnr_timer_ns(1), 10000ull);
   ck_assert_uint_eq(rct_rnr_timer_ns(31), 491520000ull);
@@ -324,7 +324,7 @@ START_TEST(test_comp_rnr_wait_is_the_pause)
   ck_assert(!rct_req_waiting_rnr(&A->qp));
   ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_SENDING);
   ck_assert_int_eq(drain(t0 + wait, NULL), 1);     /* the resend */
-  ck_assert_uint_eq(A->qp.cnt.rnr_timeouts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rnr_timeouts, 1);
   inject_ack(A, P, t0 + wait + 10, AETH_ACK | 0x1f, PSN0, 1);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
   ck_assert_int_eq(rct_qp_req_state(&A->qp), RCT_REQ_IDLE);
@@ -347,7 +347,7 @@ START_TEST(test_comp_rnr_retry_exhausted)
   drain(0, NULL);
   inject_ack(A, P, 5, AETH_RNR_NAK | 1, PSN0, 0);
   expect_wc(&A->scq, 1, RCT_WC_RNR_RETRY_EXC_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -395,7 +395,7 @@ START_TEST(test_comp_fatal_nak_status)
     ck_assert_uint_eq(wc.byte_len, 0);
     ck_assert_uint_eq(wc.vendor_err, t[i].syn);
     expect_wc(&A->scq, 3, RCT_WC_WR_FLUSH_ERR);
-    ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+    ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
   }
 }
 END_TEST
@@ -407,7 +407,7 @@ START_TEST(test_comp_bad_aeth)
   drain(0, NULL);
   inject_ack(A, P, 5, 0x45, PSN0, 0);
   expect_wc(&A->scq, 1, RCT_WC_BAD_RESP_ERR);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_aeth, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_aeth, 1);
 }
 END_TEST
 
@@ -467,8 +467,8 @@ START_TEST(test_comp_read_response_without_read)
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(0, NULL);
   inject_req(A, P, 1, OP_READ_RESP_ONLY, PSN0, false, 10, 0x11, NULL, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 1);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_unexpected, 1);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_RTS);
   expect_no_wc(&A->scq);
 }
 END_TEST
@@ -481,8 +481,8 @@ START_TEST(test_comp_read_response_dup_and_early)
   inject_req(A, P, 1, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
   inject_req(A, P, 2, OP_READ_RESP_FIRST, PSN0, false, 1024, 0x11, NULL, 0);
   inject_req(A, P, 3, OP_READ_RESP_LAST, PSN0 + 2, false, 952, 0x33, NULL, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 1);
   expect_no_wc(&A->scq);
 }
 END_TEST
@@ -555,7 +555,7 @@ START_TEST(test_comp_read_split_into_pieces)
     }
   }
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(A->qp.cnt.rx_read_resp, 8);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_read_resp, 8);
 }
 END_TEST
 
@@ -617,7 +617,7 @@ START_TEST(test_comp_read_out_of_order_response_gbn)
   /* the first response (PSN0 + 1) is lost */
   inject_req(A, P, 1, OP_READ_RESP_MIDDLE, PSN0 + 2, false, 1024, 0x22, NULL, 0);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);               /* implied ACK of the SEND */
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 1);
   ck_assert(expect_frame(A, 1, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_READ_REQ);
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
@@ -625,7 +625,7 @@ START_TEST(test_comp_read_out_of_order_response_gbn)
   expect_nothing(A, 1);
   inject_req(A, P, 2, OP_READ_RESP_LAST, PSN0 + 3, false, 952, 0x33, NULL, 0);
   expect_nothing(A, 2);                                /* once per first missing PSN */
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 2);
   ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   t = rct_next_timeout(&A->qp);
   rct_handle_timeout(&A->qp, t);
@@ -690,7 +690,7 @@ START_TEST(test_comp_sr_read_rerequests_missing_runs)
   ck_assert_uint_eq(A->qp.comp.una, PSN0 + 7);
   ck_assert_uint_eq(big->buf[1024], 0x33);
   ck_assert_uint_eq(big->buf[2 * 1024], 0x22);
-  ck_assert_uint_eq(A->qp.cnt.rx_read_resp, 7);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_read_resp, 7);
 }
 END_TEST
 
@@ -824,8 +824,8 @@ START_TEST(test_comp_nak_before_una_ignored)
   inject_ack(A, P, 2, AETH_NAK_REM_ACC, PSN0, 1);
   expect_nothing(A, 2);
   expect_no_wc(&A->scq);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
-  ck_assert_uint_eq(A->qp.cnt.rx_stale_ack, 2);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_stale_ack, 2);
 }
 END_TEST
 
@@ -864,7 +864,7 @@ START_TEST(test_comp_adaptive_rto)
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* SRTT + 4 RTTVAR */
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(5000000, NULL);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], 5000000 + 12000000);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_RETRANS], 5000000 + 12000000);
   rct_handle_timeout(&A->qp, 17000000);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 24000000);       /* backoff */
   drain(17000000, NULL);
@@ -893,7 +893,7 @@ START_TEST(test_comp_initial_rto_before_first_sample)
   drain(0, NULL);                                      /* lost */
   ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0);
   rct_handle_timeout(&A->qp, rto0);
-  ck_assert_uint_eq(A->qp.cnt.timeouts, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.timeouts, 1);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 2 * rto0);   /* backoff */
   drain(rto0, NULL);                                   /* the resend and its tail probe */
   ck_assert_uint_eq(rct_next_timeout(&A->qp), rto0 + 2 * rto0);
@@ -916,7 +916,7 @@ static void adaptive_after_sample(uint64_t min_rto_ns, uint64_t rtt_ns)
   o.adaptive = true;
   setup_with(&o);
   if (min_rto_ns)
-    A->qp.attr.min_rto_ns = min_rto_ns;
+    A->qp.base.attr.min_rto_ns = min_rto_ns;
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(0, NULL);
   inject_ack(A, P, rtt_ns, 0x1f, PSN0, 1);
@@ -933,7 +933,7 @@ START_TEST(test_comp_backoff_from_clamped_rto)
   drain(3000000, NULL);
   t = 3000000;
   for (int i = 0; i < 3; i++) {
-    uint64_t next = A->qp.timer[RCT_TIMER_RETRANS];
+    uint64_t next = A->qp.base.timer[RCT_TIMER_RETRANS];
     gap[i] = next - t;
     t = next;
     rct_handle_timeout(&A->qp, t);
@@ -952,10 +952,10 @@ START_TEST(test_comp_backoff_ends_with_progress)
   adaptive_after_sample(0, 4000000);                   /* sample: RTO 12 ms */
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(5000000, NULL);
-  t = A->qp.timer[RCT_TIMER_RETRANS];
+  t = A->qp.base.timer[RCT_TIMER_RETRANS];
   rct_handle_timeout(&A->qp, t);
   drain(t, NULL);
-  t = A->qp.timer[RCT_TIMER_RETRANS];
+  t = A->qp.base.timer[RCT_TIMER_RETRANS];
   rct_handle_timeout(&A->qp, t);
   drain(t, NULL);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 48000000);       /* doubled twice */
@@ -964,7 +964,7 @@ START_TEST(test_comp_backoff_ends_with_progress)
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* back to SRTT + 4 RTTVAR */
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(t + 2000, NULL);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_RETRANS], t + 2000 + 12000000);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_RETRANS], t + 2000 + 12000000);
 }
 END_TEST
 
@@ -981,7 +981,7 @@ START_TEST(test_comp_early_probe)
   setup_with(&o);
   post_send(A, 1, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(0, NULL);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* no SRTT yet */
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* no SRTT yet */
   inject_ack(A, P, 4000000, 0x1f, PSN0, 1);            /* SRTT 4 ms, RTO 12 ms */
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
@@ -993,13 +993,13 @@ START_TEST(test_comp_early_probe)
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);            /* una */
   ck_assert_uint_eq(p.h.bth.ackreq, 1);
   expect_nothing(A, t);
-  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
-  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.timeouts, 0);
   ck_assert_uint_eq(A->qp.comp.retry_left, 7);
   ck_assert_uint_eq(rct_comp_rto(&A->qp), 12000000);       /* no backoff */
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_PROBE], RCT_NEVER);   /* once until una moves */
   inject_ack(A, P, t + 10, 0x1f, PSN0 + 1, 2);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.comp.srtt + 1000000);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_PROBE], t + 10 + 2 * A->qp.comp.srtt + 1000000);
 }
 END_TEST
 
@@ -1025,31 +1025,31 @@ START_TEST(test_comp_late_probe_waits_once)
   uint64_t d, late, again;
   conn_defaults(&o);
   srtt_4ms(&o);
-  A->qp.attr.min_rto_ns = 40000000;                     /* RTO 40 ms: room for the wait */
+  A->qp.base.attr.min_rto_ns = 40000000;                     /* RTO 40 ms: room for the wait */
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   post_send(A, 3, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   ck_assert_int_eq(drain(5000000, NULL), 2);
-  d = A->qp.timer[RCT_TIMER_PROBE];
+  d = A->qp.base.timer[RCT_TIMER_PROBE];
   ck_assert_uint_eq(d, 5000000 + 9000000);
   late = d + 1000000 + 1;                               /* 1 ms slack + 1 ns late */
   rct_handle_timeout(&A->qp, late);
   expect_nothing(A, late);
-  ck_assert_uint_eq(A->qp.cnt.late_probes, 1);
-  ck_assert_uint_eq(A->qp.cnt.early_probes, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.late_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.early_probes, 0);
   again = late + 9000000;
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], again);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_PROBE], again);
   rct_handle_timeout(&A->qp, again + 5000000);           /* late again: it probes now */
   ck_assert(expect_frame(A, again + 5000000, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 1);
-  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
-  ck_assert_uint_eq(A->qp.cnt.late_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.late_probes, 1);
   /* una moves: the next probe may wait once more */
   inject_ack(A, P, again + 6000000, 0x1f, PSN0 + 1, 2);
-  d = A->qp.timer[RCT_TIMER_PROBE];
+  d = A->qp.base.timer[RCT_TIMER_PROBE];
   rct_handle_timeout(&A->qp, d + 2000000);
   expect_nothing(A, d + 2000000);
-  ck_assert_uint_eq(A->qp.cnt.late_probes, 2);
-  d = A->qp.timer[RCT_TIMER_PROBE];
+  ck_assert_uint_eq(A->qp.base.cnt.late_probes, 2);
+  d = A->qp.base.timer[RCT_TIMER_PROBE];
   rct_handle_timeout(&A->qp, d + 1000000);                /* its second expiry probes */
   ck_assert(expect_frame(A, d + 1000000, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 2);
@@ -1077,10 +1077,10 @@ static uint64_t read_started(bool sr, uint32_t n, uint32_t k)
 /* The early probe fires, before the RTO: its frame in *p. */
 static uint64_t early_probe(struct rct_pkt *p)
 {
-  uint64_t t = A->qp.timer[RCT_TIMER_PROBE];
-  ck_assert(t < A->qp.timer[RCT_TIMER_RETRANS]);
+  uint64_t t = A->qp.base.timer[RCT_TIMER_PROBE];
+  ck_assert(t < A->qp.base.timer[RCT_TIMER_RETRANS]);
   rct_handle_timeout(&A->qp, t);
-  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.early_probes, 1);
   ck_assert(expect_frame(A, t, p, fb));
   expect_nothing(A, t);
   return t;
@@ -1140,11 +1140,11 @@ START_TEST(test_comp_gbn_read_early_probe_asks_from_first_missing)
   t = responses(t, 3, 16);                             /* the originals, late */
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
   expect_nothing(A, t);                                /* nothing re-requested */
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 0);
   inject_req(A, P, ++t, OP_READ_RESP_FIRST, PSN0 + 3, false, 1024, 0x11, NULL, 0);   /* the replay */
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_unexpected, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 0);
   expect_nothing(A, t);
 }
 END_TEST
@@ -1159,8 +1159,8 @@ START_TEST(test_comp_sr_read_early_probe_asks_last_response)
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
   expect_nothing(A, t);
   inject_req(A, P, ++t, OP_READ_RESP_ONLY, PSN0 + 8, false, 1024, 0x11, NULL, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_unexpected, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_unexpected, 0);
 }
 END_TEST
 
@@ -1175,8 +1175,8 @@ START_TEST(test_comp_sr_read_early_probe_after_gap_or_tail_loss)
   inject_req(A, P, ++t, OP_READ_RESP_LAST, PSN0 + 4, false, 1024, 0x11, NULL, 0);
   t = responses(t, 6, 13);                             /* 14 .. 16 lost */
   expect_nothing(A, t);
-  t = A->qp.timer[RCT_TIMER_PROBE];
-  ck_assert(t < A->qp.timer[RCT_TIMER_RETRANS]);
+  t = A->qp.base.timer[RCT_TIMER_PROBE];
+  ck_assert(t < A->qp.base.timer[RCT_TIMER_RETRANS]);
   rct_handle_timeout(&A->qp, t);
   ck_assert(expect_frame(A, t, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 16);           /* no loss seen at 14: the run's last */
@@ -1186,7 +1186,7 @@ START_TEST(test_comp_sr_read_early_probe_after_gap_or_tail_loss)
   ck_assert_uint_eq(p.h.bth.psn, PSN0 + 14);           /* the gap it shows [SR-REQ-13] */
   ck_assert_uint_eq(p.h.reth.dmalen, 2 * 1024);
   expect_nothing(A, t);
-  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.timeouts, 0);
 }
 END_TEST
 
@@ -1200,11 +1200,11 @@ START_TEST(test_comp_early_probe_slack)
   srtt_4ms(&o);
   post_send(A, 2, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   ck_assert_int_eq(drain(5000000, NULL), 1);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_PROBE], 5000000 + 8000000 + 50000);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_PROBE], 5000000 + 8000000 + 50000);
   rct_handle_timeout(&A->qp, 13050000);
-  ck_assert_uint_eq(A->qp.cnt.early_probes, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.early_probes, 1);
   ck_assert_int_eq(drain(13050000, NULL), 1);          /* the packet at una again */
-  ck_assert_uint_eq(A->qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.timeouts, 0);
 }
 END_TEST
 
@@ -1230,7 +1230,7 @@ START_TEST(test_comp_rnr_nak_resets_retry)
     rct_handle_timeout(&A->qp, t);
     ck_assert_int_eq(drain(t, NULL), 1);
   }
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_RTS);
   expect_no_wc(&A->scq);
   inject_ack(A, P, t + 1, 0x1f, PSN0, 1);
   expect_wc(&A->scq, 1, RCT_WC_SUCCESS);
@@ -1243,7 +1243,7 @@ START_TEST(test_comp_cq_overflow_counted)
   struct rct_cq small;
   struct rct_wc ring[2];
   rct_cq_init(&small, ring, 2);
-  A->qp.init.send_cq = &small;
+  A->qp.base.init.send_cq = &small;
   for (int i = 0; i < 3; i++)
     post_send(A, (uint64_t)i, RCT_WR_SEND, M, 0, 10, 0, 0, 0);
   drain(0, NULL);
@@ -1251,8 +1251,8 @@ START_TEST(test_comp_cq_overflow_counted)
   ck_assert_uint_eq(small.overflow, 1);
   expect_wc(&small, 0, RCT_WC_SUCCESS);
   expect_wc(&small, 1, RCT_WC_SUCCESS);
-  A->qp.cnt.cq_overflow = 0;                            /* expected here */
-  A->qp.init.send_cq = &A->scq;
+  A->qp.base.cnt.cq_overflow = 0;                            /* expected here */
+  A->qp.base.init.send_cq = &A->scq;
 }
 END_TEST
 
@@ -1267,7 +1267,7 @@ START_TEST(test_comp_cq_counter_wrap)
   for (uint64_t round = 0; round < 3; round++) {
     for (uint64_t i = 0; i < 3; i++) {
       struct rct_wc w = { .wr_id = round * 3 + i, .status = RCT_WC_SUCCESS };
-      rct_cq_push(&A->qp, &cq, &w);
+      rct_cq_push(&A->qp.base, &cq, &w);
     }
     ck_assert_uint_eq(cq.overflow, 0);
     for (uint64_t i = 0; i < 3; i++) {

@@ -123,8 +123,8 @@ START_TEST(test_event_several_kinds_on_one_object)
   expect_no_event();
   ck_assert_uint_eq(rct_cq_count(&A->rcq), 1);
   ck_assert_uint_eq(rct_cq_overflow(&A->rcq), 2);
-  ck_assert_uint_eq(A->qp.cnt.cq_overflow, 2);
-  A->qp.cnt.cq_overflow = 0;                    /* wanted here: the teardown checks it */
+  ck_assert_uint_eq(A->qp.base.cnt.cq_overflow, 2);
+  A->qp.base.cnt.cq_overflow = 0;                    /* wanted here: the teardown checks it */
 }
 END_TEST
 

@@ -19,13 +19,18 @@ START_TEST(test_opcode_header_lengths)
 }
 END_TEST
 
-/* [OPC-VAL-1] [OPC-VAL-2] atomics and other transports are not supported */
+/* [OPC-VAL-1] [OPC-VAL-2] atomics and other transports are not supported, but for
+ * the UD SENDs [UD-WIRE-1] */
 START_TEST(test_opcode_unsupported)
 {
   for (int op = 0x12; op <= 0x1f; op++)
     ck_assert(!(op_flags((uint8_t)op) & OPF_SUPPORTED));
   for (int op = 0x20; op < 0xc0; op++)
-    ck_assert(!(op_flags((uint8_t)op) & OPF_VALID));
+    if (op != OP_UD_SEND_ONLY && op != OP_UD_SEND_ONLY_IMM)
+      ck_assert(!(op_flags((uint8_t)op) & OPF_VALID));
+  ck_assert_uint_eq(op_flags(OP_UD_SEND_ONLY) & (OPF_UD | OPF_ONLY | OPF_IMM), OPF_UD | OPF_ONLY);
+  ck_assert_uint_eq(op_flags(OP_UD_SEND_ONLY_IMM) & (OPF_UD | OPF_ONLY | OPF_IMM), OPF_UD | OPF_ONLY | OPF_IMM);
+  ck_assert_uint_eq(rct_wire_hdr_len(RCT_ENCAP_V2, OP_UD_SEND_ONLY_IMM), 54u + DETH_LEN + IMMDT_LEN);
 }
 END_TEST
 

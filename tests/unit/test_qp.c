@@ -68,7 +68,7 @@ START_TEST(test_qp_modify_checks)
 {
   struct rct_qp_attr a = good(RCT_QPS_RTS);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask()), RCT_EINVAL);     /* RESET -> RTS */
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RESET);
   a.qp_state = RCT_QPS_INIT;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE), RCT_EINVAL);   /* missing access flags */
   a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE;
@@ -85,7 +85,7 @@ START_TEST(test_qp_modify_checks)
   a.pkey_index = RCT_PKEY_INDEX;
   a.qp_access_flags = 0xffff;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask()), RCT_EINVAL);    /* unknown access bits */
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RESET);
   ck_assert_int_eq(to_init(), RCT_OK);
   a = good(RCT_QPS_RTR);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask() & ~RCT_QP_RQ_PSN), RCT_EINVAL);
@@ -98,7 +98,7 @@ START_TEST(test_qp_modify_checks)
   a = good(RCT_QPS_RTR);
   a.min_rnr_timer = 32;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask()), RCT_EINVAL);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_INIT);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_INIT);
   a = good(RCT_QPS_RTR);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask()), RCT_OK);
   a = good(RCT_QPS_RTS);
@@ -112,8 +112,8 @@ START_TEST(test_qp_modify_checks)
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask()), RCT_EINVAL);
   a = good(RCT_QPS_RTS);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask()), RCT_OK);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RTS);
-  ck_assert_uint_eq(e.qp.mtu, 1024);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_uint_eq(e.qp.base.mtu, 1024);
 }
 END_TEST
 
@@ -124,23 +124,23 @@ START_TEST(test_qp_modify_cur_state_and_state_alone)
   struct rct_qp_attr a = good(RCT_QPS_INIT);
   a.cur_qp_state = RCT_QPS_RESET;                        /* right, but not listed for RESET -> INIT */
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, init_mask() | RCT_QP_CUR_STATE), RCT_EINVAL);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RESET);
   ck_assert_int_eq(to_init(), RCT_OK);
   a = good(RCT_QPS_RTR);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask()), RCT_OK);
   a = good(RCT_QPS_RTS);
   a.cur_qp_state = RCT_QPS_INIT;                         /* listed for RTR -> RTS, wrong state */
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask() | RCT_QP_CUR_STATE), RCT_EINVAL);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RTR);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RTR);
   a.cur_qp_state = RCT_QPS_RTR;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rts_mask() | RCT_QP_CUR_STATE), RCT_OK);
   a = good(RCT_QPS_ERR);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS), RCT_EINVAL);
   a.qp_state = RCT_QPS_RESET;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE | RCT_QP_CUR_STATE), RCT_EINVAL);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RTS);
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE), RCT_OK);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RESET);
 }
 END_TEST
 
@@ -155,7 +155,7 @@ START_TEST(test_qp_path_mtu_fits_interface)
   a.path_mtu = RCT_MTU_1024;
   a.sr_enable = true;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, rtr_mask() | RCT_QP_SR), RCT_OK);   /* 1100 <= 1500 */
-  ck_assert_uint_eq(e.qp.mtu, 1024);
+  ck_assert_uint_eq(e.qp.base.mtu, 1024);
 }
 END_TEST
 
@@ -204,12 +204,12 @@ START_TEST(test_qp_reset_discards_work)
   struct rct_qp_attr a = { .qp_state = RCT_QPS_RESET };
   ck_assert_int_eq(to_init(), RCT_OK);
   post_recv(&e, 1, m, 0, 10);
-  e.qp.cnt.rx_dup = 3;
+  e.qp.base.cnt.rx_dup = 3;
   ck_assert_int_eq(rct_qp_modify(&e.qp, &a, RCT_QP_STATE), RCT_OK);
-  ck_assert_int_eq(e.qp.attr.qp_state, RCT_QPS_RESET);
-  ck_assert_uint_eq(e.qp.rq_head, e.qp.rq_tail);
+  ck_assert_int_eq(e.qp.base.attr.qp_state, RCT_QPS_RESET);
+  ck_assert_uint_eq(e.qp.base.rq_head, e.qp.base.rq_tail);
   expect_no_wc(&e.rcq);
-  ck_assert_uint_eq(e.qp.cnt.rx_dup, 3);
+  ck_assert_uint_eq(e.qp.base.cnt.rx_dup, 3);
 }
 END_TEST
 
@@ -245,7 +245,7 @@ START_TEST(test_qp_err_flushes_in_order)
   expect_wc(&e.scq, 7, RCT_WC_WR_FLUSH_ERR);
   ck_assert_int_eq(post_recv(&e, 8, m, 0, 10), RCT_OK);
   expect_wc(&e.rcq, 8, RCT_WC_WR_FLUSH_ERR);
-  ck_assert_uint_eq(e.qp.cnt.flushed, 8);
+  ck_assert_uint_eq(e.qp.base.cnt.flushed, 8);
 }
 END_TEST
 
@@ -331,7 +331,7 @@ static struct rct_qp *two_lookup(void *ctx, uint32_t qpn)
 {
   struct rct_qp **q = ctx;
   for (int i = 0; i < 2; i++)
-    if (q[i] && q[i]->init.qpn == qpn)
+    if (q[i] && q[i]->base.init.qpn == qpn)
       return q[i];
   return NULL;
 }
@@ -393,8 +393,8 @@ START_TEST(test_qp_device_wide_calls)
   t = rct_dev_next_timeout(&x.dev);
   ck_assert_uint_eq(t, 4096ull << 10);                /* q2's shorter timeout */
   rct_dev_handle_timeout(&x.dev, t);
-  ck_assert_uint_eq(q2.cnt.timeouts, 1);
-  ck_assert_uint_eq(x.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(q2.base.cnt.timeouts, 1);
+  ck_assert_uint_eq(x.qp.base.cnt.timeouts, 0);
   ck_assert(rct_dev_poll_transmit(&x.dev, t, &f));
   ck_assert_uint_eq(f.qpn, 0x99);
   ck_assert_uint_eq(f.psn, 500);

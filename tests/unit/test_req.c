@@ -59,7 +59,7 @@ START_TEST(test_req_sge_beyond_mr)
   ck_assert_int_eq(post_send(A, 3, RCT_WR_SEND, m, 0, 20 * 1024, 0, 0, 0), RCT_OK);
   expect_nothing(A, 0);
   expect_wc(&A->scq, 3, RCT_WC_LOC_PROT_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -176,7 +176,7 @@ START_TEST(test_req_bad_lkey_loc_prot_err)
   ck_assert_int_eq(rct_post_send(&A->qp, &wr), RCT_OK);
   expect_nothing(A, 0);
   expect_wc(&A->scq, 5, RCT_WC_LOC_PROT_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -215,7 +215,7 @@ START_TEST(test_req_unsignaled)
   inject_ack(A, P, 1, 0x1f, 0x123457, 2);
   expect_wc(&A->scq, 2, RCT_WC_SUCCESS);
   expect_no_wc(&A->scq);
-  ck_assert_uint_eq(A->qp.sq_head, A->qp.sq_tail);   /* both slots free */
+  ck_assert_uint_eq(A->qp.base.sq_head, A->qp.base.sq_tail);   /* both slots free */
 }
 END_TEST
 

@@ -101,7 +101,7 @@ START_TEST(test_resp_ack_delay_follows_request)
   ck_assert_uint_eq(p.h.bth.opcode, OP_WRITE_ONLY);
   expect_ack(20, 0x1f, E0, 1);                        /* ... then the ACK */
   expect_nothing(A, 20);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_ACK], RCT_NEVER);
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_ACK], RCT_NEVER);
   inject_req(A, P, 30, OP_WRITE_ONLY, E0 + 1, true, 100, 1, &r, 0);
   inject_req(A, P, 40, OP_WRITE_ONLY, E0 + 2, true, 100, 1, &r, 0);
   expect_nothing(A, 40);                              /* first chance to go: held from here */
@@ -170,12 +170,12 @@ START_TEST(test_resp_held_ack_sent_on_modify_to_err)
   expect_nothing(A, 10);                              /* held */
   ck_assert_uint_eq(A->qp.resp.ack.state, RCT_ACK_HELD);
   modify_state(RCT_QPS_ERR);
-  ck_assert_uint_eq(A->qp.timer[RCT_TIMER_ACK], RCT_NEVER);
-  ck_assert(A->qp.on_ready);                          /* the device polls it */
+  ck_assert_uint_eq(A->qp.base.timer[RCT_TIMER_ACK], RCT_NEVER);
+  ck_assert(A->qp.base.on_ready);                          /* the device polls it */
   expect_ack(11, 0x1f, E0, 1);
   expect_nothing(A, 11);
   ck_assert_uint_eq(rct_next_timeout(&A->qp), RCT_NEVER);
-  ck_assert_uint_eq(A->qp.cnt.tx_ack, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_ack, 1);
 }
 END_TEST
 
@@ -197,8 +197,8 @@ START_TEST(test_resp_err_answers_duplicate_with_parting_ack)
   expect_nothing(A, 30);
   inject_req(A, P, 40, OP_READ_REQ, E0 - 1, true, 0, 1, &r, 0);
   expect_nothing(A, 40);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_state, 3);
-  ck_assert_uint_eq(A->qp.cnt.tx_ack, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_state, 3);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_ack, 2);
 }
 END_TEST
 
@@ -249,8 +249,8 @@ START_TEST(test_resp_out_of_sequence_nak_once)
   for (int i = 2; i < 10; i++)
     inject_req(A, P, 0, OP_WRITE_MIDDLE, E0 + (uint32_t)i, false, 1024, 1, NULL, 0);
   expect_nothing(A, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_seq, 9);
-  ck_assert_uint_eq(A->qp.cnt.tx_nak_seq, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 9);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_nak_seq, 1);
   r.dmalen = 8;
   inject_req(A, P, 1, OP_WRITE_ONLY, E0, true, 8, 1, &r, 0);             /* the resend */
   expect_ack(1, 0x1f, E0, 1);
@@ -273,7 +273,7 @@ START_TEST(test_resp_duplicate_acked)
   expect_ack(1, 0x1f, E0 + 1, 2);                     /* epsn - 1 and the current MSN */
   expect_no_wc(&A->rcq);
   ck_assert_uint_eq(R->buf[0], 0x55);
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
 }
 END_TEST
 
@@ -284,7 +284,7 @@ START_TEST(test_resp_outside_window_silent)
   inject_req(A, P, 0, OP_SEND_ONLY, E0 + 0x20000, true, 10, 0x55, NULL, 0);
   inject_req(A, P, 0, OP_SEND_ONLY, E0 - 0x20000, true, 10, 0x55, NULL, 0);
   expect_nothing(A, 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_out_of_window, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_window, 2);
   ck_assert_uint_eq(A->qp.resp.epsn, E0);
 }
 END_TEST
@@ -303,7 +303,7 @@ START_TEST(test_resp_rnr_nak)
   inject_req(A, P, 1, OP_SEND_LAST, E0 + 1, true, 10, 1, NULL, 0);
   expect_ack(1, 0x1f, E0 + 1, 1);
   expect_wc(&A->rcq, 5, RCT_WC_SUCCESS);
-  ck_assert_uint_eq(A->qp.cnt.tx_rnr_nak, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_rnr_nak, 1);
 }
 END_TEST
 
@@ -316,7 +316,7 @@ START_TEST(test_resp_send_too_long)
   expect_ack(0, AETH_NAK_INV_REQ, E0, 0);
   expect_wc(&A->rcq, 9, RCT_WC_LOC_LEN_ERR);
   expect_wc(&A->rcq, 10, RCT_WC_WR_FLUSH_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
   ck_assert_uint_eq(R->buf[0], (uint8_t)(0 * 7 + 1));     /* nothing written */
 }
 END_TEST
@@ -330,7 +330,7 @@ START_TEST(test_resp_recv_bad_lkey)
   inject_req(A, P, 0, OP_SEND_ONLY, E0, true, 10, 1, NULL, 0);
   expect_ack(0, AETH_NAK_REM_OP, E0, 0);
   expect_wc(&A->rcq, 3, RCT_WC_LOC_PROT_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -357,7 +357,7 @@ START_TEST(test_resp_write_access_errors)
     memcpy(snap_r, ro->buf, ro->len);
     inject_req(A, P, 0, OP_WRITE_ONLY, E0, true, 8, 0xee, &bad[i], 0);
     expect_ack(0, AETH_NAK_REM_ACC, E0, 0);
-    ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+    ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
     ck_assert_int_eq(memcmp(snap_w, W->buf, W->len), 0);
     ck_assert_int_eq(memcmp(snap_r, ro->buf, ro->len), 0);
   }
@@ -425,10 +425,10 @@ START_TEST(test_resp_bad_opcode_sequence)
   inject_req(A, P, 0, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
   inject_req(A, P, 0, OP_WRITE_MIDDLE, E0 + 1, false, 1024, 1, &r, 0);
   expect_ack(0, AETH_NAK_INV_REQ, E0 + 1, 0);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
   inject_req(A, P, 1, OP_SEND_ONLY, E0 + 1, true, 10, 1, NULL, 0);
   expect_nothing(A, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_state, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_state, 1);
 }
 END_TEST
 
@@ -527,8 +527,8 @@ START_TEST(test_resp_duplicate_read_replay)
   ck_assert_uint_eq(A->qp.resp.msn, 1);
   inject_req(A, P, 2, OP_READ_REQ, E0 + 1, true, 0, 0, &wrong, 0);   /* VA does not match */
   expect_nothing(A, 2);
-  ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.read_replays, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 2);
 }
 END_TEST
 
@@ -551,7 +551,7 @@ START_TEST(test_resp_duplicate_read_replays_its_range)
   ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_LAST);
   ck_assert_uint_eq(p.paylen, 1024);
   expect_nothing(A, 1);                               /* not the rest of the READ */
-  ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.read_replays, 1);
 }
 END_TEST
 
@@ -584,7 +584,7 @@ START_TEST(test_resp_duplicate_read_interrupts_first_sequence)
     ck_assert_uint_eq(p.h.bth.opcode, want_op[i]);
   }
   expect_nothing(A, 1);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_RTS);
 }
 END_TEST
 
@@ -610,7 +610,7 @@ START_TEST(test_resp_duplicate_read_runs_queue)
     ck_assert_uint_eq(p.h.bth.opcode, want_op[i]);
   }
   expect_nothing(A, 1);
-  ck_assert_uint_eq(A->qp.cnt.read_replays, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.read_replays, 2);
 }
 END_TEST
 
@@ -647,7 +647,7 @@ START_TEST(test_resp_new_read_retires_replaying_oldest)
   inject_req(A, P, 2, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
   ck_assert(expect_frame(A, 2, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, E0);
-  ck_assert_uint_eq(A->qp.cnt.read_replays, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.read_replays, 1);
   /* t=3: READ 3 at E0+4, replay of READ 1 still pending: READ 1 retires */
   inject_req(A, P, 3, OP_READ_REQ, E0 + 4, true, 0, 0, &r3, 0);
   ck_assert(expect_frame(A, 3, &p, fb));
@@ -655,7 +655,7 @@ START_TEST(test_resp_new_read_retires_replaying_oldest)
   ck_assert_uint_eq(p.h.bth.psn, E0 + 4);
   ck_assert_uint_eq(p.h.aeth.msn, 3);
   expect_nothing(A, 3);                                /* the replay stopped */
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_RTS);
   ck_assert_uint_eq(A->qp.resp.epsn, E0 + 5);
   /* READ 1 is forgotten: a duplicate of it is dropped; READ 2 still replays */
   inject_req(A, P, 4, OP_READ_REQ, E0, true, 0, 0, &r1, 0);
@@ -683,7 +683,7 @@ START_TEST(test_resp_read_beyond_credit)
     ck_assert_uint_eq(p.h.bth.psn, E0 + (uint32_t)i);
   }
   expect_ack(0, AETH_NAK_INV_REQ, E0 + 3, 1);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 

@@ -44,7 +44,7 @@ static void fix(uint32_t n)
 static uint64_t drops_total(void)
 {
   const struct rct_dev_counters *d = &A->dev.cnt;
-  const struct rct_qp_counters *q = &A->qp.cnt;
+  const struct rct_qp_counters *q = &A->qp.base.cnt;
   return d->rx_truncated + d->rx_bad_header + d->rx_icrc_err + d->rx_bad_opcode + d->rx_unknown_qp +
          q->rx_bad_opcode + q->rx_bad_length + q->rx_bad_state + q->rx_wrong_encap + q->rx_wrong_peer +
          q->rx_truncated;
@@ -64,8 +64,8 @@ START_TEST(test_rx_good_frame_accepted)
   uint32_t n = good_frame(10);
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_OK);
   ck_assert_uint_eq(drops_total(), 0);
-  ck_assert_uint_eq(A->qp.cnt.rx_frames, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_bytes, n);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_frames, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bytes, n);
 }
 END_TEST
 
@@ -112,7 +112,7 @@ START_TEST(test_rx_bad_icrc)
   buf[60] ^= 0x40;                                    /* payload bit flip */
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
   ck_assert_uint_eq(A->dev.cnt.rx_icrc_err, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_frames, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_frames, 0);
   unchanged();
   n = good_frame(10);
   buf[n - 1] ^= 1;                                    /* ICRC itself */
@@ -145,9 +145,9 @@ START_TEST(test_rx_errored_qp)
   rct_qp_modify(&A->qp, &a, RCT_QP_STATE);
   expect_wc(&A->rcq, 1, RCT_WC_WR_FLUSH_ERR);
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_state, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_state, 1);
   ck_assert_int_eq(inject_ack(A, P, 0, 0x1f, 0x123456, 0), RCT_RX_DROPPED);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_state, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_state, 2);
   expect_nothing(A, 0);
 }
 END_TEST
@@ -162,7 +162,7 @@ START_TEST(test_rx_wrong_peer)
   h.bth.psn = E0;
   other.ip = 0x0a000063;
   ck_assert_int_eq(inject(A, &other, 0, &h, NULL, 0), RCT_RX_DROPPED);
-  ck_assert_uint_eq(A->qp.cnt.rx_wrong_peer, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_wrong_peer, 1);
   unchanged();
 }
 END_TEST
@@ -183,11 +183,12 @@ START_TEST(test_rx_bad_tver_pkey)
 }
 END_TEST
 
-/* [OPC-VAL-2] opcodes of other transports (UD SEND ONLY 0x64) */
+/* [OPC-VAL-2] opcodes of other transports (UD 0x66, no UD SEND; UD SENDs to an
+ * RC QP: test_ud_opcode_class_checked) */
 START_TEST(test_rx_other_transport_opcode)
 {
   uint32_t n = good_frame(10);
-  buf[42] = 0x64;
+  buf[42] = 0x66;
   fix(n);
   ck_assert_int_eq(rct_handle_frame(&A->dev, 0, buf, n), RCT_RX_DROPPED);
   ck_assert_uint_eq(A->dev.cnt.rx_bad_opcode, 1);
@@ -205,7 +206,7 @@ START_TEST(test_rx_ack_with_payload)
   h.bth.psn = 0x123456;
   h.aeth.syndrome = 0x1f;
   ck_assert_int_eq(inject(A, P, 0, &h, pay, 8), RCT_RX_DROPPED);
-  ck_assert_uint_eq(A->qp.cnt.rx_bad_length, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_bad_length, 1);
 }
 END_TEST
 
@@ -290,7 +291,7 @@ START_TEST(test_rx_forged_nak_ends_connection_only)
   ck_assert(rct_poll_transmit(&A->qp, 0, &f));
   inject_ack(A, P, 1, AETH_NAK_REM_ACC, 0x123456, 0);
   expect_wc(&A->scq, 5, RCT_WC_REM_ACCESS_ERR);
-  ck_assert_int_eq(A->qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(A->qp.base.attr.qp_state, RCT_QPS_ERR);
   ck_assert(!rct_poll_transmit(&A->qp, 2, &f));
 }
 END_TEST
@@ -302,11 +303,11 @@ START_TEST(test_rx_counters_kept)
   struct rct_qp_attr a = { .qp_state = RCT_QPS_RESET };
   rct_handle_frame(&A->dev, 0, buf, n);
   rct_handle_frame(&A->dev, 0, buf, n);               /* duplicate */
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
-  ck_assert_uint_eq(A->qp.cnt.rx_frames, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_frames, 2);
   rct_qp_modify(&A->qp, &a, RCT_QP_STATE);
-  ck_assert_uint_eq(A->qp.cnt.rx_frames, 2);
-  ck_assert_uint_eq(A->qp.cnt.rx_dup, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_frames, 2);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_dup, 1);
 }
 END_TEST
 

@@ -123,11 +123,11 @@ START_TEST(test_sr_single_loss_resends_only_the_hole)
   link_run(&l, &ea, &eb, 1000000000ull);
   expect_wc(&ea.scq, 1, RCT_WC_SUCCESS);
   ck_assert_int_eq(memcmp(src->buf, dst->buf, 8192), 0);
-  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 1);
-  ck_assert_uint_ge(eb.qp.cnt.tx_sack, 1);
-  ck_assert_uint_ge(ea.qp.cnt.rx_sack, 1);
-  ck_assert_uint_eq(eb.qp.cnt.sr_placed_ooo, 4);
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.base.cnt.tx_retransmits, 1);
+  ck_assert_uint_ge(eb.qp.base.cnt.tx_sack, 1);
+  ck_assert_uint_ge(ea.qp.base.cnt.rx_sack, 1);
+  ck_assert_uint_eq(eb.qp.base.cnt.sr_placed_ooo, 4);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 0);
   ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
 }
 END_TEST
@@ -233,8 +233,8 @@ START_TEST(test_sr_has_no_loss_window)
   rct_handle_timeout(&ea.qp, t);
   while (expect_frame(&ea, t, &p, fb))
     ;
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 1);
-  ck_assert_uint_eq(ea.qp.cnt.window_cuts, 0);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 1);
+  ck_assert_uint_eq(ea.qp.base.cnt.window_cuts, 0);
   ck_assert_uint_eq(rct_comp_loss_window(&ea.qp), 0);
 }
 END_TEST
@@ -436,9 +436,9 @@ START_TEST(test_sr_lost_resend_detected)
   inject_sack(&ea, 20, 0x123456, 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4);
   ck_assert_uint_eq(expect_psn(&ea, 20), 0x123456);  /* resent again, no timeout */
   expect_nothing(&ea, 20);
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 0);
   ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
-  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+  ck_assert_uint_eq(ea.qp.base.cnt.tx_retransmits, 2);
 }
 END_TEST
 
@@ -488,19 +488,19 @@ START_TEST(test_sr_probe_slack_fixed_rto)
   struct rct_pkt p;
   ck_assert_uint_eq(ea.qp.comp.srtt, 100000);
   second_write_at_200us(m);
-  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
+  ck_assert_uint_eq(ea.qp.base.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
   ck_assert_uint_eq(rct_next_timeout(&ea.qp), 200000 + 2 * 100000 + 20000);
   rct_handle_timeout(&ea.qp, 420000);
   ck_assert(expect_frame(&ea, 420000, &p, fb));
   ck_assert_uint_eq(p.h.bth.psn, 0x12345a);           /* una */
   ck_assert_uint_eq(p.h.bth.ackreq, 1);
   expect_nothing(&ea, 420000);
-  ck_assert_uint_eq(ea.qp.cnt.early_probes, 1);
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.base.cnt.early_probes, 1);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 0);
   ck_assert_uint_eq(ea.qp.comp.retry_left, 7);
-  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
+  ck_assert_uint_eq(ea.qp.base.timer[RCT_TIMER_RETRANS], 200000 + rct_ack_timeout_ns(8));
   rct_handle_timeout(&ea.qp, 200000 + rct_ack_timeout_ns(8));
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 1);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 1);
 }
 END_TEST
 
@@ -511,7 +511,7 @@ START_TEST(test_sr_probe_slack_gbn_no_probe)
   struct host_mr *m = pair_with_probe_slack(false);
   ck_assert_uint_eq(ea.qp.comp.srtt, 0);
   second_write_at_200us(m);
-  ck_assert_uint_eq(ea.qp.timer[RCT_TIMER_PROBE], RCT_NEVER);
+  ck_assert_uint_eq(ea.qp.base.timer[RCT_TIMER_PROBE], RCT_NEVER);
   ck_assert_uint_eq(rct_next_timeout(&ea.qp), 200000 + rct_ack_timeout_ns(8));
 }
 END_TEST
@@ -528,7 +528,7 @@ START_TEST(test_sr_lost_resend_only_older)
   expect_nothing(&ea, 12);
   inject_sack(&ea, 13, 0x123458, 1u << 1 | 1u << 2); /* 56 repaired; 59, 5a */
   expect_nothing(&ea, 13);                           /* 58's resend is in flight */
-  ck_assert_uint_eq(ea.qp.cnt.tx_retransmits, 2);
+  ck_assert_uint_eq(ea.qp.base.cnt.tx_retransmits, 2);
 }
 END_TEST
 
@@ -564,7 +564,7 @@ START_TEST(test_sr_read_behind_hole_resent_with_it)
   ck_assert_uint_eq(p.h.bth.opcode, OP_SR_BASE | OP_READ_REQ);
   ck_assert_uint_eq(p.h.reth.dmalen, 2048);
   expect_nothing(&ea, 10);
-  ck_assert_uint_eq(ea.qp.cnt.timeouts, 0);
+  ck_assert_uint_eq(ea.qp.base.cnt.timeouts, 0);
 }
 END_TEST
 
@@ -613,7 +613,7 @@ START_TEST(test_sr_opcode_mode_mismatch_dropped)
   post_recv(&eb, 1, r, 0, 4096);
   peer_for(&pr, &eb);
   ck_assert_int_eq(inject_req(&eb, &pr, 0, 0xc4, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
-  ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+  ck_assert_uint_eq(eb.qp.base.cnt.rx_bad_opcode, 1);
   expect_nothing(&eb, 0);
   pair_teardown();
   pair_setup(true);
@@ -621,7 +621,7 @@ START_TEST(test_sr_opcode_mode_mismatch_dropped)
   post_recv(&eb, 1, r, 0, 4096);
   peer_for(&pr, &eb);
   ck_assert_int_eq(inject_req(&eb, &pr, 0, OP_SEND_ONLY, 0x123456, true, 10, 1, NULL, 0), RCT_RX_DROPPED);
-  ck_assert_uint_eq(eb.qp.cnt.rx_bad_opcode, 1);
+  ck_assert_uint_eq(eb.qp.base.cnt.rx_bad_opcode, 1);
   expect_nothing(&eb, 0);
 }
 END_TEST
@@ -654,14 +654,14 @@ START_TEST(test_sr_duplicate_and_beyond_window)
     ck_assert_uint_eq(p.hdr_len, 66);
     h.bth.ackreq = 1;
     inject(&eb, &pr, 0, &h, fb + 4096, 1024);   /* again: duplicate */
-    ck_assert_uint_eq(eb.qp.cnt.rx_dup, 1);
+    ck_assert_uint_eq(eb.qp.base.cnt.rx_dup, 1);
     ck_assert(expect_frame(&eb, 0, &p, fb));
     ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
     h.bth.psn = 0x123456 + RCT_SR_WINDOW + 3;   /* beyond the window */
     inject(&eb, &pr, 0, &h, fb + 4096, 1024);
     ck_assert(expect_frame(&eb, 0, &p, fb));
     ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
-    ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 2);
+    ck_assert_uint_eq(eb.qp.base.cnt.rx_out_of_seq, 2);
   }
 }
 END_TEST
@@ -743,7 +743,7 @@ START_TEST(test_sr_sack_thinning)
   ck_assert(expect_frame(&eb, 0, &p, fb));
   ck_assert_uint_eq(p.h.bth.opcode, OP_SR_SACK);
   ck_assert_uint_eq(p.h.sack, 0x7feull);               /* bits 1..10 */
-  ck_assert_uint_eq(eb.qp.cnt.rx_out_of_seq, 10);
+  ck_assert_uint_eq(eb.qp.base.cnt.rx_out_of_seq, 10);
 }
 END_TEST
 
@@ -843,7 +843,7 @@ START_TEST(test_sr_write_access_error_per_packet)
   ck_assert_uint_eq(p.h.bth.opcode, OP_ACK);
   ck_assert_uint_eq(p.h.aeth.syndrome, AETH_NAK_REM_ACC);
   ck_assert_uint_eq(p.h.bth.psn, 0x123458);
-  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_ERR);
+  ck_assert_int_eq(eb.qp.base.attr.qp_state, RCT_QPS_ERR);
 }
 END_TEST
 
@@ -891,8 +891,8 @@ static void random_loss(bool sr, uint32_t seed, unsigned pct)
     ck_assert_uint_eq(wc.wr_id, (uint64_t)(100 + i));
     ck_assert_int_eq(wc.status, RCT_WC_SUCCESS);
   }
-  ck_assert_int_eq(ea.qp.attr.qp_state, RCT_QPS_RTS);
-  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(ea.qp.base.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(eb.qp.base.attr.qp_state, RCT_QPS_RTS);
 }
 
 START_TEST(test_sr_random_loss_go_back_n)
@@ -1025,7 +1025,7 @@ START_TEST(test_sr_read_after_reads_refused_waits)
   ck_assert_uint_eq(p.h.bth.psn, 0x123456);
   expect_nothing(&eb, 0);
   ck_assert_uint_eq(eb.qp.resp.epsn, 0x123456);
-  ck_assert_int_eq(eb.qp.attr.qp_state, RCT_QPS_RTS);
+  ck_assert_int_eq(eb.qp.base.attr.qp_state, RCT_QPS_RTS);
 }
 END_TEST
 

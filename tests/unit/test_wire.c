@@ -165,7 +165,7 @@ START_TEST(test_wire_roce_v1_endpoints)
   conn_defaults(&o);
   ep_connect(&a, MAC_B, IP_B, QPN_B, o.b_psn, o.a_psn, &o);
   ep_connect(&b, MAC_A, IP_A, QPN_A, o.a_psn, o.b_psn, &o);
-  a.qp.encap = b.qp.encap = RCT_ENCAP_V1;      /* as if ah.roce_v1 had been set at RTR */
+  a.qp.base.encap = b.qp.base.encap = RCT_ENCAP_V1;      /* as if ah.roce_v1 had been set at RTR */
   src = ep_reg_mr(&a, 0x1000, 4096, RCT_ACCESS_LOCAL_WRITE);
   dst = ep_reg_mr(&b, 0x1000, 4096, RCT_ACCESS_REMOTE_WRITE);
   post_send(&a, 1, RCT_WR_RDMA_WRITE, src, 0, 2000, 0x1000, dst->rkey, 0);
@@ -173,11 +173,11 @@ START_TEST(test_wire_roce_v1_endpoints)
   n = rct_frame_linearize(&f, buf, sizeof(buf));
   ck_assert_uint_eq(ld16(buf + 12), 0x8915);
   ck_assert_int_eq(rct_handle_frame(&b.dev, 0, buf, (size_t)n), RCT_RX_OK);
-  b.qp.encap = RCT_ENCAP_V2;                   /* a v2 QP drops v1 frames */
+  b.qp.base.encap = RCT_ENCAP_V2;                   /* a v2 QP drops v1 frames */
   ck_assert_int_eq(rct_handle_frame(&b.dev, 0, buf, (size_t)n), RCT_RX_DROPPED);
-  ck_assert_uint_eq(b.qp.cnt.rx_wrong_encap, 1);
+  ck_assert_uint_eq(b.qp.base.cnt.rx_wrong_encap, 1);
   b.allow_bad_frames = true;
-  b.qp.encap = RCT_ENCAP_V1;
+  b.qp.base.encap = RCT_ENCAP_V1;
   link_init(&l);
   (void)l;
   ep_free(&a);
@@ -217,7 +217,7 @@ START_TEST(test_wire_ip_id_from_interface)
     ck_assert_uint_eq(f.dipv4, IP_B);
   }
   ck_assert_uint_eq(a.dev.ip_id, 0);
-  a.qp.encap = RCT_ENCAP_V1;
+  a.qp.base.encap = RCT_ENCAP_V1;
   post_send(&a, 3, RCT_WR_SEND, m, 0, 16, 0, 0, 0);
   ck_assert(rct_poll_transmit(&a.qp, 0, &f));
   ck_assert_uint_eq(f.dipv4, IP_B);
