@@ -70,6 +70,7 @@ static void boot_hart0(void) {
   selftest_start();
   rdma_init();                  // RDMA verbs device and its engine thread
   rdma_mr_selftest();           // the MR contract (kernel/transport/mr_contract.h)
+  selftest_kverbs_start();      // the kernel as an RDMA consumer (kernel/rdma/kverbs.h)
   kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
   __sync_synchronize();
   boot_done = 1;

@@ -1,5 +1,6 @@
-// selftest.h: boot-time kernel self-checks (selftest.c).
+// selftest.h: boot-time kernel self-checks (selftest.c, selftest_kverbs.c).
 #ifndef SELFTEST_H
 #define SELFTEST_H
 void selftest_start(void);
+void selftest_kverbs_start(void);   // selftest_kverbs.c: after rdma_init
 #endif

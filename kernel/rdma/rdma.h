@@ -1,25 +1,30 @@
-// rdma.h: the kernel's RDMA verbs subsystem (kernel/rdma_*.c).
+// rdma.h: the kernel's RDMA verbs subsystem (kernel/rdma/*.c), inside.
 //
 // Owns the one RDMA device (struct rdma_dev): the transport core's device
 // (kernel/transport/rct.h), the tables of verbs objects (PDs, MRs, CQs,
-// completion channels, QPs), the engine that drives the core (a kernel
-// thread and a ktimer), and the frame routing (loopback or NIC).
+// QPs), the engine that drives the core (a kernel thread and a ktimer),
+// and the frame routing (loopback or NIC). Two halves use it: the verbs
+// core, whose API for kernel consumers is kverbs.h (objects are pointers
+// with an owner, struct kv_owner; it knows no process), and the
+// per-process front end uverbs.c (handles, channels, async event queues,
+// exit), which kernel/sys/sysrdma.c calls.
 //
 // Locking: one spin lock, rdma.lock, serializes every core call and every
-// table change (rct.h asks the caller to serialize per device). Objects are
-// static table slots; a handle is the slot index, valid only for the process
-// that created the object (owner pid). The system calls (kernel/sys/
-// sysrdma.c) fetch and copy their arguments and call the functions below,
-// which take kernel values, check them and return -1 for anything wrong.
+// table change, the front end's included (rct.h asks the caller to
+// serialize per device). Objects are static table slots. The kv_* calls
+// take the lock; the functions marked "lock held" below are for code that
+// already holds it (the front end, the engine). Completion and async
+// handlers run with it held (kverbs.h).
 //
-// Files: rdma_dev.c (device, query, exit hook, random, neighbours),
+// Files: rdma_dev.c (device, query, owner release, random, neighbours),
 // rdma_engine.c (progress loop, thread, timer, loopback routing),
 // rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
-// translate), rdma_cq.c (CQ, channels, async events), rdma_qp.c (QP, post,
-// statistics), rdma_idtab.c (random MR keys and QPNs -> table slots),
-// rdma_abi.c (the ABI's values and layouts are the core's: static
-// assertions; the QP attribute translation), rdma_pool.c (the ring pool:
-// QP and CQ rings, allocated at create and freed at destroy).
+// translate), rdma_cq.c (CQ, completion handler), rdma_qp.c (QP, post,
+// statistics), uverbs.c (the per-process front end), rdma_idtab.c (random
+// MR keys and QPNs -> table slots), rdma_abi.c (the ABI's values and
+// layouts are the core's: static assertions; the QP attribute
+// translation), rdma_pool.c (the ring pool: QP and CQ rings, allocated at
+// create and freed at destroy).
 // Lock order: rdma.lock, then the driver's and rdma_tx locks; never the
 // other way (the NIC's callbacks take rdma.lock with no driver lock held).
 #ifndef RDMA_H
@@ -31,6 +36,7 @@
 #include "core/timer.h"
 #include "lib/uapi.h"
 #include "transport/rct.h"
+#include "rdma/kverbs.h"
 
 // Limits (reported by ibv_query_device; RDMA_MAX_QP and RDMA_MAX_CQ are uapi.h's).
 #define RDMA_MAX_PD      64
@@ -40,7 +46,7 @@
 #define RDMA_MAX_CQE     (2 * RDMA_MAX_QP_WR)   // a CQ holds every completion of a QP's two full queues
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
 #define RDMA_GID_TBL_LEN 16       // port 1's GID table: index 0 the IPv4-mapped GID, the rest empty
-// Async events: one queue per process. An object reports at most one event
+// Async events: one queue per process (uverbs.c). An object reports at most one event
 // per error it enters (a CQ once, a QP each time it goes to ERR), and the
 // latest state is what a reader needs: a queue holds one event for each QP
 // and CQ its process may own, and a full queue drops its own oldest event.
@@ -87,15 +93,19 @@ _Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ri
 // The loopback buffer holds the largest frame: headers, a 4096-byte MTU, pad + ICRC.
 _Static_assert(RDMA_FRAME_MAX >= RCT_HDR_MAX + 4096 + 8, "loopback buffer fits a frame");
 
-struct proc;
-
+// The device's objects (the verbs core: rdma_mr.c, rdma_cq.c, rdma_qp.c).
+// Each belongs to an owner (kverbs.h); the front end (uverbs.c) names them
+// to user space by their slot index.
 struct rdma_pd {
-  int used, owner;
+  int used;
+  struct kv_owner *owner;
   int refs;                 // MRs and QPs in this PD
 };
 
 struct rdma_mr {
-  int used, owner, pd;
+  int used;
+  struct kv_owner *owner;
+  int pd;
   uint32 lkey, rkey, access;
   uint64 addr, length;
   uint64 page0;             // PG_ROUND_DOWN(addr)
@@ -103,27 +113,20 @@ struct rdma_mr {
   uint64 *pas[RDMA_MR_DIR]; // pas[i / 512][i % 512] backs page0 + i * PGSIZE
 };
 
-struct rdma_chan {           // behind a file descriptor (rdma_cq.c)
-  int used, owner;
-  int file_open;            // its file is open; the slot is free once not and no CQ uses it
-};
-
 struct rdma_cq {              // in use: its bit in rdma.cq_live
-  int owner, chan;
-  uint64 cookie;
+  struct kv_owner *owner;
+  kv_comp_fn comp;          // the completion handler (kverbs.h), or NULL
+  void *comp_ctx;
   int refs;                 // QPs using it
   struct rct_cq cq;
   struct rct_wc *ring;      // pool pages (rdma_pool.c), cqe entries
   int ring_pages;
-  int armed;                // req_notify: event on the next new completion
-  int solicited_only;       // ... only if it is solicited or an error
-  int events;               // events raised and not yet taken by get_cq_event
   int error;                // overrun: the CQ is in error [IBTA 11.4.2.1 / CQ_ERR]
-  int waiters;              // processes asleep in rdma_wait_cq on this CQ
 };
 
 struct rdma_qp {              // in use: its bit in rdma.qp_live
-  int owner, pd, send_cq, recv_cq;
+  struct kv_owner *owner;
+  int pd, send_cq, recv_cq;
   uint32 max_send_sge, max_recv_sge;
   struct rct_qp qp;
   // One run of pool pages (rdma_pool.c): sq_size send WQEs, rq_size
@@ -135,15 +138,6 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   // rdma.dirty (deadline to be read again).
   int watch;
   uint64 deadline;          // in rdma.heap: no later than the core's next deadline for it
-};
-
-// A process's async event queue (rdma_cq.c); pid 0: free slot. Every
-// process that owns objects may have one, so the table has a slot per
-// process slot.
-struct rdma_evq {
-  int pid;
-  uint32 head, tail;        // ring indices, tail - head <= RDMA_ASYNC_PER_PROC
-  struct rdma_async_event ev[RDMA_ASYNC_PER_PROC];
 };
 
 struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
@@ -159,8 +153,7 @@ struct rdma_dev {
   struct ktimer timer;
   uint64 timer_deadline;    // what the ktimer is armed for (may be before the core's next), RCT_NEVER if not
   struct rdma_neigh neigh[RDMA_MAX_NEIGH];
-  struct rdma_evq evq[NPROC];
-  uint64 async_dropped;     // events dropped from a full queue (its oldest), all processes
+  int frame_waiters;        // sleepers on it wait for any received frame (uverbs.c's wait_write)
   uint64 tx_no_route, tx_too_big;   // frames the engine could not route (rdma_engine.c)
   // bit i: rdma_cqs[i] / rdma_qps[i] is in use (the only record of it).
   // Loops over the tables (process exit, a channel's CQs) visit only
@@ -179,7 +172,6 @@ extern struct rdma_dev rdma;
 extern struct rdma_pd rdma_pds[RDMA_MAX_PD];
 extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
-extern struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
 extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
 
 // Lock held. Slot i's bit in a live bitmap (rdma.cq_live, rdma.qp_live).
@@ -207,19 +199,15 @@ static inline int rdma_live_free(const uint64 *map) {
 // rdma_dev.c
 void   rdma_init(void);
 uint32 rdma_random(void);
-int    rdma_cur_pid(void);
 int    rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]);   // rdma.lock held
 int    rdma_set_neigh(uint32 ip, const uint8 mac[6]);
-void   rdma_query_device(struct rdma_device_info *out);
-int    rdma_query_port(int port, struct rdma_port_info *out);
+void   rdma_release_owner_locked(struct kv_owner *o);   // kv_release_owner, lock held
 
 // rdma_engine.c (all with rdma.lock held)
 int  rdma_progress(int budget);         // 1 if work was left at the budget
 void rdma_engine_start(void);
 void rdma_kick(void);                   // let the engine thread run
-int  rdma_frame_arrived(void);          // wake rdma_wait_write sleepers; 1 if any
-int  rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);   // lock NOT held
-int  rdma_wait_cq(int h, int timeout_ms);                                     // lock NOT held
+int  rdma_frame_arrived(void);          // wake rdma.frame_waiters' sleepers; 1 if any
 void rdma_events_drain(void);           // act on what the core reports (rct_dev_next_event)
 void rdma_watch(int h);                 // QP slot h may arm a timer: work, a frame, a state change
 void rdma_unwatch(int h);               // QP slot h is being destroyed
@@ -248,55 +236,24 @@ int  rdma_qp_attr_in(const struct rdma_qp_attr *a, uint32 ibv_mask,
                      struct rct_qp_attr *r, uint32 *rct_mask);
 void rdma_qp_attr_out(const struct rct_qp_attr *r, struct rdma_qp_attr *a);
 
-// The verbs, for kernel/sys/sysrdma.c: handles as user space names them;
-// -1 for a handle that is not the caller's or any bad argument. Lock NOT
-// held. rdma_mr.c:
-int  rdma_alloc_pd(void);
-int  rdma_dealloc_pd(int h);
-int  rdma_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
-int  rdma_dereg_mr(int h);
-// rdma_cq.c:
-int  rdma_create_chan(void);                               // -> fd
-int  rdma_destroy_chan(int fd);
-int  rdma_create_cq(int cqe, int chan, uint64 cookie);
-int  rdma_destroy_cq(int h);
-int  rdma_poll_cq(int h, struct rct_wc *out, int n);
-int  rdma_req_notify(int h, int solicited_only);
-int  rdma_get_cq_event(int chan, uint64 *cookie);         // sleeps
-int  rdma_get_async(struct rdma_async_event *ev, int block);
-// rdma_qp.c:
-int  rdma_create_qp(struct rdma_qp_create *c);
-int  rdma_destroy_qp(int h);
-int  rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (ARP)
-int  rdma_query_qp(int h, struct rdma_qp_attr *a);
-int  rdma_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
-int  rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
-int  rdma_qp_stats(int i, struct rdma_qp_stats *s);
-void rdma_dev_stats(struct rdma_dev_stats *s);
-
-// rdma_mr.c (lock held)
+// The verbs core's lock-held half, for the front end (uverbs.c), which
+// must act under the same lock hold as its own checks. The kernel API
+// (kverbs.h, lock NOT held) is the rest. Each *_owned returns the object's
+// slot if it is live and o's, else -1 (any pointer, NULL included).
+// rdma_mr.c:
 extern const struct rct_mr_ops rdma_mr_ops;
-int  rdma_pd_get(int h);                // owned, in use: h, else -1 (lock held)
-// PDs and MRs of an explicit owner (lock NOT held): the syscalls pass the
-// caller's pid, the boot selftest an owner no process has.
-int  rdma_pd_alloc_for(int owner);
-int  rdma_pd_dealloc_for(int h, int owner);
-int  rdma_mr_reg_pages(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
-                       const uint64 *pa, struct rdma_mr_keys *keys);
-int  rdma_mr_dereg_for(int h, int owner);
-
+int  rdma_pd_owned(struct kv_owner *o, const struct rdma_pd *pd);
+int  rdma_mr_busy(const struct rdma_mr *mr);
+void rdma_mr_release_all(struct kv_owner *o);   // the owner's QPs are already gone
 // rdma_mr_selftest.c: translate() against the shared MR contract cases;
 // panics on a mismatch. After rdma_init.
 void rdma_mr_selftest(void);
-int  rdma_mr_busy(const struct rdma_mr *mr);
-void rdma_mr_release_all(int pid);
-
-// rdma_cq.c (lock held)
-struct rdma_cq *rdma_cq_get(int h);
+// rdma_cq.c:
+int  rdma_cq_owned(struct kv_owner *o, const struct rdma_cq *cq);
+int  rdma_cq_create_locked(struct kv_owner *o, int cqe, kv_comp_fn fn, void *ctx, struct rdma_cq **out);
+int  rdma_cq_destroy_locked(struct kv_owner *o, struct rdma_cq *cq);   // its slot, or -1
 void rdma_cq_on_event(const struct rct_event *ev);   // CQ_COMP, CQ_OVERFLOW
-void rdma_async_push(int owner, int type, int handle, uint64 cookie);
-void rdma_cq_release_all(int pid);
-void rdma_async_release(int pid);
+void rdma_cq_release_all(struct kv_owner *o);   // the owner's QPs are already gone
 
 // rdma_pool.c (lock held): a run of n zeroed, contiguous pool pages, or
 // NULL when no run is that long; rdma_pool_free gives them back.
@@ -304,9 +261,38 @@ void *rdma_pool_alloc(int n);
 void  rdma_pool_free(void *p, int n);
 int   rdma_pool_free_pages(void);
 
-// rdma_qp.c (lock held)
+// rdma_qp.c:
+int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);
 struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);
 void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR
-void rdma_qp_release_all(int pid);
+void rdma_qp_release_all(struct kv_owner *o);
+void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s);   // live slot i; handle and owner_pid left 0
+
+// uverbs.c: the per-process front end, for kernel/sys/sysrdma.c. Handles
+// as user space names them; -1 for a handle that is not the caller's or
+// any bad argument. Lock NOT held.
+void uv_init(void);                     // boot: the exit hook
+int  uv_alloc_pd(void);
+int  uv_dealloc_pd(int h);
+int  uv_reg_mr(int pd, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys);
+int  uv_dereg_mr(int h);
+int  uv_create_chan(void);                               // -> fd
+int  uv_destroy_chan(int fd);
+int  uv_create_cq(int cqe, int chan, uint64 cookie);
+int  uv_destroy_cq(int h);
+int  uv_poll_cq(int h, struct rct_wc *out, int n);
+int  uv_req_notify(int h, int solicited_only);
+int  uv_get_cq_event(int chan, uint64 *cookie);         // sleeps
+int  uv_get_async(struct rdma_async_event *ev, int block);
+int  uv_create_qp(struct rdma_qp_create *c);
+int  uv_destroy_qp(int h);
+int  uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (ARP)
+int  uv_query_qp(int h, struct rdma_qp_attr *a);
+int  uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
+int  uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
+int  uv_qp_stats(int i, struct rdma_qp_stats *s);
+void uv_dev_stats(struct rdma_dev_stats *s);
+int  uv_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);
+int  uv_wait_cq(int h, int timeout_ms);
 
 #endif

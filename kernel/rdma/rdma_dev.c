@@ -2,12 +2,10 @@
 // device (address from the boot arguments ip= and mac=, the MR interface,
 // the QP lookup), the object tables, the random numbers for keys and QPNs
 // (random.c), the device/port queries, the neighbour table (IPv4 -> MAC for
-// address vectors) and the exit hook that frees a process's objects.
+// address vectors) and the end of an owner (kv_release_owner).
 #include "lib/types.h"
 #include "lib/param.h"
 #include "lib/riscv.h"
-#include "core/proc.h"
-#include "proc/lifecycle.h"
 #include "core/printk.h"
 #include "core/vm.h"
 #include "lib/klib.h"
@@ -25,7 +23,6 @@ static uint16 iface_ip_id(void *ctx) { return ip_next_id(); }
 struct rdma_pd rdma_pds[RDMA_MAX_PD];
 struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
-struct rdma_chan rdma_chans[RDMA_MAX_CHAN];
 struct rdma_qp rdma_qps[RDMA_MAX_QP];
 
 // MR keys, QPNs and the neighbour table's victim slot: the kernel's
@@ -35,14 +32,17 @@ uint32 rdma_random(void) {
   return random_u32();
 }
 
-int rdma_cur_pid(void) { return current()->pid; }
+// Every object of o goes: QPs first (they hold CQs and PDs), then CQs,
+// MRs and PDs.
+void rdma_release_owner_locked(struct kv_owner *o) {
+  rdma_qp_release_all(o);
+  rdma_cq_release_all(o);
+  rdma_mr_release_all(o);
+}
 
-static void rdma_proc_exit(struct proc *p) {
+void kv_release_owner(struct kv_owner *o) {
   spin_lock(&rdma.lock);
-  rdma_qp_release_all(p->pid);     // QPs first: they hold CQs and PDs
-  rdma_cq_release_all(p->pid);
-  rdma_mr_release_all(p->pid);
-  rdma_async_release(p->pid);
+  rdma_release_owner_locked(o);
   spin_unlock(&rdma.lock);
 }
 
@@ -73,7 +73,7 @@ void rdma_init(void) {
   a.next_ip_id = iface_ip_id;
   rct_dev_init(&rdma.dev, &a);
   rdma.timer_deadline = RCT_NEVER;
-  proc_on_exit(rdma_proc_exit);
+  uv_init();                       // the per-process front end: its exit hook
   rdma_engine_start();
   kprintf("rdma: rxe0 gid ::ffff:%d.%d.%d.%d mac %x:%x:%x:%x:%x:%x\n",
           rdma.ipv4 >> 24, (rdma.ipv4 >> 16) & 255, (rdma.ipv4 >> 8) & 255, rdma.ipv4 & 255,
@@ -104,7 +104,7 @@ int rdma_set_neigh(uint32 ip, const uint8 mac[6]) {
 }
 
 // The device's attributes and limits.
-void rdma_query_device(struct rdma_device_info *out) {
+void kv_query_device(struct rdma_device_info *out) {
   struct rdma_device_info d;
   memset(&d, 0, sizeof d);
   d.node_guid = ((uint64)rdma.mac[0] << 56) | ((uint64)rdma.mac[1] << 48) |
@@ -138,7 +138,7 @@ static enum rct_mtu boot_mtu(void) {
 }
 
 // Port port's attributes into *out: 0, or -1 (the device has port 1 only).
-int rdma_query_port(int port, struct rdma_port_info *out) {
+int kv_query_port(int port, struct rdma_port_info *out) {
   if (port != 1) return -1;
   struct rdma_port_info pi;
   memset(&pi, 0, sizeof pi);

@@ -23,10 +23,11 @@
 // per touched QP and O(log n) per deadline: idle QPs cost nothing per
 // pass, and busy ones only what they did.
 //
-// Waiting for a WRITE (rdma_wait_write): a WRITE makes no completion at
-// its target, so a process that waits for one polls memory. Instead of
-// spinning, it may sleep here until the byte it watches changes: every
-// frame the core takes in wakes the sleepers, each re-reads its byte.
+// Waiting for a WRITE (uverbs.c's wait_write): a WRITE makes no
+// completion at its target, so a process that waits for one polls memory.
+// Instead of spinning, it may sleep until the byte it watches changes:
+// every frame the core takes in wakes the sleepers on rdma.frame_waiters,
+// each re-reads its byte.
 //
 // Who runs it: syscalls that post work (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
@@ -244,64 +245,11 @@ void rdma_engine_start(void) {
   if (kthread_start("rdma", engine_thread, NULL) < 0) panic("rdma: no slot for the engine thread");
 }
 
-// ---- rdma_wait_write ----
-
-static int write_waiters;                     // under rdma.lock
-
-static uint64 deadline_after_ms(int timeout_ms) {
-  return timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
-}
-
 // rdma.lock held: the core just took in a frame (it may have placed data).
-// Returns 1 if a process waiting in rdma_wait_write was woken.
+// Returns 1 if a sleeper on rdma.frame_waiters (uverbs.c's wait_write)
+// was woken.
 int rdma_frame_arrived(void) {
-  if (!write_waiters) return 0;
-  proc_wakeup(&write_waiters);
+  if (!rdma.frame_waiters) return 0;
+  proc_wakeup(&rdma.frame_waiters);
   return 1;
-}
-
-// Lock NOT held. addr: the kernel's address of a byte of the caller's
-// memory (the system call translated it; the caller, asleep here, cannot
-// unmap it). 0 once *addr != old, -2 at the timeout (< 0: none), -1 for a
-// kill.
-int rdma_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
-  uint64 deadline = deadline_after_ms(timeout_ms);
-  struct proc *p = current();
-  int r;
-  spin_lock(&rdma.lock);
-  for (;;) {
-    if (proc_killed(p)) { r = -1; break; }
-    if (*addr != old) { r = 0; break; }
-    if (clock_ns() >= deadline) { r = -2; break; }
-    write_waiters++;
-    proc_sleep_until(&write_waiters, &rdma.lock, deadline);
-    write_waiters--;
-  }
-  spin_unlock(&rdma.lock);
-  return r;
-}
-
-// Lock NOT held. 0 once the caller's CQ h holds a completion (or has
-// overrun: the next poll reports it), -2 at the timeout (< 0: none), -1
-// for a CQ that is not the caller's or a kill. Completions stay in the CQ
-// for ibv_poll_cq: this is the sleeping half of a polling loop for
-// programs without a completion channel. The CQ's events wake the waiters
-// (rdma_cq_on_event).
-int rdma_wait_cq(int h, int timeout_ms) {
-  uint64 deadline = deadline_after_ms(timeout_ms);
-  struct proc *p = current();
-  int r;
-  spin_lock(&rdma.lock);
-  if (rdma_cq_get(h) && rdma_progress(RDMA_BUDGET)) rdma_kick();
-  for (;;) {
-    struct rdma_cq *cq = rdma_cq_get(h);
-    if (!cq || proc_killed(p)) { r = -1; break; }
-    if (cq->error || rct_cq_count(&cq->cq) > 0) { r = 0; break; }
-    if (clock_ns() >= deadline) { r = -2; break; }
-    cq->waiters++;
-    proc_sleep_until(cq, &rdma.lock, deadline);
-    cq->waiters--;
-  }
-  spin_unlock(&rdma.lock);
-  return r;
 }

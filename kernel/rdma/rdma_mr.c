@@ -15,63 +15,50 @@
 // posted WR or the responder still uses the MR, so the core never sees
 // pages vanish.
 //
-// The owner of a PD or MR is a pid. Functions here take kernel values; the
-// system calls are kernel/sys/sysrdma.c. The boot selftest
-// (rdma_mr_selftest.c) registers kernel pages under an owner no process
-// has, through the same checks, slots and keys (rdma_pd_alloc_for,
-// rdma_mr_reg_pages, ...).
+// The owner of a PD or MR is a struct kv_owner (kverbs.h): the front end's
+// for a process (uverbs.c), a kernel consumer's own for kernel pages
+// (kv_reg_kernel_mr: the boot self-tests, rdma_mr_selftest.c and
+// kernel/selftest_kverbs.c), through the same checks, slots and keys.
 #include "lib/types.h"
 #include "lib/param.h"
 #include "lib/riscv.h"
-#include "core/proc.h"
 #include "core/printk.h"
 #include "core/pmem.h"
 #include "core/vm.h"
 #include "lib/klib.h"
 #include "rdma/rdma.h"
 
-// Lock held. h if it is a PD handle of owner, else -1.
-static int pd_owned(int h, int owner) {
-  if (h < 0 || h >= RDMA_MAX_PD) return -1;
-  struct rdma_pd *pd = &rdma_pds[h];
-  return (pd->used && pd->owner == owner) ? h : -1;
+// Lock held. pd's slot if it is a live PD of o, else -1.
+int rdma_pd_owned(struct kv_owner *o, const struct rdma_pd *pd) {
+  if (pd < rdma_pds || pd >= rdma_pds + RDMA_MAX_PD) return -1;
+  return (pd->used && pd->owner == o) ? (int)(pd - rdma_pds) : -1;
 }
 
-// Lock held. A PD handle of the calling process, or -1.
-int rdma_pd_get(int h) {
-  return pd_owned(h, rdma_cur_pid());
-}
-
-// Lock NOT held. A new PD of owner, or -1.
-int rdma_pd_alloc_for(int owner) {
-  int h = -1;
+// A new PD of o, or NULL.
+struct rdma_pd *kv_alloc_pd(struct kv_owner *o) {
+  struct rdma_pd *pd = NULL;
   spin_lock(&rdma.lock);
-  for (int i = 0; i < RDMA_MAX_PD && h < 0; i++) {
+  for (int i = 0; i < RDMA_MAX_PD && !pd; i++) {
     if (!rdma_pds[i].used) {
-      rdma_pds[i] = (struct rdma_pd){ .used = 1, .owner = owner };
-      h = i;
+      rdma_pds[i] = (struct rdma_pd){ .used = 1, .owner = o };
+      pd = &rdma_pds[i];
     }
   }
   spin_unlock(&rdma.lock);
-  return h;
+  return pd;
 }
 
-// Lock NOT held. 0, or -1 if h is no PD of owner or still has MRs or QPs.
-int rdma_pd_dealloc_for(int h, int owner) {
+// 0, or -1 if pd is no PD of o or still has MRs or QPs.
+int kv_dealloc_pd(struct kv_owner *o, struct rdma_pd *pd) {
   int r = -1;
   spin_lock(&rdma.lock);
-  if (pd_owned(h, owner) >= 0 && rdma_pds[h].refs == 0) {
-    rdma_pds[h].used = 0;
+  if (rdma_pd_owned(o, pd) >= 0 && pd->refs == 0) {
+    pd->used = 0;
     r = 0;
   }
   spin_unlock(&rdma.lock);
   return r;
 }
-
-// Lock NOT held (these take handles from a system call): a PD of the
-// caller, or -1; the caller's PD h, unless an MR or QP uses it: 0, or -1.
-int rdma_alloc_pd(void) { return rdma_pd_alloc_for(rdma_cur_pid()); }
-int rdma_dealloc_pd(int h) { return rdma_pd_dealloc_for(h, rdma_cur_pid()); }
 
 static uint64 mr_pa(const struct rdma_mr *mr, int page) {
   return mr->pas[page / RDMA_PAS_PER_PAGE][page % RDMA_PAS_PER_PAGE];
@@ -162,50 +149,48 @@ static int mr_args_ok(uint64 addr, uint64 length, uint32 access) {
 }
 
 // Lock NOT held. Register [addr, addr+length) of pt, or of the kernel
-// pages kpa (see mr_pin), as an MR of owner in owner's PD pdh. The MR
-// handle with *keys set, or -1 with nothing pinned.
-static int mr_reg(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
-                  pagetable_t pt, const uint64 *kpa, struct rdma_mr_keys *keys) {
-  if (!mr_args_ok(addr, length, access)) return -1;
+// pages kpa (see mr_pin), as an MR of o in o's PD pd. The MR with *keys
+// set, or NULL with nothing pinned.
+static struct rdma_mr *mr_reg(struct kv_owner *o, struct rdma_pd *pd, uint64 addr, uint64 length,
+                              uint32 access, pagetable_t pt, const uint64 *kpa,
+                              struct rdma_mr_keys *keys) {
+  if (!mr_args_ok(addr, length, access)) return NULL;
   struct rdma_mr tmp;
   memset(&tmp, 0, sizeof tmp);
   tmp.addr = addr;
   tmp.length = length;
   tmp.access = access;
-  if (mr_pin(&tmp, pt, kpa) < 0) return -1;
+  if (mr_pin(&tmp, pt, kpa) < 0) return NULL;
 
-  int h = -1;
+  struct rdma_mr *mr = NULL;
   spin_lock(&rdma.lock);
-  if (pd_owned(pdh, owner) >= 0) {
-    for (int i = 0; i < RDMA_MAX_MR && h < 0; i++) {
-      if (rdma_mrs[i].used) continue;
-      h = i;
-      tmp.used = 1;
-      tmp.owner = owner;
-      tmp.pd = pdh;
-      mr_add_keys(&tmp, i);
-      rdma_mrs[i] = tmp;
-      rdma_pds[pdh].refs++;
-    }
+  int pdh = rdma_pd_owned(o, pd);
+  for (int i = 0; pdh >= 0 && i < RDMA_MAX_MR && !mr; i++) {
+    if (rdma_mrs[i].used) continue;
+    mr = &rdma_mrs[i];
+    tmp.used = 1;
+    tmp.owner = o;
+    tmp.pd = pdh;
+    mr_add_keys(&tmp, i);
+    *mr = tmp;
+    pd->refs++;
   }
   spin_unlock(&rdma.lock);
-  if (h < 0) { mr_unpin(&tmp); return -1; }
+  if (!mr) { mr_unpin(&tmp); return NULL; }
   *keys = (struct rdma_mr_keys){ tmp.lkey, tmp.rkey };
-  return h;
+  return mr;
 }
 
-// Lock NOT held. Kernel pages pa[] (one per page of [addr, addr+length),
-// which need not be adjacent) as an MR of owner's PD pdh; see mr_reg.
-int rdma_mr_reg_pages(int pdh, int owner, uint64 addr, uint64 length, uint32 access,
-                      const uint64 *pa, struct rdma_mr_keys *keys) {
-  return mr_reg(pdh, owner, addr, length, access, 0, pa, keys);
+struct rdma_mr *kv_reg_user_mr(struct kv_owner *o, struct rdma_pd *pd, pagetable_t pt,
+                               uint64 addr, uint64 length, uint32 access,
+                               struct rdma_mr_keys *keys) {
+  return pt ? mr_reg(o, pd, addr, length, access, pt, NULL, keys) : NULL;
 }
 
-// Lock NOT held. Registers the caller's [addr, addr+length) in its PD pdh
-// with access (IBV_ACCESS_*): the MR's handle and *keys, or -1.
-int rdma_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys) {
-  struct proc *p = current();
-  return mr_reg(pdh, p->pid, addr, length, access, p->pagetable, NULL, keys);
+struct rdma_mr *kv_reg_kernel_mr(struct kv_owner *o, struct rdma_pd *pd, uint64 addr,
+                                 uint64 length, const uint64 *pa, uint32 access,
+                                 struct rdma_mr_keys *keys) {
+  return pa ? mr_reg(o, pd, addr, length, access, NULL, pa, keys) : NULL;
 }
 
 // Lock held. Does a posted WR, the responder's current WRITE or a pending
@@ -214,28 +199,25 @@ int rdma_mr_busy(const struct rdma_mr *mr) {
   return rct_key_in_use(&rdma.dev, mr->lkey) || rct_key_in_use(&rdma.dev, mr->rkey);
 }
 
-// Lock NOT held. 0, or -1 if h is no MR of owner or is still in use.
-int rdma_mr_dereg_for(int h, int owner) {
+// 0, or -1 if mr is no MR of o or is still in use.
+int kv_dereg_mr(struct kv_owner *o, struct rdma_mr *mr) {
   int r = -1;
   spin_lock(&rdma.lock);
-  if (h >= 0 && h < RDMA_MAX_MR && rdma_mrs[h].used &&
-      rdma_mrs[h].owner == owner && !rdma_mr_busy(&rdma_mrs[h])) {
-    mr_free(h);
+  if (mr >= rdma_mrs && mr < rdma_mrs + RDMA_MAX_MR && mr->used && mr->owner == o &&
+      !rdma_mr_busy(mr)) {
+    mr_free((int)(mr - rdma_mrs));
     r = 0;
   }
   spin_unlock(&rdma.lock);
   return r;
 }
 
-// The caller's MR h, unless a posted WR or the responder uses it: 0, or -1.
-int rdma_dereg_mr(int h) { return rdma_mr_dereg_for(h, rdma_cur_pid()); }
-
-// Lock held; the process's QPs are already gone.
-void rdma_mr_release_all(int pid) {
+// Lock held; the owner's QPs are already gone.
+void rdma_mr_release_all(struct kv_owner *o) {
   for (int i = 0; i < RDMA_MAX_MR; i++)
-    if (rdma_mrs[i].used && rdma_mrs[i].owner == pid) mr_free(i);
+    if (rdma_mrs[i].used && rdma_mrs[i].owner == o) mr_free(i);
   for (int i = 0; i < RDMA_MAX_PD; i++)
-    if (rdma_pds[i].used && rdma_pds[i].owner == pid) rdma_pds[i].used = 0;
+    if (rdma_pds[i].used && rdma_pds[i].owner == o) rdma_pds[i].used = 0;
 }
 
 // The core's MR interface (rct.h struct rct_mr_ops). Lock held.

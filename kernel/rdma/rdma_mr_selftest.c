@@ -3,8 +3,8 @@
 // table that the host's reference backend is tested with too
 // (kernel/transport/mr_contract.h; host side: tests/unit/test_mr_contract.c):
 // the table's four MRs are registered through rdma_mr.c's own checks,
-// slots and keys (rdma_mr_reg_pages) on kernel pages, under an owner no
-// process has, and every case goes through rdma_mr_ops.translate. Each
+// slots and keys (kv_reg_kernel_mr) on kernel pages, under a kernel
+// owner of its own, and every case goes through rdma_mr_ops.translate. Each
 // MR's pages are handed over in descending physical order, so no two are
 // adjacent and translate() must split at every page boundary, as the
 // host's does. A mismatch panics (make test-kernel boots every kernel);
@@ -17,12 +17,13 @@
 #include "rdma/rdma.h"
 #include "transport/mr_contract.h"
 
-#define SELFTEST_OWNER (-1)   // no process has this pid
+static struct kv_owner selftest_owner;   // no process's; no async events
 #define MRC_PAGES 4           // pages of the largest MR in mrc_mrs
 
 struct kernel_side {
   struct mrc_side side;       // first: the runner hands it back to kaddr
-  int h[MRC_NMR];             // MR handles
+  struct rdma_pd *pd;
+  struct rdma_mr *mr[MRC_NMR];
   uint64 pa[MRC_NMR][MRC_PAGES];
   int npages[MRC_NMR];
 };
@@ -51,8 +52,8 @@ static void reg(struct kernel_side *k, int i) {
   k->npages[i] = (int)((PG_ROUND_UP(m->va + m->len) - PG_ROUND_DOWN(m->va)) / PGSIZE);
   if (k->npages[i] > MRC_PAGES) panic("rdma MR selftest: MR %d has %d pages", i, k->npages[i]);
   alloc_descending(k->pa[i], k->npages[i]);
-  k->h[i] = rdma_mr_reg_pages((int)k->side.pd, SELFTEST_OWNER, m->va, m->len, m->access, k->pa[i], &keys);
-  if (k->h[i] < 0) panic("rdma MR selftest: MR %d not registered", i);
+  k->mr[i] = kv_reg_kernel_mr(&selftest_owner, k->pd, m->va, m->len, k->pa[i], m->access, &keys);
+  if (!k->mr[i]) panic("rdma MR selftest: MR %d not registered", i);
   k->side.lkey[i] = keys.lkey;
   k->side.rkey[i] = keys.rkey;
 }
@@ -60,18 +61,19 @@ static void reg(struct kernel_side *k, int i) {
 // Deregisters every MR, frees their pages and the PD.
 static void unreg(struct kernel_side *k) {
   for (int i = 0; i < MRC_NMR; i++) {
-    if (rdma_mr_dereg_for(k->h[i], SELFTEST_OWNER) < 0) panic("rdma MR selftest: MR %d busy", i);
+    if (kv_dereg_mr(&selftest_owner, k->mr[i]) < 0) panic("rdma MR selftest: MR %d busy", i);
     for (int j = 0; j < k->npages[i]; j++) page_put(k->pa[i][j]);
   }
-  if (rdma_pd_dealloc_for((int)k->side.pd, SELFTEST_OWNER) < 0) panic("rdma MR selftest: PD busy");
+  if (kv_dealloc_pd(&selftest_owner, k->pd) < 0) panic("rdma MR selftest: PD busy");
 }
 
 // Lock NOT held (translate runs under it, as the core calls it).
 void rdma_mr_selftest(void) {
   static struct kernel_side k;
-  int pd = rdma_pd_alloc_for(SELFTEST_OWNER);
-  if (pd < 0) panic("rdma MR selftest: no PD");
-  k.side = (struct mrc_side){ .ops = &rdma_mr_ops, .ctx = 0, .pd = (uint32)pd, .addr = kaddr };
+  k.pd = kv_alloc_pd(&selftest_owner);
+  if (!k.pd) panic("rdma MR selftest: no PD");
+  // translate() compares the MR's PD with the QP's, by slot
+  k.side = (struct mrc_side){ .ops = &rdma_mr_ops, .ctx = 0, .pd = (uint32)(k.pd - rdma_pds), .addr = kaddr };
   for (int i = 0; i < MRC_NMR; i++) reg(&k, i);
   for (int i = 0; i < MRC_NCASES; i++) {
     const struct mrc_case *c = &mrc_cases[i];

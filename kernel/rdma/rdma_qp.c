@@ -11,19 +11,18 @@
 // system call copied them in (the core's layout), to the core, then runs
 // the engine at once so loopback and the NIC see the work without waiting
 // for the engine thread. Functions here take kernel values; the system
-// calls are kernel/sys/sysrdma.c.
+// calls reach it through the front end (uverbs.c).
 #include "lib/types.h"
 #include "lib/param.h"
-#include "core/proc.h"
 #include "core/printk.h"
-#include "core/vm.h"
 #include "lib/klib.h"
 #include "rdma/rdma.h"
 
-static struct rdma_qp *qp_get(int h) {
-  if (h < 0 || h >= RDMA_MAX_QP) return NULL;
-  struct rdma_qp *q = &rdma_qps[h];
-  return (rdma_live(rdma.qp_live, h) && q->owner == rdma_cur_pid()) ? q : NULL;
+// Lock held. qp's slot if it is a live QP of o, else -1.
+int rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp) {
+  if (qp < rdma_qps || qp >= rdma_qps + RDMA_MAX_QP) return -1;
+  int h = (int)(qp - rdma_qps);
+  return (rdma_live(rdma.qp_live, h) && qp->owner == o) ? h : -1;
 }
 
 // Every live QPN -> its slot; at least twice RDMA_MAX_QP entries.
@@ -46,10 +45,9 @@ static uint32 pow2_at_least(uint32 n) {
   return p;
 }
 
-// Lock held; slot h free, c checked, its PD and CQs the caller's. The
-// rings take one run of pool pages: RDMA_NO_RESOURCES if none is long
-// enough.
-static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct rdma_cq *rcq) {
+// Lock held; slot h free, c checked, its PD and CQs o's. The rings take
+// one run of pool pages: RDMA_NO_RESOURCES if none is long enough.
+static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int sh, int rh) {
   struct rdma_qp *q = &rdma_qps[h];
   struct rct_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
@@ -63,9 +61,9 @@ static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct 
   ia.rd = (struct rct_rd_res *)(ia.rq + ia.rq_size);
   ia.rd_size = RDMA_MAX_RD;
   ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
-  ia.pd = (uint32)c->pd;
-  ia.send_cq = &scq->cq;
-  ia.recv_cq = &rcq->cq;
+  ia.pd = (uint32)pdh;
+  ia.send_cq = &c->send_cq->cq;
+  ia.recv_cq = &c->recv_cq->cq;
   ia.sq_sig_all = c->sq_sig_all != 0;
   if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) {
     rdma_idtab_del(&qp_nums, ia.qpn);
@@ -75,15 +73,15 @@ static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct 
   q->rings = rings;
   q->ring_pages = pages;
   rdma_live_set(rdma.qp_live, h);
-  q->owner = rdma_cur_pid();
-  q->pd = c->pd;
-  q->send_cq = c->send_cq;
-  q->recv_cq = c->recv_cq;
+  q->owner = o;
+  q->pd = pdh;
+  q->send_cq = sh;
+  q->recv_cq = rh;
   q->max_send_sge = c->max_send_sge ? c->max_send_sge : 1;
   q->max_recv_sge = c->max_recv_sge ? c->max_recv_sge : 1;
-  rdma_pds[c->pd].refs++;
-  scq->refs++;
-  rcq->refs++;
+  rdma_pds[pdh].refs++;
+  rdma_cqs[sh].refs++;
+  rdma_cqs[rh].refs++;
   c->max_send_wr = ia.sq_size;
   c->max_recv_wr = ia.rq_size;
   c->max_send_sge = q->max_send_sge;
@@ -92,23 +90,24 @@ static int qp_init(int h, struct rdma_qp_create *c, struct rdma_cq *scq, struct 
   return 0;
 }
 
-// Lock NOT held. A QP over the caller's PD and CQs with c's queue sizes;
-// fills in what was granted and the QPN. Returns the handle, -1 for a bad
+// A QP of o's type c->qp_type (RC) over o's PD and CQs with c's queue
+// sizes; fills in what was granted and the QPN. 0 and *out, -1 for a bad
 // argument, or RDMA_NO_RESOURCES: every slot is taken or the ring pool
 // has no run for the rings.
-int rdma_create_qp(struct rdma_qp_create *c) {
-  if (c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
+int kv_create_qp(struct kv_owner *o, struct kv_qp_init *c, struct rdma_qp **out) {
+  if (c->qp_type != KV_QPT_RC ||
+      c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
       c->max_send_sge > RDMA_MAX_SGE || c->max_recv_sge > RDMA_MAX_SGE) return -1;
-  int h = -1;
+  int rc = -1;
   spin_lock(&rdma.lock);
-  struct rdma_cq *scq = rdma_cq_get(c->send_cq), *rcq = rdma_cq_get(c->recv_cq);
-  if (rdma_pd_get(c->pd) >= 0 && scq && rcq) {
+  int pdh = rdma_pd_owned(o, c->pd), sh = rdma_cq_owned(o, c->send_cq), rh = rdma_cq_owned(o, c->recv_cq);
+  if (pdh >= 0 && sh >= 0 && rh >= 0) {
     int slot = rdma_live_free(rdma.qp_live);
-    int rc = slot < 0 ? RDMA_NO_RESOURCES : qp_init(slot, c, scq, rcq);
-    h = rc < 0 ? rc : slot;
+    rc = slot < 0 ? RDMA_NO_RESOURCES : qp_init(o, slot, c, pdh, sh, rh);
+    if (rc == 0) *out = &rdma_qps[slot];
   }
   spin_unlock(&rdma.lock);
-  return h;
+  return rc;
 }
 
 // Caller holds rdma.lock. An ACK the core holds for a request to follow
@@ -127,22 +126,19 @@ static void qp_free(int h) {
   rdma_live_clear(rdma.qp_live, h);
 }
 
-// Lock held. pid >= 0: every QP of that process; pid = -1 - h: slot h.
-void rdma_qp_release_all(int pid) {
+// Lock held. Every QP of o.
+void rdma_qp_release_all(struct kv_owner *o) {
   rdma_for_each_live(i, rdma.qp_live)
-    if (rdma_qps[i].owner == pid || pid == -1 - i) qp_free(i);
+    if (rdma_qps[i].owner == o) qp_free(i);
 }
 
-// Lock NOT held. Destroys the caller's QP h: 0, or -1.
-int rdma_destroy_qp(int h) {
-  int r = -1;
+// Destroys o's QP qp: 0, or -1.
+int kv_destroy_qp(struct kv_owner *o, struct rdma_qp *qp) {
   spin_lock(&rdma.lock);
-  if (qp_get(h)) {
-    qp_free(h);
-    r = 0;
-  }
+  int h = rdma_qp_owned(o, qp);
+  if (h >= 0) qp_free(h);
   spin_unlock(&rdma.lock);
-  return r;
+  return h >= 0 ? 0 : -1;
 }
 
 // Fill a->dmac when the caller left it zero: our own address, the
@@ -156,17 +152,16 @@ static void resolve_peer(struct rdma_qp_attr *a) {
   if (!known && rdma_net_resolve(a->dipv4, a->dmac) < 0) memset(a->dmac, 0, 6);
 }
 
-// Lock NOT held (may sleep resolving the peer's MAC). Applies a's
-// attributes named by mask (IBV_QP_* | RDMA_QP_*) to the caller's QP h:
-// 0, or -1.
-int rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
+// May sleep resolving the peer's MAC. Applies a's attributes named by
+// mask (IBV_QP_* | RDMA_QP_*) to o's QP qp: 0, or -1.
+int kv_modify_qp(struct kv_owner *o, struct rdma_qp *q, struct rdma_qp_attr *a, uint32 mask) {
   struct rct_qp_attr r;
   uint32 rmask;
   int rc = -1;
   if (mask & IBV_QP_AV) resolve_peer(a);
   spin_lock(&rdma.lock);
-  struct rdma_qp *q = qp_get(h);
-  if (q && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
+  int h = rdma_qp_owned(o, q);
+  if (h >= 0 && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
     rc = 0;
     rdma_watch(h);
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
@@ -175,13 +170,13 @@ int rdma_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
   return rc;
 }
 
-// Lock NOT held. The caller's QP h's attributes into *a: 0, or -1.
-int rdma_query_qp(int h, struct rdma_qp_attr *a) {
+// o's QP q's attributes into *a: 0, or -1.
+int kv_query_qp(struct kv_owner *o, struct rdma_qp *q, struct rdma_qp_attr *a) {
   struct rct_qp_attr r;
   memset(a, 0, sizeof *a);
   spin_lock(&rdma.lock);
-  struct rdma_qp *q = qp_get(h);
-  if (q) {
+  int h = rdma_qp_owned(o, q);
+  if (h >= 0) {
     rct_qp_query(&q->qp, &r);
     rdma_qp_attr_out(&r, a);
     a->max_send_wr = q->qp.base.init.sq_size;
@@ -190,7 +185,7 @@ int rdma_query_qp(int h, struct rdma_qp_attr *a) {
     a->max_recv_sge = q->max_recv_sge;
   }
   spin_unlock(&rdma.lock);
-  return q ? 0 : -1;
+  return h >= 0 ? 0 : -1;
 }
 
 // The core's refusal of a WR -> the errno a libibverbs caller expects.
@@ -216,16 +211,16 @@ static int post_one(struct rdma_qp *q, int is_send, const void *wr) {
 }
 
 // Lock NOT held. Posts wr[0..n) (struct rct_send_wr or rct_recv_wr, their
-// SGEs in kernel memory) to the caller's QP h in order. Returns how many
-// were accepted, *err the first refused one's RDMA_E* reason (0 if none),
-// or -1 for a handle that is not the caller's QP.
-static int post_many(int h, int is_send, const void *wr, int n, int *err) {
+// SGEs in kernel memory) to o's QP q in order. Returns how many were
+// accepted, *err the first refused one's RDMA_E* reason (0 if none), or
+// -1 for a QP that is not o's.
+static int post_many(struct kv_owner *o, struct rdma_qp *q, int is_send, const void *wr, int n, int *err) {
   uint64 size = is_send ? sizeof(struct rct_send_wr) : sizeof(struct rct_recv_wr);
   int done = -1;
   *err = 0;
   spin_lock(&rdma.lock);
-  struct rdma_qp *q = qp_get(h);
-  if (q) {
+  int h = rdma_qp_owned(o, q);
+  if (h >= 0) {
     rdma_watch(h);
     for (done = 0; done < n; done++)
       if ((*err = post_one(q, is_send, (const uint8 *)wr + done * size)) != 0) break;
@@ -235,12 +230,12 @@ static int post_many(int h, int is_send, const void *wr, int n, int *err) {
   return done;
 }
 
-int rdma_post_send(int h, const struct rct_send_wr *wr, int n, int *err) {
-  return post_many(h, 1, wr, n, err);
+int kv_post_send(struct kv_owner *o, struct rdma_qp *q, const struct rct_send_wr *wr, int n, int *err) {
+  return post_many(o, q, 1, wr, n, err);
 }
 
-int rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
-  return post_many(h, 0, wr, n, err);
+int kv_post_recv(struct kv_owner *o, struct rdma_qp *q, const struct rct_recv_wr *wr, int n, int *err) {
+  return post_many(o, q, 0, wr, n, err);
 }
 
 // Lock held; the core's event for a live QP (rct_qp_destroy takes a freed
@@ -248,8 +243,8 @@ int rdma_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
 // not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner.
 void rdma_qp_on_event(const struct rct_event *ev) {
   struct rdma_qp *q = (struct rdma_qp *)((char *)ev->qp - offsetof(struct rdma_qp, qp));
-  if (ev->info == RCT_QP_ERR_TRANSPORT)
-    rdma_async_push(q->owner, IBV_EVENT_QP_FATAL, (int)(q - rdma_qps), 0);
+  struct kv_async_event ae = { .type = IBV_EVENT_QP_FATAL, .qp = q };
+  if (ev->info == RCT_QP_ERR_TRANSPORT && q->owner->async) q->owner->async(q->owner, &ae);
 }
 
 // Lock held. The slots in use of a table whose entries start with `int used`.
@@ -266,8 +261,9 @@ static int count_live(const uint64 *map) {
   return k;
 }
 
-// Lock NOT held. The device-wide counters, and the objects alive now.
-void rdma_dev_stats(struct rdma_dev_stats *s) {
+// The device-wide counters, and the objects alive now (the front end
+// adds its own: channels, dropped async events).
+void kv_dev_stats(struct rdma_dev_stats *s) {
   spin_lock(&rdma.lock);
   const struct rct_dev_counters *c = &rdma.dev.cnt;
   *s = (struct rdma_dev_stats){
@@ -277,11 +273,9 @@ void rdma_dev_stats(struct rdma_dev_stats *s) {
     .nic_rx_frames = rdma_net_rx_frames, .nic_rx_bad = rdma_net_rx_bad,
     .nic_tx_frames = rdma_net_tx_frames, .nic_tx_full = rdma_net_tx_full,
     .tx_no_route = rdma.tx_no_route, .tx_too_big = rdma.tx_too_big,
-    .async_dropped = rdma.async_dropped,
     .live_pds = count_used(rdma_pds, RDMA_MAX_PD, sizeof rdma_pds[0]),
     .live_mrs = count_used(rdma_mrs, RDMA_MAX_MR, sizeof rdma_mrs[0]),
     .live_cqs = count_live(rdma.cq_live), .live_qps = count_live(rdma.qp_live),
-    .live_chans = count_used(rdma_chans, RDMA_MAX_CHAN, sizeof rdma_chans[0]),
     .pool_free_pages = rdma_pool_free_pages(),
   };
   spin_unlock(&rdma.lock);
@@ -289,11 +283,11 @@ void rdma_dev_stats(struct rdma_dev_stats *s) {
 
 static uint64 sum2(uint64 a, uint64 b) { return a + b; }
 
-// Lock held. Live QP q (slot i)'s counters and states.
-static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
+// Lock held. Live QP slot i's counters and states into *s (zeroed); its
+// handle and owner are the front end's to fill in.
+void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s) {
+  const struct rdma_qp *q = &rdma_qps[i];
   const struct rct_qp_counters *c = &q->qp.base.cnt;
-  s->handle = q->owner == rdma_cur_pid() ? i : -1;
-  s->owner_pid = q->owner;
   s->qp_num = q->qp.base.init.qpn;
   s->dest_qp_num = q->qp.base.attr.dest_qp_num;
   s->state = q->qp.base.attr.qp_state;
@@ -320,16 +314,3 @@ static void qp_stats(const struct rdma_qp *q, int i, struct rdma_qp_stats *s) {
   s->max_inflight = q->qp.base.attr.max_inflight;
   s->loss_window = q->qp.comp.cwnd;
 }
-
-// Lock NOT held. Slot i's QP (of any process) into *s: 0, 1 for an empty
-// slot, -1 past the table.
-int rdma_qp_stats(int i, struct rdma_qp_stats *s) {
-  if (i < 0 || i >= RDMA_MAX_QP) return -1;
-  memset(s, 0, sizeof *s);
-  spin_lock(&rdma.lock);
-  int live = rdma_live(rdma.qp_live, i);
-  if (live) qp_stats(&rdma_qps[i], i, s);
-  spin_unlock(&rdma.lock);
-  return live ? 0 : 1;
-}
-

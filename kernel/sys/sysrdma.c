@@ -1,7 +1,8 @@
 // sysrdma.c: the RDMA verbs system calls (SYS_rdma_* in lib/uapi.h).
 // Each handler fetches its arguments, copies ABI structs in or out and
-// calls the rdma/ function that does the work with kernel values (checks,
-// tables, the core, undo: rdma/rdma.h). A bad user pointer or handle is
+// calls the per-process front end (rdma/uverbs.c: handles, owner checks,
+// channels, async events) or the device's queries (rdma/kverbs.h) with
+// kernel values. A bad user pointer or handle is
 // -1. Work requests and completions cross as the core lays them out
 // (rdma/rdma_abi.c asserts it): a WR is copied in straight into a struct
 // rct_send_wr / rct_recv_wr, its SGEs into kernel memory the WR then
@@ -27,33 +28,33 @@ static int64 out_if_ok(int64 r, uint64 uva, const void *src, uint64 len) {
 
 int64 sys_rdma_query_device(void) {
   struct rdma_device_info d;
-  rdma_query_device(&d);
+  kv_query_device(&d);
   return out_if_ok(0, arg_addr(0), &d, sizeof d);
 }
 
 int64 sys_rdma_query_port(void) {
   struct rdma_port_info pi;
-  return out_if_ok(rdma_query_port(arg_int(0), &pi), arg_addr(1), &pi, sizeof pi);
+  return out_if_ok(kv_query_port(arg_int(0), &pi), arg_addr(1), &pi, sizeof pi);
 }
 
-int64 sys_rdma_alloc_pd(void) { return rdma_alloc_pd(); }
-int64 sys_rdma_dealloc_pd(void) { return rdma_dealloc_pd(arg_int(0)); }
+int64 sys_rdma_alloc_pd(void) { return uv_alloc_pd(); }
+int64 sys_rdma_dealloc_pd(void) { return uv_dealloc_pd(arg_int(0)); }
 
 // (pd, addr, length, access, struct rdma_mr_keys *out) -> mr
 int64 sys_rdma_reg_mr(void) {
   struct rdma_mr_keys k;
-  int h = rdma_reg_mr(arg_int(0), arg_addr(1), arg_addr(2), (uint32)arg_int(3), &k);
+  int h = uv_reg_mr(arg_int(0), arg_addr(1), arg_addr(2), (uint32)arg_int(3), &k);
   if (out_if_ok(h, arg_addr(4), &k, sizeof k) >= 0 || h < 0) return h;
-  rdma_dereg_mr(h);             // the caller cannot learn the handle: undo
+  uv_dereg_mr(h);             // the caller cannot learn the handle: undo
   return -1;
 }
 
-int64 sys_rdma_dereg_mr(void) { return rdma_dereg_mr(arg_int(0)); }
-int64 sys_rdma_create_chan(void) { return rdma_create_chan(); }
-int64 sys_rdma_destroy_chan(void) { return rdma_destroy_chan(arg_int(0)); }
-int64 sys_rdma_create_cq(void) { return rdma_create_cq(arg_int(0), arg_int(1), arg_addr(2)); }
-int64 sys_rdma_destroy_cq(void) { return rdma_destroy_cq(arg_int(0)); }
-int64 sys_rdma_req_notify(void) { return rdma_req_notify(arg_int(0), arg_int(1)); }
+int64 sys_rdma_dereg_mr(void) { return uv_dereg_mr(arg_int(0)); }
+int64 sys_rdma_create_chan(void) { return uv_create_chan(); }
+int64 sys_rdma_destroy_chan(void) { return uv_destroy_chan(arg_int(0)); }
+int64 sys_rdma_create_cq(void) { return uv_create_cq(arg_int(0), arg_int(1), arg_addr(2)); }
+int64 sys_rdma_destroy_cq(void) { return uv_destroy_cq(arg_int(0)); }
+int64 sys_rdma_req_notify(void) { return uv_req_notify(arg_int(0), arg_int(1)); }
 
 // (cq, n, struct rdma_wc *wc) -> completions copied. A bad buffer is -1
 // and loses the completions taken for it, as a poller's own bad buffer.
@@ -64,7 +65,7 @@ int64 sys_rdma_poll_cq(void) {
   if (n < 0) return -1;
   do {
     int want = n - got < POLL_BATCH ? n - got : POLL_BATCH;
-    if ((k = rdma_poll_cq(h, wc, want)) < 0) return got > 0 ? got : -1;
+    if ((k = uv_poll_cq(h, wc, want)) < 0) return got > 0 ? got : -1;
     if (copy_out(user_pt(), uva + (uint64)got * sizeof(struct rdma_wc), wc,
                  (uint64)k * sizeof(struct rdma_wc)) < 0) return -1;
     got += k;
@@ -76,7 +77,7 @@ int64 sys_rdma_poll_cq(void) {
 // (chan fd, unsigned long long *cookie) -> cq; sleeps unless O_NONBLOCK.
 int64 sys_rdma_get_cq_event(void) {
   uint64 cookie = 0;
-  return out_if_ok(rdma_get_cq_event(arg_int(0), &cookie), arg_addr(1), &cookie, sizeof cookie);
+  return out_if_ok(uv_get_cq_event(arg_int(0), &cookie), arg_addr(1), &cookie, sizeof cookie);
 }
 
 // (struct rdma_qp_create *io) -> qp
@@ -84,24 +85,24 @@ int64 sys_rdma_create_qp(void) {
   struct rdma_qp_create c;
   uint64 uva = arg_addr(0);
   if (copy_in(user_pt(), &c, uva, sizeof c) < 0) return -1;
-  int h = rdma_create_qp(&c);
+  int h = uv_create_qp(&c);
   if (out_if_ok(h, uva, &c, sizeof c) >= 0 || h < 0) return h;
-  rdma_destroy_qp(h);           // the caller cannot learn the handle: undo
+  uv_destroy_qp(h);           // the caller cannot learn the handle: undo
   return -1;
 }
 
-int64 sys_rdma_destroy_qp(void) { return rdma_destroy_qp(arg_int(0)); }
+int64 sys_rdma_destroy_qp(void) { return uv_destroy_qp(arg_int(0)); }
 
 // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
 int64 sys_rdma_modify_qp(void) {
   struct rdma_qp_attr a;
   if (copy_in(user_pt(), &a, arg_addr(1), sizeof a) < 0) return -1;
-  return rdma_modify_qp(arg_int(0), &a, (uint32)arg_int(2));
+  return uv_modify_qp(arg_int(0), &a, (uint32)arg_int(2));
 }
 
 int64 sys_rdma_query_qp(void) {
   struct rdma_qp_attr a;
-  return out_if_ok(rdma_query_qp(arg_int(0), &a), arg_addr(1), &a, sizeof a);
+  return out_if_ok(uv_query_qp(arg_int(0), &a), arg_addr(1), &a, sizeof a);
 }
 
 // WRs copied in for one rdma_post_* call: the WR as the core takes it, and
@@ -143,7 +144,7 @@ static int64 post_common(int is_send) {
     for (; k < POST_BATCH && done + k < n && !unreadable; k++)
       unreadable = wr_in(is_send, uva + (uint64)(done + k) * size, &b, k) < 0;
     k -= unreadable;
-    int r = is_send ? rdma_post_send(h, b.s, k, &err) : rdma_post_recv(h, b.r, k, &err);
+    int r = is_send ? uv_post_send(h, b.s, k, &err) : uv_post_recv(h, b.r, k, &err);
     if (r < 0) return -1;
     done += r;
     if (r < k || done == n) break;
@@ -159,14 +160,14 @@ int64 sys_rdma_post_recv(void) { return post_common(0); }
 // (struct rdma_async_event *out, block) -> 0, or -1 if none.
 int64 sys_rdma_get_async(void) {
   struct rdma_async_event ev;
-  return out_if_ok(rdma_get_async(&ev, arg_int(1)), arg_addr(0), &ev, sizeof ev);
+  return out_if_ok(uv_get_async(&ev, arg_int(1)), arg_addr(0), &ev, sizeof ev);
 }
 
 // (i, struct rdma_qp_stats *out) -> 0 = slot i holds a QP (of any
 // process), 1 = empty slot, -1 = past the table or bad pointer.
 int64 sys_rdma_qp_stats(void) {
   struct rdma_qp_stats s;
-  int r = rdma_qp_stats(arg_int(0), &s);
+  int r = uv_qp_stats(arg_int(0), &s);
   return r == 0 ? out_if_ok(r, arg_addr(1), &s, sizeof s) : r;
 }
 
@@ -182,13 +183,13 @@ int64 sys_rdma_set_neigh(void) {
 int64 sys_rdma_wait_write(void) {
   uint64 pa = uvm_user_pa(user_pt(), arg_addr(0), 0);
   if (pa == 0) return -1;
-  return rdma_wait_write((const volatile uint8 *)pa, (uint8)arg_int(1), arg_int(2));
+  return uv_wait_write((const volatile uint8 *)pa, (uint8)arg_int(1), arg_int(2));
 }
 
-int64 sys_rdma_wait_cq(void) { return rdma_wait_cq(arg_int(0), arg_int(1)); }
+int64 sys_rdma_wait_cq(void) { return uv_wait_cq(arg_int(0), arg_int(1)); }
 
 int64 sys_rdma_dev_stats(void) {
   struct rdma_dev_stats s;
-  rdma_dev_stats(&s);
+  uv_dev_stats(&s);
   return out_if_ok(0, arg_addr(0), &s, sizeof s);
 }

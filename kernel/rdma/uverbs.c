@@ -1,0 +1,510 @@
+// uverbs.c: the per-process front end of the verbs (the role of Linux's
+// uverbs). The only RDMA code that knows what a process is; the verbs core
+// (kverbs.h: rdma_mr.c, rdma_cq.c, rdma_qp.c, rdma_dev.c) knows owners.
+//
+// Owns: each process's owner (struct kv_owner, in a table with a slot per
+// process slot, taken by its first verb and freed by the exit hook), the
+// integer handles user space names objects by (a handle is the object's
+// slot in the core's table, valid only for its owner: a bad or foreign
+// handle is -1), completion channels (file descriptors, built on the
+// CQ's completion handler), the per-process async event queues, the
+// sleeping waits (wait_cq, wait_write) and the cleanup at exit. The
+// system calls (kernel/sys/sysrdma.c) fetch and copy their arguments and
+// call the uv_* functions below with kernel values.
+//
+// Notification (IBTA 11.4.2.2): req_notify arms the CQ; the next
+// completion added after arming raises one event on the CQ's channel, and
+// get_cq_event sleeps until there is one. A channel's poll() reports
+// POLLIN while one of its CQs has an event, O_NONBLOCK makes get_cq_event
+// return -1 instead of sleeping, and its slot is freed once the file is
+// closed and no CQ reports to it (destroy_chan refuses while one does, as
+// libibverbs' EBUSY). Async events: a full queue drops its own oldest
+// event, so no process can crowd out another's.
+//
+// Locking: this file's tables are under rdma.lock, as the core's; the
+// completion and async handlers run under it (kverbs.h).
+#include "lib/types.h"
+#include "lib/param.h"
+#include "core/proc.h"
+#include "proc/lifecycle.h"
+#include "core/poll.h"
+#include "fs/file.h"
+#include "lib/klib.h"
+#include "rdma/rdma.h"
+
+// A process's owner and async event queue; pid 0: free slot.
+struct uv_proc {
+  int pid;
+  struct kv_owner owner;
+  uint32 head, tail;        // ring indices, tail - head <= RDMA_ASYNC_PER_PROC
+  struct rdma_async_event ev[RDMA_ASYNC_PER_PROC];
+};
+
+struct uv_chan {            // behind a file descriptor
+  int used, pid;            // pid: its creator's, as every verbs object's
+  int file_open;            // its file is open; the slot is free once not and no CQ uses it
+};
+
+struct uv_cq {              // the front end's half of CQ slot i (its core half: rdma_cqs[i])
+  int chan;                 // 1 + the channel's slot; 0: none
+  uint64 cookie;            // the cq_context user space gave
+  int armed;                // req_notify: event on the next new completion
+  int solicited_only;       // ... only if it is solicited or an error
+  int events;               // events raised and not yet taken by get_cq_event
+  int waiters;              // processes asleep in uv_wait_cq on this CQ
+};
+
+static struct uv_proc uv_procs[NPROC];
+static struct uv_chan uv_chans[RDMA_MAX_CHAN];
+static struct uv_cq uv_cqs[RDMA_MAX_CQ];
+static uint64 async_dropped;  // events dropped from a full queue (its oldest), all processes
+
+// A handle -> the core's slot it names (any owner's, or free), or NULL.
+#define AT(table, max, h) ((h) >= 0 && (h) < (max) ? &(table)[h] : NULL)
+
+static void uv_async(struct kv_owner *o, const struct kv_async_event *ev);
+static void uv_cq_comp(struct rdma_cq *cq, void *ctx, uint32 flags);
+
+// Lock held. pid's entry; with create, a free slot becomes it. NULL if
+// pid has none (and create is 0; the table has a slot per process slot).
+static struct uv_proc *proc_entry(int pid, int create) {
+  struct uv_proc *free = NULL;
+  for (int i = 0; i < NPROC; i++) {
+    if (uv_procs[i].pid == pid) return &uv_procs[i];
+    if (!free && uv_procs[i].pid == 0) free = &uv_procs[i];
+  }
+  if (!create || !free) return NULL;
+  free->pid = pid;
+  free->head = free->tail = 0;
+  free->owner.async = uv_async;
+  return free;
+}
+
+// Lock NOT held. The calling process's owner (made with create), or NULL.
+// It stays valid until the process exits.
+static struct kv_owner *self(int create) {
+  spin_lock(&rdma.lock);
+  struct uv_proc *u = proc_entry(current()->pid, create);
+  spin_unlock(&rdma.lock);
+  return u ? &u->owner : NULL;
+}
+
+// Lock held. The calling process's owner, or NULL.
+static struct kv_owner *self_locked(void) {
+  struct uv_proc *u = proc_entry(current()->pid, 0);
+  return u ? &u->owner : NULL;
+}
+
+// o's process entry, or NULL for an owner that is no process's (a
+// kernel consumer's).
+static struct uv_proc *proc_of(struct kv_owner *o) {
+  struct uv_proc *u = (struct uv_proc *)((char *)o - offsetof(struct uv_proc, owner));
+  return (u >= uv_procs && u < uv_procs + NPROC) ? u : NULL;
+}
+
+// ---- the exit hook ----
+
+static void chan_free_if_unused(int ch);
+
+// The exiting process's objects go, and its queue with its events; its
+// channels go with their files (closed after the exit hooks), or here if
+// already closed.
+static void uv_exit(struct proc *p) {
+  spin_lock(&rdma.lock);
+  struct uv_proc *u = proc_entry(p->pid, 0);
+  if (u) {
+    rdma_for_each_live(i, rdma.cq_live)
+      if (rdma_cqs[i].owner == &u->owner) uv_cqs[i] = (struct uv_cq){ 0 };
+    rdma_release_owner_locked(&u->owner);
+    u->pid = 0;
+  }
+  for (int i = 0; i < RDMA_MAX_CHAN; i++) chan_free_if_unused(i);
+  spin_unlock(&rdma.lock);
+}
+
+void uv_init(void) { proc_on_exit(uv_exit); }
+
+// ---- PDs, MRs ----
+
+int uv_alloc_pd(void) {
+  struct kv_owner *o = self(1);
+  struct rdma_pd *pd = o ? kv_alloc_pd(o) : NULL;
+  return pd ? (int)(pd - rdma_pds) : -1;
+}
+
+int uv_dealloc_pd(int h) {
+  struct kv_owner *o = self(0);
+  return o ? kv_dealloc_pd(o, AT(rdma_pds, RDMA_MAX_PD, h)) : -1;
+}
+
+// Registers the caller's [addr, addr+length) in its PD pdh with access
+// (IBV_ACCESS_*): the MR's handle and *keys, or -1.
+int uv_reg_mr(int pdh, uint64 addr, uint64 length, uint32 access, struct rdma_mr_keys *keys) {
+  struct kv_owner *o = self(0);
+  struct rdma_mr *mr = o ? kv_reg_user_mr(o, AT(rdma_pds, RDMA_MAX_PD, pdh), current()->pagetable,
+                                          addr, length, access, keys) : NULL;
+  return mr ? (int)(mr - rdma_mrs) : -1;
+}
+
+int uv_dereg_mr(int h) {
+  struct kv_owner *o = self(0);
+  return o ? kv_dereg_mr(o, AT(rdma_mrs, RDMA_MAX_MR, h)) : -1;
+}
+
+// ---- completion channels ----
+
+static const struct file_ops chan_ops;
+
+// Lock held. The caller's channel behind descriptor fd: its slot, or -1
+// (not a channel, or another process's: it is its creator's, as every
+// verbs object, even where fork shared the descriptor).
+static int chan_get(int fd) {
+  struct uv_chan *c = fd_obj(fd, &chan_ops);
+  return c && c->pid == current()->pid ? (int)(c - uv_chans) : -1;
+}
+
+// Lock held. The first live front-end CQ reporting to channel slot ch, at
+// or after slot i, with an event not yet taken when events; or -1.
+static int chan_cq(int ch, int i, int events) {
+  for (int j = rdma_live_next(rdma.cq_live, i); j >= 0; j = rdma_live_next(rdma.cq_live, j + 1))
+    if (rdma_cqs[j].comp == uv_cq_comp && uv_cqs[j].chan == ch + 1 && (!events || uv_cqs[j].events > 0))
+      return j;
+  return -1;
+}
+
+// Lock held. Frees channel slot ch once its file is closed and no CQ
+// reports to it.
+static void chan_free_if_unused(int ch) {
+  if (ch >= 0 && uv_chans[ch].used && !uv_chans[ch].file_open && chan_cq(ch, 0, 0) < 0)
+    uv_chans[ch].used = 0;
+}
+
+static void chan_close(struct file *f) {
+  struct uv_chan *c = f->obj;
+  spin_lock(&rdma.lock);
+  c->file_open = 0;
+  chan_free_if_unused((int)(c - uv_chans));
+  spin_unlock(&rdma.lock);
+}
+
+// An event the core recorded but the engine has not yet drained (a
+// completion made by a receive pass that woke the engine instead of
+// running it) counts: it is drained here first, as get_cq_event does.
+static int chan_poll(struct file *f) {
+  struct uv_chan *c = f->obj;
+  spin_lock(&rdma.lock);
+  rdma_events_drain();
+  int bits = chan_cq((int)(c - uv_chans), 0, 1) >= 0 ? POLLIN : 0;
+  spin_unlock(&rdma.lock);
+  return bits;
+}
+
+// read() and write() are NULL: events come through get_cq_event.
+static const struct file_ops chan_ops = { .poll = chan_poll, .close = chan_close };
+
+// A completion channel: its file descriptor, or -1.
+int uv_create_chan(void) {
+  int h = -1;
+  spin_lock(&rdma.lock);
+  for (int i = 0; i < RDMA_MAX_CHAN && h < 0; i++) {
+    if (!uv_chans[i].used) {
+      uv_chans[i] = (struct uv_chan){ .used = 1, .pid = current()->pid, .file_open = 1 };
+      h = i;
+    }
+  }
+  spin_unlock(&rdma.lock);
+  if (h < 0) return -1;
+  int fd = fd_open_obj(&chan_ops, &uv_chans[h]);
+  if (fd < 0) {
+    spin_lock(&rdma.lock);
+    uv_chans[h].used = 0;
+    spin_unlock(&rdma.lock);
+  }
+  return fd;
+}
+
+// Closes the caller's channel fd, unless a CQ uses it: 0, or -1.
+int uv_destroy_chan(int fd) {
+  spin_lock(&rdma.lock);
+  int ch = chan_get(fd);
+  int busy = ch < 0 || chan_cq(ch, 0, 0) >= 0;
+  spin_unlock(&rdma.lock);
+  return busy ? -1 : fd_close(fd);
+}
+
+// ---- CQs ----
+
+// The completion handler of every front-end CQ (kverbs.h's rules: lock
+// held, no sleeping). Wakes uv_wait_cq's sleepers, and raises the event
+// of an armed CQ on its channel unless solicited_only and none of the
+// completions was solicited or an error.
+static void uv_cq_comp(struct rdma_cq *cq, void *ctx, uint32 flags) {
+  struct uv_cq *u = &uv_cqs[cq - rdma_cqs];
+  if (u->waiters) proc_wakeup(u);
+  if ((flags & KV_COMP_OVERRUN) || !u->armed || !u->chan) return;
+  if (u->solicited_only && !(flags & KV_COMP_SOLICITED)) return;
+  u->armed = 0;
+  u->events++;
+  proc_wakeup(&uv_chans[u->chan - 1]);
+  poll_notify();
+}
+
+// A CQ of cqe entries reporting to channel chan_fd (-1: none), its events
+// carrying cookie: its handle, -1 for a bad argument, or
+// RDMA_NO_RESOURCES (every slot taken, or no pool run for the ring).
+int uv_create_cq(int cqe, int chan_fd, uint64 cookie) {
+  struct kv_owner *o = self(1);
+  int h = -1;
+  if (!o) return -1;
+  spin_lock(&rdma.lock);
+  int ch = chan_fd == -1 ? -1 : chan_get(chan_fd);
+  struct rdma_cq *cq;
+  if (chan_fd == -1 || ch >= 0) {
+    h = rdma_cq_create_locked(o, cqe, uv_cq_comp, NULL, &cq);
+    if (h == 0) {
+      h = (int)(cq - rdma_cqs);
+      uv_cqs[h] = (struct uv_cq){ .chan = ch + 1, .cookie = cookie };
+    }
+  }
+  spin_unlock(&rdma.lock);
+  return h;
+}
+
+// The caller's CQ h, unless a QP uses it: 0, or -1.
+int uv_destroy_cq(int h) {
+  spin_lock(&rdma.lock);
+  struct kv_owner *o = self_locked();
+  int slot = o ? rdma_cq_destroy_locked(o, AT(rdma_cqs, RDMA_MAX_CQ, h)) : -1;
+  if (slot >= 0) {
+    int ch = uv_cqs[slot].chan - 1;
+    uv_cqs[slot] = (struct uv_cq){ 0 };
+    chan_free_if_unused(ch);
+  }
+  spin_unlock(&rdma.lock);
+  return slot >= 0 ? 0 : -1;
+}
+
+// Up to n of the caller's CQ h's completions: how many, or -1.
+int uv_poll_cq(int h, struct rct_wc *out, int n) {
+  struct kv_owner *o = self(0);
+  return o ? kv_poll_cq(o, AT(rdma_cqs, RDMA_MAX_CQ, h), out, n) : -1;
+}
+
+// Lock held. The caller's CQ h, or NULL.
+static struct rdma_cq *own_cq(int h) {
+  struct kv_owner *o = self_locked();
+  struct rdma_cq *cq = AT(rdma_cqs, RDMA_MAX_CQ, h);
+  return o && rdma_cq_owned(o, cq) >= 0 ? cq : NULL;
+}
+
+// Arms the caller's CQ h for one event: 0, or -1. With sol (solicited
+// only) the event waits for a receive completion whose message carried
+// BTH.SE (rct_wc.solicited) or for an error completion. Completions the
+// core reported before the arming are taken first, so only later ones
+// raise the event.
+int uv_req_notify(int h, int sol) {
+  int r = -1;
+  spin_lock(&rdma.lock);
+  struct rdma_cq *cq = own_cq(h);
+  if (cq && !cq->error) {
+    rdma_events_drain();
+    uv_cqs[h].armed = 1;
+    uv_cqs[h].solicited_only = sol != 0;
+    r = 0;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// Sleeps until a CQ of the caller's channel fd has an event, takes it:
+// the CQ's handle and *cookie, or -1 (not the caller's channel, killed,
+// or O_NONBLOCK and no event waits).
+int uv_get_cq_event(int fd, uint64 *cookie) {
+  int h = -1, ch;
+  struct proc *p = current();
+  spin_lock(&rdma.lock);
+  while ((ch = chan_get(fd)) >= 0) {
+    rdma_events_drain();
+    if ((h = chan_cq(ch, 0, 1)) >= 0) {
+      uv_cqs[h].events--;
+      *cookie = uv_cqs[h].cookie;
+      break;
+    }
+    if (proc_killed(p) || file_nonblock(fd_file(fd))) break;
+    proc_sleep(&uv_chans[ch], &rdma.lock);
+  }
+  spin_unlock(&rdma.lock);
+  return h;
+}
+
+static uint64 deadline_after_ms(int timeout_ms) {
+  return timeout_ms < 0 ? ~0ull : clock_ns() + (uint64)timeout_ms * 1000000;
+}
+
+// 0 once the caller's CQ h holds a completion (or has overrun: the next
+// poll reports it), -2 at the timeout (< 0: none), -1 for a CQ that is
+// not the caller's or a kill. Completions stay in the CQ for ibv_poll_cq:
+// this is the sleeping half of a polling loop for programs without a
+// completion channel. The completion handler wakes the waiters.
+int uv_wait_cq(int h, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
+  struct proc *p = current();
+  int r;
+  spin_lock(&rdma.lock);
+  if (own_cq(h) && rdma_progress(RDMA_BUDGET)) rdma_kick();
+  for (;;) {
+    struct rdma_cq *cq = own_cq(h);
+    if (!cq || proc_killed(p)) { r = -1; break; }
+    if (cq->error || rct_cq_count(&cq->cq) > 0) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    uv_cqs[h].waiters++;
+    proc_sleep_until(&uv_cqs[h], &rdma.lock, deadline);
+    uv_cqs[h].waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// addr: the kernel's address of a byte of the caller's memory (the system
+// call translated it; the caller, asleep here, cannot unmap it). 0 once
+// *addr != old, -2 at the timeout (< 0: none), -1 for a kill. Every frame
+// the core takes in wakes the sleepers (rdma_frame_arrived).
+int uv_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
+  uint64 deadline = deadline_after_ms(timeout_ms);
+  struct proc *p = current();
+  int r;
+  spin_lock(&rdma.lock);
+  for (;;) {
+    if (proc_killed(p)) { r = -1; break; }
+    if (*addr != old) { r = 0; break; }
+    if (clock_ns() >= deadline) { r = -2; break; }
+    rdma.frame_waiters++;
+    proc_sleep_until(&rdma.frame_waiters, &rdma.lock, deadline);
+    rdma.frame_waiters--;
+  }
+  spin_unlock(&rdma.lock);
+  return r;
+}
+
+// ---- async events ----
+
+// The async handler of every process's owner (lock held): the event goes
+// to that process's queue, named by the object's handle and, for a CQ,
+// its cookie. A full queue: its own oldest event makes room (counted in
+// async_dropped); no other process's events are touched. Wakes only its
+// own waiters.
+static void uv_async(struct kv_owner *o, const struct kv_async_event *ev) {
+  struct uv_proc *q = proc_of(o);
+  if (!q) return;
+  int h = ev->cq ? (int)(ev->cq - rdma_cqs) : (int)(ev->qp - rdma_qps);
+  uint64 cookie = ev->cq ? uv_cqs[h].cookie : 0;
+  if (q->tail - q->head == RDMA_ASYNC_PER_PROC) {
+    q->head++;
+    async_dropped++;
+  }
+  q->ev[q->tail++ % RDMA_ASYNC_PER_PROC] =
+    (struct rdma_async_event){ .event_type = ev->type, .handle = h, .cookie = cookie };
+  proc_wakeup(q);
+}
+
+// Takes the caller's oldest async event into *ev: 0, or -1 if there is
+// none (with block: sleeps until there is one, -1 if killed).
+int uv_get_async(struct rdma_async_event *ev, int block) {
+  int found = 0;
+  struct proc *p = current();
+  spin_lock(&rdma.lock);
+  for (;;) {
+    struct uv_proc *q = proc_entry(p->pid, block);
+    if (q && q->head != q->tail) {
+      *ev = q->ev[q->head++ % RDMA_ASYNC_PER_PROC];
+      found = 1;
+    }
+    if (found || !block || !q || proc_killed(p)) break;
+    proc_sleep(q, &rdma.lock);
+  }
+  spin_unlock(&rdma.lock);
+  return found ? 0 : -1;
+}
+
+// ---- QPs ----
+
+// A QP over the caller's PD and CQs with c's queue sizes; fills in what
+// was granted and the QPN. Returns the handle, -1 for a bad argument, or
+// RDMA_NO_RESOURCES.
+int uv_create_qp(struct rdma_qp_create *c) {
+  struct kv_owner *o = self(0);
+  if (!o) return -1;
+  struct kv_qp_init in = {
+    .qp_type = KV_QPT_RC, .pd = AT(rdma_pds, RDMA_MAX_PD, c->pd),
+    .send_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->send_cq), .recv_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->recv_cq),
+    .max_send_wr = c->max_send_wr, .max_recv_wr = c->max_recv_wr,
+    .max_send_sge = c->max_send_sge, .max_recv_sge = c->max_recv_sge, .sq_sig_all = c->sq_sig_all,
+  };
+  struct rdma_qp *qp;
+  int r = kv_create_qp(o, &in, &qp);
+  if (r < 0) return r;
+  c->max_send_wr = in.max_send_wr;
+  c->max_recv_wr = in.max_recv_wr;
+  c->max_send_sge = in.max_send_sge;
+  c->max_recv_sge = in.max_recv_sge;
+  c->qp_num = in.qp_num;
+  return (int)(qp - rdma_qps);
+}
+
+int uv_destroy_qp(int h) {
+  struct kv_owner *o = self(0);
+  return o ? kv_destroy_qp(o, AT(rdma_qps, RDMA_MAX_QP, h)) : -1;
+}
+
+int uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
+  struct kv_owner *o = self(0);
+  return o ? kv_modify_qp(o, AT(rdma_qps, RDMA_MAX_QP, h), a, mask) : -1;
+}
+
+int uv_query_qp(int h, struct rdma_qp_attr *a) {
+  struct kv_owner *o = self(0);
+  return o ? kv_query_qp(o, AT(rdma_qps, RDMA_MAX_QP, h), a) : -1;
+}
+
+int uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err) {
+  struct kv_owner *o = self(0);
+  *err = 0;
+  return o ? kv_post_send(o, AT(rdma_qps, RDMA_MAX_QP, h), wr, n, err) : -1;
+}
+
+int uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
+  struct kv_owner *o = self(0);
+  *err = 0;
+  return o ? kv_post_recv(o, AT(rdma_qps, RDMA_MAX_QP, h), wr, n, err) : -1;
+}
+
+// ---- statistics ----
+
+// Slot i's QP (of any owner) into *s: 0, 1 for an empty slot, -1 past
+// the table. Its handle is i for the caller's own QP, else -1; owner_pid
+// is 0 for a kernel consumer's.
+int uv_qp_stats(int i, struct rdma_qp_stats *s) {
+  if (i < 0 || i >= RDMA_MAX_QP) return -1;
+  memset(s, 0, sizeof *s);
+  spin_lock(&rdma.lock);
+  int live = rdma_live(rdma.qp_live, i);
+  if (live) {
+    rdma_qp_stats_locked(i, s);
+    struct uv_proc *u = proc_of(rdma_qps[i].owner);
+    s->owner_pid = u ? u->pid : 0;
+    s->handle = u && u->pid == current()->pid ? i : -1;
+  }
+  spin_unlock(&rdma.lock);
+  return live ? 0 : 1;
+}
+
+// The device's counters and live objects, with the front end's own.
+void uv_dev_stats(struct rdma_dev_stats *s) {
+  kv_dev_stats(s);
+  spin_lock(&rdma.lock);
+  int chans = 0;
+  for (int i = 0; i < RDMA_MAX_CHAN; i++) chans += uv_chans[i].used != 0;
+  s->live_chans = chans;
+  s->async_dropped = async_dropped;
+  spin_unlock(&rdma.lock);
+}
