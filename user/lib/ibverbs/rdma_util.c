@@ -93,7 +93,7 @@ static const char *const dev_stat_names[] = {
   "rx_frames", "rx_not_roce", "rx_truncated", "rx_bad_header", "rx_icrc_err",
   "rx_bad_opcode", "rx_unknown_qp", "tx_frames", "nic_rx_frames", "nic_rx_bad",
   "nic_tx_frames", "nic_tx_full", "tx_no_route", "tx_too_big", "async_dropped",
-  "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages",
+  "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages", "live_ahs",
 };
 _Static_assert(sizeof(struct rdma_dev_stats) ==
                sizeof dev_stat_names / sizeof dev_stat_names[0] * sizeof(unsigned long long),
