@@ -25,6 +25,10 @@ int kv_create_ah(struct kv_owner *o, struct rdma_pd *pd, const struct rdma_ah_at
   struct rct_ud_dest d;
   memset(&d, 0, sizeof d);
   if (a->port_num != 1 || a->dipv4 == 0) return -1;
+  spin_lock(&rdma.lock);
+  int mine = rdma_pd_owned(o, pd) >= 0;    // a bad PD is -1 before any ARP wait
+  spin_unlock(&rdma.lock);
+  if (!mine) return -1;
   memcpy(d.dmac, a->dmac, 6);
   d.dipv4 = a->dipv4;
   d.ttl = a->hop_limit;
@@ -32,7 +36,7 @@ int kv_create_ah(struct kv_owner *o, struct rdma_pd *pd, const struct rdma_ah_at
   if (memcmp(d.dmac, zero, 6) == 0 && rdma_resolve_mac(d.dipv4, d.dmac) < 0) return RDMA_NO_ROUTE;
   int rc = -1;
   spin_lock(&rdma.lock);
-  int pdh = rdma_pd_owned(o, pd);
+  int pdh = rdma_pd_owned(o, pd);         // again: it may have gone while we slept
   for (int i = 0; pdh >= 0 && i < RDMA_MAX_AH && rc == -1; i++) {
     if (rdma_ahs[i].used) continue;
     rdma_ahs[i] = (struct rdma_ah){ .used = 1, .owner = o, .pd = pdh, .dest = d };

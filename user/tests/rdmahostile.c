@@ -1002,7 +1002,10 @@ static int c_handle_ah(void) {
     struct rdma_ah_attr a = ah_args(pds[i]);
     EXPECTF(rdma_create_ah(&a) == -1, "create_ah in pd %d", pds[i]);
   }
-  struct rdma_ah_attr a = ah_args(pd);
+  struct rdma_ah_attr a = ah_args(pd + 1);
+  a.dipv4 = (port.ipv4 & ~0xffu) | 0xfd;  // nobody: a bad PD is refused before any ARP wait
+  EXPECT(rdma_create_ah(&a) == -1);
+  a = ah_args(pd);
   a.port_num = 2;
   EXPECT(rdma_create_ah(&a) == -1);
   a = ah_args(pd);
