@@ -444,6 +444,7 @@ struct rdma_qp_stats {
   unsigned long long late_probes;    // early probes that fired late and waited once [REQ-TMO-11]
   unsigned int max_inflight;        // the request window in packets ([REQ-WIN-1]; 0 = the kernel's default)
   unsigned int loss_window;         // go-back-N loss window now ([REQ-WIN-5]; 0 = none below max_inflight)
+  unsigned int qp_type;             // RDMA_QPT_RC or RDMA_QPT_UD (UD: sr and the three role states 0)
 };
 
 

@@ -330,6 +330,7 @@ void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s) {
   const struct rdma_qp *q = &rdma_qps[i];
   const struct rct_qp_counters *c = &q->base->cnt;
   int rc = q->type == KV_QPT_RC;
+  s->qp_type = (uint32)q->type;
   s->qp_num = q->base->init.qpn;
   s->dest_qp_num = q->base->attr.dest_qp_num;
   s->state = q->base->attr.qp_state;

@@ -1483,6 +1483,9 @@ static void t_ud_send(void) {
     TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND, sizes[i], RDMAU_UD_QKEY, &wc) == 0);
     TR_ASSERT(ud_received(&p, &wc, sizes[i], 0) == 0);
   }
+  struct rdma_qp_stats st;
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &st) == 0 && st.qp_type == RDMA_QPT_UD);
+  TR_ASSERT(st.tx_frames == 5 && st.qp_num == p.a.qp->qp_num);
   ud_close(&p);
 }
 
@@ -1687,6 +1690,8 @@ static void t_ud_ah_errors(void) {
   qa.qp_state = IBV_QPS_RTS;
   qa.qkey = 1;
   TR_ASSERT(ibv_modify_qp(p.a.qp, &qa, IBV_QP_STATE | IBV_QP_QKEY) == EINVAL);
+  struct rdma_qp_stats st;
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &st) == 0 && st.qp_type == RDMA_QPT_RC);
   pair_close(&p);
 }
 
