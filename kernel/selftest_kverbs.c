@@ -11,8 +11,11 @@
 // QPs and free ring pool pages are back where they were and that every
 // page lost the MR's reference.
 //
-// A pair of one QP type is one function (rc_pair); a test of another type
-// is another such function in pair_tests[]. A failure prints
+// A pair of one QP type is one function in pair_tests[]: rc_pair, and
+// ud_pair, two UD QPs in loopback through an address handle: SEND and
+// SEND_WITH_IMM (the second to the QP's own, controlled Q_Key), each
+// datagram's GRH area (20 zero bytes, then the IPv4 header), payload,
+// length, immediate and source QPN checked. A failure prints
 // "selftest: kverbs FAIL <pair>: <why>" and panics; the boot argument
 // "selftest" prints "selftest: kverbs PASS ..." (tests/harness/
 // test_kernel.py checks it).
@@ -37,6 +40,9 @@
 #define KV_SPAN     ((uint64)KV_PAGES * PGSIZE)
 #define KV_CQE      16
 #define KV_WAIT_NS  30000000000ULL        // far bound: a loaded host pauses a vCPU, never for 30 s
+#define KV_UD_LEN   200                   // bytes per datagram: below the smallest UD MTU (256)
+#define KV_GRH      40                    // a UD receive's GRH area [UD-RECV-2]
+#define KV_QKEY     0x11111111u           // the UD pair's Q_Key (the Linux peer's convention)
 _Static_assert(4 * KV_REGION <= KV_SPAN && KV_OFF + KV_LEN + 1 <= KV_REGION, "regions fit the buffer");
 
 enum { R_SEND, R_WRITE, R_READ };         // a region per transfer
@@ -57,6 +63,7 @@ static struct {
   struct kv_owner owner;
   struct rdma_pd *pd;
   struct side s[2];
+  struct rdma_ah *ah;                     // the UD pair's: this device's own address
   int async_events;
 } kt;
 
@@ -243,6 +250,7 @@ static const char *teardown(void) {
       page_put(s->pa[p]);
     }
   }
+  if (kt.ah && kv_destroy_ah(&kt.owner, kt.ah) != 0) why = "kv_destroy_ah failed";
   if (kt.pd && kv_dealloc_pd(&kt.owner, kt.pd) != 0) why = "kv_dealloc_pd failed";
   return why;
 }
@@ -259,8 +267,79 @@ static const char *rc_pair(const struct rdma_port_info *pi) {
   return why ? why : down;
 }
 
+// UD: side i's QP through INIT (its Q_Key) and RTR to RTS [UD-STATE-1].
+static const char *ud_ready(int i) {
+  struct side *s = &kt.s[i];
+  struct rdma_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = KV_QKEY };
+  if (kv_modify_qp(&kt.owner, s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) != 0)
+    return "UD modify to INIT failed";
+  a = (struct rdma_qp_attr){ .qp_state = IBV_QPS_RTR };
+  if (kv_modify_qp(&kt.owner, s->qp, &a, IBV_QP_STATE) != 0) return "UD modify to RTR failed";
+  a = (struct rdma_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = s->psn };
+  if (kv_modify_qp(&kt.owner, s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) != 0) return "UD modify to RTS failed";
+  return NULL;
+}
+
+// One datagram of opcode from side 0's region r to side 1's, to qkey
+// (KV_QKEY or RCT_QKEY_CONTROLLED); the receive checked: status, length,
+// GRH flag and area, immediate, source QPN, and every byte around it.
+static const char *ud_datagram(int r, int opcode, uint32 qkey, uint64 id) {
+  struct rct_wc wc;
+  const char *why;
+  fill(0, r, 0); fill(1, r, 1);
+  for (int k = 0; k < KV_GRH; k++) *byte_at(&kt.s[1], (uint64)r * KV_REGION + KV_OFF + k) = 0xee;   // must be written
+  struct rct_sge rsge = { region_va(1, r), KV_GRH + KV_UD_LEN, kt.s[1].keys.lkey };
+  struct rct_recv_wr rwr = { .wr_id = id, .sg_list = &rsge, .num_sge = 1 };
+  struct rct_sge sge = { region_va(0, r), KV_UD_LEN, kt.s[0].keys.lkey };
+  struct kv_ud_send_wr wr = { .wr = { .wr_id = id + 1, .opcode = opcode, .send_flags = RCT_SEND_SIGNALED,
+                                      .sg_list = &sge, .num_sge = 1, .imm_data = 0xabc0000u + (uint32)id },
+                              .ah = kt.ah, .remote_qpn = kt.s[1].qpn, .remote_qkey = qkey };
+  int err, b0 = calls(&kt.s[0]), b1 = calls(&kt.s[1]);
+  if (kv_post_recv(&kt.owner, kt.s[1].qp, &rwr, 1, &err) != 1) return "kv_post_recv refused the UD WR";
+  if (kv_post_send_ud(&kt.owner, kt.s[0].qp, &wr, 1, &err) != 1) return "kv_post_send_ud refused the WR";
+  if ((why = expect_wc(0, b0, id + 1, RCT_WC_SEND))) return why;
+  if ((why = next_wc(&kt.s[1], b1, &wc))) return why;
+  if (wc.status != RCT_WC_SUCCESS || wc.wr_id != id || wc.opcode != RCT_WC_RECV) return "UD receive failed";
+  if (wc.byte_len != KV_GRH + KV_UD_LEN || !(wc.wc_flags & RCT_WC_GRH)) return "UD receive: length or GRH flag";
+  if (wc.src_qp != kt.s[0].qpn) return "UD receive: wrong source QPN";
+  int imm = opcode == RCT_WR_SEND_WITH_IMM;
+  if (!(wc.wc_flags & RCT_WC_WITH_IMM) != !imm || (imm && wc.imm_data != wr.wr.imm_data))
+    return "UD receive: immediate data";
+  for (uint64 k = 0; k < KV_REGION; k++) {
+    uint8 got = *byte_at(&kt.s[1], (uint64)r * KV_REGION + k);
+    uint8 want = 0;
+    if (k >= KV_OFF + KV_GRH && k < KV_OFF + KV_GRH + KV_UD_LEN)
+      want = *byte_at(&kt.s[0], (uint64)r * KV_REGION + k - KV_GRH);
+    else if (k == KV_OFF + KV_GRH - 20)
+      want = 0x45;                        // the GRH area's IPv4 header: version 4, IHL 5
+    int in_ip = k > KV_OFF + KV_GRH - 20 && k < KV_OFF + KV_GRH;
+    if (!in_ip && got != want) {
+      kprintf("selftest: kverbs UD region %d byte %d: 0x%x, expected 0x%x\n", r, (int)k, got, want);
+      return "a UD byte (GRH area, payload or around them) is wrong";
+    }
+  }
+  return NULL;
+}
+
+// The UD pair: an AH to this device's own address (its MAC resolved by
+// the kernel), two datagrams, tear down.
+static const char *ud_pair(const struct rdma_port_info *pi) {
+  const char *why = NULL;
+  struct rdma_ah_attr aa = { .dipv4 = pi->ipv4, .hop_limit = 64, .port_num = 1 };
+  if (!(kt.pd = kv_alloc_pd(&kt.owner))) why = "kv_alloc_pd failed";
+  for (int i = 0; i < 2 && !why; i++)
+    if ((why = side_setup(i)) == NULL) why = qp_setup(i, KV_QPT_UD);
+  for (int i = 0; i < 2 && !why; i++) why = ud_ready(i);
+  if (!why && kv_create_ah(&kt.owner, kt.pd, &aa, &kt.ah) != 0) why = "kv_create_ah failed";
+  if (!why) why = ud_datagram(R_SEND, RCT_WR_SEND, KV_QKEY, 20);
+  if (!why) why = ud_datagram(R_WRITE, RCT_WR_SEND_WITH_IMM, RCT_QKEY_CONTROLLED, 30);
+  const char *down = teardown();
+  return why ? why : down;
+}
+
 static const struct { const char *name; const char *(*run)(const struct rdma_port_info *); } pair_tests[] = {
   { "rc", rc_pair },
+  { "ud", ud_pair },
 };
 
 // The device's live objects and free ring pages: equal to before?
@@ -268,7 +347,7 @@ static const char *counts_back(const struct rdma_dev_stats *b) {
   struct rdma_dev_stats a;
   kv_dev_stats(&a);
   if (a.live_pds != b->live_pds || a.live_mrs != b->live_mrs || a.live_cqs != b->live_cqs ||
-      a.live_qps != b->live_qps) return "an object is still live";
+      a.live_qps != b->live_qps || a.live_ahs != b->live_ahs) return "an object is still live";
   return a.pool_free_pages == b->pool_free_pages ? NULL : "ring pool pages not given back";
 }
 
@@ -283,6 +362,7 @@ static void kverbs_thread(void *arg) {
   for (int t = 0; t < (int)ARRAY_LEN(pair_tests); t++) {
     memset(kt.s, 0, sizeof kt.s);
     kt.pd = NULL;
+    kt.ah = NULL;
     const char *why = pair_tests[t].run(&pi);
     if (!why) why = counts_back(&before);
     if (!why && (kt.async_events || kt.s[0].overruns || kt.s[1].overruns)) why = "an async event or overrun";
@@ -293,8 +373,9 @@ static void kverbs_thread(void *arg) {
     handler_calls += kt.s[0].calls + kt.s[1].calls;
   }
   if (bootarg("selftest"))
-    kprintf("selftest: kverbs PASS: %d pair(s), SEND/WRITE/READ of %d bytes each, %d handler calls, "
-            "all objects and ring pages back\n", (int)ARRAY_LEN(pair_tests), KV_LEN, handler_calls);
+    kprintf("selftest: kverbs PASS: %d pair(s), RC SEND/WRITE/READ of %d bytes each, UD SEND and "
+            "SEND_WITH_IMM of %d, %d handler calls, all objects and ring pages back\n",
+            (int)ARRAY_LEN(pair_tests), KV_LEN, KV_UD_LEN, handler_calls);
 }
 
 void selftest_kverbs_start(void) {

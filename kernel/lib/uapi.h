@@ -97,6 +97,9 @@
 #define SYS_rdma_wait_write   82  // (const uchar *addr, old, timeout_ms) -> 0 changed, -2 timeout
 #define SYS_rdma_wait_cq      83  // (cq, timeout_ms) -> 0 a completion (or overrun) waits, -2 timeout
 #define SYS_rdma_dev_stats    84  // (struct rdma_dev_stats *out): the device-wide counters
+#define SYS_rdma_create_ah    85  // (struct rdma_ah_attr *attr) -> ah; RDMA_NO_ROUTE: no ARP answer
+#define RDMA_NO_ROUTE         (-3) // create_ah: the destination's MAC could not be resolved (EHOSTUNREACH)
+#define SYS_rdma_destroy_ah   86  // (ah)
 
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
@@ -194,6 +197,12 @@ struct dirent {
 // user/lib/ibverbs/ibverbs.c use them).
 #define RDMA_MAX_CQ 512      // a CQ per QP
 #define RDMA_MAX_QP 512      // 256 connections each way between two guests, and room
+#define RDMA_MAX_AH 256      // address handles, all processes together (max_ah)
+// QP types (struct rdma_qp_create's qp_type): libibverbs' enum ibv_qp_type values.
+#define RDMA_QPT_RC 2
+#define RDMA_QPT_UD 4
+// A UD send's remote_qkey with this bit set means "the sending QP's own Q_Key" (IBTA 10.2.5)
+#define RDMA_QKEY_CONTROLLED 0x80000000u
 // Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
 #define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
 #define RDMA_ENOMEM 12       // the queue is full
@@ -324,8 +333,16 @@ struct rdma_send_wr {
   unsigned long long sg_list;   // address of num_sge struct ibv_sge
   int num_sge;
   unsigned int imm_data;     // host order (ibv_send_wr's is network order)
-  unsigned long long remote_addr;
-  unsigned int rkey, pad;
+  union {
+    struct {                 // RC: RDMA WRITE / READ's target
+      unsigned long long remote_addr;
+      unsigned int rkey, pad;
+    };
+    struct {                 // UD (libibverbs' wr.ud): where the datagram goes
+      int ud_ah;             // an address handle of the caller's (SYS_rdma_create_ah)
+      unsigned int ud_remote_qpn, ud_remote_qkey, ud_pad;
+    };
+  };
 };
 
 struct rdma_recv_wr {
@@ -349,6 +366,7 @@ struct rdma_wc {
 
 struct rdma_qp_create {
   int pd, send_cq, recv_cq, sq_sig_all;
+  int qp_type;               // RDMA_QPT_RC or RDMA_QPT_UD (0: RC)
   unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // in: wanted, out: granted
   unsigned int qp_num;       // out
 };
@@ -371,6 +389,16 @@ struct rdma_qp_attr {
   unsigned long long min_rto_ns;
   unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // query only
   unsigned int pkey_index, port_num;   // IBV_QP_PKEY_INDEX (0), IBV_QP_PORT (1)
+  unsigned int qkey;                   // IBV_QP_QKEY: a UD QP's Q_Key
+};
+
+// An address handle (SYS_rdma_create_ah): where a UD datagram goes.
+struct rdma_ah_attr {
+  int pd;
+  unsigned int dipv4;        // host order (from the IPv4-mapped destination GID)
+  unsigned char dmac[6];     // all zero = resolve in the kernel (ARP)
+  unsigned char hop_limit, traffic_class;   // hop_limit 0 = 64
+  unsigned int port_num;     // 1
 };
 
 struct rdma_async_event {
@@ -398,6 +426,7 @@ struct rdma_dev_stats {
   // Objects alive now, all processes (a soak compares them before and after: make soak).
   unsigned long long live_pds, live_mrs, live_cqs, live_qps, live_chans;
   unsigned long long pool_free_pages;  // ring pool pages free (kernel/rdma/rdma_pool.c)
+  unsigned long long live_ahs;         // address handles alive now, all processes
 };
 
 struct rdma_qp_stats {
@@ -415,6 +444,7 @@ struct rdma_qp_stats {
   unsigned long long late_probes;    // early probes that fired late and waited once [REQ-TMO-11]
   unsigned int max_inflight;        // the request window in packets ([REQ-WIN-1]; 0 = the kernel's default)
   unsigned int loss_window;         // go-back-N loss window now ([REQ-WIN-5]; 0 = none below max_inflight)
+  unsigned int qp_type;             // RDMA_QPT_RC or RDMA_QPT_UD (UD: sr and the three role states 0)
 };
 
 

@@ -39,6 +39,7 @@ struct rdma_pd;
 struct rdma_mr;
 struct rdma_cq;
 struct rdma_qp;
+struct rdma_ah;
 struct kv_owner;
 
 // An async event of one of the owner's objects: a CQ that overran
@@ -60,8 +61,9 @@ struct kv_owner {
 #define KV_COMP_OVERRUN   2u   // a completion did not fit: the CQ is in error [IBTA 11.4.2.1]
 typedef void (*kv_comp_fn)(struct rdma_cq *cq, void *ctx, uint32 flags);
 
-// QP types (libibverbs' enum ibv_qp_type values). RC only for now.
-#define KV_QPT_RC 2
+// QP types (libibverbs' enum ibv_qp_type values, lib/uapi.h's RDMA_QPT_*).
+#define KV_QPT_RC RDMA_QPT_RC
+#define KV_QPT_UD RDMA_QPT_UD
 
 // What kv_create_qp is asked for; it writes back what was granted.
 struct kv_qp_init {
@@ -116,7 +118,29 @@ int  kv_query_qp(struct kv_owner *o, struct rdma_qp *qp, struct rdma_qp_attr *a)
 int  kv_post_send(struct kv_owner *o, struct rdma_qp *qp, const struct rct_send_wr *wr, int n, int *err);
 int  kv_post_recv(struct kv_owner *o, struct rdma_qp *qp, const struct rct_recv_wr *wr, int n, int *err);
 
-// Every object of o goes (QPs first, then CQs, MRs, PDs): an owner that
+// UD (proto-spec ud.md). A UD QP: kv_create_qp with KV_QPT_UD (no READ
+// resources; its MTU is the port's). Its transitions: RESET->INIT with
+// IBV_QP_STATE | PKEY_INDEX | PORT | QKEY, ->RTR with STATE, ->RTS with
+// STATE | SQ_PSN. Its receives get the 40-byte GRH area first
+// (RCT_WC_GRH, src_qp set). kv_post_send refuses its WRs: each UD send
+// names an address handle (an AH of o's, else RDMA_EINVAL and nothing of
+// it is sent), the remote QPN and Q_Key (RDMA_QKEY_CONTROLLED: the QP's
+// own), and goes through kv_post_send_ud, which answers as kv_post_send.
+struct kv_ud_send_wr {
+  struct rct_send_wr wr;                // SEND or SEND_WITH_IMM
+  struct rdma_ah *ah;
+  uint32 remote_qpn, remote_qkey;
+};
+int  kv_post_send_ud(struct kv_owner *o, struct rdma_qp *qp, const struct kv_ud_send_wr *wr, int n, int *err);
+
+// Address handles: a->pd is ignored (pd names the PD); a->dmac all zero
+// is resolved (our own address, the neighbour table, else ARP: may
+// sleep). *out and 0, -1 for a bad argument or a PD not o's, RDMA_NO_ROUTE
+// for a destination that does not answer ARP, RDMA_NO_RESOURCES for no slot.
+int  kv_create_ah(struct kv_owner *o, struct rdma_pd *pd, const struct rdma_ah_attr *a, struct rdma_ah **out);
+int  kv_destroy_ah(struct kv_owner *o, struct rdma_ah *ah);   // 0, or -1; posted sends still go
+
+// Every object of o goes (QPs first, then AHs, CQs, MRs, PDs): an owner that
 // ends (a process's exit, a kernel consumer that gives up).
 void kv_release_owner(struct kv_owner *o);
 

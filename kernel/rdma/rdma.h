@@ -126,11 +126,14 @@ struct rdma_cq {              // in use: its bit in rdma.cq_live
 
 struct rdma_qp {              // in use: its bit in rdma.qp_live
   struct kv_owner *owner;
+  int type;                 // KV_QPT_RC or KV_QPT_UD
   int pd, send_cq, recv_cq;
   uint32 max_send_sge, max_recv_sge;
-  struct rct_qp qp;
-  // One run of pool pages (rdma_pool.c): sq_size send WQEs, rq_size
-  // receive WQEs, RDMA_MAX_RD READ resources.
+  struct rct_qp_base *base; // the core's QP of any type: &qp.base (RC), or ud's in the rings (UD)
+  struct rct_qp qp;         // RC only
+  // One run of pool pages (rdma_pool.c). RC: sq_size send WQEs, rq_size
+  // receive WQEs, RDMA_MAX_RD READ resources. UD: the struct rct_ud_qp,
+  // then its send and receive WQEs (no READ resources).
   void *rings;
   int ring_pages;
   // The engine's timer bookkeeping (rdma_engine.c): 0 not watched,
@@ -138,6 +141,15 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   // rdma.dirty (deadline to be read again).
   int watch;
   uint64 deadline;          // in rdma.heap: no later than the core's next deadline for it
+};
+
+// An address handle (rdma_ah.c): a UD destination with its MAC resolved
+// at create. Sends copy it into their WQE, so it may go while in use.
+struct rdma_ah {
+  int used;
+  struct kv_owner *owner;
+  int pd;
+  struct rct_ud_dest dest; // dmac, dscp, ttl, dipv4; dqpn and qkey per WR
 };
 
 struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
@@ -173,6 +185,7 @@ extern struct rdma_pd rdma_pds[RDMA_MAX_PD];
 extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
+extern struct rdma_ah rdma_ahs[RDMA_MAX_AH];
 
 // Lock held. Slot i's bit in a live bitmap (rdma.cq_live, rdma.qp_live).
 static inline int rdma_live(const uint64 *map, int i) { return (map[i / 64] >> (i % 64)) & 1; }
@@ -219,6 +232,7 @@ void rdma_net_rx_first(void);           // lock held, dropped around it: the NIC
 void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the frames
 void rdma_net_burst_end(void);          //   sent until burst_end
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
+int  rdma_resolve_mac(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep: ours, neighbours, ARP
 extern uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
 
 // rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)
@@ -261,9 +275,13 @@ void *rdma_pool_alloc(int n);
 void  rdma_pool_free(void *p, int n);
 int   rdma_pool_free_pages(void);
 
+// rdma_ah.c:
+int  rdma_ah_owned(struct kv_owner *o, const struct rdma_ah *ah);
+void rdma_ah_release_all(struct kv_owner *o);
+int  rdma_ah_count(void);
 // rdma_qp.c:
 int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);
-struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn);
+struct rct_qp_base *rdma_qp_lookup_any(void *ctx, uint32 qpn);
 void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR
 void rdma_qp_release_all(struct kv_owner *o);
 void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s);   // live slot i; handle and owner_pid left 0
@@ -290,6 +308,8 @@ int  uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (A
 int  uv_query_qp(int h, struct rdma_qp_attr *a);
 int  uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
 int  uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
+int  uv_create_ah(const struct rdma_ah_attr *a);       // may sleep (ARP); RDMA_NO_ROUTE
+int  uv_destroy_ah(int h);
 int  uv_qp_stats(int i, struct rdma_qp_stats *s);
 void uv_dev_stats(struct rdma_dev_stats *s);
 int  uv_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms);

@@ -60,6 +60,11 @@ SGE(addr); SGE(length); SGE(lkey);
 _Static_assert(sizeof(struct rdma_send_wr) == sizeof(struct rct_send_wr), "send WR size");
 SEND(wr_id); SEND(opcode); SEND(send_flags); SEND(sg_list); SEND(num_sge); SEND(imm_data);
 SEND(remote_addr); SEND(rkey);
+// A UD WR's ud_* fields share remote_addr, rkey and pad's bytes: the front
+// end (uverbs.c) reads them from its copy of the WR as struct rdma_send_wr.
+_Static_assert(offsetof(struct rdma_send_wr, ud_ah) == offsetof(struct rct_send_wr, remote_addr) &&
+               offsetof(struct rdma_send_wr, ud_pad) + 4 == sizeof(struct rct_send_wr), "UD WR fields");
+SAME(RDMA_QKEY_CONTROLLED, RCT_QKEY_CONTROLLED);
 _Static_assert(sizeof(struct rdma_recv_wr) == sizeof(struct rct_recv_wr), "recv WR size");
 RECV(wr_id); RECV(sg_list); RECV(num_sge);
 _Static_assert(sizeof(struct rdma_wc) == sizeof(struct rct_wc), "WC size");
@@ -77,11 +82,11 @@ static const struct { uint32 ibv, rct; } mask_map[] = {
   { IBV_QP_SQ_PSN, RCT_QP_SQ_PSN }, { IBV_QP_MAX_DEST_RD_ATOMIC, RCT_QP_MAX_DEST_RD_ATOMIC },
   { IBV_QP_DEST_QPN, RCT_QP_DEST_QPN }, { RDMA_QP_SR, RCT_QP_SR },
   { RDMA_QP_ADAPTIVE_RTO, RCT_QP_ADAPTIVE_RTO }, { RDMA_QP_MAX_INFLIGHT, RCT_QP_MAX_INFLIGHT },
-  { IBV_QP_PORT, RCT_QP_PORT },
+  { IBV_QP_PORT, RCT_QP_PORT }, { IBV_QP_QKEY, RCT_QP_QKEY },
 };
 // Not in the map, so refused (EINVAL) like every other unlisted bit
-// ([QP-STATE-2]): IBV_QP_QKEY (an RC QP has no Q_Key) and
-// IBV_QP_EN_SQD_ASYNC_NOTIFY (no SQ-drained event is raised; errors.md).
+// ([QP-STATE-2]): IBV_QP_EN_SQD_ASYNC_NOTIFY (no SQ-drained event is
+// raised; errors.md). IBV_QP_QKEY is a UD QP's; the core refuses it for RC.
 
 // The core's mask for an ABI mask, or -1 for a bit it does not take.
 static int64 mask_in(uint32 ibv_mask) {
@@ -123,6 +128,7 @@ int rdma_qp_attr_in(const struct rdma_qp_attr *a, uint32 ibv_mask,
   r->adaptive_rto = a->adaptive_rto != 0;
   r->min_rto_ns = a->min_rto_ns;
   r->max_inflight = a->max_inflight;
+  r->qkey = a->qkey;
   if (!(ibv_mask & IBV_QP_AV)) return 0;
   static const uint8 zero[6];
   r->ah.dipv4 = a->dipv4;
@@ -158,4 +164,5 @@ void rdma_qp_attr_out(const struct rct_qp_attr *r, struct rdma_qp_attr *a) {
   a->adaptive_rto = r->adaptive_rto;
   a->min_rto_ns = r->min_rto_ns;
   a->max_inflight = r->max_inflight;
+  a->qkey = r->qkey;
 }

@@ -24,6 +24,7 @@ struct rdma_pd rdma_pds[RDMA_MAX_PD];
 struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 struct rdma_qp rdma_qps[RDMA_MAX_QP];
+struct rdma_ah rdma_ahs[RDMA_MAX_AH];
 
 // MR keys, QPNs and the neighbour table's victim slot: the kernel's
 // ChaCha20 generator (random.c), keyed from virtio-rng (proto-spec/
@@ -36,6 +37,7 @@ uint32 rdma_random(void) {
 // MRs and PDs.
 void rdma_release_owner_locked(struct kv_owner *o) {
   rdma_qp_release_all(o);
+  rdma_ah_release_all(o);
   rdma_cq_release_all(o);
   rdma_mr_release_all(o);
 }
@@ -69,7 +71,7 @@ void rdma_init(void) {
   a.ack_delay_ns = bootarg_uint("ack_delay", RDMA_ACK_DELAY_US) * 1000;
   a.sack_every = (uint32)bootarg_uint("sack_every", RDMA_SACK_EVERY);
   a.mr_ops = &rdma_mr_ops;
-  a.qp_lookup = rdma_qp_lookup;
+  a.qp_lookup_any = rdma_qp_lookup_any;   // RC and UD QPs
   a.next_ip_id = iface_ip_id;
   rct_dev_init(&rdma.dev, &a);
   rdma.timer_deadline = RCT_NEVER;
@@ -86,6 +88,18 @@ int rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]) {
   for (int i = 0; i < RDMA_MAX_NEIGH; i++) {
     if (rdma.neigh[i].ipv4 == ipv4) { memcpy(mac, rdma.neigh[i].mac, 6); return 0; }
   }
+  return -1;
+}
+
+// Lock NOT held; may sleep. The MAC of ipv4 for an AV or an AH: our
+// own address, the neighbour table, else ARP through the network stack.
+// 0, or -1 (no answer; mac left zero).
+int rdma_resolve_mac(uint32 ipv4, uint8 mac[6]) {
+  spin_lock(&rdma.lock);
+  int known = rdma_neigh_lookup(ipv4, mac) == 0;
+  spin_unlock(&rdma.lock);
+  if (known || rdma_net_resolve(ipv4, mac) == 0) return 0;
+  memset(mac, 0, 6);
   return -1;
 }
 

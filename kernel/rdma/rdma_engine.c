@@ -143,8 +143,8 @@ void rdma_watch(int h) {
 static void run_timers(uint64 now) {
   while (rdma.nheap > 0 && key(0) <= now) rdma_watch(rdma.heap[0]);
   for (int i = 0; i < rdma.ndirty; i++) {
-    struct rct_qp *qp = &rdma_qps[rdma.dirty[i]].qp;
-    if (rct_next_timeout(qp) <= now) rct_handle_timeout(qp, now);
+    struct rct_qp_base *qp = rdma_qps[rdma.dirty[i]].base;
+    if (rct_qpb_next_timeout(qp) <= now) rct_qpb_handle_timeout(qp, now);
   }
 }
 
@@ -156,7 +156,7 @@ static uint64 next_deadline(int drained) {
   uint64 next = RCT_NEVER;
   for (int i = 0; i < rdma.ndirty;) {
     int h = rdma.dirty[i];
-    uint64 t = rct_next_timeout(&rdma_qps[h].qp);
+    uint64 t = rct_qpb_next_timeout(rdma_qps[h].base);
     if (!drained) {
       if (t < next) next = t;
       i++;

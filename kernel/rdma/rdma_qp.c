@@ -1,8 +1,11 @@
-// rdma_qp.c: reliable-connected queue pairs and posting work.
+// rdma_qp.c: queue pairs (RC and UD) and posting work.
 //
-// A QP slot holds the core's struct rct_qp; its send/receive rings and
+// An RC QP slot holds the core's struct rct_qp; its send/receive rings and
 // responder READ resources are one run of pool pages (rdma_pool.c), sized
-// to the queues asked for, taken at create and given back at destroy. QPNs are drawn at random from [2, 2^24), not
+// to the queues asked for, taken at create and given back at destroy. A
+// UD QP is only the core's QP base: its struct rct_ud_qp heads its own run
+// of pool pages, before its rings, and the slot's rct_qp goes unused.
+// Every type-independent call goes through the slot's base (rct_qpb_*). QPNs are drawn at random from [2, 2^24), not
 // reused while live, and carry no trace of the slot ([SEC-RAND-4]);
 // qp_nums (rdma_idtab.c) maps each live QPN to its slot for the core's
 // lookup of every received frame. modify/query translate the attributes
@@ -31,13 +34,22 @@ _Static_assert((1 << QP_NUM_BITS) >= 2 * RDMA_MAX_QP, "qp_nums too small");
 static struct rdma_id_ent qp_num_ents[1 << QP_NUM_BITS];
 static struct rdma_idtab qp_nums = { qp_num_ents, QP_NUM_BITS };
 
-// The core's QPN lookup (rct_dev_attr.qp_lookup). Caller holds rdma.lock.
-struct rct_qp *rdma_qp_lookup(void *ctx, uint32 qpn) {
+// The core's QPN lookup, every type (rct_dev_attr.qp_lookup_any).
+// Caller holds rdma.lock.
+struct rct_qp_base *rdma_qp_lookup_any(void *ctx, uint32 qpn) {
   int h = rdma_idtab_find(&qp_nums, qpn);
   if (h < 0) return NULL;
   rdma_watch(h);                     // a frame for it: it may arm a timer
-  return &rdma_qps[h].qp;
+  return rdma_qps[h].base;
 }
+
+// A UD QP's run of pool pages: the struct rct_ud_qp, then its rings.
+#define UD_HEAD_BYTES ((sizeof(struct rct_ud_qp) + 63) & ~(uint64)63)
+#define UD_RUN_BYTES(s, r) (UD_HEAD_BYTES + (s) * sizeof(struct rct_send_wqe) + \
+                            (r) * sizeof(struct rct_recv_wqe))
+_Static_assert(UD_RUN_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR) <=
+               RDMA_QP_RING_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR) + PGSIZE,
+               "a UD QP takes about what an RC QP's rings take from the pool");
 
 static uint32 pow2_at_least(uint32 n) {
   uint32 p = 1;
@@ -53,23 +65,29 @@ static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int
   memset(&ia, 0, sizeof ia);
   ia.sq_size = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
   ia.rq_size = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
-  int pages = (int)RDMA_PAGES(RDMA_QP_RING_BYTES(ia.sq_size, ia.rq_size));
+  int ud = c->qp_type == KV_QPT_UD;
+  uint64 bytes = ud ? UD_RUN_BYTES(ia.sq_size, ia.rq_size) : RDMA_QP_RING_BYTES(ia.sq_size, ia.rq_size);
+  int pages = (int)RDMA_PAGES(bytes);
   uint8 *rings = rdma_pool_alloc(pages);
   if (!rings) return RDMA_NO_RESOURCES;
-  ia.sq = (struct rct_send_wqe *)rings;
+  struct rct_ud_qp *udq = (struct rct_ud_qp *)rings;
+  ia.sq = (struct rct_send_wqe *)(ud ? rings + UD_HEAD_BYTES : rings);
   ia.rq = (struct rct_recv_wqe *)(ia.sq + ia.sq_size);
-  ia.rd = (struct rct_rd_res *)(ia.rq + ia.rq_size);
-  ia.rd_size = RDMA_MAX_RD;
+  ia.rd = ud ? NULL : (struct rct_rd_res *)(ia.rq + ia.rq_size);
+  ia.rd_size = ud ? 0 : RDMA_MAX_RD;
   ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
   ia.pd = (uint32)pdh;
   ia.send_cq = &c->send_cq->cq;
   ia.recv_cq = &c->recv_cq->cq;
   ia.sq_sig_all = c->sq_sig_all != 0;
-  if (rct_qp_init(&rdma.dev, &q->qp, &ia) != RCT_OK) {
+  int r = ud ? rct_ud_qp_init(&rdma.dev, udq, &ia) : rct_qp_init(&rdma.dev, &q->qp, &ia);
+  if (r != RCT_OK) {
     rdma_idtab_del(&qp_nums, ia.qpn);
     rdma_pool_free(rings, pages);
     return -1;
   }
+  q->type = c->qp_type;
+  q->base = ud ? &udq->base : &q->qp.base;
   q->rings = rings;
   q->ring_pages = pages;
   rdma_live_set(rdma.qp_live, h);
@@ -90,12 +108,12 @@ static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int
   return 0;
 }
 
-// A QP of o's type c->qp_type (RC) over o's PD and CQs with c's queue
-// sizes; fills in what was granted and the QPN. 0 and *out, -1 for a bad
-// argument, or RDMA_NO_RESOURCES: every slot is taken or the ring pool
-// has no run for the rings.
+// A QP of o's type c->qp_type (RC or UD) over o's PD and CQs with c's
+// queue sizes; fills in what was granted and the QPN. 0 and *out, -1 for
+// a bad argument, or RDMA_NO_RESOURCES: every slot is taken or the ring
+// pool has no run for the rings.
 int kv_create_qp(struct kv_owner *o, struct kv_qp_init *c, struct rdma_qp **out) {
-  if (c->qp_type != KV_QPT_RC ||
+  if ((c->qp_type != KV_QPT_RC && c->qp_type != KV_QPT_UD) ||
       c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
       c->max_send_sge > RDMA_MAX_SGE || c->max_recv_sge > RDMA_MAX_SGE) return -1;
   int rc = -1;
@@ -114,15 +132,16 @@ int kv_create_qp(struct kv_owner *o, struct kv_qp_init *c, struct rdma_qp **out)
 // ([RESP-ACK-5]) leaves first: it may answer the peer's last message.
 static void qp_free(int h) {
   struct rdma_qp *q = &rdma_qps[h];
-  if (rct_qp_release_ack(&q->qp)) rdma_progress(RDMA_BUDGET);
-  rdma_idtab_del(&qp_nums, q->qp.base.init.qpn);
-  rct_qp_destroy(&q->qp);
+  if (q->type == KV_QPT_RC && rct_qp_release_ack(&q->qp)) rdma_progress(RDMA_BUDGET);
+  rdma_idtab_del(&qp_nums, q->base->init.qpn);
+  rct_qpb_destroy(q->base);
   rdma_pds[q->pd].refs--;
   rdma_cqs[q->send_cq].refs--;
   rdma_cqs[q->recv_cq].refs--;
   rdma_unwatch(h);
   rdma_pool_free(q->rings, q->ring_pages);
   q->rings = NULL;
+  q->base = NULL;
   rdma_live_clear(rdma.qp_live, h);
 }
 
@@ -141,15 +160,10 @@ int kv_destroy_qp(struct kv_owner *o, struct rdma_qp *qp) {
   return h >= 0 ? 0 : -1;
 }
 
-// Fill a->dmac when the caller left it zero: our own address, the
-// neighbour table, else ARP through the network stack (may sleep).
+// Fill a->dmac when the caller left it zero (may sleep).
 static void resolve_peer(struct rdma_qp_attr *a) {
   static const uint8 zero[6];
-  if (memcmp(a->dmac, zero, 6) != 0) return;
-  spin_lock(&rdma.lock);
-  int known = rdma_neigh_lookup(a->dipv4, a->dmac) == 0;
-  spin_unlock(&rdma.lock);
-  if (!known && rdma_net_resolve(a->dipv4, a->dmac) < 0) memset(a->dmac, 0, 6);
+  if (memcmp(a->dmac, zero, 6) == 0) rdma_resolve_mac(a->dipv4, a->dmac);
 }
 
 // May sleep resolving the peer's MAC. Applies a's attributes named by
@@ -161,7 +175,7 @@ int kv_modify_qp(struct kv_owner *o, struct rdma_qp *q, struct rdma_qp_attr *a, 
   if (mask & IBV_QP_AV) resolve_peer(a);
   spin_lock(&rdma.lock);
   int h = rdma_qp_owned(o, q);
-  if (h >= 0 && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qp_modify(&q->qp, &r, rmask) == RCT_OK) {
+  if (h >= 0 && rdma_qp_attr_in(a, mask, &r, &rmask) == 0 && rct_qpb_modify(q->base, &r, rmask) == RCT_OK) {
     rc = 0;
     rdma_watch(h);
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();   // flushes, first frames
@@ -177,10 +191,10 @@ int kv_query_qp(struct kv_owner *o, struct rdma_qp *q, struct rdma_qp_attr *a) {
   spin_lock(&rdma.lock);
   int h = rdma_qp_owned(o, q);
   if (h >= 0) {
-    rct_qp_query(&q->qp, &r);
+    rct_qpb_query(q->base, &r);
     rdma_qp_attr_out(&r, a);
-    a->max_send_wr = q->qp.base.init.sq_size;
-    a->max_recv_wr = q->qp.base.init.rq_size;
+    a->max_send_wr = q->base->init.sq_size;
+    a->max_recv_wr = q->base->init.rq_size;
     a->max_send_sge = q->max_send_sge;
     a->max_recv_sge = q->max_recv_sge;
   }
@@ -200,13 +214,34 @@ static int post_err(int rct) {
   return RDMA_EINVAL;
 }
 
-// Lock held. Posts one WR: 0, or the RDMA_E* reason it was refused.
-static int post_one(struct rdma_qp *q, int is_send, const void *wr) {
-  const struct rct_send_wr *s = wr;
+// Posting kinds: an RC send (struct rct_send_wr), a receive (struct
+// rct_recv_wr, any type), a UD send (struct kv_ud_send_wr).
+enum { POST_RECV, POST_SEND, POST_UD_SEND };
+static const uint64 post_size[] = {
+  [POST_RECV] = sizeof(struct rct_recv_wr), [POST_SEND] = sizeof(struct rct_send_wr),
+  [POST_UD_SEND] = sizeof(struct kv_ud_send_wr),
+};
+
+// Lock held. A UD send WR of o's to the core: its AH, QPN and Q_Key.
+static int post_ud(struct kv_owner *o, struct rdma_qp *q, const struct kv_ud_send_wr *u) {
+  if (rdma_ah_owned(o, u->ah) < 0) return RCT_EINVAL;
+  struct rct_ud_dest d = u->ah->dest;
+  d.dqpn = u->remote_qpn;
+  d.qkey = u->remote_qkey;
+  return rct_ud_post_send((struct rct_ud_qp *)q->base, &u->wr, &d);
+}
+
+// Lock held. Posts one WR of kind to o's QP q: 0, or the RDMA_E* reason
+// it was refused. A send of the other type's kind is refused.
+static int post_one(struct kv_owner *o, struct rdma_qp *q, int kind, const void *wr) {
+  const struct rct_send_wr *s = kind == POST_UD_SEND ? &((const struct kv_ud_send_wr *)wr)->wr : wr;
   const struct rct_recv_wr *r = wr;
-  uint32 nsge = (uint32)(is_send ? s->num_sge : r->num_sge);
-  if (nsge > (is_send ? q->max_send_sge : q->max_recv_sge)) return RDMA_EINVAL;
-  int rc = is_send ? rct_post_send(&q->qp, s) : rct_post_recv(&q->qp, r);
+  uint32 nsge = (uint32)(kind != POST_RECV ? s->num_sge : r->num_sge);
+  if (nsge > (kind != POST_RECV ? q->max_send_sge : q->max_recv_sge)) return RDMA_EINVAL;
+  int rc;
+  if (kind == POST_RECV) rc = rct_qpb_post_recv(q->base, r);
+  else if ((kind == POST_UD_SEND) != (q->type == KV_QPT_UD)) rc = RCT_EINVAL;
+  else rc = kind == POST_SEND ? rct_post_send(&q->qp, s) : post_ud(o, q, wr);
   return rc == RCT_OK ? 0 : post_err(rc);
 }
 
@@ -214,8 +249,8 @@ static int post_one(struct rdma_qp *q, int is_send, const void *wr) {
 // SGEs in kernel memory) to o's QP q in order. Returns how many were
 // accepted, *err the first refused one's RDMA_E* reason (0 if none), or
 // -1 for a QP that is not o's.
-static int post_many(struct kv_owner *o, struct rdma_qp *q, int is_send, const void *wr, int n, int *err) {
-  uint64 size = is_send ? sizeof(struct rct_send_wr) : sizeof(struct rct_recv_wr);
+static int post_many(struct kv_owner *o, struct rdma_qp *q, int kind, const void *wr, int n, int *err) {
+  uint64 size = post_size[kind];
   int done = -1;
   *err = 0;
   spin_lock(&rdma.lock);
@@ -223,7 +258,7 @@ static int post_many(struct kv_owner *o, struct rdma_qp *q, int is_send, const v
   if (h >= 0) {
     rdma_watch(h);
     for (done = 0; done < n; done++)
-      if ((*err = post_one(q, is_send, (const uint8 *)wr + done * size)) != 0) break;
+      if ((*err = post_one(o, q, kind, (const uint8 *)wr + done * size)) != 0) break;
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   }
   spin_unlock(&rdma.lock);
@@ -231,18 +266,24 @@ static int post_many(struct kv_owner *o, struct rdma_qp *q, int is_send, const v
 }
 
 int kv_post_send(struct kv_owner *o, struct rdma_qp *q, const struct rct_send_wr *wr, int n, int *err) {
-  return post_many(o, q, 1, wr, n, err);
+  return post_many(o, q, POST_SEND, wr, n, err);
+}
+
+int kv_post_send_ud(struct kv_owner *o, struct rdma_qp *q, const struct kv_ud_send_wr *wr, int n, int *err) {
+  return post_many(o, q, POST_UD_SEND, wr, n, err);
 }
 
 int kv_post_recv(struct kv_owner *o, struct rdma_qp *q, const struct rct_recv_wr *wr, int n, int *err) {
-  return post_many(o, q, 0, wr, n, err);
+  return post_many(o, q, POST_RECV, wr, n, err);
 }
 
 // Lock held; the core's event for a live QP (rct_qp_destroy takes a freed
 // QP's away). A QP that entered ERR on its own (a fatal transport error,
 // not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner.
 void rdma_qp_on_event(const struct rct_event *ev) {
-  struct rdma_qp *q = (struct rdma_qp *)((char *)ev->qp - offsetof(struct rdma_qp, qp));
+  int h = rdma_idtab_find(&qp_nums, ev->qp_base->init.qpn);
+  if (h < 0) return;
+  struct rdma_qp *q = &rdma_qps[h];
   struct kv_async_event ae = { .type = IBV_EVENT_QP_FATAL, .qp = q };
   if (ev->info == RCT_QP_ERR_TRANSPORT && q->owner->async) q->owner->async(q->owner, &ae);
 }
@@ -276,7 +317,7 @@ void kv_dev_stats(struct rdma_dev_stats *s) {
     .live_pds = count_used(rdma_pds, RDMA_MAX_PD, sizeof rdma_pds[0]),
     .live_mrs = count_used(rdma_mrs, RDMA_MAX_MR, sizeof rdma_mrs[0]),
     .live_cqs = count_live(rdma.cq_live), .live_qps = count_live(rdma.qp_live),
-    .pool_free_pages = rdma_pool_free_pages(),
+    .pool_free_pages = rdma_pool_free_pages(), .live_ahs = rdma_ah_count(),
   };
   spin_unlock(&rdma.lock);
 }
@@ -287,14 +328,16 @@ static uint64 sum2(uint64 a, uint64 b) { return a + b; }
 // handle and owner are the front end's to fill in.
 void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s) {
   const struct rdma_qp *q = &rdma_qps[i];
-  const struct rct_qp_counters *c = &q->qp.base.cnt;
-  s->qp_num = q->qp.base.init.qpn;
-  s->dest_qp_num = q->qp.base.attr.dest_qp_num;
-  s->state = q->qp.base.attr.qp_state;
-  s->sr = q->qp.sr;
-  s->req_state = rct_qp_req_state(&q->qp);
-  s->resp_state = rct_qp_resp_state(&q->qp);
-  s->comp_state = rct_qp_comp_state(&q->qp);
+  const struct rct_qp_counters *c = &q->base->cnt;
+  int rc = q->type == KV_QPT_RC;
+  s->qp_type = (uint32)q->type;
+  s->qp_num = q->base->init.qpn;
+  s->dest_qp_num = q->base->attr.dest_qp_num;
+  s->state = q->base->attr.qp_state;
+  s->sr = rc ? q->qp.sr : 0;
+  s->req_state = rc ? rct_qp_req_state(&q->qp) : 0;
+  s->resp_state = rc ? rct_qp_resp_state(&q->qp) : 0;
+  s->comp_state = rc ? rct_qp_comp_state(&q->qp) : 0;
   s->tx_frames = c->tx_frames; s->tx_bytes = c->tx_bytes;
   s->rx_frames = c->rx_frames; s->rx_bytes = c->rx_bytes;
   s->tx_payload_bytes = c->tx_payload_bytes; s->rx_payload_bytes = c->rx_payload_bytes;
@@ -305,12 +348,13 @@ void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s) {
   s->tx_rnr_nak = c->tx_rnr_nak; s->rx_rnr_nak = c->rx_rnr_nak;
   s->rx_dup = c->rx_dup; s->rx_out_of_seq = c->rx_out_of_seq; s->rx_out_of_window = c->rx_out_of_window;
   s->rx_dropped = sum2(c->rx_bad_state + c->rx_bad_opcode + c->rx_bad_length + c->rx_truncated,
-                      c->rx_wrong_encap + c->rx_wrong_peer + c->rx_bad_aeth + c->rx_unexpected);
+                      c->rx_wrong_encap + c->rx_wrong_peer + c->rx_bad_aeth + c->rx_unexpected) +
+                 c->rx_bad_qkey + c->rx_no_recv;
   s->completions = c->completions; s->error_completions = c->error_completions;
   s->flushed = c->flushed; s->cq_overflow = c->cq_overflow;
   s->early_probes = c->early_probes;
   s->window_cuts = c->window_cuts;
   s->late_probes = c->late_probes;
-  s->max_inflight = q->qp.base.attr.max_inflight;
-  s->loss_window = q->qp.comp.cwnd;
+  s->max_inflight = q->base->attr.max_inflight;
+  s->loss_window = rc ? q->qp.comp.cwnd : 0;
 }

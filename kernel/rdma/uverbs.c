@@ -59,6 +59,8 @@ static struct uv_chan uv_chans[RDMA_MAX_CHAN];
 static struct uv_cq uv_cqs[RDMA_MAX_CQ];
 static uint64 async_dropped;  // events dropped from a full queue (its oldest), all processes
 
+#define POST_UD_BATCH 8       // UD send WRs translated per kv_post_send_ud call
+
 // A handle -> the core's slot it names (any owner's, or free), or NULL.
 #define AT(table, max, h) ((h) >= 0 && (h) < (max) ? &(table)[h] : NULL)
 
@@ -434,8 +436,9 @@ int uv_get_async(struct rdma_async_event *ev, int block) {
 int uv_create_qp(struct rdma_qp_create *c) {
   struct kv_owner *o = self(0);
   if (!o) return -1;
+  if (c->qp_type != 0 && c->qp_type != KV_QPT_RC && c->qp_type != KV_QPT_UD) return -1;
   struct kv_qp_init in = {
-    .qp_type = KV_QPT_RC, .pd = AT(rdma_pds, RDMA_MAX_PD, c->pd),
+    .qp_type = c->qp_type ? c->qp_type : KV_QPT_RC, .pd = AT(rdma_pds, RDMA_MAX_PD, c->pd),
     .send_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->send_cq), .recv_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->recv_cq),
     .max_send_wr = c->max_send_wr, .max_recv_wr = c->max_recv_wr,
     .max_send_sge = c->max_send_sge, .max_recv_sge = c->max_recv_sge, .sq_sig_all = c->sq_sig_all,
@@ -466,10 +469,54 @@ int uv_query_qp(int h, struct rdma_qp_attr *a) {
   return o ? kv_query_qp(o, AT(rdma_qps, RDMA_MAX_QP, h), a) : -1;
 }
 
+// UD sends: each WR as struct rdma_send_wr names its AH by handle (a bad
+// or foreign one reaches the core as no AH: refused, RDMA_EINVAL).
+static int post_send_ud(struct kv_owner *o, struct rdma_qp *qp, const struct rct_send_wr *wr, int n,
+                        int *err) {
+  struct kv_ud_send_wr ud[POST_UD_BATCH];
+  int done = 0;
+  while (done < n) {
+    int k = n - done < POST_UD_BATCH ? n - done : POST_UD_BATCH;
+    for (int i = 0; i < k; i++) {
+      const struct rdma_send_wr *u = (const struct rdma_send_wr *)&wr[done + i];
+      ud[i] = (struct kv_ud_send_wr){ .wr = wr[done + i], .ah = AT(rdma_ahs, RDMA_MAX_AH, u->ud_ah),
+                                      .remote_qpn = u->ud_remote_qpn, .remote_qkey = u->ud_remote_qkey };
+    }
+    int r = kv_post_send_ud(o, qp, ud, k, err);
+    if (r < 0) return done > 0 ? done : -1;
+    done += r;
+    if (r < k) break;
+  }
+  return done;
+}
+
 int uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err) {
   struct kv_owner *o = self(0);
   *err = 0;
-  return o ? kv_post_send(o, AT(rdma_qps, RDMA_MAX_QP, h), wr, n, err) : -1;
+  struct rdma_qp *qp = AT(rdma_qps, RDMA_MAX_QP, h);
+  if (!o) return -1;
+  // The type read without the lock is a hint: each kv_ call refuses the
+  // other type's sends, and create/destroy under the same handle race
+  // only with the caller's own calls.
+  if (qp && qp->type == KV_QPT_UD) return post_send_ud(o, qp, wr, n, err);
+  return kv_post_send(o, qp, wr, n, err);
+}
+
+// ---- address handles ----
+
+// An AH in the caller's PD a->pd: its handle, -1, RDMA_NO_ROUTE or
+// RDMA_NO_RESOURCES. May sleep (ARP).
+int uv_create_ah(const struct rdma_ah_attr *a) {
+  struct kv_owner *o = self(0);
+  struct rdma_ah *ah;
+  if (!o) return -1;
+  int r = kv_create_ah(o, AT(rdma_pds, RDMA_MAX_PD, a->pd), a, &ah);
+  return r < 0 ? r : (int)(ah - rdma_ahs);
+}
+
+int uv_destroy_ah(int h) {
+  struct kv_owner *o = self(0);
+  return o ? kv_destroy_ah(o, AT(rdma_ahs, RDMA_MAX_AH, h)) : -1;
 }
 
 int uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {

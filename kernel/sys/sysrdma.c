@@ -193,3 +193,13 @@ int64 sys_rdma_dev_stats(void) {
   uv_dev_stats(&s);
   return out_if_ok(0, arg_addr(0), &s, sizeof s);
 }
+
+// (struct rdma_ah_attr *attr) -> ah; RDMA_NO_ROUTE when the destination
+// does not answer ARP.
+int64 sys_rdma_create_ah(void) {
+  struct rdma_ah_attr a;
+  if (copy_in(user_pt(), &a, arg_addr(0), sizeof a) < 0) return -1;
+  return uv_create_ah(&a);
+}
+
+int64 sys_rdma_destroy_ah(void) { return uv_destroy_ah(arg_int(0)); }

@@ -170,9 +170,9 @@ def wait_for(guest, pattern, timeout):
 
 def check_kverbs_selftest(args):
     """kernel_kverbs_selftest_passes: with the boot argument selftest, the
-    kernel's own RDMA consumer (kernel/selftest_kverbs.c: an RC pair in
-    loopback through kernel/rdma/kverbs.h, completions through the CQ
-    handlers, every count back) prints its PASS line. The self-tests print
+    kernel's own RDMA consumer (kernel/selftest_kverbs.c: an RC pair and a
+    UD pair in loopback through kernel/rdma/kverbs.h, completions through
+    the CQ handlers, every count back) prints its PASS line. The self-tests print
     while the shell starts, so neither the line nor the prompt need start a
     line: this waits for the line and for the shell, not for a prompt.
     Returns an error or None."""

@@ -8,8 +8,10 @@
 #                       bw smoke run each way and the capture check (ICRC
 #                       of every RoCEv2 frame, tshark finds nothing
 #                       malformed) on the clean MTU 1024 bed; UD between
-#                       xrpeer ud-client and ud-server in the Linux guest
-#                       (bed ud_linux, rxe loopback); ends with
+#                       xv6's udping and xrpeer both ways, clean (capture
+#                       checked) and at 1 % loss (beds ud_xv6, ud_xv6_loss1),
+#                       and between xrpeer ud-client and ud-server in the
+#                       Linux guest (bed ud_linux, rxe loopback); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

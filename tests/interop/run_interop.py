@@ -35,7 +35,17 @@ exchange and the xv6 tools' application protocols. Per test bed:
     type 6 reads as EtherType 0x0600, XNS IDP) and then call the guess
     malformed, which says nothing about the RoCEv2 frame.
 
-  * Linux only, until xv6 speaks UD (bed ud_linux, path MTU 1024, one Linux
+  * UD between xv6 (user/bin/udping.c) and rxe (beds ud_xv6 clean and
+    ud_xv6_loss1 at 1 % loss, path MTU 1024): xv6 `udping client` ->
+    `xrpeer ud-server` (interop_<bed>_xv6_client) and `xrpeer ud-client` ->
+    xv6 `udping server` (interop_<bed>_linux_client), SEND_WITH_IMM of
+    UD_XV6_SIZE bytes: every message answered and verified on both ends
+    (verified bytes = received x size; the server echoed what it received,
+    nothing bad); clean, nothing lost or resent; lossy, what went missing
+    each way is at most what linkemu dropped. The clean bed's capture must
+    hold valid ICRCs and dissect clean in tshark (interop_ud_xv6_capture).
+
+  * Linux only (bed ud_linux, path MTU 1024, one Linux
     guest, `xrpeer ud-server` and `xrpeer ud-client` to the guest's own
     address over rxe loopback): a ping-pong at the path MTU and one with
     immediates, every datagram echoed and verified on both sides
@@ -53,7 +63,7 @@ Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
 NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5,
-ud_linux).
+ud_linux, ud_xv6, ud_xv6_loss1).
 The Linux guest is tests/harness/linux_guest.py's, on the test bed as
 Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
 which carries xrpeer from build/linux/overlay/).
@@ -73,12 +83,14 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "proto-spec", "model"))
+sys.path.insert(0, os.path.join(REPO, "tests", "rdma"))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
 from tally import Tally  # noqa: E402
 from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 import perftable  # noqa: E402
+from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
 CASES = 35                      # 5 opcodes x 7 sizes
@@ -96,13 +108,15 @@ READ_SIZE, READ_ITERS, READ_RUNS = 1 << 20, 6, 3
 
 def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
-    what runs: "matrix", "reads" for READ_RUNS reads from rxe alone, or
-    "ud" for the Linux-only UD checks, ud_bed)."""
+    what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
+    "ud_xv6" for UD between xv6's udping and xrpeer both ways, or "ud" for
+    the Linux-only UD checks, ud_bed)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
             ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads"),
-            ("ud_linux", 1024, None, False, "ud")]
+            ("ud_linux", 1024, None, False, "ud"),
+            ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6")]
 
 
 # ---- the matrix ----
@@ -332,6 +346,46 @@ def ud_bed(tally, name, mtu):
         tally.record(f"interop_{name}", False, f"guest error: {e}")
 
 
+# ---- UD: xv6 (udping) and rxe (xrpeer) ----
+
+UD_XV6_SIZE, UD_XV6_COUNT = 1000, 200   # below path MTU 1024; enough to meet a 1 % loss
+UD_XV6_IDLE_S = 5                        # udping server ends this long after its last datagram
+
+
+def dropped_now(tb):
+    return sum(d["dropped"]["total"] for d in tb.stats()["directions"])
+
+
+def xrpeer_server_dict(t):
+    return dict(zip(("received", "echoed", "bad", "errors", "verified"), t)) if t else None
+
+
+def ud_xv6_client(tb, xv6, lnx, lossy):
+    """xv6 `udping client` -> `xrpeer ud-server`."""
+    qpn = ud_server_start(lnx, "--idle 120")
+    d0 = dropped_now(tb)
+    xv6.send(f"udping client {lnx.ip} --qpn {qpn} -s {UD_XV6_SIZE} -n {UD_XV6_COUNT} --imm -w {UD_WAIT_MS}")
+    xv6.expect(r"udping: client sent \d+.*\n", timeout=900)
+    xv6.expect(r"\$ $", timeout=30)
+    srv, _ = ud_server_stop(lnx, kill=True)
+    return check_exchange(client_summary(xv6.output(), "udping"), xrpeer_server_dict(srv), UD_XV6_SIZE,
+                          UD_XV6_COUNT, dropped_now(tb) - d0 if lossy else None)
+
+
+def ud_linux_client(tb, xv6, lnx, lossy):
+    """`xrpeer ud-client` -> xv6 `udping server`."""
+    xv6.send(f"udping server --idle {UD_XV6_IDLE_S}")
+    m = xv6.expect(r"udping: server qpn (\d+) qkey 0x11111111 mtu \d+: echoing datagrams\n", timeout=60)
+    d0 = dropped_now(tb)
+    rc, got, out = ud_client(lnx, tb.ip(XV6), int(m[1]),
+                             f"-s {UD_XV6_SIZE} -n {UD_XV6_COUNT} --imm -w {UD_WAIT_MS} -r 3", timeout=900)
+    xv6.expect(r"udping: server received \d+.*\n", timeout=120)
+    xv6.expect(r"\$ $", timeout=30)
+    ok, info = check_exchange(client_summary(out, "xrpeer"), server_summary(xv6.output(), "udping"),
+                              UD_XV6_SIZE, UD_XV6_COUNT, dropped_now(tb) - d0 if lossy else None)
+    return ok and rc == 0, f"xrpeer exit {rc}; {info}"
+
+
 # ---- the capture ----
 
 def roce_frames(path):
@@ -410,14 +464,17 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 progress(name, f"xv6 reads from rxe, run {i + 1} of {READ_RUNS}")
                 tally.run(f"interop_{name}_xv6_reads_from_rxe_{i + 1}",
                           lambda: run_bw(xv6, lnx, "xv6", "read", READ_SIZE, READ_ITERS))
-            if capture:
+            if kind == "ud_xv6":
+                lossy = spec is not None
+                tally.run(f"interop_{name}_xv6_client", lambda: ud_xv6_client(tb, xv6, lnx, lossy))
+                tally.run(f"interop_{name}_linux_client", lambda: ud_linux_client(tb, xv6, lnx, lossy))
+            if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
                     tally.run(f"interop_bw_{side}_client_{op}", lambda s=side, o=op: run_bw(xv6, lnx, s, o))
                 progress(name, "xrpeer passive, every RTU lost")
                 tally.run("interop_peer_lost_rtu", lambda: run_lost_rtu(xv6, lnx))
-            link = tb.stats()
-        dropped = sum(d["dropped"]["total"] for d in link["directions"])
+            dropped = dropped_now(tb)
         if spec:
             tally.record(f"interop_{name}_loss_applied", dropped > 0, f"link dropped {dropped} frames")
         if capture:

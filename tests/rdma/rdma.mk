@@ -12,6 +12,8 @@
 #                         bytes checked on both ends, and librdmacm's own
 #                         rdma_server / rdma_client unmodified (fetched from
 #                         Debian, user/upstream/) to exit 0 (a step of test-rdma)
+#   make test-rdma-udping  tests/rdma/run_udping.py: UD (udping) between two
+#                         guests at 0 and 1 % loss (a step of test-rdma)
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz
@@ -51,6 +53,9 @@ test-rdma-quick: kernel/kernel fs.img
 test-rdma-examples: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/rdma/run_examples.py
 
+test-rdma-udping: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_udping.py
+
 # make fuzz (kernel/transport/transport.mk) runs the guest fuzzer too.
 FUZZ_GUEST_SECONDS ?= 600
 fuzz-guest: kernel/kernel fs.img
@@ -88,7 +93,7 @@ $(TBCOUNT): bench/tcg/tbcount.c
 bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

@@ -21,6 +21,9 @@ Steps (times measured on the 2-core build machine, TCG):
                              0 % and 1 % loss, bytes checked on both ends;
                              librdmacm's unmodified rdma_server / rdma_client
                              (user/upstream/) exit 0 on both sides
+  udping                     UD between two guests (user/bin/udping.c), 0 % and
+                             1 % loss: every message answered, byte exact, what
+                             went missing at most what linkemu dropped
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
@@ -52,6 +55,7 @@ def steps():
         ("forge", [PY, f"{HERE}/run_forge.py"]),
         ("cmtest", [PY, f"{HERE}/run_cmtest.py"]),
         ("examples", [PY, f"{HERE}/run_examples.py"]),
+        ("udping", [PY, f"{HERE}/run_udping.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),

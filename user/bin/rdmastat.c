@@ -44,10 +44,11 @@ int main(int argc, char **argv) {
     if (r < 0) break;
     if (r == 1) continue;
     n++;
+    int ud = s.qp_type == RDMA_QPT_UD;    // no connection: no peer, no SR, no RC roles
     printf("%-4d %-5d %-8x %-8x %-6s %-3s %-9s %-9s %-9s %9lu %9lu %7lu %7lu %6lu\n", i, s.owner_pid, s.qp_num,
-           s.dest_qp_num, ibvx_qp_state_str((enum ibv_qp_state)s.state), s.sr ? "on" : "off",
-           name_of(req_names, 4, s.req_state), name_of(resp_names, 4, s.resp_state),
-           name_of(comp_names, 4, s.comp_state), s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts,
+           s.dest_qp_num, ibvx_qp_state_str((enum ibv_qp_state)s.state), ud ? "ud" : s.sr ? "on" : "off",
+           ud ? "-" : name_of(req_names, 4, s.req_state), ud ? "-" : name_of(resp_names, 4, s.resp_state),
+           ud ? "-" : name_of(comp_names, 4, s.comp_state), s.tx_frames, s.rx_frames, s.tx_retransmits, s.timeouts,
            s.tx_nak + s.rx_nak);
     if (verbose) {
       printf("     tx_bytes %lu rx_bytes %lu tx_payload %lu rx_payload %lu\n", s.tx_bytes, s.rx_bytes,

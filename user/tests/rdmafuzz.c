@@ -52,7 +52,7 @@ static unsigned below(unsigned n) { return n ? (unsigned)(next() >> 33) % n : 0;
 static int chance(unsigned pct) { return below(100) < pct; }
 
 // ---- handles ----
-enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, NKIND };
+enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, K_AH, NKIND };
 struct pool { int live[POOL], n, dead[DEAD], nd; };
 static struct pool pools[NKIND];
 static struct rdma_mr_keys mr_keys[1024];   // by MR handle (max_mr is checked against it)
@@ -74,7 +74,7 @@ static void forget(int kind, int h) {
 }
 
 static int limit_of(int kind) {
-  int l[NKIND] = { dev.max_pd, dev.max_mr, dev.max_cq, dev.max_cq, dev.max_qp };
+  int l[NKIND] = { dev.max_pd, dev.max_mr, dev.max_cq, dev.max_cq, dev.max_qp, RDMA_MAX_AH };
   return l[kind];
 }
 
@@ -137,6 +137,9 @@ static int count(int limit) {
 // ---- QP walks ----
 static const unsigned walk_masks[] = { IBV_QP_STATE, RDMAU_MASK_INIT, RDMAU_MASK_RTR, RDMAU_MASK_RTS,
                                        IBV_QP_STATE };
+// A UD QP's walk (proto-spec/ud.md [UD-STATE-1]): RESET, INIT with the Q_Key, RTR, RTS.
+static const unsigned ud_walk_masks[] = { IBV_QP_STATE, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+                                          IBV_QP_STATE, IBV_QP_STATE | IBV_QP_SQ_PSN };
 
 // Plausible attributes with random fields, some out of range.
 static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
@@ -161,10 +164,12 @@ static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
   a->adaptive_rto = below(2);
   a->max_inflight = below(300);
   a->min_rto_ns = next() % 100000000UL;
+  a->qkey = chance(80) ? RDMAU_UD_QKEY : (unsigned)next();
 }
 
-// Walks qp from RESET to RTS towards dest with valid attributes.
-static void walk_to_rts(int qp, unsigned dest) {
+// Walks qp from RESET to RTS towards dest with valid attributes (an RC
+// QP's masks, or with ud a UD QP's).
+static void walk_to_rts(int qp, unsigned dest, int ud) {
   static const unsigned states[] = { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
   for (int i = 0; i < 4; i++) {
     struct rdma_qp_attr a;
@@ -181,8 +186,9 @@ static void walk_to_rts(int qp, unsigned dest) {
     a.dipv4 = port.ipv4;
     memcpy(a.dmac, port.mac, 6);
     a.hop_limit = 64;
+    a.qkey = RDMAU_UD_QKEY;
     calls++;
-    rdma_modify_qp(qp, &a, walk_masks[i]);     // after a refusal the next steps fail too
+    rdma_modify_qp(qp, &a, ud ? ud_walk_masks[i] : walk_masks[i]);   // after a refusal the next steps fail too
   }
 }
 
@@ -245,6 +251,8 @@ static void op_create_qp(void) {
   c->max_recv_wr = chance(80) ? below(32) : (unsigned)count(dev.max_qp_wr);
   c->max_send_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
   c->max_recv_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
+  unsigned r = below(10);
+  c->qp_type = r < 6 ? RDMA_QPT_RC : r < 9 ? RDMA_QPT_UD : (int)next();
   calls++;
   int h = sys_rdma_create_qp(c);
   if (h >= 0 && h < 1024) qp_nums[h] = c->qp_num;
@@ -259,6 +267,7 @@ static void op_modify_qp(void) {
   struct rdma_qp_attr *a = ptr(sizeof *a);
   unsigned state = chance(90) ? below(7) : (unsigned)next();
   unsigned mask = chance(60) ? walk_masks[below(5)] : (unsigned)next() & (chance(50) ? 0x1fffff : ~0u);
+  if (chance(15)) mask = ud_walk_masks[below(4)];
   if (chance(30)) mask ^= 1u << below(32);
   if ((unsigned char *)a >= arena && (unsigned char *)a < arena + ARENA) rand_attr(a, state, dest);
   calls++;
@@ -270,8 +279,9 @@ static void op_connect(void) {
   int x, y;
   int have = any(&pools[K_QP], &x);
   if (!any(&pools[K_QP], &y) || !have) return;
-  walk_to_rts(x, qp_nums[y & 1023]);
-  if (y != x) walk_to_rts(y, qp_nums[x & 1023]);
+  int ud = chance(30);                      // the QPs may be UD (an RC walk then fails, and the reverse)
+  walk_to_rts(x, qp_nums[y & 1023], ud);
+  if (y != x) walk_to_rts(y, qp_nums[x & 1023], ud);
 }
 
 static void op_query_qp(void) {
@@ -312,6 +322,14 @@ static void op_post_send(void) {
     w[i].imm_data = (unsigned)next();
     w[i].remote_addr = chance(85) ? (unsigned long)(arena + below(ARENA)) : next();
     w[i].rkey = chance(85) ? mr_keys[mr & 1023].rkey : (unsigned)next();
+    int peer = 0, to_ud = chance(30), ah = pick(K_AH);
+    unsigned qkey = chance(80) ? RDMAU_UD_QKEY : chance(50) ? RDMA_QKEY_CONTROLLED : (unsigned)next();
+    unsigned qpn = any(&pools[K_QP], &peer) ? qp_nums[peer & 1023] : (unsigned)next();
+    if (to_ud) {                              // UD: an AH (own, destroyed, boundary, noise), QPN, Q_Key
+      w[i].ud_ah = ah;
+      w[i].ud_remote_qpn = qpn;
+      w[i].ud_remote_qkey = qkey;
+    }
     w[i].sg_list = rand_sges();
   }
   int h = pick(K_QP);
@@ -333,6 +351,25 @@ static void op_post_recv(void) {
   calls++;
   sys_rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
+
+// An AH in a PD (own, destroyed, boundary, noise) to this port's address
+// mostly, else to an address with no answer (EHOSTUNREACH after 2 s without
+// a NIC at once) or noise; sometimes a bad pointer.
+static void op_create_ah(void) {
+  struct rdma_ah_attr *a = ptr(sizeof *a);
+  int pd = pick(K_PD);
+  unsigned r = below(20);
+  unsigned ip = r < 17 ? port.ipv4 : r < 19 ? 0 : (unsigned)next();
+  unsigned hop = below(256), tc = below(256), pnum = chance(90) ? 1 : below(4);
+  if ((unsigned char *)a >= arena && (unsigned char *)a < arena + ARENA) {
+    *a = (struct rdma_ah_attr){ .pd = pd, .dipv4 = ip, .hop_limit = (unsigned char)hop,
+                                .traffic_class = (unsigned char)tc, .port_num = pnum };
+  }
+  calls++;
+  keep(K_AH, rdma_create_ah(a));
+}
+
+static void op_destroy_ah(void) { int h = pick(K_AH); calls++; if (rdma_destroy_ah(h) == 0) forget(K_AH, h); }
 
 static void op_get_async(void) { void *out = ptr(sizeof(struct rdma_async_event)); calls++; rdma_get_async(out, 0); }
 static void op_qp_stats(void) {
@@ -376,6 +413,7 @@ static const struct op ops[] = {
   { "post_send", 12, op_post_send }, { "post_recv", 8, op_post_recv },
   { "get_async", 2, op_get_async }, { "qp_stats", 2, op_qp_stats }, { "query", 1, op_query },
   { "set_neigh", 1, op_set_neigh }, { "wait_write", 2, op_wait_write }, { "wait_cq", 2, op_wait_cq },
+  { "create_ah", 3, op_create_ah }, { "destroy_ah", 2, op_destroy_ah },
   { "fork", 1, op_fork },
 };
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -461,9 +499,9 @@ static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
              pools[K_QP].n, forks);
     }
   }
-  static const int order[] = { K_QP, K_MR, K_CQ, K_CHAN, K_PD };
+  static const int order[] = { K_QP, K_AH, K_MR, K_CQ, K_CHAN, K_PD };
   int (*destroy[NKIND])(int) = { rdma_dealloc_pd, sys_rdma_dereg_mr, rdma_destroy_chan, rdma_destroy_cq,
-                                 sys_rdma_destroy_qp };
+                                 sys_rdma_destroy_qp, rdma_destroy_ah };
   for (int i = 0; i < NKIND; i++)
     for (struct pool *p = &pools[order[i]]; p->n > 0; p->n--, calls++)
       destroy[order[i]](p->live[p->n - 1]);     // MRs still busy are released at exit

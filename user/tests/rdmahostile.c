@@ -962,6 +962,156 @@ static int c_qp_bad_access(void) {
   return 0;
 }
 
+// ======================= UD and address handles =======================
+
+// An AH attribute to this port's own address in pd.
+static struct rdma_ah_attr ah_args(int pd) {
+  struct rdma_ah_attr a;
+  memset(&a, 0, sizeof a);
+  a.pd = pd;
+  a.dipv4 = port.ipv4;
+  a.hop_limit = 64;
+  a.port_num = 1;
+  return a;
+}
+
+static unsigned long long live_ahs(void) {
+  struct rdma_dev_stats d;
+  return rdma_dev_stats(&d) == 0 ? d.live_ahs : ~0ULL;
+}
+
+// create_ah with every bad pointer: -1, no AH made.
+static int c_ptr_create_ah(void) {
+  int pd = rdma_alloc_pd();
+  EXPECT(pd >= 0);
+  unsigned long long before = live_ahs();
+  for (int i = 0; i < NBAD; i++)
+    EXPECTF(rdma_create_ah((void *)bad[i]) == -1, "create_ah(%p)", (void *)bad[i]);
+  EXPECT(live_ahs() == before);
+  EXPECT(rdma_dealloc_pd(pd) == 0);       // no AH took a reference
+  return 0;
+}
+
+// Bad AH attributes and handles: -1 and nothing made or destroyed.
+static int c_handle_ah(void) {
+  int pd = rdma_alloc_pd();
+  EXPECT(pd >= 0);
+  unsigned long long before = live_ahs();
+  int pds[] = { -1, dev.max_pd, 1 << 30, pd + 1 };
+  for (int i = 0; i < 4; i++) {
+    struct rdma_ah_attr a = ah_args(pds[i]);
+    EXPECTF(rdma_create_ah(&a) == -1, "create_ah in pd %d", pds[i]);
+  }
+  struct rdma_ah_attr a = ah_args(pd + 1);
+  a.dipv4 = (port.ipv4 & ~0xffu) | 0xfd;  // nobody: a bad PD is refused before any ARP wait
+  EXPECT(rdma_create_ah(&a) == -1);
+  a = ah_args(pd);
+  a.port_num = 2;
+  EXPECT(rdma_create_ah(&a) == -1);
+  a = ah_args(pd);
+  a.dipv4 = 0;
+  EXPECT(rdma_create_ah(&a) == -1);
+  EXPECT(live_ahs() == before);
+  a = ah_args(pd);
+  int ah = rdma_create_ah(&a);
+  EXPECT(ah >= 0 && live_ahs() == before + 1);
+  EXPECT(rdma_dealloc_pd(pd) == -1);      // the AH holds it
+  int pid = fork();
+  if (pid == 0) exit(rdma_destroy_ah(ah) != -1);   // another process's AH
+  int st = -1;
+  wait(&st);
+  EXPECT(st == 0 && live_ahs() == before + 1);
+  EXPECT(rdma_destroy_ah(ah) == 0 && rdma_destroy_ah(ah) == -1);
+  int hs[] = { -1, RDMA_MAX_AH, 1 << 30, (int)0x80000000 };
+  for (int i = 0; i < 4; i++) EXPECTF(rdma_destroy_ah(hs[i]) == -1, "destroy_ah(%d)", hs[i]);
+  EXPECT(live_ahs() == before && rdma_dealloc_pd(pd) == 0);
+  return 0;
+}
+
+// qp_type: RC (0 or 2) and UD (4) only.
+static int c_ud_qp_type(void) {
+  struct kit k;
+  EXPECT(kit_open(&k) == 0);
+  int before = qps_of(-1);
+  int types[] = { 1, 3, 5, -1, 1 << 30 };
+  for (int i = 0; i < 5; i++) {
+    struct rdma_qp_create c = qp_args(k.pd, k.cq, 4, 1);
+    c.qp_type = types[i];
+    EXPECTF(sys_rdma_create_qp(&c) == -1, "create_qp type %d", types[i]);
+  }
+  EXPECT(qps_of(-1) == before);
+  struct rdma_qp_create c = qp_args(k.pd, k.cq, 4, 1);
+  c.qp_type = RDMA_QPT_UD;
+  int ud = sys_rdma_create_qp(&c);
+  EXPECT(ud >= 0 && sys_rdma_destroy_qp(ud) == 0);
+  EXPECT(kit_close(&k) == 0);
+  return 0;
+}
+
+// A UD QP at RTS: a WR naming a bad, destroyed or foreign AH, or an opcode
+// UD has no use for, is refused with EINVAL and nothing leaves; an RC
+// QP's WR never reads the UD fields as an AH.
+static int c_ud_post_refused(void) {
+  struct kit k;
+  struct rdma_qp_stats st0, st1;
+  EXPECT(kit_open(&k) == 0);
+  struct rdma_qp_create c = qp_args(k.pd, k.cq, 4, 1);
+  c.qp_type = RDMA_QPT_UD;
+  int ud = sys_rdma_create_qp(&c);
+  EXPECT(ud >= 0);
+  struct rdma_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.port_num = 1;
+  a.qkey = 0x11111111;
+  unsigned masks[] = { IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, IBV_QP_STATE,
+                       IBV_QP_STATE | IBV_QP_SQ_PSN };
+  unsigned states[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+  for (int i = 0; i < 3; i++) {
+    a.qp_state = states[i];
+    EXPECTF(rdma_modify_qp(ud, &a, masks[i]) == 0, "UD QP to state %d", states[i]);
+  }
+  struct rdma_ah_attr aa = ah_args(k.pd);
+  int ah = rdma_create_ah(&aa), gone = rdma_create_ah(&aa);
+  EXPECT(ah >= 0 && gone >= 0 && rdma_destroy_ah(gone) == 0);
+  EXPECT(rdma_qp_stats(ud, &st0) == 0);
+  struct ibv_sge sge = { (unsigned long)buf, 64, k.keys.lkey };
+  struct { int ah; unsigned op; } bad_wrs[] = {
+    { -1, IBV_WR_SEND }, { RDMA_MAX_AH, IBV_WR_SEND }, { gone, IBV_WR_SEND }, { 1 << 30, IBV_WR_SEND },
+    { ah, IBV_WR_RDMA_WRITE }, { ah, IBV_WR_RDMA_READ }, { ah, IBV_WR_RDMA_WRITE_WITH_IMM }, { ah, 99 },
+  };
+  for (int i = 0; i < (int)(sizeof bad_wrs / sizeof bad_wrs[0]); i++) {
+    struct rdma_send_wr w = { .wr_id = 1, .opcode = bad_wrs[i].op, .sg_list = (unsigned long)&sge,
+                              .num_sge = 1, .ud_ah = bad_wrs[i].ah, .ud_remote_qpn = c.qp_num,
+                              .ud_remote_qkey = 0x11111111 };
+    int err = 0;
+    EXPECTF(sys_rdma_post_send(ud, &w, 1, &err) == 0 && err == RDMA_EINVAL, "WR %d accepted", i);
+  }
+  int pid = fork();
+  if (pid == 0) {                         // the parent's AH on the child's own UD QP
+    int pd = rdma_alloc_pd(), cq = rdma_create_cq(4, -1, 0);
+    struct rdma_qp_create cc = qp_args(pd, cq, 4, 1);
+    cc.qp_type = RDMA_QPT_UD;
+    int q = sys_rdma_create_qp(&cc);
+    struct rdma_mr_keys kk;
+    int mr = rdma_reg_mr(pd, buf, 64, 0, &kk);
+    struct ibv_sge s2 = { (unsigned long)buf, 64, kk.lkey };
+    struct rdma_send_wr w = { .opcode = IBV_WR_SEND, .sg_list = (unsigned long)&s2, .num_sge = 1,
+                              .ud_ah = ah, .ud_remote_qpn = c.qp_num, .ud_remote_qkey = 0x11111111 };
+    int err = 0, ok = q >= 0 && mr >= 0;
+    for (int i = 0; i < 3 && ok; i++) {
+      a.qp_state = states[i];
+      ok = rdma_modify_qp(q, &a, masks[i]) == 0;
+    }
+    exit(!ok || sys_rdma_post_send(q, &w, 1, &err) != 0 || err != RDMA_EINVAL);
+  }
+  int wst = -1;
+  wait(&wst);
+  EXPECT(wst == 0);
+  EXPECT(rdma_qp_stats(ud, &st1) == 0 && st1.tx_frames == st0.tx_frames);
+  EXPECT(rdma_destroy_ah(ah) == 0 && sys_rdma_destroy_qp(ud) == 0 && kit_close(&k) == 0);
+  return 0;
+}
+
 // ======================= exhaustion and release =======================
 // Create until refused (the count must be the reported limit: nothing else
 // runs on this guest), destroy all, and the free pages are as before; then
@@ -1020,6 +1170,12 @@ static int c_exhaust_mr(void) {
   int pd = rdma_alloc_pd();
   EXPECT(pd >= 0);
   return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, dev.max_mr);
+}
+static int mk_ah(void *pd) { struct rdma_ah_attr a = ah_args(*(int *)pd); return rdma_create_ah(&a); }
+static int c_exhaust_ah(void) {
+  int pd = rdma_alloc_pd();
+  EXPECT(pd >= 0);
+  return exhaust(mk_ah, &pd, rdma_destroy_ah, RDMA_MAX_AH);
 }
 static int c_exhaust_qp(void) {
   struct kit k;
@@ -1161,7 +1317,12 @@ static int c_kill_wait_cq(void) { return kill_blocked(block_wait_cq); }
   X(kill_get_async) \
   X(kill_wait_write) \
   X(kill_wait_cq) \
-  X(limit_mr_size_unaligned)
+  X(limit_mr_size_unaligned) \
+  X(ptr_create_ah) \
+  X(handle_ah) \
+  X(ud_qp_type) \
+  X(ud_post_refused) \
+  X(exhaust_ah)
 
 // A case's function returns 0 if it passed, else 1 with why set; in the
 // runner's child, a failure ends the case with that reason.

@@ -5,7 +5,8 @@
 // error paths: bad rkey, out of bounds, missing access right, bad lkey,
 // RNR retry exhaustion, flushes, busy objects, CQ overrun, completion
 // channel, foreign handles, bad pointers to every verbs syscall, exit with
-// work in flight, limits and async event queues.
+// work in flight, limits and async event queues. The ud_* cases: two UD
+// QPs through an address handle to this guest's own address.
 // Usage: rdmatest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h; -q
 // skips the 1 MiB transfers). Each case runs in its own process; prints
 // "test <name>: OK" or "test <name>: FAILED (<why>)" and "N passed, M failed".
@@ -26,7 +27,8 @@ struct pair { struct ibv_pd *pd; struct side a, b; uint32_t len; };
 
 struct pair_opts { int access_b; int rnr_retry; int cqe; int timeout; };
 
-static int side_open(struct pair *p, struct side *s, uint32_t len, int access, int cqe) {
+static int side_open_type(struct pair *p, struct side *s, uint32_t len, int access, int cqe,
+                          enum ibv_qp_type type) {
   s->raw = malloc(len + 64);
   if (!s->raw) return -1;
   s->buf = (uint8_t *)s->raw + 3;          // deliberately not aligned
@@ -38,10 +40,14 @@ static int side_open(struct pair *p, struct side *s, uint32_t len, int access, i
   ia.cap.max_send_wr = 64;
   ia.cap.max_recv_wr = 64;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 4;
-  ia.qp_type = IBV_QPT_RC;
+  ia.qp_type = type;
   ia.sq_sig_all = 1;
   s->qp = s->cq ? ibv_create_qp(p->pd, &ia) : NULL;
   return (s->cq && s->mr && s->qp) ? 0 : -1;
+}
+
+static int side_open(struct pair *p, struct side *s, uint32_t len, int access, int cqe) {
+  return side_open_type(p, s, len, access, cqe, IBV_QPT_RC);
 }
 
 // Connects x and y to each other in this guest; x sends from psn_x, y from psn_y.
@@ -96,17 +102,24 @@ static void fill(uint8_t *b, uint32_t n, uint32_t seed) {
   for (uint32_t i = 0; i < n; i++) b[i] = (uint8_t)(seed + i * 7 + (i >> 8));
 }
 
+// A signaled WR of op sending len bytes from s's buffer through *sge.
+static void send_wr_init(struct ibv_send_wr *wr, struct ibv_sge *sge, struct side *s, enum ibv_wr_opcode op,
+                         uint32_t len, uint32_t imm, uint64_t wr_id) {
+  *sge = (struct ibv_sge){ (uint64_t)s->buf, len, s->mr->lkey };
+  memset(wr, 0, sizeof *wr);
+  wr->wr_id = wr_id;
+  wr->sg_list = sge;
+  wr->num_sge = len ? 1 : 0;
+  wr->opcode = op;
+  wr->send_flags = IBV_SEND_SIGNALED;
+  wr->imm_data = htonl(imm);
+}
+
 static int post_send1(struct side *s, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
                       uint32_t rkey, uint32_t imm, uint64_t wr_id) {
-  struct ibv_sge sge = { (uint64_t)s->buf, len, s->mr->lkey };
+  struct ibv_sge sge;
   struct ibv_send_wr wr, *bad;
-  memset(&wr, 0, sizeof wr);
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = len ? 1 : 0;
-  wr.opcode = op;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.imm_data = htonl(imm);
+  send_wr_init(&wr, &sge, s, op, len, imm, wr_id);
   wr.wr.rdma.remote_addr = raddr;
   wr.wr.rdma.rkey = rkey;
   return ibv_post_send(s->qp, &wr, &bad);
@@ -1400,6 +1413,304 @@ static void t_verbs_ring_pool_enomem(void) {
   TR_ASSERT(ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
 }
 
+// ---- UD: two UD QPs in this process, a -> b through an AH to our own address ----
+
+static struct ibv_ah *ud_ah;
+static uint32_t ud_len;                 // the QPs' UD MTU (ibv_query_qp's path_mtu)
+
+// A UD pair with buffers of len bytes, both at RTS with Q_Key qkey_b for b
+// (a: RDMAU_UD_QKEY), and the AH a sends through.
+static int ud_open(struct pair *p, uint32_t len, uint32_t qkey_b) {
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr ia;
+  memset(p, 0, sizeof *p);
+  p->len = len;
+  if (!(p->pd = ibv_alloc_pd(ctx))) return -1;
+  if (side_open_type(p, &p->a, len, IBV_ACCESS_LOCAL_WRITE, 64, IBV_QPT_UD) < 0 ||
+      side_open_type(p, &p->b, len, IBV_ACCESS_LOCAL_WRITE, 64, IBV_QPT_UD) < 0) return -1;
+  if (rdmau_ud_ready(p->a.qp, RDMAU_UD_QKEY) || rdmau_ud_ready(p->b.qp, qkey_b)) return -1;
+  if (ibv_query_qp(p->a.qp, &qa, IBV_QP_PATH_MTU, &ia)) return -1;
+  ud_len = (uint32_t)ibv_mtu_to_num(qa.path_mtu);
+  ud_ah = rdmau_ud_ah(p->pd, rdmau_local_ipv4(ctx));
+  return ud_ah ? 0 : -1;
+}
+
+static void ud_close(struct pair *p) {
+  if (ud_ah) ibv_destroy_ah(ud_ah);
+  ud_ah = NULL;
+  pair_close(p);
+}
+
+// A UD send of len bytes of a's buffer through ah to b's QPN with qkey: ibv_post_send's answer.
+static int ud_send(struct pair *p, struct ibv_ah *ah, enum ibv_wr_opcode op, uint32_t len, uint32_t qkey,
+                   uint32_t imm) {
+  struct ibv_sge sge;
+  struct ibv_send_wr wr, *bad;
+  send_wr_init(&wr, &sge, &p->a, op, len, imm, 42);
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = p->b.qp->qp_num;
+  wr.wr.ud.remote_qkey = qkey;
+  return ibv_post_send(p->a.qp, &wr, &bad);
+}
+
+// One datagram of len bytes a -> b, received whole: the receive completion
+// in *wc, b's buffer holding the GRH area and the payload.
+static int ud_roundtrip(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint32_t qkey, struct ibv_wc *wc) {
+  struct ibv_wc swc;
+  fill(p->a.buf, len, 5 + len);
+  memset(p->b.buf, 0xee, RDMAU_GRH + len + 1);
+  if (post_recv1(&p->b, RDMAU_GRH + len, 77) || ud_send(p, ud_ah, op, len, qkey, 0xfeed0000 + len)) return -1;
+  if (wait_ok(p->a.cq, &swc) || swc.opcode != IBV_WC_SEND || swc.wr_id != 42) return -1;
+  return wait_ok(p->b.cq, wc);
+}
+
+// The receive of ud_roundtrip: length, flags, source QPN, payload bytes.
+static int ud_received(struct pair *p, const struct ibv_wc *wc, uint32_t len, int imm) {
+  int bad = wc->opcode != IBV_WC_RECV || wc->wr_id != 77 || wc->byte_len != RDMAU_GRH + len;
+  bad |= !(wc->wc_flags & IBV_WC_GRH) || !(wc->wc_flags & IBV_WC_WITH_IMM) != !imm;
+  bad |= imm && ntohl(wc->imm_data) != 0xfeed0000 + len;
+  bad |= wc->src_qp != p->a.qp->qp_num || wc->qp_num != p->b.qp->qp_num;
+  bad |= memcmp(p->b.buf + RDMAU_GRH, p->a.buf, len) != 0 || p->b.buf[RDMAU_GRH + len] != 0xee;
+  return bad ? -1 : 0;
+}
+
+static void t_ud_send(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  uint32_t sizes[] = { 0, 1, 100, ud_len - 1, ud_len };
+  for (int i = 0; i < 5; i++) {
+    TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND, sizes[i], RDMAU_UD_QKEY, &wc) == 0);
+    TR_ASSERT(ud_received(&p, &wc, sizes[i], 0) == 0);
+  }
+  struct rdma_qp_stats st;
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &st) == 0 && st.qp_type == RDMA_QPT_UD);
+  TR_ASSERT(st.tx_frames == 5 && st.qp_num == p.a.qp->qp_num);
+  ud_close(&p);
+}
+
+static void t_ud_send_imm(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND_WITH_IMM, 333, RDMAU_UD_QKEY, &wc) == 0);
+  TR_ASSERT(ud_received(&p, &wc, 333, 1) == 0);
+  ud_close(&p);
+}
+
+// The GRH area of a RoCEv2 datagram: 20 zero bytes, then the IPv4 header
+// as received (version 4, IHL 5, protocol UDP, our address both ways).
+static void t_ud_grh_area(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  static const uint8_t zero[20];
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND, 64, RDMAU_UD_QKEY, &wc) == 0);
+  const uint8_t *ip = p.b.buf + 20;
+  uint32_t me = rdmau_local_ipv4(ctx);
+  uint32_t src = (uint32_t)ip[12] << 24 | (uint32_t)ip[13] << 16 | (uint32_t)ip[14] << 8 | ip[15];
+  uint32_t dst = (uint32_t)ip[16] << 24 | (uint32_t)ip[17] << 16 | (uint32_t)ip[18] << 8 | ip[19];
+  TR_ASSERT(memcmp(p.b.buf, zero, 20) == 0 && ip[0] == 0x45 && ip[9] == 17);
+  TR_ASSERT(src == me && dst == me);
+  ud_close(&p);
+}
+
+// Waits (10 s at most) until QP q has dropped more than `than` frames: its count, or -1.
+static long long wait_dropped(struct ibv_qp *q, uint64 than) {
+  uint64 end = clock_ns() + 10000000000ULL;
+  struct rdma_qp_stats st;
+  while (rdma_qp_stats((int)q->handle, &st) == 0 && st.rx_dropped <= than) {
+    if (clock_ns() > end) return -1;
+    sleep(1);
+  }
+  return st.rx_dropped > than ? (long long)st.rx_dropped : -1;
+}
+
+// A datagram with another Q_Key is dropped and counted, and its receive
+// WR stays posted for the next good one [UD-QKEY-1].
+static void t_ud_qkey_mismatch(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct rdma_qp_stats st;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(rdma_qp_stats((int)p.b.qp->handle, &st) == 0);
+  TR_ASSERT(post_recv1(&p.b, 8192, 77) == 0);
+  TR_ASSERT(ud_send(&p, ud_ah, IBV_WR_SEND, 100, 0x22222222, 0) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0);              // sent: UD completes as it leaves
+  TR_ASSERT(wait_dropped(p.b.qp, st.rx_dropped) == (long long)st.rx_dropped + 1);
+  TR_ASSERT(ibv_poll_cq(p.b.cq, 1, &wc) == 0);
+  fill(p.a.buf, 50, 9);
+  TR_ASSERT(ud_send(&p, ud_ah, IBV_WR_SEND, 50, RDMAU_UD_QKEY, 0) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wait_ok(p.b.cq, &wc) == 0);
+  TR_ASSERT(wc.wr_id == 77 && wc.byte_len == RDMAU_GRH + 50);
+  ud_close(&p);
+}
+
+// remote_qkey with its high bit set sends the QP's own Q_Key (IBTA
+// 10.2.5): delivered to a receiver with a's Q_Key, and with b's Q_Key
+// changed away from it, dropped.
+static void t_ud_qkey_controlled(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr ia;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND, 10, RDMA_QKEY_CONTROLLED, &wc) == 0);
+  TR_ASSERT(ud_received(&p, &wc, 10, 0) == 0);
+  memset(&qa, 0, sizeof qa);
+  qa.qp_state = IBV_QPS_RTS;
+  qa.qkey = 0x33333333;
+  TR_ASSERT(ibv_modify_qp(p.b.qp, &qa, IBV_QP_STATE | IBV_QP_QKEY) == 0);
+  TR_ASSERT(ibv_query_qp(p.b.qp, &qa, IBV_QP_QKEY, &ia) == 0 && qa.qkey == 0x33333333);
+  TR_ASSERT(ia.qp_type == IBV_QPT_UD);
+  struct rdma_qp_stats st;
+  TR_ASSERT(rdma_qp_stats((int)p.b.qp->handle, &st) == 0);
+  TR_ASSERT(post_recv1(&p.b, 8192, 78) == 0);
+  TR_ASSERT(ud_send(&p, ud_ah, IBV_WR_SEND, 10, RDMA_QKEY_CONTROLLED, 0) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0);
+  TR_ASSERT(wait_dropped(p.b.qp, st.rx_dropped) == (long long)st.rx_dropped + 1);
+  TR_ASSERT(ibv_poll_cq(p.b.cq, 1, &wc) == 0);
+  ud_close(&p);
+}
+
+// A SEND longer than the MTU: LOC_LEN_ERR, and the QP goes to SQE [UD-MTU-1].
+static void t_ud_oversize(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr ia;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(ud_send(&p, ud_ah, IBV_WR_SEND, ud_len + 1, RDMAU_UD_QKEY, 0) == 0);
+  TR_ASSERT(rdmau_wait(p.a.cq, &wc, 10000) == 1 && wc.status == IBV_WC_LOC_LEN_ERR);
+  TR_ASSERT(ibv_query_qp(p.a.qp, &qa, IBV_QP_STATE, &ia) == 0 && qa.qp_state == IBV_QPS_SQE);
+  ud_close(&p);
+}
+
+// A WR naming no AH, a handle past the table or a destroyed AH is refused
+// with EINVAL, and nothing leaves the QP.
+static void t_ud_bad_ah(void) {
+  struct pair p;
+  struct rdma_qp_stats s0, s1;
+  int err = 0;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &s0) == 0);
+  TR_ASSERT(ud_send(&p, NULL, IBV_WR_SEND, 10, RDMAU_UD_QKEY, 0) == EINVAL);
+  struct ibv_sge sge = { (uint64_t)p.a.buf, 10, p.a.mr->lkey };
+  int bad_handles[] = { -1, RDMA_MAX_AH, 1 << 30, (int)ud_ah->handle + 1 };
+  for (int i = 0; i < 4; i++) {
+    struct rdma_send_wr k = { .wr_id = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+                              .sg_list = (unsigned long long)&sge, .num_sge = 1, .ud_ah = bad_handles[i],
+                              .ud_remote_qpn = p.b.qp->qp_num, .ud_remote_qkey = RDMAU_UD_QKEY };
+    TR_ASSERT(sys_rdma_post_send((int)p.a.qp->handle, &k, 1, &err) == 0 && err == EINVAL);
+  }
+  struct ibv_ah *gone = rdmau_ud_ah(p.pd, rdmau_local_ipv4(ctx));
+  TR_ASSERT(gone && ibv_destroy_ah(gone) == 0);
+  struct ibv_ah stale = { .context = ctx, .pd = p.pd, .handle = (uint32_t)-1 };
+  TR_ASSERT(ud_send(&p, &stale, IBV_WR_SEND, 10, RDMAU_UD_QKEY, 0) == EINVAL);
+  struct ibv_wc wc;
+  TR_ASSERT(ibv_poll_cq(p.a.cq, 1, &wc) == 0);
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &s1) == 0 && s1.tx_frames == s0.tx_frames);
+  TR_ASSERT(rdma_destroy_ah(RDMA_MAX_AH) == -1 && rdma_destroy_ah(-1) == -1);
+  ud_close(&p);
+}
+
+// Another process's AH: refused in its WRs, and it can't destroy it.
+static void t_ud_foreign_ah(void) {
+  struct pair p;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  int h = (int)ud_ah->handle;
+  int pid = fork();
+  if (pid == 0) {
+    struct pair c;
+    int bad = ud_open(&c, 4096, RDMAU_UD_QKEY) != 0;
+    struct ibv_sge sge = { (uint64_t)c.a.buf, 10, c.a.mr->lkey };
+    struct rdma_send_wr k = { .wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = (unsigned long long)&sge,
+                              .num_sge = 1, .ud_ah = h, .ud_remote_qpn = c.b.qp->qp_num,
+                              .ud_remote_qkey = RDMAU_UD_QKEY };
+    int err = 0;
+    if ((int)ud_ah->handle != h)   // the child's own AH took another slot: the parent's is foreign
+      bad += sys_rdma_post_send((int)c.a.qp->handle, &k, 1, &err) != 0 || err != EINVAL;
+    bad += rdma_destroy_ah(h) != -1;
+    exit(bad);
+  }
+  int st = -1;
+  wait(&st);
+  TR_ASSERT(st == 0);
+  struct ibv_wc wc;
+  TR_ASSERT(ud_roundtrip(&p, IBV_WR_SEND, 20, RDMAU_UD_QKEY, &wc) == 0);   // ours still works
+  ud_close(&p);
+}
+
+// An AH destroyed with sends posted through it: they still go (each WR
+// took the destination when posted); a new WR naming it is refused.
+static void t_ud_destroy_in_use(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(ud_open(&p, 8192, RDMAU_UD_QKEY) == 0);
+  struct ibv_ah *ah = rdmau_ud_ah(p.pd, rdmau_local_ipv4(ctx));
+  TR_ASSERT(ah != NULL);
+  fill(p.a.buf, 100, 3);
+  for (int i = 0; i < 4; i++) TR_ASSERT(post_recv1(&p.b, 8192, 80 + i) == 0);
+  for (int i = 0; i < 4; i++) TR_ASSERT(ud_send(&p, ah, IBV_WR_SEND, 100, RDMAU_UD_QKEY, 0) == 0);
+  struct ibv_ah copy = *ah;
+  TR_ASSERT(ibv_destroy_ah(ah) == 0);
+  for (int i = 0; i < 4; i++) {
+    TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wait_ok(p.b.cq, &wc) == 0);
+    TR_ASSERT(wc.byte_len == RDMAU_GRH + 100 && memcmp(p.b.buf + RDMAU_GRH, p.a.buf, 100) == 0);
+  }
+  TR_ASSERT(ud_send(&p, &copy, IBV_WR_SEND, 100, RDMAU_UD_QKEY, 0) == EINVAL);
+  TR_ASSERT(ibv_dealloc_pd(p.pd) == EBUSY);          // the pair's AH still holds the PD
+  ud_close(&p);
+}
+
+// An AH to an address nobody answers: NULL, errno EHOSTUNREACH. A PD with
+// an AH can't go; the live AH count follows create and destroy; an RC QP
+// takes no Q_Key and an RC send WR no UD fields' meaning.
+static void t_ud_ah_errors(void) {
+  struct rdma_dev_stats d0, d1, d2;
+  struct ibv_pd *pd = ibv_alloc_pd(ctx);
+  TR_ASSERT(pd != NULL && rdma_dev_stats(&d0) == 0);
+  uint32_t nobody = (rdmau_local_ipv4(ctx) & ~0xffu) | 0xfd;
+  errno = 0;
+  TR_ASSERT(rdmau_ud_ah(pd, nobody) == NULL && errno == EHOSTUNREACH);
+  struct ibv_ah *ah = rdmau_ud_ah(pd, rdmau_local_ipv4(ctx));
+  TR_ASSERT(ah != NULL && rdma_dev_stats(&d1) == 0 && d1.live_ahs == d0.live_ahs + 1);
+  TR_ASSERT(ibv_dealloc_pd(pd) == EBUSY);
+  struct ibv_ah_attr aa;
+  memset(&aa, 0, sizeof aa);
+  aa.port_num = 1;                                   // not global: RoCE needs the GID
+  errno = 0;
+  TR_ASSERT(ibv_create_ah(pd, &aa) == NULL && errno == EINVAL);
+  TR_ASSERT(ibv_destroy_ah(ah) == 0 && rdma_dev_stats(&d2) == 0 && d2.live_ahs == d0.live_ahs);
+  TR_ASSERT(ibv_dealloc_pd(pd) == 0);
+  struct pair p;
+  TR_ASSERT(pair_open(&p, 64) == 0);
+  struct ibv_qp_attr qa;
+  memset(&qa, 0, sizeof qa);
+  qa.qp_state = IBV_QPS_RTS;
+  qa.qkey = 1;
+  TR_ASSERT(ibv_modify_qp(p.a.qp, &qa, IBV_QP_STATE | IBV_QP_QKEY) == EINVAL);
+  struct rdma_qp_stats st;
+  TR_ASSERT(rdma_qp_stats((int)p.a.qp->handle, &st) == 0 && st.qp_type == RDMA_QPT_RC);
+  pair_close(&p);
+}
+
+// A process that exits with AHs and UD QPs leaves nothing behind.
+static void t_ud_exit_cleanup(void) {
+  struct rdma_dev_stats d0, d1;
+  TR_ASSERT(rdma_dev_stats(&d0) == 0);
+  int pid = fork();
+  if (pid == 0) {
+    struct pair c;
+    exit(ud_open(&c, 4096, RDMAU_UD_QKEY) != 0 || rdmau_ud_ah(c.pd, rdmau_local_ipv4(ctx)) == NULL);
+  }
+  int st = -1;
+  wait(&st);
+  TR_ASSERT(st == 0 && rdma_dev_stats(&d1) == 0);
+  TR_ASSERT(d1.live_ahs == d0.live_ahs && d1.live_qps == d0.live_qps && d1.live_pds == d0.live_pds);
+  TR_ASSERT(d1.pool_free_pages == d0.pool_free_pages);
+}
+
 // ---- the case table ----
 
 static const struct tr_case cases[] = {
@@ -1449,6 +1760,17 @@ static const struct tr_case cases[] = {
   { "verbs_qp_limit_enomem", t_verbs_qp_limit_enomem, TR_QUICK, 0 },
   { "verbs_cq_limit_enomem", t_verbs_cq_limit_enomem, TR_QUICK, 0 },
   { "verbs_ring_pool_enomem", t_verbs_ring_pool_enomem, TR_QUICK, 0 },
+  { "ud_send", t_ud_send, TR_QUICK, 0 },
+  { "ud_send_imm", t_ud_send_imm, TR_QUICK, 0 },
+  { "ud_grh_area", t_ud_grh_area, TR_QUICK, 0 },
+  { "ud_qkey_mismatch", t_ud_qkey_mismatch, TR_QUICK, 0 },
+  { "ud_qkey_controlled", t_ud_qkey_controlled, TR_QUICK, 0 },
+  { "ud_oversize", t_ud_oversize, TR_QUICK, 0 },
+  { "ud_bad_ah", t_ud_bad_ah, TR_QUICK, 0 },
+  { "ud_foreign_ah", t_ud_foreign_ah, TR_QUICK, 0 },
+  { "ud_destroy_in_use", t_ud_destroy_in_use, TR_QUICK, 0 },
+  { "ud_ah_errors", t_ud_ah_errors, TR_QUICK, 0 },
+  { "ud_exit_cleanup", t_ud_exit_cleanup, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case *const tables[] = { cases };

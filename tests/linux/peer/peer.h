@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <infiniband/verbs.h>
+#include "ud_payload.h"      // user/lib/ibverbs: the UD payload both ends share (UD_SEQ_LEN, ...)
 
 #define PCM_PORT 18515
 #define PCM_PRIVATE_MAX 56
@@ -122,7 +123,6 @@ int bw_server(struct peer_dev *d, struct bw_opts *o);
 int bw_client(struct peer_dev *d, struct bw_opts *o);
 
 #define UD_DEFAULT_QKEY 0x11111111u  // both sides' Q_Key unless --qkey (high bit clear)
-#define UD_SEQ_LEN 4                  // a UD payload leads with its sequence number: the smallest -s
 #define UD_MAX_SIZE 65536             // the largest -s; beyond the port MTU is the oversize check
 struct ud_opts {
   uint32_t qkey;                 // our QP's Q_Key and the one our SENDs carry

@@ -25,7 +25,6 @@
 #define UD_SLOT (UD_GRH + UD_MAX_MTU)
 #define UD_RECVS 32               // receives kept posted
 #define UD_SENDS UD_RECVS         // the server echoes from a receive's slot
-#define UD_IMM_SALT 0xc0de0000u
 #define UD_POLL_MS 200            // the server's slice between looks at its stop flag
 #define UD_SEND_WAIT_MS 5000      // a posted SEND completes within this
 #define UD_MAX_AH 8               // the server's address handles, one per source address
@@ -49,23 +48,6 @@ struct ud_count {
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig) { (void)sig; stop = 1; }
-
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i)); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-
-static void fill_payload(uint8_t *p, uint32_t len, uint32_t seq) {
-  put32(p, seq);
-  for (uint32_t k = UD_SEQ_LEN; k < len; k++) p[k] = (uint8_t)(seq + k);
-}
-
-// 1 if p holds a valid payload (its sequence number in *seq).
-static int payload_ok(const uint8_t *p, uint32_t len, uint32_t *seq) {
-  if (len < UD_SEQ_LEN) return 0;
-  *seq = get32(p);
-  for (uint32_t k = UD_SEQ_LEN; k < len; k++)
-    if (p[k] != (uint8_t)(*seq + k)) return 0;
-  return 1;
-}
 
 static void ip_str(uint32_t ip, char out[16]) {
   snprintf(out, 16, "%u.%u.%u.%u", ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255);
@@ -155,8 +137,8 @@ static void ud_close(struct ud *u) {
 static int grh_ipv4(const struct ud *u, const struct ibv_wc *wc, const uint8_t *slot, uint32_t *src) {
   const uint8_t *ip = slot + UD_GRH - UD_IPV4_HDR;
   if (!(wc->wc_flags & IBV_WC_GRH) || ip[0] != 0x45 || ip[9] != 17) return 0;
-  *src = get32(ip + 12);
-  return get32(ip + 16) == u->d->ipv4;
+  *src = ud_get32(ip + 12);
+  return ud_get32(ip + 16) == u->d->ipv4;
 }
 
 // A received datagram's checks: status, GRH, and unless raw the payload
@@ -170,7 +152,7 @@ static int datagram_ok(struct ud *u, const struct ibv_wc *wc, int raw, uint32_t 
   if (wc->status != IBV_WC_SUCCESS) why = ibv_wc_status_str(wc->status);
   else if (!grh_ipv4(u, wc, slot, src)) why = "no IPv4 header to our address in the GRH";
   else if (raw) *seq = 0;
-  else if (!payload_ok(slot + UD_GRH, len, seq)) why = "payload does not hold the pattern";
+  else if (!ud_payload_ok(slot + UD_GRH, len, seq)) why = "payload does not hold the pattern";
   else if ((wc->wc_flags & IBV_WC_WITH_IMM) && ntohl(wc->imm_data) != (*seq ^ UD_IMM_SALT)) why = "wrong immediate";
   if (why) printf("xrpeer: %s: datagram of %u bytes from qpn %u dropped: %s\n", who, len, wc->src_qp, why);
   return !why;
@@ -311,7 +293,7 @@ static struct ibv_ah *client_ah(struct ud *u, uint32_t ip) {
   a.grh.sgid_index = (uint8_t)u->d->gid_index;
   a.grh.hop_limit = 64;
   a.grh.dgid.raw[10] = a.grh.dgid.raw[11] = 0xff;                // ::ffff:a.b.c.d
-  put32(a.grh.dgid.raw + 12, ip);
+  ud_put32(a.grh.dgid.raw + 12, ip);
   struct ibv_ah *ah = ibv_create_ah(u->r.pd, &a);
   if (!ah) perror("xrpeer: ud-client: address handle to the server");
   return ah;
@@ -323,7 +305,7 @@ static int one_message(struct ud *u, const struct ud_opts *o, struct ibv_ah *ah,
   uint32_t imm = seq ^ UD_IMM_SALT;
   // The previous message's resends still read the buffer until they complete.
   if (client_wait(u, o, c, seq, 0, now_ns() + UD_SEND_WAIT_MS * 1000000ull) != 1) return -1;
-  fill_payload(u->tx, o->size, seq);
+  ud_fill_payload(u->tx, o->size, seq);
   for (int try = 0; try <= o->retries; try++) {
     if (post_send(u, ah, o->peer_qpn, o->qkey, u->tx, u->tx_mr->lkey, o->size, o->imm ? &imm : NULL,
                   WR_SEND | seq))

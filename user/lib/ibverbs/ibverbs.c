@@ -236,6 +236,30 @@ int ibv_dealloc_pd(struct ibv_pd *pd) {
   return 0;
 }
 
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr) {
+  if (!pd || !attr || !attr->is_global || attr->port_num != 1) return fail_null(EINVAL);
+  struct rdma_ah_attr k = {
+    .pd = (int)pd->handle, .dipv4 = ibvx_gid_to_ipv4(&attr->grh.dgid), .port_num = attr->port_num,
+    .hop_limit = attr->grh.hop_limit, .traffic_class = attr->grh.traffic_class,
+  };
+  if (k.dipv4 == 0) return fail_null(EINVAL);
+  struct ibv_ah *ah = malloc(sizeof *ah);
+  if (!ah) return fail_null(ENOMEM);
+  int h = rdma_create_ah(&k);
+  if (h < 0) {
+    free(ah);
+    return fail_null(h == RDMA_NO_ROUTE ? EHOSTUNREACH : h == RDMA_NO_RESOURCES ? ENOMEM : EINVAL);
+  }
+  *ah = (struct ibv_ah){ .context = pd->context, .pd = pd, .handle = (uint32_t)h };
+  return ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah) {
+  if (!ah || rdma_destroy_ah((int)ah->handle) < 0) return EINVAL;
+  free(ah);
+  return 0;
+}
+
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access) {
   if (!pd) return fail_null(EINVAL);
   struct ibv_mr *mr = malloc(sizeof *mr);
@@ -357,14 +381,14 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   if (!pd || !ia || !ia->send_cq || !ia->recv_cq) return fail_null(EINVAL);
-  if (ia->qp_type != IBV_QPT_RC || ia->srq) return fail_null(ENOSYS);
+  if ((ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD) || ia->srq) return fail_null(ENOSYS);
   if (ia->cap.max_inline_data > MAX_INLINE) return fail_null(EINVAL);
   struct qp_priv *priv = calloc(1, sizeof *priv);
   if (!priv) return fail_null(ENOMEM);
   struct ibv_qp *qp = &priv->qp;
   struct rdma_qp_create c = {
     .pd = (int)pd->handle, .send_cq = (int)ia->send_cq->handle, .recv_cq = (int)ia->recv_cq->handle,
-    .sq_sig_all = ia->sq_sig_all,
+    .sq_sig_all = ia->sq_sig_all, .qp_type = ia->qp_type,
     .max_send_wr = ia->cap.max_send_wr, .max_recv_wr = ia->cap.max_recv_wr,
     .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
   };
@@ -394,7 +418,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   qp->handle = (uint32_t)h;
   qp->qp_num = c.qp_num;
   qp->state = IBV_QPS_RESET;
-  qp->qp_type = IBV_QPT_RC;
+  qp->qp_type = ia->qp_type;
   if (h < RDMA_MAX_QP) qp_by_handle[h] = qp;
   return qp;
 }
@@ -436,6 +460,7 @@ int ibvx_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
   k.min_rnr_timer = attr->min_rnr_timer;
   k.max_rd_atomic = attr->max_rd_atomic;
   k.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  k.qkey = attr->qkey;
   if (attr_mask & IBV_QP_AV) {
     // RoCE: the AV names the peer by its GID, which carries its IPv4.
     if (!attr->ah_attr.is_global) return EINVAL;
@@ -479,6 +504,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
   attr->min_rnr_timer = (uint8_t)k.min_rnr_timer;
   attr->max_rd_atomic = (uint8_t)k.max_rd_atomic;
   attr->max_dest_rd_atomic = (uint8_t)k.max_dest_rd_atomic;
+  attr->qkey = k.qkey;
   attr->port_num = 1;
   attr->cap.max_send_wr = k.max_send_wr;
   attr->cap.max_recv_wr = k.max_recv_wr;
@@ -497,7 +523,7 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
     init_attr->send_cq = qp->send_cq;
     init_attr->recv_cq = qp->recv_cq;
     init_attr->cap = attr->cap;
-    init_attr->qp_type = IBV_QPT_RC;
+    init_attr->qp_type = qp->qp_type;
   }
   return 0;
 }
@@ -543,13 +569,20 @@ static int is_inline(const struct ibv_send_wr *wr) {
 }
 
 // The kernel's form of a libibverbs send WR: the list becomes an array
-// entry, the SGEs stay where the caller keeps them, imm_data host order.
-static void send_wr_out(const struct ibv_send_wr *wr, struct rdma_send_wr *k) {
+// entry, the SGEs stay where the caller keeps them, imm_data host order;
+// a UD QP's WR carries wr.ud (its AH by handle; none: -1, which the
+// kernel refuses).
+static void send_wr_out(const struct ibv_qp *qp, const struct ibv_send_wr *wr, struct rdma_send_wr *k) {
   *k = (struct rdma_send_wr){
     .wr_id = wr->wr_id, .opcode = wr->opcode, .send_flags = wr->send_flags & ~IBV_SEND_INLINE,
     .sg_list = (unsigned long long)wr->sg_list, .num_sge = wr->num_sge,
     .imm_data = ntohl(wr->imm_data), .remote_addr = wr->wr.rdma.remote_addr, .rkey = wr->wr.rdma.rkey,
   };
+  if (qp->qp_type != IBV_QPT_UD) return;
+  k->ud_ah = wr->wr.ud.ah ? (int)wr->wr.ud.ah->handle : -1;
+  k->ud_remote_qpn = wr->wr.ud.remote_qpn;
+  k->ud_remote_qkey = wr->wr.ud.remote_qkey;
+  k->ud_pad = 0;
 }
 
 int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
@@ -566,7 +599,7 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
         bad_arg = 1;
         break;
       }
-      send_wr_out(wr, &k[n]);
+      send_wr_out(qp, wr, &k[n]);
       if (is_inline(wr) && inline_copy((struct qp_priv *)qp, wr, &k[n], &inl[n], inl_in_batch++) < 0) {
         bad_arg = 1;
         break;

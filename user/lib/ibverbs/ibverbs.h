@@ -257,7 +257,12 @@ struct ibv_qp_attr {
   uint32_t rate_limit;
 };
 
-struct ibv_ah;
+// An address handle: where a UD send goes (ibv_create_ah).
+struct ibv_ah {
+  struct ibv_context *context;
+  struct ibv_pd *pd;
+  uint32_t handle;
+};
 
 struct ibv_send_wr {
   uint64_t wr_id;
@@ -303,6 +308,12 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context);
 int ibv_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access);
 int ibv_dereg_mr(struct ibv_mr *mr);
+
+// Address handles (UD). RoCE: attr->is_global with grh.dgid an IPv4-mapped
+// GID, port_num 1; the destination's MAC is resolved here (ARP): NULL with
+// errno EHOSTUNREACH when it does not answer.
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int ibv_destroy_ah(struct ibv_ah *ah);
 
 // Completion channels and queues.
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context);

@@ -31,5 +31,7 @@ int rdma_set_neigh(unsigned int ipv4, const unsigned char mac[6]);
 int rdma_wait_write(const volatile unsigned char *addr, int old, int timeout_ms);
 int rdma_wait_cq(int cq, int timeout_ms);
 int rdma_dev_stats(struct rdma_dev_stats *out);
+int rdma_create_ah(const struct rdma_ah_attr *attr);
+int rdma_destroy_ah(int ah);
 
 #endif

@@ -15,6 +15,31 @@ struct ibv_context *rdmau_open(void) {
   return ctx;
 }
 
+int rdmau_ud_ready(struct ibv_qp *qp, uint32_t qkey) {
+  struct ibv_qp_attr a;
+  memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qkey = qkey;
+  int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+  if (rc) return rc;
+  a.qp_state = IBV_QPS_RTR;
+  if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE))) return rc;
+  a.qp_state = IBV_QPS_RTS;
+  a.sq_psn = rdmau_psn();
+  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+struct ibv_ah *rdmau_ud_ah(struct ibv_pd *pd, uint32_t ipv4) {
+  struct ibv_ah_attr aa;
+  memset(&aa, 0, sizeof aa);
+  aa.is_global = 1;
+  aa.port_num = 1;
+  aa.grh.hop_limit = 64;
+  ibvx_gid_from_ipv4(&aa.grh.dgid, ipv4);
+  return ibv_create_ah(pd, &aa);
+}
+
 int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_psn,
                   enum ibv_mtu mtu, int access, int rnr_retry, int timeout) {
   struct ibv_qp_attr a;
@@ -93,7 +118,7 @@ static const char *const dev_stat_names[] = {
   "rx_frames", "rx_not_roce", "rx_truncated", "rx_bad_header", "rx_icrc_err",
   "rx_bad_opcode", "rx_unknown_qp", "tx_frames", "nic_rx_frames", "nic_rx_bad",
   "nic_tx_frames", "nic_tx_full", "tx_no_route", "tx_too_big", "async_dropped",
-  "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages",
+  "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages", "live_ahs",
 };
 _Static_assert(sizeof(struct rdma_dev_stats) ==
                sizeof dev_stat_names / sizeof dev_stat_names[0] * sizeof(unsigned long long),

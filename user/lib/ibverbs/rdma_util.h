@@ -33,6 +33,13 @@ int rdmau_connect(struct ibv_qp *qp, const struct rdma_peer *peer, uint32_t my_p
 // One completion; returns 1, or 0 after timeout_ms without one, -1 on error.
 // Sleeps (ibvx_wait_cq) between polls instead of spinning.
 int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+// UD: qp (IBV_QPT_UD, in RESET) through INIT (Q_Key qkey) and RTR to RTS
+// (0, or the errno ibv_modify_qp gave); an AH to ipv4 with hop limit 64
+// (NULL with errno: EHOSTUNREACH when ipv4 does not answer ARP).
+#define RDMAU_UD_QKEY 0x11111111u   // the Linux peer's convention (docs/interop.md)
+#define RDMAU_GRH 40                // a UD receive's GRH area, before the payload
+int rdmau_ud_ready(struct ibv_qp *qp, uint32_t qkey);
+struct ibv_ah *rdmau_ud_ah(struct ibv_pd *pd, uint32_t ipv4);
 uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 // A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
 uint32_t rdmau_psn(void);
