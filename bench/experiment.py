@@ -64,6 +64,7 @@ MODES = {"gbn": "", "sr": " --sr"}
 MEDIA = ("linkemu", "netem")
 COUNT_BUDGET = 16 * MIB         # rdma_bw's default bytes per run (rdma_sweep.iters_for)
 LAT_ITERS = 500
+TOP_KEYS = {"name", "medium", "repeats", "seed", "live", "mtu", "timeout", "levels", "workload", "x_label"}
 DEFAULTS = {"repeats": 3, "seed": 7, "live": True, "mtu": 1024, "timeout": 600}
 QP_KEYS = ("tx_frames", "rx_frames", "retransmits", "timeouts", "tx_naks", "rx_naks", "dup", "oos", "oow",
            "dropped", "rnr_timeouts", "window_cuts", "late_probes")
@@ -92,7 +93,7 @@ class ExperimentError(Exception):
 
 # ---- the experiment file ----
 
-def load(path):
+def load(path, medium=None):
     """The experiment file, checked and expanded: a dict with the top-level
     settings, "levels" (dicts name/a2b/b2a/x) and "workloads" (one dict per
     combination of the list-valued fields)."""
@@ -102,12 +103,23 @@ def load(path):
         except tomllib.TOMLDecodeError as e:
             raise ExperimentError(f"{path}: not TOML: {e}")
     exp = {**DEFAULTS, "name": os.path.splitext(os.path.basename(path))[0], **exp}
-    if exp.get("medium") not in MEDIA:
-        raise ExperimentError(f"{path}: medium = {exp.get('medium')!r}: one of {', '.join(MEDIA)}")
+    if medium:                                  # --medium: the same file through another medium
+        exp.update(medium=medium, name=f"{exp['name']}-{medium}")
+    unknown = set(exp) - TOP_KEYS
+    if unknown:
+        raise ExperimentError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))} "
+                              f"(known: {', '.join(sorted(TOP_KEYS))})")
+    media = exp.get("medium")
+    exp["media"] = media if isinstance(media, list) else [media]
+    if not exp["media"] or any(m not in MEDIA for m in exp["media"]):
+        raise ExperimentError(f"{path}: medium = {media!r}: one of {', '.join(MEDIA)} or a list of them")
     if exp["mtu"] not in (1024, 4096):
         raise ExperimentError(f"{path}: mtu = {exp['mtu']}: 1024 or 4096")
     exp["levels"] = [level(path, i, lv) for i, lv in enumerate(exp.get("levels") or [])]
     exp["workloads"] = [w for i, t in enumerate(exp.get("workload") or []) for w in expand(path, i, t)]
+    if any(lv["x"] is None for lv in exp["levels"]):       # not all plain loss: the plots name them
+        for i, lv in enumerate(exp["levels"]):
+            lv["x"], lv["tick"] = float(i), lv["name"]
     if not exp["levels"] or not exp["workloads"]:
         raise ExperimentError(f"{path}: needs `levels` and at least one [[workload]]")
     return exp
@@ -122,8 +134,8 @@ def level(path, i, lv):
         raise ExperimentError(f"{path}: levels[{i}]: a netem spec or a table of name, a2b, b2a, both, x")
     a2b, b2a = lv.get("a2b", lv.get("both", "")), lv.get("b2a", lv.get("both", ""))
     name = lv.get("name") or (a2b if a2b == b2a else f"a2b {a2b or '-'} / b2a {b2a or '-'}") or "clean"
-    m = re.search(r"loss (?:random )?([\d.]+)%", b2a or a2b or "")
-    x = lv.get("x", float(m.group(1)) if m else (0.0 if not (a2b or b2a) else float(i)))
+    m = re.fullmatch(r"loss (?:random )?([\d.]+)%(?: seed \d+)?", b2a or a2b or "")
+    x = lv.get("x", float(m.group(1)) if m else (0.0 if not (a2b or b2a) else None))
     return {"name": name, "a2b": a2b, "b2a": b2a, "x": x}
 
 
@@ -160,15 +172,16 @@ def workload_name(w):
 
 
 def plan(exp):
-    """Every run in the order they go: repeat by repeat, level by level
-    within a repeat (so a slow spell of the host lands on every level),
-    workloads within a level."""
+    """Every run in the order they go: medium by medium, repeat by repeat
+    within a medium, level by level within a repeat (so a slow spell of the
+    host lands on every level), workloads within a level."""
     runs = []
-    for r in range(exp["repeats"]):
-        for li, lv in enumerate(exp["levels"]):
-            for wi, w in enumerate(exp["workloads"]):
-                runs.append({"run_id": f"r{r}-l{li}-w{wi}", "cell": f"l{li}-w{wi}", "repeat": r, "li": li,
-                             "level": lv, "workload": w})
+    for m in exp["media"]:
+        for r in range(exp["repeats"]):
+            for li, lv in enumerate(exp["levels"]):
+                for wi, w in enumerate(exp["workloads"]):
+                    runs.append({"run_id": f"{m}-r{r}-l{li}-w{wi}", "cell": f"{m}-l{li}-w{wi}", "repeat": r,
+                                 "li": li, "level": lv, "workload": w, "medium": MEDIUM[m]})
     return runs
 
 
@@ -214,6 +227,9 @@ class NetemBox:
                 sent, dropped = 0, 0
             out.update({f"{d}_in": sent + dropped, f"{d}_out": sent, f"{d}_dropped": dropped})
         return out
+
+
+MEDIUM = {"linkemu": Linkemu(), "netem": NetemBox()}
 
 
 def mtu_append(exp):
@@ -338,7 +354,7 @@ def open_out(out, path, exp, restart):
                      "started_utc": utc(), "commit": git_commit(), "host_load": os.getloadavg(),
                      "host_cpus": os.cpu_count()})
     meta = {"experiment": os.path.relpath(path, REPO), "experiment_sha256": digest, "experiment_text": text,
-            "name": exp["name"], "medium": exp["medium"], "repeats": exp["repeats"], "base_seed": exp["seed"],
+            "name": exp["name"], "medium": " and ".join(exp["media"]), "repeats": exp["repeats"], "base_seed": exp["seed"],
             "seeds": "linkemu: seed BASE + repeat on every impaired direction of every run (column seed); "
                      "netem: the kernel's own random draws (no seed)", "sessions": sessions}
     with open(meta_path, "w") as f:
@@ -379,18 +395,19 @@ def save_log(out, tb, run, attempt, error):
 
 class Bed:
     """The test bed runs share: started on first use, again after a
-    failure, and for every level when levels go to fresh guests."""
+    failure, for another medium, and for every level when levels go to
+    fresh guests."""
 
-    def __init__(self, exp, medium):
-        self.exp, self.medium, self.tb, self.key, self.n = exp, medium, None, None, 0
+    def __init__(self, exp):
+        self.exp, self.tb, self.key, self.n = exp, None, None, 0
 
-    def get(self, key):
-        if self.tb is None or key != self.key:
+    def get(self, medium, key):
+        if self.tb is None or (medium.name, key) != self.key:
             self.close()
             self.n += 1
-            self.tb = self.medium.testbed(self.exp, f"{self.exp['name'][:12]}{self.n}-")
+            self.tb = medium.testbed(self.exp, f"{self.exp['name'][:12]}{self.n}-")
             self.tb.boot(timeout=300)
-            self.key = key
+            self.key = (medium.name, key)
         return self.tb
 
     def close(self):
@@ -399,21 +416,21 @@ class Bed:
         self.tb = None
 
 
-def run_all(exp, medium, out, done, max_runs):
+def run_all(exp, out, done, max_runs):
     """Runs every planned run not in done; returns the number it ran.
     Raises KeyboardInterrupt on Ctrl-C (the finished runs are saved)."""
     todo = [r for r in plan(exp) if r["run_id"] not in done]
     cells = {r["cell"] for r in plan(exp)}
     progress("experiment", f"{exp['name']}: {len(cells)} cells x {exp['repeats']} repeats through "
-             f"{medium.name}; {len(done)} runs done before, {len(todo)} to go")
-    bed, took, ran = Bed(exp, medium), [], 0
+             f"{' and '.join(exp['media'])}; {len(done)} runs done before, {len(todo)} to go")
+    bed, took, ran = Bed(exp), [], 0
     try:
         for i, run in enumerate(todo):
             if max_runs is not None and ran >= max_runs:
                 progress("experiment", f"stopping after {ran} runs (--max-runs); rerun to resume")
                 break
             t0 = time.monotonic()
-            row = attempt_run(exp, medium, out, bed, run)
+            row = attempt_run(exp, out, bed, run)
             done[run["run_id"]] = row
             ran += 1
             took.append(time.monotonic() - t0)
@@ -423,9 +440,10 @@ def run_all(exp, medium, out, done, max_runs):
     return ran
 
 
-def attempt_run(exp, medium, out, bed, run):
+def attempt_run(exp, out, bed, run):
     """One run, tried a second time on fresh guests if the first fails;
     every attempt is a row."""
+    medium = run["medium"]
     seed = exp["seed"] + run["repeat"]
     key = "live" if exp["live"] else (run["repeat"], run["li"])
     for attempt in (1, 2):
@@ -437,7 +455,7 @@ def attempt_run(exp, medium, out, bed, run):
         t0 = time.monotonic()
         tb = None
         try:
-            tb = bed.get(key)
+            tb = bed.get(medium, key)
             row.update(one_run(exp, medium, tb, run, seed))
             row.update(status="ok", seconds=round(time.monotonic() - t0, 1))
             append_row(out, row)
@@ -455,9 +473,8 @@ def attempt_run(exp, medium, out, bed, run):
 
 def report_progress(exp, run, row, done, cells, left, took):
     per_cell = {}
-    for rid in done:
-        cell = rid.split("-", 1)[1]
-        per_cell[cell] = per_cell.get(cell, 0) + 1
+    for r in done.values():
+        per_cell[r["cell"]] = per_cell.get(r["cell"], 0) + 1
     full = sum(1 for c in cells if per_cell.get(c, 0) >= exp["repeats"])
     eta = left * sum(took) / len(took)
     what = (f"{row.get('goodput_MBps')} MB/s" if row.get("goodput_MBps") not in (None, "") else
@@ -486,6 +503,8 @@ def main():
     ap.add_argument("file", nargs="?", help="the experiment file (TOML)")
     ap.add_argument("--out", help="the results directory (default build/experiments/NAME)")
     ap.add_argument("--max-runs", type=int, metavar="N", help="stop after N runs this time (rerun to resume)")
+    ap.add_argument("--medium", choices=MEDIA, help="run through this medium instead of the file's "
+                    "(results in build/experiments/NAME-MEDIUM)")
     ap.add_argument("--restart", action="store_true", help="discard the runs already in OUT")
     ap.add_argument("--report", metavar="DIR", help="only write DIR's summary and plots again from its runs.csv")
     args = ap.parse_args()
@@ -494,16 +513,15 @@ def main():
     if not args.file:
         ap.error("an experiment file, e.g. experiments/loss-sweep.toml")
     try:
-        exp = load(args.file)
+        exp = load(args.file, args.medium)
         out = args.out or os.path.join(REPO, "build", "experiments", exp["name"])
         done, _ = open_out(out, args.file, exp, args.restart)
     except (ExperimentError, OSError) as e:
         print(f"experiment: {e}", file=sys.stderr)
         return 2
-    medium = Linkemu() if exp["medium"] == "linkemu" else NetemBox()
     total = len(plan(exp))
     try:
-        run_all(exp, medium, out, done, args.max_runs)
+        run_all(exp, out, done, args.max_runs)
     except KeyboardInterrupt:
         progress("experiment", f"interrupted: {len(done)} of {total} runs saved in {out}/runs.csv; "
                  "the same command resumes")

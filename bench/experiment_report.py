@@ -29,7 +29,7 @@ T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.
 METRICS = ("goodput_MBps", "msg_rate_Mpps", "t_typical_us", "p99_us", "p999_us", "frames_per_data_frame",
            "cli_retransmits", "cli_timeouts", "cli_rx_naks", "srv_dup", "cli_dup", "medium_lost_b2a",
            "medium_lost_a2b")
-CELL_KEYS = ("cell", "level", "tool", "op", "size", "mode", "depth", "chunk", "iters")
+CELL_KEYS = ("cell", "medium", "level", "tool", "op", "size", "mode", "depth", "chunk", "iters")
 
 
 def t95(df):
@@ -86,16 +86,17 @@ def series(table, metric):
     for t in table:
         order.setdefault(t["level"], len(order))
     out = {}
+    keys = ("tool", "op", "size", "mode") + (("medium",) if len({t["medium"] for t in table}) > 1 else ())
     for t in table:
         if t["metric"] != metric:
             continue
-        label = " ".join(str(t[k]) for k in ("tool", "op", "size", "mode") if t[k] != "")
+        label = " ".join(str(t[k]) for k in keys if t[k] != "")
         out.setdefault(label, []).append((t.get("x", order[t["level"]]), t["mean"], t["ci95_low"],
                                            t["ci95_high"], t["median"]))
     return {k: sorted(v) for k, v in out.items()}
 
 
-def plot(out, table, metric, ylabel, title, name, level_names):
+def plot(out, table, metric, ylabel, title, name, level_names, ticks):
     """One PNG of metric against the level (mean, 95 % interval bars); False
     if no cell has it."""
     data = series(table, metric)
@@ -108,8 +109,10 @@ def plot(out, table, metric, ylabel, title, name, level_names):
     for label, pts in data.items():
         xs, mean, lo, hi, _ = zip(*pts)
         ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo)], [b - m for m, b in zip(mean, hi)]],
-                    marker="o", capsize=3, linestyle="--" if label.endswith("gbn") else "-", label=label)
+                    marker="o", capsize=3, linestyle="--" if " gbn" in label else "-", label=label)
     ax.set_xlabel(level_names)
+    if ticks:
+        ax.set_xticks(list(ticks), list(ticks.values()), rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
@@ -119,20 +122,24 @@ def plot(out, table, metric, ylabel, title, name, level_names):
     return True
 
 
-def level_axis(rows, meta):
-    """Each level's x (its `x` in the file, else the loss % in its spec, else
-    its index) and the axis label."""
-    text = meta.get("experiment_text", "")
+def level_axis(meta):
+    """Each level's x and tick label (experiment.load's: the loss % of a
+    plain loss level or the file's `x`, else the level's place with its name
+    as the tick) and the axis label (the file's x_label)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import experiment                       # the one reader of experiment files
     import tomllib
-    try:
-        levels = [experiment.level("", i, lv) for i, lv in enumerate(tomllib.loads(text).get("levels", []))]
-    except (tomllib.TOMLDecodeError, experiment.ExperimentError):
-        levels = []
-    xs = {lv["name"]: lv["x"] for lv in levels}
-    label = tomllib.loads(text).get("x_label", "loss per direction (%)") if text else "level"
-    return xs, label
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+        f.write(meta.get("experiment_text", ""))
+        f.flush()
+        try:
+            exp = experiment.load(f.name)
+        except experiment.ExperimentError:
+            return {}, "level", {}
+    ticks = {lv["x"]: lv["tick"] for lv in exp["levels"] if "tick" in lv}
+    label = exp.get("x_label", "level" if ticks else "loss per direction (%)")
+    return {lv["name"]: lv["x"] for lv in exp["levels"]}, label, ticks
 
 
 def write_md(out, table, meta, rows):
@@ -151,11 +158,11 @@ def write_md(out, table, meta, rows):
         part = [t for t in table if t["metric"] == metric]
         if not part:
             continue
-        L += [f"## {metric}", "", "| level | workload | n | median | mean | 95 % CI |",
-              "| --- | --- | ---: | ---: | ---: | --- |"]
+        L += [f"## {metric}", "", "| medium | level | workload | n | median | mean | 95 % CI |",
+              "| --- | --- | --- | ---: | ---: | ---: | --- |"]
         for t in part:
             wl = " ".join(str(t[k]) for k in ("tool", "op", "size", "mode") if t[k] != "")
-            L.append(f"| {t['level']} | {wl} | {t['n']} | {t['median']:g} | {t['mean']:g} | "
+            L.append(f"| {t['medium']} | {t['level']} | {wl} | {t['n']} | {t['median']:g} | {t['mean']:g} | "
                      f"{t['ci95_low']:g} .. {t['ci95_high']:g} |")
         L.append("")
     with open(os.path.join(out, "summary.md"), "w") as f:
@@ -167,7 +174,7 @@ def main(out):
     meta_path = os.path.join(out, "meta.json")
     meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
     table = summarize(rows)
-    xs, xlabel = level_axis(rows, meta)
+    xs, xlabel, ticks = level_axis(meta)
     for t in table:
         if t["level"] in xs:
             t["x"] = xs[t["level"]]
@@ -184,13 +191,13 @@ def main(out):
         print(f"experiment_report: no matplotlib in {sys.executable}: no plots", file=sys.stderr)
         return 0
     plot(out, table, "goodput_MBps", "goodput (MB/s, 10^6 B)",
-         f"{name} through {medium}: goodput (mean, 95 % CI; go-back-N dashed)", "goodput.png", xlabel)
+         f"{name} through {medium}: goodput (mean, 95 % CI; go-back-N dashed)", "goodput.png", xlabel, ticks)
     plot(out, table, "frames_per_data_frame", "frames sent by both QPs per data frame",
-         f"{name} through {medium}: wire cost", "wirecost.png", xlabel)
+         f"{name} through {medium}: wire cost", "wirecost.png", xlabel, ticks)
     plot(out, table, "t_typical_us", "t_typical (us)", f"{name} through {medium}: median latency",
-         "latency.png", xlabel)
+         "latency.png", xlabel, ticks)
     plot(out, table, "p99_us", "p99 (us)", f"{name} through {medium}: 99th percentile latency",
-         "latency-p99.png", xlabel)
+         "latency-p99.png", xlabel, ticks)
     return 0
 
 
