@@ -8,6 +8,7 @@
 #                         Ctrl-C keeps the finished runs, the same command
 #                         resumes. The netem box needs the Linux image (built
 #                         first when the file says medium = "netem").
+#   bench/experiment_bench.py DIR   an experiment's cells beside make bench-rdma's
 #   make test-experiment  a two-cell experiment through linkemu, stopped and
 #                         resumed; its CSV, summary and plots, and its
 #                         counters against linkemu's (~1 minute; a step of
@@ -15,7 +16,9 @@
 
 EXP ?= experiments/smoke.toml
 EXP_ARGS ?=
-EXP_NEEDS := $(if $(shell grep -s 'medium *= *"netem"' $(EXP)),$(LINUX_IMAGE))
+# The netem box needs the Linux image: when the file names it (medium =
+# "netem" or a list with it) or EXP_ARGS says --medium netem.
+EXP_NEEDS := $(if $(or $(shell grep -s '^medium *=.*"netem"' $(EXP)),$(findstring netem,$(EXP_ARGS))),$(LINUX_IMAGE))
 
 experiment: kernel/kernel fs.img $(LINKEMU) $(EXP_NEEDS)
 	$(PLOT_PYTHON) bench/experiment.py $(EXP) $(EXP_ARGS)
