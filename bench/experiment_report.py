@@ -11,7 +11,7 @@ interval (Student's t on the repeats) of each metric:
   goodput.png   goodput against the level, one line per workload (mean and
                 its 95 % interval as error bars; go-back-N dashed)
   wirecost.png  frames both QPs sent per data frame against the level
-  latency.png   rdma_lat's t_typical and p99 against the level
+  latency.png   rdma_lat's t_typical, p99 and p99.9 against the level
 
 Usage: python3 bench/experiment_report.py DIR   (needs matplotlib for the PNGs)
 """
@@ -96,10 +96,13 @@ def series(table, metric):
     return {k: sorted(v) for k, v in out.items()}
 
 
-def plot(out, table, metric, ylabel, title, name, level_names, ticks):
-    """One PNG of metric against the level (mean, 95 % interval bars); False
-    if no cell has it."""
-    data = series(table, metric)
+def plot(out, table, metrics, ylabel, title, name, level_names, ticks):
+    """One PNG of the metrics (a name or a tuple of names, each a line per
+    workload) against the level (mean, 95 % interval bars); False if no cell
+    has them."""
+    metrics = (metrics,) if isinstance(metrics, str) else metrics
+    data = {f"{label}{' ' + m if len(metrics) > 1 else ''}": pts for m in metrics
+            for label, pts in series(table, m).items()}
     if not data:
         return False
     import matplotlib
@@ -109,7 +112,8 @@ def plot(out, table, metric, ylabel, title, name, level_names, ticks):
     for label, pts in data.items():
         xs, mean, lo, hi, _ = zip(*pts)
         ax.errorbar(xs, mean, yerr=[[m - a for m, a in zip(mean, lo)], [b - m for m, b in zip(mean, hi)]],
-                    marker="o", capsize=3, linestyle="--" if " gbn" in label else "-", label=label)
+                    marker="o", capsize=3, linestyle=":" if label.endswith("_us") and "typical" not in label
+                    else "--" if " gbn" in label else "-", label=label)
     ax.set_xlabel(level_names)
     if ticks:
         ax.set_xticks(list(ticks), list(ticks.values()), rotation=20, ha="right", fontsize=8)
@@ -194,10 +198,9 @@ def main(out):
          f"{name} through {medium}: goodput (mean, 95 % CI; go-back-N dashed)", "goodput.png", xlabel, ticks)
     plot(out, table, "frames_per_data_frame", "frames sent by both QPs per data frame",
          f"{name} through {medium}: wire cost", "wirecost.png", xlabel, ticks)
-    plot(out, table, "t_typical_us", "t_typical (us)", f"{name} through {medium}: median latency",
-         "latency.png", xlabel, ticks)
-    plot(out, table, "p99_us", "p99 (us)", f"{name} through {medium}: 99th percentile latency",
-         "latency-p99.png", xlabel, ticks)
+    plot(out, table, ("t_typical_us", "p99_us", "p999_us"), "latency (us)",
+         f"{name} through {medium}: rdma_lat median (t_typical), p99 and p99.9 (dotted)", "latency.png",
+         xlabel, ticks)
     return 0
 
 
