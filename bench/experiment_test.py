@@ -91,7 +91,7 @@ def check_counters(tally, out):
             med, dropped = int(r[f"{d}_in"]) - int(r[f"{d}_out"]), int(r[f"{d}_dropped"])
             if abs(qp - med) > COUNT_SLACK or med != dropped or (qp, med) != (int(r[f"qp_lost_{d}"]),
                                                                              int(r[f"medium_lost_{d}"])):
-                bad.append(f"{r['run_id']} {d}: QPs lost {qp} (column {r[f'qp_lost_{d}']}), linkemu in-out {med} "
+                bad.append(f"{r['run_id']} {d}: QPs lost {qp} (column {r[f'qp_lost_{d}']}), medium in-out {med} "
                            f"(column {r[f'medium_lost_{d}']}), dropped {dropped}")
         lost[r["level"]] = lost.get(r["level"], 0) + int(r["medium_lost_b2a"])
     ok = not bad and lost.get("clean") == 0 and lost.get("loss 3%", 0) > 0
