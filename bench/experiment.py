@@ -434,7 +434,7 @@ def run_all(exp, out, done, max_runs):
             done[run["run_id"]] = row
             ran += 1
             took.append(time.monotonic() - t0)
-            report_progress(exp, run, row, done, cells, len(todo) - i - 1, took)
+            report_progress(exp, run, row, done, cells, todo[i + 1:], took)
     finally:
         bed.close()
     return ran
@@ -471,12 +471,18 @@ def attempt_run(exp, out, bed, run):
     return row
 
 
-def report_progress(exp, run, row, done, cells, left, took):
-    per_cell = {}
+def report_progress(exp, run, row, done, cells, rest, took):
+    """The progress line; the time left counts each run still to go at its
+    cell's mean so far (a go-back-N run at 10 % loss takes 50 times a
+    clean one), else at this session's mean run."""
+    per_cell, secs = {}, {}
     for r in done.values():
         per_cell[r["cell"]] = per_cell.get(r["cell"], 0) + 1
+        secs.setdefault(r["cell"], []).append(float(r["seconds"] or 0))
     full = sum(1 for c in cells if per_cell.get(c, 0) >= exp["repeats"])
-    eta = left * sum(took) / len(took)
+    mean = sum(took) / len(took)
+    left, eta = len(rest), sum(sum(secs[r["cell"]]) / len(secs[r["cell"]]) if r["cell"] in secs else mean
+                               for r in rest)
     what = (f"{row.get('goodput_MBps')} MB/s" if row.get("goodput_MBps") not in (None, "") else
             f"t_typical {row.get('t_typical_us')} us")
     progress("experiment", f"cells {full}/{len(cells)} done, {left} runs left, ~{eta / 60:.1f} min left | "
