@@ -40,13 +40,14 @@ def bench_cells(path):
 
 
 def experiment_cells(out):
-    """{same key: (iters, [goodput per run])} of DIR's rdma_bw cells whose
-    level is plain loss, the same both ways."""
+    """{same key: (iters, [goodput per run])} of DIR's rdma_bw cells through
+    linkemu (bench-rdma's medium) whose level is plain loss, the same both
+    ways."""
     got = {}
     for runs in experiment_report.cells(list(csv.DictReader(open(os.path.join(out, "runs.csv"))))).values():
         r = runs[0]
         spec = r["a2b"] or "loss 0%"
-        if r["tool"] != "rdma_bw" or r["a2b"] != r["b2a"] or not (spec.startswith("loss ") and
+        if r["medium"] != "linkemu" or r["tool"] != "rdma_bw" or r["a2b"] != r["b2a"] or not (spec.startswith("loss ") and
                                                                    spec.endswith("%")):
             continue
         try:
