@@ -340,14 +340,14 @@ def open_out(out, path, exp, restart):
     """The runs already in OUT (to resume), after checking that they are
     runs of this experiment file; writes meta.json."""
     text = open(path).read()
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    digest = settings_digest(text)
     meta_path, runs_path = os.path.join(out, "meta.json"), os.path.join(out, "runs.csv")
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     if restart and os.path.exists(runs_path):
         os.remove(runs_path)
     old = json.load(open(meta_path)) if os.path.exists(meta_path) else None
     if old and os.path.exists(runs_path) and old.get("experiment_sha256") != digest:
-        raise ExperimentError(f"{out} holds runs of another version of {path} (its hash differs): "
+        raise ExperimentError(f"{out} holds runs of other settings than {path}'s: "
                               "--restart to discard them, or --out elsewhere")
     sessions = (old or {}).get("sessions", []) if os.path.exists(runs_path) else []
     sessions.append({"command": shlex.join([sys.executable] + sys.argv), "cwd": os.getcwd(),
@@ -365,6 +365,12 @@ def open_out(out, path, exp, restart):
             if r["status"] == "ok" or int(r["attempt"]) >= 2:
                 done[r["run_id"]] = r
     return done, meta
+
+
+def settings_digest(text):
+    """The SHA-256 of an experiment file's settings (not its comments or
+    layout): a rerun resumes only the runs of the same settings."""
+    return hashlib.sha256(json.dumps(tomllib.loads(text), sort_keys=True).encode()).hexdigest()
 
 
 def utc():
