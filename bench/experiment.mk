@@ -11,7 +11,7 @@
 #   bench/experiment_bench.py DIR   an experiment's cells beside make bench-rdma's
 #   make test-experiment  a two-cell experiment through linkemu, stopped and
 #                         resumed; its CSV, summary and plots, and its
-#                         counters against linkemu's (~1 minute; a step of
+#                         counters against linkemu's (15-45 s; a step of
 #                         make test-net)
 
 EXP ?= experiments/smoke.toml

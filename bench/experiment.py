@@ -25,7 +25,7 @@ rdmacp send), guest 0 the server; "a2b" impairs frames from guest 0, so the
 client's data crosses "b2a".
 
 A person watches it: a progress line per run (cells done, runs left, time
-left). Ctrl-C (or --max-runs) stops it with every finished run saved; the
+left). Ctrl-C, SIGTERM or --max-runs stops it with every finished run saved; the
 same command again resumes with the runs not yet done. A run that fails (a
 guest hung, a tool errored) is written as failed with its log, the guests
 are started afresh, the run is tried once more, and the experiment goes on.
@@ -42,6 +42,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -508,6 +509,10 @@ def report(out):
     return subprocess.run(cmd).returncode
 
 
+def stop(sig, frame):
+    raise KeyboardInterrupt
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="Writing an experiment file: docs/experiments.md; examples: experiments/",
@@ -532,11 +537,14 @@ def main():
         print(f"experiment: {e}", file=sys.stderr)
         return 2
     total = len(plan(exp))
+    signal.signal(signal.SIGTERM, stop)       # kill PID: as Ctrl-C
     try:
         run_all(exp, out, done, args.max_runs)
     except KeyboardInterrupt:
         progress("experiment", f"interrupted: {len(done)} of {total} runs saved in {out}/runs.csv; "
                  "the same command resumes")
+        if done:
+            report(out)                 # the summary of the runs so far
         return 130
     report(out)
     failed = sum(1 for r in done.values() if r["status"] != "ok")
