@@ -64,6 +64,7 @@ include tests/rdma/rdma.mk
 include tests/linux/peer/peer.mk
 include tests/interop/interop.mk
 include tests/soak/soak.mk
+include bench/experiment.mk        # make experiment EXP=FILE, make test-experiment
 
 all: deps kernel/kernel fs.img
 

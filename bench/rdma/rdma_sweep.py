@@ -98,14 +98,15 @@ def bw(tb, op, size, iters, sr, log, depth=None):
     return r
 
 
-def lat_pair(tb, opts, server_opts=""):
-    """`rdma_lat SERVER_OPTS` on guest 0, `rdma_lat OPTS <guest 0>` on guest 1:
-    (the client's command, its output, the server's --stats line or "")."""
+def lat_pair(tb, opts, server_opts="", tool="rdma_lat", timeout=900):
+    """`TOOL SERVER_OPTS` on guest 0, `TOOL OPTS <guest 0>` on guest 1 (TOOL
+    rdma_lat or rdma_bw): (the client's command, its output, the server's
+    --stats line or "")."""
     a, b = tb.guests[:2]
-    a.send(f"rdma_lat {server_opts}".strip())
+    a.send(f"{tool} {server_opts}".strip())
     a.expect(r"waiting for a client", timeout=60)
-    cmd = " ".join(f"rdma_lat {opts} {tb.ip(0)}".split())
-    out = b.run(cmd, timeout=900)
+    cmd = " ".join(f"{tool} {opts} {tb.ip(0)}".split())
+    out = b.run(cmd, timeout=timeout)
     server = a.expect(perftable.QP_LINE.pattern, timeout=120)[0] if "--stats" in server_opts else ""
     a.expect(r"\$ $", timeout=120)
     return cmd, out, server

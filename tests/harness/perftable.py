@@ -18,7 +18,7 @@ BW_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)[ \t]
 LAT_ROW = re.compile(r"^[ \t]*(\d+)\s+(\d+)" + r"\s+([\d.]+|-?nan)" * 7 + r"[ \t]*\n", re.M)
 # Ends with the line: a console pattern must end after its last capture.
 QP_LINE = re.compile(r"perf: qp \S+ state \d+ tx (\d+) rx (\d+) retx (\d+) tmo (\d+)[^\n]*\n")
-QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx \d+ rx \d+ rnr tx (\d+) rx (\d+)")
+QP_RNR = re.compile(r"rnr_tmo (\d+) naks tx (\d+) rx (\d+) rnr tx (\d+) rx (\d+)")
 QP_DROPS = re.compile(r"dup (\d+) oos (\d+) oow (\d+) dropped (\d+)")
 # Counters at the line's end that older builds do not print: name, pattern.
 QP_LATER = (("window_cuts", re.compile(r" cuts (\d+)")), ("late_probes", re.compile(r" late (\d+)")))
@@ -53,7 +53,8 @@ def qp_stats(text):
     if not m:
         return None
     r = QP_RNR.search(m[0])
-    rnr = {"rnr_timeouts": int(r[1]), "tx_rnr_naks": int(r[2]), "rx_rnr_naks": int(r[3])} if r else {}
+    rnr = {"rnr_timeouts": int(r[1]), "tx_naks": int(r[2]), "rx_naks": int(r[3]), "tx_rnr_naks": int(r[4]),
+           "rx_rnr_naks": int(r[5])} if r else {}
     d = QP_DROPS.search(m[0])
     drops = {"dup": int(d[1]), "oos": int(d[2]), "oow": int(d[3]), "dropped": int(d[4])} if d else {}
     later = {name: int(x[1]) for name, rx in QP_LATER for x in [rx.search(m[0])] if x}

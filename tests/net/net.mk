@@ -11,6 +11,7 @@
 #                        UDP echo and rdmacp complete. 1-3 minutes.
 #                        Ends "N passed, M failed". TEST_NET_ARGS="--quick"
 #                        (sweep step 7), "--seed N", "--only loss".
+#                        Then make test-experiment (bench/experiment.mk).
 #   make test-netem      the loss experiment through real tc netem: two xv6
 #                        guests bridged by a Linux guest with netem on both
 #                        ports (tests/net/run_netem.py): the frames the QPs
@@ -33,7 +34,8 @@ TEST_NET_ARGS ?=
 BENCH_NET_ARGS ?=
 
 test-net: kernel/kernel fs.img $(LINKEMU)
-	python3 tests/net/test_net.py $(TEST_NET_ARGS)
+	@python3 tests/harness/suite.py test-net -- "python3 tests/net/test_net.py $(TEST_NET_ARGS)" \
+	  "$(MAKE) --no-print-directory test-experiment"
 
 test-netem: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 	python3 tests/net/run_netem.py
