@@ -7,7 +7,8 @@
 #                         build/experiments/NAME/ (runs.csv, summary.md, *.png);
 #                         Ctrl-C keeps the finished runs, the same command
 #                         resumes. The netem box needs the Linux image (built
-#                         first when the file says medium = "netem").
+#                         first when the file says medium = "netem" or
+#                         peer = "linux").
 #   bench/experiment_bench.py DIR   an experiment's cells beside make bench-rdma's
 #   make test-experiment  a two-cell experiment through linkemu, stopped and
 #                         resumed; its CSV, summary and plots, and its
@@ -16,9 +17,9 @@
 
 EXP ?= experiments/smoke.toml
 EXP_ARGS ?=
-# The netem box needs the Linux image: when the file names it (medium =
-# "netem" or a list with it) or EXP_ARGS says --medium netem.
-EXP_NEEDS := $(if $(or $(shell grep -s '^medium *=.*"netem"' $(EXP)),$(findstring netem,$(EXP_ARGS))),$(LINUX_IMAGE))
+# The Linux image: for the netem box (medium = "netem" or a list with it, or
+# EXP_ARGS says --medium netem) and for a workload with peer = "linux".
+EXP_NEEDS := $(if $(or $(shell grep -s '^medium *=.*"netem"\|^peer *= *\[*.*"linux"' $(EXP)),$(findstring netem,$(EXP_ARGS))),$(LINUX_IMAGE))
 
 experiment: kernel/kernel fs.img $(LINKEMU) $(EXP_NEEDS)
 	$(PLOT_PYTHON) bench/experiment.py $(EXP) $(EXP_ARGS)

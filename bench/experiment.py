@@ -22,7 +22,10 @@ counters per direction) and "netem" (a Linux guest bridging the two xv6
 guests with tc netem on both ports, tests/harness/linux_guest.py NetemBox;
 tc's sent and dropped counters). Guest 1 is the client (rdma_bw, rdma_lat,
 rdmacp send), guest 0 the server; "a2b" impairs frames from guest 0, so the
-client's data crosses "b2a".
+client's data crosses "b2a". A workload with peer = "linux" (rdma_bw,
+linkemu only) runs xv6's rdma_bw against the Linux Soft-RoCE guest's
+xrpeer instead, on tests/interop/run_interop.py's bed: xv6 is guest 0,
+the Linux guest 10.0.0.2; xv6's counters only.
 
 A person watches it: a progress line per run (cells done, runs left, time
 left). Ctrl-C, SIGTERM or --max-runs stops it with every finished run saved; the
@@ -50,19 +53,22 @@ import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, ".."))
-for sub in ("tests/net", "tests/harness", "bench/rdma"):
+for sub in ("tests/net", "tests/harness", "bench/rdma", "tests/interop"):
     sys.path.insert(0, os.path.join(REPO, sub))
 from launch import Testbed  # noqa: E402
 from guest import GuestError, progress  # noqa: E402
 import perftable  # noqa: E402
 import rdma_sweep  # noqa: E402
 import run_netem  # noqa: E402
+import run_interop  # noqa: E402
 
 MIB = 1 << 20
 TOOLS = ("rdma_bw", "rdma_lat", "rdmacp")
 OPS = {"rdma_bw": ("write", "read", "send"), "rdma_lat": ("write", "read", "send"), "rdmacp": ("",)}
 MODES = {"gbn": "", "sr": " --sr"}
 MEDIA = ("linkemu", "netem")
+PEERS = ("xv6", "linux")        # the other end: an xv6 guest, or the Linux guest's xrpeer (rdma_bw only)
+PEER_ROLES = ("server", "client")
 COUNT_BUDGET = 16 * MIB         # rdma_bw's default bytes per run (rdma_sweep.iters_for)
 LAT_ITERS = 500
 TOP_KEYS = {"name", "medium", "repeats", "seed", "live", "mtu", "timeout", "levels", "workload", "x_label"}
@@ -71,7 +77,7 @@ QP_KEYS = ("tx_frames", "rx_frames", "retransmits", "timeouts", "tx_naks", "rx_n
            "dropped", "rnr_timeouts", "window_cuts", "late_probes")
 MEDIUM_KEYS = ("in", "out", "dropped", "duplicated", "reordered")
 CONFIG_COLUMNS = ("run_id", "status", "attempt", "cell", "repeat", "medium", "level", "a2b", "b2a", "seed",
-                  "tool", "op", "size", "iters", "depth", "mode", "chunk", "mtu", "live", "started_utc",
+                  "tool", "op", "size", "iters", "depth", "mode", "chunk", "peer", "peer_role", "mtu", "live", "started_utc",
                   "seconds", "host_load")
 RESULT_COLUMNS = ("goodput_MBps", "bw_peak_MBps", "msg_rate_Mpps", "t_min_us", "t_typical_us", "t_avg_us",
                   "t_max_us", "t_stdev_us", "p99_us", "p999_us")
@@ -123,6 +129,9 @@ def load(path, medium=None):
             lv["x"], lv["tick"] = float(i), lv["name"]
     if not exp["levels"] or not exp["workloads"]:
         raise ExperimentError(f"{path}: needs `levels` and at least one [[workload]]")
+    if any(w["peer"] == "linux" for w in exp["workloads"]) and exp["media"] != ["linkemu"]:
+        raise ExperimentError(f"{path}: a workload with peer = \"linux\" needs medium = \"linkemu\": "
+                              f"with the netem box the Linux guest is the medium itself, not a peer")
     return exp
 
 
@@ -152,9 +161,10 @@ def expand(path, i, table):
             raise ExperimentError(f"{path}: workload[{i}]: tool = {tool!r}: one of {', '.join(TOOLS)}")
         if w.setdefault("mode", "gbn") not in MODES:
             raise ExperimentError(f"{path}: workload[{i}]: mode = {w['mode']!r}: gbn or sr")
-        unknown = set(w) - {"tool", "op", "size", "iters", "depth", "mode", "chunk"}
+        unknown = set(w) - {"tool", "op", "size", "iters", "depth", "mode", "chunk", "peer", "peer_role"}
         if unknown:
             raise ExperimentError(f"{path}: workload[{i}]: unknown field(s) {', '.join(sorted(unknown))}")
+        peer(path, i, w)
         w.setdefault("op", "write" if tool != "rdmacp" else "")
         if w["op"] not in OPS[tool]:
             raise ExperimentError(f"{path}: workload[{i}]: {tool} op = {w['op']!r}: one of {', '.join(OPS[tool])}")
@@ -166,8 +176,29 @@ def expand(path, i, table):
         yield w
 
 
+def peer(path, i, w):
+    """A workload's peer (default xv6) and, against the Linux guest's
+    xrpeer, the role xrpeer plays (default server): rdma_bw with go-back-N
+    only (xrpeer speaks rdma_bw's protocol; rxe has no selective repeat)."""
+    if w.setdefault("peer", "xv6") not in PEERS:
+        raise ExperimentError(f"{path}: workload[{i}]: peer = {w['peer']!r}: one of {', '.join(PEERS)}")
+    if w["peer"] == "xv6":
+        if "peer_role" in w:
+            raise ExperimentError(f"{path}: workload[{i}]: peer_role needs peer = \"linux\"")
+        w["peer_role"] = ""
+        return
+    w.setdefault("peer_role", "server")
+    if w["peer_role"] not in PEER_ROLES:
+        raise ExperimentError(f"{path}: workload[{i}]: peer_role = {w['peer_role']!r}: one of {', '.join(PEER_ROLES)}")
+    if w["tool"] != "rdma_bw" or w["mode"] != "gbn":
+        raise ExperimentError(f"{path}: workload[{i}]: peer = \"linux\" runs rdma_bw with mode gbn only "
+                              f"(not {w['tool']} {w['mode']}): xrpeer speaks rdma_bw's protocol, rxe has no "
+                              "selective repeat")
+
+
 def workload_name(w):
     return " ".join(str(x) for x in (w["tool"], w.get("op"), w["size"], w["mode"],
+                                     f"vs linux {w['peer_role']}" if w.get("peer") == "linux" else "",
                                      f"d{w['depth']}" if w.get("depth") else "", f"c{w['chunk']}" if w.get("chunk")
                                      else "") if x != "")
 
@@ -182,7 +213,8 @@ def plan(exp):
             for li, lv in enumerate(exp["levels"]):
                 for wi, w in enumerate(exp["workloads"]):
                     runs.append({"run_id": f"{m}-r{r}-l{li}-w{wi}", "cell": f"{m}-l{li}-w{wi}", "repeat": r,
-                                 "li": li, "level": lv, "workload": w, "medium": MEDIUM[m]})
+                                 "li": li, "level": lv, "workload": w,
+                                 "medium": LINKEMU_LINUX if w["peer"] == "linux" else MEDIUM[m]})
     return runs
 
 
@@ -191,7 +223,7 @@ def plan(exp):
 class Linkemu:
     """linkemu between the guests: levels through its control socket, its
     per-direction counters (frames in and out, dropped, duplicated, reordered)."""
-    name = "linkemu"
+    name = bed = "linkemu"
 
     def testbed(self, exp, tag):
         return Testbed(2, name=f"exp-{tag}", extra_append=mtu_append(exp))
@@ -210,7 +242,7 @@ class Linkemu:
 class NetemBox:
     """The Linux netem box between the guests: levels by `tc qdisc replace`,
     netem's sent and dropped counters (no seeds: netem draws its own)."""
-    name = "netem"
+    name = bed = "netem"
 
     def testbed(self, exp, tag):
         return Testbed(2, name=f"exp-{tag}", netem_box=(None, None), extra_append=mtu_append(exp))
@@ -230,7 +262,20 @@ class NetemBox:
         return out
 
 
+class LinkemuLinux(Linkemu):
+    """linkemu between xv6 (guest 0, 10.0.0.1: its frames cross a2b) and
+    the Linux Soft-RoCE guest (10.0.0.2, xrpeer), set up as
+    tests/interop/run_interop.py's beds are: the Linux eth0 MTU makes rxe's
+    active MTU the path MTU."""
+    bed = "linkemu+linux"
+
+    def testbed(self, exp, tag):
+        return Testbed(1, linux=1, linux_mtu=1500 if exp["mtu"] <= 1024 else 9000, name=f"exp-{tag}",
+                       extra_append=mtu_append(exp))
+
+
 MEDIUM = {"linkemu": Linkemu(), "netem": NetemBox()}
+LINKEMU_LINUX = LinkemuLinux()
 
 
 def mtu_append(exp):
@@ -258,6 +303,26 @@ def run_perf(tb, w, timeout):
     if not row or not cli or not srv:
         raise GuestError(f"{cmd}: no result or no counters in its output: {out.strip()[-400:]}")
     return row, cli, srv
+
+
+def run_peer(tb, w, timeout):
+    """xv6's rdma_bw (--stats) against the Linux guest's xrpeer
+    (run_interop.bw_pair): the result columns from the client, whichever
+    it is, and xv6's QP counters as the client's or the server's; the
+    Linux side's are None (rxe keeps no per-QP counters)."""
+    xv6, lnx = tb.guests[0], tb.guests[1]
+    xv6_client = w["peer_role"] == "server"
+    opts = f"-t {w['op']} -s {w['size']} -n {w['iters']}" + (f" -d {w['depth']}" if w.get("depth") else "")
+    out, mine = run_interop.bw_pair(xv6, lnx, "xv6" if xv6_client else "linux", opts,
+                                    "-e --stats" if xv6_client else "--stats", timeout=timeout)
+    r, qp = perftable.bw_row(out), perftable.qp_stats(mine)
+    if not r or not qp:
+        raise GuestError(f"rdma_bw against xrpeer bw-{w['peer_role']}: no result or no xv6 counters: "
+                         f"{(out if not r else mine).strip()[-400:]}")
+    row = {"goodput_MBps": round(r["bw_avg_MiBps"] * MIB / 1e6, 3),
+           "bw_peak_MBps": round(r["bw_peak_MiBps"] * MIB / 1e6, 3), "msg_rate_Mpps": r["mpps"],
+           "nic_dropped": perftable.nic_drops(mine)}
+    return (row, qp, None) if xv6_client else (row, None, qp)
 
 
 def rdmacp_counters(text):
@@ -309,17 +374,18 @@ def one_run(exp, medium, tb, run, seed):
     w = run["workload"]
     medium.set_level(tb, run["level"], seed)
     before = medium.counters(tb)
-    fn = run_rdmacp if w["tool"] == "rdmacp" else run_perf
+    fn = run_peer if w["peer"] == "linux" else run_rdmacp if w["tool"] == "rdmacp" else run_perf
     row, cli, srv = fn(tb, w, exp["timeout"])
     after = medium.counters(tb)
-    row.update({f"cli_{k}": cli.get(k) for k in QP_KEYS})
-    row.update({f"srv_{k}": srv.get(k) for k in QP_KEYS})
+    row.update({f"{s}_{k}": qp.get(k) for s, qp in (("cli", cli), ("srv", srv)) if qp for k in QP_KEYS})
     row.update({k: after[k] - before[k] for k in after})
-    wire, data = cli["tx_frames"] + srv["tx_frames"], data_frames(exp, w)
-    row.update({"data_frames": data, "wire_frames": wire, "frames_per_data_frame": round(wire / data, 4),
-                # the client is guest 1: its frames cross b2a, the server's a2b
-                "qp_lost_b2a": cli["tx_frames"] - srv["rx_frames"],
-                "qp_lost_a2b": srv["tx_frames"] - cli["rx_frames"]})
+    row["data_frames"] = data = data_frames(exp, w)
+    if cli and srv:             # both ends are xv6: the wire cost and each side's losses
+        wire = cli["tx_frames"] + srv["tx_frames"]
+        row.update({"wire_frames": wire, "frames_per_data_frame": round(wire / data, 4),
+                    # the client is guest 1: its frames cross b2a, the server's a2b
+                    "qp_lost_b2a": cli["tx_frames"] - srv["rx_frames"],
+                    "qp_lost_a2b": srv["tx_frames"] - cli["rx_frames"]})
     for d in ("a2b", "b2a"):
         row[f"medium_lost_{d}"] = row[f"{d}_in"] - row[f"{d}_out"]
     return row
@@ -409,12 +475,12 @@ class Bed:
         self.exp, self.tb, self.key, self.n = exp, None, None, 0
 
     def get(self, medium, key):
-        if self.tb is None or (medium.name, key) != self.key:
+        if self.tb is None or (medium.bed, key) != self.key:
             self.close()
             self.n += 1
             self.tb = medium.testbed(self.exp, f"{self.exp['name'][:12]}{self.n}-")
             self.tb.boot(timeout=300)
-            self.key = (medium.name, key)
+            self.key = (medium.bed, key)
         return self.tb
 
     def close(self):

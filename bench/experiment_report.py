@@ -29,7 +29,7 @@ T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.
 METRICS = ("goodput_MBps", "msg_rate_Mpps", "t_typical_us", "p99_us", "p999_us", "frames_per_data_frame",
            "cli_retransmits", "cli_timeouts", "cli_rx_naks", "srv_dup", "cli_dup", "medium_lost_b2a",
            "medium_lost_a2b")
-CELL_KEYS = ("cell", "medium", "level", "tool", "op", "size", "mode", "depth", "chunk", "iters")
+CELL_KEYS = ("cell", "medium", "level", "tool", "op", "size", "mode", "depth", "chunk", "peer", "peer_role", "iters")
 
 
 def t95(df):
@@ -79,6 +79,13 @@ def summarize(rows):
     return table
 
 
+def workload_label(t):
+    """A cell's workload in a few words; "vs linux server|client" when the
+    peer is the Linux guest's xrpeer."""
+    peer = f"vs linux {t['peer_role']}" if t.get("peer") == "linux" else ""
+    return " ".join(str(t[k]) for k in ("tool", "op", "size", "mode") if t[k] != "") + (f" {peer}" if peer else "")
+
+
 def series(table, metric):
     """{workload label: [(x, mean, low, high, median)]} of one metric, x the
     level's place on the axis (the levels' order in the file when absent)."""
@@ -86,11 +93,11 @@ def series(table, metric):
     for t in table:
         order.setdefault(t["level"], len(order))
     out = {}
-    keys = ("tool", "op", "size", "mode") + (("medium",) if len({t["medium"] for t in table}) > 1 else ())
+    media = len({t["medium"] for t in table}) > 1
     for t in table:
         if t["metric"] != metric:
             continue
-        label = " ".join(str(t[k]) for k in keys if t[k] != "")
+        label = workload_label(t) + (f" {t['medium']}" if media else "")
         out.setdefault(label, []).append((t.get("x", order[t["level"]]), t["mean"], t["ci95_low"],
                                            t["ci95_high"], t["median"]))
     return {k: sorted(v) for k, v in out.items()}
@@ -165,7 +172,7 @@ def write_md(out, table, meta, rows):
         L += [f"## {metric}", "", "| medium | level | workload | n | median | mean | 95 % CI |",
               "| --- | --- | --- | ---: | ---: | ---: | --- |"]
         for t in part:
-            wl = " ".join(str(t[k]) for k in ("tool", "op", "size", "mode") if t[k] != "")
+            wl = workload_label(t)
             L.append(f"| {t['medium']} | {t['level']} | {wl} | {t['n']} | {t['median']:g} | {t['mean']:g} | "
                      f"{t['ci95_low']:g} .. {t['ci95_high']:g} |")
         L.append("")

@@ -167,25 +167,33 @@ def run_matrix(xv6, lnx, direction, mtu):
 
 # ---- bw smoke ----
 
-def run_bw(xv6, lnx, client_side, op, size=BW_SIZE, iters=BW_ITERS):
-    """One rdma_bw exchange; client_side 'xv6' or 'linux'. (ok, info)."""
+def bw_pair(xv6, lnx, client_side, opts, xv6_opts="", timeout=180):
+    """One rdma_bw exchange between xv6's rdma_bw and xrpeer: client_side
+    'xv6' (against `xrpeer bw-server`) or 'linux' (`xrpeer bw-client`
+    against xv6's rdma_bw server); OPTS go to the client, XV6_OPTS to the
+    xv6 side (e.g. --stats). Returns (the client's output, xv6's output)."""
     if client_side == "xv6":
         server, client = lnx, xv6
         server_cmd, server_done = "xrpeer bw-server", r"xrpeer: bw-server done\n"
-        client_cmd = f"rdma_bw -t {op} -s {size} -n {iters} {Testbed.ip(LNX)}"
+        client_cmd = f"rdma_bw {opts} {xv6_opts} {Testbed.ip(LNX)}"
     else:
         server, client = xv6, lnx
-        server_cmd, server_done = "rdma_bw", None
-        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} -t {op} -s {size} -n {iters}"
-    c0 = len(client.output())
+        server_cmd, server_done = f"rdma_bw {xv6_opts}".strip(), None
+        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} {opts}"
+    c0, x0 = len(client.output()), len(xv6.output())
     server.send(server_cmd)
     server.expect(r"waiting for a client on port \d+\n", timeout=30)
-    client.send(client_cmd)
-    client.expect(client.prompt, timeout=180)
+    client.send(" ".join(client_cmd.split()))
+    client.expect(client.prompt, timeout=timeout)
     if server_done:
         server.expect(server_done, timeout=60)
     server.expect(server.prompt, timeout=60)
-    out = client.output()[c0:]
+    return client.output()[c0:], xv6.output()[x0:]
+
+
+def run_bw(xv6, lnx, client_side, op, size=BW_SIZE, iters=BW_ITERS):
+    """One rdma_bw exchange; client_side 'xv6' or 'linux'. (ok, info)."""
+    out, _ = bw_pair(xv6, lnx, client_side, f"-t {op} -s {size} -n {iters}")
     rows = perftable.bw_rows(out)
     if len(rows) != 1 or rows[0]["size"] != size or rows[0]["iters"] != iters or rows[0]["bw_avg_MiBps"] <= 0:
         tail = out.strip().splitlines()[-3:]
