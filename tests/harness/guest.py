@@ -278,6 +278,35 @@ class Guest:
                     raise GuestError(self._why(f"{what} waiting for /{pattern}/"))
                 self._cond.wait(min(left, 1.0))
 
+    def spawn(self, cmd, ready, timeout=60):
+        """Start `cmd &` and wait until both its `ready` line and the shell's
+        "[pid]" and prompt after it have appeared, in whichever order the
+        console interleaved them; consume past both. Returns ready's match.
+
+        Waiting for the ready line alone leaves the job's prompt unread, and
+        the next run() would take that stale prompt for its own."""
+        start = len(self.output())
+        self.send(f"{cmd} &")
+        want = re.compile(ready, re.MULTILINE)
+        # "[pid]" then the prompt; a job's line or the echo of typed input
+        # may land between them or right after the "$ ", so no line anchors.
+        job = re.compile(r"\[\d+\][\s\S]*?\$ ")
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                m, j = want.search(self._text, start), job.search(self._text, start)
+                if m and j:
+                    self._pos = max(self._pos, m.end(), j.end())
+                    return m
+                if re.search(self.panic, self._text[start:]):
+                    raise GuestError(self._why(f"panic while starting {cmd!r}"))
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    what = "QEMU exited" if self._eof else f"timeout {timeout} s"
+                    seen = "the ready line" if m else ("the job's prompt" if j else "neither")
+                    raise GuestError(self._why(f"{what} starting {cmd!r} (saw {seen}) waiting for /{ready}/"))
+                self._cond.wait(min(left, 1.0))
+
     def _why(self, message):
         tail = self._text[-600:]
         return f"{self.name}: {message}; last output:\n{tail}"

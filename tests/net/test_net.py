@@ -110,8 +110,7 @@ def main():
                 check(f"ping {g.name}->{tb.ip(peer)}", "5 transmitted, 5 received" in out, last)
 
         def loopback():
-            g1.send("udpecho -s 19 &")
-            g1.expect(r"udpecho: serving port 19", timeout=60)
+            g1.spawn("udpecho -s 19", r"udpecho: serving port 19")
             before = counters(g1)
             out = g1.run(f"ping -c 5 -i 100 {tb.ip(1)}", timeout=60)
             pinged = "5 transmitted, 5 received" in out
@@ -130,8 +129,7 @@ def main():
             # Background servers: each says it is serving once its port is
             # bound (one write(), so the line is whole even beside the prompt).
             for g in (g1, g0):
-                g.send("udpecho -s 7 &")
-                g.expect(r"udpecho: serving port 7", timeout=60)
+                g.spawn("udpecho -s 7", r"udpecho: serving port 7")
             step = 7 if args.quick else 1
             t0 = time.monotonic()
             out = g0.run(f"nettest sweep {tb.ip(1)} 7 1 8972 {step}", timeout=400)
@@ -221,8 +219,7 @@ def main():
                 g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
             n = 300
             c0 = counters(g1)
-            g1.send("nettest recv 9100 3000 60000 &")
-            g1.expect(r"recv: ready on port 9100", timeout=60)
+            g1.spawn("nettest recv 9100 3000 60000", r"recv: ready on port 9100")
             tb.set_spec("a2b", f"corrupt 100% seed {seed}")
             before = tb.stats()
             g0.run(f"nettest send {tb.ip(1)} 9100 100 {n} 300", timeout=120)
@@ -312,19 +309,17 @@ def main():
             before left unread) cannot end the next run() early."""
             tag = f"sync{random.randrange(1 << 30)}"
             g.send(f"echo {tag}")
-            g.expect(rf"^{tag}\r?\n\$ ", timeout=60)
+            g.expect(rf"^(?:\$ )*{tag}\r?\n\$ ", timeout=60)
 
         def starve():
             for g, peer in ((g0, 1), (g1, 0)):
                 resync(g)
                 g.run(f"nettest arp {tb.ip(peer)} 3000", timeout=30)
-            g1.send("udpecho -s 23 &")
-            g1.expect(r"udpecho: serving port 23", timeout=60)
+            g1.spawn("udpecho -s 23", r"udpecho: serving port 23")
             resync(g1)
             free0 = settled(g0, "netbufs_free")
             port, nsock = 9400, 4
-            g0.send(f"nettest flood {port} {nsock} 1000 &")
-            pid = g0.expect(r"flood: pid (\d+) flooding", timeout=60).group(1)
+            pid = g0.spawn(f"nettest flood {port} {nsock} 1000", r"flood: pid (\d+) flooding").group(1)
             resync(g0)
             # The flood is on once its sockets hold the sockets' burst share
             # (sysnet.c SOCK_RCVQ_BURST, NNETBUF / 4), which they reach with
