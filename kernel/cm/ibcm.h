@@ -242,6 +242,7 @@ enum ibcm_state {
 #define IBCM_OUT_QUEUE     16
 #define IBCM_CONN_BITS     9             /* 2^9 >= IBCM_MAX_CONN: the index part of a comm ID */
 #define IBCM_PKT_LIFETIME  14            /* packet lifetime code, 4.096us * 2^14 = 67 ms [IBCM-TMO-1] */
+#define IBCM_HOP_LIMIT     64            /* a REQ's primary path hop limit (RoCEv2: the IP TTL) */
 
 struct ibcm_conn {
   uint8_t state;                        /* enum ibcm_state */
@@ -257,12 +258,13 @@ struct ibcm_conn {
   uint64_t rto;                         /* this exchange's retransmission interval, ns */
   int16_t heap_pos, listener;
   int16_t hnext;                        /* chain of the (remote_id, remote_guid) hash */
-  uint8_t max_cm_retries;
+  uint8_t max_cm_retries, hashed;
   /* negotiated (REQ and REP fields both sides keep) */
   uint32_t local_qpn, remote_qpn, local_psn, remote_psn;
   uint8_t path_mtu, qp_type, local_rres, local_idepth, remote_rres, remote_idepth;
   uint8_t retry_count, rnr_retry_count, local_ack_timeout, target_ack_delay;
-  uint8_t local_cm_tmo, remote_cm_tmo;
+  uint8_t local_cm_tmo;                 /* how long the peer waits for us (code) */
+  uint8_t remote_cm_tmo;                /* how long we wait for the peer (code) [IBCM-TMO-2] */
   uint8_t sgid[16], dgid[16];
   uint32_t local_caps, remote_caps;
   uint16_t last_len;                    /* last_mad holds the last message sent (0: none) */
@@ -271,7 +273,7 @@ struct ibcm_conn {
 
 struct ibcm_counters { uint64_t rx, tx, retransmits, dropped_malformed, dropped_version,
                        dropped_unknown_attr, dropped_unknown_conn, duplicates, rej_no_listener,
-                       rej_sent, stale, dropped_queue_full; };
+                       rej_sent, stale, dropped_queue_full, dropped_class, dropped_method; };
 
 struct ibcm_listener { uint64_t service_id; void *ctx; uint8_t used; };
 
@@ -292,6 +294,7 @@ struct ibcm_agent {
   uint8_t out_head, out_n;
   struct ibcm_event ev[IBCM_EV_QUEUE];
   uint8_t ev_head, ev_n;
+  struct ibcm_msg rx, tx;               /* scratch: the MAD being handled, the one being built */
   struct ibcm_counters cnt;
 };
 
@@ -314,7 +317,7 @@ int  ibcm_reject(struct ibcm_agent *a, uint64_t now, int conn, uint16_t reason,
 int  ibcm_send_rtu(struct ibcm_agent *a, uint64_t now, int conn, const void *priv, uint8_t len);
 int  ibcm_established(struct ibcm_agent *a, int conn);  /* passive: first RC frame came before RTU */
 int  ibcm_disconnect(struct ibcm_agent *a, uint64_t now, int conn);   /* DREQ, or DREP if DREQ came */
-void ibcm_release(struct ibcm_agent *a, int conn);      /* the consumer forgets conn (destroy id) */
+void ibcm_release(struct ibcm_agent *a, uint64_t now, int conn);  /* the consumer forgets conn (destroy id) */
 void ibcm_recv(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *from,
                const uint8_t *mad, size_t len);
 void ibcm_timeout(struct ibcm_agent *a, uint64_t now);

@@ -122,6 +122,7 @@ Suite *suite_comp(void);
 Suite *suite_sr(void);
 Suite *suite_cm(void);
 Suite *suite_cm_ep(void);
+Suite *suite_ibcm(void);
 Suite *suite_rx(void);
 Suite *suite_mr_contract(void);
 Suite *suite_event(void);
