@@ -417,7 +417,7 @@ static void build_req(struct ibcm_agent *a, struct ibcm_conn *c, const struct ib
   m->initiator_depth = p->initiator_depth;
   m->remote_cm_response_timeout = p->remote_cm_response_timeout;
   m->transport_service_type = p->qp_type;
-  m->end_to_end_flow_control = 1;
+  m->end_to_end_flow_control = 0;                       /* no end-to-end credits [IBCM-REQ-1] */
   m->starting_psn = p->starting_psn;
   m->local_cm_response_timeout = p->local_cm_response_timeout;
   m->retry_count = p->retry_count;
@@ -499,7 +499,7 @@ int ibcm_accept(struct ibcm_agent *a, uint64_t now, int conn, const struct ibcm_
   m->responder_resources = p->responder_resources;
   m->initiator_depth = p->initiator_depth;
   m->target_ack_delay = p->target_ack_delay;
-  m->end_to_end_flow_control = 1;
+  m->end_to_end_flow_control = 0;                       /* no end-to-end credits [IBCM-REQ-1] */
   m->rnr_retry_count = p->rnr_retry_count;
   m->srq = p->srq;
   m->local_ca_guid = a->local_guid;

@@ -383,7 +383,8 @@ START_TEST(test_ibcm_known_bytes)
 }
 END_TEST
 
-/* Each kind of bad MAD has its own reason [IBCM-MAD-1..4] [IBCM-MAD-7]. */
+/* Each kind of bad MAD has its own reason [IBCM-MAD-1] [IBCM-MAD-2] [IBCM-MAD-3]
+ * [IBCM-MAD-4] [IBCM-MAD-7]. */
 START_TEST(test_ibcm_parse_rejects)
 {
   struct ibcm_msg m;
@@ -411,7 +412,7 @@ START_TEST(test_ibcm_parse_rejects)
 }
 END_TEST
 
-/* rdma_cm's IP mapping [IBCM-CMA-1..4]. */
+/* rdma_cm's IP mapping [IBCM-CMA-1] [IBCM-CMA-2] [IBCM-CMA-3] [IBCM-CMA-4]. */
 START_TEST(test_ibcm_cma_mapping)
 {
   uint8_t h[IBCM_CMA_HDR_LEN], gid[16];
@@ -448,7 +449,7 @@ END_TEST
 
 /* connect / accept / RTU / DREQ / DREP / time wait, with the fields the
  * spec fixes and the QP attributes both sides derive [IBCM-STATE-1]
- * [IBCM-REQ-3] [IBCM-MAD-5] [IBCM-XV6-2]. */
+ * [IBCM-STATE-2] [IBCM-STATE-8] [IBCM-REQ-3] [IBCM-MAD-5] [IBCM-XV6-2]. */
 START_TEST(test_ibcm_connect_accept_disconnect)
 {
   struct ibcm_msg m;
@@ -582,7 +583,8 @@ START_TEST(test_ibcm_rej_no_listener)
 }
 END_TEST
 
-/* The consumer rejects; a duplicate REQ gets the same REJ again. */
+/* The consumer rejects; a duplicate REQ gets the same REJ again [IBCM-REJ-1]
+ * [IBCM-STATE-3] [IBCM-STATE-4] [IBCM-STATE-12]. */
 START_TEST(test_ibcm_consumer_reject)
 {
   start(0, 0);
@@ -602,7 +604,7 @@ START_TEST(test_ibcm_consumer_reject)
 END_TEST
 
 /* The REQ is lost: A resends it after remote CM response timeout + 2
- * packet lifetimes [IBCM-TMO-2] [IBCM-TMO-3]. */
+ * packet lifetimes, 4.096 us * 2^x each [IBCM-TMO-1] [IBCM-TMO-2] [IBCM-TMO-3]. */
 START_TEST(test_ibcm_lost_req)
 {
   uint64_t t, rto = (4096ull << 18) + 2 * (4096ull << IBCM_PKT_LIFETIME);
