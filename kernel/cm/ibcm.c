@@ -22,6 +22,7 @@ static const char *const state_names[] = {
   [IBCM_REP_SENT] = "REP_SENT", [IBCM_REP_RCVD] = "REP_RCVD",
   [IBCM_MRA_REP_RCVD] = "MRA_REP_RCVD", [IBCM_ESTABLISHED] = "ESTABLISHED",
   [IBCM_DREQ_SENT] = "DREQ_SENT", [IBCM_DREQ_RCVD] = "DREQ_RCVD", [IBCM_TIMEWAIT] = "TIMEWAIT",
+  [IBCM_SIDR_REQ_SENT] = "SIDR_REQ_SENT", [IBCM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
 };
 
 const char *ibcm_state_name(enum ibcm_state s)
@@ -671,7 +672,7 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   struct ibcm_conn *c = by_remote(a, m->local_comm_id, m->local_ca_guid);
   int l;
   (void)now;
-  if (c) {
+  if (c && !c->sidr) {
     dup_req(a, c, m, from);
     return;
   }
@@ -841,11 +842,126 @@ static void on_drep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m
   event(a, c, IBCM_EV_DISCONNECTED, m);
 }
 
-static void on_sidr(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
-                    const struct ibcm_peer *from)
+
+/* ------------------------------------------------------------------ */
+/* SIDR [IBCM-SIDR-*]                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A SIDR_REQ has no CA GUID: its sender is known by its GID's low half. */
+static uint64_t gid_key(const struct ibcm_peer *p) { return ld64(p->gid + 8); }
+
+/* A SIDR_REP refusing req, from no entry of the table. */
+static void refuse_sidr(struct ibcm_agent *a, const struct ibcm_msg *req,
+                        const struct ibcm_peer *to, uint8_t status)
 {
-  (void)now; (void)m; (void)from;
-  a->cnt.dropped_unknown_attr++;                        /* SIDR: not served yet */
+  uint8_t buf[IBCM_MAD_LEN];
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REP, req->tid, 0);
+  a->tx.request_id = req->request_id;
+  a->tx.sidr_status = status;
+  a->tx.service_id = req->service_id;
+  if (ibcm_encode(&a->tx, buf) == IBCM_MAD_LEN)
+    queue_mad(a, buf, to);
+}
+
+static void on_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
+                        const struct ibcm_peer *from)
+{
+  struct ibcm_conn *c = by_remote(a, m->request_id, gid_key(from));
+  int l;
+  (void)now;
+  if (c && c->sidr) {
+    a->cnt.duplicates++;
+    if (c->state == IBCM_IDLE)
+      resend(a, c);                                     /* our SIDR_REP was lost */
+    return;
+  }
+  if ((l = listener_of(a, m->service_id)) < 0) {
+    a->cnt.rej_no_listener++;
+    refuse_sidr(a, m, from, IBCM_SIDR_UNSUPPORTED);   /* [IBCM-SIDR-2] */
+    return;
+  }
+  if (!(c = conn_alloc(a))) {
+    refuse_sidr(a, m, from, IBCM_SIDR_NO_QP);
+    return;
+  }
+  c->sidr = 1;
+  c->peer = *from;
+  c->remote_id = m->request_id;
+  c->remote_guid = gid_key(from);
+  c->tid = m->tid;
+  c->service_id = m->service_id;
+  c->listener = (int16_t)l;
+  c->ctx = a->listen[l].ctx;
+  c->state = IBCM_SIDR_REQ_RCVD;
+  hash_insert(a, c);
+  event(a, c, IBCM_EV_SIDR_REQ, m);
+}
+
+static void on_sidr_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
+                        const struct ibcm_peer *from)
+{
+  struct ibcm_conn *c = by_local(a, m->request_id);
+  (void)now;
+  if (!c || !c->sidr || !same_gid(c->peer.gid, from->gid)) {
+    a->cnt.dropped_unknown_conn++;
+    return;
+  }
+  if (c->state != IBCM_SIDR_REQ_SENT) {
+    a->cnt.duplicates++;
+    return;
+  }
+  timer_stop(a, c);
+  c->state = IBCM_IDLE;
+  event(a, c, IBCM_EV_SIDR_REP, m);
+}
+
+int ibcm_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *to,
+                  uint64_t service_id, const void *priv, uint8_t len, void *ctx)
+{
+  struct ibcm_conn *c;
+  if (len > ibcm_private_room(IBCM_ATTR_SIDR_REQ))
+    return IBCM_ERR_PARAM;
+  if (!(c = conn_alloc(a)))
+    return IBCM_ERR_FULL;
+  c->sidr = c->active = 1;
+  c->ctx = ctx;
+  c->peer = *to;
+  c->tid = a->next_tid++;                               /* [IBCM-MAD-5] */
+  c->service_id = service_id;
+  c->remote_cm_tmo = IBCM_SIDR_RESPONSE_TIMEOUT;        /* [IBCM-SIDR-3] */
+  c->max_cm_retries = IBCM_SIDR_MAX_RETRIES;
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REQ, c->tid, 0);
+  a->tx.request_id = c->local_id;                       /* the SIDR_REP names it [IBCM-SIDR-1] */
+  a->tx.partition_key = IBCM_DEFAULT_PKEY;
+  a->tx.service_id = service_id;
+  set_private(&a->tx, priv, len);
+  send_conn(a, c, &a->tx);
+  c->state = IBCM_SIDR_REQ_SENT;
+  arm(a, c, now);
+  return (int)(c - a->conn);
+}
+
+int ibcm_sidr_rep(struct ibcm_agent *a, uint64_t now, int conn, uint8_t status, uint32_t qpn,
+                  uint32_t qkey, const void *priv, uint8_t len)
+{
+  struct ibcm_conn *c = handle(a, conn);
+  (void)now;
+  if (!c)
+    return IBCM_ERR_HANDLE;
+  if (c->state != IBCM_SIDR_REQ_RCVD)
+    return IBCM_ERR_STATE;
+  if (len > ibcm_private_room(IBCM_ATTR_SIDR_REP) || qpn > RCT_QPN_MASK)
+    return IBCM_ERR_PARAM;
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REP, c->tid, 0);       /* the SIDR_REQ's TID [IBCM-MAD-5] */
+  a->tx.request_id = c->remote_id;
+  a->tx.sidr_status = status;
+  a->tx.sidr_qpn = status == IBCM_SIDR_SUCCESS ? qpn : 0;
+  a->tx.sidr_qkey = status == IBCM_SIDR_SUCCESS ? qkey : 0;
+  a->tx.service_id = c->service_id;
+  set_private(&a->tx, priv, len);
+  send_conn(a, c, &a->tx);                              /* kept: a repeated SIDR_REQ gets it */
+  c->state = IBCM_IDLE;
+  return 0;
 }
 
 static const struct {
@@ -854,7 +970,7 @@ static const struct {
 } handlers[] = {
   { IBCM_ATTR_REQ, on_req }, { IBCM_ATTR_MRA, on_mra }, { IBCM_ATTR_REJ, on_rej },
   { IBCM_ATTR_REP, on_rep }, { IBCM_ATTR_RTU, on_rtu }, { IBCM_ATTR_DREQ, on_dreq },
-  { IBCM_ATTR_DREP, on_drep }, { IBCM_ATTR_SIDR_REQ, on_sidr }, { IBCM_ATTR_SIDR_REP, on_sidr },
+  { IBCM_ATTR_DREP, on_drep }, { IBCM_ATTR_SIDR_REQ, on_sidr_req }, { IBCM_ATTR_SIDR_REP, on_sidr_rep },
 };
 
 /* Which counter each parse error moves [IBCM-MAD-7]. */
@@ -902,7 +1018,7 @@ void ibcm_recv(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *from,
 static void give_up(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 {
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD:
+  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD: case IBCM_SIDR_REQ_SENT:
     timer_stop(a, c);
     c->state = IBCM_IDLE;
     event(a, c, IBCM_EV_TIMEOUT, 0);
@@ -922,7 +1038,7 @@ static void give_up(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 static void on_timer(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 {
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_REP_SENT: case IBCM_DREQ_SENT:
+  case IBCM_REQ_SENT: case IBCM_REP_SENT: case IBCM_DREQ_SENT: case IBCM_SIDR_REQ_SENT:
   case IBCM_MRA_REQ_RCVD: case IBCM_MRA_REP_RCVD:
     if (c->retries < c->max_cm_retries) {
       c->retries++;
@@ -1003,7 +1119,8 @@ int ibcm_qp_attr(const struct ibcm_agent *a, int conn, struct rct_qp_attr *attr,
   if (conn < 0 || conn >= IBCM_MAX_CONN)
     return IBCM_ERR_HANDLE;
   c = &a->conn[conn];
-  if (c->state < IBCM_REP_SENT || c->state == IBCM_TIMEWAIT)
+  if (c->state != IBCM_REP_SENT && c->state != IBCM_MRA_REP_RCVD && c->state != IBCM_REP_RCVD &&
+      c->state != IBCM_ESTABLISHED && c->state != IBCM_DREQ_SENT && c->state != IBCM_DREQ_RCVD)
     return IBCM_ERR_STATE;                              /* REQ and REP not both known */
   if (ibcm_gid_to_ipv4(c->dgid, &ip) < 0)
     return IBCM_ERR_PARAM;

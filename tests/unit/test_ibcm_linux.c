@@ -504,6 +504,40 @@ START_TEST(test_ibcm_linux_rping_active_req_same_bytes)
 }
 END_TEST
 
+/* udaddy's SIDR_REQ to our passive agent, answered with the Linux server's
+ * QPN and Q_Key: our SIDR_REP is Linux's byte for byte; our SIDR_REQ with
+ * the client's addressing header is Linux's but for the request ID and the
+ * TID [IBCM-SIDR-1] [IBCM-SIDR-2] [IBCM-CMA-1] [IBCM-CMA-2]. */
+START_TEST(test_ibcm_linux_udaddy_sidr_same_bytes)
+{
+  struct ibcm_event ev;
+  struct ibcm_msg lreq;
+  struct ibcm_peer a_side, to;
+  uint8_t want[IBCM_MAD_LEN];
+  load_fields();
+  agent_for(0x505400fffe000002ull);
+  ck_assert_int_ge(ibcm_listen(&ag, ibcm_service_id(IBCM_PS_UDP, 7174), 0), 0);
+  ibcm_recv(&ag, 0, &linux_b, find("udaddy.pcap", 3)->mad, IBCM_MAD_LEN);
+  ck_assert(ibcm_poll_event(&ag, &ev));
+  ck_assert_int_eq(ev.type, IBCM_EV_SIDR_REQ);
+  ck_assert_int_eq(ibcm_sidr_rep(&ag, 0, ev.conn, IBCM_SIDR_SUCCESS, 0x11, 0x01234567u, 0, 0), 0);
+  poll_one();
+  ck_assert_mem_eq(out, find("udaddy.pcap", 4)->mad, IBCM_MAD_LEN);
+
+  ck_assert_int_eq(ibcm_parse(&lreq, find("udaddy.pcap", 3)->mad, IBCM_MAD_LEN), 0);
+  ibcm_agent_init(&ag, 0x505400fffe000003ull, 11);
+  memset(&a_side, 0, sizeof(a_side));
+  ibcm_gid_from_ipv4(a_side.gid, 0x0a000002u);
+  ck_assert_int_ge(ibcm_sidr_req(&ag, 0, &a_side, lreq.service_id, lreq.private_data,
+                                 IBCM_CMA_HDR_LEN, 0), 0);
+  ck_assert_int_eq(ibcm_poll_mad(&ag, out, &to), IBCM_MAD_LEN);
+  memcpy(want, find("udaddy.pcap", 3)->mad, IBCM_MAD_LEN);
+  memcpy(want + 8, out + 8, 8);                                     /* TID */
+  memcpy(want + IBCM_MAD_HDR_LEN, out + IBCM_MAD_HDR_LEN, 4);       /* request ID */
+  ck_assert_mem_eq(out, want, IBCM_MAD_LEN);
+}
+END_TEST
+
 Suite *suite_ibcm_linux(void)
 {
   Suite *s = suite_create("ibcm_linux");
@@ -513,6 +547,7 @@ Suite *suite_ibcm_linux(void)
   tcase_add_test(t, test_ibcm_linux_rej_no_listener_same_bytes);
   tcase_add_test(t, test_ibcm_linux_rping_passive_same_bytes);
   tcase_add_test(t, test_ibcm_linux_rping_active_req_same_bytes);
+  tcase_add_test(t, test_ibcm_linux_udaddy_sidr_same_bytes);
   suite_add_tcase(s, t);
   return s;
 }
