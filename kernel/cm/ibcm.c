@@ -623,6 +623,17 @@ static int listener_of(const struct ibcm_agent *a, uint64_t service_id)
   return -1;
 }
 
+/* A new passive entry c of listener l, found again by the peer's IDs, handed to the consumer. */
+static void open_passive(struct ibcm_agent *a, struct ibcm_conn *c, int l, enum ibcm_state state,
+                         enum ibcm_event_type type, const struct ibcm_msg *m)
+{
+  c->listener = (int16_t)l;
+  c->ctx = a->listen[l].ctx;
+  c->state = (uint8_t)state;
+  hash_insert(a, c);
+  event(a, c, type, m);
+}
+
 /* A REQ the table already holds (same peer comm ID and CA GUID) [IBCM-STATE-4]. */
 static void dup_req(struct ibcm_agent *a, struct ibcm_conn *c, const struct ibcm_msg *m,
                     const struct ibcm_peer *from)
@@ -694,11 +705,7 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
     return;
   }
   take_req(c, m, from);
-  c->listener = (int16_t)l;
-  c->ctx = a->listen[l].ctx;
-  c->state = IBCM_REQ_RCVD;
-  hash_insert(a, c);
-  event(a, c, IBCM_EV_REQ, m);
+  open_passive(a, c, l, IBCM_REQ_RCVD, IBCM_EV_REQ, m);
 }
 
 static void on_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
@@ -890,11 +897,7 @@ static void on_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_ms
   c->remote_guid = gid_key(from);
   c->tid = m->tid;
   c->service_id = m->service_id;
-  c->listener = (int16_t)l;
-  c->ctx = a->listen[l].ctx;
-  c->state = IBCM_SIDR_REQ_RCVD;
-  hash_insert(a, c);
-  event(a, c, IBCM_EV_SIDR_REQ, m);
+  open_passive(a, c, l, IBCM_SIDR_REQ_RCVD, IBCM_EV_SIDR_REQ, m);
 }
 
 static void on_sidr_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
