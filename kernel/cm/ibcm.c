@@ -556,6 +556,8 @@ int ibcm_established(struct ibcm_agent *a, int conn)
     return IBCM_ERR_HANDLE;
   if (c->state != IBCM_REP_SENT && c->state != IBCM_MRA_REP_RCVD)
     return IBCM_ERR_STATE;
+  if (!ev_room(a, 1))
+    return IBCM_ERR_FULL;                               /* poll the events first */
   timer_stop(a, c);
   c->state = IBCM_ESTABLISHED;                          /* [IBCM-STATE-7] */
   event(a, c, IBCM_EV_ESTABLISHED, 0);

@@ -1013,6 +1013,55 @@ START_TEST(test_ibcm_release_established)
 }
 END_TEST
 
+/* 300 connections with timeouts in random order: every REQ is sent
+ * 1 + max_cm_retries times, each at its own timeout, and each ends with
+ * TIMEOUT exactly then; the agent's next deadline is always the earliest
+ * [IBCM-TMO-2] [IBCM-TMO-3]. */
+START_TEST(test_ibcm_many_timers_in_order)
+{
+  static uint64_t rto[300], sends[300];
+  struct ibcm_req_param p;
+  struct ibcm_event e;
+  uint64_t now = 0, last = 0;
+  int timeouts = 0;
+  agents();
+  req_param(&p, 0);
+  for (int i = 0; i < 300; i++) {
+    p.remote_cm_response_timeout = (uint8_t)(8 + (i * 7919) % 13);
+    p.max_cm_retries = (uint8_t)(i % 4);
+    rto[i] = (4096ull << p.remote_cm_response_timeout) + 2 * (4096ull << IBCM_PKT_LIFETIME);
+    ck_assert_int_eq(ibcm_connect(&ag_a, 0, &peer_b, &p, 0), i);
+    ck_assert_int_eq(ibcm_poll_mad(&ag_a, mad, &(struct ibcm_peer){ 0 }), IBCM_MAD_LEN);
+    sends[i] = 1;
+  }
+  now = ibcm_next_timeout(&ag_a);
+  ibcm_timeout(&ag_a, now);
+  while (now != RCT_NEVER) {
+    struct ibcm_peer to;
+    struct ibcm_msg m;
+    while (ibcm_poll_mad(&ag_a, mad, &to)) {
+      ck_assert_int_eq(ibcm_parse(&m, mad, IBCM_MAD_LEN), 0);
+      int i = (int)(m.local_comm_id & ((1u << IBCM_CONN_BITS) - 1));
+      ck_assert_uint_eq(now, sends[i] * rto[i]);              /* k-th send at k * rto */
+      sends[i]++;
+    }
+    while (ibcm_poll_event(&ag_a, &e)) {
+      ck_assert_int_eq(e.type, IBCM_EV_TIMEOUT);
+      ck_assert_uint_eq(sends[e.conn], 1 + e.conn % 4);
+      ck_assert_uint_eq(now, sends[e.conn] * rto[e.conn]);
+      timeouts++;
+    }
+    now = ibcm_next_timeout(&ag_a);
+    ck_assert_uint_ge(now, last);
+    last = now;
+    if (now != RCT_NEVER)
+      ibcm_timeout(&ag_a, now);
+  }
+  ck_assert_int_eq(timeouts, 300);
+  ck_assert_uint_eq(ibcm_counters(&ag_a)->dropped_queue_full, 0);
+}
+END_TEST
+
 /* SIDR for UD services: request, lost reply resent on the repeated
  * request, the reply's QPN and Q_Key; no listener: status 1; a silent
  * peer: TIMEOUT after the retries [IBCM-SIDR-1] [IBCM-SIDR-2] [IBCM-SIDR-3]. */
@@ -1265,6 +1314,7 @@ Suite *suite_ibcm(void)
   tcase_add_test(t, test_ibcm_req_flood_bounded);
   tcase_add_test(t, test_ibcm_release_established);
   tcase_add_test(t, test_ibcm_sidr_exchange);
+  tcase_add_test(t, test_ibcm_many_timers_in_order);
   tcase_add_test(t, test_ibcm_seeded_races);
   suite_add_tcase(s, t);
   return s;
