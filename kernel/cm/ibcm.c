@@ -1132,8 +1132,8 @@ int ibcm_qp_attr(const struct ibcm_agent *a, int conn, struct rct_qp_attr *attr,
   attr->ah.dipv4 = ip;                                  /* dmac: the caller's (ARP) */
   attr->path_mtu = (enum rct_mtu)c->path_mtu;
   attr->dest_qp_num = c->remote_qpn;
-  attr->rq_psn = c->remote_psn;
-  attr->sq_psn = c->local_psn;
+  attr->rq_psn = c->local_psn;                          /* each side's Starting PSN is the one */
+  attr->sq_psn = c->remote_psn;                         /* its peer sends with [IBCM-REQ-3] */
   attr->max_dest_rd_atomic = c->local_rres;
   attr->max_rd_atomic = c->local_idepth < c->remote_rres ? c->local_idepth : c->remote_rres;
   attr->timeout = c->local_ack_timeout;

@@ -271,7 +271,8 @@ struct ibcm_conn {
   int16_t hnext;                        /* chain of the (remote_id, remote_guid) hash */
   uint8_t max_cm_retries, hashed, sidr;
   /* negotiated (REQ and REP fields both sides keep) */
-  uint32_t local_qpn, remote_qpn, local_psn, remote_psn;
+  uint32_t local_qpn, remote_qpn;
+  uint32_t local_psn, remote_psn;       /* Starting PSNs: ours = our rq_psn, the peer's = our sq_psn */
   uint8_t path_mtu, qp_type, local_rres, local_idepth, remote_rres, remote_idepth;
   uint8_t retry_count, rnr_retry_count, local_ack_timeout, target_ack_delay;
   uint8_t local_cm_tmo;                 /* how long the peer waits for us (code) */

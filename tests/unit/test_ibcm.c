@@ -489,10 +489,10 @@ START_TEST(test_ibcm_connect_accept_disconnect)
   ck_assert_int_eq(ibcm_qp_attr(&ag_a, conn_a, &qa, &rtr, &rts), 0);
   ck_assert_uint_eq(qa.dest_qp_num, QPN_B);
   ck_assert_uint_eq(qb.dest_qp_num, QPN_A);
-  ck_assert_uint_eq(qa.sq_psn, 0x123456);
-  ck_assert_uint_eq(qb.rq_psn, 0x123456);
-  ck_assert_uint_eq(qa.rq_psn, 0x654321);
-  ck_assert_uint_eq(qb.sq_psn, 0x654321);
+  ck_assert_uint_eq(qa.rq_psn, 0x123456);                     /* the REQ's: B sends with it */
+  ck_assert_uint_eq(qb.sq_psn, 0x123456);
+  ck_assert_uint_eq(qa.sq_psn, 0x654321);                     /* the REP's: A sends with it */
+  ck_assert_uint_eq(qb.rq_psn, 0x654321);
   ck_assert_int_eq(qa.path_mtu, RCT_MTU_1024);
   ck_assert_int_eq(qb.path_mtu, RCT_MTU_1024);
   ck_assert_uint_eq(qa.max_rd_atomic, 2);                     /* min(A's depth 2, B's resources 2) */
