@@ -14,6 +14,9 @@
 #include "../transport/wire.h"
 
 #define IDX_MASK ((1u << IBCM_CONN_BITS) - 1)
+/* A comm ID's index bits cover the table; int16_t handles reach every entry. */
+typedef char ibcm_conn_bits_cover_table[(1u << IBCM_CONN_BITS) >= IBCM_MAX_CONN ? 1 : -1];
+typedef char ibcm_handles_fit_int16[IBCM_MAX_CONN <= 32767 ? 1 : -1];
 #define PERMISSIVE_LID 0xffff
 
 static const char *const state_names[] = {
@@ -232,8 +235,10 @@ static bool queue_mad(struct ibcm_agent *a, const uint8_t *mad, const struct ibc
 /* Encode m and queue it to the connection's peer; keep it for retransmission. */
 static void send_conn(struct ibcm_agent *a, struct ibcm_conn *c, const struct ibcm_msg *m)
 {
-  if (ibcm_encode(m, c->last_mad) != IBCM_MAD_LEN)
-    return;                                             /* params checked by the callers */
+  if (ibcm_encode(m, c->last_mad) != IBCM_MAD_LEN) {
+    c->last_len = 0;                                    /* params checked by the callers */
+    return;
+  }
   c->last_len = IBCM_MAD_LEN;
   queue_mad(a, c->last_mad, &c->peer);
 }
@@ -764,7 +769,7 @@ static void on_rej(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   if (!c)
     return;
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD:
+  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD: case IBCM_REP_RCVD:
     timer_stop(a, c);
     c->state = IBCM_IDLE;                               /* [IBCM-STATE-12] */
     break;

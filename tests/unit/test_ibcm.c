@@ -813,6 +813,24 @@ START_TEST(test_ibcm_rep_retries_exhausted_and_mra)
   ck_assert_int_eq(ev.msg.reason, IBCM_REJ_TIMEOUT);
   ck_assert_int_eq(ibcm_conn_state(&ag_b, conn_b), IBCM_TIMEWAIT);
 
+  /* the same while A's consumer holds the REP without an RTU: A gets the REJ [IBCM-STATE-12] */
+  start(0, 0);
+  ck_assert_int_eq(a_to_b(0, false), IBCM_ATTR_REQ);
+  accept_b(0, 0);
+  t = 0;
+  for (int i = 0; i <= 3; i++) {
+    ck_assert_int_eq(b_to_a(t, false), IBCM_ATTR_REP);
+    t = ibcm_next_timeout(&ag_b);
+    ibcm_timeout(&ag_b, t);
+  }
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_REP);
+  no_event(&ag_a);                                            /* the repeated REPs: dropped */
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_TIMEOUT);
+  ck_assert_int_eq(b_to_a(t, false), IBCM_ATTR_REJ);
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_REJ);
+  ck_assert_int_eq(ibcm_conn_state(&ag_a, conn_a), IBCM_IDLE);
+  ck_assert_int_eq(ibcm_send_rtu(&ag_a, t, conn_a, 0, 0), IBCM_ERR_STATE);
+
   /* MRA: A stops resending its REQ and waits service timeout + 2 lifetimes */
   start(0, 0);
   ck_assert_int_eq(a_to_b(0, false), IBCM_ATTR_REQ);
