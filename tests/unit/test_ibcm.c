@@ -893,6 +893,45 @@ START_TEST(test_ibcm_stale_connection)
 }
 END_TEST
 
+/* The peer lost its connection and connects again from the same QP (new
+ * comm ID, same QPN and CA GUID): the new REQ is stale (REJ 10) and the
+ * old, established connection is disconnected [IBCM-STATE-15]. */
+START_TEST(test_ibcm_stale_qp)
+{
+  static struct ibcm_agent ag_a2;                 /* A after losing its state */
+  struct ibcm_req_param p;
+  struct ibcm_msg m;
+  struct ibcm_event e;
+  int c2;
+  establish(0, 0, 0);
+  ibcm_agent_init(&ag_a2, GUID_A, 99);
+  req_param(&p, 0);                               /* the same QPN */
+  c2 = ibcm_connect(&ag_a2, 1, &peer_b, &p, 0);
+  ck_assert_int_eq(hop(&ag_a2, &ag_b, &peer_a, 1, false), IBCM_ATTR_REQ);
+  no_event(&ag_b);
+  ck_assert_uint_eq(ibcm_counters(&ag_b)->stale, 1);
+  ck_assert_int_eq(hop(&ag_b, &ag_a2, &peer_b, 1, false), IBCM_ATTR_REJ);
+  ck_assert(ibcm_poll_event(&ag_a2, &e));
+  ck_assert_int_eq(e.type, IBCM_EV_REJ);
+  ck_assert_int_eq(e.msg.reason, IBCM_REJ_STALE_CONN);
+  ck_assert_int_eq(ibcm_conn_state(&ag_a2, c2), IBCM_IDLE);
+  ck_assert_int_eq(ibcm_conn_state(&ag_b, conn_b), IBCM_DREQ_SENT);
+  ck_assert_int_eq(ibcm_poll_mad(&ag_b, mad, &(struct ibcm_peer){ 0 }), IBCM_MAD_LEN);
+  ck_assert_int_eq(ibcm_parse(&m, mad, IBCM_MAD_LEN), 0);
+  ck_assert_int_eq(m.attr_id, IBCM_ATTR_DREQ);
+  ck_assert_uint_eq(m.remote_comm_id, ag_a.conn[conn_a].local_id);
+  /* once the old connection is in time wait, the QP is free for a new one */
+  ibcm_recv(&ag_a, 2, &peer_b, mad, IBCM_MAD_LEN);
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_DREQ);
+  ck_assert_int_eq(ibcm_disconnect(&ag_a, 2, conn_a), 0);
+  ck_assert_int_eq(a_to_b(2, false), IBCM_ATTR_DREP);
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_DISCONNECTED);
+  c2 = ibcm_connect(&ag_a2, 3, &peer_b, &p, 0);
+  ck_assert_int_eq(hop(&ag_a2, &ag_b, &peer_a, 3, false), IBCM_ATTR_REQ);
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_REQ);
+}
+END_TEST
+
 /* Bad input is dropped and counted and changes no connection [IBCM-MAD-7]
  * [IBCM-STATE-10]. */
 START_TEST(test_ibcm_bad_input_dropped)
@@ -1328,6 +1367,7 @@ Suite *suite_ibcm(void)
   tcase_add_test(t, test_ibcm_req_retries_exhausted);
   tcase_add_test(t, test_ibcm_rep_retries_exhausted_and_mra);
   tcase_add_test(t, test_ibcm_stale_connection);
+  tcase_add_test(t, test_ibcm_stale_qp);
   tcase_add_test(t, test_ibcm_bad_input_dropped);
   tcase_add_test(t, test_ibcm_req_flood_bounded);
   tcase_add_test(t, test_ibcm_release_established);
