@@ -14,8 +14,9 @@ path MTU, retry counts, timeouts, private data) must equal cm/fields.json,
 so that file always says what tshark reads in the pcaps next to it. Part
 B's host tests (tests/unit/) assert the kernel's CM decoder against it.
 
-    python3 tests/vectors/check_cm_vectors.py          # the checks
-    python3 tests/vectors/check_cm_vectors.py --write  # remake cm/fields.json
+    python3 tests/vectors/check_cm_vectors.py [DIR]          # the checks
+    python3 tests/vectors/check_cm_vectors.py --write [DIR]  # remake DIR/fields.json
+    (DIR: default tests/vectors/cm; another holds a fresh capture_cm.py --out)
 
 Prints "test NAME: OK|FAILED (info)" per check and "N passed, M failed".
 Needs tshark (tests/deps.sh); Python standard library otherwise.
@@ -29,7 +30,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CM_DIR = os.path.join(HERE, "cm")
-FIELDS_JSON = os.path.join(CM_DIR, "fields.json")
 GSI_QPN = 1
 MAD_BYTES = 256
 CM_CLASS, CM_CLASS_VERSION, MAD_BASE_VERSION = 0x07, 2, 1
@@ -148,9 +148,9 @@ def cm_frame(n, layers):
     }
 
 
-def read_file(name):
+def read_file(cm_dir, name):
     """(every frame's expert problems, the CM records) of one capture."""
-    frames = tshark_frames(os.path.join(CM_DIR, name))
+    frames = tshark_frames(os.path.join(cm_dir, name))
     problems = [f"frame {n}: {p}" for n, layers in frames for p in expert_items(layers)]
     records = [r for r in (cm_frame(n, layers) for n, layers in frames) if r]
     for r in records:
@@ -185,8 +185,10 @@ def check_file(rep, name, records, problems, want):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--write", action="store_true", help=f"remake {os.path.relpath(FIELDS_JSON)}")
+    ap.add_argument("--write", action="store_true", help="remake DIR/fields.json")
+    ap.add_argument("dir", nargs="?", default=CM_DIR)
     args = ap.parse_args()
+    fields_json = os.path.join(args.dir, "fields.json")
     rep = Report()
     try:
         version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
@@ -196,23 +198,23 @@ def main():
         return 1
     fields = {"tshark": version, "files": {}}
     for name, want in FILES.items():
-        if not os.path.exists(os.path.join(CM_DIR, name)):
-            rep.check(f"cm_vectors_{name}", [f"{name} is missing from {CM_DIR}"], "")
+        if not os.path.exists(os.path.join(args.dir, name)):
+            rep.check(f"cm_vectors_{name}", [f"{name} is missing from {args.dir}"], "")
             continue
-        problems, records = read_file(name)
+        problems, records = read_file(args.dir, name)
         fields["files"][name] = records
         check_file(rep, name, records, problems, want)
     if args.write:
-        with open(FIELDS_JSON, "w") as f:
+        with open(fields_json, "w") as f:
             json.dump(fields, f, indent=1, sort_keys=True)
             f.write("\n")
-        print(f"wrote {FIELDS_JSON}")
+        print(f"wrote {fields_json}")
     try:
-        with open(FIELDS_JSON) as f:
+        with open(fields_json) as f:
             saved = json.load(f)["files"]
         stale = [n for n in FILES if saved.get(n) != fields["files"].get(n)]
     except (OSError, ValueError, KeyError) as e:
-        stale = [f"cannot read {FIELDS_JSON}: {e}"]
+        stale = [f"cannot read {fields_json}: {e}"]
     rep.check("cm_vectors_fields_json_current", [f"{n} differs" for n in stale],
               "cm/fields.json is what tshark reads in the captures (--write remakes it)")
     print(f"{rep.passed} passed, {rep.failed} failed")
