@@ -17,6 +17,8 @@ Owns `make test-linux-guest`. One xv6 guest (10.0.0.1) and two Linux guests
     and 4096 (both sides validate every ping), ucmatose -c 2, udaddy -C 1
     (a UD drop that hangs it is told apart from a failure), and an rping
     aimed at a port nobody listens on gets RDMA_CM_EVENT_REJECTED, error 8;
+  * xrpeer (tests/linux/peer) between the Linux guests over its rdma_cm:
+    the --matrix roles and bw-server / bw-client WRITE, READ, SEND;
   * netem: sch_netem takes a qdisc (tc qdisc add dev lo root netem ...).
 
 Then the netem box (Testbed netem_box=): two xv6 guests joined by a Linux
@@ -143,6 +145,25 @@ def check_no_listener(srv, cli):
     return ok, f"exit {rc}: {out.strip()[-200:]!r}"
 
 
+def check_xrpeer_matrix(srv, cli):
+    """xrpeer host_a / host_b (rdmanet_test's --matrix protocol) between the
+    Linux guests, connected by xrpeer's rdma_cm (cm_rdma.c): every case
+    passes on both sides."""
+    r = cm.pair(srv, cli, "xrpeer host_a --matrix", f"xrpeer host_b {srv.ip} --matrix", deadline=300)
+    m = re.search(r"^matrix: (\d+) cases, (\d+) failed$", r.client_out, re.M)
+    ok = (r.client_rc == 0 and r.server_rc == 0 and m and m[2] == "0" and
+          all("rdmanet_test: OK" in o for o in (r.client_out, r.server_out)))
+    return ok, m[0] if ok else r.tail()
+
+
+def check_xrpeer_bw(srv, cli, op):
+    """xrpeer bw-server / bw-client (rdma_bw's protocol) over rdma_cm."""
+    r = cm.pair(srv, cli, "xrpeer bw-server", f"xrpeer bw-client {srv.ip} -t {op} -s {BW_SIZE} -n {BW_ITERS}")
+    rows = [x for x in perftable.bw_rows(r.client_out) if x["size"] == BW_SIZE and x["iters"] == BW_ITERS]
+    ok = r.client_rc == 0 and r.server_rc == 0 and rows and "xrpeer: bw-server done" in r.server_out
+    return ok, f"{op} {BW_SIZE} B x {BW_ITERS}: average {rows[0]['bw_avg_MiBps']} MB/s" if ok else r.tail()
+
+
 def check_netem(lx):
     rc, out = lx.run_status("tc qdisc add dev lo root netem delay 1ms loss 1% && "
                             "tc qdisc show dev lo && tc qdisc del dev lo root")
@@ -196,6 +217,9 @@ def run_mixed(t, args):
         t.run("ucmatose_linux_linux", lambda: check_ucmatose(lx1, lx2))
         t.run("udaddy_linux_linux", lambda: check_udaddy(lx1, lx2))
         t.run("rdma_cm_no_listener_rejected", lambda: check_no_listener(lx1, lx2))
+        t.run("xrpeer_matrix_rdma_cm", lambda: check_xrpeer_matrix(lx1, lx2))
+        for op in ("write", "read", "send"):
+            t.run(f"xrpeer_bw_{op}_rdma_cm", lambda op=op: check_xrpeer_bw(lx1, lx2, op))
         t.run("netem_qdisc", lambda: check_netem(lx2))
         tb.halt()
 

@@ -12,9 +12,10 @@
 #                          rxe0 ACTIVE, ib_write_bw between the Linux guests,
 #                          Linux's rping, ucmatose and udaddy between them
 #                          over the IB CM and a REJ for a port nobody
-#                          listens on; then two xv6 guests through the
-#                          Linux netem box (tests/linux/check_guest.py,
-#                          ~90 s; 15 checks).
+#                          listens on; xrpeer's matrix and bw roles over
+#                          rdma_cm; then two xv6 guests through the Linux
+#                          netem box (tests/linux/check_guest.py, ~3 min;
+#                          19 checks).
 #                          LINUX_GUEST_ARGS="--only mixed|box". Not in make test.
 #
 # By hand: python3 tests/net/launch.py --guests 1 --linux 1 (docs/network.md).

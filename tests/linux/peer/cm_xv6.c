@@ -1,20 +1,17 @@
-// cm.c: all of xrpeer's connection code. The device and its RoCEv2 GID,
-// the project's connection exchange over UDP (proto-spec/cm.md: REQ, REP,
-// REJ, RTU, DREQ, DREP, both roles, retries [CM-TMO-1]) and the QP's moves
-// RESET -> INIT -> RTR -> RTS from the exchanged facts [CM-PARAM-1..3].
-// Kept in one file because the project's connection setup will move to
-// the InfiniBand CM, and Linux's rdma_cm will then replace this file.
-// Selective repeat is never offered: caps is always 0 (rxe has no SR).
+// cm_xv6.c: xrpeer's connections over the project's own exchange
+// (proto-spec/cm.md over UDP: REQ, REP, REJ, RTU, DREQ, DREP, both roles,
+// retries [CM-TMO-1]) and the QP's moves RESET -> INIT -> RTR -> RTS from
+// the exchanged facts [CM-PARAM-1..3]: what xv6 spoke before it spoke the
+// InfiniBand CM. Selected by `xrpeer --xv6-cm`; cm_rdma.c (Linux's
+// librdmacm) is the default. Selective repeat is never offered: caps is
+// always 0 (rxe has no SR).
 #include "peer.h"
 
 #include <errno.h>
-#include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -27,8 +24,6 @@
 #define LEN_REQ 108
 #define LEN_REJ 72
 #define MAX_RES 16              // READ resources a REQ/REP may name [CM-MSG-4]
-#define OWN_RESP_RES 16         // what we offer, capped by the device
-#define OWN_INIT_DEPTH 8        // as the xv6 library's default
 #define PCM_DEFAULT_TIMEOUT 16  // 4.096 us << 16 = 268 ms; 7 retries ride ~1.9 s
 
 enum { T_REQ = 1, T_REP, T_REJ, T_RTU, T_DREQ, T_DREP };
@@ -50,118 +45,16 @@ static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
-uint32_t pcm_random(void) {
-  uint32_t v = 0;
-  while (getrandom(&v, sizeof v, 0) != sizeof v) {}
-  return v;
-}
-
 static uint32_t new_conn_id(void) {
   uint32_t id;
   while ((id = pcm_random()) == 0) {}
   return id;
 }
 
-int pcm_mtu_bytes(enum ibv_mtu m) { return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0; }
-
-enum ibv_mtu pcm_mtu_enum(int bytes) {
-  for (int m = IBV_MTU_256; m <= IBV_MTU_4096; m++)
-    if (128 << m == bytes) return (enum ibv_mtu)m;
-  return (enum ibv_mtu)0;
-}
-
-int parse_ipv4(const char *s, uint32_t *ip) {
-  struct in_addr a;
-  if (inet_pton(AF_INET, s, &a) != 1) return -1;
-  *ip = ntohl(a.s_addr);
-  return 0;
-}
-
-const char *pcm_reject_str(int reason) {
+static const char *reject_str(int reason) {
   static const char *const n[] = { "?", "CONSUMER_REJECT", "NO_LISTENER", "NO_RESOURCES", "INVALID_PARAM",
                                    "UNSUPPORTED_VERSION", "TIMEOUT", "STALE_CONN" };
   return reason >= 1 && reason <= 7 ? n[reason] : "?";
-}
-
-void pcm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len) {
-  put32(out, (uint32_t)(addr >> 32));
-  put32(out + 4, (uint32_t)addr);
-  put32(out + 8, rkey);
-  put32(out + 12, len);
-}
-
-void pcm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len) {
-  *addr = (uint64_t)get32(in) << 32 | get32(in + 4);
-  *rkey = get32(in + 8);
-  *len = get32(in + 12);
-}
-
-// ---------------------------------------------------------------- device
-
-static int is_mapped_ipv4(const uint8_t *g) {
-  static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-  return memcmp(g, prefix, 12) == 0;
-}
-
-static int ifindex_mac(uint32_t ifindex, uint8_t mac[6]) {
-  struct ifreq ifr;
-  memset(&ifr, 0, sizeof ifr);
-  if (!if_indextoname(ifindex, ifr.ifr_name)) return -1;
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
-  if (s < 0) return -1;
-  int rc = ioctl(s, SIOCGIFHWADDR, &ifr);
-  close(s);
-  if (rc < 0) return -1;
-  memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-  return 0;
-}
-
-// The RoCEv2 GID entry holding an IPv4-mapped address (want_ip if set).
-static int find_gid(struct peer_dev *d, int tbl_len, uint32_t want_ip) {
-  for (int i = 0; i < tbl_len; i++) {
-    struct ibv_gid_entry e;
-    if (ibv_query_gid_ex(d->ctx, d->port, (uint32_t)i, &e, 0)) continue;
-    if (e.gid_type != IBV_GID_TYPE_ROCE_V2 || !is_mapped_ipv4(e.gid.raw)) continue;
-    uint32_t ip = get32(e.gid.raw + 12);
-    if (want_ip && ip != want_ip) continue;
-    d->gid_index = i;
-    d->gid = e.gid;
-    d->ipv4 = ip;
-    if (ifindex_mac(e.ndev_ifindex, d->mac)) {
-      fprintf(stderr, "xrpeer: no MAC for the GID's netdev (ifindex %u)\n", e.ndev_ifindex);
-      return -1;
-    }
-    return 0;
-  }
-  fprintf(stderr, "xrpeer: no RoCEv2 IPv4-mapped GID on port %d\n", d->port);
-  return -1;
-}
-
-static struct ibv_context *open_named(const char *name) {
-  int n = 0;
-  struct ibv_device **list = ibv_get_device_list(&n);
-  struct ibv_context *ctx = NULL;
-  for (int i = 0; list && i < n && !ctx; i++)
-    if (!name || strcmp(ibv_get_device_name(list[i]), name) == 0) ctx = ibv_open_device(list[i]);
-  if (list) ibv_free_device_list(list);
-  return ctx;
-}
-
-int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip) {
-  memset(d, 0, sizeof *d);
-  d->port = 1;
-  d->ctx = open_named(name);
-  if (!d->ctx) { fprintf(stderr, "xrpeer: no RDMA device %s\n", name ? name : ""); return -1; }
-  struct ibv_port_attr pa;
-  struct ibv_device_attr da;
-  if (ibv_query_port(d->ctx, d->port, &pa) || ibv_query_device(d->ctx, &da)) {
-    fprintf(stderr, "xrpeer: query port/device: %s\n", strerror(errno));
-    return -1;
-  }
-  d->active_mtu = pa.active_mtu;
-  d->resp_res = (uint8_t)(da.max_qp_rd_atom < OWN_RESP_RES ? da.max_qp_rd_atom : OWN_RESP_RES);
-  d->init_depth = (uint8_t)(da.max_qp_init_rd_atom < OWN_INIT_DEPTH ? da.max_qp_init_rd_atom : OWN_INIT_DEPTH);
-  return find_gid(d, pa.gid_tbl_len, want_ip);
 }
 
 // ---------------------------------------------------------------- codec
@@ -349,7 +242,7 @@ static int qp_rts(struct pconn *c, const struct pcm_param *p) {
                        IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-int pcm_qp_init(struct pconn *c) {
+static int xqp_init(struct pconn *c) {
   struct ibv_qp_attr a;
   struct ibv_qp_init_attr ia;
   if (ibv_query_qp(c->qp, &a, IBV_QP_STATE, &ia)) return -1;
@@ -358,16 +251,12 @@ int pcm_qp_init(struct pconn *c) {
 }
 
 static int qp_connect(struct pconn *c, const struct pcm_param *p) {
-  if (pcm_qp_init(c)) return -1;
+  if (xqp_init(c)) return -1;
   if (qp_rtr(c)) { perror("xrpeer: QP to RTR"); return -1; }
   if (qp_rts(c, p)) { perror("xrpeer: QP to RTS"); return -1; }
   return 0;
 }
 
-static void qp_error(struct pconn *c) {                         // [CM-STATE-6]
-  struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-  ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
-}
 
 // The QP's expected PSN moved: an RC request arrived (a lost RTU).
 static int qp_heard(struct pconn *c) {
@@ -415,17 +304,9 @@ static enum ibv_mtu local_mtu(const struct pconn *c, const struct pcm_param *p) 
   return p && p->mtu_limit && p->mtu_limit < m ? p->mtu_limit : m;
 }
 
-void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp) {
-  memset(c, 0, sizeof *c);
-  c->dev = d;
-  c->qp = qp;
-  c->sock = -1;
-  c->state = PCM_IDLE;
-}
+static int xlisten(int port) { return udp_socket(port ? port : PCM_PORT); }
 
-int pcm_listen(int port) { return udp_socket(port ? port : PCM_PORT); }
-
-int pcm_get_request(int lsock, struct pconn *c, int timeout_ms) {
+static int xget_request(int lsock, struct pconn *c, int timeout_ms) {
   struct cmsg m;
   struct sockaddr_in from;
   unsigned junk = 0;
@@ -436,7 +317,7 @@ int pcm_get_request(int lsock, struct pconn *c, int timeout_ms) {
     int r = recv_msg(lsock, &m, &from, (int)((end - t) / 1000000u) + 1, &junk);
     if (r < 0) return -1;
     if (r == 0 || m.type != T_REQ) continue;                    // [CM-STATE-1]
-    if (!is_mapped_ipv4(m.gid)) { reject_to(lsock, &from, 0, m.src, REJ_INVALID); continue; }
+    if (!pcm_is_mapped_ipv4(m.gid)) { reject_to(lsock, &from, 0, m.src, REJ_INVALID); continue; }
     c->sock = udp_socket(0);                                    // replies from a port of its own,
     if (c->sock < 0) return -1;                                 // as the xv6 library does
     c->peer = from;
@@ -447,7 +328,7 @@ int pcm_get_request(int lsock, struct pconn *c, int timeout_ms) {
   }
 }
 
-int pcm_reject(struct pconn *c, uint16_t reason) {
+static int xreject(struct pconn *c, uint16_t reason) {
   c->state = PCM_CLOSED;
   reject_to(c->sock, &c->peer, c->local_id, c->remote_id, reason);
   return 0;
@@ -477,19 +358,19 @@ static int await_rtu(struct pconn *c) {
   return -1;
 }
 
-int pcm_accept(struct pconn *c, const struct pcm_param *p) {
+static int xaccept(struct pconn *c, const struct pcm_param *p) {
   if (c->state != PCM_REQ_RCVD || !c->qp) return -1;
   enum ibv_mtu mine = local_mtu(c, p);
   c->path_mtu = c->peer_mtu < mine ? (enum ibv_mtu)c->peer_mtu : mine;   // [CM-PARAM-1]
   c->my_psn = pcm_random() & 0xffffff;
-  if (qp_connect(c, p)) { pcm_reject(c, REJ_NO_RES); return -1; }     // before REP [CM-STATE-3]
+  if (qp_connect(c, p)) { xreject(c, REJ_NO_RES); return -1; }     // before REP [CM-STATE-3]
   struct cmsg m;
   fill_local(c, &m, T_REP, p);
   if (send_msg(c, &m, 1)) return -1;
   c->state = PCM_REP_SENT;
   if (await_rtu(c) == 0) { c->state = PCM_ESTABLISHED; return 0; }
   reject_to(c->sock, &c->peer, c->local_id, c->remote_id, REJ_TIMEOUT);   // [CM-TMO-2]
-  qp_error(c);
+  pcm_qp_error(c);
   c->state = PCM_CLOSED;
   fprintf(stderr, "xrpeer: no RTU\n");
   return -1;
@@ -504,14 +385,14 @@ static int answer_rep(struct pconn *c, const struct cmsg *m, const struct sockad
     c->private_len = m->plen;
     memcpy(c->private_data, m->pdata, m->plen);
     c->state = PCM_REJECTED;
-    fprintf(stderr, "xrpeer: rejected: %s\n", pcm_reject_str(m->reason));
+    fprintf(stderr, "xrpeer: rejected: %s\n", reject_str(m->reason));
     return -1;
   }
   c->peer.sin_port = from->sin_port;
   take_peer(c, m);
   enum ibv_mtu mine = local_mtu(c, p);
   c->path_mtu = c->peer_mtu < mine ? (enum ibv_mtu)c->peer_mtu : mine;
-  if (!is_mapped_ipv4(c->peer_gid) || qp_connect(c, p)) {
+  if (!pcm_is_mapped_ipv4(c->peer_gid) || qp_connect(c, p)) {
     reject_to(c->sock, &c->peer, c->local_id, c->remote_id, REJ_INVALID);
     c->state = PCM_CLOSED;
     return -1;
@@ -522,7 +403,7 @@ static int answer_rep(struct pconn *c, const struct cmsg *m, const struct sockad
   return 0;
 }
 
-int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p) {
+static int xconnect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p) {
   if (!c->qp || (c->sock = udp_socket(0)) < 0) return -1;
   c->peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)(port ? port : PCM_PORT)),
                                   .sin_addr.s_addr = htonl(ip) };
@@ -555,9 +436,9 @@ int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *
   return -1;
 }
 
-int pcm_disconnect(struct pconn *c) {
+static int xdisconnect(struct pconn *c) {
   if (c->state != PCM_ESTABLISHED) return -1;
-  qp_error(c);
+  pcm_qp_error(c);
   for (int tries = 0; tries <= CM_MAX_RETRIES; tries++) {
     send_hdr(c, T_DREQ);
     struct cmsg m;
@@ -574,7 +455,7 @@ int pcm_disconnect(struct pconn *c) {
   return 0;
 }
 
-int pcm_wait_disconnect(struct pconn *c, int timeout_ms) {
+static int xwait_disconnect(struct pconn *c, int timeout_ms) {
   if (c->state != PCM_ESTABLISHED) return -1;
   uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
   for (;;) {
@@ -587,14 +468,22 @@ int pcm_wait_disconnect(struct pconn *c, int timeout_ms) {
     if (r != 1 || !from_peer(c, &m, &from)) continue;
     if (m.type == T_REP) { send_hdr(c, T_RTU); continue; }     // [CM-TMO-3]
     if (m.type != T_DREQ) continue;
-    qp_error(c);
+    pcm_qp_error(c);
     send_hdr(c, T_DREP);
     c->state = PCM_CLOSED;
     return 0;
   }
 }
 
-void pcm_close(struct pconn *c) {
+static void xclose(struct pconn *c) {
   if (c->sock >= 0) close(c->sock);
   c->sock = -1;
 }
+
+static void xunlisten(int lsock) { close(lsock); }
+
+const struct pcm_ops pcm_xv6_ops = {
+  .listen = xlisten, .unlisten = xunlisten, .get_request = xget_request, .qp_init = xqp_init,
+  .accept = xaccept, .reject = xreject, .connect = xconnect, .disconnect = xdisconnect,
+  .wait_disconnect = xwait_disconnect, .close = xclose,
+};
