@@ -14,7 +14,7 @@
 #                          over the IB CM and a REJ for a port nobody
 #                          listens on; xrpeer's matrix and bw roles over
 #                          rdma_cm; then two xv6 guests through the Linux
-#                          netem box (tests/linux/check_guest.py, ~3 min;
+#                          netem box (tests/linux/check_guest.py, ~60 s;
 #                          19 checks).
 #                          LINUX_GUEST_ARGS="--only mixed|box". Not in make test.
 #
