@@ -82,7 +82,8 @@ TEST_SUITES := test-spec test-unit test-kernel test-net test-rdma test-interop t
 test-unit: deps
 	@python3 tests/harness/suite.py test-unit -- "$(MAKE) --no-print-directory test-core" \
 	  "$(MAKE) --no-print-directory test-sim" "python3 tests/harness/test_goals.py" \
-	  "python3 tests/rdma/test_demo_args.py" "$(MAKE) --no-print-directory test-ud-vectors"
+	  "python3 tests/rdma/test_demo_args.py" "$(MAKE) --no-print-directory test-ud-vectors" \
+	  "$(MAKE) --no-print-directory test-cm-vectors"
 .PHONY: test-unit
 test: deps
 	@python3 tests/harness/suite.py test --stop-on-fail -- \

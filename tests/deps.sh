@@ -16,7 +16,7 @@ PACKAGES=(
   python3-matplotlib           # bench plots
   iproute2                     # netem.sh namespaces
   tshark                       # reading captured traffic in tests
-  libibverbs-dev               # xrpeer, the Linux-side peer (tests/linux/peer)
+  libibverbs-dev librdmacm-dev # xrpeer, the Linux-side peer (tests/linux/peer)
   qemu-system-x86              # the Linux Soft-RoCE guest (tests/linux)
   qemu-user                    # qemu-riscv64: bench/net/icrc_variants.py
   kmod cpio                    # its image: depmod/modinfo, the initramfs archive

@@ -19,6 +19,12 @@
 #                       the real Linux UD frames in tests/vectors/ud/ (no
 #                       guest; ends with "N passed, M failed").
 #
+#   make test-cm-vectors   tests/vectors/check_cm_vectors.py: tshark's CM
+#                       dissector reads every CM MAD of the Linux rdma_cm
+#                       captures in tests/vectors/cm/ clean, in the order
+#                       the README lists, and cm/fields.json still holds
+#                       what it reads (no guest; "N passed, M failed").
+#
 # The Linux image (make linux-image) carries xrpeer from build/linux/overlay/
 # (tests/linux/peer/peer.mk). Part of make test (TEST_SUITES).
 # Include from the top Makefile: include tests/interop/interop.mk
@@ -35,4 +41,7 @@ test-interop: kernel/kernel fs.img $(LINKEMU) $(LINUX_IMAGE)
 test-ud-vectors:
 	python3 tests/vectors/check_ud_vectors.py
 
-.PHONY: test-interop test-ud-vectors
+test-cm-vectors:
+	python3 tests/vectors/check_cm_vectors.py
+
+.PHONY: test-interop test-ud-vectors test-cm-vectors

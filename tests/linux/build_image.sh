@@ -36,7 +36,7 @@ MULTIARCH=x86_64-linux-gnu
 # anything on PATH, so `ip`, `tc` and `ss` would never be iproute2's. Their shared libraries are
 # found by following Depends (lib* packages and zlib1g only) and then kept only if some
 # program or library in the image NEEDs them.
-TOOL_PACKAGES=(busybox libc6 iproute2 rdma-core libibverbs1 ibverbs-providers
+TOOL_PACKAGES=(busybox libc6 libgcc-s1 iproute2 rdma-core libibverbs1 ibverbs-providers
                librdmacm1 ibverbs-utils rdmacm-utils perftest)
 
 # Kernel modules to load (dependencies are added from modinfo).
@@ -180,10 +180,23 @@ stage_libraries_into() {
   done
 }
 
+# Libraries no program NEEDs but glibc opens at run time (dlopen), so the
+# NEEDED walk never finds them. libgcc_s.so.1 (Debian's libgcc-s1, which
+# libc6 depends on): glibc unwinds a thread's stack with it in pthread_exit
+# and cancellation; without it rping (which ends its threads so) aborts
+# with "libgcc_s.so.1 must be installed for pthread_exit to work".
+DLOPENED=(libgcc_s.so.1)
+
 # The base image's libraries, the dynamic loader and ld.so.cache.
 stage_libraries() {
+  local lib src
   mkdir -p "$ROOT/lib/$MULTIARCH"
   cp -L "$TREE/lib64/ld-linux-x86-64.so.2" "$ROOT/lib64/"
+  for lib in "${DLOPENED[@]}"; do
+    src=$(find_library "$lib")
+    [ -n "$src" ] || die "$lib (opened by glibc at run time) is in none of the packages"
+    cp -L "$src" "$ROOT/lib/$MULTIARCH/$lib"
+  done
   stage_libraries_into "$ROOT"
   printf '/lib/%s\n/usr/lib/%s\n/usr/local/lib\n' "$MULTIARCH" "$MULTIARCH" > "$ROOT/etc/ld.so.conf"
   ldconfig -r "$ROOT"

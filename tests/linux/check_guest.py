@@ -11,6 +11,14 @@ Owns `make test-linux-guest`. One xv6 guest (10.0.0.1) and two Linux guests
     with perftest's own TCP exchange of QP numbers and GIDs (-x: the IPv4
     GID's index from the ready line), then over rdma_cm (-R): the client
     prints its result line;
+  * Linux's unmodified rdma_cm tools between the Linux guests, over the IB
+    CM (tests/linux/rdmacm_tools.py: the client starts once the server's
+    cm_id listens; both run under deadlines): rping -v -V -C 3 at -S 64
+    and 4096 (both sides validate every ping), ucmatose -c 2, udaddy -C 1
+    (a UD drop that hangs it is told apart from a failure), and an rping
+    aimed at a port nobody listens on gets RDMA_CM_EVENT_REJECTED, error 8;
+  * xrpeer (tests/linux/peer) between the Linux guests over its rdma_cm:
+    the --matrix roles and bw-server / bw-client WRITE, READ, SEND;
   * netem: sch_netem takes a qdisc (tc qdisc add dev lo root netem ...).
 
 Then the netem box (Testbed netem_box=): two xv6 guests joined by a Linux
@@ -31,12 +39,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tests", "harness"))
 sys.path.insert(0, os.path.join(REPO, "tests", "net"))
+sys.path.insert(0, HERE)
 from guest import GuestError, progress  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 import perftable  # noqa: E402
+import rdmacm_tools as cm  # noqa: E402
 
 BW_SIZE, BW_ITERS = 65536, 200
+PING_COUNT = 3                       # rping -C: validated round trips
+NO_LISTENER_PORT = 7999              # an rdma_cm port nobody listens on
+REJECTED = "RDMA_CM_EVENT_REJECTED, error 8"   # rping's line for a REJ (no listener)
 
 
 def check_ping_from_linux(lx, xv6_ip):
@@ -80,6 +93,75 @@ def write_bw(server, client, server_ip, opts, timeout):
     if rc != 0 or not m:
         return False, f"exit {rc}: {out.strip()[-300:]}"
     return True, f"{BW_SIZE} B x {BW_ITERS}: average {m[0]['bw_avg_MiBps']} MB/s, peak {m[0]['bw_peak_MiBps']} MB/s"
+
+
+def check_rping(srv, cli, size):
+    """Linux rping server and client: PING_COUNT validated (-V) round trips
+    of size bytes; both exit 0 and each prints every ping's data."""
+    opts = f"-v -V -C {PING_COUNT} -S {size}"
+    r = cm.pair(srv, cli, f"rping -s {opts}", f"rping -c -a {srv.ip} {opts}")
+    got_c = len(re.findall(r"^ping data: rdma-ping-\d+: ", r.client_out, re.M))
+    got_s = len(re.findall(r"^server ping data: rdma-ping-\d+: ", r.server_out, re.M))
+    ok = r.client_rc == 0 and r.server_rc == 0 and got_c == got_s == PING_COUNT
+    return ok, (f"{size} B: {got_c} pings validated by the client, {got_s} by the server"
+                if ok else r.tail())
+
+
+def check_ucmatose(srv, cli):
+    """ucmatose with 2 connections (the server must be told -c 2 as well:
+    it refuses connections beyond its count): both report status 0."""
+    r = cm.pair(srv, cli, "ucmatose -c 2", f"ucmatose -s {srv.ip} -c 2")
+    done = [("data transfers complete" in o and "return status 0" in o)
+            for o in (r.client_out, r.server_out)]
+    ok = r.client_rc == 0 and r.server_rc == 0 and all(done)
+    return ok, "2 connections, data transfers complete on both sides" if ok else r.tail()
+
+
+def check_udaddy(srv, cli):
+    """udaddy (RDMA_PS_UDP: SIDR, then UD datagrams), one message. UD drops
+    a datagram that arrives before its receive is posted, and udaddy then
+    waits forever: the deadline ends it, and such a hang (the CM exchange
+    done, "receiving data transfers" its last line) is told apart from a
+    failure."""
+    r = cm.pair(srv, cli, "udaddy -C 1", f"udaddy -s {srv.ip} -C 1", ps="UDP", deadline=30)
+    if r.client_hung or r.server_hung:
+        who = "client" if r.client_hung else "server"
+        out = r.client_out if r.client_hung else r.server_out
+        last = out.strip().splitlines()[-2:] if out.strip() else ["nothing"]
+        stage = ("waiting for a datagram that never came (a UD drop, e.g. one that arrived before "
+                 "its receive was posted, not a CM failure)" if "receiving data transfers" in out
+                 else "hung before the data transfers (the CM exchange did not finish)")
+        return False, f"{who} ended by the 30 s deadline, {stage}; its last lines: {last}"
+    ok = r.client_rc == 0 and r.server_rc == 0 and all(
+        "return status 0" in o for o in (r.client_out, r.server_out))
+    return ok, "SIDR and one datagram each way, status 0 on both sides" if ok else r.tail()
+
+
+def check_no_listener(srv, cli):
+    """rping aimed at a port nobody listens on: the passive side's CM
+    answers the REQ with a REJ (no listener) and rping reports it."""
+    rc, out = cm.client(cli, f"rping -c -a {srv.ip} -p {NO_LISTENER_PORT} -C 1 -v", deadline=30)
+    ok = rc not in (0, cm.TIMED_OUT) and REJECTED in out
+    return ok, f"exit {rc}: {out.strip()[-200:]!r}"
+
+
+def check_xrpeer_matrix(srv, cli):
+    """xrpeer host_a / host_b (rdmanet_test's --matrix protocol) between the
+    Linux guests, connected by xrpeer's rdma_cm (cm_rdma.c): every case
+    passes on both sides."""
+    r = cm.pair(srv, cli, "xrpeer host_a --matrix", f"xrpeer host_b {srv.ip} --matrix", deadline=300)
+    m = re.search(r"^matrix: (\d+) cases, (\d+) failed$", r.client_out, re.M)
+    ok = (r.client_rc == 0 and r.server_rc == 0 and m and m[2] == "0" and
+          all("rdmanet_test: OK" in o for o in (r.client_out, r.server_out)))
+    return ok, m[0] if ok else r.tail()
+
+
+def check_xrpeer_bw(srv, cli, op):
+    """xrpeer bw-server / bw-client (rdma_bw's protocol) over rdma_cm."""
+    r = cm.pair(srv, cli, "xrpeer bw-server", f"xrpeer bw-client {srv.ip} -t {op} -s {BW_SIZE} -n {BW_ITERS}")
+    rows = [x for x in perftable.bw_rows(r.client_out) if x["size"] == BW_SIZE and x["iters"] == BW_ITERS]
+    ok = r.client_rc == 0 and r.server_rc == 0 and rows and "xrpeer: bw-server done" in r.server_out
+    return ok, f"{op} {BW_SIZE} B x {BW_ITERS}: average {rows[0]['bw_avg_MiBps']} MB/s" if ok else r.tail()
 
 
 def check_netem(lx):
@@ -130,6 +212,14 @@ def run_mixed(t, args):
         gid = f"-x {lx1.gid_index}"
         t.run("ib_write_bw_tcp", lambda: write_bw(lx1, lx2, tb.ip(1), gid, args.timeout))
         t.run("ib_write_bw_rdma_cm", lambda: write_bw(lx1, lx2, tb.ip(1), "-R", args.timeout))
+        for size in (64, 4096):
+            t.run(f"rping_linux_linux_{size}", lambda size=size: check_rping(lx1, lx2, size))
+        t.run("ucmatose_linux_linux", lambda: check_ucmatose(lx1, lx2))
+        t.run("udaddy_linux_linux", lambda: check_udaddy(lx1, lx2))
+        t.run("rdma_cm_no_listener_rejected", lambda: check_no_listener(lx1, lx2))
+        t.run("xrpeer_matrix_rdma_cm", lambda: check_xrpeer_matrix(lx1, lx2))
+        for op in ("write", "read", "send"):
+            t.run(f"xrpeer_bw_{op}_rdma_cm", lambda op=op: check_xrpeer_bw(lx1, lx2, op))
         t.run("netem_qdisc", lambda: check_netem(lx2))
         tb.halt()
 

@@ -9,9 +9,13 @@
 #                          `LINUX_REFRESH=1 bash tests/linux/build_image.sh`
 #                          takes apt's current package versions.
 #   make test-linux-guest  one xv6 and two Linux guests on linkemu: ping,
-#                          rxe0 ACTIVE, ib_write_bw between the Linux guests;
-#                          then two xv6 guests through the Linux netem box
-#                          (tests/linux/check_guest.py, ~80 s; 10 checks).
+#                          rxe0 ACTIVE, ib_write_bw between the Linux guests,
+#                          Linux's rping, ucmatose and udaddy between them
+#                          over the IB CM and a REJ for a port nobody
+#                          listens on; xrpeer's matrix and bw roles over
+#                          rdma_cm; then two xv6 guests through the Linux
+#                          netem box (tests/linux/check_guest.py, ~60 s;
+#                          19 checks).
 #                          LINUX_GUEST_ARGS="--only mixed|box". Not in make test.
 #
 # By hand: python3 tests/net/launch.py --guests 1 --linux 1 (docs/network.md).

@@ -286,11 +286,12 @@ class Testbed:
                     return False
         raise GuestError("linkemu control socket does not answer")
 
-    def boot(self, timeout=90):
-        """Starts linkemu and every guest, waits for every shell prompt."""
+    def boot(self, timeout=90, only=None):
+        """Starts linkemu and every guest (or the guests in only: the
+        others' ports stay idle), waits for their shell prompts."""
         if not self.linkemu and not self.tap and not self.box:
             self.start_linkemu()
-        every = self.guests + ([self.box] if self.box else [])
+        every = list(only) if only else self.guests + ([self.box] if self.box else [])
         for g in every:
             g.start()
         for g in every:

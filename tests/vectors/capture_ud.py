@@ -89,12 +89,8 @@ def main():
     try:
         with Testbed(1, linux=2, linux_mtu=1500 if args.mtu == 1024 else 9000, name="vectors-ud",
                      pcap_dir=cap) as tb:
-            tb.start_linkemu()
             srv, cli = tb.guests[SERVER], tb.guests[CLIENT]
-            for g in (srv, cli):
-                g.start()
-            for g in (srv, cli):
-                g.boot(timeout=300)
+            tb.boot(timeout=300, only=(srv, cli))
             if srv.mtu != (1500 if args.mtu == 1024 else 9000):
                 raise GuestError(f"eth0 MTU {srv.mtu}")
             scenario(srv, cli, args.mtu)

@@ -162,7 +162,7 @@ int bw_server(struct peer_dev *d, struct bw_opts *o) {
   if (pcm_qp_init(&b.c)) die("QP to INIT");
   post_recv(&b, SYNC_RX);               // the client's first SEND follows RTU at once
   if (pcm_accept(&b.c, &p)) die("accept");
-  close(ls);
+  pcm_unlisten(ls);
   perf_sync_posted(&b, 1);
   for (uint32_t size = o->all ? 2 : o->size; size <= o->size; size = o->all ? size * 2 : o->size + 1) {
     if (o->op == 2) send_server(&b, o, size);

@@ -1,9 +1,9 @@
 // peer.h: xrpeer, the Linux-side (libibverbs, rdma_rxe) peer of the
 // project's xv6 RDMA tools. What the parts share:
-//   cm.c      the device, its RoCEv2 GID, the project's connection exchange
-//             (proto-spec/cm.md over UDP) and the QP's RESET..RTS moves;
-//             every line of connection code lives there, so it can be
-//             replaced by rdma_cm when the project moves to the IB CM
+//   cm.c      the device, its RoCEv2 GID, helpers, and the choice of
+//             connection exchange behind the pcm_* calls:
+//   cm_rdma.c Linux's librdmacm (rdma_cm over the InfiniBand CM), the default
+//   cm_xv6.c  the project's former UDP exchange (proto-spec/cm.md), --xv6-cm
 //   cq.c      resources (PD, CQ with a completion channel, QP, MRs) and
 //             waiting for completions with a deadline
 //   matrix.c  rdmanet_test's --matrix protocol, host_a and host_b roles
@@ -15,10 +15,11 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 #include "ud_payload.h"      // user/lib/ibverbs: the UD payload both ends share (UD_SEQ_LEN, ...)
 
 #define PCM_PORT 18515
-#define PCM_PRIVATE_MAX 56
+#define PCM_PRIVATE_MAX 56       // a REQ's private data under rdma_cm (RDMA_PS_TCP): 92 - its 36-byte header
 
 // ---- cm.c ----
 struct peer_dev {
@@ -47,7 +48,9 @@ struct pconn {
   struct peer_dev *dev;
   struct ibv_qp *qp;             // set by the caller before accept/connect
   enum pcm_state state;
-  int sock;
+  int sock;                      // cm_xv6.c: the UDP socket
+  struct rdma_cm_id *id;         // cm_rdma.c: the connection's rdma_cm ID
+  struct rdma_event_channel *ch; // and its event channel
   struct sockaddr_in peer;       // where our messages go [CM-STATE-7]
   uint32_t local_id, remote_id;
   uint32_t my_psn, peer_qpn, peer_psn;
@@ -59,15 +62,33 @@ struct pconn {
   uint8_t private_len;
   uint8_t last[128];             // the last REQ/REP, for retransmission
   int last_len;
-  unsigned dropped;              // messages not from the peer, or malformed
+  unsigned dropped;              // messages not from the peer, or malformed (cm_xv6.c)
 };
+
+// One connection exchange: cm_rdma.c's or cm_xv6.c's (see the pcm_* calls).
+struct pcm_ops {
+  int (*listen)(int port);
+  void (*unlisten)(int lsock);
+  int (*get_request)(int lsock, struct pconn *c, int timeout_ms);
+  int (*qp_init)(struct pconn *c);
+  int (*accept)(struct pconn *c, const struct pcm_param *p);
+  int (*reject)(struct pconn *c, uint16_t reason);
+  int (*connect)(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p);
+  int (*disconnect)(struct pconn *c);
+  int (*wait_disconnect)(struct pconn *c, int timeout_ms);
+  void (*close)(struct pconn *c);
+};
+extern const struct pcm_ops pcm_rdma_ops, pcm_xv6_ops;
+// The project's UDP exchange instead of rdma_cm from now on (main.c, before any pcm_* call).
+void pcm_use_xv6_cm(void);
 
 // Opens `name` (NULL: the first device) and finds its IPv4-mapped RoCEv2
 // GID (want_ip != 0: that address). 0 or -1 with a message on stderr.
 int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip);
 // A fresh connection record on d for qp (no socket yet).
 void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp);
-int pcm_listen(int port);                                  // a socket, or -1
+int pcm_listen(int port);                                  // a descriptor, or -1
+void pcm_unlisten(int lsock);                              // stop listening
 int pcm_get_request(int lsock, struct pconn *c, int timeout_ms);
 // The QP to INIT, so receives can be posted before accept: the first
 // SEND then lands, which establishes the connection even if every RTU
@@ -80,9 +101,10 @@ int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *
 int pcm_disconnect(struct pconn *c);
 int pcm_wait_disconnect(struct pconn *c, int timeout_ms);
 void pcm_close(struct pconn *c);
+void pcm_qp_error(struct pconn *c);                        // the QP to ERR (flushes its WRs)
+int pcm_is_mapped_ipv4(const uint8_t *gid);                 // ::ffff:a.b.c.d
 void pcm_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
 void pcm_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
-const char *pcm_reject_str(int reason);
 int pcm_mtu_bytes(enum ibv_mtu m);
 enum ibv_mtu pcm_mtu_enum(int bytes);                      // 0 if not a path MTU
 uint32_t pcm_random(void);
