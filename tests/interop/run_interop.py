@@ -90,6 +90,7 @@ from tally import Tally  # noqa: E402
 from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 import perftable  # noqa: E402
+import cm_interop  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
@@ -109,14 +110,16 @@ READ_SIZE, READ_ITERS, READ_RUNS = 1 << 20, 6, 3
 def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
     what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
-    "ud_xv6" for UD between xv6's udping and xrpeer both ways, or "ud" for
+    "ud_xv6" for UD between xv6's udping and xrpeer both ways, "cm" for
+    Linux's own rdma_cm programs against xv6's (cm_interop.py), or "ud" for
     the Linux-only UD checks, ud_bed)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
             ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads"),
             ("ud_linux", 1024, None, False, "ud"),
-            ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6")]
+            ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
+            ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm")]
 
 
 # ---- the matrix ----
@@ -476,6 +479,8 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 lossy = spec is not None
                 tally.run(f"interop_{name}_xv6_client", lambda: ud_xv6_client(tb, xv6, lnx, lossy))
                 tally.run(f"interop_{name}_linux_client", lambda: ud_linux_client(tb, xv6, lnx, lossy))
+            if kind == "cm":
+                cm_interop.cm_bed(tally, name, xv6, lnx, tb.ip(XV6), spec is not None)
             if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")

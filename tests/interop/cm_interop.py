@@ -1,0 +1,194 @@
+"""cm_interop.py: Linux's own, unmodified rdma_cm programs against xv6's,
+over the InfiniBand CM on QP1 (proto-spec/ibcm.md), both roles.
+
+Owns the checks of run_interop.py's "cm" beds (one xv6 guest, one Linux
+guest; clean with a capture, and at 1 % seeded loss):
+
+  interop_<bed>_rping_<size>_xv6_client
+        Debian's `rping -s -v -V` on Linux, xv6's `rping -c -v -V`: both exit
+        0 and xv6 printed every ping's text, rping's pattern computed here.
+  interop_<bed>_rping_<size>_linux_client
+        xv6's `rping -s`, Debian's `rping -c -v -V`: Linux exits 0 with every
+        ping's text, xv6's server reports the connection and the
+        disconnect after exactly the count.
+  interop_<bed>_rdma_server_linux / _rdma_server_xv6
+        librdmacm's example pair (rdmacm-utils' rdma_server / rdma_client on
+        Linux, the same unmodified sources built for xv6, user/upstream):
+        each side exits 0 ("end 0"); both sides disconnect.
+  interop_<bed>_no_listener_linux_client / _xv6_client (clean bed)
+        a client aimed at a port nobody listens on: Linux's rping reports
+        "RDMA_CM_EVENT_REJECTED, error 8" (the REJ reason for an invalid
+        service ID, as between two Linux guests); xv6's rping says the
+        connection was refused and exits 1.
+  interop_<bed>_perftest_<op>_<side>_client
+        perftest's -R exchange: Linux `ib_<op>_bw -R` against xv6
+        `rdma_bw -R`, either side the client; both exit 0 and the client
+        prints its result row.
+
+Python standard library only; the Linux side runs through
+tests/linux/rdmacm_tools.py (servers start in the background under
+`timeout`, clients start once the server's cm_id listens).
+"""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "linux"))
+sys.path.insert(0, os.path.join(HERE, "..", "rdma"))
+import rdmacm_tools  # noqa: E402
+from run_rping import ping_text  # noqa: E402
+
+RPING_PORT = 7174          # rping's default port, both stacks
+FREE_PORT = 7999           # nobody listens there
+RDMA_SERVER_PORT = 7471    # librdmacm's examples' default port
+REJECTED = "RDMA_CM_EVENT_REJECTED, error 8"
+DEADLINE = 240             # seconds for one run of a pair, lossy bed included
+PERF_SIZE, PERF_ITERS = 4096, 200
+
+
+def xv6_status(xv6, cmd, timeout=DEADLINE):
+    """Runs cmd on xv6 under `status`: (exit status or None, output)."""
+    out = xv6.run(f"status {cmd}", timeout=timeout)
+    m = re.search(r"status: \S+ exited (-?\d+)", out)
+    return (int(m[1]) if m else None), out
+
+
+def ping_lines(out, prefix="ping data: "):
+    return re.findall(rf"^{re.escape(prefix)}(.*?)\r?$", out, re.M)
+
+
+def pings_ok(got, size, count):
+    """'' if got holds exactly rping's count ping texts at size, else why not."""
+    want = [ping_text(n, size) for n in range(count)]
+    if got == want:
+        return ""
+    bad = next((n for n, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+    return f"{len(got)} of {count} ping lines, first difference at ping {bad}"
+
+
+def rping_xv6_client(xv6, lnx, size, count):
+    """Linux `rping -s` <- xv6 `rping -c`."""
+    srv = f"rping -s -a {lnx.ip} -p {RPING_PORT} -v -V -C {count} -S {size}"
+    if not rdmacm_tools.serve(lnx, srv, "TCP", DEADLINE + rdmacm_tools.SERVER_GRACE):
+        lnx.run("kill %1 2>/dev/null")
+        return False, "Linux rping -s never listened"
+    rc, out = xv6_status(xv6, f"rping -c -v -V -a {lnx.ip} -p {RPING_PORT} -C {count} -S {size}")
+    src, sout = rdmacm_tools.server_result(lnx, DEADLINE + rdmacm_tools.SERVER_GRACE)
+    problems = [p for p in (pings_ok(ping_lines(out), size, count),) if p]
+    if rc != 0 or src != 0:
+        problems.append(f"exit status xv6 client {rc}, Linux server {src}")
+    if problems:
+        return False, "; ".join(problems) + f"; xv6: {out.strip()[-200:]!r}; Linux: {sout.strip()[-200:]!r}"
+    return True, f"{count} pings of {size} B validated, both exit 0"
+
+
+def rping_linux_client(xv6, lnx, xv6_ip, size, count):
+    """xv6 `rping -s` <- Linux `rping -c`."""
+    start = len(xv6.output())
+    xv6.spawn(f"status rping -s -d -p {RPING_PORT} -S {size} -C {count}",
+              ready=rf"rping: listening on port {RPING_PORT}\n")
+    rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {RPING_PORT} -v -V -C {count} -S {size}",
+                                  DEADLINE)
+    m = xv6.expect(r"status: rping exited (-?\d+)\n", timeout=120)
+    srv = xv6.output()[start:]
+    problems = [p for p in (pings_ok(ping_lines(out), size, count),) if p]
+    if rc != 0 or m[1] != "0":
+        problems.append(f"exit status Linux client {rc}, xv6 server {m[1]}")
+    if f"rping: connection from {lnx.ip}" not in srv:
+        problems.append("xv6's server did not report the connection")
+    done = re.findall(rf"rping: {re.escape(lnx.ip)} disconnected after (\d+) pings", srv)
+    if done != [str(count)]:
+        problems.append(f"xv6's disconnect line: {done}")
+    if problems:
+        return False, "; ".join(problems) + f"; Linux: {out.strip()[-200:]!r}; xv6: {srv.strip()[-200:]!r}"
+    return True, f"{count} pings of {size} B validated by Linux, both exit 0, xv6 saw the disconnect"
+
+
+def rdma_server_linux(xv6, lnx):
+    """rdmacm-utils' rdma_server on Linux, the same example's rdma_client on xv6."""
+    if not rdmacm_tools.serve(lnx, f"rdma_server -p {RDMA_SERVER_PORT}", "TCP", DEADLINE):
+        lnx.run("kill %1 2>/dev/null")
+        return False, "Linux rdma_server never listened"
+    rc, out = xv6_status(xv6, f"rdma_client -s {lnx.ip} -p {RDMA_SERVER_PORT}")
+    src, sout = rdmacm_tools.server_result(lnx, DEADLINE)
+    ok = rc == 0 and src == 0 and "rdma_client: end 0" in out and "rdma_server: end 0" in sout
+    return ok, f"xv6 rdma_client exit {rc} {out.strip()[-120:]!r}; Linux rdma_server exit {src} " \
+               f"{sout.strip()[-120:]!r}"
+
+
+def rdma_server_xv6(xv6, lnx, xv6_ip):
+    """The example's rdma_server on xv6, rdmacm-utils' rdma_client on Linux.
+    rdma_server prints nothing before it listens, so the Linux client
+    retries a refused connect (REJ) until the deadline."""
+    start = len(xv6.output())
+    xv6.spawn(f"status rdma_server -p {RDMA_SERVER_PORT}", ready=r"rdma_server: start\n")
+    rc, out = None, ""
+    for _ in range(20):
+        rc, out = rdmacm_tools.client(lnx, f"rdma_client -s {xv6_ip} -p {RDMA_SERVER_PORT}", 60)
+        if rc == 0 or "REJECTED" not in out and "rdma_connect" not in out:
+            break
+    m = xv6.expect(r"status: rdma_server exited (-?\d+)\n", timeout=120)
+    srv = xv6.output()[start:]
+    ok = rc == 0 and m[1] == "0" and "rdma_client: end 0" in out and "rdma_server: end 0" in srv
+    return ok, f"Linux rdma_client exit {rc} {out.strip()[-120:]!r}; xv6 rdma_server exit {m[1]} " \
+               f"{srv.strip()[-120:]!r}"
+
+
+def no_listener_linux_client(lnx, xv6_ip):
+    rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {FREE_PORT} -C 1", 60)
+    ok = rc not in (0, rdmacm_tools.TIMED_OUT) and REJECTED in out
+    return ok, f"Linux rping exit {rc}: {out.strip()[-160:]!r}"
+
+
+def no_listener_xv6_client(xv6, lnx):
+    rc, out = xv6_status(xv6, f"rping -c -a {lnx.ip} -p {FREE_PORT} -C 1", timeout=120)
+    ok = rc == 1 and re.search(rf"connect to {re.escape(lnx.ip)} port {FREE_PORT}: refused", out) is not None
+    return ok, f"xv6 rping exit {rc}: {out.strip()[-160:]!r}"
+
+
+def perftest_xv6_client(xv6, lnx, op):
+    """Linux `ib_<op>_bw -R` serves, xv6 `rdma_bw -R -t <op>` is the client."""
+    opts = f"-s {PERF_SIZE} -n {PERF_ITERS}"
+    if not rdmacm_tools.serve(lnx, f"ib_{op}_bw -R {opts}", "TCP", DEADLINE):
+        lnx.run("kill %1 2>/dev/null")
+        return False, f"Linux ib_{op}_bw -R never listened"
+    rc, out = xv6_status(xv6, f"rdma_bw -R -t {op} {opts} {lnx.ip}")
+    src, sout = rdmacm_tools.server_result(lnx, DEADLINE)
+    row = re.search(rf"^\s*{PERF_SIZE}\s+{PERF_ITERS}\s+\S+\s+(\S+)", out, re.M)
+    ok = rc == 0 and src == 0 and row is not None
+    return ok, (f"xv6 rdma_bw exit {rc}, BW average {row[1] if row else '?'} MB/s; Linux exit {src}"
+                + ("" if ok else f"; xv6: {out.strip()[-200:]!r}; Linux: {sout.strip()[-200:]!r}"))
+
+
+def perftest_linux_client(xv6, lnx, xv6_ip, op):
+    """xv6 `rdma_bw -R -t <op>` serves, Linux `ib_<op>_bw -R` is the client."""
+    opts = f"-s {PERF_SIZE} -n {PERF_ITERS}"
+    start = len(xv6.output())
+    xv6.spawn(f"status rdma_bw -R -t {op} {opts}", ready=r"waiting for a client on port \d+")
+    rc, out = rdmacm_tools.client(lnx, f"ib_{op}_bw -R {opts} {xv6_ip}", DEADLINE)
+    m = xv6.expect(r"status: rdma_bw exited (-?\d+)\n", timeout=120)
+    srv = xv6.output()[start:]
+    row = re.search(rf"^\s*{PERF_SIZE}\s+{PERF_ITERS}\s+\S+\s+(\S+)", out, re.M)
+    ok = rc == 0 and m[1] == "0" and row is not None
+    return ok, (f"Linux ib_{op}_bw exit {rc}, BW average {row[1] if row else '?'} MB/s; xv6 exit {m[1]}"
+                + ("" if ok else f"; Linux: {out.strip()[-200:]!r}; xv6: {srv.strip()[-200:]!r}"))
+
+
+def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):
+    """Every check of one "cm" bed (see the top of this file)."""
+    count = 20 if lossy else 10
+    for size in (64, 4096):
+        tally.run(f"interop_{name}_rping_{size}_xv6_client", lambda s=size: rping_xv6_client(xv6, lnx, s, count))
+        tally.run(f"interop_{name}_rping_{size}_linux_client",
+                  lambda s=size: rping_linux_client(xv6, lnx, xv6_ip, s, count))
+    tally.run(f"interop_{name}_rdma_server_linux", lambda: rdma_server_linux(xv6, lnx))
+    tally.run(f"interop_{name}_rdma_server_xv6", lambda: rdma_server_xv6(xv6, lnx, xv6_ip))
+    if lossy:
+        return
+    tally.run(f"interop_{name}_no_listener_linux_client", lambda: no_listener_linux_client(lnx, xv6_ip))
+    tally.run(f"interop_{name}_no_listener_xv6_client", lambda: no_listener_xv6_client(xv6, lnx))
+    for op in ("write", "read", "send"):
+        tally.run(f"interop_{name}_perftest_{op}_xv6_client", lambda o=op: perftest_xv6_client(xv6, lnx, o))
+        tally.run(f"interop_{name}_perftest_{op}_linux_client",
+                  lambda o=op: perftest_linux_client(xv6, lnx, xv6_ip, o))
