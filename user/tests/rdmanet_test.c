@@ -442,9 +442,7 @@ static int victim(struct ibv_context *ctx) {
   if (ibv_query_qp(r.qp, &qa, IBV_QP_RQ_PSN, &qi)) fail("query_qp");
   printf("victim: qpn %x epsn %x va %lx rkey %x len %d\n", r.qp->qp_num, qa.rq_psn, (uint64)r.buf,
          r.mr->rkey, size);
-  uint32_t local, remote;
-  rdmax_conn_ids(id, &local, &remote);
-  printf("victim: cm local %x remote %x peer_port %d\n", local, remote, ntohs(rdma_get_dst_port(id)));
+  printf("victim: cm peer_port %d\n", ntohs(rdma_get_dst_port(id)));
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
     if (strncmp(line, "dreq ", 5) == 0) { victim_dreq(id, atoi(line + 5)); continue; }
