@@ -318,7 +318,10 @@ static int qp_to_rts(struct id_priv *p) {
   struct ibv_qp_attr a;
   struct ibvx_qp_ext ext;
   struct ibv_qp *qp = p->id.qp;
+  struct ibv_qp_init_attr ia;
   if (!qp || ucma_init_qp_attr(p->kid, IBV_QPS_RTR, &k) < 0) return -1;
+  if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0 && a.qp_state == IBV_QPS_RESET && qp_to_init(p))
+    return -1;                                     // a QP of ibv_create_qp's, set as id->qp
   memset(&a, 0, sizeof a);
   memset(&ext, 0, sizeof ext);
   a.qp_state = IBV_QPS_RTR;

@@ -63,14 +63,17 @@ static const char *meaning_of(int reason) {
   return "reason unknown";
 }
 
-// The REJ's private data, if it is a line of text (rdmacp puts its reason there).
+// The REJ's private data, if it starts with a line of text ended by a NUL
+// (rdmacp puts its reason there; the IB CM pads the REJ's room with zeros).
 static const char *rej_text(const struct rdma_cm_event *e) {
   const char *t = e->param.conn.private_data;
   int n = e->param.conn.private_data_len;
-  if (!t || n < 2 || t[n - 1] != 0) return NULL;
-  for (int i = 0; i < n - 1; i++)
+  if (!t || n < 2 || t[0] == 0) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (t[i] == 0) return t;
     if (t[i] < ' ' || t[i] > '~') return NULL;
-  return t;
+  }
+  return NULL;
 }
 
 const char *rdmau_cm_why(const struct rdma_cm_id *id, int err) {
