@@ -14,6 +14,9 @@
 //                         the kernel's live ids are back where they were.
 //   disconnect_active     rdma_disconnect by the active side: DISCONNECTED on
 //                         both sides (the passive one waits for it).
+//   sr_negotiation        selective repeat offered by both, by the active side
+//                         only, by the passive side only: the QPs of both get
+//                         it in the first case only [SR-NEG-1].
 //   poll_queued_event     poll() on a CM event channel's fd: rdma_resolve_addr
 //                         queues ADDR_RESOLVED in the kernel; poll(fd, POLLIN,
 //                         10 s) must say POLLIN at once, and poll(fd, 0)
@@ -60,6 +63,19 @@ static uint32_t own_ip;
 // ---- the passive side: accept, then SEND MSG ----
 
 static int passive_waits_disconnect;   // the passive side's rdma_disconnect is the peer's turn
+static int passive_sr, active_sr;      // each side's offer of selective repeat (rdmax_transport.sr)
+
+// The id's offer of selective repeat (the project's option), and whether
+// its QP got it: the connection's QP statistics.
+static int offer_sr(struct rdma_cm_id *id, int sr) {
+  struct rdmax_transport xt = { .sr = (uint8_t)sr };
+  return rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt);
+}
+
+static int qp_sr(struct ibv_qp *qp) {
+  struct rdma_qp_stats st;
+  return rdma_qp_stats((int)qp->handle, &st) == 0 ? (int)st.sr : -1;
+}
 
 static void passive(int ready) {
   struct rdma_cm_id *listen, *id;
@@ -73,7 +89,8 @@ static void passive(int ready) {
   static char msg[MSG_LEN] = MSG;
   struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, MSG_LEN, IBV_ACCESS_LOCAL_WRITE);
   if (!mr) exit(13);
-  if (rdma_accept(id, NULL) < 0) exit(14);
+  if (offer_sr(id, passive_sr) < 0 || rdma_accept(id, NULL) < 0) exit(14);
+  if (qp_sr(id->qp) != (passive_sr && active_sr)) exit(18);   // [SR-NEG-1]
   struct ibv_sge sge = { (uint64_t)msg, MSG_LEN, mr->lkey };
   struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                             .send_flags = IBV_SEND_SIGNALED }, *bad;
@@ -151,8 +168,11 @@ static void run_case(enum wait_mode mode, int active_disconnects) {
   struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *bad;
   TR_ASSERT(mr && ibv_post_recv(id->qp, &rwr, &bad) == 0);
   if (ch) TR_ASSERT(ibv_req_notify_cq(cq, 0) == 0);
+  TR_ASSERT(offer_sr(id, active_sr) == 0);
   TR_CHECK(rdma_connect(id, NULL) == 0, "rdma_connect: errno %d", errno);
   TR_CHECK(id->event && id->event->event == RDMA_CM_EVENT_ESTABLISHED, "no ESTABLISHED");
+  TR_CHECK(qp_sr(id->qp) == (active_sr && passive_sr), "active QP sr %d, offers: active %d passive %d",
+           qp_sr(id->qp), active_sr, passive_sr);
 
   struct ibv_wc wc;
   int n = wait_recv(mode, cq, ch, &wc);
@@ -162,7 +182,8 @@ static void run_case(enum wait_mode mode, int active_disconnects) {
   else TR_CHECK(rdmau_cm_wait_disconnect(id, WAIT_MS) == 0, "no DISCONNECTED after the peer's exit");
   int pstatus = -1;
   TR_ASSERT(wait(&pstatus) == ppid);
-  TR_CHECK(pstatus == 0, "passive side exited %d (14: rdma_accept, 17: no DISCONNECTED)", pstatus);
+  TR_CHECK(pstatus == 0, "passive side exited %d (14: rdma_accept, 17: no DISCONNECTED, 18: its QP's SR "
+           "is not what both offered)", pstatus);
   ibv_dereg_mr(mr);
   rdma_destroy_qp(id);
   rdma_destroy_id(id);
@@ -368,6 +389,18 @@ static void t_connect_cq_event(void) { run_case(WAIT_EVENT, 0); }
 static void t_connect_busy_poll(void) { run_case(WAIT_BUSY, 0); }
 static void t_disconnect_active(void) { run_case(WAIT_CQ, 1); }
 
+// Selective repeat only when both sides offered it (xv6 caps in the REQ's
+// and REP's reserved bits), never with a side that did not [SR-NEG-1].
+static void t_sr_negotiation(void) {
+  static const int offers[][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
+  for (int i = 0; i < 3; i++) {
+    active_sr = offers[i][0];
+    passive_sr = offers[i][1];
+    run_case(WAIT_CQ, 0);
+  }
+  active_sr = passive_sr = 0;
+}
+
 // ---- poll() readiness of a CM event channel ----
 
 #define POLL_LONG_MS 10000
@@ -460,6 +493,7 @@ static const struct tr_case cases[] = {
   { "connect_cq_event", t_connect_cq_event, TR_QUICK, 0 },
   { "connect_busy_poll", t_connect_busy_poll, TR_QUICK, 0 },
   { "disconnect_active", t_disconnect_active, TR_QUICK, 0 },
+  { "sr_negotiation", t_sr_negotiation, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case ep_cases[] = {

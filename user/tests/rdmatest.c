@@ -794,7 +794,7 @@ static void t_bad_pointers(void) {
     TR_ASSERT(rdma_query_qp(qp, b) == -1);
     TR_ASSERT(sys_rdma_post_send(qp, b, 1, 0) == -1);
     TR_ASSERT(sys_rdma_post_recv(qp, b, 1, 0) == -1);
-    TR_ASSERT(rdma_qp_stats(0, b) == -1);
+    TR_ASSERT(rdma_qp_stats(qp, b) == -1);        // its own slot: listed (QP1, slot 0, is not)
     TR_ASSERT(rdma_set_neigh(0x0a000063, b) == -1);
     TR_ASSERT(rdma_get_async(b, 0) == -1);
   }
