@@ -22,6 +22,7 @@ static const char *const state_names[] = {
   [IBCM_REP_SENT] = "REP_SENT", [IBCM_REP_RCVD] = "REP_RCVD",
   [IBCM_MRA_REP_RCVD] = "MRA_REP_RCVD", [IBCM_ESTABLISHED] = "ESTABLISHED",
   [IBCM_DREQ_SENT] = "DREQ_SENT", [IBCM_DREQ_RCVD] = "DREQ_RCVD", [IBCM_TIMEWAIT] = "TIMEWAIT",
+  [IBCM_SIDR_REQ_SENT] = "SIDR_REQ_SENT", [IBCM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
 };
 
 const char *ibcm_state_name(enum ibcm_state s)
@@ -417,7 +418,7 @@ static void build_req(struct ibcm_agent *a, struct ibcm_conn *c, const struct ib
   m->initiator_depth = p->initiator_depth;
   m->remote_cm_response_timeout = p->remote_cm_response_timeout;
   m->transport_service_type = p->qp_type;
-  m->end_to_end_flow_control = 1;
+  m->end_to_end_flow_control = 0;                       /* no end-to-end credits [IBCM-REQ-1] */
   m->starting_psn = p->starting_psn;
   m->local_cm_response_timeout = p->local_cm_response_timeout;
   m->retry_count = p->retry_count;
@@ -499,7 +500,7 @@ int ibcm_accept(struct ibcm_agent *a, uint64_t now, int conn, const struct ibcm_
   m->responder_resources = p->responder_resources;
   m->initiator_depth = p->initiator_depth;
   m->target_ack_delay = p->target_ack_delay;
-  m->end_to_end_flow_control = 1;
+  m->end_to_end_flow_control = 0;                       /* no end-to-end credits [IBCM-REQ-1] */
   m->rnr_retry_count = p->rnr_retry_count;
   m->srq = p->srq;
   m->local_ca_guid = a->local_guid;
@@ -555,6 +556,8 @@ int ibcm_established(struct ibcm_agent *a, int conn)
     return IBCM_ERR_HANDLE;
   if (c->state != IBCM_REP_SENT && c->state != IBCM_MRA_REP_RCVD)
     return IBCM_ERR_STATE;
+  if (!ev_room(a, 1))
+    return IBCM_ERR_FULL;                               /* poll the events first */
   timer_stop(a, c);
   c->state = IBCM_ESTABLISHED;                          /* [IBCM-STATE-7] */
   event(a, c, IBCM_EV_ESTABLISHED, 0);
@@ -622,6 +625,17 @@ static int listener_of(const struct ibcm_agent *a, uint64_t service_id)
   return -1;
 }
 
+/* A new passive entry c of listener l, found again by the peer's IDs, handed to the consumer. */
+static void open_passive(struct ibcm_agent *a, struct ibcm_conn *c, int l, enum ibcm_state state,
+                         enum ibcm_event_type type, const struct ibcm_msg *m)
+{
+  c->listener = (int16_t)l;
+  c->ctx = a->listen[l].ctx;
+  c->state = (uint8_t)state;
+  hash_insert(a, c);
+  event(a, c, type, m);
+}
+
 /* A REQ the table already holds (same peer comm ID and CA GUID) [IBCM-STATE-4]. */
 static void dup_req(struct ibcm_agent *a, struct ibcm_conn *c, const struct ibcm_msg *m,
                     const struct ibcm_peer *from)
@@ -671,7 +685,7 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   struct ibcm_conn *c = by_remote(a, m->local_comm_id, m->local_ca_guid);
   int l;
   (void)now;
-  if (c) {
+  if (c && !c->sidr) {
     dup_req(a, c, m, from);
     return;
   }
@@ -693,11 +707,7 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
     return;
   }
   take_req(c, m, from);
-  c->listener = (int16_t)l;
-  c->ctx = a->listen[l].ctx;
-  c->state = IBCM_REQ_RCVD;
-  hash_insert(a, c);
-  event(a, c, IBCM_EV_REQ, m);
+  open_passive(a, c, l, IBCM_REQ_RCVD, IBCM_EV_REQ, m);
 }
 
 static void on_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
@@ -841,11 +851,122 @@ static void on_drep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m
   event(a, c, IBCM_EV_DISCONNECTED, m);
 }
 
-static void on_sidr(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
-                    const struct ibcm_peer *from)
+
+/* ------------------------------------------------------------------ */
+/* SIDR [IBCM-SIDR-*]                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A SIDR_REQ has no CA GUID: its sender is known by its GID's low half. */
+static uint64_t gid_key(const struct ibcm_peer *p) { return ld64(p->gid + 8); }
+
+/* A SIDR_REP refusing req, from no entry of the table. */
+static void refuse_sidr(struct ibcm_agent *a, const struct ibcm_msg *req,
+                        const struct ibcm_peer *to, uint8_t status)
 {
-  (void)now; (void)m; (void)from;
-  a->cnt.dropped_unknown_attr++;                        /* SIDR: not served yet */
+  uint8_t buf[IBCM_MAD_LEN];
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REP, req->tid, 0);
+  a->tx.request_id = req->request_id;
+  a->tx.sidr_status = status;
+  a->tx.service_id = req->service_id;
+  if (ibcm_encode(&a->tx, buf) == IBCM_MAD_LEN)
+    queue_mad(a, buf, to);
+}
+
+static void on_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
+                        const struct ibcm_peer *from)
+{
+  struct ibcm_conn *c = by_remote(a, m->request_id, gid_key(from));
+  int l;
+  (void)now;
+  if (c && c->sidr) {
+    a->cnt.duplicates++;
+    if (c->state == IBCM_IDLE)
+      resend(a, c);                                     /* our SIDR_REP was lost */
+    return;
+  }
+  if ((l = listener_of(a, m->service_id)) < 0) {
+    a->cnt.rej_no_listener++;
+    refuse_sidr(a, m, from, IBCM_SIDR_UNSUPPORTED);   /* [IBCM-SIDR-2] */
+    return;
+  }
+  if (!(c = conn_alloc(a))) {
+    refuse_sidr(a, m, from, IBCM_SIDR_NO_QP);
+    return;
+  }
+  c->sidr = 1;
+  c->peer = *from;
+  c->remote_id = m->request_id;
+  c->remote_guid = gid_key(from);
+  c->tid = m->tid;
+  c->service_id = m->service_id;
+  open_passive(a, c, l, IBCM_SIDR_REQ_RCVD, IBCM_EV_SIDR_REQ, m);
+}
+
+static void on_sidr_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
+                        const struct ibcm_peer *from)
+{
+  struct ibcm_conn *c = by_local(a, m->request_id);
+  (void)now;
+  if (!c || !c->sidr || !same_gid(c->peer.gid, from->gid)) {
+    a->cnt.dropped_unknown_conn++;
+    return;
+  }
+  if (c->state != IBCM_SIDR_REQ_SENT) {
+    a->cnt.duplicates++;
+    return;
+  }
+  timer_stop(a, c);
+  c->state = IBCM_IDLE;
+  event(a, c, IBCM_EV_SIDR_REP, m);
+}
+
+int ibcm_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *to,
+                  uint64_t service_id, const void *priv, uint8_t len, void *ctx)
+{
+  struct ibcm_conn *c;
+  if (len > ibcm_private_room(IBCM_ATTR_SIDR_REQ))
+    return IBCM_ERR_PARAM;
+  if (!(c = conn_alloc(a)))
+    return IBCM_ERR_FULL;
+  c->sidr = c->active = 1;
+  c->ctx = ctx;
+  c->peer = *to;
+  c->tid = a->next_tid++;                               /* [IBCM-MAD-5] */
+  c->service_id = service_id;
+  c->remote_cm_tmo = IBCM_SIDR_RESPONSE_TIMEOUT;        /* [IBCM-SIDR-3] */
+  c->max_cm_retries = IBCM_SIDR_MAX_RETRIES;
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REQ, c->tid, 0);
+  a->tx.request_id = c->local_id;                       /* the SIDR_REP names it [IBCM-SIDR-1] */
+  a->tx.partition_key = IBCM_DEFAULT_PKEY;
+  a->tx.service_id = service_id;
+  set_private(&a->tx, priv, len);
+  send_conn(a, c, &a->tx);
+  c->state = IBCM_SIDR_REQ_SENT;
+  arm(a, c, now);
+  return (int)(c - a->conn);
+}
+
+int ibcm_sidr_rep(struct ibcm_agent *a, uint64_t now, int conn, uint8_t status, uint32_t qpn,
+                  uint32_t qkey, const void *priv, uint8_t len)
+{
+  struct ibcm_conn *c = handle(a, conn);
+  (void)now;
+  if (!c)
+    return IBCM_ERR_HANDLE;
+  if (c->state != IBCM_SIDR_REQ_RCVD)
+    return IBCM_ERR_STATE;
+  if (len > ibcm_private_room(IBCM_ATTR_SIDR_REP) || qpn > RCT_QPN_MASK)
+    return IBCM_ERR_PARAM;
+  msg_init(&a->tx, IBCM_ATTR_SIDR_REP, c->tid, 0);       /* the SIDR_REQ's TID [IBCM-MAD-5] */
+  a->tx.request_id = c->remote_id;
+  a->tx.sidr_status = status;
+  a->tx.sidr_qpn = status == IBCM_SIDR_SUCCESS ? qpn : 0;
+  a->tx.sidr_qkey = status == IBCM_SIDR_SUCCESS ? qkey : 0;
+  a->tx.service_id = c->service_id;
+  set_private(&a->tx, priv, len);
+  send_conn(a, c, &a->tx);                              /* kept: a repeated SIDR_REQ gets it */
+  c->state = IBCM_IDLE;
+  return 0;
 }
 
 static const struct {
@@ -854,7 +975,7 @@ static const struct {
 } handlers[] = {
   { IBCM_ATTR_REQ, on_req }, { IBCM_ATTR_MRA, on_mra }, { IBCM_ATTR_REJ, on_rej },
   { IBCM_ATTR_REP, on_rep }, { IBCM_ATTR_RTU, on_rtu }, { IBCM_ATTR_DREQ, on_dreq },
-  { IBCM_ATTR_DREP, on_drep }, { IBCM_ATTR_SIDR_REQ, on_sidr }, { IBCM_ATTR_SIDR_REP, on_sidr },
+  { IBCM_ATTR_DREP, on_drep }, { IBCM_ATTR_SIDR_REQ, on_sidr_req }, { IBCM_ATTR_SIDR_REP, on_sidr_rep },
 };
 
 /* Which counter each parse error moves [IBCM-MAD-7]. */
@@ -902,7 +1023,7 @@ void ibcm_recv(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *from,
 static void give_up(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 {
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD:
+  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD: case IBCM_SIDR_REQ_SENT:
     timer_stop(a, c);
     c->state = IBCM_IDLE;
     event(a, c, IBCM_EV_TIMEOUT, 0);
@@ -922,7 +1043,7 @@ static void give_up(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 static void on_timer(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 {
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_REP_SENT: case IBCM_DREQ_SENT:
+  case IBCM_REQ_SENT: case IBCM_REP_SENT: case IBCM_DREQ_SENT: case IBCM_SIDR_REQ_SENT:
   case IBCM_MRA_REQ_RCVD: case IBCM_MRA_REP_RCVD:
     if (c->retries < c->max_cm_retries) {
       c->retries++;
@@ -1003,7 +1124,8 @@ int ibcm_qp_attr(const struct ibcm_agent *a, int conn, struct rct_qp_attr *attr,
   if (conn < 0 || conn >= IBCM_MAX_CONN)
     return IBCM_ERR_HANDLE;
   c = &a->conn[conn];
-  if (c->state < IBCM_REP_SENT || c->state == IBCM_TIMEWAIT)
+  if (c->state != IBCM_REP_SENT && c->state != IBCM_MRA_REP_RCVD && c->state != IBCM_REP_RCVD &&
+      c->state != IBCM_ESTABLISHED && c->state != IBCM_DREQ_SENT && c->state != IBCM_DREQ_RCVD)
     return IBCM_ERR_STATE;                              /* REQ and REP not both known */
   if (ibcm_gid_to_ipv4(c->dgid, &ip) < 0)
     return IBCM_ERR_PARAM;

@@ -229,7 +229,18 @@ enum ibcm_state {
   IBCM_FREE = 0, IBCM_IDLE, IBCM_REQ_SENT, IBCM_REQ_RCVD, IBCM_MRA_REQ_RCVD,
   IBCM_REP_SENT, IBCM_REP_RCVD, IBCM_MRA_REP_RCVD, IBCM_ESTABLISHED,
   IBCM_DREQ_SENT, IBCM_DREQ_RCVD, IBCM_TIMEWAIT,
+  IBCM_SIDR_REQ_SENT, IBCM_SIDR_REQ_RCVD,          /* a SIDR exchange (UD services) [IBCM-SIDR-1] */
 };
+
+/* SIDR_REP status [IBCM-SIDR-2] */
+enum ibcm_sidr_status {
+  IBCM_SIDR_SUCCESS = 0, IBCM_SIDR_UNSUPPORTED = 1, IBCM_SIDR_REJECT = 2, IBCM_SIDR_NO_QP = 3,
+  IBCM_SIDR_REDIRECT = 4, IBCM_SIDR_UNSUPPORTED_VERSION = 5,
+};
+/* A SIDR_REQ carries no timeouts: its sender waits this (code, [IBCM-TMO-1]) plus two packet
+ * lifetimes per try, for this many retries [IBCM-SIDR-3]. */
+#define IBCM_SIDR_RESPONSE_TIMEOUT 18
+#define IBCM_SIDR_MAX_RETRIES      15
 
 /* Capacities. Every RC QP has at most one connection, so the table holds as
  * many as the device has QPs (uapi.h's RDMA_MAX_QP). Listeners: rdma_cm ids
@@ -258,7 +269,7 @@ struct ibcm_conn {
   uint64_t rto;                         /* this exchange's retransmission interval, ns */
   int16_t heap_pos, listener;
   int16_t hnext;                        /* chain of the (remote_id, remote_guid) hash */
-  uint8_t max_cm_retries, hashed;
+  uint8_t max_cm_retries, hashed, sidr;
   /* negotiated (REQ and REP fields both sides keep) */
   uint32_t local_qpn, remote_qpn, local_psn, remote_psn;
   uint8_t path_mtu, qp_type, local_rres, local_idepth, remote_rres, remote_idepth;
@@ -324,6 +335,14 @@ void ibcm_timeout(struct ibcm_agent *a, uint64_t now);
 uint64_t ibcm_next_timeout(const struct ibcm_agent *a); /* RCT_NEVER if none */
 int  ibcm_poll_mad(struct ibcm_agent *a, uint8_t buf[IBCM_MAD_LEN], struct ibcm_peer *to); /* len or 0 */
 int  ibcm_poll_event(struct ibcm_agent *a, struct ibcm_event *ev);   /* 1 or 0 */
+/* SIDR (UD services) [IBCM-SIDR-*]. Active: a SIDR_REQ to `to` (private data: rdma_cm's
+ * addressing header first); IBCM_EV_SIDR_REP (msg: sidr_status, sidr_qpn, sidr_qkey) or
+ * IBCM_EV_TIMEOUT follows; then ibcm_release. Passive: IBCM_EV_SIDR_REQ on a listener's
+ * service ID; answer with ibcm_sidr_rep, then ibcm_release. Returns a handle / 0, or <0. */
+int  ibcm_sidr_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_peer *to,
+                   uint64_t service_id, const void *priv, uint8_t len, void *ctx);
+int  ibcm_sidr_rep(struct ibcm_agent *a, uint64_t now, int conn, uint8_t status, uint32_t qpn,
+                   uint32_t qkey, const void *priv, uint8_t len);
 /* The state of conn (IBCM_FREE for a bad handle), and its name. */
 enum ibcm_state ibcm_conn_state(const struct ibcm_agent *a, int conn);
 const char *ibcm_state_name(enum ibcm_state s);

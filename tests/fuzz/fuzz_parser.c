@@ -3,12 +3,47 @@
  * codec. Invariants: parsing never reads outside the input; a frame that
  * parses has its payload inside the frame; its headers re-encode to the
  * same bytes (for supported opcodes); a CM message that parses re-encodes
- * to the same bytes. Every input is parsed both as a raw frame and as one
+ * to the same bytes; an IB CM MAD that parses re-encodes to a MAD that
+ * parses to the same message, and the IB CM agent takes any input without
+ * a fault, answering at most what its queues hold. Every input is parsed both as a raw frame and as one
  * an IP stack already checked (RCT_WIRE_IP_CHECKED), which skips the IPv4
  * checksum and fragment checks but none of the bounds.
  */
 #include "fuzz_common.h"
 #include "rct_cm.h"
+#include "ibcm.h"
+
+static struct ibcm_agent agent;
+
+/* The IB CM: codec idempotence, then the agent (a listener, one connection
+ * of its own in REQ_SENT to the same peer) fed the input as a MAD. */
+static void ibcm_one(const uint8_t *buf, size_t size)
+{
+  static struct ibcm_msg m, back;
+  struct ibcm_peer peer = { .qpn = 1 };
+  struct ibcm_req_param p = { .path_mtu = 3, .max_cm_retries = 2 };
+  uint8_t enc[IBCM_MAD_LEN];
+  struct ibcm_event ev;
+  if (ibcm_parse(&m, buf, size) == 0) {
+    if (ibcm_encode(&m, enc) != IBCM_MAD_LEN || ibcm_parse(&back, enc, IBCM_MAD_LEN) != 0)
+      abort();
+    if (memcmp(&m, &back, sizeof(m)) != 0)
+      abort();
+  }
+  ibcm_gid_from_ipv4(peer.gid, 0x0a000003u);
+  ibcm_agent_init(&agent, 0x505400fffe000002ull, 1);
+  ibcm_listen(&agent, ibcm_service_id(IBCM_PS_TCP, 7174), 0);
+  ibcm_listen(&agent, ibcm_service_id(IBCM_PS_UDP, 7174), 0);
+  ibcm_connect(&agent, 0, &peer, &p, 0);
+  while (ibcm_poll_mad(&agent, enc, &peer))
+    ;
+  ibcm_recv(&agent, 1, &peer, buf, size);
+  while (ibcm_poll_event(&agent, &ev))
+    ;
+  ibcm_timeout(&agent, RCT_NEVER - 1);
+  while (ibcm_poll_mad(&agent, enc, &peer) || ibcm_poll_event(&agent, &ev))
+    ;
+}
 
 static void parse_one(uint8_t *buf, size_t size, uint32_t flags)
 {
@@ -57,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcmp(enc, buf, size) != 0))
       abort();
   }
+  ibcm_one(buf, size);
   free(buf);
   return 0;
 }

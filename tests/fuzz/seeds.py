@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """seeds.py: build the fuzz seed corpora from the Soft-RoCE vectors.
 
-tests/fuzz/corpus/parser/     one RoCE frame per file (a sample of each opcode)
+tests/fuzz/corpus/parser/     one RoCE frame per file (a sample of each opcode), and one
+                              256-byte CM MAD per attribute from vectors/cm (mad_*)
 tests/fuzz/corpus/responder/  mode byte + [len16][frame] records: the request
                               frames of one message addressed to the fuzz endpoint
 Usage: tests/fuzz/seeds.py [VECTOR_DIR]  (default tests/vectors)
@@ -47,6 +48,18 @@ def main():
     acks = [fr for fr in seen.get(0x11, [])[:4]] + seen.get(0x0d, [])[:1] + seen.get(0x0f, [])[:1]
     with open(os.path.join(rdir, "acks"), "wb") as f:
         f.write(bytes([0x44]) + b"".join(struct.pack(">H", len(fr)) + fr for fr in acks))
-    print("seeds: %d parser files, 5 responder files" % n)
+    # CM MADs (UD SEND_ONLY to or from QP1): the MAD after Ethernet, IPv4, UDP, BTH and DETH
+    mads = {}
+    cmdir = os.path.join(vec, "cm")
+    for name in sorted(os.listdir(cmdir)) if os.path.isdir(cmdir) else []:
+        if name.endswith(".pcap"):
+            for fr in frames(os.path.join(cmdir, name)):
+                mad = fr[62:62 + 256]
+                if fr[42] == 0x64 and len(mad) == 256 and mad[1] == 0x07:
+                    mads.setdefault(mad[17], mad)
+    for attr, mad in sorted(mads.items()):
+        with open(os.path.join(pdir, "mad_%02x" % attr), "wb") as f:
+            f.write(mad)
+    print("seeds: %d parser files, %d CM MADs, 5 responder files" % (n, len(mads)))
 
 main()

@@ -391,3 +391,9 @@ void expect_no_wc_(struct rct_cq *cq, const char *file, int line)
   ck_assert_msg(!cq_pop(cq, &wc), "%s:%d: unexpected completion wr_id %llu status %s", file, line,
                 (unsigned long long)wc.wr_id, rct_wc_status_name(wc.status));
 }
+
+const char *vectors_dir(void)
+{
+  const char *d = getenv("RCT_VECTORS");
+  return d && *d ? d : "tests/vectors";
+}

@@ -123,6 +123,10 @@ Suite *suite_sr(void);
 Suite *suite_cm(void);
 Suite *suite_cm_ep(void);
 Suite *suite_ibcm(void);
+Suite *suite_ibcm_linux(void);
+
+/* The captures' directory: RCT_VECTORS, or tests/vectors (the top Makefile's VECTORS_DIR). */
+const char *vectors_dir(void);
 Suite *suite_rx(void);
 Suite *suite_mr_contract(void);
 Suite *suite_event(void);

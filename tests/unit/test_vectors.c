@@ -38,12 +38,6 @@ static void report(void)
 }
 
 
-static const char *vec_dir(void)
-{
-  const char *d = getenv("RCT_VECTORS");
-  return d && *d ? d : "tests/vectors";
-}
-
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* Tiny pcap reader: keeps RoCE frames only. Returns count of frames read. */
@@ -90,7 +84,7 @@ static void free_frames(void)
 static void check_frames(const char *name)
 {
   char path[512];
-  snprintf(path, sizeof(path), "%s/%s", vec_dir(), name);
+  snprintf(path, sizeof(path), "%s/%s", vectors_dir(), name);
   load_pcap(path);
   ck_assert_msg(nvf > 0, "%s: no RoCE frames", path);
   for (int i = 0; i < nvf; i++) {
@@ -138,9 +132,9 @@ static void check_frames(const char *name)
 
 START_TEST(test_vectors_directory_present)
 {
-  DIR *d = opendir(vec_dir());
+  DIR *d = opendir(vectors_dir());
   ck_assert_msg(d != NULL, "vectors directory %s is missing: run from the repository root "
-                "or set RCT_VECTORS", vec_dir());
+                "or set RCT_VECTORS", vectors_dir());
   closedir(d);
 }
 END_TEST
@@ -294,7 +288,7 @@ START_TEST(test_vectors_responder_replay_perftest)
   char path[512];
   uint32_t qpns[8];
   int nq = 0;
-  snprintf(path, sizeof(path), "%s/rxe-perftest.pcap", vec_dir());
+  snprintf(path, sizeof(path), "%s/rxe-perftest.pcap", vectors_dir());
   load_pcap(path);
   for (int i = 0; i < nvf; i++) {
     bool seen = false;
@@ -316,7 +310,7 @@ END_TEST
 START_TEST(test_vectors_responder_replay_imm_rnr)
 {
   char path[512];
-  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
+  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vectors_dir());
   load_pcap(path);
   replay_responder(IP_B, 0x11);
   report();
@@ -339,7 +333,7 @@ START_TEST(test_vectors_requester_replay_imm_rnr)
   uint8_t out[8192];
   int next = 0, msgs = 0;
   uint64_t now = 0;
-  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vec_dir());
+  snprintf(path, sizeof(path), "%s/rxe-imm-rnr-nak.pcap", vectors_dir());
   load_pcap(path);
   ep_init(&a, MAC_A, IP_A, 0x11, 0);
   conn_defaults(&o);
@@ -504,7 +498,7 @@ START_TEST(test_vectors_ud_receive)
   a.qp_state = RCT_QPS_RTR;
   ck_assert_int_eq(rct_qpb_modify(&qp.base, &a, RCT_QP_STATE), RCT_OK);
   ck_assert_int_eq(rct_qpb_post_recv(&qp.base, &rwr), RCT_OK);
-  snprintf(path, sizeof(path), "%s/%s", vec_dir(), UD_PCAP);
+  snprintf(path, sizeof(path), "%s/%s", vectors_dir(), UD_PCAP);
   load_pcap(path);
   bad = UD_FRAME(15);
   good = UD_FRAME(16);
