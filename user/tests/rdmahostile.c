@@ -194,17 +194,29 @@ static int c_ptr_reg_mr_addr(void) {
   return 0;
 }
 
+// The device's objects alive now, all owners (the kernel's QP1 holds a PD,
+// an MR, two CQs and a QP of the device's limits).
+static struct rdma_dev_stats live(void) {
+  struct rdma_dev_stats d;
+  if (rdma_dev_stats(&d) < 0) memset(&d, 0, sizeof d);
+  return d;
+}
+
+// What a process may still create of a kind: the device's limit less the live ones.
+static int room(int max, unsigned long long alive) { return max - (int)alive; }
+
 // A bad keys pointer: the MR is undone (the slot and its pin are returned).
 static int c_ptr_reg_mr_keys(void) {
   struct rdma_mr_keys k;
-  int pd = rdma_alloc_pd();
+  int pd = rdma_alloc_pd(), max = room(dev.max_mr, live().live_mrs);
   EXPECT(pd >= 0);
   for (int i = 0; i < NBAD; i++)
     EXPECTF(rdma_reg_mr(pd, buf, 64, 0, (void *)bad[i]) == -1, "reg_mr(keys %p)", (void *)bad[i]);
   EXPECT(rdma_reg_mr(pd, buf, 64, 0, (void *)buf) >= 0);   // the keys may land in the MR itself
   int n = 1;
-  while (n <= dev.max_mr && rdma_reg_mr(pd, buf, 64, 0, &k) >= 0) n++;
-  EXPECTF(n == dev.max_mr, "%d MRs fit after the refusals, max_mr %d", n, dev.max_mr);
+  while (n <= max && rdma_reg_mr(pd, buf, 64, 0, &k) >= 0) n++;
+  EXPECTF(n == max, "%d MRs fit after the refusals, max_mr %d less %d alive", n, dev.max_mr,
+          dev.max_mr - max);
   return 0;
 }
 
@@ -1164,13 +1176,13 @@ static int exhaust(int (*create)(void *), void *arg, int (*destroy)(int), int li
   return 0;                              // exit holding them all
 }
 
-static int c_exhaust_pd(void) { return exhaust(mk_pd, 0, rdma_dealloc_pd, dev.max_pd); }
+static int c_exhaust_pd(void) { return exhaust(mk_pd, 0, rdma_dealloc_pd, room(dev.max_pd, live().live_pds)); }
 static int c_exhaust_chan(void) { return exhaust(mk_chan, 0, rdma_destroy_chan, -1); }
-static int c_exhaust_cq(void) { return exhaust(mk_cq, 0, rdma_destroy_cq, dev.max_cq); }
+static int c_exhaust_cq(void) { return exhaust(mk_cq, 0, rdma_destroy_cq, room(dev.max_cq, live().live_cqs)); }
 static int c_exhaust_mr(void) {
   int pd = rdma_alloc_pd();
   EXPECT(pd >= 0);
-  return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, dev.max_mr);
+  return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, room(dev.max_mr, live().live_mrs));
 }
 static int mk_ah(void *pd) { struct rdma_ah_attr a = ah_args(*(int *)pd); return rdma_create_ah(&a); }
 static int c_exhaust_ah(void) {
@@ -1182,7 +1194,7 @@ static int c_exhaust_qp(void) {
   struct kit k;
   EXPECT(kit_open(&k) == 0);
   EXPECT(sys_rdma_destroy_qp(k.qp) == 0);
-  return exhaust(mk_qp, &k, sys_rdma_destroy_qp, dev.max_qp);
+  return exhaust(mk_qp, &k, sys_rdma_destroy_qp, room(dev.max_qp, live().live_qps));
 }
 
 // ======================= kills of blocked waiters =======================
