@@ -48,6 +48,10 @@ A second pair of guests (forged_dreq_case) tests the connection manager
                  [SEC-FORGE-7]: all four dropped and counted (the device's
                  cm_dropped moves by 4), the QP stays in RTS and a SEND to
                  the holder ("ping") completes.
+  mad_bad_keys   a MAD to QP1 with P_Key 0x7fff (the core drops it:
+                 rx_bad_header +1) and one with Q_Key 0x11111111 (the UD core
+                 drops it: gsi_rx_bad_qkey +1); QP1 and the CM took only the
+                 four forged MADs above (gsi_rx_mads, cm_rx +4).
   cm_ports_random the holder's rdma_cm source port (in the REQ's
                  addressing header, as the victim saw it) lies in the
                  ephemeral range [SEC-RAND-8].
@@ -183,10 +187,11 @@ def cm_dreq(local_comm_id, remote_comm_id, remote_qpn, **kw):
                                             (remote_qpn & 0xFFFFFF) << 8), **kw)
 
 
-def mad_frame(dst_mac, src_ip, dst_ip, mad):
-    """A UD SEND ONLY to QP1 with its Q_Key, from QP1 of src_ip, carrying mad."""
-    bth = struct.pack("!BBHI", OP_UD_SEND_ONLY, 0, 0xFFFF, GSI_QPN) + struct.pack("!I", 0)
-    deth = struct.pack("!II", GSI_QKEY, GSI_QPN)
+def mad_frame(dst_mac, src_ip, dst_ip, mad, pkey=0xFFFF, qkey=GSI_QKEY):
+    """A UD SEND ONLY to QP1 (its Q_Key, the default P_Key unless told),
+    from QP1 of src_ip, carrying mad."""
+    bth = struct.pack("!BBHI", OP_UD_SEND_ONLY, 0, pkey, GSI_QPN) + struct.pack("!I", 0)
+    deth = struct.pack("!II", qkey, GSI_QPN)
     return roce_frame(dst_mac, src_ip, dst_ip, bth + deth + mad)
 
 
@@ -228,7 +233,12 @@ def forged_dreq_case():
         for src_ip, mad in forged:
             sock.sendto(mad_frame(mac(tb.mac(1)), src_ip, tb.ip(1), mad), inject)
         d = victim_g.expect(r"victim: dreq (\S+) cm_dropped (\d+)\n", timeout=60)
-        after = check(victim_g)
+        # QP1's keys: another P_Key (the core drops it, rx_bad_header) and
+        # another Q_Key (the UD core drops it, gsi_rx_bad_qkey); neither reaches the CM.
+        for kw in (dict(pkey=0x7FFF), dict(qkey=0x11111111)):
+            sock.sendto(mad_frame(mac(tb.mac(1)), tb.ip(0), tb.ip(1), cm_dreq(*ids(), 0), **kw), inject)
+        moved = lambda c, k: c["dev"][k] - base["dev"][k]   # noqa: E731
+        after = check_until(victim_g, lambda c: moved(c, "rx_bad_header") >= 1 and moved(c, "gsi_rx_bad_qkey") >= 1)
         victim_g.send("ping")
         ping = victim_g.expect(r"victim: ping (.*)\n", timeout=60).group(1).strip()
         for g in (victim_g, holder_g):
@@ -240,9 +250,13 @@ def forged_dreq_case():
             g.wait_exit(30)
     ok = (d.group(1) == "connected" and int(d.group(2)) == len(forged) and after["state"] == "RTS"
           and base["state"] == "RTS" and ping == "ok")
+    keys = {k: moved(after, k) for k in ("rx_bad_header", "gsi_rx_bad_qkey", "gsi_rx_mads", "cm_rx")}
+    keys_ok = keys == {"rx_bad_header": 1, "gsi_rx_bad_qkey": 1, "gsi_rx_mads": len(forged), "cm_rx": len(forged)}
     ports_ok = holder_port == own_port and holder_port in EPHEMERAL
     return [("mad_forged", ok, f"after {len(forged)} forged MADs to QP1: {d.group(1)}, cm_dropped "
              f"{d.group(2)} (device, at exit {dropped}), QP {after['state']}, ping {ping}"),
+            ("mad_bad_keys", keys_ok, f"a MAD with P_Key 0x7fff and one with Q_Key 0x11111111 to QP1: "
+             f"counters moved {keys} (want 1, 1, and only the {len(forged)} forged MADs in)"),
             ("cm_ports_random", ports_ok, f"holder's rdma_cm source port {holder_port} (its own word "
              f"{own_port}) [SEC-RAND-8]")]
 
