@@ -22,6 +22,12 @@ side received or read, with the right sizes and immediate.
                        with "start", "end 0", the inline sends they ask for
                        and no error line. --seeds N repeats the lossy runs
                        with N seeds.
+  examples_connect_no_listener
+                       ep_client towards a port nobody listens on: REJ reason 8
+                       from the other guest's kernel CM, ECONNREFUSED.
+  examples_connect_silent_peer
+                       ep_client towards a peer silent after ARP answered:
+                       the REQ's retries run out, ETIMEDOUT (UNREACHABLE).
   examples_upstream_usage
                        rdma_client with an unknown option: its usage text
                        and exit status 1.
@@ -44,6 +50,7 @@ from tally import Tally  # noqa: E402
 EX_SIZE = 8192          # user/examples/example.h
 IMM = 0x5eed            # user/examples/rc_client.c
 ECONNREFUSED = 111      # kernel/lib/uapi.h (Linux's value)
+ETIMEDOUT = 110         # kernel/lib/uapi.h
 
 
 def run_pair(tb, server, client):
@@ -179,6 +186,28 @@ def no_listener_run():
     return m[1] == str(ECONNREFUSED), f"rdma_connect errno {m[1]} (ECONNREFUSED is {ECONNREFUSED})"
 
 
+def silent_peer_run():
+    """ep_client towards a peer that falls silent once ARP has answered
+    (guest 1 pings guest 0 first, then linkemu drops every frame both
+    ways): the kernel CM's REQ retries run out on its own timers and
+    rdma_connect fails with ETIMEDOUT (event UNREACHABLE), as Linux's
+    rdma_cm reports a silent peer."""
+    with Testbed(2, name="examples-silent") as tb:
+        tb.boot()
+        b = tb.guests[1]
+        pinged = b.run(f"ping -c 1 {tb.ip(0)}", timeout=60)
+        tb.set_spec("both", "loss 100%")
+        b.send(f"ep_client {tb.ip(0)} 4000")
+        m = b.expect(r"ep_client: (\S+) failed \(errno (\d+)\)\n", timeout=120)
+        b.expect(r"\$ $", timeout=30)
+        for g in tb.guests:
+            g.send("halt 0")
+        for g in tb.guests:
+            g.wait_exit(30)
+    ok = m[1] == "rdma_connect" and m[2] == str(ETIMEDOUT)
+    return ok, f"{m[1]} errno {m[2]} (ETIMEDOUT is {ETIMEDOUT}); ping first: {pinged.strip()[-60:]!r}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
@@ -202,6 +231,7 @@ def main():
         tally.run("examples_upstream_usage", upstream_usage_run, timed=False)
     if not args.only:
         tally.run("examples_connect_no_listener", no_listener_run, timed=False)
+        tally.run("examples_connect_silent_peer", silent_peer_run, timed=False)
     return tally.finish()
 
 
