@@ -36,7 +36,7 @@
 #define GSI_MAX_BURST_CONNS 16
 #define GSI_RECV   (4 * GSI_MAX_BURST_CONNS)
 #define GSI_SEND   GSI_MAX_BURST_CONNS           // MADs in flight out (the CM answers one by one)
-#define GSI_WAITQ  8                             // MADs waiting for ARP at once
+#define GSI_WAITQ  GSI_SEND                      // MADs waiting for ARP: each holds its send slot
 #define GSI_GRH    40                            // a UD receive's GRH area [UD-RECV-2]
 #define GSI_RSLOT  512                           // GRH area + MAD, rounded: 8 slots a page
 #define GSI_VA     0x10000ULL                    // the MR's address (its own space)
