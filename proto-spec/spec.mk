@@ -29,9 +29,10 @@ SPEC_CCLIVE   := -DNFAIR=3 -DMEMLIM=$(SPEC_MEMLIM)
 SPEC_PANSAFE  := -m100000
 SPEC_PANLIVE  := -m100000 -a -f
 
-# name | expected verdict | spin -D flags | cc flags | pan flags
+# name | expected verdict | spin -D flags | cc flags | pan flags [| model, default rc.pml]
 SPEC_PROPS := gbn-safety sr-safety gbn-reorder sr-reorder gbn-liveness sr-liveness \
-              gbn-broken sr-broken sr-broken-read
+              gbn-broken sr-broken sr-broken-read \
+              ibcm-safety ibcm-reorder ibcm-broken-dup ibcm-broken-rtu
 SPEC_gbn-safety   := pass|$(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-safety    := pass|-DSR $(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_gbn-reorder  := pass|$(SPEC_B_REORD)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
@@ -41,6 +42,12 @@ SPEC_sr-liveness  := pass|-DSR -DLIVENESS $(SPEC_B_LIVE)|$(SPEC_CCLIVE)|$(SPEC_P
 SPEC_gbn-broken   := fail|-DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken    := fail|-DSR -DBROKEN_DUPWRITE $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-broken-read := fail|-DSR -DBROKEN_SR_READ_EARLY $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
+# The IB CM's races (model/ibcm.pml): duplicate REQ, REQ retried after REP, lost RTU, crossing DREQs.
+SPEC_IBCM     := $(SPEC_DIR)/model/ibcm.pml
+SPEC_ibcm-safety     := pass|$(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
+SPEC_ibcm-reorder    := pass|$(SPEC_B_REORD)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
+SPEC_ibcm-broken-dup := fail|-DBROKEN_NO_DUP $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
+SPEC_ibcm-broken-rtu := fail|-DBROKEN_NO_RTU $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
 
 SPEC_VECTORS  ?= $(VECTORS_DIR)
 
@@ -53,14 +60,14 @@ test-spec:
 spec-models:
 	@command -v spin >/dev/null || { echo "spec: spin not installed"; exit 1; }
 	@mkdir -p $(SPEC_BUILD)
-	@echo "spec: model $(SPEC_MODEL): $(words $(SPEC_PROPS)) SPIN runs"
+	@echo "spec: models $(SPEC_MODEL) $(SPEC_IBCM): $(words $(SPEC_PROPS)) SPIN runs"
 	@fail=0; nfail=0; n=0; total=$(words $(SPEC_PROPS)); \
 	for spec in $(foreach p,$(SPEC_PROPS),"$(p)|$(SPEC_$(p))"); do \
 	  oifs=$$IFS; IFS='|'; set -- $$spec; IFS=$$oifs; \
-	  name=$$1; expect=$$2; dflags=$$3; ccflags=$$4; panflags=$$5; \
+	  name=$$1; expect=$$2; dflags=$$3; ccflags=$$4; panflags=$$5; model=$${6:-$(SPEC_MODEL)}; \
 	  n=$$((n+1)); echo "spec: [$$n/$$total] $$name: spin $$dflags; pan $$panflags (expect $$expect)"; \
 	  SPEC_CC="$(SPEC_CC)" bash $(SPEC_CHECK) "$$name" "$$expect" $(SPEC_BUILD) \
-	    $(SPEC_MODEL) "$$dflags" "$$ccflags" "$$panflags" || { fail=1; nfail=$$((nfail+1)); }; \
+	    $$model "$$dflags" "$$ccflags" "$$panflags" || { fail=1; nfail=$$((nfail+1)); }; \
 	done; \
 	if [ $$fail = 0 ]; then echo "spec: all SPIN properties gave the expected verdict"; \
 	else echo "spec: SPIN verification FAILED"; fi; \

@@ -14,6 +14,9 @@
 #include "../transport/wire.h"
 
 #define IDX_MASK ((1u << IBCM_CONN_BITS) - 1)
+/* A comm ID's index bits cover the table; int16_t handles reach every entry. */
+typedef char ibcm_conn_bits_cover_table[(1u << IBCM_CONN_BITS) >= IBCM_MAX_CONN ? 1 : -1];
+typedef char ibcm_handles_fit_int16[IBCM_MAX_CONN <= 32767 ? 1 : -1];
 #define PERMISSIVE_LID 0xffff
 
 static const char *const state_names[] = {
@@ -143,6 +146,43 @@ static void unhash(struct ibcm_agent *a, struct ibcm_conn *c)
   c->hashed = 0;
 }
 
+/* The peer's QP (its QPN and CA GUID) belongs to c until c ends [IBCM-STATE-15]. */
+static void qhash_insert(struct ibcm_agent *a, struct ibcm_conn *c)
+{
+  unsigned b = bucket(c->remote_qpn, c->remote_guid);
+  c->qnext = a->qhash[b];
+  a->qhash[b] = (int16_t)(c - a->conn);
+  c->qhashed = 1;
+}
+
+static void qunhash(struct ibcm_agent *a, struct ibcm_conn *c)
+{
+  int16_t *p, me = (int16_t)(c - a->conn);
+  if (!c->qhashed)
+    return;
+  p = &a->qhash[bucket(c->remote_qpn, c->remote_guid)];
+  while (*p >= 0 && *p != me)
+    p = &a->conn[*p].qnext;
+  if (*p == me)
+    *p = c->qnext;
+  c->qhashed = 0;
+}
+
+static struct ibcm_conn *by_remote_qp(struct ibcm_agent *a, uint32_t qpn, uint64_t guid)
+{
+  for (int16_t i = a->qhash[bucket(qpn, guid)]; i >= 0; i = a->conn[i].qnext)
+    if (a->conn[i].remote_qpn == qpn && a->conn[i].remote_guid == guid)
+      return &a->conn[i];
+  return 0;
+}
+
+/* c ends its exchange: IDLE (rejected, timed out) or time wait; the peer's QP is free. */
+static void leave(struct ibcm_agent *a, struct ibcm_conn *c, enum ibcm_state state)
+{
+  qunhash(a, c);
+  c->state = (uint8_t)state;
+}
+
 /* The connection the peer knows as (remote_id, guid), or NULL [IBCM-STATE-3]. */
 static struct ibcm_conn *by_remote(struct ibcm_agent *a, uint32_t remote_id, uint64_t guid)
 {
@@ -175,7 +215,7 @@ static struct ibcm_conn *conn_alloc(struct ibcm_agent *a)
   while (!gen);
   c->local_id = (gen << IBCM_CONN_BITS) | (uint32_t)(c - a->conn);  /* [IBCM-STATE-2] */
   c->state = IBCM_IDLE;
-  c->heap_pos = c->hnext = c->listener = -1;
+  c->heap_pos = c->hnext = c->qnext = c->listener = -1;
   c->deadline = RCT_NEVER;
   return c;
 }
@@ -184,6 +224,7 @@ static void conn_free(struct ibcm_agent *a, struct ibcm_conn *c)
 {
   timer_stop(a, c);
   unhash(a, c);
+  qunhash(a, c);
   c->state = IBCM_FREE;
   c->hnext = a->free_head;
   a->free_head = (int16_t)(c - a->conn);
@@ -206,7 +247,7 @@ void ibcm_agent_init(struct ibcm_agent *a, uint64_t local_ca_guid, uint32_t seed
   for (int i = 0; i < IBCM_MAX_CONN; i++) {
     a->conn[i].hnext = (int16_t)(i + 1 < IBCM_MAX_CONN ? i + 1 : -1);
     a->conn[i].heap_pos = -1;
-    a->hash[i] = -1;
+    a->hash[i] = a->qhash[i] = -1;
   }
   a->free_head = 0;
 }
@@ -232,8 +273,10 @@ static bool queue_mad(struct ibcm_agent *a, const uint8_t *mad, const struct ibc
 /* Encode m and queue it to the connection's peer; keep it for retransmission. */
 static void send_conn(struct ibcm_agent *a, struct ibcm_conn *c, const struct ibcm_msg *m)
 {
-  if (ibcm_encode(m, c->last_mad) != IBCM_MAD_LEN)
-    return;                                             /* params checked by the callers */
+  if (ibcm_encode(m, c->last_mad) != IBCM_MAD_LEN) {
+    c->last_len = 0;                                    /* params checked by the callers */
+    return;
+  }
   c->last_len = IBCM_MAD_LEN;
   queue_mad(a, c->last_mad, &c->peer);
 }
@@ -365,7 +408,7 @@ static void arm(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
  * connection may still be in flight. */
 static void enter_timewait(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
 {
-  c->state = IBCM_TIMEWAIT;
+  leave(a, c, IBCM_TIMEWAIT);
   timer_set(a, c, now + 2 * pkt_life_ns() + tmo_ns(c->local_ack_timeout));
 }
 
@@ -528,7 +571,7 @@ int ibcm_reject(struct ibcm_agent *a, uint64_t now, int conn, uint16_t reason,
   else
     return IBCM_ERR_STATE;
   timer_stop(a, c);
-  c->state = IBCM_IDLE;                                 /* a duplicate gets this REJ again */
+  leave(a, c, IBCM_IDLE);                               /* a duplicate gets this REJ again */
   return 0;
 }
 
@@ -654,6 +697,17 @@ static void dup_req(struct ibcm_agent *a, struct ibcm_conn *c, const struct ibcm
   }
 }
 
+/* A new REQ from a QP a connection of ours still holds: the peer lost that
+ * connection. REJ stale; an established one is disconnected [IBCM-STATE-15]. */
+static void stale_qp(struct ibcm_agent *a, uint64_t now, struct ibcm_conn *c,
+                     const struct ibcm_msg *m, const struct ibcm_peer *from)
+{
+  a->cnt.stale++;
+  reject_req(a, m, from, IBCM_REJ_STALE_CONN);
+  if (c->state == IBCM_ESTABLISHED)
+    send_dreq(a, c, now);
+}
+
 /* Fill c from a REQ (passive side). */
 static void take_req(struct ibcm_conn *c, const struct ibcm_msg *m, const struct ibcm_peer *from)
 {
@@ -684,7 +738,6 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
 {
   struct ibcm_conn *c = by_remote(a, m->local_comm_id, m->local_ca_guid);
   int l;
-  (void)now;
   if (c && !c->sidr) {
     dup_req(a, c, m, from);
     return;
@@ -692,6 +745,10 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   if ((l = listener_of(a, m->service_id)) < 0) {
     a->cnt.rej_no_listener++;
     reject_req(a, m, from, IBCM_REJ_INVALID_SERVICE_ID);   /* [IBCM-REJ-2] */
+    return;
+  }
+  if ((c = by_remote_qp(a, m->local_qpn, m->local_ca_guid))) {
+    stale_qp(a, now, c, m, from);
     return;
   }
   if (m->transport_service_type != IBCM_QPT_RC) {
@@ -707,6 +764,7 @@ static void on_req(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
     return;
   }
   take_req(c, m, from);
+  qhash_insert(a, c);
   open_passive(a, c, l, IBCM_REQ_RCVD, IBCM_EV_REQ, m);
 }
 
@@ -736,6 +794,7 @@ static void on_rep(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   c->rnr_retry_count = m->rnr_retry_count;              /* ours to use [IBCM-REQ-3] */
   c->remote_caps = m->xv6_caps & IBCM_XV6_CAPS_MASK;
   hash_insert(a, c);
+  qhash_insert(a, c);
   timer_stop(a, c);
   c->state = IBCM_REP_RCVD;
   event(a, c, IBCM_EV_REP, m);
@@ -764,9 +823,9 @@ static void on_rej(struct ibcm_agent *a, uint64_t now, const struct ibcm_msg *m,
   if (!c)
     return;
   switch (c->state) {
-  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD:
+  case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD: case IBCM_REP_RCVD:
     timer_stop(a, c);
-    c->state = IBCM_IDLE;                               /* [IBCM-STATE-12] */
+    leave(a, c, IBCM_IDLE);                             /* [IBCM-STATE-12] */
     break;
   case IBCM_REP_SENT: case IBCM_MRA_REP_RCVD:
     if (c->remote_id != m->local_comm_id) {
@@ -1025,7 +1084,7 @@ static void give_up(struct ibcm_agent *a, struct ibcm_conn *c, uint64_t now)
   switch (c->state) {
   case IBCM_REQ_SENT: case IBCM_MRA_REQ_RCVD: case IBCM_SIDR_REQ_SENT:
     timer_stop(a, c);
-    c->state = IBCM_IDLE;
+    leave(a, c, IBCM_IDLE);
     event(a, c, IBCM_EV_TIMEOUT, 0);
     break;
   case IBCM_REP_SENT: case IBCM_MRA_REP_RCVD:
@@ -1132,8 +1191,8 @@ int ibcm_qp_attr(const struct ibcm_agent *a, int conn, struct rct_qp_attr *attr,
   attr->ah.dipv4 = ip;                                  /* dmac: the caller's (ARP) */
   attr->path_mtu = (enum rct_mtu)c->path_mtu;
   attr->dest_qp_num = c->remote_qpn;
-  attr->rq_psn = c->remote_psn;
-  attr->sq_psn = c->local_psn;
+  attr->rq_psn = c->local_psn;                          /* each side's Starting PSN is the one */
+  attr->sq_psn = c->remote_psn;                         /* its peer sends with [IBCM-REQ-3] */
   attr->max_dest_rd_atomic = c->local_rres;
   attr->max_rd_atomic = c->local_idepth < c->remote_rres ? c->local_idepth : c->remote_rres;
   attr->timeout = c->local_ack_timeout;

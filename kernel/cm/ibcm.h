@@ -269,9 +269,12 @@ struct ibcm_conn {
   uint64_t rto;                         /* this exchange's retransmission interval, ns */
   int16_t heap_pos, listener;
   int16_t hnext;                        /* chain of the (remote_id, remote_guid) hash */
+  int16_t qnext;                        /* chain of the (remote_qpn, remote_guid) hash */
+  uint8_t qhashed;                      /* in that hash: the peer's QP is ours until time wait */
   uint8_t max_cm_retries, hashed, sidr;
   /* negotiated (REQ and REP fields both sides keep) */
-  uint32_t local_qpn, remote_qpn, local_psn, remote_psn;
+  uint32_t local_qpn, remote_qpn;
+  uint32_t local_psn, remote_psn;       /* Starting PSNs: ours = our rq_psn, the peer's = our sq_psn */
   uint8_t path_mtu, qp_type, local_rres, local_idepth, remote_rres, remote_idepth;
   uint8_t retry_count, rnr_retry_count, local_ack_timeout, target_ack_delay;
   uint8_t local_cm_tmo;                 /* how long the peer waits for us (code) */
@@ -298,6 +301,7 @@ struct ibcm_agent {
   struct ibcm_conn conn[IBCM_MAX_CONN];
   int16_t free_head;                    /* free list through hnext */
   int16_t hash[IBCM_MAX_CONN];          /* (remote_id, remote_guid) -> conn */
+  int16_t qhash[IBCM_MAX_CONN];         /* (remote_qpn, remote_guid) -> live conn [IBCM-STATE-15] */
   int16_t heap[IBCM_MAX_CONN];          /* timers: conns by deadline */
   int16_t heap_n;
   struct ibcm_listener listen[IBCM_MAX_LISTEN];

@@ -731,15 +731,17 @@ int cma_migrate_id(int owner, int i, int ch) {
 }
 
 // Lock held. A passive id's QP attributes before its REP, from the REQ
-// (IBTA 12.7: the REQ's QPN, starting PSN, path MTU, ACK timeout and
-// retry counts) and our starting PSN, as the agent gives them after it.
+// (its QPN, Starting PSN, path MTU, ACK timeout and retry counts) and the
+// Starting PSN our REP will carry, as the agent gives them after it: a
+// side's Starting PSN is the PSN its peer sends with, so we receive from
+// ours and send from the REQ's [IBCM-REQ-3].
 static void req_qp_attr(const struct cma_id *d, struct rct_qp_attr *r, uint32 *rtr, uint32 *rts) {
   struct rdma_port_info pi;
   kv_query_port(1, &pi);
   r->path_mtu = (enum rct_mtu)(d->req.mtu < pi.active_mtu ? d->req.mtu : pi.active_mtu);
   r->dest_qp_num = d->req.qpn;
-  r->rq_psn = d->req.psn;
-  r->sq_psn = d->psn;
+  r->rq_psn = d->psn;
+  r->sq_psn = d->req.psn;
   r->timeout = d->req.ack_timeout;
   r->retry_cnt = d->req.retry;
   r->rnr_retry = d->req.rnr_retry;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spin-check.sh: generate, compile and run one SPIN verifier for rc.pml and
+# spin-check.sh: generate, compile and run one SPIN verifier for a model (rc.pml, ibcm.pml) and
 # judge its result. Used by proto-spec/spec.mk (make test-spec).
 #
 # usage: spin-check.sh NAME EXPECT OUTDIR MODEL "SPIN -D flags" "CC flags" "PAN flags"

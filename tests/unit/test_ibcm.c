@@ -489,10 +489,10 @@ START_TEST(test_ibcm_connect_accept_disconnect)
   ck_assert_int_eq(ibcm_qp_attr(&ag_a, conn_a, &qa, &rtr, &rts), 0);
   ck_assert_uint_eq(qa.dest_qp_num, QPN_B);
   ck_assert_uint_eq(qb.dest_qp_num, QPN_A);
-  ck_assert_uint_eq(qa.sq_psn, 0x123456);
-  ck_assert_uint_eq(qb.rq_psn, 0x123456);
-  ck_assert_uint_eq(qa.rq_psn, 0x654321);
-  ck_assert_uint_eq(qb.sq_psn, 0x654321);
+  ck_assert_uint_eq(qa.rq_psn, 0x123456);                     /* the REQ's: B sends with it */
+  ck_assert_uint_eq(qb.sq_psn, 0x123456);
+  ck_assert_uint_eq(qa.sq_psn, 0x654321);                     /* the REP's: A sends with it */
+  ck_assert_uint_eq(qb.rq_psn, 0x654321);
   ck_assert_int_eq(qa.path_mtu, RCT_MTU_1024);
   ck_assert_int_eq(qb.path_mtu, RCT_MTU_1024);
   ck_assert_uint_eq(qa.max_rd_atomic, 2);                     /* min(A's depth 2, B's resources 2) */
@@ -813,6 +813,24 @@ START_TEST(test_ibcm_rep_retries_exhausted_and_mra)
   ck_assert_int_eq(ev.msg.reason, IBCM_REJ_TIMEOUT);
   ck_assert_int_eq(ibcm_conn_state(&ag_b, conn_b), IBCM_TIMEWAIT);
 
+  /* the same while A's consumer holds the REP without an RTU: A gets the REJ [IBCM-STATE-12] */
+  start(0, 0);
+  ck_assert_int_eq(a_to_b(0, false), IBCM_ATTR_REQ);
+  accept_b(0, 0);
+  t = 0;
+  for (int i = 0; i <= 3; i++) {
+    ck_assert_int_eq(b_to_a(t, false), IBCM_ATTR_REP);
+    t = ibcm_next_timeout(&ag_b);
+    ibcm_timeout(&ag_b, t);
+  }
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_REP);
+  no_event(&ag_a);                                            /* the repeated REPs: dropped */
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_TIMEOUT);
+  ck_assert_int_eq(b_to_a(t, false), IBCM_ATTR_REJ);
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_REJ);
+  ck_assert_int_eq(ibcm_conn_state(&ag_a, conn_a), IBCM_IDLE);
+  ck_assert_int_eq(ibcm_send_rtu(&ag_a, t, conn_a, 0, 0), IBCM_ERR_STATE);
+
   /* MRA: A stops resending its REQ and waits service timeout + 2 lifetimes */
   start(0, 0);
   ck_assert_int_eq(a_to_b(0, false), IBCM_ATTR_REQ);
@@ -871,6 +889,45 @@ START_TEST(test_ibcm_stale_connection)
   ibcm_timeout(&ag_b, ibcm_next_timeout(&ag_b));
   ck_assert_int_eq(next_event(&ag_b), IBCM_EV_TIMEWAIT_EXIT);
   ibcm_recv(&ag_b, RCT_NEVER - 1, &peer_a, req, IBCM_MAD_LEN);
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_REQ);
+}
+END_TEST
+
+/* The peer lost its connection and connects again from the same QP (new
+ * comm ID, same QPN and CA GUID): the new REQ is stale (REJ 10) and the
+ * old, established connection is disconnected [IBCM-STATE-15]. */
+START_TEST(test_ibcm_stale_qp)
+{
+  static struct ibcm_agent ag_a2;                 /* A after losing its state */
+  struct ibcm_req_param p;
+  struct ibcm_msg m;
+  struct ibcm_event e;
+  int c2;
+  establish(0, 0, 0);
+  ibcm_agent_init(&ag_a2, GUID_A, 99);
+  req_param(&p, 0);                               /* the same QPN */
+  c2 = ibcm_connect(&ag_a2, 1, &peer_b, &p, 0);
+  ck_assert_int_eq(hop(&ag_a2, &ag_b, &peer_a, 1, false), IBCM_ATTR_REQ);
+  no_event(&ag_b);
+  ck_assert_uint_eq(ibcm_counters(&ag_b)->stale, 1);
+  ck_assert_int_eq(hop(&ag_b, &ag_a2, &peer_b, 1, false), IBCM_ATTR_REJ);
+  ck_assert(ibcm_poll_event(&ag_a2, &e));
+  ck_assert_int_eq(e.type, IBCM_EV_REJ);
+  ck_assert_int_eq(e.msg.reason, IBCM_REJ_STALE_CONN);
+  ck_assert_int_eq(ibcm_conn_state(&ag_a2, c2), IBCM_IDLE);
+  ck_assert_int_eq(ibcm_conn_state(&ag_b, conn_b), IBCM_DREQ_SENT);
+  ck_assert_int_eq(ibcm_poll_mad(&ag_b, mad, &(struct ibcm_peer){ 0 }), IBCM_MAD_LEN);
+  ck_assert_int_eq(ibcm_parse(&m, mad, IBCM_MAD_LEN), 0);
+  ck_assert_int_eq(m.attr_id, IBCM_ATTR_DREQ);
+  ck_assert_uint_eq(m.remote_comm_id, ag_a.conn[conn_a].local_id);
+  /* once the old connection is in time wait, the QP is free for a new one */
+  ibcm_recv(&ag_a, 2, &peer_b, mad, IBCM_MAD_LEN);
+  ck_assert_int_eq(next_event(&ag_a), IBCM_EV_DREQ);
+  ck_assert_int_eq(ibcm_disconnect(&ag_a, 2, conn_a), 0);
+  ck_assert_int_eq(a_to_b(2, false), IBCM_ATTR_DREP);
+  ck_assert_int_eq(next_event(&ag_b), IBCM_EV_DISCONNECTED);
+  c2 = ibcm_connect(&ag_a2, 3, &peer_b, &p, 0);
+  ck_assert_int_eq(hop(&ag_a2, &ag_b, &peer_a, 3, false), IBCM_ATTR_REQ);
   ck_assert_int_eq(next_event(&ag_b), IBCM_EV_REQ);
 }
 END_TEST
@@ -1310,6 +1367,7 @@ Suite *suite_ibcm(void)
   tcase_add_test(t, test_ibcm_req_retries_exhausted);
   tcase_add_test(t, test_ibcm_rep_retries_exhausted_and_mra);
   tcase_add_test(t, test_ibcm_stale_connection);
+  tcase_add_test(t, test_ibcm_stale_qp);
   tcase_add_test(t, test_ibcm_bad_input_dropped);
   tcase_add_test(t, test_ibcm_req_flood_bounded);
   tcase_add_test(t, test_ibcm_release_established);

@@ -538,6 +538,62 @@ START_TEST(test_ibcm_linux_udaddy_sidr_same_bytes)
 }
 END_TEST
 
+/* The first RC request PSN each side of rping.pcap sent (QPs other than QP1). */
+static void first_rc_psns(uint32_t *from_passive, uint32_t *from_active)
+{
+  size_t len, off = 24;
+  uint8_t *p = slurp("rping.pcap", &len);
+  bool got_p = false, got_a = false;
+  while (off + 16 <= len && !(got_p && got_a)) {
+    uint32_t incl = p[off + 8] | p[off + 9] << 8 | p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
+    const uint8_t *f = p + off + 16, *bth = f + 42;
+    off += 16 + incl;
+    if (incl < 54 || f[12] != 0x08 || f[23] != 17 || f[36] != 0x12 || f[37] != 0xb7)
+      continue;                                       /* not RoCEv2 */
+    uint32_t dqp = (uint32_t)bth[5] << 16 | bth[6] << 8 | bth[7];
+    uint32_t psn = (uint32_t)bth[9] << 16 | bth[10] << 8 | bth[11];
+    if (dqp == IBCM_GSI_QPN || bth[0] == 0x11 || (bth[0] >= 0x0d && bth[0] <= 0x10))
+      continue;                                       /* a MAD, an ACK or a READ response */
+    if (f[29] == 2 && !got_p)
+      *from_passive = psn, got_p = true;              /* 10.0.0.2, the server */
+    if (f[29] == 3 && !got_a)
+      *from_active = psn, got_a = true;
+  }
+  free(p);
+  ck_assert(got_p && got_a);
+}
+
+/* The PSNs our agent derives from rping's REQ and REP are the ones Linux's
+ * RC frames carry: the passive side sends with the REQ's Starting PSN, the
+ * active side with the REP's [IBCM-REQ-3]. */
+START_TEST(test_ibcm_linux_starting_psns_as_sent)
+{
+  struct ibcm_event ev;
+  struct ibcm_rep_param p;
+  struct ibcm_msg lrep;
+  struct rct_qp_attr q;
+  uint32_t rtr, rts, sent_by_passive = 0, sent_by_active = 0;
+  load_fields();
+  first_rc_psns(&sent_by_passive, &sent_by_active);
+  agent_for(0x505400fffe000002ull);
+  ck_assert_int_ge(ibcm_listen(&ag, ibcm_service_id(IBCM_PS_TCP, 7174), 0), 0);
+  ibcm_recv(&ag, 0, &linux_b, find("rping.pcap", 3)->mad, IBCM_MAD_LEN);
+  ck_assert(ibcm_poll_event(&ag, &ev));
+  ck_assert_int_eq(ibcm_parse(&lrep, find("rping.pcap", 4)->mad, IBCM_MAD_LEN), 0);
+  memset(&p, 0, sizeof(p));
+  p.qpn = lrep.local_qpn;
+  p.starting_psn = lrep.starting_psn;
+  p.responder_resources = p.initiator_depth = 1;
+  ck_assert_int_eq(ibcm_accept(&ag, 0, ev.conn, &p), 0);
+  memset(&q, 0, sizeof(q));
+  ck_assert_int_eq(ibcm_qp_attr(&ag, ev.conn, &q, &rtr, &rts), 0);
+  ck_assert_uint_eq(q.sq_psn, sent_by_passive);
+  ck_assert_uint_eq(q.rq_psn, sent_by_active);
+  ck_assert_uint_eq(q.dest_qp_num, 0x11);
+  ck_assert_int_eq(q.path_mtu, RCT_MTU_1024);
+}
+END_TEST
+
 Suite *suite_ibcm_linux(void)
 {
   Suite *s = suite_create("ibcm_linux");
@@ -548,6 +604,7 @@ Suite *suite_ibcm_linux(void)
   tcase_add_test(t, test_ibcm_linux_rping_passive_same_bytes);
   tcase_add_test(t, test_ibcm_linux_rping_active_req_same_bytes);
   tcase_add_test(t, test_ibcm_linux_udaddy_sidr_same_bytes);
+  tcase_add_test(t, test_ibcm_linux_starting_psns_as_sent);
   suite_add_tcase(s, t);
   return s;
 }
