@@ -59,19 +59,14 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 .SECONDARY: $(patsubst %,$(U_OBJDIR)/bin/%.o,$(U_NET_PROGS))
 
 # RDMA programs, tools (user/bin) and tests (user/tests): each links the verbs
-# library (lib/ibverbs), the connection manager (lib/rdmacm, with the kernel's
-# portable CM in kernel/cm) and the perftest-like helpers of rdma_bw and
+# library (lib/ibverbs), the connection manager's client (lib/rdmacm: the CM
+# itself runs in the kernel) and the perftest-like helpers of rdma_bw and
 # rdma_lat (bin/rdma_perf.c) besides the libc.
 U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
-  user/lib/rdmacm/*.c) user/bin/rdma_perf.c) $(U_OBJDIR)/cm/cm.o $(U_OBJDIR)/cm/cm_ep.o
-# The connection manager's portable codec and endpoint (kernel/cm), compiled
-# for user space.
-$(U_OBJDIR)/cm/%.o: kernel/cm/%.c
-	@mkdir -p $(dir $@)
-	$(U_CC) $(U_CFLAGS) -c -o $@ $<
+  user/lib/rdmacm/*.c) user/bin/rdma_perf.c)
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
 $(addprefix user/_,$(U_RDMA_BIN)): user/_%: $(U_OBJDIR)/bin/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)

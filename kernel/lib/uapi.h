@@ -101,6 +101,70 @@
 #define RDMA_NO_ROUTE         (-3) // create_ah: the destination's MAC could not be resolved (EHOSTUNREACH)
 #define SYS_rdma_destroy_ah   86  // (ah)
 
+// The kernel's rdma_cm (kernel/rdma/cma.c, per process: kernel/rdma/ucma.c;
+// user/lib/rdmacm/rdma_cm.c gives them librdmacm's names). 100..119.
+// An id is a small handle valid only in the process that made it (a
+// listener's new ids belong to the listener's process); an event channel
+// is a file descriptor (poll: POLLIN while an event waits; O_NONBLOCK:
+// get_event fails with EAGAIN instead of sleeping; close() destroys the
+// channel's ids). Every call returns >= 0, or a negated errno: -EBADF
+// (not a channel), -EINVAL (bad handle, another process's id, an argument
+// out of range, the id's state does not allow the call), -EFAULT (bad
+// pointer), -ENOMEM (no room), -EADDRINUSE, -EAGAIN. Addresses and ports
+// are host order.
+#define SYS_ucma_create_chan  100 // () -> fd
+#define SYS_ucma_create_id    101 // (chan fd, port space RDMA_PS_TCP/UDP, cookie) -> id
+#define SYS_ucma_destroy_id   102 // (id): its connection DREQ'd, its events dropped
+#define SYS_ucma_bind         103 // (id, ip, port): ip 0 = any of ours; port 0 = an ephemeral one
+#define SYS_ucma_resolve_addr 104 // (id, src ip or 0, dst ip, dst port, timeout_ms): ADDR_RESOLVED
+                                  // or ADDR_ERROR (-EHOSTUNREACH: no ARP answer in time)
+#define SYS_ucma_resolve_route 105 // (id, timeout_ms): ROUTE_RESOLVED
+#define SYS_ucma_listen       106 // (id, backlog): CONNECT_REQUEST events with new ids
+#define SYS_ucma_connect      107 // (id, const struct ucma_conn_param *): REQ; CONNECT_RESPONSE,
+                                  // REJECTED (status: the REJ reason) or UNREACHABLE (-ETIMEDOUT)
+#define SYS_ucma_accept       108 // (id, const struct ucma_conn_param *): passive: REP (QP at RTS
+                                  // first); active after CONNECT_RESPONSE: RTU (param NULL), ESTABLISHED
+#define SYS_ucma_reject       109 // (id, const void *private_data, len)
+#define SYS_ucma_disconnect   110 // (id): DREQ (or DREP to the peer's); DISCONNECTED
+#define SYS_ucma_init_qp_attr 111 // (id, qp_state INIT/RTR/RTS, struct rdma_qp_attr *out) -> IBV_QP_* mask
+#define SYS_ucma_get_event    112 // (chan fd, struct ucma_event *out): sleeps until one waits
+#define SYS_ucma_migrate_id   113 // (id, chan fd): the id's future and waiting events go there
+#define SYS_ucma_established  114 // (id): passive, the QP received before the RTU (rdma_notify)
+
+// errno values (Linux's): user/lib/c's errno, and the kernel rdma_cm's
+// event statuses and SYS_ucma_* results (negated).
+#define EPERM     1
+#define ENOENT    2
+#define EINTR     4
+#define EIO       5
+#define EBADF     9
+#define EAGAIN   11
+#define ENOMEM   12
+#define EACCES   13
+#define EFAULT   14
+#define EBUSY    16
+#define EEXIST   17
+#define ENODEV   19
+#define ENOTDIR  20
+#define EISDIR   21
+#define EINVAL   22
+#define EMFILE   24
+#define ENOSPC   28
+#define ESPIPE   29
+#define EPIPE    32
+#define EDOM     33
+#define ERANGE   34
+#define ENOSYS   38
+#define ENAMETOOLONG 36
+#define EAFNOSUPPORT 97
+#define EADDRINUSE   98
+#define ECONNRESET  104
+#define EISCONN     106
+#define ETIMEDOUT   110
+#define ECONNREFUSED 111
+#define EHOSTUNREACH 113
+#define EWOULDBLOCK EAGAIN
+
 // Scheduler tick: sleep(n) and uptime() count ticks of this length.
 #define TICK_NS 10000000ULL   // 10 ms, 100 ticks per second
 
@@ -203,6 +267,13 @@ struct dirent {
 #define RDMA_QPT_UD 4
 // A UD send's remote_qkey with this bit set means "the sending QP's own Q_Key" (IBTA 10.2.5)
 #define RDMA_QKEY_CONTROLLED 0x80000000u
+// QP1, the General Services Interface QP (IBTA 13.5.1, kernel/rdma/gsi.c):
+// its QPN, its well-known Q_Key (a controlled one) and the one size of its
+// datagrams (MADs). Its P_Key is the only one, the core's (every frame's
+// BTH P_Key is checked against it, rx.c).
+#define RDMA_GSI_QPN  1
+#define RDMA_GSI_QKEY 0x80010000u
+#define RDMA_MAD_LEN  256
 // Why a posted WR was refused (SYS_rdma_post_*'s err), libibverbs' errno values.
 #define RDMA_EINVAL 22       // bad WR, or the QP's state takes no WRs [QP-STATE-4]
 #define RDMA_ENOMEM 12       // the queue is full
@@ -427,6 +498,19 @@ struct rdma_dev_stats {
   unsigned long long live_pds, live_mrs, live_cqs, live_qps, live_chans;
   unsigned long long pool_free_pages;  // ring pool pages free (kernel/rdma/rdma_pool.c)
   unsigned long long live_ahs;         // address handles alive now, all processes
+  // QP1, the GSI QP (kernel/rdma/gsi.c): MADs received and handed to the CM,
+  // sent; received and dropped (bad length, no IPv4 source, error
+  // completion), dropped for a wrong Q_Key by the UD core [UD-QKEY-1];
+  // sends dropped (no ARP answer by the deadline, queue full, refused),
+  // sends that waited for ARP.
+  unsigned long long gsi_rx_mads, gsi_tx_mads, gsi_rx_dropped, gsi_rx_bad_qkey;
+  unsigned long long gsi_tx_dropped, gsi_arp_waits;
+  // The IB CM (kernel/rdma/cma.c, the agent kernel/cm/ibcm.c): MADs it
+  // took and sent, retransmitted, dropped (malformed, wrong version, unknown
+  // attribute or connection, stale, queue full), duplicates answered, REQs
+  // rejected for no listener, rdma_cm events lost to a full pool, ids alive.
+  unsigned long long cm_rx, cm_tx, cm_retransmits, cm_dropped, cm_duplicates;
+  unsigned long long cm_rej_no_listener, cm_events_dropped, cm_live_ids;
 };
 
 struct rdma_qp_stats {
@@ -447,6 +531,40 @@ struct rdma_qp_stats {
   unsigned int qp_type;             // RDMA_QPT_RC or RDMA_QPT_UD (UD: sr and the three role states 0)
 };
 
+
+// ---- The kernel rdma_cm's ABI (SYS_ucma_*) ----
+// librdmacm's event types and port spaces, with its values.
+enum rdma_cm_event_type {
+  RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_ERROR, RDMA_CM_EVENT_ROUTE_RESOLVED,
+  RDMA_CM_EVENT_ROUTE_ERROR, RDMA_CM_EVENT_CONNECT_REQUEST, RDMA_CM_EVENT_CONNECT_RESPONSE,
+  RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_UNREACHABLE, RDMA_CM_EVENT_REJECTED,
+  RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DEVICE_REMOVAL,
+  RDMA_CM_EVENT_MULTICAST_JOIN, RDMA_CM_EVENT_MULTICAST_ERROR, RDMA_CM_EVENT_ADDR_CHANGE,
+  RDMA_CM_EVENT_TIMEWAIT_EXIT,
+};
+enum rdma_port_space {
+  RDMA_PS_IPOIB = 0x0002, RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111, RDMA_PS_IB = 0x013F,
+};
+#define UCMA_PRIVATE_MAX 196     // the most private data an event carries (a REP's room)
+// Connection parameters: given to connect / accept (our QP and wishes), and
+// reported in CONNECT_REQUEST / CONNECT_RESPONSE / ESTABLISHED (the peer's).
+struct ucma_conn_param {
+  unsigned int qp_num;
+  unsigned char responder_resources, initiator_depth, retry_count, rnr_retry_count;
+  unsigned char srq, private_data_len, ack_timeout, pad;
+  unsigned int xv6_caps;      // project options offered (RCT_CM_CAP_*); reported: both sides'
+  unsigned char private_data[UCMA_PRIVATE_MAX];
+};
+struct ucma_event {
+  int event;                  // enum rdma_cm_event_type
+  int status;                 // 0; REJECTED: the REJ reason; errors: a negated errno
+  int id;                     // the id (CONNECT_REQUEST: the new one)
+  int listen_id;              // CONNECT_REQUEST: the listening id, else -1
+  unsigned long long cookie;  // the id's cookie (a new id has the listener's)
+  unsigned int src_ip, dst_ip;          // the id's addresses now
+  unsigned short src_port, dst_port;
+  struct ucma_conn_param param;
+};
 
 // Network ABI (see SYS_socket..SYS_arpwait).
 #define SOCK_UDP  1

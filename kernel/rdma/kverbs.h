@@ -73,6 +73,7 @@ struct kv_qp_init {
   uint32 max_send_wr, max_recv_wr;      // in: wanted (0 = 1); out: granted (a power of two)
   uint32 max_send_sge, max_recv_sge;    // in: wanted (0 = 1); out: granted
   int sq_sig_all;
+  int gsi;                              // UD only: take QPN 1, the GSI's (IBTA 13.5.1; one at a time)
   uint32 qp_num;                        // out: the QPN
 };
 

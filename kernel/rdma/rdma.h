@@ -233,6 +233,8 @@ void rdma_net_burst_begin(void);        // lock held: one NIC doorbell for the f
 void rdma_net_burst_end(void);          //   sent until burst_end
 int  rdma_net_resolve(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep
 int  rdma_resolve_mac(uint32 ipv4, uint8 mac[6]);   // lock NOT held; may sleep: ours, neighbours, ARP
+int  rdma_net_lookup(uint32 ipv4, uint8 mac[6]);    // lock NOT held; no sleep: 0 known, 1 asked, -1 no NIC
+int  rdma_lookup_mac(uint32 ipv4, uint8 mac[6]);    // lock NOT held; no sleep: ours, neighbours, ARP cache
 extern uint64 rdma_net_tx_frames, rdma_net_tx_full, rdma_net_rx_frames, rdma_net_rx_bad;
 
 // rdma_idtab.c: live random ids (MR keys, QPNs) -> table slot (lock held)
@@ -243,9 +245,11 @@ struct rdma_idtab {
 };
 int    rdma_idtab_find(const struct rdma_idtab *t, uint32 id);   // slot, or -1
 uint32 rdma_idtab_add(struct rdma_idtab *t, uint32 min, uint32 id_mask, int slot);
+int    rdma_idtab_put(struct rdma_idtab *t, uint32 id, int slot);  // a chosen id: 0, or -1 if live
 void   rdma_idtab_del(struct rdma_idtab *t, uint32 id);
 
 // rdma_abi.c (rdma_qp_attr_in: lock held)
+uint32 rdma_qp_mask_out(uint32 rct_mask);            // the core's mask -> IBV_QP_* | RDMA_QP_*
 int  rdma_qp_attr_in(const struct rdma_qp_attr *a, uint32 ibv_mask,
                      struct rct_qp_attr *r, uint32 *rct_mask);
 void rdma_qp_attr_out(const struct rct_qp_attr *r, struct rdma_qp_attr *a);

@@ -65,6 +65,7 @@ SEND(remote_addr); SEND(rkey);
 _Static_assert(offsetof(struct rdma_send_wr, ud_ah) == offsetof(struct rct_send_wr, remote_addr) &&
                offsetof(struct rdma_send_wr, ud_pad) + 4 == sizeof(struct rct_send_wr), "UD WR fields");
 SAME(RDMA_QKEY_CONTROLLED, RCT_QKEY_CONTROLLED);
+SAME(RDMA_GSI_QPN, RCT_QPN_GSI);
 _Static_assert(sizeof(struct rdma_recv_wr) == sizeof(struct rct_recv_wr), "recv WR size");
 RECV(wr_id); RECV(sg_list); RECV(num_sge);
 _Static_assert(sizeof(struct rdma_wc) == sizeof(struct rct_wc), "WC size");
@@ -98,6 +99,14 @@ static int64 mask_in(uint32 ibv_mask) {
   if (ibv_mask & ~known) return -1;              // ALT_PATH, CAP, ...: not supported
   if ((ibv_mask & RDMA_QP_ROCE_V1) && !(ibv_mask & IBV_QP_AV)) return -1;  // qualifies the AV only
   return rct_mask;
+}
+
+// The ABI's mask (IBV_QP_* | RDMA_QP_*) for the core's.
+uint32 rdma_qp_mask_out(uint32 rct_mask) {
+  uint32 m = 0;
+  for (int i = 0; i < (int)ARRAY_LEN(mask_map); i++)
+    if (rct_mask & mask_map[i].rct) m |= mask_map[i].ibv;
+  return m;
 }
 
 // Caller holds rdma.lock (the neighbour table). The core's attributes

@@ -12,6 +12,8 @@
 #include "lib/bootarg.h"
 #include "net/net.h"
 #include "rdma/rdma.h"
+#include "rdma/cma.h"
+#include "rdma/ucma.h"
 #include "cm/rct_cm.h"
 #include "dev/random.h"
 
@@ -77,6 +79,8 @@ void rdma_init(void) {
   rdma.timer_deadline = RCT_NEVER;
   uv_init();                       // the per-process front end: its exit hook
   rdma_engine_start();
+  ucma_init();                     // the rdma_cm's front end: its exit hook
+  cma_init();                      // the kernel rdma_cm: its thread sets up QP1 (gsi.c)
   kprintf("rdma: rxe0 gid ::ffff:%d.%d.%d.%d mac %x:%x:%x:%x:%x:%x\n",
           rdma.ipv4 >> 24, (rdma.ipv4 >> 16) & 255, (rdma.ipv4 >> 8) & 255, rdma.ipv4 & 255,
           rdma.mac[0], rdma.mac[1], rdma.mac[2], rdma.mac[3], rdma.mac[4], rdma.mac[5]);
@@ -89,6 +93,16 @@ int rdma_neigh_lookup(uint32 ipv4, uint8 mac[6]) {
     if (rdma.neigh[i].ipv4 == ipv4) { memcpy(mac, rdma.neigh[i].mac, 6); return 0; }
   }
   return -1;
+}
+
+// Lock NOT held; never sleeps. The MAC of ipv4 as far as known now: 0
+// (ours, a neighbour, the ARP cache), 1 (not yet: ARP was asked, look
+// again later) or -1 (no network to ask).
+int rdma_lookup_mac(uint32 ipv4, uint8 mac[6]) {
+  spin_lock(&rdma.lock);
+  int known = rdma_neigh_lookup(ipv4, mac) == 0;
+  spin_unlock(&rdma.lock);
+  return known ? 0 : rdma_net_lookup(ipv4, mac);
 }
 
 // Lock NOT held; may sleep. The MAC of ipv4 for an AV or an AH: our

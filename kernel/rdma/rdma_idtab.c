@@ -58,6 +58,16 @@ uint32 rdma_idtab_add(struct rdma_idtab *t, uint32 min, uint32 id_mask, int slot
   }
 }
 
+// Enter a chosen id (not 0) for slot: 0, or -1 if it is live already
+// (the GSI QP's fixed QPN 1, which the random draw never yields).
+int rdma_idtab_put(struct rdma_idtab *t, uint32 id, int slot) {
+  struct rdma_id_ent *e = probe(t, id);
+  if (id == 0 || e->id == id) return -1;
+  e->id = id;
+  e->slot = slot;
+  return 0;
+}
+
 // Forget a live id. Entries after it in its probe run move back into the
 // hole when their home lies cyclically at or before the hole, so every
 // remaining id stays reachable from its home without crossing an empty entry.

@@ -257,6 +257,13 @@ int rdma_net_resolve(uint32 ip, uint8 mac[6]) {
   return arp_resolve_wait(ip, mac, 2000000000ULL);
 }
 
+// Any context, rdma.lock NOT held, never sleeps: 0 and the MAC if ARP
+// knows ip, 1 if not (ARP is asked), -1 without a NIC.
+int rdma_net_lookup(uint32 ip, uint8 mac[6]) {
+  if (!netdev_present()) return -1;
+  return arp_lookup(ip, mac) ? 0 : 1;
+}
+
 // Boot: use the stack's addresses and hook port 4791 when there is a NIC.
 void rdma_net_init(void) {
   burst_doorbell = (int)bootarg_uint("txburst", 1);

@@ -5,7 +5,7 @@
 // to the queues asked for, taken at create and given back at destroy. A
 // UD QP is only the core's QP base: its struct rct_ud_qp heads its own run
 // of pool pages, before its rings, and the slot's rct_qp goes unused.
-// Every type-independent call goes through the slot's base (rct_qpb_*). QPNs are drawn at random from [2, 2^24), not
+// Every type-independent call goes through the slot's base (rct_qpb_*). QPNs are drawn at random from [2, 2^24) (1 is the GSI's, gsi.c), not
 // reused while live, and carry no trace of the slot ([SEC-RAND-4]);
 // qp_nums (rdma_idtab.c) maps each live QPN to its slot for the core's
 // lookup of every received frame. modify/query translate the attributes
@@ -75,7 +75,15 @@ static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int
   ia.rq = (struct rct_recv_wqe *)(ia.sq + ia.sq_size);
   ia.rd = ud ? NULL : (struct rct_rd_res *)(ia.rq + ia.rq_size);
   ia.rd_size = ud ? 0 : RDMA_MAX_RD;
-  ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
+  if (c->gsi) {                                              // QPN 1: the GSI's, fixed
+    if (!ud || rdma_idtab_put(&qp_nums, RDMA_GSI_QPN, h) < 0) {
+      rdma_pool_free(rings, pages);
+      return -1;
+    }
+    ia.qpn = RDMA_GSI_QPN;
+  } else {
+    ia.qpn = rdma_idtab_add(&qp_nums, 2, RCT_QPN_MASK, h);   // [SEC-RAND-4]
+  }
   ia.pd = (uint32)pdh;
   ia.send_cq = &c->send_cq->cq;
   ia.recv_cq = &c->recv_cq->cq;

@@ -31,6 +31,7 @@
 #include "fs/file.h"
 #include "lib/klib.h"
 #include "rdma/rdma.h"
+#include "rdma/cma.h"
 
 // A process's owner and async event queue; pid 0: free slot.
 struct uv_proc {
@@ -527,19 +528,19 @@ int uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
 
 // ---- statistics ----
 
-// Slot i's QP (of any owner) into *s: 0, 1 for an empty slot, -1 past
-// the table. Its handle is i for the caller's own QP, else -1; owner_pid
-// is 0 for a kernel consumer's.
+// Slot i's QP (of any process) into *s: 0, 1 for an empty slot or a
+// kernel consumer's QP (QP1's counters are rdma_dev_stats' gsi_*), -1
+// past the table. Its handle is i for the caller's own QP, else -1.
 int uv_qp_stats(int i, struct rdma_qp_stats *s) {
   if (i < 0 || i >= RDMA_MAX_QP) return -1;
   memset(s, 0, sizeof *s);
   spin_lock(&rdma.lock);
-  int live = rdma_live(rdma.qp_live, i);
+  struct uv_proc *u = rdma_live(rdma.qp_live, i) ? proc_of(rdma_qps[i].owner) : NULL;
+  int live = u != NULL;          // a kernel consumer's QP (QP1: gsi.c) is not listed
   if (live) {
     rdma_qp_stats_locked(i, s);
-    struct uv_proc *u = proc_of(rdma_qps[i].owner);
-    s->owner_pid = u ? u->pid : 0;
-    s->handle = u && u->pid == current()->pid ? i : -1;
+    s->owner_pid = u->pid;
+    s->handle = u->pid == current()->pid ? i : -1;
   }
   spin_unlock(&rdma.lock);
   return live ? 0 : 1;
@@ -554,4 +555,5 @@ void uv_dev_stats(struct rdma_dev_stats *s) {
   s->live_chans = chans;
   s->async_dropped = async_dropped;
   spin_unlock(&rdma.lock);
+  cma_stats(s);
 }

@@ -36,9 +36,16 @@ HANDLERS(DECLARE)
   X(sendzc) X(netblast)
 NET_HANDLERS(DECLARE)
 
+// The kernel rdma_cm (sysucma.c).
+#define UCMA_HANDLERS(X) \
+  X(ucma_create_chan) X(ucma_create_id) X(ucma_destroy_id) X(ucma_bind) X(ucma_resolve_addr) \
+  X(ucma_resolve_route) X(ucma_listen) X(ucma_connect) X(ucma_accept) X(ucma_reject) \
+  X(ucma_disconnect) X(ucma_init_qp_attr) X(ucma_get_event) X(ucma_migrate_id) X(ucma_established)
+UCMA_HANDLERS(DECLARE)
+
 struct syscall_entry { const char *name; int64 (*fn)(void); };
 #define ENTRY(name) [SYS_##name] = { #name, sys_##name },
-static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLERS(ENTRY) };
+static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLERS(ENTRY) UCMA_HANDLERS(ENTRY) };
 
 void syscall_dispatch(void) {
   struct proc *p = current();

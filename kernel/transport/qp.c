@@ -20,7 +20,8 @@ static bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 int rct_qpb_init(struct rct_dev *dev, struct rct_qp_base *b, const struct rct_qp_init_attr *init,
                  enum rct_qp_type type, const struct rct_qp_ops *ops)
 {
-  if (!dev || !b || !init || (init->qpn & ~RCT_QPN_MASK) || init->qpn < 2)
+  if (!dev || !b || !init || (init->qpn & ~RCT_QPN_MASK) ||
+      (init->qpn < 2 && !(type == RCT_QPT_UD && init->qpn == RCT_QPN_GSI)))   /* [SEC-RAND-4] */
     return RCT_EINVAL;
   if (!pow2(init->sq_size) || !pow2(init->rq_size) || !init->sq || !init->rq ||
       (init->rd_size && (!pow2(init->rd_size) || !init->rd)) || !init->send_cq || !init->recv_cq)

@@ -26,6 +26,7 @@
 #define RCT_ROCEV2_PORT    4791         /* IANA UDP port of RoCEv2 */
 #define RCT_PSN_MASK       0xffffffu    /* PSNs are 24-bit */
 #define RCT_QPN_MASK       0xffffffu
+#define RCT_QPN_GSI        1u       /* QP1, the GSI QP: a UD QP's only QPN below 2 [SEC-RAND-4] */
 
 #define RCT_MAX_SGE        4            /* scatter/gather entries per WR */
 #define RCT_FRAME_MAX_SEGS 8            /* payload segments per frame */

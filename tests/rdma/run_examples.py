@@ -22,6 +22,12 @@ side received or read, with the right sizes and immediate.
                        with "start", "end 0", the inline sends they ask for
                        and no error line. --seeds N repeats the lossy runs
                        with N seeds.
+  examples_connect_no_listener
+                       ep_client towards a port nobody listens on: REJ reason 8
+                       from the other guest's kernel CM, ECONNREFUSED.
+  examples_connect_silent_peer
+                       ep_client towards a peer silent after ARP answered:
+                       the REQ's retries run out, ETIMEDOUT (UNREACHABLE).
   examples_upstream_usage
                        rdma_client with an unknown option: its usage text
                        and exit status 1.
@@ -43,7 +49,8 @@ from tally import Tally  # noqa: E402
 
 EX_SIZE = 8192          # user/examples/example.h
 IMM = 0x5eed            # user/examples/rc_client.c
-ETIMEDOUT = 110         # user/lib/ibverbs/ibverbs.h
+ECONNREFUSED = 111      # kernel/lib/uapi.h (Linux's value)
+ETIMEDOUT = 110         # kernel/lib/uapi.h
 
 
 def run_pair(tb, server, client):
@@ -162,11 +169,11 @@ def one_run(loss, name, server, client, check):
     return check(srv, cli)
 
 
-def unreachable_run():
-    """ep_client towards a port where nobody answers: after the REQ's
-    retries [CM-TMO-1] rdma_connect fails with ETIMEDOUT (event UNREACHABLE,
-    [CM-TMO-2]) and nothing else happens."""
-    with Testbed(2, name="examples-unreachable") as tb:
+def no_listener_run():
+    """ep_client towards a port nobody listens on: the other guest's kernel
+    CM answers the REQ with a REJ (reason 8, invalid service ID) and
+    rdma_connect fails with ECONNREFUSED, as librdmacm's on Linux does."""
+    with Testbed(2, name="examples-no-listener") as tb:
         tb.boot()
         b = tb.guests[1]
         b.send(f"ep_client {tb.ip(0)} 4000")
@@ -176,14 +183,36 @@ def unreachable_run():
             g.send("halt 0")
         for g in tb.guests:
             g.wait_exit(30)
-    return m[1] == str(ETIMEDOUT), f"rdma_connect errno {m[1]} (ETIMEDOUT is {ETIMEDOUT})"
+    return m[1] == str(ECONNREFUSED), f"rdma_connect errno {m[1]} (ECONNREFUSED is {ECONNREFUSED})"
+
+
+def silent_peer_run():
+    """ep_client towards a peer that falls silent once ARP has answered
+    (guest 1 pings guest 0 first, then linkemu drops every frame both
+    ways): the kernel CM's REQ retries run out on its own timers and
+    rdma_connect fails with ETIMEDOUT (event UNREACHABLE), as Linux's
+    rdma_cm reports a silent peer."""
+    with Testbed(2, name="examples-silent") as tb:
+        tb.boot()
+        b = tb.guests[1]
+        pinged = b.run(f"ping -c 1 {tb.ip(0)}", timeout=60)
+        tb.set_spec("both", "loss 100%")
+        b.send(f"ep_client {tb.ip(0)} 4000")
+        m = b.expect(r"ep_client: (\S+) failed \(errno (\d+)\)\n", timeout=120)
+        b.expect(r"\$ $", timeout=30)
+        for g in tb.guests:
+            g.send("halt 0")
+        for g in tb.guests:
+            g.wait_exit(30)
+    ok = m[1] == "rdma_connect" and m[2] == str(ETIMEDOUT)
+    return ok, f"{m[1]} errno {m[2]} (ETIMEDOUT is {ETIMEDOUT}); ping first: {pinged.strip()[-60:]!r}"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
     ap.add_argument("--only", nargs="+", choices=["rc", "ep", "upstream"],
-                    help="run only these examples (default: all, and the unreachable case)")
+                    help="run only these examples (default: all, and the no-listener case)")
     ap.add_argument("--seeds", type=int, default=1, help="lossy upstream runs: seeds 11, 12, ...")
     args = ap.parse_args()
     tally = Tally()
@@ -201,7 +230,8 @@ def main():
     if not args.only or "upstream" in args.only:
         tally.run("examples_upstream_usage", upstream_usage_run, timed=False)
     if not args.only:
-        tally.run("examples_connect_unreachable", unreachable_run, timed=False)
+        tally.run("examples_connect_no_listener", no_listener_run, timed=False)
+        tally.run("examples_connect_silent_peer", silent_peer_run, timed=False)
     return tally.finish()
 
 

@@ -37,20 +37,24 @@ For every kind (bad_icrc included) the victim's device-wide drop counters
 (SYS_rdma_dev_stats, rdmastat's "device:" section) must move by exactly the
 number of frames of that kind, and the other drop counters not at all.
 
-A second pair of guests (forged_dreq_case) tests the connection manager:
-the victim prints its CM connection IDs and its peer's CM port, the
-holder the victim's CM reply port, and the victim waits for a DREQ
-(console "dreq 3") while the host sends three DREQs that carry both right
-connection IDs to the victim's CM socket:
+A second pair of guests (forged_dreq_case) tests the connection manager
+(the kernel's IB CM behind QP1): the victim waits for a DREQ (console
+"dreq 4") while the host sends four forged CM MADs to the victim's QP1
+(UD SEND ONLY, QP1's Q_Key, valid ICRC):
 
-  dreq_stranger  one from the holder's IP but another UDP port, one from a
-                 third IP with the holder's port, one from the holder's IP
-                 and port with a wrong source connection ID. [SEC-FORGE-7]
-                 [CM-STATE-5]: all three dropped and counted (cm_dropped 3),
-                 the QP stays in RTS and a SEND to the holder ("ping")
-                 completes. The two guests' CM ports differ and lie in the
-                 ephemeral range [SEC-RAND-8] (sequential ports gave both
-                 49152).
+  mad_forged     a DREQ from the holder's IP and one from a third IP, both
+                 naming communication IDs no connection has; a DREQ with
+                 base version 2; a MAD with an attribute no CM message has.
+                 [SEC-FORGE-7]: all four dropped and counted (the device's
+                 cm_dropped moves by 4), the QP stays in RTS and a SEND to
+                 the holder ("ping") completes.
+  mad_bad_keys   a MAD to QP1 with P_Key 0x7fff (the core drops it:
+                 rx_bad_header +1) and one with Q_Key 0x11111111 (the UD core
+                 drops it: gsi_rx_bad_qkey +1); QP1 and the CM took only the
+                 four forged MADs above (gsi_rx_mads, cm_rx +4).
+  cm_ports_random the holder's rdma_cm source port (in the REQ's
+                 addressing header, as the victim saw it) lies in the
+                 ephemeral range [SEC-RAND-8].
 
 A third pair (mr_boundary_case) forges in-sequence WRITEs with the right
 R_Key at the end of the victim's 4 KiB MR:
@@ -69,6 +73,7 @@ and "N passed, M failed".
 """
 import os
 import re
+import random
 import socket
 import struct
 import sys
@@ -106,16 +111,8 @@ DROP_COUNTERS = ("rx_not_roce", "rx_truncated", "rx_bad_header", "rx_icrc_err", 
                  "rx_unknown_qp", "nic_rx_bad")
 
 
-def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=False,
-               opcode=OP_RC_WRITE_ONLY, cut=None):
-    """One RoCEv2 RC RDMA WRITE ONLY frame (payload a multiple of 4: no pad).
-    cut: keep only that many bytes after the BTH (the ICRC stays valid)."""
-    bth = struct.pack("!BBHI", opcode, 0, 0xFFFF, qpn & 0xFFFFFF) + \
-        struct.pack("!I", 0x80000000 | (psn & 0xFFFFFF))           # AckReq, PSN
-    reth = struct.pack("!QII", va, rkey, len(payload))
-    roce = bth + reth + payload
-    if cut is not None:
-        roce = roce[:len(bth) + cut]
+def roce_frame(dst_mac, src_ip, dst_ip, roce, bad_icrc=False):
+    """A RoCEv2 frame from the third party around roce (BTH first), its ICRC computed."""
     udp_len = 8 + len(roce) + 4
     udp = struct.pack("!HHHH", 49152, ROCE_PORT, udp_len, 0)
     ip_len = 20 + udp_len
@@ -131,6 +128,19 @@ def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=Fa
         icrc ^= 0x00010000
     eth = dst_mac + THIRD_MAC + b"\x08\x00"
     return eth + iph + udp + roce + struct.pack("<I", icrc)
+
+
+def write_only(dst_mac, src_ip, dst_ip, qpn, psn, va, rkey, payload, bad_icrc=False,
+               opcode=OP_RC_WRITE_ONLY, cut=None):
+    """One RoCEv2 RC RDMA WRITE ONLY frame (payload a multiple of 4: no pad).
+    cut: keep only that many bytes after the BTH (the ICRC stays valid)."""
+    bth = struct.pack("!BBHI", opcode, 0, 0xFFFF, qpn & 0xFFFFFF) + \
+        struct.pack("!I", 0x80000000 | (psn & 0xFFFFFF))           # AckReq, PSN
+    reth = struct.pack("!QII", va, rkey, len(payload))
+    roce = bth + reth + payload
+    if cut is not None:
+        roce = roce[:len(bth) + cut]
+    return roce_frame(dst_mac, src_ip, dst_ip, roce, bad_icrc)
 
 
 def pairs(text):
@@ -158,22 +168,31 @@ def drops_moved(before, after, want):
     return all(after["dev"][k] - before["dev"][k] == want.get(k, 0) for k in DROP_COUNTERS)
 
 
-CM_MAGIC, CM_VERSION, CM_DREQ = 0x7872, 1, 5
+OP_UD_SEND_ONLY = 0x64
+GSI_QPN, GSI_QKEY = 1, 0x80010000          # QP1 (kernel/lib/uapi.h's RDMA_GSI_*)
+CM_ATTR_DREQ = 0x0015
 EPHEMERAL = range(49152, 65536)
 
 
-def udp_frame(dst_mac, src_ip, dst_ip, sport, dport, payload):
-    """An Ethernet/IPv4/UDP frame from the third party (UDP checksum 0: none)."""
-    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0x4321, 0x4000, 64, 17, 0,
-                      ip4(src_ip), ip4(dst_ip))
-    iph = iph[:10] + struct.pack("!H", ip_checksum(iph)) + iph[12:]
-    return dst_mac + THIRD_MAC + b"\x08\x00" + iph + udp
+def cm_mad(attr, data, base_version=1, tid=0x1234):
+    """A 256-byte CM MAD (class 0x07, class version 2, method Send): the
+    24-byte MAD header, then the attribute's data (IBTA vol 1 13.4.2, 12.6)."""
+    hdr = struct.pack("!BBBBHHQHHI", base_version, 0x07, 2, 0x03, 0, 0, tid, attr, 0, 0)
+    return (hdr + data).ljust(256, b"\0")
 
 
-def cm_dreq(src_conn_id, dst_conn_id):
-    """A CM DREQ: the 12-byte common header alone (proto-spec/cm.md)."""
-    return struct.pack("!HBBII", CM_MAGIC, CM_VERSION, CM_DREQ, src_conn_id, dst_conn_id)
+def cm_dreq(local_comm_id, remote_comm_id, remote_qpn, **kw):
+    """A DREQ: local and remote communication IDs, the remote QPN (IBTA 12.6.10)."""
+    return cm_mad(CM_ATTR_DREQ, struct.pack("!III", local_comm_id, remote_comm_id,
+                                            (remote_qpn & 0xFFFFFF) << 8), **kw)
+
+
+def mad_frame(dst_mac, src_ip, dst_ip, mad, pkey=0xFFFF, qkey=GSI_QKEY):
+    """A UD SEND ONLY to QP1 (its Q_Key, the default P_Key unless told),
+    from QP1 of src_ip, carrying mad."""
+    bth = struct.pack("!BBHI", OP_UD_SEND_ONLY, 0, pkey, GSI_QPN) + struct.pack("!I", 0)
+    deth = struct.pack("!II", qkey, GSI_QPN)
+    return roce_frame(dst_mac, src_ip, dst_ip, bth + deth + mad)
 
 
 def connect_victim(tb):
@@ -193,28 +212,33 @@ def connect_victim(tb):
 
 
 def forged_dreq_case():
-    """DREQs with the right connection IDs from a stranger's address or port
+    """Forged CM MADs to the victim's QP1 while it holds a connection
     [SEC-FORGE-7]; returns [(name, ok, info)]."""
     with Testbed(3, name="rdmaforge-cm") as tb:            # port 2: the third party
         holder_g, victim_g = connect_victim(tb)
-        v = victim_g.expect(r"victim: cm local ([0-9a-f]+) remote ([0-9a-f]+) peer_port (\d+)\n", timeout=60)
-        local, remote, holder_port = int(v.group(1), 16), int(v.group(2), 16), int(v.group(3))
-        victim_port = int(holder_g.expect(r"holder: connected, qpn [0-9a-f]+ cm_port (\d+)\n", timeout=60).group(1))
-        progress("forge", f"victim cm ids {local:#x}/{remote:#x}, port {victim_port}; holder port {holder_port}")
+        holder_port = int(victim_g.expect(r"victim: cm peer_port (\d+)\n", timeout=60).group(1))
+        own_port = int(holder_g.expect(r"holder: connected, qpn [0-9a-f]+ cm_port (\d+)\n", timeout=60).group(1))
+        progress("forge", f"holder's rdma_cm port {holder_port} (it says {own_port})")
         base = check(victim_g)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         inject = ("127.0.0.1", tb.listen[2])
-        other_port = holder_port + 1 if holder_port < 65535 else holder_port - 1
-        forged = ((tb.ip(0), other_port, remote),           # peer's IP, another port
-                  (tb.ip(2), holder_port, remote),          # another IP, peer's port
-                  (tb.ip(0), holder_port, remote ^ 1))      # peer's address, wrong source ID
-        victim_g.send("dreq 3")
+        rnd = random.Random(7)
+        ids = lambda: (rnd.getrandbits(32) | 1, rnd.getrandbits(32) | 1)   # noqa: E731
+        forged = ((tb.ip(0), cm_dreq(*ids(), 0)),                                       # the peer's IP
+                  (tb.ip(2), cm_dreq(*ids(), 0)),                                       # a stranger
+                  (tb.ip(0), cm_dreq(*ids(), 0, base_version=2)),                       # wrong version
+                  (tb.ip(0), cm_mad(0x7fee, b"\1" * 16)))                              # no such attribute
+        victim_g.send(f"dreq {len(forged)}")
         victim_g.expect(r"victim: waiting for DREQ", timeout=30)
-        for src_ip, sport, src_id in forged:
-            sock.sendto(udp_frame(mac(tb.mac(1)), src_ip, tb.ip(1), sport, victim_port,
-                                  cm_dreq(src_id, local)), inject)
+        for src_ip, mad in forged:
+            sock.sendto(mad_frame(mac(tb.mac(1)), src_ip, tb.ip(1), mad), inject)
         d = victim_g.expect(r"victim: dreq (\S+) cm_dropped (\d+)\n", timeout=60)
-        after = check(victim_g)
+        # QP1's keys: another P_Key (the core drops it, rx_bad_header) and
+        # another Q_Key (the UD core drops it, gsi_rx_bad_qkey); neither reaches the CM.
+        for kw in (dict(pkey=0x7FFF), dict(qkey=0x11111111)):
+            sock.sendto(mad_frame(mac(tb.mac(1)), tb.ip(0), tb.ip(1), cm_dreq(*ids(), 0), **kw), inject)
+        moved = lambda c, k: c["dev"][k] - base["dev"][k]   # noqa: E731
+        after = check_until(victim_g, lambda c: moved(c, "rx_bad_header") >= 1 and moved(c, "gsi_rx_bad_qkey") >= 1)
         victim_g.send("ping")
         ping = victim_g.expect(r"victim: ping (.*)\n", timeout=60).group(1).strip()
         for g in (victim_g, holder_g):
@@ -226,10 +250,15 @@ def forged_dreq_case():
             g.wait_exit(30)
     ok = (d.group(1) == "connected" and int(d.group(2)) == len(forged) and after["state"] == "RTS"
           and base["state"] == "RTS" and ping == "ok")
-    ports_ok = holder_port != victim_port and holder_port in EPHEMERAL and victim_port in EPHEMERAL
-    return [("dreq_stranger", ok, f"after {len(forged)} forged DREQs: {d.group(1)}, cm_dropped "
-             f"{d.group(2)} (at exit {dropped}), QP {after['state']}, ping {ping}"),
-            ("cm_ports_random", ports_ok, f"victim CM port {victim_port}, holder {holder_port} [SEC-RAND-8]")]
+    keys = {k: moved(after, k) for k in ("rx_bad_header", "gsi_rx_bad_qkey", "gsi_rx_mads", "cm_rx")}
+    keys_ok = keys == {"rx_bad_header": 1, "gsi_rx_bad_qkey": 1, "gsi_rx_mads": len(forged), "cm_rx": len(forged)}
+    ports_ok = holder_port == own_port and holder_port in EPHEMERAL
+    return [("mad_forged", ok, f"after {len(forged)} forged MADs to QP1: {d.group(1)}, cm_dropped "
+             f"{d.group(2)} (device, at exit {dropped}), QP {after['state']}, ping {ping}"),
+            ("mad_bad_keys", keys_ok, f"a MAD with P_Key 0x7fff and one with Q_Key 0x11111111 to QP1: "
+             f"counters moved {keys} (want 1, 1, and only the {len(forged)} forged MADs in)"),
+            ("cm_ports_random", ports_ok, f"holder's rdma_cm source port {holder_port} (its own word "
+             f"{own_port}) [SEC-RAND-8]")]
 
 
 def tail(victim):

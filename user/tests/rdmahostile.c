@@ -20,6 +20,7 @@
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
+#include "ucma_sys.h"
 #include "rdma_util.h"
 #include "rdma_hostile.h"
 #include "testrun.h"
@@ -193,17 +194,29 @@ static int c_ptr_reg_mr_addr(void) {
   return 0;
 }
 
+// The device's objects alive now, all owners (the kernel's QP1 holds a PD,
+// an MR, two CQs and a QP of the device's limits).
+static struct rdma_dev_stats live(void) {
+  struct rdma_dev_stats d;
+  if (rdma_dev_stats(&d) < 0) memset(&d, 0, sizeof d);
+  return d;
+}
+
+// What a process may still create of a kind: the device's limit less the live ones.
+static int room(int max, unsigned long long alive) { return max - (int)alive; }
+
 // A bad keys pointer: the MR is undone (the slot and its pin are returned).
 static int c_ptr_reg_mr_keys(void) {
   struct rdma_mr_keys k;
-  int pd = rdma_alloc_pd();
+  int pd = rdma_alloc_pd(), max = room(dev.max_mr, live().live_mrs);
   EXPECT(pd >= 0);
   for (int i = 0; i < NBAD; i++)
     EXPECTF(rdma_reg_mr(pd, buf, 64, 0, (void *)bad[i]) == -1, "reg_mr(keys %p)", (void *)bad[i]);
   EXPECT(rdma_reg_mr(pd, buf, 64, 0, (void *)buf) >= 0);   // the keys may land in the MR itself
   int n = 1;
-  while (n <= dev.max_mr && rdma_reg_mr(pd, buf, 64, 0, &k) >= 0) n++;
-  EXPECTF(n == dev.max_mr, "%d MRs fit after the refusals, max_mr %d", n, dev.max_mr);
+  while (n <= max && rdma_reg_mr(pd, buf, 64, 0, &k) >= 0) n++;
+  EXPECTF(n == max, "%d MRs fit after the refusals, max_mr %d less %d alive", n, dev.max_mr,
+          dev.max_mr - max);
   return 0;
 }
 
@@ -1163,13 +1176,13 @@ static int exhaust(int (*create)(void *), void *arg, int (*destroy)(int), int li
   return 0;                              // exit holding them all
 }
 
-static int c_exhaust_pd(void) { return exhaust(mk_pd, 0, rdma_dealloc_pd, dev.max_pd); }
+static int c_exhaust_pd(void) { return exhaust(mk_pd, 0, rdma_dealloc_pd, room(dev.max_pd, live().live_pds)); }
 static int c_exhaust_chan(void) { return exhaust(mk_chan, 0, rdma_destroy_chan, -1); }
-static int c_exhaust_cq(void) { return exhaust(mk_cq, 0, rdma_destroy_cq, dev.max_cq); }
+static int c_exhaust_cq(void) { return exhaust(mk_cq, 0, rdma_destroy_cq, room(dev.max_cq, live().live_cqs)); }
 static int c_exhaust_mr(void) {
   int pd = rdma_alloc_pd();
   EXPECT(pd >= 0);
-  return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, dev.max_mr);
+  return exhaust(mk_mr, &pd, sys_rdma_dereg_mr, room(dev.max_mr, live().live_mrs));
 }
 static int mk_ah(void *pd) { struct rdma_ah_attr a = ah_args(*(int *)pd); return rdma_create_ah(&a); }
 static int c_exhaust_ah(void) {
@@ -1181,7 +1194,7 @@ static int c_exhaust_qp(void) {
   struct kit k;
   EXPECT(kit_open(&k) == 0);
   EXPECT(sys_rdma_destroy_qp(k.qp) == 0);
-  return exhaust(mk_qp, &k, sys_rdma_destroy_qp, dev.max_qp);
+  return exhaust(mk_qp, &k, sys_rdma_destroy_qp, room(dev.max_qp, live().live_qps));
 }
 
 // ======================= kills of blocked waiters =======================
@@ -1266,6 +1279,184 @@ static int c_kill_get_async(void) { return kill_blocked(block_async); }
 static int c_kill_wait_write(void) { return kill_blocked(block_wait_write); }
 static int c_kill_wait_cq(void) { return kill_blocked(block_wait_cq); }
 
+// ======================= the kernel rdma_cm (SYS_ucma_*) =======================
+// Results are >= 0 or a negated errno (uapi.h): a bad pointer -EFAULT, a
+// bad or foreign id -EINVAL, a descriptor that is no CM channel -EBADF.
+
+#define CM_PORT 7000                        // ports the cases listen on (any free one)
+
+static unsigned long long cm_live_ids(void) {
+  struct rdma_dev_stats d;
+  return rdma_dev_stats(&d) == 0 ? d.cm_live_ids : ~0ull;
+}
+
+// Waits up to 10 s for channel fd's next event of type want (poll, then
+// get_event): 0, or -1 (another event, none, or an error).
+static int cm_expect(int fd, int want, struct ucma_event *ev) {
+  struct pollfd pf = { .fd = fd, .events = POLLIN };
+  if (poll(&pf, 1, 10000) != 1 || !(pf.revents & POLLIN)) return -1;
+  return ucma_get_event(fd, ev) == 0 && ev->event == want ? 0 : -1;
+}
+
+// Every pointer argument with every bad address: -EFAULT, and the id is
+// still what it was (it binds afterwards).
+static int c_ucma_ptr(void) {
+  int fd = ucma_create_chan(), id = ucma_create_id(fd, RDMA_PS_TCP, 0);
+  EXPECT(fd >= 0 && id >= 0);
+  for (int i = 0; i < NBAD; i++) {
+    void *b = (void *)bad[i];
+    EXPECTF(ucma_connect(id, b) == -EFAULT, "connect(%p)", b);
+    EXPECTF(ucma_accept(id, b) == (b ? -EFAULT : -EINVAL), "accept(%p)", b);   // NULL: an RTU
+    EXPECTF(ucma_reject(id, b, 8) == -EFAULT, "reject(%p)", b);
+  }
+  EXPECT(ucma_bind(id, 0, CM_PORT) == 0 && ucma_listen(id, 4) == 0);
+  for (int i = 0; i < NBAD; i++)
+    EXPECTF(ucma_init_qp_attr(id, IBV_QPS_INIT, (void *)bad[i]) == -EFAULT, "init_qp_attr(%p)", (void *)bad[i]);
+  EXPECT(ucma_reject(id, buf, UCMA_PRIVATE_MAX + 1) == -EINVAL && ucma_reject(id, buf, -1) == -EINVAL);
+  EXPECT(ucma_destroy_id(id) == 0 && close(fd) == 0);
+  return 0;
+}
+
+// Ids out of range and destroyed, descriptors that are no CM channel
+// (none, the console, a completion channel), port spaces, ports and
+// states a call does not take: each its errno, nothing else changes.
+static int c_ucma_handle(void) {
+  struct rdma_qp_attr a;
+  struct ucma_event ev;
+  int fd = ucma_create_chan(), cch = rdma_create_chan();
+  EXPECT(fd >= 0 && cch >= 0);
+  int ids[] = { -1, -1000, 1 << 20, 0x7fffffff };
+  for (int i = 0; i < 4; i++) {
+    EXPECT(ucma_destroy_id(ids[i]) == -EINVAL && ucma_bind(ids[i], 0, 0) == -EINVAL);
+    EXPECT(ucma_listen(ids[i], 1) == -EINVAL && ucma_disconnect(ids[i]) == -EINVAL);
+    EXPECT(ucma_init_qp_attr(ids[i], IBV_QPS_INIT, &a) == -EINVAL && ucma_established(ids[i]) == -EINVAL);
+  }
+  int fds[] = { -1, 0, 99, cch };
+  for (int i = 0; i < 4; i++) {
+    EXPECTF(ucma_create_id(fds[i], RDMA_PS_TCP, 0) == -EBADF, "create_id on fd %d", fds[i]);
+    EXPECTF(ucma_get_event(fds[i], &ev) == -EBADF, "get_event on fd %d", fds[i]);
+  }
+  EXPECT(ucma_create_id(fd, 0x4242, 0) == -EINVAL);
+  int id = ucma_create_id(fd, RDMA_PS_TCP, 7);
+  EXPECT(id >= 0);
+  EXPECT(ucma_bind(id, 0, 70000) == -EINVAL && ucma_bind(id, 0x01020304, 0) == -EINVAL);
+  EXPECT(ucma_listen(id, 1) == -EINVAL);                         // not bound
+  EXPECT(ucma_connect(id, &(struct ucma_conn_param){ 0 }) == -EINVAL);   // no address
+  EXPECT(ucma_accept(id, NULL) == -EINVAL && ucma_reject(id, NULL, 0) == -EINVAL);
+  EXPECT(ucma_resolve_route(id, 100) == -EINVAL && ucma_resolve_addr(id, 0, 0, 1, 100) == -EINVAL);
+  EXPECT(ucma_init_qp_attr(id, IBV_QPS_RTR, &a) == -EINVAL);      // no exchange yet
+  int m = ucma_init_qp_attr(id, IBV_QPS_INIT, &a);
+  EXPECT(m == (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) && a.port_num == 1);
+  EXPECT(ucma_bind(id, 0, CM_PORT) == 0 && ucma_bind(id, 0, CM_PORT + 1) == -EINVAL);
+  int id2 = ucma_create_id(fd, RDMA_PS_TCP, 8);
+  EXPECT(id2 >= 0 && ucma_bind(id2, 0, CM_PORT) == -EADDRINUSE);
+  EXPECT(ucma_listen(id, 4) == 0 && ucma_listen(id, 4) == -EINVAL);
+  EXPECT(fcntl(fd, F_SETFL, O_NONBLOCK) == 0 && ucma_get_event(fd, &ev) == -EAGAIN);
+  EXPECT(ucma_destroy_id(id) == 0 && ucma_destroy_id(id) == -EINVAL && ucma_bind(id, 0, 1) == -EINVAL);
+  EXPECT(ucma_bind(id2, 0, CM_PORT) == 0);                       // the destroyed one freed the port
+  EXPECT(close(fd) == 0 && ucma_destroy_id(id2) == -EINVAL);     // the channel took its ids
+  EXPECT(rdma_destroy_chan(cch) == 0);
+  return 0;
+}
+
+// Address resolution to our own address: ADDR_RESOLVED (POLLIN on the
+// channel first), then ROUTE_RESOLVED, each naming the id and its cookie;
+// to an address nobody has (no ARP answer), ADDR_ERROR -EHOSTUNREACH after
+// the timeout, not before.
+static int c_ucma_resolve(void) {
+  struct ucma_event ev;
+  int fd = ucma_create_chan(), id = ucma_create_id(fd, RDMA_PS_TCP, 0x1234);
+  EXPECT(fd >= 0 && id >= 0);
+  EXPECT(ucma_resolve_addr(id, 0, port.ipv4, 9000, 2000) == 0);
+  EXPECT(cm_expect(fd, RDMA_CM_EVENT_ADDR_RESOLVED, &ev) == 0);
+  EXPECT(ev.id == id && ev.cookie == 0x1234 && ev.status == 0 && ev.dst_ip == port.ipv4);
+  EXPECT(ev.dst_port == 9000 && ev.src_ip == port.ipv4 && ev.src_port != 0);
+  EXPECT(ucma_resolve_route(id, 100) == 0 && cm_expect(fd, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev) == 0);
+  int id2 = ucma_create_id(fd, RDMA_PS_TCP, 0x99);
+  uint64 t0 = clock_ns();
+  EXPECT(id2 >= 0 && ucma_resolve_addr(id2, 0, (port.ipv4 & ~0xffu) | 0xf3, 9000, 300) == 0);
+  EXPECT(cm_expect(fd, RDMA_CM_EVENT_ADDR_ERROR, &ev) == 0);
+  uint64 ms = (clock_ns() - t0) / 1000000;
+  EXPECT(ev.id == id2 && ev.status == -EHOSTUNREACH);
+  EXPECTF(ms >= 290, "ADDR_ERROR after %lu ms (timeout 300)", ms);
+  EXPECT(close(fd) == 0);
+  return 0;
+}
+
+// Another process's ids and channel: the parent's, in a child (the
+// channel's descriptor is inherited), and the child's, in the parent. Every
+// call is refused and the owner's id still works.
+static int c_ucma_foreign(void) {
+  int fd = ucma_create_chan(), id = ucma_create_id(fd, RDMA_PS_TCP, 1);
+  int up[2], down[2];
+  struct ucma_event ev;
+  struct rdma_qp_attr a;
+  EXPECT(fd >= 0 && id >= 0 && pipe(up) == 0 && pipe(down) == 0);
+  int pid = fork();
+  EXPECT(pid >= 0);
+  if (pid == 0) {
+    int bad = ucma_destroy_id(id) != -EINVAL || ucma_bind(id, 0, CM_PORT) != -EINVAL ||
+              ucma_listen(id, 1) != -EINVAL || ucma_init_qp_attr(id, IBV_QPS_INIT, &a) != -EINVAL ||
+              ucma_resolve_addr(id, 0, port.ipv4, 1, 100) != -EINVAL ||
+              ucma_create_id(fd, RDMA_PS_TCP, 2) != -EBADF || ucma_get_event(fd, &ev) != -EBADF;
+    int cfd = ucma_create_chan(), cid = ucma_create_id(cfd, RDMA_PS_TCP, 3);
+    write(up[1], &cid, sizeof cid);
+    char c;
+    read(down[0], &c, 1);                        // the parent tried
+    exit(bad ? 1 : cid < 0 || ucma_bind(cid, 0, CM_PORT + 2) != 0 ? 3 : 0);
+  }
+  int cid = -1;
+  EXPECT(read(up[0], &cid, sizeof cid) == sizeof cid && cid >= 0);
+  int refused = ucma_destroy_id(cid) == -EINVAL && ucma_bind(cid, 0, CM_PORT + 2) == -EINVAL &&
+                ucma_listen(cid, 1) == -EINVAL && ucma_disconnect(cid) == -EINVAL &&
+                ucma_migrate_id(cid, fd) == -EINVAL;
+  write(down[1], "x", 1);
+  int st = -1;
+  EXPECT(wait(&st) == pid);
+  EXPECTF(st == 0, "child: status %d (1: the parent's id or channel worked in the child)", st);
+  EXPECT(refused);
+  EXPECT(ucma_bind(id, 0, CM_PORT + 3) == 0 && ucma_destroy_id(id) == 0 && close(fd) == 0);
+  return 0;
+}
+
+// A process that exits holding a channel, a listener and ids leaves
+// nothing: the CM's live ids are back, and its port can be listened on again.
+static int c_ucma_exit_releases(void) {
+  unsigned long long before = cm_live_ids();
+  int pid = fork();
+  EXPECT(pid >= 0);
+  if (pid == 0) {
+    int fd = ucma_create_chan(), l = ucma_create_id(fd, RDMA_PS_TCP, 1);
+    int r = fd >= 0 && l >= 0 && ucma_bind(l, 0, CM_PORT) == 0 && ucma_listen(l, 8) == 0;
+    for (int i = 0; i < 5; i++) r = r && ucma_create_id(fd, RDMA_PS_TCP, 2) >= 0;
+    exit(r && cm_live_ids() == before + 6 ? 0 : 1);
+  }
+  int st = -1;
+  EXPECT(wait(&st) == pid && st == 0);
+  EXPECTF(cm_live_ids() == before, "live ids %lu, before %lu", cm_live_ids(), before);
+  int fd = ucma_create_chan(), l = ucma_create_id(fd, RDMA_PS_TCP, 1);
+  EXPECT(ucma_bind(l, 0, CM_PORT) == 0 && ucma_listen(l, 8) == 0 && close(fd) == 0);
+  EXPECT(cm_live_ids() == before);
+  return 0;
+}
+
+// A process killed asleep in get_event ends (not left asleep), and its
+// ids go with it.
+static void block_cm_event(struct kit *k) {
+  struct ucma_event ev;
+  int fd = ucma_create_chan();
+  (void)k;
+  ucma_create_id(fd, RDMA_PS_TCP, 0);
+  ucma_get_event(fd, &ev);
+}
+
+static int c_kill_cm_get_event(void) {
+  unsigned long long before = cm_live_ids();
+  if (kill_blocked(block_cm_event)) return 1;
+  EXPECTF(cm_live_ids() == before, "live ids %lu, before %lu", cm_live_ids(), before);
+  return 0;
+}
+
 // ======================= runner =======================
 
 // Every case, in the order they run. Last: limit_mr_size_unaligned panicked
@@ -1322,7 +1513,13 @@ static int c_kill_wait_cq(void) { return kill_blocked(block_wait_cq); }
   X(handle_ah) \
   X(ud_qp_type) \
   X(ud_post_refused) \
-  X(exhaust_ah)
+  X(exhaust_ah) \
+  X(ucma_ptr) \
+  X(ucma_handle) \
+  X(ucma_resolve) \
+  X(ucma_foreign) \
+  X(ucma_exit_releases) \
+  X(kill_cm_get_event)
 
 // A case's function returns 0 if it passed, else 1 with why set; in the
 // runner's child, a failure ends the case with that reason.

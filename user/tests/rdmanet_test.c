@@ -35,12 +35,11 @@
 //       console line "check" prints whether the buffer still holds its
 //       pattern, the QP state and counters; "quit" ends both (the holder
 //       just keeps the connection up until its console says "quit").
-//       The victim also prints its CM connection IDs and its peer's CM port
-//       ("victim: cm local <id> remote <id> peer_port <port>"; the holder
-//       prints the victim's: "holder: connected, qpn <qpn> cm_port <port>");
-//       console "dreq <n>" waits for the peer's DREQ until n CM messages
-//       were dropped (at most DREQ_WAIT_MS) and says whether the connection
-//       survived; "ping" SENDs 4 bytes to the holder and reports the
+//       The victim also prints its peer's rdma_cm source port ("victim: cm
+//       peer_port <port>"; the holder prints its own: "holder: connected,
+//       qpn <qpn> cm_port <port>"); console "dreq <n>" waits for the peer's
+//       DREQ until the kernel's CM dropped n more MADs (at most
+//       DREQ_WAIT_MS) and says whether the connection survived; "ping" SENDs 4 bytes to the holder and reports the
 //       completion ([SEC-FORGE-7], tests/rdma/run_forge.py); "tail" prints
 //       the buffer's last 64 bytes in hex (the MR-boundary forgery case).
 // Both print "rdmanet_test: OK" or "rdmanet_test: FAILED (...)", the
@@ -396,15 +395,16 @@ static int console_word(char *buf, int n) {
   return i;
 }
 
-// Waits for the peer's DREQ until `drops` CM messages have been dropped
-// (or DREQ_WAIT_MS): forged DREQs must be among them, not end the QP.
+// Waits for the peer's DREQ until the kernel's CM has dropped `drops`
+// more MADs (or DREQ_WAIT_MS): forged DREQs must be among them, not end the QP.
 static void victim_dreq(struct rdma_cm_id *id, int drops) {
   uint64 end = clock_ns() + DREQ_WAIT_MS * 1000000ULL;
-  int rc = -1;
+  int rc = -1, base = (int)rdmax_cm_dropped(id);
   printf("victim: waiting for DREQ\n");
-  while ((int)rdmax_cm_dropped(id) < drops && clock_ns() < end && rc != 0)
+  while ((int)rdmax_cm_dropped(id) - base < drops && clock_ns() < end && rc != 0)
     rc = rdmau_cm_wait_disconnect(id, 100);
-  printf("victim: dreq %s cm_dropped %d\n", rc == 0 ? "disconnected" : "connected", (int)rdmax_cm_dropped(id));
+  printf("victim: dreq %s cm_dropped %d\n", rc == 0 ? "disconnected" : "connected",
+         (int)rdmax_cm_dropped(id) - base);
 }
 
 // One signaled SEND to the holder (which posted receives): the QP works.
@@ -442,9 +442,7 @@ static int victim(struct ibv_context *ctx) {
   if (ibv_query_qp(r.qp, &qa, IBV_QP_RQ_PSN, &qi)) fail("query_qp");
   printf("victim: qpn %x epsn %x va %lx rkey %x len %d\n", r.qp->qp_num, qa.rq_psn, (uint64)r.buf,
          r.mr->rkey, size);
-  uint32_t local, remote;
-  rdmax_conn_ids(id, &local, &remote);
-  printf("victim: cm local %x remote %x peer_port %d\n", local, remote, ntohs(rdma_get_dst_port(id)));
+  printf("victim: cm peer_port %d\n", ntohs(rdma_get_dst_port(id)));
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {
     if (strncmp(line, "dreq ", 5) == 0) { victim_dreq(id, atoi(line + 5)); continue; }
@@ -478,7 +476,7 @@ static int holder(struct ibv_context *ctx, uint32_t ip) {
   struct rdma_conn_param p = { 0 };
   if (rdma_connect(id, &p)) fail("connect");
   for (int i = 0; i < 4; i++) post_recv(&r, r.ack_mr, r.ack, sizeof r.ack, 10 + i);   // victim pings
-  printf("holder: connected, qpn %x cm_port %d\n", r.qp->qp_num, ntohs(rdma_get_dst_port(id)));
+  printf("holder: connected, qpn %x cm_port %d\n", r.qp->qp_num, ntohs(rdma_get_src_port(id)));
   char line[32];
   while (console_word(line, sizeof line) > 0 && strcmp(line, "quit") != 0) {}
   printf("rdmanet_test: OK\n");

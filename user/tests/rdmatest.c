@@ -794,7 +794,7 @@ static void t_bad_pointers(void) {
     TR_ASSERT(rdma_query_qp(qp, b) == -1);
     TR_ASSERT(sys_rdma_post_send(qp, b, 1, 0) == -1);
     TR_ASSERT(sys_rdma_post_recv(qp, b, 1, 0) == -1);
-    TR_ASSERT(rdma_qp_stats(0, b) == -1);
+    TR_ASSERT(rdma_qp_stats(qp, b) == -1);        // its own slot: listed (QP1, slot 0, is not)
     TR_ASSERT(rdma_set_neigh(0x0a000063, b) == -1);
     TR_ASSERT(rdma_get_async(b, 0) == -1);
   }
@@ -1317,12 +1317,11 @@ static int destroy_qps(int n) {
   return bad ? -1 : 0;
 }
 
-// Live QPs of the device (every process's), from the statistics call.
+// Live QPs of the device (every process's, and the kernel's QP1), from
+// the device counters (the QP list shows processes' QPs only).
 static int live_qps(void) {
-  struct rdma_qp_stats s;
-  int n = 0, r;
-  for (int i = 0; (r = rdma_qp_stats(i, &s)) >= 0; i++) n += r == 0;
-  return n;
+  struct rdma_dev_stats d;
+  return rdma_dev_stats(&d) == 0 ? (int)d.live_qps : -1;
 }
 
 // max_qp QPs exist at once; the next create fails with ENOMEM (nothing
@@ -1711,6 +1710,98 @@ static void t_ud_exit_cleanup(void) {
   TR_ASSERT(d1.pool_free_pages == d0.pool_free_pages);
 }
 
+// ---- QP1, the kernel's GSI QP (kernel/rdma/gsi.c) ----
+
+// Waits (10 s at most) until the device counter at field offset off
+// (struct rdma_dev_stats) exceeds than: its value, or -1.
+static long long wait_dev_counter(uint64 off, uint64 than) {
+  uint64 end = clock_ns() + 10000000000ULL;
+  struct rdma_dev_stats d;
+  for (;;) {
+    if (rdma_dev_stats(&d) != 0) return -1;
+    uint64 v = *(const uint64 *)((const char *)&d + off);
+    if (v > than) return (long long)v;
+    if (clock_ns() > end) return -1;
+    sleep(1);
+  }
+}
+#define DEV_AT(f) offsetof(struct rdma_dev_stats, f)
+
+// a's Q_Key becomes qkey; then len bytes of a's buffer (a MAD of the CM's
+// class with an attribute no CM message has) go to QPN 1 at our address.
+static int gsi_send_mad(struct pair *p, uint32_t qkey, uint32_t len) {
+  struct ibv_qp_attr qa;
+  struct ibv_sge sge;
+  struct ibv_send_wr wr, *bad;
+  struct ibv_wc wc;
+  memset(&qa, 0, sizeof qa);
+  qa.qp_state = IBV_QPS_RTS;
+  qa.qkey = qkey;
+  if (ibv_modify_qp(p->a.qp, &qa, IBV_QP_STATE | IBV_QP_QKEY)) return -1;
+  memset(p->a.buf, 0, len);
+  uint8_t *m = p->a.buf;
+  m[0] = 1; m[1] = 0x07; m[2] = 2; m[3] = 0x03;     // base version, CM class, class version 2, Send
+  m[16] = 0x7f; m[17] = 0xee;                        // attribute 0x7fee: none of the CM's
+  send_wr_init(&wr, &sge, &p->a, IBV_WR_SEND, len, 0, 42);
+  wr.wr.ud.ah = ud_ah;
+  wr.wr.ud.remote_qpn = RDMA_GSI_QPN;
+  wr.wr.ud.remote_qkey = RDMA_QKEY_CONTROLLED;       // a's own: the controlled Q_Key of QP1
+  if (ibv_post_send(p->a.qp, &wr, &bad)) return -1;
+  return wait_ok(p->a.cq, &wc);
+}
+
+// A 256-byte MAD with QP1's Q_Key reaches the GSI and its CM: gsi_rx_mads
+// and cm_rx count it, nothing is dropped; the unknown attribute is the
+// CM's to drop (cm_dropped).
+static void t_gsi_mad_counted(void) {
+  struct pair p;
+  struct rdma_dev_stats d0, d1;
+  TR_ASSERT(ud_open(&p, 4096, RDMAU_UD_QKEY) == 0 && rdma_dev_stats(&d0) == 0);
+  TR_ASSERT(gsi_send_mad(&p, RDMA_GSI_QKEY, RDMA_MAD_LEN) == 0);
+  TR_ASSERT(wait_dev_counter(DEV_AT(gsi_rx_mads), d0.gsi_rx_mads) == (long long)d0.gsi_rx_mads + 1);
+  TR_ASSERT(wait_dev_counter(DEV_AT(cm_rx), d0.cm_rx) == (long long)d0.cm_rx + 1);
+  TR_ASSERT(rdma_dev_stats(&d1) == 0);
+  TR_CHECK(d1.gsi_rx_dropped == d0.gsi_rx_dropped && d1.gsi_rx_bad_qkey == d0.gsi_rx_bad_qkey,
+           "dropped %lu -> %lu, bad qkey %lu -> %lu", d0.gsi_rx_dropped, d1.gsi_rx_dropped,
+           d0.gsi_rx_bad_qkey, d1.gsi_rx_bad_qkey);
+  ud_close(&p);
+}
+
+// Another Q_Key than QP1's: the UD core drops the datagram before the GSI
+// sees it and counts it (gsi_rx_bad_qkey) [UD-QKEY-1].
+static void t_gsi_wrong_qkey_dropped(void) {
+  struct pair p;
+  struct rdma_dev_stats d0, d1;
+  TR_ASSERT(ud_open(&p, 4096, RDMAU_UD_QKEY) == 0 && rdma_dev_stats(&d0) == 0);
+  TR_ASSERT(gsi_send_mad(&p, RDMAU_UD_QKEY, RDMA_MAD_LEN) == 0);
+  TR_ASSERT(wait_dev_counter(DEV_AT(gsi_rx_bad_qkey), d0.gsi_rx_bad_qkey) == (long long)d0.gsi_rx_bad_qkey + 1);
+  TR_ASSERT(rdma_dev_stats(&d1) == 0 && d1.gsi_rx_mads == d0.gsi_rx_mads && d1.cm_rx == d0.cm_rx);
+  ud_close(&p);
+}
+
+// A datagram of another size than a MAD's: dropped and counted by the GSI
+// (gsi_rx_dropped), never handed to the CM; QP1 keeps its receives.
+static void t_gsi_wrong_length_dropped(void) {
+  struct pair p;
+  struct rdma_dev_stats d0, d1;
+  TR_ASSERT(ud_open(&p, 4096, RDMAU_UD_QKEY) == 0 && rdma_dev_stats(&d0) == 0);
+  TR_ASSERT(gsi_send_mad(&p, RDMA_GSI_QKEY, 100) == 0);
+  TR_ASSERT(wait_dev_counter(DEV_AT(gsi_rx_dropped), d0.gsi_rx_dropped) == (long long)d0.gsi_rx_dropped + 1);
+  TR_ASSERT(rdma_dev_stats(&d1) == 0 && d1.gsi_rx_mads == d0.gsi_rx_mads && d1.cm_rx == d0.cm_rx);
+  TR_ASSERT(gsi_send_mad(&p, RDMA_GSI_QKEY, RDMA_MAD_LEN) == 0);     // the next good one still lands
+  TR_ASSERT(wait_dev_counter(DEV_AT(gsi_rx_mads), d0.gsi_rx_mads) == (long long)d0.gsi_rx_mads + 1);
+  ud_close(&p);
+}
+
+// QP1 is the kernel's: no process lists it or may use QPN 1's slot; it
+// stays when every process's QPs are gone (listed QPs never show QPN 1).
+static void t_gsi_not_listed(void) {
+  struct rdma_qp_stats st;
+  int r;
+  for (int i = 0; (r = rdma_qp_stats(i, &st)) >= 0; i++)
+    TR_CHECK(r != 0 || st.qp_num != RDMA_GSI_QPN, "slot %d lists QPN 1", i);
+}
+
 // ---- the case table ----
 
 static const struct tr_case cases[] = {
@@ -1771,6 +1862,10 @@ static const struct tr_case cases[] = {
   { "ud_destroy_in_use", t_ud_destroy_in_use, TR_QUICK, 0 },
   { "ud_ah_errors", t_ud_ah_errors, TR_QUICK, 0 },
   { "ud_exit_cleanup", t_ud_exit_cleanup, TR_QUICK, 0 },
+  { "gsi_mad_counted", t_gsi_mad_counted, TR_QUICK, 0 },
+  { "gsi_wrong_qkey_dropped", t_gsi_wrong_qkey_dropped, TR_QUICK, 0 },
+  { "gsi_wrong_length_dropped", t_gsi_wrong_length_dropped, TR_QUICK, 0 },
+  { "gsi_not_listed", t_gsi_not_listed, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case *const tables[] = { cases };

@@ -8,15 +8,14 @@ function <name> that puts the number in a7 and traps with ecall; arguments
 are already in a0..a5 by the C calling convention and the kernel returns
 its result in a0. Generating the stubs keeps them in step with uapi.h.
 The RDMA calls whose names librdmacm gives to its own functions
-(user/lib/rdmacm/rdma_cm.h, user/lib/rdmacm/rdma_verbs.h), and those the C library wraps in C
-(poll: user/lib/c/poll.c), get the stub name sys_<name>.
+(user/lib/rdmacm/rdma_cm.h, user/lib/rdmacm/rdma_verbs.h) get the stub name sys_<name>.
 """
 import re
 import sys
 
 LIBRDMACM_NAMES = {"rdma_dereg_mr", "rdma_create_qp", "rdma_destroy_qp", "rdma_post_send",
                    "rdma_post_recv"}
-LIBC_WRAPPED = {"poll"}
+LIBC_WRAPPED = set()
 SYSCALL_LINE = re.compile(r"^\s*#\s*define\s+SYS_(\w+)\s+(\d+)")
 
 

@@ -73,15 +73,8 @@ int getrandom(void *buf, int len, int flags);
 unsigned int random_u32(void);   // user/lib/c/random.c: 4 bytes of getrandom
 // Wait for readiness of fds (pipes, console, files, sockets, completion
 // channels, CM event channels); uapi.h has struct pollfd and the POLL* bits.
-// user/lib/c/poll.c: the system call (sys_poll) plus the hooks below.
+// The system call itself.
 int poll(struct pollfd *fds, int nfds, int timeout_ms);
-int sys_poll(struct pollfd *fds, int nfds, int timeout_ms);
-// Extension: a library whose events wait in its process's memory makes fd
-// report them. ready(arg, &next_ns) does what is due, returns whether an
-// event waits (poll: POLLIN, no sleep) and may lower next_ns (clock_ns
-// time) to be asked again then. NULL unhooks fd. 0, or -1 (EBADF).
-typedef int (*pollx_ready_fn)(void *arg, uint64_t *next_ns);
-int pollx_set_ready(int fd, pollx_ready_fn ready, void *arg);
 int fcntl(int fd, int cmd, ...);    // F_GETFL, F_SETFL with O_NONBLOCK
 // Network (kernel/sys/sysnet.c; see uapi.h). Addresses in host byte order.
 // A socket is a file descriptor: close() (or sockclose) closes it.
@@ -98,39 +91,9 @@ int arpwait(unsigned int ip, unsigned char *mac, int timeout_ms);
 int sendzc(int s, const void *buf, int n, const struct net_addr *to);
 int netblast(int s, const void *buf, int n, const struct net_addr *to, int count);
 
-// errno (errno.c; perror in stdio.c): set by the library functions that say so, Linux values.
+// errno (errno.c; perror in stdio.c): set by the library functions that say so, Linux
+// values (the E* constants are uapi.h's: the kernel reports some of them too).
 extern int errno;
-#define EPERM     1
-#define ENOENT    2
-#define EINTR     4
-#define EIO       5
-#define EBADF     9
-#define EAGAIN   11
-#define ENOMEM   12
-#define EACCES   13
-#define EFAULT   14
-#define EBUSY    16
-#define EEXIST   17
-#define ENODEV   19
-#define ENOTDIR  20
-#define EISDIR   21
-#define EINVAL   22
-#define EMFILE   24
-#define ENOSPC   28
-#define ESPIPE   29
-#define EPIPE    32
-#define EDOM     33
-#define ERANGE   34
-#define ENOSYS   38
-#define ENAMETOOLONG 36
-#define EAFNOSUPPORT 97
-#define EADDRINUSE   98
-#define ECONNRESET  104
-#define EISCONN     106
-#define ETIMEDOUT   110
-#define ECONNREFUSED 111
-#define EHOSTUNREACH 113
-#define EWOULDBLOCK EAGAIN
 char *strerror(int err);
 void perror(const char *what);
 

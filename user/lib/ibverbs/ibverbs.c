@@ -34,86 +34,6 @@ static struct ibv_device rxe0 = {
 
 static void *fail_null(int e) { errno = e; return NULL; }
 
-// ---- another library's duty during waits (ibverbs.h: ibvx_set_wait_duty) ----
-
-#define NO_DEADLINE (~0ull)
-static struct ibvx_wait_duty duty;
-static uint64_t duty_until;            // 0: no duty
-static uint64_t duty_next;             // the next run is due then
-
-void ibvx_set_wait_duty(const struct ibvx_wait_duty *d, uint64_t until_ns) {
-  duty = *d;
-  duty_until = until_ns;
-}
-
-// Whether the duty still holds at now; forgets it once it ended.
-static int duty_on(uint64_t now) {
-  if (duty_until && now >= duty_until) duty_until = 0;
-  return duty_until != 0;
-}
-
-uint64_t ibvx_wait_duty_end(void) {
-  return duty_on(clock_ns()) ? duty_until : 0;
-}
-
-// Runs the duty if it holds and a slice has passed since its last run
-// (at once if due is set: a slice was waited out, or a socket is ready).
-static void duty_tick(uint64_t now, int due) {
-  if (!duty_until || !duty_on(now) || (!due && now < duty_next)) return;
-  duty_next = now + (uint64_t)duty.slice_ms * 1000000ull;
-  duty.run();
-}
-
-// Milliseconds from now to end (NO_DEADLINE: -1, no limit), rounded up.
-static int ms_until(uint64_t end, uint64_t now) {
-  if (end == NO_DEADLINE) return -1;
-  return end > now ? (int)((end - now + 999999) / 1000000) : 0;
-}
-
-// A kernel wait -- wait(arg, ms): 0 done, -2 timed out, -1 error -- of
-// timeout_ms (< 0: no limit), cut into the duty's slices while it holds.
-static int wait_sliced(int (*wait)(const void *arg, int ms), const void *arg, int timeout_ms) {
-  uint64_t now = clock_ns();
-  uint64_t end = timeout_ms < 0 ? NO_DEADLINE : now + (uint64_t)timeout_ms * 1000000ull;
-  for (;;) {
-    int left = ms_until(end, now);
-    if (!duty_on(now)) return wait(arg, left);
-    int r = wait(arg, left >= 0 && left < duty.slice_ms ? left : duty.slice_ms);
-    now = clock_ns();
-    duty_tick(now, r == -2);
-    if (r != -2 || (end != NO_DEADLINE && now >= end)) return r;
-  }
-}
-
-// A blocking channel's wait for its next event while the duty holds:
-// poll() over the channel and the duty's sockets, the duty run when one
-// of those is readable or a slice passed. Returns 0 once the channel has
-// an event or the duty ended (the caller then blocks as usual), -1 if
-// poll() fails. The system call itself (sys_poll): the duty wants to know
-// when its sockets hold datagrams, not poll()'s word that a CM channel has
-// an event queued (user/lib/c/poll.c), which stays true until the application
-// takes it.
-static int channel_wait(int fd) {
-  struct pollfd pf[OPEN_MAX];
-  int fds[OPEN_MAX - 1];
-  for (uint64_t now = clock_ns(); duty_on(now); now = clock_ns()) {
-    int n = duty.watch(fds, OPEN_MAX - 1);
-    pf[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
-    for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-    int r = sys_poll(pf, 1 + n, duty.slice_ms);
-    if (r < 0) return -1;
-    duty_tick(clock_ns(), r == 0 || (r > 0 && !pf[0].revents));
-    if (pf[0].revents) return 0;
-  }
-  return 0;
-}
-
-// An empty poll (of a CQ, or of a non-blocking channel): a polling
-// application's turn to run the duty, at most once per slice.
-static void poll_came_up_empty(void) {
-  if (duty_until) duty_tick(clock_ns(), 0);
-}
-
 struct ibv_device **ibv_get_device_list(int *num_devices) {
   struct rdma_device_info info;
   int n = rdma_query_device(&info) == 0 ? 1 : 0;
@@ -350,7 +270,6 @@ int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc) {
     total += got;
     if (got < want) break;
   }
-  if (total == 0) poll_came_up_empty();
   return total;
 }
 
@@ -362,12 +281,9 @@ int ibv_req_notify_cq(struct ibv_cq *cq, int solicited_only) {
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
   unsigned long long cookie;
   if (!channel || !cq || !cq_context) return -1;
-  int fl = duty_until ? fcntl(channel->fd, F_GETFL) : -1;
-  if (fl >= 0 && !(fl & O_NONBLOCK) && channel_wait(channel->fd) < 0) { errno = EINVAL; return -1; }
   if (rdma_get_cq_event(channel->fd, &cookie) < 0) {
-    fl = fcntl(channel->fd, F_GETFL);          // -1 from an O_NONBLOCK channel: no event yet
+    int fl = fcntl(channel->fd, F_GETFL);      // -1 from an O_NONBLOCK channel: no event yet
     errno = fl >= 0 && (fl & O_NONBLOCK) ? EAGAIN : EINVAL;
-    if (errno == EAGAIN) poll_came_up_empty();   // a polling application's turn for the duty
     return -1;
   }
   *cq = (struct ibv_cq *)(uint64_t)cookie;
@@ -641,25 +557,13 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
   return 0;
 }
 
-struct write_wait { const volatile unsigned char *addr; unsigned char old; };
-
-static int wait_write_once(const void *arg, int ms) {
-  const struct write_wait *w = arg;
-  return rdma_wait_write(w->addr, w->old, ms);
-}
-
 int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms) {
-  struct write_wait w = { addr, old };
-  int r = wait_sliced(wait_write_once, &w, timeout_ms);
+  int r = rdma_wait_write(addr, old, timeout_ms);
   return r == 0 ? 0 : r == -2 ? ETIMEDOUT : EINVAL;
 }
 
-static int wait_cq_once(const void *arg, int ms) {
-  return rdma_wait_cq((int)((const struct ibv_cq *)arg)->handle, ms);
-}
-
 int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms) {
-  int r = wait_sliced(wait_cq_once, cq, timeout_ms);
+  int r = cq ? rdma_wait_cq((int)cq->handle, timeout_ms) : -1;
   return r == 0 ? 0 : r == -2 ? ETIMEDOUT : EINVAL;
 }
 

@@ -370,23 +370,6 @@ int ibvx_wait_write(const volatile void *addr, unsigned char old, int timeout_ms
 // without a completion channel. timeout_ms < 0 waits for ever.
 // 0 = a completion waits, ETIMEDOUT, EINVAL (not one of our CQs).
 int ibvx_wait_cq(struct ibv_cq *cq, int timeout_ms);
-// A duty of another library while the process waits in a verbs call:
-// librdmacm's connection manager runs in the process (user/lib/rdmacm/rdma_cm.c), and
-// a connection it just established must still answer its peer's repeated
-// REP while the application waits for a completion ([CM-TMO-6]). Until
-// until_ns (clock_ns), ibv_get_cq_event, ibvx_wait_cq, ibvx_wait_write and
-// empty ibv_poll_cq calls run d->run() at least every d->slice_ms, and
-// ibv_get_cq_event at once when one of d->watch's sockets is readable.
-// d->run must not wait; it may call ibvx_set_wait_duty again. A later
-// call replaces the duty and its end (0: no duty).
-struct ibvx_wait_duty {
-  void (*run)(void);                  // one look at every watched socket, no waiting
-  int (*watch)(int *fds, int max);    // the sockets to watch now (at most max)
-  int slice_ms;
-};
-void ibvx_set_wait_duty(const struct ibvx_wait_duty *d, uint64_t until_ns);
-// When the current duty ends (clock_ns), 0 when there is none.
-uint64_t ibvx_wait_duty_end(void);
 // Tell the kernel the MAC of a peer IPv4 address (host order) for AVs.
 int ibvx_set_neighbor(uint32_t ipv4, const uint8_t mac[6]);
 // The IPv4 address (host order) inside an IPv4-mapped GID, 0 if not mapped.

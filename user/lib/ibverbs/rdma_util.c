@@ -119,6 +119,9 @@ static const char *const dev_stat_names[] = {
   "rx_bad_opcode", "rx_unknown_qp", "tx_frames", "nic_rx_frames", "nic_rx_bad",
   "nic_tx_frames", "nic_tx_full", "tx_no_route", "tx_too_big", "async_dropped",
   "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages", "live_ahs",
+  "gsi_rx_mads", "gsi_tx_mads", "gsi_rx_dropped", "gsi_rx_bad_qkey", "gsi_tx_dropped", "gsi_arp_waits",
+  "cm_rx", "cm_tx", "cm_retransmits", "cm_dropped", "cm_duplicates", "cm_rej_no_listener",
+  "cm_events_dropped", "cm_live_ids",
 };
 _Static_assert(sizeof(struct rdma_dev_stats) ==
                sizeof dev_stat_names / sizeof dev_stat_names[0] * sizeof(unsigned long long),

@@ -1,54 +1,48 @@
-// rdma_cm.c: see rdma_cm.h. A thin driver of the connection manager's
-// endpoint (kernel/cm/cm_ep.c: the state machine, retransmission and
-// checks of proto-spec/cm.md) and of its parameter negotiation
-// (rct_cm_qp_attr in cm.c): this file owns the event channels (one UDP
-// socket each), the ids (one struct rct_cm_ep each), the clock, the events
-// handed to the application and the QP moves the endpoint's events ask for
-// ([CM-STATE-3], [CM-STATE-6]). Connection IDs and starting PSNs are the
-// kernel's random bits [SEC-RAND-7] [SEC-RAND-3].
+// rdma_cm.c: see rdma_cm.h. A thin client of the kernel's rdma_cm (the
+// SYS_ucma_* calls, user/lib/rdmacm/ucma_sys.h; kernel/rdma/cma.c runs the
+// InfiniBand CM over QP1), as librdmacm is of Linux's rdma_ucm: this file
+// owns the application's ids and events (struct rdma_cm_id, struct
+// rdma_cm_event, each a kernel id or event with the pointers librdmacm
+// gives), the synchronous ids, the QPs rdma_create_qp makes, and the QP
+// moves librdmacm makes in user space: INIT at rdma_create_qp, RTR and RTS
+// from the kernel's init_qp_attr before the passive side's REP
+// (rdma_accept) and, on the active side, on the REP (the kernel's
+// CONNECT_RESPONSE event, which the application sees as ESTABLISHED once
+// the RTU went), and ERR on DISCONNECTED. The kernel keeps the CM's
+// timers, retransmissions and answers to duplicates, so nothing here runs
+// inside the verbs library's waits.
+//
+// Project extension, negotiated: an id with rdmax_transport.sr offers
+// selective repeat (RCT_CM_CAP_SR in the REQ's or REP's xv6 capabilities,
+// reserved bits a Linux peer ignores); the QP gets it only when the peer's
+// message announced it too [SR-NEG-1].
 #include "user.h"
 #include "rdma_cm.h"
 #include "rdma_verbs.h"
 #include "rdma_sys.h"
+#include "ucma_sys.h"
 #include "rdma_util.h"
 #include "kernel/transport/rct.h"
-
-// How often a channel with an id in REP_SENT looks at its QP's received
-// frames: the first RC frame establishes the connection when RTU was lost.
-#define RC_FRAME_POLL_MS 20
-// While a young active connection may still owe RTUs [CM-TMO-6], the verbs
-// library's waits run the CM (cm_duty) at least this often: four times per
-// retry interval, so a repeated REP is answered well before the next one.
-#define DUTY_SLICE_MS ((int)(RCT_CM_RETRY_NS / 4 / 1000000))
-// Datagrams one duty run takes from a channel. A peer repeats its REP once
-// per CM_RETRY_NS, four slices, so one datagram per run keeps up with it;
-// a few more let ids sharing a channel catch up in one run, and a flood of
-// datagrams cannot hold a verbs wait inside the CM.
-#define DUTY_BURST 4
+#include "kernel/cm/ibcm.h"
 
 struct ev_priv {
   struct rdma_cm_event ev;                 // first: rdma_ack_cm_event gets this pointer
-  uint8_t priv[RCT_CM_PRIVATE_MAX];
-  struct ev_priv *next;
+  uint8_t priv[UCMA_PRIVATE_MAX];
 };
 
 struct chan {
   struct rdma_event_channel pub;           // first: the application holds this pointer
-  uint16_t port;                           // the port bound for a listener (0: none)
-  int used;                                // has sent: bound to an ephemeral port
-  uint64_t duty_pass;                      // the cm_duty pass that last saw it
-  struct ev_priv *head, *tail;             // events not yet handed out
 };
 
 struct id_priv {
   struct rdma_cm_id id;                    // first: the application holds this pointer
   struct chan *chan;
+  int kid;                                 // the kernel's id
   int sync;                                // NULL channel at creation: chan is its own
-  int listening, bound, addr_set;
-  struct rct_cm_ep ep;
-  uint32_t rx0;                            // passive: QP rx frames when REP went out
-  int peer_heard;                          // active: its QP got a frame from the peer [CM-TMO-6]
-  struct rdma_conn_param own;              // responder_resources, initiator_depth, retries
+  int listening;
+  struct rdma_conn_param own;              // what this side asked for (connect / accept)
+  uint8_t peer_rres;                       // the peer's responder resources (its REQ / REP)
+  uint32_t peer_caps;                      // the peer's xv6 capabilities
   struct rdmax_transport xt;
   struct ibv_pd *own_pd;                   // created by rdma_create_qp / rdma_create_ep
   int own_cqs;
@@ -64,6 +58,9 @@ static struct id_priv *priv_of(struct rdma_cm_id *id) { return (struct id_priv *
 
 static int fail_errno(int e) { errno = e; return -1; }
 
+// A kernel call's result: r >= 0, or -1 with errno from its negated errno.
+static int kcall(int r) { return r < 0 ? fail_errno(-r) : r; }
+
 uint32_t rdmax_new_conn_id(void) {
   uint32_t v;
   while ((v = random_u32()) == 0)
@@ -78,60 +75,45 @@ static struct ibv_context *device(void) {
 
 // ---- channels ----
 
-static int chan_ready(void *arg, uint64_t *next_ns);
-
-// The channel's socket exists from the start, so channel->fd works with
-// poll() and fcntl(O_NONBLOCK) at once; it is bound later (chan_socket).
-// poll() asks chan_ready whether an event waits (user/lib/c/poll.c's hook).
+// The kernel's channel: a file descriptor poll() and fcntl(O_NONBLOCK) take.
 struct rdma_event_channel *rdma_create_event_channel(void) {
   struct chan *c = calloc(1, sizeof *c);
   if (!c) { errno = ENOMEM; return NULL; }
-  c->pub.fd = socket(SOCK_UDP);
-  if (c->pub.fd < 0) { free(c); errno = EMFILE; return NULL; }
-  pollx_set_ready(c->pub.fd, chan_ready, c);
+  c->pub.fd = ucma_create_chan();
+  if (c->pub.fd < 0) { errno = -c->pub.fd; free(c); return NULL; }
   return &c->pub;
 }
 
-// Binds the channel's socket at `port` for a listener; port 0 (a sender)
-// leaves it to the first datagram, which takes a random ephemeral port
-// [SEC-RAND-8]. A socket already at another port is EADDRINUSE.
-static int chan_socket(struct chan *c, uint16_t port) {
-  if (port == 0) { c->used = 1; return 0; }
-  if (port == c->port) return 0;
-  if (c->port || c->used || bind(c->pub.fd, port) < 0) return fail_errno(EADDRINUSE);
-  c->port = port;
-  return 0;
-}
-
+// Closing the descriptor destroys the kernel ids still on it.
 void rdma_destroy_event_channel(struct rdma_event_channel *channel) {
   struct chan *c = (struct chan *)channel;
   if (!c) return;
-  while (c->head) {
-    struct ev_priv *e = c->head;
-    c->head = e->next;
-    free(e);
-  }
-  pollx_set_ready(c->pub.fd, NULL, NULL);
   close(c->pub.fd);
   free(c);
 }
 
 // ---- ids ----
 
-static struct id_priv *new_id(struct chan *c, int sync, void *context, enum rdma_port_space ps) {
+static struct id_priv *new_id(struct chan *c, int sync, int kid, void *context, enum rdma_port_space ps) {
   struct id_priv *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->chan = c;
   p->sync = sync;
+  p->kid = kid;
   p->id.channel = &c->pub;
   p->id.context = context;
   p->id.ps = ps;
   p->id.qp_type = IBV_QPT_RC;
   p->id.port_num = 1;
-  rct_cm_ep_init(&p->ep, rdmax_new_conn_id());
   p->next = all_ids;
   all_ids = p;
   return p;
+}
+
+static struct id_priv *by_kid(int kid) {
+  for (struct id_priv *p = all_ids; p; p = p->next)
+    if (p->kid == kid) return p;
+  return NULL;
 }
 
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
@@ -140,26 +122,15 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
   struct chan *c = (struct chan *)channel;
   int sync = c == NULL;
   if (sync && !(c = (struct chan *)rdma_create_event_channel())) return -1;
-  struct id_priv *p = new_id(c, sync, context, ps);
+  int kid = ucma_create_id(c->pub.fd, RDMA_PS_TCP, 0);      // RDMA_PS_IB: TCP's service IDs
+  struct id_priv *p = kid >= 0 ? new_id(c, sync, kid, context, ps) : NULL;
   if (!p) {
+    if (kid >= 0) ucma_destroy_id(kid);
     if (sync) rdma_destroy_event_channel(&c->pub);
-    return fail_errno(ENOMEM);
+    return fail_errno(kid < 0 ? -kid : ENOMEM);
   }
   *id = &p->id;
   return 0;
-}
-
-// Drops the events of a channel that name id (as id or listen_id): they
-// would point at freed memory once the id is gone.
-static void forget_events(struct chan *c, struct rdma_cm_id *id) {
-  struct ev_priv **pp = &c->head, *last = NULL;
-  while (*pp) {
-    struct ev_priv *e = *pp;
-    if (e->ev.id == id || e->ev.listen_id == id) { *pp = e->next; free(e); continue; }
-    last = e;
-    pp = &e->next;
-  }
-  c->tail = last;
 }
 
 int rdma_destroy_id(struct rdma_cm_id *id) {
@@ -168,8 +139,8 @@ int rdma_destroy_id(struct rdma_cm_id *id) {
   for (struct id_priv **pp = &all_ids; *pp; pp = &(*pp)->next)
     if (*pp == p) { *pp = p->next; break; }
   if (id->event) rdma_ack_cm_event(id->event);
+  ucma_destroy_id(p->kid);                          // DREQ or REJ as the standard says; events dropped
   if (p->sync) rdma_destroy_event_channel(&p->chan->pub);
-  else forget_events(p->chan, id);
   free(p);
   return 0;
 }
@@ -180,6 +151,11 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel) {
   struct chan *c = (struct chan *)channel;
   int sync = c == NULL;
   if (sync && !(c = (struct chan *)rdma_create_event_channel())) return -1;
+  int r = ucma_migrate_id(p->kid, c->pub.fd);
+  if (r < 0) {
+    if (sync) rdma_destroy_event_channel(&c->pub);
+    return fail_errno(-r);
+  }
   if (p->sync) rdma_destroy_event_channel(&p->chan->pub);
   p->chan = c;
   p->sync = sync;
@@ -209,53 +185,42 @@ static int attach_device(struct rdma_cm_id *id) {
   return id->verbs ? 0 : fail_errno(ENODEV);
 }
 
+static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want);
+
+// ip 0 is every address of ours (the one); port 0 an ephemeral one.
 int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr) {
   uint32_t ip;
   uint16_t port;
   if (!id || sin_of(addr, &ip, &port) < 0) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  if (attach_device(id) < 0) return -1;
-  if (ip == 0) ip = rdmau_local_ipv4(id->verbs);
-  rdmax_sockaddr(&id->route.addr.src_sin, ip, port);
-  p->bound = 1;
+  if (attach_device(id) < 0 || kcall(ucma_bind(p->kid, ip, port)) < 0) return -1;
+  rdmax_sockaddr(&id->route.addr.src_sin, ip ? ip : rdmau_local_ipv4(id->verbs), port);
   return 0;
 }
 
-// The event queue and synchronous completion come below; resolution
-// queues its events like the exchange does. rdma_resolve_addr asks ARP
-// for the peer (up to timeout_ms): no answer is ADDR_ERROR with
-// -EHOSTUNREACH, as librdmacm reports an address that does not resolve.
-static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
-                        struct id_priv *listen, const struct rct_cm_msg *m);
-static int sync_complete(struct id_priv *p, enum rdma_cm_event_type want);
-static void owe_answers(struct id_priv *p);
-
+// The kernel resolves the peer's MAC (ARP, up to timeout_ms): no answer
+// is ADDR_ERROR with -EHOSTUNREACH, as librdmacm reports an address that
+// does not resolve. A destination without a port gets RDMA_CM_PORT.
 int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
                       int timeout_ms) {
   uint32_t ip, sip = 0;
   uint16_t port, sport = 0;
-  uint8_t mac[6];
   if (!id || sin_of(dst_addr, &ip, &port) < 0 || ip == 0) return fail_errno(EINVAL);
   if (src_addr && sin_of(src_addr, &sip, &sport) < 0) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (attach_device(id) < 0) return -1;
-  if (arpwait(ip, mac, timeout_ms) == -2) {          // no ARP answer in timeout_ms: no host there
-    queue_event(p, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, NULL, NULL);
-    return p->sync ? sync_complete(p, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
-  }
-  if (!p->bound) rdmax_sockaddr(&id->route.addr.src_sin, sip ? sip : rdmau_local_ipv4(id->verbs), sport);
-  rdmax_sockaddr(&id->route.addr.dst_sin, ip, port ? port : RDMA_CM_PORT);
-  p->addr_set = 1;
-  queue_event(p, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL);
+  if (sport && kcall(ucma_bind(p->kid, sip, sport)) < 0) return -1;
+  port = port ? port : RDMA_CM_PORT;
+  rdmax_sockaddr(&id->route.addr.dst_sin, ip, port);
+  if (kcall(ucma_resolve_addr(p->kid, sip, ip, port, timeout_ms > 0 ? timeout_ms : 1)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
 
 int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms) {
-  (void)timeout_ms;
-  if (!id || !priv_of(id)->addr_set) return fail_errno(EINVAL);
+  if (!id) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
+  if (kcall(ucma_resolve_route(p->kid, timeout_ms)) < 0) return -1;
   id->route.num_paths = 1;
-  queue_event(p, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL);
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
 }
 
@@ -266,13 +231,18 @@ uint16_t rdma_get_dst_port(struct rdma_cm_id *id) { return id->route.addr.dst_si
 
 // ---- QPs ----
 
-static int qp_to_init(struct ibv_qp *qp) {
+// INIT with the kernel's attributes for the id (port, P_Key index, access).
+static int qp_to_init(struct id_priv *p) {
+  struct rdma_qp_attr k;
+  int mask = ucma_init_qp_attr(p->kid, IBV_QPS_INIT, &k);
+  if (mask < 0) return -1;
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  return ibv_modify_qp(qp, &a, RDMAU_MASK_INIT);
+  a.port_num = (uint8_t)k.port_num;
+  a.pkey_index = (uint16_t)k.pkey_index;
+  a.qp_access_flags = k.qp_access_flags;
+  return ibv_modify_qp(p->id.qp, &a, mask);
 }
 
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr) {
@@ -301,7 +271,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
   if (!id->qp) { int e = errno; rdma_destroy_qp(id); return fail_errno(e ? e : ENOMEM); }
   attr->cap = a.cap;                                // what was granted, as ibv_create_qp says
   id->pd = pd;
-  if (qp_to_init(id->qp)) { rdma_destroy_qp(id); return fail_errno(EINVAL); }
+  if (qp_to_init(p)) { rdma_destroy_qp(id); return fail_errno(EINVAL); }
   return 0;
 }
 
@@ -331,46 +301,52 @@ uint32_t rdmax_default_inflight(enum ibv_mtu path_mtu) {
   return n < RDMAX_HOP_PACKETS ? n : RDMAX_HOP_PACKETS;
 }
 
-// The QP to RTR and RTS from the exchanged messages: the core's
-// negotiation (rct_cm_qp_attr: [CM-PARAM-1..3] [SR-NEG-1]) plus this
-// side's timeouts, retries and transport settings.
-static int qp_to_rts(struct id_priv *p, const struct rct_cm_msg *self, const struct rct_cm_msg *peer) {
-  struct rct_qp_attr ra;
-  uint32_t rtr_mask, rts_mask;
-  struct ibv_qp_attr a, cur;
-  struct ibv_qp_init_attr ia;
+static uint8_t own_rres(const struct id_priv *p) {
+  return p->own.responder_resources ? p->own.responder_resources : RDMAX_DEFAULT_RESPONDER_RESOURCES;
+}
+
+static uint8_t own_idepth(const struct id_priv *p) {
+  return p->own.initiator_depth ? p->own.initiator_depth : RDMAX_DEFAULT_INITIATOR_DEPTH;
+}
+
+// The QP to RTR and RTS: the path, the peer's QPN and both PSNs from the
+// kernel's init_qp_attr (what the REQ and REP said); READ depths from
+// both sides' offers; this side's timeouts, retries and transport
+// settings; selective repeat only if both offered it [SR-NEG-1].
+static int qp_to_rts(struct id_priv *p) {
+  struct rdma_qp_attr k;
+  struct ibv_qp_attr a;
   struct ibvx_qp_ext ext;
   struct ibv_qp *qp = p->id.qp;
-  memset(&ra, 0, sizeof ra);
-  if (rct_cm_qp_attr(self, peer, &ra, &rtr_mask, &rts_mask) != RCT_OK) return -1;
-  if (ibv_query_qp(qp, &cur, IBV_QP_STATE, &ia) == 0 && cur.qp_state == IBV_QPS_RESET && qp_to_init(qp))
-    return -1;
-  ibvx_set_neighbor(ra.ah.dipv4, ra.ah.dmac);
+  struct ibv_qp_init_attr ia;
+  if (!qp || ucma_init_qp_attr(p->kid, IBV_QPS_RTR, &k) < 0) return -1;
+  if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0 && a.qp_state == IBV_QPS_RESET && qp_to_init(p))
+    return -1;                                     // a QP of ibv_create_qp's, set as id->qp
   memset(&a, 0, sizeof a);
   memset(&ext, 0, sizeof ext);
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = (enum ibv_mtu)ra.path_mtu;
-  a.dest_qp_num = ra.dest_qp_num;
-  a.rq_psn = ra.rq_psn;
-  a.max_dest_rd_atomic = ra.max_dest_rd_atomic;
+  a.path_mtu = (enum ibv_mtu)k.path_mtu;
+  a.dest_qp_num = k.dest_qp_num;
+  a.rq_psn = k.rq_psn;
+  a.max_dest_rd_atomic = own_rres(p);
   a.min_rnr_timer = 1;
   a.ah_attr.is_global = 1;
   a.ah_attr.port_num = 1;
   a.ah_attr.grh.hop_limit = 64;
-  ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, ra.ah.dipv4);
-  memcpy(ext.dmac, ra.ah.dmac, 6);
-  ext.sr_enable = ra.sr_enable;
+  ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, k.dipv4);
+  ext.sr_enable = p->xt.sr && (p->peer_caps & RCT_CM_CAP_SR);
   ext.roce_v1 = p->xt.roce_v1;
   ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : rdmax_default_inflight(a.path_mtu);
   uint32_t min_rto_us = p->xt.min_rto_us ? p->xt.min_rto_us : RDMAX_DEFAULT_MIN_RTO_US;
   ext.adaptive_rto = min_rto_us != ~0u;
   ext.min_rto_ns = ext.adaptive_rto ? (unsigned long long)min_rto_us * 1000 : 0;
   if (ibvx_modify_qp(qp, &a, RDMAU_MASK_RTR, &ext,
-                     (ra.sr_enable ? RDMA_QP_SR : 0) | RDMA_QP_MAX_INFLIGHT | RDMA_QP_ADAPTIVE_RTO))
+                     (ext.sr_enable ? RDMA_QP_SR : 0) | RDMA_QP_MAX_INFLIGHT | RDMA_QP_ADAPTIVE_RTO))
     return -1;
+  if (ucma_init_qp_attr(p->kid, IBV_QPS_RTS, &k) < 0) return -1;
   memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = ra.sq_psn;
+  a.sq_psn = k.sq_psn;
   // Default 18 (1.07 s), the adaptive RTO's ceiling: emulated guests on
   // a loaded host stall for hundreds of ms, and 8 x 67 ms (timeout 14)
   // ended healthy connections. With the 30 ms floor the seven retries
@@ -378,327 +354,124 @@ static int qp_to_rts(struct id_priv *p, const struct rct_cm_msg *self, const str
   a.timeout = p->xt.timeout ? p->xt.timeout : 18;
   a.retry_cnt = p->own.retry_count ? p->own.retry_count : RDMAX_DEFAULT_RETRY_COUNT;
   a.rnr_retry = p->own.rnr_retry_count ? p->own.rnr_retry_count : 7;
-  a.max_rd_atomic = ra.max_rd_atomic ? ra.max_rd_atomic : 1;
+  uint8_t depth = own_idepth(p) < p->peer_rres ? own_idepth(p) : p->peer_rres;
+  a.max_rd_atomic = depth ? depth : 1;
   return ibv_modify_qp(qp, &a, RDMAU_MASK_RTS) ? -1 : 0;
 }
 
 static void qp_to_err(struct id_priv *p) {
   struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-  if (p->id.qp) ibv_modify_qp(p->id.qp, &a, IBV_QP_STATE);   // [CM-STATE-6]
+  if (p->id.qp) ibv_modify_qp(p->id.qp, &a, IBV_QP_STATE);
 }
 
-static uint32_t qp_rx_frames(struct ibv_qp *qp) {
-  struct rdma_qp_stats s;
-  if (!qp || rdma_qp_stats((int)qp->handle, &s) != 0) return 0;
-  return (uint32_t)s.rx_frames;
-}
-
-// This side's REQ or REP: QP, PSN, path MTU, READ resources, GID, MAC,
-// capabilities and private data.
-static void fill_msg(struct id_priv *p, struct rct_cm_msg *m, const struct rdma_conn_param *cp,
-                     uint8_t mtu_cap) {
-  struct ibv_port_attr pa;
-  union ibv_gid gid;
-  struct rdma_port_info pi;
-  ibv_query_port(p->id.verbs, 1, &pa);
-  ibv_query_gid(p->id.verbs, 1, 0, &gid);
-  rdma_query_port(1, &pi);
-  memset(m, 0, sizeof *m);
-  m->version = RCT_CM_VERSION;
-  m->qpn = p->id.qp->qp_num;
-  m->start_psn = rdmau_psn();
-  m->path_mtu = (uint8_t)pa.active_mtu < mtu_cap ? (uint8_t)pa.active_mtu : mtu_cap;   // [CM-PARAM-1]
-  m->caps = p->xt.sr ? RCT_CM_CAP_SR : 0;
-  m->responder_resources = cp && cp->responder_resources ? cp->responder_resources
-                                                         : RDMAX_DEFAULT_RESPONDER_RESOURCES;
-  m->initiator_depth = cp && cp->initiator_depth ? cp->initiator_depth : RDMAX_DEFAULT_INITIATOR_DEPTH;
-  memcpy(m->gid, gid.raw, 16);
-  memcpy(m->mac, pi.mac, 6);
-  if (cp && cp->private_data_len) {
-    m->private_len = cp->private_data_len;
-    memcpy(m->private_data, cp->private_data, m->private_len);
-  }
+// The kernel's connection parameters from the application's (cp may be
+// NULL: librdmacm's defaults) and the id's transport settings.
+static int conn_param(struct id_priv *p, const struct rdma_conn_param *cp, struct ucma_conn_param *k) {
+  if (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX || (cp->private_data_len && !cp->private_data)))
+    return fail_errno(EINVAL);
   if (cp) p->own = *cp;
+  memset(k, 0, sizeof *k);
+  k->qp_num = p->id.qp->qp_num;
+  k->responder_resources = own_rres(p);
+  k->initiator_depth = own_idepth(p);
+  k->retry_count = p->own.retry_count ? p->own.retry_count : RDMAX_DEFAULT_RETRY_COUNT;
+  k->rnr_retry_count = p->own.rnr_retry_count ? p->own.rnr_retry_count : 7;
+  k->ack_timeout = p->xt.timeout ? p->xt.timeout : 18;
+  k->xv6_caps = p->xt.sr ? RCT_CM_CAP_SR : 0;
+  if (cp && cp->private_data_len) {
+    k->private_data_len = cp->private_data_len;
+    memcpy(k->private_data, cp->private_data, cp->private_data_len);
+  }
+  return 0;
 }
 
 // ---- events ----
 
-static void queue_event(struct id_priv *p, enum rdma_cm_event_type type, int status,
-                        struct id_priv *listen, const struct rct_cm_msg *m) {
+// The application's event for the kernel's ev (p: the id it names); NULL
+// when the library keeps it (an event of an id already destroyed).
+static struct rdma_cm_event *make_event(const struct ucma_event *k) {
+  struct id_priv *p = by_kid(k->id);
+  struct id_priv *l = k->listen_id >= 0 ? by_kid(k->listen_id) : NULL;
+  if (k->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+    if (!l) return NULL;
+    p = new_id(l->chan, 0, k->id, l->id.context, l->id.ps);
+    if (!p) { ucma_destroy_id(k->id); return NULL; }
+    p->id.verbs = l->id.verbs;
+  }
+  if (!p) return NULL;
   struct ev_priv *e = calloc(1, sizeof *e);
-  if (!e) return;                                  // out of memory: the event is lost
+  if (!e) return NULL;                             // out of memory: the event is lost
+  rdmax_sockaddr(&p->id.route.addr.src_sin, k->src_ip, k->src_port);
+  if (k->dst_ip) rdmax_sockaddr(&p->id.route.addr.dst_sin, k->dst_ip, k->dst_port);
   e->ev.id = &p->id;
-  e->ev.listen_id = listen ? &listen->id : NULL;
-  e->ev.event = type;
-  e->ev.status = status;
-  if (m) {
-    memcpy(e->priv, m->private_data, m->private_len);
-    e->ev.param.conn.private_data = e->priv;
-    e->ev.param.conn.private_data_len = m->private_len;
-    e->ev.param.conn.responder_resources = m->responder_resources;
-    e->ev.param.conn.initiator_depth = m->initiator_depth;
-    e->ev.param.conn.qp_num = m->qpn;
+  e->ev.listen_id = l ? &l->id : NULL;
+  e->ev.event = (enum rdma_cm_event_type)k->event;
+  e->ev.status = k->status;
+  const struct ucma_conn_param *c = &k->param;
+  memcpy(e->priv, c->private_data, c->private_data_len);
+  e->ev.param.conn.private_data = c->private_data_len ? e->priv : NULL;
+  e->ev.param.conn.private_data_len = c->private_data_len;
+  e->ev.param.conn.responder_resources = c->responder_resources;
+  e->ev.param.conn.initiator_depth = c->initiator_depth;
+  e->ev.param.conn.retry_count = c->retry_count;
+  e->ev.param.conn.rnr_retry_count = c->rnr_retry_count;
+  e->ev.param.conn.qp_num = c->qp_num;
+  if (k->event == RDMA_CM_EVENT_CONNECT_REQUEST || k->event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+    p->peer_rres = c->responder_resources;
+    p->peer_caps = c->xv6_caps;
   }
-  struct chan *c = p->chan;
-  if (c->tail) c->tail->next = e; else c->head = e;
-  c->tail = e;
+  return &e->ev;
 }
 
-static void note_peer(struct id_priv *p) {
-  rdmax_sockaddr(&p->id.route.addr.dst_sin, p->ep.peer.ip, p->ep.peer.port);
-}
-
-// An endpoint event as the application's event, after the QP moves it
-// asks for.
-static void on_ep_event(struct id_priv *p, const struct rct_cm_event *ev, struct id_priv *listen) {
-  const struct rct_cm_msg *peer = &p->ep.peer_msg;
-  note_peer(p);
-  if (ev->type == RCT_CM_EV_CONNECT_REQUEST) {
-    queue_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, 0, listen, peer);
-  } else if (ev->type == RCT_CM_EV_ESTABLISHED && p->ep.active) {
-    // QP to RTR and RTS before the RTU the endpoint queued goes out [CM-STATE-3].
-    if (qp_to_rts(p, &p->ep.self_msg, peer) < 0) queue_event(p, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, 0, 0);
-    else queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, peer);
-    owe_answers(p);
-  } else if (ev->type == RCT_CM_EV_ESTABLISHED) {
-    queue_event(p, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL);
-  } else if (ev->type == RCT_CM_EV_REJECTED) {
-    queue_event(p, RDMA_CM_EVENT_REJECTED, ev->reason, NULL, peer);
-  } else if (ev->type == RCT_CM_EV_UNREACHABLE) {
-    queue_event(p, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL);     // [CM-TMO-2]
-  } else if (ev->type == RCT_CM_EV_TIMEDOUT) {
-    qp_to_err(p);                                                           // [CM-TMO-2]
-    queue_event(p, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT, NULL, NULL);
-  } else if (ev->type == RCT_CM_EV_DISCONNECTED) {
-    qp_to_err(p);                                                           // [CM-STATE-6]
-    queue_event(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL);
-  } else if (ev->type == RCT_CM_EV_TIMEWAIT_EXIT) {
-    queue_event(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, NULL);             // [CM-TMO-5]
+// What the library does with an event before the application sees it:
+// the active side's REP (CONNECT_RESPONSE) moves its QP to RTR and RTS,
+// sends the RTU and becomes ESTABLISHED, or, if the QP refuses, a REJ and
+// CONNECT_ERROR (as librdmacm); DISCONNECTED moves the QP to ERR.
+static void act_on(struct rdma_cm_event *e) {
+  struct id_priv *p = priv_of(e->id);
+  if (e->event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+    if (qp_to_rts(p) == 0 && ucma_accept(p->kid, NULL) == 0) {
+      e->event = RDMA_CM_EVENT_ESTABLISHED;
+    } else {
+      ucma_disconnect(p->kid);
+      e->event = RDMA_CM_EVENT_CONNECT_ERROR;
+      e->status = -EINVAL;
+    }
+  } else if (e->event == RDMA_CM_EVENT_DISCONNECTED) {
+    qp_to_err(p);
   }
 }
 
-// Events first (an active side's QP reaches RTS before its RTU leaves),
-// then datagrams, from the channel's socket.
-static void flush(struct id_priv *p, struct id_priv *listen) {
-  struct rct_cm_event ev;
-  struct rct_cm_addr to;
-  uint8_t buf[128];
-  int n;
-  while (rct_cm_ep_poll_event(&p->ep, &ev)) on_ep_event(p, &ev, listen);
-  while ((n = rct_cm_ep_poll_msg(&p->ep, buf, sizeof buf, &to)) > 0) {
-    if (chan_socket(p->chan, 0) < 0) continue;
-    struct net_addr na = { to.ip, to.port, 0 };
-    sendto(p->chan->pub.fd, buf, n, &na);
-  }
-}
-
-static uint32_t ld32(const uint8_t *b) {
-  return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-static struct id_priv *find(int (*match)(struct id_priv *, uint32_t, struct rct_cm_addr),
-                            uint32_t v, struct rct_cm_addr a) {
-  for (struct id_priv *p = all_ids; p; p = p->next)
-    if (match(p, v, a)) return p;
-  return NULL;
-}
-static int by_local_id(struct id_priv *p, uint32_t v, struct rct_cm_addr a) {
-  (void)a;
-  return !p->listening && p->ep.local_id == v;
-}
-static int by_req(struct id_priv *p, uint32_t v, struct rct_cm_addr a) {
-  return !p->listening && !p->ep.active && p->ep.remote_id == v && p->ep.peer.ip == a.ip &&
-         p->ep.peer.port == a.port;
-}
-
-// A REQ for channel c's listener: a new id on c in REQ_RCVD with a
-// connect-request event [CM-STATE-2]; a REQ at a socket without a
-// listener is answered REJ NO_LISTENER by an endpoint in IDLE.
-static void on_new_req(struct chan *c, uint64_t now, struct rct_cm_addr from, const uint8_t *buf, int n) {
-  struct id_priv *l = NULL;
-  for (struct id_priv *p = all_ids; p; p = p->next)
-    if (p->listening && p->chan == c) { l = p; break; }
-  struct id_priv *p = l ? new_id(c, 0, l->id.context, l->id.ps) : NULL;
-  if (!p) {
-    struct id_priv idle;
-    memset(&idle, 0, sizeof idle);
-    idle.chan = c;
-    rct_cm_ep_init(&idle.ep, 0);
-    rct_cm_ep_handle_msg(&idle.ep, now, from, buf, (size_t)n);
-    flush(&idle, NULL);
-    return;
-  }
-  p->id.verbs = l->id.verbs;
-  p->id.route.addr.src_sin = l->id.route.addr.src_sin;
-  rct_cm_ep_listen(&p->ep);
-  rct_cm_ep_handle_msg(&p->ep, now, from, buf, (size_t)n);
-  int got = p->ep.state == RCT_CM_EP_REQ_RCVD;
-  flush(p, l);
-  if (!got) rdma_destroy_id(&p->id);                // refused (REJ sent) [CM-MSG-4]
-}
-
-// One datagram that arrived on channel c: to the connection its
-// destination ID names, a duplicate REQ to its connection [CM-TMO-3], a
-// new REQ to the listener. The endpoint checks the sender [CM-STATE-5].
-static void dispatch(struct chan *c, uint64_t now, struct rct_cm_addr from, const uint8_t *buf, int n) {
-  if (n < RCT_CM_LEN_HDR) return;                   // [CM-MSG-2]
-  struct id_priv *p;
-  if (buf[3] == RCT_CM_REQ) {
-    if ((p = find(by_req, ld32(buf + 4), from)) == NULL) { on_new_req(c, now, from, buf, n); return; }
-  } else if ((p = find(by_local_id, ld32(buf + 8), from)) == NULL) {
-    return;                                         // no such connection [CM-STATE-5]
-  }
-  rct_cm_ep_handle_msg(&p->ep, now, from, buf, (size_t)n);
-  flush(p, NULL);
-}
-
-// When channel c next has work without a datagram: the earliest
-// deadline of its ids, or the next look at a passive id's QP for its first
-// RC frame; RCT_NEVER if none.
-static uint64_t chan_deadline(struct chan *c, uint64_t now) {
-  uint64_t next = RCT_NEVER;
-  for (struct id_priv *p = all_ids; p; p = p->next) {
-    if (p->chan != c) continue;
-    uint64_t d = rct_cm_ep_next_timeout(&p->ep);
-    if (p->ep.state == RCT_CM_EP_REP_SENT && now + RC_FRAME_POLL_MS * 1000000ull < d)
-      d = now + RC_FRAME_POLL_MS * 1000000ull;
-    if (d < next) next = d;
-  }
-  return next;
-}
-
-// One round of channel c: wait up to wait_ms for a datagram (less when a
-// retransmission is due or a passive connection waits for its first RC
-// frame), then run the deadlines and the RC-frame checks of its ids.
-// Returns whether a datagram came.
-static int chan_step(struct chan *c, int wait_ms) {
-  uint64_t now = clock_ns(), next = chan_deadline(c, now);
-  if (next != RCT_NEVER) {
-    uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
-    if (wait_ms < 0 || (uint64_t)wait_ms > ms) wait_ms = (int)ms;
-  }
-  uint8_t buf[256];
-  struct net_addr na;
-  int n = recvfrom(c->pub.fd, buf, sizeof buf, &na, wait_ms);
-  if (n > 0) dispatch(c, clock_ns(), (struct rct_cm_addr){ na.ip, na.port }, buf, n);
-  now = clock_ns();
-  for (struct id_priv *p = all_ids; p; p = p->next) {
-    if (p->chan != c) continue;
-    if (p->ep.state == RCT_CM_EP_REP_SENT && qp_rx_frames(p->id.qp) != p->rx0)
-      rct_cm_ep_rc_frame(&p->ep);                   // RTU lost: RC traffic proves it [CM-STATE-3]
-    rct_cm_ep_handle_timeout(&p->ep, now);          // [CM-TMO-1] [CM-TMO-2]
-    flush(p, NULL);
-  }
-  return n > 0;
-}
-
-// poll()'s hook for channel c (user/lib/c/poll.c): events may wait in c's queue
-// with nothing left in its socket (the verbs wait duty, or a resolve,
-// queued them), and only a step of the channel makes the events its ids'
-// deadlines owe. So: its waiting datagrams and due deadlines are taken in
-// (at most DUTY_BURST steps: a flood cannot hold poll here), and c reports
-// POLLIN exactly while an event waits for rdma_get_cm_event; poll() asks
-// again at c's next deadline.
-static int chan_ready(void *arg, uint64_t *next_ns) {
-  struct chan *c = arg;
-  for (int i = 0; !c->head && i < DUTY_BURST; i++) {
-    int due = chan_deadline(c, clock_ns()) <= clock_ns();
-    if (!chan_step(c, 0) && !due) break;
-  }
-  *next_ns = chan_deadline(c, clock_ns());
-  return c->head != NULL;
-}
-
-// ---- the CM inside the verbs library's waits [CM-TMO-6] ----
-//
-// An active connection's RTU may be lost, and its peer then repeats the REP
-// for CM_RETRY_SPAN_NS; an application that waits for the peer to send
-// first is in a verbs call all that time, not in ours. So while an
-// established active id may owe answers, ibverbs.c holds a duty: its waits
-// run the channels of such ids (cm_duty_run) and watch their sockets
-// (cm_duty_watch). An id owes answers until the REP's retries are over, or
-// until its QP has received a frame from the peer: the peer's QP then has
-// received one of ours (the peer answered it) or will (our ACK of the
-// peer's frame), and an RC frame establishes the passive side as RTU does
-// [CM-STATE-3]. So a conversation's first answer ends the duty, and the
-// waits of a latency run pay for it once.
-
-static uint64_t duty_passes;
-
-static int owes(struct id_priv *p, uint64_t now) {
-  return !p->peer_heard && rct_cm_ep_answer_until(&p->ep) > now;
-}
-
-// Whether p's channel is one a duty pass should take: p owes answers at
-// now and the pass has not seen the channel yet.
-static int duty_takes(struct id_priv *p, uint64_t now) {
-  if (!owes(p, now) || p->chan->duty_pass == duty_passes) return 0;
-  p->chan->duty_pass = duty_passes;
-  return 1;
-}
-
-static int cm_duty_watch(int *fds, int max) {
-  uint64_t now = clock_ns();
-  int n = 0;
-  duty_passes++;
-  for (struct id_priv *p = all_ids; p && n < max; p = p->next)
-    if (duty_takes(p, now)) fds[n++] = p->chan->pub.fd;
-  return n;
-}
-
-static void duty_refresh(void);
-
-// Each owing id's QP looked at once, each channel of one stepped once (its
-// waiting datagrams, at most DUTY_BURST, and deadlines, without waiting;
-// events queue for rdma_get_cm_event); then the duty's new end.
-static void cm_duty_run(void) {
-  uint64_t now = clock_ns();
-  for (struct id_priv *p = all_ids; p; p = p->next)
-    if (owes(p, now) && qp_rx_frames(p->id.qp) != 0) p->peer_heard = 1;
-  duty_passes++;
-  for (struct id_priv *p = all_ids; p; p = p->next)
-    if (duty_takes(p, now))
-      for (int i = 0; i < DUTY_BURST && chan_step(p->chan, 0); i++)
-        ;
-  duty_refresh();
-}
-
-// Hands ibverbs.c the duty until the last owing id's end (0: none).
-static void duty_refresh(void) {
-  static const struct ibvx_wait_duty d = { cm_duty_run, cm_duty_watch, DUTY_SLICE_MS };
-  uint64_t now = clock_ns(), until = 0;
-  for (struct id_priv *p = all_ids; p; p = p->next) {
-    uint64_t end = rct_cm_ep_answer_until(&p->ep);
-    if (owes(p, now) && end > until) until = end;
-  }
-  ibvx_set_wait_duty(&d, until);
-}
-
-static void owe_answers(struct id_priv *p) {
-  p->peer_heard = 0;
-  duty_refresh();
-}
-
+// The channel's next event for the application: waits up to timeout_ms
+// (< 0: for ever; 0: one look) for the descriptor.
 int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,
                                int timeout_ms) {
-  struct chan *c = (struct chan *)channel;
-  if (!c || !event) return fail_errno(EINVAL);
+  if (!channel || !event) return fail_errno(EINVAL);
   uint64_t end = clock_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
-  for (int stepped = 0; !c->head; stepped = 1) {
+  for (;;) {
     uint64_t now = clock_ns();
-    if (timeout_ms >= 0 && now >= end && stepped) return fail_errno(ETIMEDOUT);
-    chan_step(c, timeout_ms < 0 ? -1 : now >= end ? 0 : (int)((end - now + 999999) / 1000000));
+    int left = timeout_ms < 0 ? -1 : now >= end ? 0 : (int)((end - now + 999999) / 1000000);
+    struct pollfd pf = { .fd = channel->fd, .events = POLLIN };
+    int r = poll(&pf, 1, left);
+    if (r < 0) return fail_errno(EINVAL);
+    if (r == 0) return fail_errno(ETIMEDOUT);
+    int fl = fcntl(channel->fd, F_GETFL);
+    if (fl >= 0 && !(fl & O_NONBLOCK)) fcntl(channel->fd, F_SETFL, fl | O_NONBLOCK);
+    struct ucma_event k;
+    int g = ucma_get_event(channel->fd, &k);
+    if (fl >= 0 && !(fl & O_NONBLOCK)) fcntl(channel->fd, F_SETFL, fl);
+    if (g == -EAGAIN) continue;
+    if (g < 0) return fail_errno(-g);
+    struct rdma_cm_event *e = make_event(&k);
+    if (!e) continue;
+    act_on(e);
+    *event = e;
+    return 0;
   }
-  struct ev_priv *e = c->head;
-  c->head = e->next;
-  if (!c->head) c->tail = NULL;
-  e->next = NULL;
-  *event = &e->ev;
-  return 0;
 }
 
 // Blocks unless channel->fd was made non-blocking (fcntl O_NONBLOCK): then
-// one look at the socket, and EAGAIN when no event is ready.
+// EAGAIN when no event is ready.
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event) {
   if (!channel) return fail_errno(EINVAL);
   int flags = fcntl(channel->fd, F_GETFL);
@@ -747,86 +520,73 @@ const char *rdma_event_str(enum rdma_cm_event_type event) {
   return (unsigned)event < sizeof names / sizeof names[0] ? names[event] : "UNKNOWN EVENT";
 }
 
+// The REJ reasons' names (IBTA vol 1 12.6.7.2) a REJECTED event's status carries.
 const char *rdma_reject_msg(struct rdma_cm_id *id, int reason) {
-  static const char *const names[] = { "?", "CONSUMER_REJECT", "NO_LISTENER", "NO_RESOURCES",
-                                       "INVALID_PARAM", "UNSUPPORTED_VERSION", "TIMEOUT", "STALE_CONN" };
+  static const struct { int reason; const char *name; } names[] = {
+    { IBCM_REJ_NO_QP, "NO_QP" }, { IBCM_REJ_NO_RESOURCES, "NO_RESOURCES" },
+    { IBCM_REJ_TIMEOUT, "TIMEOUT" }, { IBCM_REJ_UNSUPPORTED_REQ, "UNSUPPORTED_REQ" },
+    { IBCM_REJ_INVALID_COMM_ID, "INVALID_COMM_ID" }, { IBCM_REJ_INVALID_SERVICE_ID, "NO_LISTENER" },
+    { IBCM_REJ_STALE_CONN, "STALE_CONN" }, { IBCM_REJ_INVALID_PATH_MTU, "INVALID_PATH_MTU" },
+    { IBCM_REJ_INSUFFICIENT_RESP_RES, "INSUFFICIENT_RESP_RES" }, { IBCM_REJ_CONSUMER, "CONSUMER_REJECT" },
+    { IBCM_REJ_UNSUPPORTED_CLASS_VERSION, "UNSUPPORTED_VERSION" },
+  };
   (void)id;
-  return reason >= RCT_CM_REJ_CONSUMER && reason <= RCT_CM_REJ_STALE_CONN ? names[reason] : "?";
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].reason == reason) return names[i].name;
+  return "?";
 }
 
 // ---- the exchange ----
 
+// An id not bound listens at RDMA_CM_PORT on every address.
 int rdma_listen(struct rdma_cm_id *id, int backlog) {
-  (void)backlog;
   if (!id) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (attach_device(id) < 0) return -1;
-  if (!p->bound) {
+  if (!id->route.addr.src_sin.sin_port) {
     struct sockaddr_in any;
     rdmax_sockaddr(&any, 0, RDMA_CM_PORT);
     if (rdma_bind_addr(id, (struct sockaddr *)&any) < 0) return -1;
   }
-  uint16_t port = ntohs(id->route.addr.src_sin.sin_port);
-  if (port == 0) port = RDMA_CM_PORT;               // a listener's port must be known
-  for (struct id_priv *q = all_ids; q; q = q->next)
-    if (q != p && q->listening && q->chan == p->chan) return fail_errno(EADDRINUSE);
-  if (chan_socket(p->chan, port) < 0) return -1;
-  id->route.addr.src_sin.sin_port = htons(port);
-  if (rct_cm_ep_listen(&p->ep) != RCT_OK) return fail_errno(EINVAL);
+  if (kcall(ucma_listen(p->kid, backlog)) < 0) return -1;
   p->listening = 1;
   return 0;
 }
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
-  if (!id || !id->qp || (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX)))
-    return fail_errno(EINVAL);
+  struct ucma_conn_param k;
+  if (!id || !id->qp) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  uint32_t ip;
-  uint16_t port;
-  if (!p->addr_set || sin_of(&id->route.addr.dst_addr, &ip, &port) < 0) return fail_errno(EINVAL);
-  struct rct_cm_msg req;
-  fill_msg(p, &req, cp, RCT_MTU_4096);
-  if (chan_socket(p->chan, p->bound ? ntohs(id->route.addr.src_sin.sin_port) : 0) < 0) return -1;
-  if (rct_cm_ep_connect(&p->ep, clock_ns(), (struct rct_cm_addr){ ip, port }, &req) != RCT_OK)
-    return fail_errno(EINVAL);
-  flush(p, NULL);
+  if (conn_param(p, cp, &k) < 0 || kcall(ucma_connect(p->kid, &k)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
+// The QP to RTR and RTS, then the REP.
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
-  if (!id || !id->qp || (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX)))
-    return fail_errno(EINVAL);
+  struct ucma_conn_param k;
+  if (!id || !id->qp) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  if (p->ep.state != RCT_CM_EP_REQ_RCVD) return fail_errno(EINVAL);
-  struct rct_cm_msg rep;
-  fill_msg(p, &rep, cp, p->ep.peer_msg.path_mtu);  // the REP carries the chosen MTU [CM-PARAM-1]
-  if (qp_to_rts(p, &rep, &p->ep.peer_msg) < 0) return fail_errno(EINVAL);   // before REP [CM-STATE-3]
-  p->rx0 = qp_rx_frames(id->qp);
-  if (rct_cm_ep_accept(&p->ep, clock_ns(), &rep) != RCT_OK) return fail_errno(EINVAL);
-  flush(p, NULL);
+  if (conn_param(p, cp, &k) < 0) return -1;
+  if (qp_to_rts(p) < 0) return fail_errno(EINVAL);
+  if (kcall(ucma_accept(p->kid, &k)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
 int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len) {
   if (!id || len > RDMA_CM_PRIVATE_MAX || (len && !private_data)) return fail_errno(EINVAL);
-  struct id_priv *p = priv_of(id);
-  if (rct_cm_ep_reject(&p->ep, clock_ns(), RCT_CM_REJ_CONSUMER, private_data, len) != RCT_OK)
-    return fail_errno(EINVAL);
-  flush(p, NULL);
-  return 0;
+  return kcall(ucma_reject(priv_of(id)->kid, private_data, len)) < 0 ? -1 : 0;
 }
 
-// The QP to ERR and DREQ [CM-STATE-6]; a synchronous id waits for the
-// DREP (or the end of the DREQ's retries [CM-TMO-2]).
+// The QP to ERR and DREQ; a synchronous id waits for the DREP (or the
+// end of the DREQ's retries).
 int rdma_disconnect(struct rdma_cm_id *id) {
   if (!id) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  if (p->ep.state == RCT_CM_EP_CLOSED) return 0;   // the peer's DREQ came first
-  if (p->ep.state != RCT_CM_EP_ESTABLISHED) return fail_errno(EINVAL);
   qp_to_err(p);
-  rct_cm_ep_disconnect(&p->ep, clock_ns());
-  flush(p, NULL);
-  return p->sync ? sync_complete(p, RDMA_CM_EVENT_DISCONNECTED) : 0;
+  int r = ucma_disconnect(p->kid);
+  if (r < 0) return fail_errno(-r);
+  return p->sync && !(p->id.event && p->id.event->event == RDMA_CM_EVENT_DISCONNECTED)
+         ? sync_complete(p, RDMA_CM_EVENT_DISCONNECTED) : 0;
 }
 
 int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
@@ -839,16 +599,15 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
     rdma_ack_cm_event(e);
   }
   struct rdma_cm_id *nid = e->id;
-  // A channel of its own: the connection answers from a port of its own.
-  if (rdma_migrate_id(nid, NULL) < 0) { rdma_ack_cm_event(e); return -1; }
+  if (rdma_migrate_id(nid, NULL) < 0) { rdma_ack_cm_event(e); return -1; }   // synchronous
   nid->event = e;
   if (l->ep_has_attr) {
     struct ibv_qp_init_attr a = l->ep_attr;
     if (rdma_create_qp(nid, listen->pd, &a) < 0) {   // errno: why (EINVAL, ENOMEM, ...)
-      int e = errno;
+      int err = errno;
       rdma_reject(nid, NULL, 0);
       rdma_destroy_id(nid);
-      return fail_errno(e);
+      return fail_errno(err);
     }
   }
   *id = nid;
@@ -857,11 +616,10 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
 
 // librdmacm's options that mean something here: RDMA_OPTION_ID_ACK_TIMEOUT
 // (the QP's local ACK timeout code, as rdmax_transport.timeout),
-// RDMA_OPTION_ID_REUSEADDR and RDMA_OPTION_ID_AFONLY (accepted: a channel's
-// port is its own, and there is only IPv4); and the project's
-// RDMAX_OPTION_TRANSPORT. RDMA_OPTION_ID_TOS and RDMA_OPTION_IB_PATH are
-// ENOSYS (no IP TOS field is set; no IB path records). A wrong optlen or a
-// NULL optval is EINVAL.
+// RDMA_OPTION_ID_REUSEADDR and RDMA_OPTION_ID_AFONLY (accepted: there is
+// only IPv4); and the project's RDMAX_OPTION_TRANSPORT.
+// RDMA_OPTION_ID_TOS and RDMA_OPTION_IB_PATH are ENOSYS (no IP TOS field
+// is set; no IB path records). A wrong optlen or a NULL optval is EINVAL.
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen) {
   if (!id || !optval) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
@@ -882,17 +640,12 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
   return fail_errno(ENOSYS);
 }
 
-// IBV_EVENT_COMM_EST on a passive id whose RTU has not come: established
-// now, as its first RC frame would make it [CM-STATE-3]. EISCONN when the
-// connection was established already; other events are EINVAL.
+// IBV_EVENT_COMM_EST on a passive id whose RTU has not come: the kernel
+// establishes it now, as the RTU would. EISCONN when it was already;
+// other events are EINVAL.
 int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event) {
   if (!id || event != IBV_EVENT_COMM_EST) return fail_errno(EINVAL);
-  struct id_priv *p = priv_of(id);
-  if (p->ep.state == RCT_CM_EP_ESTABLISHED) return fail_errno(EISCONN);
-  if (p->ep.state != RCT_CM_EP_REP_SENT) return fail_errno(EINVAL);
-  rct_cm_ep_rc_frame(&p->ep);
-  flush(p, NULL);
-  return 0;
+  return kcall(ucma_established(priv_of(id)->kid)) < 0 ? -1 : 0;
 }
 
 // The one device, opened once and kept open (librdmacm: "Devices remain
@@ -994,12 +747,13 @@ void rdma_destroy_ep(struct rdma_cm_id *id) {
 
 // ---- extensions ----
 
-void rdmax_conn_ids(struct rdma_cm_id *id, uint32_t *local, uint32_t *remote) {
-  *local = priv_of(id)->ep.local_id;
-  *remote = priv_of(id)->ep.remote_id;
+// The CM MADs the kernel dropped, all connections together (rdmastat's
+// cm_dropped: malformed, unknown connection, stale ...).
+uint32_t rdmax_cm_dropped(struct rdma_cm_id *id) {
+  struct rdma_dev_stats d;
+  (void)id;
+  return rdma_dev_stats(&d) == 0 ? (uint32_t)d.cm_dropped : 0;
 }
-
-uint32_t rdmax_cm_dropped(struct rdma_cm_id *id) { return (uint32_t)priv_of(id)->ep.cnt.dropped; }
 
 void rdmax_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len) {
   for (int i = 0; i < 8; i++) out[i] = (uint8_t)(addr >> (56 - 8 * i));

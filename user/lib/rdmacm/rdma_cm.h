@@ -1,50 +1,41 @@
 // rdma_cm.h: the connection manager library, librdmacm's API and meanings
-// (<rdma/rdma_cma.h>) for RC QPs over the project's own CM exchange
-// (proto-spec/cm.md, UDP port 18515). Implementation: user/lib/rdmacm/rdma_cm.c, a
-// driver of the connection manager's endpoint (kernel/cm/cm_ep.c).
+// (<rdma/rdma_cma.h>) for RC QPs over the InfiniBand CM, which the kernel
+// runs (kernel/rdma/cma.c over QP1). Implementation: user/lib/rdmacm/rdma_cm.c,
+// a thin client of the kernel's rdma_cm (SYS_ucma_*, ucma_sys.h), as
+// librdmacm is of Linux's rdma_ucm.
 //
-// Event channels: one UDP socket per channel (channel->fd, a file
-// descriptor for poll() and fcntl(O_NONBLOCK)), shared by every id on it
-// and demultiplexed by CM connection IDs. The socket is bound when an id
-// on the channel listens (RDMA_CM_PORT unless the address names a port),
-// or to a random ephemeral port by its first datagram. An id created with a NULL channel is synchronous, as in
-// librdmacm: it has a channel of its own, and rdma_resolve_addr,
-// rdma_resolve_route, rdma_connect, rdma_accept, rdma_disconnect and
-// rdma_get_request block until their event (then in id->event); an id
-// rdma_get_request returns is synchronous too, so each accepted connection
-// answers from a random port of its own. The library makes progress only
-// inside its calls: retransmissions and answers to a peer's duplicates
-// happen while the application waits for an event, and for a fresh active
-// connection's first CM_RETRY_SPAN_NS also inside the verbs waits
-// (ibvx_set_wait_duty), so a lost RTU is answered [CM-TMO-6].
+// Event channels are the kernel's: channel->fd is a file descriptor that
+// poll() reports readable while an event waits, and fcntl(O_NONBLOCK) makes
+// rdma_get_cm_event fail with EAGAIN instead of sleeping. An id created
+// with a NULL channel is synchronous, as in librdmacm: it has a channel of
+// its own, and rdma_resolve_addr, rdma_resolve_route, rdma_connect,
+// rdma_accept, rdma_disconnect and rdma_get_request block until their
+// event (then in id->event); an id rdma_get_request returns is synchronous
+// too. Retransmissions, timeouts and answers to a peer's duplicates run in
+// the kernel on its timers, whatever the application is doing.
 //
 // Errors: 0 or -1 with errno (EINVAL, ENOMEM, EADDRINUSE, ETIMEDOUT,
 // ECONNREFUSED, ...), pointers NULL with errno, as librdmacm's man pages
-// say. Project extensions carry the prefix rdmax_; the differences from
-// librdmacm are listed in docs/rdma.md ("rdma_cm").
+// say. A REJECTED event's status is the REJ's reason (IBTA; ibcm.h's
+// IBCM_REJ_*: 8 for a port nobody listens on, the consumer's reject for
+// rdma_reject). Project extensions carry the prefix rdmax_; the
+// differences from librdmacm are listed in docs/rdma.md ("rdma_cm").
 #ifndef RDMA_CM_H
 #define RDMA_CM_H
 #include "ibverbs.h"
 #include "kernel/cm/rct_cm.h"
+#include "kernel/cm/ibcm.h"
 
-#define RDMA_CM_PORT RCT_CM_PORT                // the default CM port (proto-spec/cm.md)
-#define RDMA_CM_PRIVATE_MAX RCT_CM_PRIVATE_MAX  // private data bytes a REQ, REP or REJ carries
+#define RDMA_CM_PORT RCT_CM_PORT          // the tools' default rdma_cm port
+// Private data bytes rdma_connect, rdma_accept and rdma_reject carry: a
+// REQ's room behind rdma_cm's addressing header (56), for all three.
+#define RDMA_CM_PRIVATE_MAX IBCM_CMA_REQ_PRIVATE
 
-enum rdma_cm_event_type {
-  RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_ERROR, RDMA_CM_EVENT_ROUTE_RESOLVED,
-  RDMA_CM_EVENT_ROUTE_ERROR, RDMA_CM_EVENT_CONNECT_REQUEST, RDMA_CM_EVENT_CONNECT_RESPONSE,
-  RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_UNREACHABLE, RDMA_CM_EVENT_REJECTED,
-  RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DEVICE_REMOVAL,
-  RDMA_CM_EVENT_MULTICAST_JOIN, RDMA_CM_EVENT_MULTICAST_ERROR, RDMA_CM_EVENT_ADDR_CHANGE,
-  RDMA_CM_EVENT_TIMEWAIT_EXIT,
-};
-
-enum rdma_port_space {
-  RDMA_PS_IPOIB = 0x0002, RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111, RDMA_PS_IB = 0x013F,
-};
+// enum rdma_cm_event_type (RDMA_CM_EVENT_*) and enum rdma_port_space (RDMA_PS_*)
+// are kernel/lib/uapi.h's: the kernel rdma_cm reports them.
 
 struct rdma_event_channel {
-  int fd;                        // the channel's UDP socket (-1 until bound)
+  int fd;                        // the kernel's channel (poll, fcntl O_NONBLOCK)
 };
 
 struct rdma_addr {
@@ -133,7 +124,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
 int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event);
 int rdma_ack_cm_event(struct rdma_cm_event *event);
 const char *rdma_event_str(enum rdma_cm_event_type event);
-// REJECTED events' status: the REJ reason's name (proto-spec cm.md [CM-MSG-7]).
+// REJECTED events' status: the REJ reason's name (IBTA's, NO_LISTENER for 8).
 const char *rdma_reject_msg(struct rdma_cm_id *id, int reason);
 
 // QPs: rdma_create_qp leaves the QP in INIT, so receives may be posted
@@ -244,13 +235,11 @@ uint32_t rdmax_default_inflight(enum ibv_mtu path_mtu);
 // followed by rdma_get_cm_event gives a librdmacm program.
 int rdmax_get_cm_event_timeout(struct rdma_event_channel *channel, struct rdma_cm_event **event,
                                int timeout_ms);
-// The CM connection IDs of a connection (proto-spec cm.md) and the CM
-// messages it dropped: not from the peer's IP address and UDP port, or
-// without both connection IDs [SEC-FORGE-7]. Tools print "cm_dropped N".
-void rdmax_conn_ids(struct rdma_cm_id *id, uint32_t *local, uint32_t *remote);
+// The CM MADs the kernel's CM dropped, all connections together
+// (rdmastat's cm_dropped); id is unused. Tools print "cm_dropped N".
 uint32_t rdmax_cm_dropped(struct rdma_cm_id *id);
-// A fresh connection ID (random, non-zero) as each connection takes one;
-// exported so tools can show the generator's output [SEC-RAND-7].
+// A fresh random non-zero 32-bit value, drawn as the kernel's CM draws
+// its communication IDs; tools show the generator's output [SEC-RAND-7].
 uint32_t rdmax_new_conn_id(void);
 // The conventional first 16 bytes of private data: an MR's VA, rkey and
 // length, big-endian (proto-spec cm.md).

@@ -1,7 +1,7 @@
 // rdma_cm_util.c: see rdma_cm_util.h.
 #include "user.h"
 #include "rdma_cm_util.h"
-#include "kernel/cm/rct_cm.h"
+#include "kernel/cm/ibcm.h"
 
 int rdmau_cm_listen(struct rdma_cm_id **listen, int port) {
   struct sockaddr_in sin;
@@ -43,46 +43,55 @@ int rdmau_cm_wait_disconnect(struct rdma_cm_id *id, int timeout_ms) {
   }
 }
 
-// What a REJ's reason means to the one who asked (rdma_reject_msg's names).
-static const char *const rej_meaning[] = {
-  [RCT_CM_REJ_CONSUMER] = "the server rejected the request",
-  [RCT_CM_REJ_NO_LISTENER] = "no listener on that port",
-  [RCT_CM_REJ_NO_RESOURCES] = "the server is out of resources",
-  [RCT_CM_REJ_INVALID_PARAM] = "the request's parameters are invalid",
-  [RCT_CM_REJ_UNSUPPORTED_VERSION] = "unsupported CM version",
-  [RCT_CM_REJ_TIMEOUT] = "the server gave up waiting for us",
-  [RCT_CM_REJ_STALE_CONN] = "a stale connection",
+// What a REJ's reason means to the one who asked (rdma_reject_msg names it).
+static const struct { int reason; const char *meaning; } rej_meaning[] = {
+  { IBCM_REJ_CONSUMER, "the server rejected the request" },
+  { IBCM_REJ_INVALID_SERVICE_ID, "no listener on that port" },
+  { IBCM_REJ_NO_RESOURCES, "the server is out of resources" },
+  { IBCM_REJ_NO_QP, "the server has no QP for it" },
+  { IBCM_REJ_UNSUPPORTED_REQ, "the request's parameters are not supported" },
+  { IBCM_REJ_UNSUPPORTED_CLASS_VERSION, "unsupported CM version" },
+  { IBCM_REJ_TIMEOUT, "the server gave up waiting for us" },
+  { IBCM_REJ_STALE_CONN, "a stale connection" },
+  { IBCM_REJ_INVALID_PATH_MTU, "the path MTU is not supported" },
+  { IBCM_REJ_INSUFFICIENT_RESP_RES, "the server has too few READ resources" },
 };
 
-// The REJ's private data, if it is a line of text (rdmacp puts its reason there).
+static const char *meaning_of(int reason) {
+  for (unsigned i = 0; i < sizeof rej_meaning / sizeof rej_meaning[0]; i++)
+    if (rej_meaning[i].reason == reason) return rej_meaning[i].meaning;
+  return "reason unknown";
+}
+
+// The REJ's private data, if it starts with a line of text ended by a NUL
+// (rdmacp puts its reason there; the IB CM pads the REJ's room with zeros).
 static const char *rej_text(const struct rdma_cm_event *e) {
   const char *t = e->param.conn.private_data;
   int n = e->param.conn.private_data_len;
-  if (!t || n < 2 || t[n - 1] != 0) return NULL;
-  for (int i = 0; i < n - 1; i++)
+  if (!t || n < 2 || t[0] == 0) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (t[i] == 0) return t;
     if (t[i] < ' ' || t[i] > '~') return NULL;
-  return t;
+  }
+  return NULL;
 }
 
 const char *rdmau_cm_why(const struct rdma_cm_id *id, int err) {
   static char why[160];
   const struct rdma_cm_event *e = id ? id->event : NULL;
-  uint64 span_ms = RCT_CM_RETRY_SPAN_NS / 1000000;
   if (err == ECONNREFUSED && e && e->event == RDMA_CM_EVENT_REJECTED) {
     int r = e->status;
-    const char *m = r > 0 && r < (int)(sizeof rej_meaning / sizeof rej_meaning[0]) && rej_meaning[r]
-                    ? rej_meaning[r] : "reason unknown";
     const char *t = rej_text(e);
-    snprintf(why, sizeof why, "refused (REJ %s: %s%s%s)", rdma_reject_msg((struct rdma_cm_id *)id, r), m,
-             t ? ": " : "", t ? t : "");
+    snprintf(why, sizeof why, "refused (REJ %s: %s%s%s)", rdma_reject_msg((struct rdma_cm_id *)id, r),
+             meaning_of(r), t ? ": " : "", t ? t : "");
   } else if (err == ECONNREFUSED) {
-    snprintf(why, sizeof why, "refused (%s)", rej_meaning[RCT_CM_REJ_NO_LISTENER]);
+    snprintf(why, sizeof why, "refused (%s)", meaning_of(IBCM_REJ_INVALID_SERVICE_ID));
   } else if (err == EHOSTUNREACH) {
     snprintf(why, sizeof why, "unreachable (no ARP answer within %d.%d s: no host at that address, or it is down)",
              RDMAU_RESOLVE_MS / 1000, RDMAU_RESOLVE_MS % 1000 / 100);
   } else if (err == ETIMEDOUT) {
-    snprintf(why, sizeof why, "no answer within %lu.%lu s (%d REQs unanswered: no rdma_cm listener on that "
-             "port, or the peer is down)", span_ms / 1000, span_ms % 1000 / 100, RCT_CM_MAX_RETRIES + 1);
+    snprintf(why, sizeof why, "no answer (the REQ's retries ran out: no connection manager at that "
+             "address, or the peer is down)");
   } else {
     snprintf(why, sizeof why, "%s", strerror(err));
   }
