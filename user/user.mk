@@ -62,7 +62,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # library (lib/ibverbs), the connection manager (lib/rdmacm, with the kernel's
 # portable CM in kernel/cm) and the perftest-like helpers of rdma_bw and
 # rdma_lat (bin/rdma_perf.c) besides the libc.
-U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping
+U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
