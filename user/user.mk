@@ -61,12 +61,12 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # RDMA programs, tools (user/bin) and tests (user/tests): each links the verbs
 # library (lib/ibverbs), the connection manager (lib/rdmacm, with the kernel's
 # portable CM in kernel/cm) and the perftest-like helpers of rdma_bw and
-# rdma_lat (bin/rdma_perf.c) besides the libc.
+# rdma_lat (bin/rdma_perf.c, and bin/perftest_cm.c: their -R) besides the libc.
 U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
-  user/lib/rdmacm/*.c) user/bin/rdma_perf.c) $(U_OBJDIR)/cm/cm.o $(U_OBJDIR)/cm/cm_ep.o
+  user/lib/rdmacm/*.c) user/bin/rdma_perf.c user/bin/perftest_cm.c) $(U_OBJDIR)/cm/cm.o $(U_OBJDIR)/cm/cm_ep.o
 # The connection manager's portable codec and endpoint (kernel/cm), compiled
 # for user space.
 $(U_OBJDIR)/cm/%.o: kernel/cm/%.c

@@ -126,19 +126,22 @@ static void parse(int argc, char **argv) {
 
 // ---- the advertisement ----
 
-static void put_be(uint8_t *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-static uint64_t get_be(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++) v = v << 8 | p[i];
-  return v;
+static void advertise(struct conn *c, const char *buf, const struct ibv_mr *mr) {
+  uint64_t addr = htobe64((uint64_t)buf);
+  uint32_t rkey = htonl(mr->rkey), size = htonl(c->size);
+  memcpy(c->send_buf, &addr, 8);
+  memcpy(c->send_buf + 8, &rkey, 4);
+  memcpy(c->send_buf + 12, &size, 4);
 }
 
-static void advertise(struct conn *c, const char *buf, const struct ibv_mr *mr) {
-  put_be(c->send_buf, (uint64_t)buf, 8);
-  put_be(c->send_buf + 8, mr->rkey, 4);
-  put_be(c->send_buf + 12, c->size, 4);
+// The advertisement in c->adv: its address, rkey and size.
+static void advertised(const struct conn *c, uint64_t *addr, uint32_t *rkey, uint32_t *size) {
+  memcpy(addr, c->adv, 8);
+  memcpy(rkey, c->adv + 8, 4);
+  memcpy(size, c->adv + 12, 4);
+  *addr = be64toh(*addr);
+  *rkey = ntohl(*rkey);
+  *size = ntohl(*size);
 }
 
 // ---- resources ----
@@ -355,8 +358,9 @@ static void client(void) {
 // ends the connection (the client's ping does not fit).
 static int server_ping(struct conn *c) {
   if (!await(c, EV_RECV, "ping advertisement")) return 0;
-  uint64_t raddr = get_be(c->adv, 8);
-  uint32_t rkey = (uint32_t)get_be(c->adv + 8, 4), len = (uint32_t)get_be(c->adv + 12, 4);
+  uint64_t raddr;
+  uint32_t rkey, len;
+  advertised(c, &raddr, &rkey, &len);
   if (opt.debug) printf("rping: recv rkey 0x%x addr 0x%lx len %u\n", rkey, raddr, len);
   if (len > c->size) {
     printf("rping: the client's ping is %u bytes, more than this server's -S %u: start the server with -S %u\n",
@@ -369,9 +373,7 @@ static int server_ping(struct conn *c) {
   if (opt.verbose) printf("server ping data: %s\n", c->rdma_buf);
   send_msg(c);
   if (!await(c, EV_SEND | EV_RECV, "advertisement of the client's destination buffer")) return 0;
-  raddr = get_be(c->adv, 8);
-  rkey = (uint32_t)get_be(c->adv + 8, 4);
-  len = (uint32_t)get_be(c->adv + 12, 4);
+  advertised(c, &raddr, &rkey, &len);
   // The text and its NUL, as rping writes, but no more than the buffer advertised.
   uint32_t n = (uint32_t)strlen(c->rdma_buf) + 1;
   post_sq(c, EV_WRITE, c->rdma_buf, n < len ? n : len, c->rdma_mr, raddr, rkey);
