@@ -11,7 +11,8 @@ client on guest 1, the same -t, -s and -n on both, each under `status`.
                     row; and on the wire, the SENDs of the comm connection
                     (the first QP pair) have, in order, the payload sizes
                     Linux's perftest 6.06 sends (tests/vectors/cm/
-                    perftest-<op>.pcap: the version, three 4-byte values, a
+                    perftest-<op>.pcap: the version, two 4-byte values and
+                    the MTU's 2 bytes, a
                     per-QP message of zeros, the test connection's REQ, a
                     second one, the per-QP messages, the 8-byte report
                     values), both directions alternating, the client first;
@@ -40,12 +41,13 @@ ROCE_PORT = 4791
 OP_SEND_FIRST, OP_SEND_ONLY, OP_WRITE_FIRST, OP_WRITE_ONLY, OP_READ_REQ = 0x00, 0x04, 0x06, 0x0A, 0x0C
 # The comm connection's SEND payload sizes, one message each way per
 # exchange, in the order Linux's perftest 6.06 sends them between two
-# Linux guests (tests/vectors/cm/perftest-{write,read,send}.pcap): version
-# 16; cycle buffer, cache line, MTU 4 each; a per-QP message of zeros 56
+# Linux guests (tests/vectors/cm/perftest-{write,read,send}.pcap,
+# docs/linux-protocols.md): version 16; cycle buffer and cache line 4 each,
+# the MTU 2 (as text, BTH pad count 2); a per-QP message of zeros 56
 # before the test connection and one after; three per-QP messages (four
 # for send) before the run; after it one, the five 8-byte report values
 # and one more (send: one, no report).
-BEFORE = [16, 4, 4, 4, 56, 56]
+BEFORE = [16, 4, 4, 2, 56, 56]
 WIRE = {
     "write": BEFORE + [56, 56, 56] + [56] + [8] * 5 + [56],
     "read": BEFORE + [56, 56, 56] + [56] + [8] * 5 + [56],
@@ -68,8 +70,8 @@ def roce_frames(path):
         if len(f) < 58 or f[12:14] != b"\x08\x00" or struct.unpack(">H", f[36:38])[0] != ROCE_PORT:
             continue
         src = ".".join(map(str, f[26:30]))
-        op, qpn = f[42], int.from_bytes(f[47:50], "big")
-        out.append((src, qpn, op, len(f) - 58, int.from_bytes(f[51:54], "big")))
+        op, pad, qpn = f[42], f[43] >> 4 & 3, int.from_bytes(f[47:50], "big")   # BTH's PadCnt
+        out.append((src, qpn, op, len(f) - 58 - pad, int.from_bytes(f[51:54], "big")))
     return out
 
 

@@ -109,14 +109,15 @@ static void xchg(struct perf_conn *c, const void *mine, void *theirs, uint32_t n
 // ---- the messages ----
 
 // The per-QP message: big-endian integers at fixed offsets, the GID's 16
-// bytes as they are (perftest-write.pcap, frame 33).
-enum { D_LID, D_OUT_READS, D_QPN, D_PSN, D_RKEY, D_VADDR, D_GID, D_SRQN, D_GID_INDEX, D_FIELDS };
+// bytes as they are (perftest-write.pcap, frame 33; docs/rdma.md). Bytes
+// 20-23 are padding; bytes 48-55 are 1 from every Linux peer, their
+// meaning unknown, sent as seen (R_LAST).
+enum { D_LID, D_OUT_READS, D_QPN, D_PSN, D_RKEY, D_VADDR, D_GID, D_LAST, D_FIELDS };
 static const struct { uint8_t off, len; } dest_field[D_FIELDS] = {
-  [D_LID] = { 0, 4 }, [D_OUT_READS] = { 4, 4 }, [D_QPN] = { 8, 4 }, [D_PSN] = { 12, 4 },
-  [D_RKEY] = { 16, 4 }, [D_VADDR] = { 24, 8 }, [D_GID] = { 32, 16 }, [D_SRQN] = { 48, 4 },
-  [D_GID_INDEX] = { 52, 4 },
+  [D_LID] = { 0, 2 }, [D_OUT_READS] = { 4, 4 }, [D_QPN] = { 8, 4 }, [D_PSN] = { 12, 4 },
+  [D_RKEY] = { 16, 4 }, [D_VADDR] = { 24, 8 }, [D_GID] = { 32, 16 }, [D_LAST] = { 48, 8 },
 };
-#define R_GID_INDEX 0           // the IPv4-mapped GID's index in the port's table (docs/rdma.md)
+#define R_LAST 1
 
 static void dest_pack(uint8_t m[R_DEST_BYTES], struct perf_conn *c, const struct perf_opts *o) {
   struct ibv_device_attr da;
@@ -126,7 +127,7 @@ static void dest_pack(uint8_t m[R_DEST_BYTES], struct perf_conn *c, const struct
   v[D_PSN] = rdmau_psn();
   v[D_RKEY] = c->mr->rkey;
   v[D_VADDR] = (uint64_t)c->buf;
-  v[D_GID_INDEX] = R_GID_INDEX;
+  v[D_LAST] = R_LAST;
   memset(m, 0, R_DEST_BYTES);
   for (int i = 0; i < D_FIELDS; i++)
     if (i != D_GID) put_be(m + dest_field[i].off, v[i], dest_field[i].len);
@@ -190,13 +191,14 @@ static void step_cache_line(struct perf_conn *c, struct perf_opts *o) {
   xchg_u32(c, R_CACHE_LINE, &peer, "cache line exchange");
 }
 
-// The path MTU as text, ibv_mtu's number ("3" for 1024), in 4 bytes.
+// The path MTU as text, ibv_mtu's number and a NUL ("3" for 1024).
+#define R_MTU_BYTES 2
 static void step_mtu(struct perf_conn *c, struct perf_opts *o) {
   (void)o;
   struct ibv_port_attr pa;
-  char mine[4] = { 0 }, theirs[4];
+  char mine[R_MTU_BYTES] = { 0 }, theirs[R_MTU_BYTES];
   if (ibv_query_port(c->ctx, 1, &pa) == 0) mine[0] = (char)('0' + pa.active_mtu);
-  xchg(c, mine, theirs, 4, R_WAIT_MS, "MTU exchange");
+  xchg(c, mine, theirs, R_MTU_BYTES, R_WAIT_MS, "MTU exchange");
 }
 
 // A per-QP message of zeros: perftest exchanges one before and one right

@@ -14,8 +14,8 @@
 //   server: RDMA WRITEs its buffer there (the text and its NUL), go-ahead
 //   client: with -V compares the two buffers; with -v prints "ping data: "
 // -C pings (default 0: for ever), then the client disconnects. The server
-// serves until the client disconnects (-C is the client's), then ends, or
-// with -P waits for the next client (one after another).
+// serves -C pings (0: any number) until the client disconnects, then ends,
+// or with -P waits for the next client (one after another).
 #include "user.h"
 #include "poll.h"
 #include "rdma_cm.h"
@@ -396,8 +396,13 @@ static void serve(struct rdma_cm_id *id) {
   nonblocking(&c, 1);
   debug("connection from %s", ipstr(c.peer_ip));
   uint32_t n = 0;
-  int r;
-  while ((r = server_ping(&c)) == 1) n++;
+  int r = 1;
+  while ((opt.count == 0 || n < opt.count) && (r = server_ping(&c)) == 1) n++;
+  // -C pings served: as Linux's rping, no more; the client is to disconnect.
+  if (opt.count && n == opt.count && await(&c, EV_RECV, "disconnect after the last ping")) {
+    printf("rping: %s sent more than -C %u pings\n", ipstr(c.peer_ip), opt.count);
+    r = -1;
+  }
   if (r < 0) {                       // this side ends it
     nonblocking(&c, 0);
     rdma_disconnect(id);
