@@ -17,9 +17,9 @@
 #   make test-rdma-rping  tests/rdma/run_rping.py: xv6's rping (Linux rping's
 #                         protocol) between two guests, -V at 64 B and 4 KiB,
 #                         0 and 1 % loss, a port nobody listens on (a step of test-rdma)
-#   make test-rdma-perftest-r  tests/rdma/run_perftest_r.py: rdma_bw -R (perftest's
-#                         rdma_cm exchange) between two guests, write / read /
-#                         send, its wire order checked (a step of test-rdma)
+#   make test-rdma-perftest-r  tests/rdma/run_perftest_r.py: rdma_bw -R and
+#                         rdma_lat -R (perftest's rdma_cm exchange) between two
+#                         guests, its wire order checked (a step of test-rdma)
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz

@@ -27,8 +27,8 @@ Steps (times measured on the 2-core build machine, TCG):
   rping                      xv6's rping (Linux rping's protocol) between two
                              guests, -V at 64 B and 4 KiB, 0 % and 1 % loss; a
                              port nobody listens on; a size too small
-  perftest_r                 rdma_bw -R (perftest's rdma_cm exchange) between two
-                             guests, write / read / send, the comm connection's
+  perftest_r                 rdma_bw -R and rdma_lat -R (perftest's rdma_cm exchange)
+                             between two guests, the comm connection's
                              SENDs in the order Linux's perftest sends them
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then

@@ -1,26 +1,30 @@
 #!/usr/bin/env python3
-"""run_perftest_r.py: rdma_bw -R (perftest's rdma_cm exchange,
-user/bin/perftest_cm.c) between two xv6 guests over linkemu, with the
-link captured: `rdma_bw -R` as server on guest 0, `rdma_bw -R <ip>` as
-client on guest 1, the same -t, -s and -n on both, each under `status`.
+"""run_perftest_r.py: rdma_bw -R and rdma_lat -R (perftest's rdma_cm
+exchange, user/bin/perftest_cm.c) between two xv6 guests over linkemu,
+with the link captured: the tool with -R as server on guest 0, with -R and
+the server's address as client on guest 1, the same -t, -s and -n on
+both, each under `status`.
 
-  perftest_r_<op>   (write, read, send) both exit 0; the client prints its
-                    table row; for write and read the server prints the
-                    client's result as it came in the report exchange, and
-                    its size, iterations and BW average equal the client's
-                    row; and on the wire, the SENDs of the comm connection
-                    (the first QP pair) have, in order, the payload sizes
-                    Linux's perftest 6.06 sends (tests/vectors/cm/
-                    perftest-<op>.pcap: the version, two 4-byte values and
-                    the MTU's 2 bytes, a
-                    per-QP message of zeros, the test connection's REQ, a
-                    second one, the per-QP messages, the 8-byte report
-                    values), both directions alternating, the client first;
-                    the test QP carries the run's -n WRITEs, READs or SENDs.
-                    Before each run, rdma_lat -R on guest 1 must exit 2
-                    with one line saying -R is rdma_bw's.
+  perftest_r_<tool>_<op>
+                    (rdma_bw write, read, send; rdma_lat send, write) both
+                    exit 0; the client prints its table row; for rdma_bw's
+                    write and read the server prints the client's result as
+                    it came in the report exchange, and its size,
+                    iterations and BW average equal the client's row; on the
+                    wire, the SENDs of the comm connection (the first QP
+                    pair; retransmissions counted once) have, in order, the
+                    payload sizes Linux's perftest 6.06 sends (the version,
+                    two 4-byte values and the MTU's 2 bytes, a per-QP message
+                    of zeros, the test connection's REQ, a second one, the
+                    per-QP messages, the 8-byte report values), both
+                    directions alternating, the client first; the test QP
+                    carries -n requests (bw) or -n each way (lat), the first
+                    from the client, but for rdma_lat's WRITE from the
+                    server, as ib_write_lat -R's. Before each run, rdma_lat
+                    -R -t read on guest 1 must exit 2 with one line saying
+                    it is not there yet.
 
-Usage: python3 tests/rdma/run_perftest_r.py [--ops write read send]
+Usage: python3 tests/rdma/run_perftest_r.py [--only rdma_bw_write ...]
 Prints "test NAME: OK|FAILED (info)" per case and "N passed, M failed".
 """
 import argparse
@@ -46,12 +50,16 @@ OP_SEND_FIRST, OP_SEND_ONLY, OP_WRITE_FIRST, OP_WRITE_ONLY, OP_READ_REQ = 0x00, 
 # the MTU 2 (as text, BTH pad count 2); a per-QP message of zeros 56
 # before the test connection and one after; three per-QP messages (four
 # for send) before the run; after it one, the five 8-byte report values
-# and one more (send: one, no report).
-BEFORE = [16, 4, 4, 2, 56, 56]
+# and one more (send: one, no report). rdma_lat as ib_send_lat -R and
+# ib_write_lat -R, captured the same way: four before the run; after it one
+# (send) or none (write).
+BEFORE = [16, 4, 4, 2, 56, 56, 56, 56, 56]
 WIRE = {
-    "write": BEFORE + [56, 56, 56] + [56] + [8] * 5 + [56],
-    "read": BEFORE + [56, 56, 56] + [56] + [8] * 5 + [56],
-    "send": BEFORE + [56, 56, 56, 56] + [56],
+    ("rdma_bw", "write"): BEFORE + [56] + [8] * 5 + [56],
+    ("rdma_bw", "read"): BEFORE + [56] + [8] * 5 + [56],
+    ("rdma_bw", "send"): BEFORE + [56] + [56],
+    ("rdma_lat", "send"): BEFORE + [56] + [56],
+    ("rdma_lat", "write"): BEFORE + [56],
 }
 # A request's first (or only) packet on the test QP.
 TEST_OPCODES = {"write": (OP_WRITE_FIRST, OP_WRITE_ONLY), "read": (OP_READ_REQ,),
@@ -75,8 +83,10 @@ def roce_frames(path):
     return out
 
 
-def check_wire(frames, op, client_ip, server_ip):
-    """The comm QP pair's SENDs against WIRE[op]; the test QPs' opcodes."""
+def check_wire(frames, tool, op, client_ip, server_ip):
+    """The comm QP pair's SENDs against WIRE; the test QPs' requests: -n
+    from the client (bw), -n each way (lat), the server's first for
+    rdma_lat's WRITE, the client's first otherwise."""
     seen, sends = set(), []
     for src, qpn, o, n, psn in frames:     # a retransmission is the same SEND
         if o == OP_SEND_ONLY and qpn != 1 and (qpn, psn) not in seen:
@@ -86,26 +96,32 @@ def check_wire(frames, op, client_ip, server_ip):
         return False, "no SEND on the wire"
     comm = {sends[0][1], next((q for s, q, n in sends if s != sends[0][0]), None)}
     got = [(s, n) for s, q, n in sends if q in comm]
-    want = [(client_ip if i % 2 == 0 else server_ip, n) for i, n in enumerate(x for x in WIRE[op] for _ in (0, 1))]
+    want = [(client_ip if i % 2 == 0 else server_ip, n) for i, n in enumerate(x for x in WIRE[tool, op] for _ in (0, 1))]
     # Requests by PSN: a retransmission is the same request.
-    test = {(q, psn) for s, q, o, n, psn in frames if q not in comm and q != 1 and o in TEST_OPCODES[op]}
-    ok = got == want and len(test) == ITERS
+    test, first = {}, None
+    for s, q, o, n, psn in frames:
+        if q not in comm and q != 1 and o in TEST_OPCODES[op] and (q, psn) not in test:
+            test[q, psn] = s
+            first = first or s
+    want_n = ITERS * (2 if tool == "rdma_lat" else 1)
+    want_first = server_ip if (tool, op) == ("rdma_lat", "write") else client_ip
+    ok = got == want and len(test) == want_n and first == want_first
     return ok, (f"comm SENDs {[n for _, n in got]}" + ("" if got == want else f", want {[n for _, n in want]}")
-                + f"; test QP: {len(test)} of {ITERS} {op} requests")
+                + f"; test QP: {len(test)} of {want_n} {op} requests, the first from {first} (want {want_first})")
 
 
-def run_op(op):
+def run_op(tool, op):
     with tempfile.TemporaryDirectory(prefix="perftest-r-") as cap:
-        with Testbed(2, pcap_dir=cap, name=f"perftest-r-{op}") as tb:
+        with Testbed(2, pcap_dir=cap, name=f"perftest-r-{tool}-{op}") as tb:
             tb.boot()
             a, b = tb.guests
-            lat = b.run(f"status rdma_lat -R {tb.ip(0)}", timeout=60)
+            refused = b.run(f"status rdma_lat -R -t read {tb.ip(0)}", timeout=60)
             opts = f"-R -t {op} -s {SIZE} -n {ITERS}"
-            a.send(f"status rdma_bw {opts}")
+            a.send(f"status {tool} {opts}")
             a.expect(r"waiting for a client on port \d+", timeout=60)
-            b.send(f"status rdma_bw {opts} {tb.ip(0)}")
-            cli_status = b.expect(r"status: rdma_bw exited (-?\d+)\n", timeout=300)[1]
-            srv_status = a.expect(r"status: rdma_bw exited (-?\d+)\n", timeout=120)[1]
+            b.send(f"status {tool} {opts} {tb.ip(0)}")
+            cli_status = b.expect(rf"status: {tool} exited (-?\d+)\n", timeout=300)[1]
+            srv_status = a.expect(rf"status: {tool} exited (-?\d+)\n", timeout=120)[1]
             srv, cli = a.output(), b.output()
             for g in tb.guests:
                 g.send("halt 0")
@@ -114,21 +130,21 @@ def run_op(op):
             client_ip, server_ip = tb.ip(1), tb.ip(0)
         frames = roce_frames(os.path.join(cap, "port0.pcap"))
     problems = []
-    if not re.search(r"rdma_lat: -R: perftest's exchange is rdma_bw's only", lat) or "exited 2" not in lat:
-        problems.append(f"rdma_lat -R said {lat.strip()[:200]!r}, want a refusal and exit 2")
+    if not re.search(r"rdma_lat: -R with -t read: not yet", refused) or "exited 2" not in refused:
+        problems.append(f"rdma_lat -R -t read said {refused.strip()[:200]!r}, want a refusal and exit 2")
     if cli_status != "0" or srv_status != "0":
         problems.append(f"exit status client {cli_status}, server {srv_status}: "
-                        f"{re.findall(r'^rdma_bw: .*$', srv + cli, re.M)[:3]}")
+                        f"{re.findall(rf'^{tool}: .*$', srv + cli, re.M)[:3]}")
     row = re.search(rf"^ {SIZE} +{ITERS} +([\d.]+) +([\d.]+) +([\d.]+)", cli, re.M)
     if not row:
         problems.append("no result row on the client")
-    if op != "send":
+    if tool == "rdma_bw" and op != "send":
         rep = re.search(r"the client's result: (\d+) bytes x (\d+) iterations, BW peak ([\d.]+) MB/sec, "
                         r"BW average ([\d.]+) MB/sec", srv)
         if not rep or not row or (int(rep[1]), int(rep[2]), rep[4]) != (SIZE, ITERS, row[2]):
             problems.append(f"server's report {rep[0] if rep else None} against the client's row "
                             f"{row[0].strip() if row else None}")
-    wire_ok, wire = check_wire(frames, op, client_ip, server_ip)
+    wire_ok, wire = check_wire(frames, tool, op, client_ip, server_ip)
     if not wire_ok:
         problems.append(wire)
     return not problems, "; ".join(problems) or f"both exit 0, row {row[0].strip()}; {wire}"
@@ -136,11 +152,13 @@ def run_op(op):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ops", nargs="+", choices=sorted(WIRE), default=["write", "read", "send"])
+    names = [f"{tool}_{op}" for tool, op in WIRE]
+    ap.add_argument("--only", nargs="+", choices=names, default=names)
     args = ap.parse_args()
     t = Tally()
-    for op in args.ops:
-        t.run(f"perftest_r_{op}", lambda: run_op(op))
+    for tool, op in WIRE:
+        if f"{tool}_{op}" in args.only:
+            t.run(f"perftest_r_{tool}_{op}", lambda: run_op(tool, op))
     return t.finish()
 
 

@@ -1,6 +1,7 @@
-// perftest_cm.c: rdma_bw's -R, perftest's rdma_cm mode, as Linux's
-// perftest 6.06 speaks it (ib_write_bw -R, ib_read_bw -R, ib_send_bw -R;
-// observed in tests/vectors/cm/perftest-{write,read,send}.pcap; docs/rdma.md,
+// perftest_cm.c: rdma_bw's and rdma_lat's -R, perftest's rdma_cm mode, as
+// Linux's perftest 6.06 speaks it (ib_write_bw -R, ib_read_bw -R,
+// ib_send_bw -R, observed in tests/vectors/cm/perftest-{write,read,send}.pcap;
+// ib_write_lat -R and ib_send_lat -R in tests/vectors/cm-lat/; docs/rdma.md,
 // "perftest's -R"). Owns the comm connection (a first rdma_cm connection
 // whose QP carries only perftest's messages, one SEND each way at a time,
 // the client's first), the order of the exchanges (a script per
@@ -46,8 +47,11 @@ static uint64_t get_be(const uint8_t *p, int n) {
   return v;
 }
 
+static const char *tool(const struct perf_opts *o) { return o->latency ? "rdma_lat" : "rdma_bw"; }
+
 static void die(const struct perf_conn *c, const char *what, const char *why) {
-  printf("rdma_bw: -R: %s (peer %s): %s\n", what, inet_ntoa((struct in_addr){ htonl(c->peer_ip) }), why);
+  printf("%s: -R: %s (peer %s): %s\n", c->r ? tool(c->r->o) : "perf", what,
+         inet_ntoa((struct in_addr){ htonl(c->peer_ip) }), why);
   exit(1);
 }
 
@@ -155,7 +159,7 @@ static double get_double(const uint8_t *p) {
 
 // The steps of a script (below): one exchange, or a connection's start or end.
 enum step { S_VERSION, S_CYCLE, S_CACHE_LINE, S_MTU, S_ZERO_DEST, S_TEST_CONNECT, S_DEST, S_RECVS,
-            S_RUN, S_REPORT, S_CLOSE, S_END };
+            S_RUN, S_REPORT, S_CLOSE_SERVER_COMM, S_CLOSE_CLIENT_COMM, S_END };
 static const uint8_t *script(const struct perf_opts *o);
 
 static void step_version(struct perf_conn *c, struct perf_opts *o) {
@@ -219,11 +223,11 @@ static void step_test_connect(struct perf_conn *c, struct perf_opts *o) {
     return;
   }
   if (rdmau_cm_resolve(&c->id, o->server_ip, o->port))
-    rdmau_cm_die("rdma_bw", "-R: test connection to", o->server_ip, o->port, NULL, errno);
+    rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, NULL, errno);
   c->id->qp = c->qp;
   perf_set_transport(c->id, o);
   if (rdma_connect(c->id, NULL))
-    rdmau_cm_die("rdma_bw", "-R: test connection to", o->server_ip, o->port, c->id, errno);
+    rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, c->id, errno);
 }
 
 // The per-QP message: ours out, the peer's buffer in (c->raddr, c->rkey).
@@ -237,9 +241,16 @@ static void step_dest(struct perf_conn *c, struct perf_opts *o) {
   c->rkey = (uint32_t)get_be(theirs + dest_field[D_RKEY].off, 4);
 }
 
-// The send server's receives for the run, before the client may send.
+// The receives for the run, before the peer may send: the bw send
+// server's first ones; both sides' PERF_RECV_AHEAD of a SEND ping-pong
+// (rdma_lat), each replaced as it is taken.
 static void step_recvs(struct perf_conn *c, struct perf_opts *o) {
-  if (!c->is_server || o->op != PERF_SEND) return;
+  if (o->op != PERF_SEND) return;
+  if (o->latency) {
+    for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
+    return;
+  }
+  if (!c->is_server) return;
   struct ibv_sge sge = { (uint64_t)c->buf, o->size, c->mr->lkey };
   struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
   for (; c->preposted < (int)o->iters && c->preposted < R_SEND_PREPOST; c->preposted++)
@@ -277,11 +288,10 @@ static void await_or_disconnect(struct rdma_cm_id *id) {
   if (rdmau_cm_wait_disconnect(id, R_CLOSE_MS) != 0) rdma_disconnect(id);
 }
 
-// Who ends which connection, as perftest's peers do: the client the test
-// connection; the comm connection the client after a SEND run, the
-// server after WRITE and READ (perftest-*.pcap's DREQs).
-static void step_close(struct perf_conn *c, struct perf_opts *o) {
-  int client_ends_comm = o->op == PERF_SEND;
+// The end: the client ends the test connection; the comm connection is
+// ended by the server (S_CLOSE_SERVER_COMM) or the client
+// (S_CLOSE_CLIENT_COMM), as the captures' DREQs show for each tool.
+static void close_both(struct perf_conn *c, int client_ends_comm) {
   if (!c->is_server) {
     rdma_disconnect(c->id);
     if (client_ends_comm) rdma_disconnect(c->r->id);
@@ -292,28 +302,41 @@ static void step_close(struct perf_conn *c, struct perf_opts *o) {
     else rdma_disconnect(c->r->id);
   }
 }
+static void step_close_server_comm(struct perf_conn *c, struct perf_opts *o) { (void)o; close_both(c, 0); }
+static void step_close_client_comm(struct perf_conn *c, struct perf_opts *o) { (void)o; close_both(c, 1); }
 
 static void (*const step_fn[])(struct perf_conn *, struct perf_opts *) = {
   [S_VERSION] = step_version, [S_CYCLE] = step_cycle, [S_CACHE_LINE] = step_cache_line,
   [S_MTU] = step_mtu, [S_ZERO_DEST] = step_zero_dest, [S_TEST_CONNECT] = step_test_connect,
   [S_DEST] = step_dest, [S_RECVS] = step_recvs, [S_RUN] = step_run, [S_REPORT] = step_report,
-  [S_CLOSE] = step_close,
+  [S_CLOSE_SERVER_COMM] = step_close_server_comm, [S_CLOSE_CLIENT_COMM] = step_close_client_comm,
 };
 
-// The order of the exchanges over the comm connection, per operation, as
-// the captures show them: WRITE and READ (perftest-write.pcap,
-// perftest-read.pcap), SEND (perftest-send.pcap: one per-QP message more
-// before the run, after which the client may send, none after the report).
-static const uint8_t script_rdma[] = {
-  S_VERSION, S_CYCLE, S_CACHE_LINE, S_MTU, S_ZERO_DEST, S_TEST_CONNECT, S_ZERO_DEST,
-  S_DEST, S_DEST, S_DEST, S_RUN, S_DEST, S_REPORT, S_DEST, S_CLOSE, S_END,
+// The order of the exchanges over the comm connection, per tool and
+// operation, as Linux's perftest sends them (tests/vectors/cm/perftest-*.pcap
+// for the bandwidth tools, tests/vectors/cm-lat/ for ib_send_lat -R and
+// ib_write_lat -R): the same start; a send run's receives posted
+// before the last per-QP message; after the run, per tool, per-QP
+// messages, the client's report, and who ends the comm connection.
+#define R_START S_VERSION, S_CYCLE, S_CACHE_LINE, S_MTU, S_ZERO_DEST, S_TEST_CONNECT, S_ZERO_DEST, \
+                S_DEST, S_DEST, S_DEST
+static const uint8_t script_bw_rdma[] = {
+  R_START, S_RUN, S_DEST, S_REPORT, S_DEST, S_CLOSE_SERVER_COMM, S_END,
 };
-static const uint8_t script_send[] = {
-  S_VERSION, S_CYCLE, S_CACHE_LINE, S_MTU, S_ZERO_DEST, S_TEST_CONNECT, S_ZERO_DEST,
-  S_DEST, S_DEST, S_DEST, S_RECVS, S_DEST, S_RUN, S_DEST, S_CLOSE, S_END,
+static const uint8_t script_bw_send[] = {
+  R_START, S_RECVS, S_DEST, S_RUN, S_DEST, S_CLOSE_CLIENT_COMM, S_END,
+};
+static const uint8_t script_lat_send[] = {
+  R_START, S_RECVS, S_DEST, S_RUN, S_DEST, S_CLOSE_SERVER_COMM, S_END,
+};
+static const uint8_t script_lat_write[] = {
+  R_START, S_DEST, S_RUN, S_CLOSE_SERVER_COMM, S_END,
 };
 
-static const uint8_t *script(const struct perf_opts *o) { return o->op == PERF_SEND ? script_send : script_rdma; }
+static const uint8_t *script(const struct perf_opts *o) {
+  if (o->latency) return o->op == PERF_SEND ? script_lat_send : script_lat_write;
+  return o->op == PERF_SEND ? script_bw_send : script_bw_rdma;
+}
 
 // Runs the script's steps from c->r->step until (not including) `until`.
 static void run_steps(struct perf_conn *c, struct perf_opts *o, int until) {
@@ -342,7 +365,7 @@ static void comm_qp(struct perf_conn *c) {
 static void comm_connect(struct perf_conn *c, struct perf_opts *o) {
   struct perf_r *r = c->r;
   if (c->is_server) {
-    if (rdmau_cm_listen(&r->listen, o->port)) rdmau_cm_die("rdma_bw", "-R: listen on", 0, o->port, NULL, errno);
+    if (rdmau_cm_listen(&r->listen, o->port)) rdmau_cm_die(tool(o), "-R: listen on", 0, o->port, NULL, errno);
     printf("waiting for a client on port %d (-R: perftest's exchange)\n", o->port);
     if (rdma_get_request(r->listen, &r->id)) die(c, "comm connection", strerror(errno));
     c->peer_ip = ntohl(((struct sockaddr_in *)rdma_get_peer_addr(r->id))->sin_addr.s_addr);
@@ -352,9 +375,9 @@ static void comm_connect(struct perf_conn *c, struct perf_opts *o) {
   }
   c->peer_ip = o->server_ip;
   if (rdmau_cm_resolve(&r->id, o->server_ip, o->port))
-    rdmau_cm_die("rdma_bw", "-R: connect to", o->server_ip, o->port, NULL, errno);
+    rdmau_cm_die(tool(o), "-R: connect to", o->server_ip, o->port, NULL, errno);
   comm_qp(c);
-  if (rdma_connect(r->id, NULL)) rdmau_cm_die("rdma_bw", "-R: connect to", o->server_ip, o->port, r->id, errno);
+  if (rdma_connect(r->id, NULL)) rdmau_cm_die(tool(o), "-R: connect to", o->server_ip, o->port, r->id, errno);
 }
 
 void perf_r_connect(struct perf_conn *c, struct perf_opts *o) {

@@ -89,6 +89,7 @@ static void perf_defaults(struct perf_opts *o, const char *what) {
   o->cq_mod = 16;
   o->port = RDMA_CM_PORT;
   o->num_qps = 1;
+  o->latency = lat;
 }
 
 void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
@@ -127,9 +128,10 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write or read", "-q");
   if (o->num_qps > 1 && o->loopback) bad_arg(what, "%s: more than one QP needs two guests (not -L)", "-q");
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
-  // -R: perftest's exchange, as perftest_cm.c knows it: rdma_bw, one QP, one size.
+  // -R: perftest's exchange as perftest_cm.c knows it: one QP, one size,
+  // and rdma_lat's WRITE and SEND (no capture of ib_read_lat -R yet).
   const char *no_r = !o->perftest ? NULL
-                   : strcmp(what, "rdma_bw") != 0 ? "%s: perftest's exchange is rdma_bw's only (not yet this tool's)"
+                   : o->latency && o->op == PERF_READ ? "%s with -t read: not yet (rdma_lat: write and send)"
                    : o->loopback ? "%s needs two guests (not -L)"
                    : o->num_qps > 1 ? "%s with more than one QP (-q): not yet"
                    : o->all ? "%s with every size (-a): not yet" : NULL;
@@ -139,9 +141,9 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
 static void die(const char *m) { printf("%s: %s\n", prog, m); exit(1); }
 
 // -R: the buffer also holds the cycle a perftest peer walks its WRITEs and
-// READs through (perftest_cm.c).
+// READs through, and then rdma_lat's send area (perftest_cm.c).
 static void resources(struct perf_conn *c, const struct perf_opts *o) {
-  uint32_t len = o->size + (o->perftest ? PERF_R_CYCLE_BUFFER : 0);
+  uint32_t len = o->size + (o->perftest ? PERF_R_CYCLE_BUFFER + (o->latency ? o->size : 0) : 0);
   c->ctx = rdmau_open();
   if (!c->ctx) die("no RDMA device");
   c->pd = ibv_alloc_pd(c->ctx);
@@ -479,6 +481,8 @@ void perf_sync(struct perf_conn *c) {
     }
   }
 }
+
+uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size) { return c->buf + c->buf_len - size; }
 
 void perf_post_ahead(struct perf_conn *c) {
   struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };

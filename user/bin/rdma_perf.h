@@ -55,6 +55,7 @@ struct perf_opts {
   int num_qps;         // -q: connections the messages go over, round-robin (bw; write/read)
   int loopback;        // -L
   int perftest;        // -R: perftest's rdma_cm exchange (perftest_cm.c)
+  int latency;         // the tool is rdma_lat (perftest_cm.c's scripts differ)
   uint32_t server_ip;  // 0 = server role
 };
 
@@ -93,7 +94,9 @@ struct perf_conn {
   struct perf_r *r;    // -R: perftest's comm connection (perftest_cm.c), NULL otherwise
 };
 
-// -R (user/bin/perftest_cm.c). perf_r_connect: the comm connection, the
+// -R (user/bin/perftest_cm.c). rdma_lat's WRITEs go out from the buffer's
+// last -s bytes (perf_send_area), apart from the first -s bytes the peer
+// writes into. perf_r_connect: the comm connection, the
 // exchanges before the run, the test connection (c->id, c->qp, whose
 // resources perf_connect made and moved to INIT) and the peer's buffer
 // (c->raddr, c->rkey); perf_r_close: the exchanges after the run (the
@@ -105,6 +108,7 @@ void perf_r_connect(struct perf_conn *c, struct perf_opts *o);
 // an id, before its rdma_connect / rdma_accept.
 void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o);
 void perf_r_close(struct perf_conn *c);
+uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size);
 
 // Parses argv; `what` names the tool. A bad argument prints one line that
 // names it and why (a number: the allowed range) and exits 2; -h/--help
