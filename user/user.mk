@@ -61,12 +61,12 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # RDMA programs, tools (user/bin) and tests (user/tests): each links the verbs
 # library (lib/ibverbs), the connection manager's client (lib/rdmacm: the CM
 # itself runs in the kernel) and the perftest-like helpers of rdma_bw and
-# rdma_lat (bin/rdma_perf.c) besides the libc.
-U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping
+# rdma_lat (bin/rdma_perf.c, and bin/perftest_cm.c: their -R) besides the libc.
+U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
-  user/lib/rdmacm/*.c) user/bin/rdma_perf.c)
+  user/lib/rdmacm/*.c) user/bin/rdma_perf.c user/bin/perftest_cm.c)
 UPROGS += $(addprefix user/_,$(U_RDMA_PROGS))
 $(addprefix user/_,$(U_RDMA_BIN)): user/_%: $(U_OBJDIR)/bin/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)

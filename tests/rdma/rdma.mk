@@ -14,6 +14,12 @@
 #                         Debian, user/upstream/) to exit 0 (a step of test-rdma)
 #   make test-rdma-udping  tests/rdma/run_udping.py: UD (udping) between two
 #                         guests at 0 and 1 % loss (a step of test-rdma)
+#   make test-rdma-rping  tests/rdma/run_rping.py: xv6's rping (Linux rping's
+#                         protocol) between two guests, -V at 64 B and 4 KiB,
+#                         0 and 1 % loss, a port nobody listens on (a step of test-rdma)
+#   make test-rdma-perftest-r  tests/rdma/run_perftest_r.py: rdma_bw -R and
+#                         rdma_lat -R (perftest's rdma_cm exchange) between two
+#                         guests, its wire order checked (a step of test-rdma)
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz
@@ -56,6 +62,12 @@ test-rdma-examples: kernel/kernel fs.img $(LINKEMU)
 test-rdma-udping: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/rdma/run_udping.py
 
+test-rdma-rping: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_rping.py
+
+test-rdma-perftest-r: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_perftest_r.py
+
 # make fuzz (kernel/transport/transport.mk) runs the guest fuzzer too.
 FUZZ_GUEST_SECONDS ?= 600
 fuzz-guest: kernel/kernel fs.img
@@ -93,7 +105,7 @@ $(TBCOUNT): bench/tcg/tbcount.c
 bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

@@ -24,6 +24,12 @@ Steps (times measured on the 2-core build machine, TCG):
   udping                     UD between two guests (user/bin/udping.c), 0 % and
                              1 % loss: every message answered, byte exact, what
                              went missing at most what linkemu dropped
+  rping                      xv6's rping (Linux rping's protocol) between two
+                             guests, -V at 64 B and 4 KiB, 0 % and 1 % loss; a
+                             port nobody listens on; a size too small
+  perftest_r                 rdma_bw -R and rdma_lat -R (perftest's rdma_cm exchange)
+                             between two guests, the comm connection's
+                             SENDs in the order Linux's perftest sends them
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
@@ -56,6 +62,8 @@ def steps():
         ("cmtest", [PY, f"{HERE}/run_cmtest.py"]),
         ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("udping", [PY, f"{HERE}/run_udping.py"]),
+        ("rping", [PY, f"{HERE}/run_rping.py"]),
+        ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),

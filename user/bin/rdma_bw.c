@@ -5,6 +5,9 @@
 //           [--inflight pkts] [--min-rto us | --fixed-rto] [--idle-qps n] [-q qps]
 //           [--stats] (-L | <server ip>)   client side / loopback
 //   rdma_bw                           server side (parameters come from the client)
+//   rdma_bw -R [opts] [<server ip>]   perftest's rdma_cm exchange (perftest_cm.c): against
+//                                     Linux's ib_write_bw -R, ib_read_bw -R, ib_send_bw -R;
+//                                     the server needs the client's -t, -s and -n
 //
 // The client keeps up to `depth` WRs outstanding (every WR signaled);
 // -e sleeps on the completion channel between completions. --idle-qps n
@@ -85,7 +88,8 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
   struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
   struct ibv_wc wc[16];
-  uint32_t posted = 0, got = 0;
+  uint32_t posted = (uint32_t)c->preposted, got = 0;   // -R posts the first before the run
+  c->preposted = 0;
   while (got < o->iters) {
     while (posted < o->iters && posted - got < 200) {
       if (ibv_post_recv(c->qp, &wr, &bad)) fail("post_recv");
@@ -159,6 +163,7 @@ int main(int argc, char **argv) {
       uint64 avg = mb_x100((uint64)size * o.iters, t1 - t0);
       if (peak < avg) peak = avg;              // the whole run is a window too
       uint64 mpps_x100000 = (uint64)o.iters * 100000ULL / ((t1 - t0) / 1000 + 1);   // Mpps * 1e5
+      c.report = (struct perf_report){ size, o.iters, peak, avg, mpps_x100000 };   // -R sends it
       printf(" %-10u %-14u ", size, o.iters);
       perf_print_fixed(peak, 15);
       printf("    ");

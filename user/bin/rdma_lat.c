@@ -3,6 +3,10 @@
 //
 //   rdma_lat [-t write|read|send] [-s size] [-n iters] [-a] [-e] [--sr] (-L | <server ip>)
 //   rdma_lat                      server side
+//   rdma_lat -R -t write|send [-s size] [-n iters] [<server ip>]
+//                                 perftest's rdma_cm exchange (perftest_cm.c): against
+//                                 Linux's ib_write_lat -R / ib_send_lat -R, same options
+//                                 on both sides
 //
 // write: ping-pong; each side WRITEs `size` bytes into the other's buffer
 //        and polls its own buffer's last byte for the iteration tag.
@@ -24,8 +28,9 @@ static struct perf_conn *conn;
 static const char *op_now = "?";      // what the failing completion was for
 static void fail_wc(const struct ibv_wc *wc) { perf_fail_wc(conn, op_now, wc); }
 
-static void post_write(struct perf_conn *c, uint32_t size, int signaled) {
-  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+// A WRITE of size bytes from src (in c's buffer) to the peer's buffer.
+static void post_write(struct perf_conn *c, uint8_t *src, uint32_t size, int signaled) {
+  struct ibv_sge sge = { (uint64_t)src, size, c->mr->lkey };
   struct ibv_send_wr wr, *bad;
   memset(&wr, 0, sizeof wr);
   wr.sg_list = &sge;
@@ -84,9 +89,43 @@ static void post_send(struct perf_conn *c, uint32_t size) {
   if (ibv_post_send(c->qp, &wr, &bad)) fail("post send");
 }
 
-static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *samples) {
+// -R (perftest's ib_write_lat -R, as captured): the server WRITEs first;
+// each side answers the other's WRITE with its own, the round's number
+// ((i + 1) mod 256) in the last byte, always to the start of the peer's
+// buffer, sent from this side's send area (perf_send_area) so that its
+// own buffer changes only by the peer's WRITE. The client's last WRITE is
+// signaled and reaped, which settles the unsignaled ones before it; the
+// server's are all unsignaled (wait_tag's CQ checks would take a
+// completion). The client's sample is the time between two of the
+// server's WRITEs (a round trip) halved: iters - 1 of them. Returns their
+// number.
+static int write_rounds_perftest(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *samples) {
+  int client = !c->is_server, n = 0;
+  uint8_t *src = perf_send_area(c, size);
+  uint64 prev = 0;
+  for (uint32_t i = 0; i < o->iters; i++) {
+    uint8_t t = (uint8_t)(i + 1);
+    if (client) {
+      wait_tag(c, size, t, o->events);
+      uint64 now = clock_ns();
+      if (i > 0) samples[n++] = (now - prev) / 2;
+      prev = now;
+    }
+    src[size - 1] = t;
+    post_write(c, src, size, client && i + 1 == o->iters);
+    if (!client) wait_tag(c, size, t, o->events);
+  }
+  if (client) reap(c, IBV_WC_RDMA_WRITE);
+  return n;
+}
+
+// One size's run: the number of samples (iters, or what -R's WRITE gives).
+static int one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t size, uint64 *samples) {
   int client = !c->is_server;
-  memset(c->buf, 0, size);
+  if (o->perftest && o->op == PERF_WRITE) return write_rounds_perftest(c, o, size, samples);
+  // -R: the buffers are clear from the start, and the peer may already be
+  // writing (perftest has no sync of ours).
+  if (!o->perftest) memset(c->buf, 0, size);
   perf_sync(c);                   // both buffers clear
   for (uint32_t i = 0; i < o->iters; i++) {
     uint64 t0 = clock_ns();
@@ -105,13 +144,13 @@ static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t si
       // neither side mistakes its own outgoing byte for the answer.
       if (client) {
         c->buf[size - 1] = tag(i);
-        post_write(c, size, 0);
+        post_write(c, c->buf, size, 0);
         wait_tag(c, size, tag(i) ^ 0x80, o->events);
         samples[i] = (clock_ns() - t0) / 2;
       } else {
         wait_tag(c, size, tag(i), o->events);
         c->buf[size - 1] = tag(i) ^ 0x80;
-        post_write(c, size, 0);
+        post_write(c, c->buf, size, 0);
       }
     } else {
       // Each side keeps its receives posted ahead (perf_post_ahead); the
@@ -139,6 +178,7 @@ static void one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t si
     reap(c, IBV_WC_RDMA_WRITE);
   }
   perf_sync(c);
+  return (int)o->iters;
 }
 
 static void print_us(uint64 ns, int width) { perf_print_fixed(ns / 10, width); }
@@ -161,10 +201,10 @@ int main(int argc, char **argv) {
     printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
   }
   for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
-    one_size(&c, &o, size, samples);
+    int n = one_size(&c, &o, size, samples);
     if (!client) continue;
     struct perf_stats s;
-    perf_stats(samples, (int)o.iters, &s);
+    perf_stats(samples, n, &s);
     printf(" %-6u %-11u", size, o.iters);
     print_us(s.min, 14); print_us(s.max, 15); print_us(s.median, 17); print_us(s.avg, 15);
     print_us(s.stdev, 17); print_us(s.p99, 23); print_us(s.p999, 25);

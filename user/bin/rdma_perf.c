@@ -44,7 +44,9 @@ static void perf_usage(const char *what, const struct perf_opts *dflt) {
          "  -e, --events         sleep for completions instead of polling\n"
          "  --sr                 selective repeat instead of go-back-N\n"
          "  --fixed-rto          the IBTA ACK timeout alone, no adaptive RTO\n"
-         "  --stats              the QP's transport counters and the guest's CPU per frame\n", what, all_top);
+         "  --stats              the QP's transport counters and the guest's CPU per frame\n"
+         "  -R, --rdma_cm        perftest's rdma_cm exchange (ib_write_bw -R ...); both sides need the same options\n",
+         what, all_top);
   for (int i = 0; i < NUM_OPTS; i++) {
     const struct num_opt *n = &num_opts[i];
     uint32_t d = *(const uint32_t *)((const char *)dflt + n->off);
@@ -87,6 +89,7 @@ static void perf_defaults(struct perf_opts *o, const char *what) {
   o->cq_mod = 16;
   o->port = RDMA_CM_PORT;
   o->num_qps = 1;
+  o->latency = lat;
 }
 
 void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
@@ -114,6 +117,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "--stats") == 0) o->stats = 1;
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
+    else if (strcmp(a, "-R") == 0 || strcmp(a, "--rdma_cm") == 0) o->perftest = 1;
     else if (a[0] == '-') bad_arg(what, "%s: unknown option", a);
     else if (have_ip || rdmau_parse_ipv4(a, &o->server_ip) < 0 || o->server_ip == 0)
       bad_arg(what, have_ip ? "%s: one server address only" : "%s: not an IPv4 address (a.b.c.d)", a);
@@ -124,12 +128,22 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write or read", "-q");
   if (o->num_qps > 1 && o->loopback) bad_arg(what, "%s: more than one QP needs two guests (not -L)", "-q");
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
+  // -R: perftest's exchange as perftest_cm.c knows it: one QP, one size,
+  // and rdma_lat's WRITE and SEND (no capture of ib_read_lat -R yet).
+  const char *no_r = !o->perftest ? NULL
+                   : o->latency && o->op == PERF_READ ? "%s with -t read: not yet (rdma_lat: write and send)"
+                   : o->loopback ? "%s needs two guests (not -L)"
+                   : o->num_qps > 1 ? "%s with more than one QP (-q): not yet"
+                   : o->all ? "%s with every size (-a): not yet" : NULL;
+  if (no_r) bad_arg(what, no_r, "-R");
 }
 
 static void die(const char *m) { printf("%s: %s\n", prog, m); exit(1); }
 
+// -R: the buffer also holds the cycle a perftest peer walks its WRITEs and
+// READs through, and then rdma_lat's send area (perftest_cm.c).
 static void resources(struct perf_conn *c, const struct perf_opts *o) {
-  uint32_t len = o->size;
+  uint32_t len = o->size + (o->perftest ? PERF_R_CYCLE_BUFFER + (o->latency ? o->size : 0) : 0);
   c->ctx = rdmau_open();
   if (!c->ctx) die("no RDMA device");
   c->pd = ibv_alloc_pd(c->ctx);
@@ -217,7 +231,7 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
 }
 
 // The transport settings of the options (rdma_cm.h's project extension).
-static void set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
+void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
   struct rdmax_transport xt = { .sr = (uint8_t)o->sr, .max_inflight = o->inflight,
                                 .min_rto_us = o->min_rto_us };
   if (rdma_set_option(id, RDMAX_OPTION_XV6, RDMAX_OPTION_TRANSPORT, &xt, sizeof xt)) die("set_option");
@@ -226,11 +240,24 @@ static void set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
 // The QP to INIT (the CM takes it on from there) and its receives posted
 // ahead, before the connection exists: the peer's first SEND can
 // then never meet an empty receive queue.
-static void init_and_post_ahead(struct perf_conn *c) {
+static void qp_init(struct perf_conn *c) {
   struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
     .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
   if (ibv_modify_qp(c->qp, &a, RDMAU_MASK_INIT)) die("QP to INIT");
+}
+
+static void init_and_post_ahead(struct perf_conn *c) {
+  qp_init(c);
   for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
+}
+
+// -R: perftest's exchange over a comm connection of its own
+// (perftest_cm.c); the test QP carries nothing else, so no receives ahead.
+static void connect_perftest(struct perf_conn *c, struct perf_opts *o) {
+  c->is_server = o->server_ip == 0;
+  resources(c, o);
+  qp_init(c);
+  perf_r_connect(c, o);
 }
 
 static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
@@ -253,7 +280,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     init_and_post_ahead(c);
     c->id->qp = c->qp;
     rdmax_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    set_transport(c->id, o);
+    perf_set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16 };
     if (rdma_accept(c->id, &p)) die("accept");
     if (o->num_qps > 1) c->lid = lid;     // its channel carries the further connections
@@ -266,7 +293,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     c->id->qp = c->qp;
     pack_params(pd, o);
     rdmax_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
-    set_transport(c->id, o);
+    perf_set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36 };
     if (rdma_connect(c->id, &p)) rdmau_cm_die(prog, "connect to", o->server_ip, o->port, c->id, errno);
     uint32_t len;
@@ -317,7 +344,7 @@ static void connect_more(struct perf_conn *c, struct perf_opts *o) {
     if (rdma_resolve_route(id, RDMAU_RESOLVE_MS)) die("-q: resolve_route");
     rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ROUTE_RESOLVED));
     id->qp = c->qps[i] = more_qp(c, o);
-    set_transport(id, o);
+    perf_set_transport(id, o);
     uint8_t pd[8];
     put_be32(pd, PERF_MAGIC_MORE);
     put_be32(pd + 4, (uint32_t)i);
@@ -339,7 +366,7 @@ static void accept_more(struct perf_conn *c, struct perf_opts *o) {
     if (!ok) { rdma_reject(id, NULL, 0); die("-q: a REQ that is not the next connection"); }
     c->ids[i] = id;
     id->qp = c->qps[i] = more_qp(c, o);
-    set_transport(id, o);
+    perf_set_transport(id, o);
     if (rdma_accept(id, NULL)) die("-q: accept");
     rdma_ack_cm_event(cm_expect(c->lid->channel, id, RDMA_CM_EVENT_ESTABLISHED));
     c->nqp = i + 1;
@@ -396,10 +423,12 @@ int perf_connect(struct perf_conn *c, struct perf_opts *o) {
   memset(c, 0, sizeof *c);
   c->to_peer = c->from_peer = -1;
   if (o->loopback) connect_loopback(c, o);
+  else if (o->perftest) connect_perftest(c, o);
   else connect_cm(c, o);
   c->nqp = 1;
   c->qps[0] = c->qp;
   c->ids[0] = c->id;
+  if (o->perftest) return 0;         // perftest's peers have no sync of ours
   if (o->num_qps > 1 && c->is_server) accept_more(c, o);
   else if (o->num_qps > 1) connect_more(c, o);
   perf_sync(c);
@@ -426,6 +455,7 @@ static int sync_recv_taken(struct perf_conn *c, struct ibv_send_wr *sw) {
 }
 
 void perf_sync(struct perf_conn *c) {
+  if (c->r) return;                // -R: perftest's peers sync only at the end (perf_r_close)
   struct ibv_wc wc;
   struct ibv_send_wr sw = { .wr_id = PERF_WR_SYNC, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
   int got_recv = 0, got_send = c->is_server;
@@ -451,6 +481,8 @@ void perf_sync(struct perf_conn *c) {
     }
   }
 }
+
+uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size) { return c->buf + c->buf_len - size; }
 
 void perf_post_ahead(struct perf_conn *c) {
   struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
@@ -569,6 +601,7 @@ static void perf_bye(struct perf_conn *c) {
 }
 
 void perf_close(struct perf_conn *c) {
+  if (c->r) perf_r_close(c);
   if (c->id) {
     perf_bye(c);
     if (c->is_server && rdmau_cm_wait_disconnect(c->id, 10000) != 0) {

@@ -9,7 +9,10 @@
 //   loopback: rdma_bw [opts] -L         forks; parent = client, child =
 //             server, QP facts exchanged over a pipe (no NIC needed)
 // The client sends the test parameters in the REQ's private data, so the
-// server needs no options.
+// server needs no options. With -R (perftest's rdma_cm mode, user/bin/
+// perftest_cm.c) the tools speak perftest's own exchange instead, so that
+// Linux's ib_write_bw -R, ib_read_bw -R and ib_send_bw -R run against them
+// in either role; then both sides need the same options, as perftest's.
 #ifndef RDMA_PERF_H
 #define RDMA_PERF_H
 #include "ibverbs.h"
@@ -51,9 +54,20 @@ struct perf_opts {
   int idle_qps;        // --idle-qps: connected QPs that stay idle during the run (bw)
   int num_qps;         // -q: connections the messages go over, round-robin (bw; write/read)
   int loopback;        // -L
+  int perftest;        // -R: perftest's rdma_cm exchange (perftest_cm.c)
+  int latency;         // the tool is rdma_lat (perftest_cm.c's scripts differ)
   uint32_t server_ip;  // 0 = server role
 };
 
+// The client's result, which -R sends to the server after the run
+// (perftest's report exchange, perftest_cm.c).
+struct perf_report {
+  uint64 size, iters;
+  uint64 peak_x100, avg_x100;   // MB/s x 100
+  uint64 mpps_x100000;          // Mpps x 100000
+};
+
+struct perf_r;
 struct perf_conn {
   struct ibv_context *ctx;
   struct ibv_pd *pd;
@@ -75,7 +89,26 @@ struct perf_conn {
   int to_peer, from_peer;   // loopback: pipes for a tiny barrier
   uint32_t peer_ip;    // the other guest (host order), for messages
   int early_recvs;     // receive completions taken before their reader (perf_sync, perf_bye) asked
+  int preposted;       // -R send server: receives of the run posted before it (perftest_cm.c)
+  struct perf_report report;   // -R: the client's result (client: to send; server: received)
+  struct perf_r *r;    // -R: perftest's comm connection (perftest_cm.c), NULL otherwise
 };
+
+// -R (user/bin/perftest_cm.c). rdma_lat's WRITEs go out from the buffer's
+// last -s bytes (perf_send_area), apart from the first -s bytes the peer
+// writes into. perf_r_connect: the comm connection, the
+// exchanges before the run, the test connection (c->id, c->qp, whose
+// resources perf_connect made and moved to INIT) and the peer's buffer
+// (c->raddr, c->rkey); perf_r_close: the exchanges after the run (the
+// client's c->report goes to the server) and the disconnects. Both exit
+// with a message on failure.
+#define PERF_R_CYCLE_BUFFER 4096   // perftest's cycle buffer: the peer's WRITEs and READs walk this far
+void perf_r_connect(struct perf_conn *c, struct perf_opts *o);
+// The transport settings of the options (--sr, --inflight, --min-rto) on
+// an id, before its rdma_connect / rdma_accept.
+void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o);
+void perf_r_close(struct perf_conn *c);
+uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size);
 
 // Parses argv; `what` names the tool. A bad argument prints one line that
 // names it and why (a number: the allowed range) and exits 2; -h/--help
