@@ -61,7 +61,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # RDMA programs, tools (user/bin) and tests (user/tests): each links the verbs
 # library (lib/ibverbs), the connection manager (lib/rdmacm, with the kernel's
 # portable CM in kernel/cm) and the perftest-like helpers of rdma_bw and
-# rdma_lat (bin/rdma_perf.c, and bin/perftest_cm.c: their -R) besides the libc.
+# rdma_lat (bin/rdma_perf.c) besides the libc.
 U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
