@@ -67,8 +67,9 @@ TEST_OPCODES = {"write": (OP_WRITE_FIRST, OP_WRITE_ONLY), "read": (OP_READ_REQ,)
 
 
 def roce_frames(path):
-    """(source IP, destination QPN, opcode, payload length, PSN) of each
-    RoCEv2 frame of a pcap file, in order."""
+    """(source IP, destination QPN, opcode, payload length (a READ
+    request: the length it asks for), PSN) of each RoCEv2 frame of a pcap
+    file, in order."""
     data = open(path, "rb").read()
     off, out = 24, []
     while off + 16 <= len(data):
@@ -79,7 +80,9 @@ def roce_frames(path):
             continue
         src = ".".join(map(str, f[26:30]))
         op, pad, qpn = f[42], f[43] >> 4 & 3, int.from_bytes(f[47:50], "big")   # BTH's PadCnt
-        out.append((src, qpn, op, len(f) - 58 - pad, int.from_bytes(f[51:54], "big")))
+        # A READ request's length is its RETH's DMA length (bytes 12-15).
+        n = int.from_bytes(f[66:70], "big") if op == OP_READ_REQ else len(f) - 58 - pad
+        out.append((src, qpn, op, n, int.from_bytes(f[51:54], "big")))
     return out
 
 
@@ -98,8 +101,12 @@ def check_wire(frames, tool, op, client_ip, server_ip):
     got = [(s, n) for s, q, n in sends if q in comm]
     want = [(client_ip if i % 2 == 0 else server_ip, n) for i, n in enumerate(x for x in WIRE[tool, op] for _ in (0, 1))]
     # Requests by PSN: a retransmission is the same request.
+    # A READ retried from the middle of its response asks for the rest
+    # (a shorter RETH length at a later PSN): not a request of its own.
     test, first = {}, None
     for s, q, o, n, psn in frames:
+        if o == OP_READ_REQ and n != SIZE:
+            continue
         if q not in comm and q != 1 and o in TEST_OPCODES[op] and (q, psn) not in test:
             test[q, psn] = s
             first = first or s

@@ -23,6 +23,8 @@
 #define R_RUN_WAIT_MS 600000    // the server's wait for the end of the client's run
 #define R_CLOSE_MS 10000        // the longest wait for the peer's disconnect
 #define R_SEND_PREPOST 200      // the send server's receives posted before the run (run_send_server's)
+#define R_TEST_TRIES 20         // REQs for the test connection a perftest server may refuse ...
+#define R_TEST_RETRY_US 100000  // ... each 100 ms after the last: 2 s for its listener
 
 // The comm connection and where the script is.
 struct perf_r {
@@ -222,12 +224,24 @@ static void step_test_connect(struct perf_conn *c, struct perf_opts *o) {
     if (rdma_accept(c->id, NULL)) die(c, "accept of the test connection", strerror(errno));
     return;
   }
-  if (rdmau_cm_resolve(&c->id, o->server_ip, o->port))
-    rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, NULL, errno);
-  c->id->qp = c->qp;
-  perf_set_transport(c->id, o);
-  if (rdma_connect(c->id, NULL))
-    rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, c->id, errno);
+  // perftest's server listens for the test connection only after it has
+  // answered the message before it, so a REQ that comes at once can be
+  // refused (REJ 8, no listener): it is tried again, R_TEST_TRIES times.
+  for (int tries = 1;; tries++) {
+    if (rdmau_cm_resolve(&c->id, o->server_ip, o->port))
+      rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, NULL, errno);
+    c->id->qp = c->qp;
+    perf_set_transport(c->id, o);
+    if (rdma_connect(c->id, NULL) == 0) return;
+    if (errno != ECONNREFUSED || tries == R_TEST_TRIES)
+      rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, c->id, errno);
+    c->id->qp = NULL;                  // the QP is ours: the next id takes it, from INIT
+    rdma_destroy_id(c->id);
+    struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+    if (ibv_modify_qp(c->qp, &reset, IBV_QP_STATE)) die(c, "test connection", "cannot reset the QP");
+    perf_qp_init(c);
+    usleep(R_TEST_RETRY_US);
+  }
 }
 
 // The per-QP message: ours out, the peer's buffer in (c->raddr, c->rkey).

@@ -240,14 +240,14 @@ void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
 // The QP to INIT (the CM takes it on from there) and its receives posted
 // ahead, before the connection exists: the peer's first SEND can
 // then never meet an empty receive queue.
-static void qp_init(struct perf_conn *c) {
+void perf_qp_init(struct perf_conn *c) {
   struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
     .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
   if (ibv_modify_qp(c->qp, &a, RDMAU_MASK_INIT)) die("QP to INIT");
 }
 
 static void init_and_post_ahead(struct perf_conn *c) {
-  qp_init(c);
+  perf_qp_init(c);
   for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
 }
 
@@ -256,7 +256,7 @@ static void init_and_post_ahead(struct perf_conn *c) {
 static void connect_perftest(struct perf_conn *c, struct perf_opts *o) {
   c->is_server = o->server_ip == 0;
   resources(c, o);
-  qp_init(c);
+  perf_qp_init(c);
   perf_r_connect(c, o);
 }
 

@@ -107,6 +107,8 @@ void perf_r_connect(struct perf_conn *c, struct perf_opts *o);
 // The transport settings of the options (--sr, --inflight, --min-rto) on
 // an id, before its rdma_connect / rdma_accept.
 void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o);
+// c->qp to INIT (from RESET), ready for an id's rdma_connect or rdma_accept.
+void perf_qp_init(struct perf_conn *c);
 void perf_r_close(struct perf_conn *c);
 uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size);
 
