@@ -20,10 +20,11 @@ guest; clean with a capture, and at 1 % seeded loss):
         "RDMA_CM_EVENT_REJECTED, error 8" (the REJ reason for an invalid
         service ID, as between two Linux guests); xv6's rping says the
         connection was refused and exits 1.
-  interop_<bed>_perftest_<op>_<side>_client
-        perftest's -R exchange: Linux `ib_<op>_bw -R` against xv6
-        `rdma_bw -R`, either side the client; both exit 0 and the client
-        prints its result row.
+  interop_<bed>_perftest_<kind>_<side>_client (clean bed)
+        perftest's -R exchange, 200 x 4 KiB: Linux's ib_write_bw, ib_read_bw,
+        ib_send_bw, ib_write_lat and ib_send_lat -R against xv6's rdma_bw /
+        rdma_lat -R with the same -t, either side the client; both exit 0
+        and the client prints its result row.
 
 Python standard library only; the Linux side runs through
 tests/linux/rdmacm_tools.py (servers start in the background under
@@ -147,31 +148,46 @@ def no_listener_xv6_client(xv6, lnx):
     return ok, f"xv6 rping exit {rc}: {out.strip()[-160:]!r}"
 
 
-def perftest_xv6_client(xv6, lnx, op):
-    """Linux `ib_<op>_bw -R` serves, xv6 `rdma_bw -R -t <op>` is the client."""
+# (Linux's perftest program, xv6's tool with its -t) for each -R pair.
+PERFTEST = {"write_bw": ("ib_write_bw", "rdma_bw -t write"), "read_bw": ("ib_read_bw", "rdma_bw -t read"),
+            "send_bw": ("ib_send_bw", "rdma_bw -t send"), "write_lat": ("ib_write_lat", "rdma_lat -t write"),
+            "send_lat": ("ib_send_lat", "rdma_lat -t send")}
+
+
+def perftest_row(out):
+    """The second column after #bytes and #iterations of perftest's result
+    row (BW peak, or t_min for the latency tools), or None."""
+    row = re.search(rf"^\s*{PERF_SIZE}\s+{PERF_ITERS}\s+(\S+)", out, re.M)
+    return row[1] if row else None
+
+
+def perftest_xv6_client(xv6, lnx, kind):
+    """Linux's perftest -R serves, xv6's rdma_bw / rdma_lat -R is the client."""
+    linux, ours = PERFTEST[kind]
     opts = f"-s {PERF_SIZE} -n {PERF_ITERS}"
-    if not rdmacm_tools.serve(lnx, f"ib_{op}_bw -R {opts}", "TCP", DEADLINE):
+    if not rdmacm_tools.serve(lnx, f"{linux} -R {opts}", "TCP", DEADLINE):
         lnx.run("kill %1 2>/dev/null")
-        return False, f"Linux ib_{op}_bw -R never listened"
-    rc, out = xv6_status(xv6, f"rdma_bw -R -t {op} {opts} {lnx.ip}")
+        return False, f"Linux {linux} -R never listened"
+    rc, out = xv6_status(xv6, f"{ours} -R {opts} {lnx.ip}")
     src, sout = rdmacm_tools.server_result(lnx, DEADLINE)
-    row = re.search(rf"^\s*{PERF_SIZE}\s+{PERF_ITERS}\s+\S+\s+(\S+)", out, re.M)
+    row = perftest_row(out)
     ok = rc == 0 and src == 0 and row is not None
-    return ok, (f"xv6 rdma_bw exit {rc}, BW average {row[1] if row else '?'} MB/s; Linux exit {src}"
+    return ok, (f"xv6 {ours} exit {rc}, row {row}; Linux {linux} exit {src}"
                 + ("" if ok else f"; xv6: {out.strip()[-200:]!r}; Linux: {sout.strip()[-200:]!r}"))
 
 
-def perftest_linux_client(xv6, lnx, xv6_ip, op):
-    """xv6 `rdma_bw -R -t <op>` serves, Linux `ib_<op>_bw -R` is the client."""
+def perftest_linux_client(xv6, lnx, xv6_ip, kind):
+    """xv6's rdma_bw / rdma_lat -R serves, Linux's perftest -R is the client."""
+    linux, ours = PERFTEST[kind]
     opts = f"-s {PERF_SIZE} -n {PERF_ITERS}"
     start = len(xv6.output())
-    xv6.spawn(f"status rdma_bw -R -t {op} {opts}", ready=r"waiting for a client on port \d+")
-    rc, out = rdmacm_tools.client(lnx, f"ib_{op}_bw -R {opts} {xv6_ip}", DEADLINE)
-    m = xv6.expect(r"status: rdma_bw exited (-?\d+)\n", timeout=120)
+    xv6.spawn(f"status {ours} -R {opts}", ready=r"waiting for a client on port \d+")
+    rc, out = rdmacm_tools.client(lnx, f"{linux} -R {opts} {xv6_ip}", DEADLINE)
+    m = xv6.expect(r"status: rdma_\w+ exited (-?\d+)\n", timeout=120)
     srv = xv6.output()[start:]
-    row = re.search(rf"^\s*{PERF_SIZE}\s+{PERF_ITERS}\s+\S+\s+(\S+)", out, re.M)
+    row = perftest_row(out)
     ok = rc == 0 and m[1] == "0" and row is not None
-    return ok, (f"Linux ib_{op}_bw exit {rc}, BW average {row[1] if row else '?'} MB/s; xv6 exit {m[1]}"
+    return ok, (f"Linux {linux} exit {rc}, row {row}; xv6 {ours} exit {m[1]}"
                 + ("" if ok else f"; Linux: {out.strip()[-200:]!r}; xv6: {srv.strip()[-200:]!r}"))
 
 
@@ -188,7 +204,7 @@ def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):
         return
     tally.run(f"interop_{name}_no_listener_linux_client", lambda: no_listener_linux_client(lnx, xv6_ip))
     tally.run(f"interop_{name}_no_listener_xv6_client", lambda: no_listener_xv6_client(xv6, lnx))
-    for op in ("write", "read", "send"):
-        tally.run(f"interop_{name}_perftest_{op}_xv6_client", lambda o=op: perftest_xv6_client(xv6, lnx, o))
-        tally.run(f"interop_{name}_perftest_{op}_linux_client",
-                  lambda o=op: perftest_linux_client(xv6, lnx, xv6_ip, o))
+    for kind in PERFTEST:
+        tally.run(f"interop_{name}_perftest_{kind}_xv6_client", lambda k=kind: perftest_xv6_client(xv6, lnx, k))
+        tally.run(f"interop_{name}_perftest_{kind}_linux_client",
+                  lambda k=kind: perftest_linux_client(xv6, lnx, xv6_ip, k))

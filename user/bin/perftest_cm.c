@@ -297,9 +297,12 @@ static void step_report(struct perf_conn *c, struct perf_opts *o) {
          p->mpps_x100000 / 100000, p->mpps_x100000 % 100000);
 }
 
-// Waits up to R_CLOSE_MS for the peer's DREQ on id, else disconnects it.
+// Waits up to R_CLOSE_MS for the peer's DREQ on id, then disconnects it:
+// the DREP the peer waits for (Linux's perftest waits for it before it ends
+// the other connection), or our DREQ if none came.
 static void await_or_disconnect(struct rdma_cm_id *id) {
-  if (rdmau_cm_wait_disconnect(id, R_CLOSE_MS) != 0) rdma_disconnect(id);
+  rdmau_cm_wait_disconnect(id, R_CLOSE_MS);
+  rdma_disconnect(id);
 }
 
 // The end: the client ends the test connection; the comm connection is

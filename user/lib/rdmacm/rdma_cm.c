@@ -40,6 +40,7 @@ struct id_priv {
   int kid;                                 // the kernel's id
   int sync;                                // NULL channel at creation: chan is its own
   int listening;
+  int disconnected;                        // its DISCONNECTED event was delivered
   struct rdma_conn_param own;              // what this side asked for (connect / accept)
   uint8_t peer_rres;                       // the peer's responder resources (its REQ / REP)
   uint32_t peer_caps;                      // the peer's xv6 capabilities
@@ -439,6 +440,7 @@ static void act_on(struct rdma_cm_event *e) {
     }
   } else if (e->event == RDMA_CM_EVENT_DISCONNECTED) {
     qp_to_err(p);
+    p->disconnected = 1;
   }
 }
 
@@ -585,8 +587,9 @@ int rdma_disconnect(struct rdma_cm_id *id) {
   qp_to_err(p);
   int r = ucma_disconnect(p->kid);
   if (r < 0) return fail_errno(-r);
-  return p->sync && !(p->id.event && p->id.event->event == RDMA_CM_EVENT_DISCONNECTED)
-         ? sync_complete(p, RDMA_CM_EVENT_DISCONNECTED) : 0;
+  // A synchronous id waits for its DISCONNECTED, unless it already came
+  // (the peer's DREQ: this call only sent the DREP, and no event follows).
+  return p->sync && !p->disconnected ? sync_complete(p, RDMA_CM_EVENT_DISCONNECTED) : 0;
 }
 
 int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id) {
