@@ -242,11 +242,25 @@ static void param_from(struct ucma_conn_param *p, const struct ibcm_msg *m, int 
 
 // ---- the agent's events ----
 
+// The port's active MTU (enum rct_mtu).
+static uint8 port_mtu(void) {
+  struct rdma_port_info pi;
+  kv_query_port(1, &pi);
+  return (uint8)pi.active_mtu;
+}
+
 // A REQ on listener lid: a new id in REQ_RCVD and CONNECT_REQUEST, or a REJ.
+// A path MTU above the port's gets REJ 26 [IBCM-REJ-3]: the peer would
+// send packets this side refuses, so the connection could never carry them.
 static void on_req(const struct ibcm_event *e) {
   struct cma_id *l = &cma.id[id_of_ctx(e->ctx)];
   uint32 src, dst;
   uint16 sport;
+  if (e->msg.path_mtu > port_mtu()) {
+    ibcm_reject(&cma.agent, clock_ns(), e->conn, IBCM_REJ_INVALID_PATH_MTU, 0, 0);
+    ibcm_release(&cma.agent, clock_ns(), e->conn);
+    return;
+  }
   int ok = l->state == CS_LISTEN &&
            ibcm_cma_hdr_parse(e->msg.private_data, e->msg.private_len, &src, &dst, &sport) == 0;
   int n = ok && l->reqs < l->backlog ? id_alloc(l->owner, l->chan, l->ps, l->cookie) : -1;
@@ -736,9 +750,7 @@ int cma_migrate_id(int owner, int i, int ch) {
 // side's Starting PSN is the PSN its peer sends with, so we receive from
 // ours and send from the REQ's [IBCM-REQ-3].
 static void req_qp_attr(const struct cma_id *d, struct rct_qp_attr *r, uint32 *rtr, uint32 *rts) {
-  struct rdma_port_info pi;
-  kv_query_port(1, &pi);
-  r->path_mtu = (enum rct_mtu)(d->req.mtu < pi.active_mtu ? d->req.mtu : pi.active_mtu);
+  r->path_mtu = (enum rct_mtu)d->req.mtu;                  // at most the port's (on_req)
   r->dest_qp_num = d->req.qpn;
   r->rq_psn = d->psn;
   r->sq_psn = d->req.psn;

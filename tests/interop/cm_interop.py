@@ -20,6 +20,9 @@ guest; clean with a capture, and at 1 % seeded loss):
         "RDMA_CM_EVENT_REJECTED, error 8" (the REJ reason for an invalid
         service ID, as between two Linux guests); xv6's rping says the
         connection was refused and exits 1.
+  interop_cm_mtu_mismatch_linux_req_rejected / _xv6_req_accepted
+        Linux at path MTU 4096, xv6 at 1024: Linux's REQ gets REJ 26
+        (invalid path MTU), xv6's is accepted and rping passes.
   interop_<bed>_perftest_<kind>_<side>_client (clean bed)
         perftest's -R exchange, 200 x 4 KiB: Linux's ib_write_bw, ib_read_bw,
         ib_send_bw, ib_write_lat and ib_send_lat -R against xv6's rdma_bw /
@@ -88,7 +91,7 @@ def rping_linux_client(xv6, lnx, xv6_ip, size, count):
     """xv6 `rping -s` <- Linux `rping -c`."""
     start = len(xv6.output())
     xv6.spawn(f"status rping -s -d -p {RPING_PORT} -S {size} -C {count}",
-              ready=rf"rping: listening on port {RPING_PORT}\n")
+              ready=rf"rping: listening on port {RPING_PORT} \(pid (\d+)\)\n")
     rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {RPING_PORT} -v -V -C {count} -S {size}",
                                   DEADLINE)
     m = xv6.expect(r"status: rping exited (-?\d+)\n", timeout=120)
@@ -189,6 +192,28 @@ def perftest_linux_client(xv6, lnx, xv6_ip, kind):
     ok = rc == 0 and m[1] == "0" and row is not None
     return ok, (f"Linux {linux} exit {rc}, row {row}; xv6 {ours} exit {m[1]}"
                 + ("" if ok else f"; Linux: {out.strip()[-200:]!r}; xv6: {srv.strip()[-200:]!r}"))
+
+
+def mtu_mismatch(tally, name, xv6, lnx, xv6_ip):
+    """Linux's rxe at path MTU 4096 (eth0 9000), xv6's port at 1024: the
+    REQ fixes one path MTU for both directions. Linux's REQ (4096) is
+    rejected by xv6 with reason 26, invalid path MTU ([IBCM-REJ-3]), which
+    Linux's rping reports; xv6's REQ (1024) is accepted by Linux and the
+    pings pass at 1024."""
+    def linux_client():
+        start = len(xv6.output())
+        pid = xv6.spawn(f"status rping -s -d -p {RPING_PORT} -C 1",
+                        ready=rf"rping: listening on port {RPING_PORT} \(pid (\d+)\)\n")[1]
+        rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {RPING_PORT} -C 1", 60)
+        # No REQ reached it: it still listens. Its end prints before or after
+        # the kill's prompt; an echo's line and the prompt right after it
+        # consume whichever prompt was left.
+        xv6.run(f"kill {pid}", until=r"status: rping exited -?\d+\n", timeout=60)
+        xv6.run("echo mtu-sync", until=r"^mtu-sync\r?\n\$ $")
+        ok = rc not in (0, rdmacm_tools.TIMED_OUT) and "RDMA_CM_EVENT_REJECTED, error 26" in out
+        return ok, f"Linux rping exit {rc}: {out.strip()[-160:]!r}; xv6: {xv6.output()[start:].strip()[-160:]!r}"
+    tally.run(f"interop_{name}_linux_req_rejected", linux_client)
+    tally.run(f"interop_{name}_xv6_req_accepted", lambda: rping_xv6_client(xv6, lnx, 64, 5))
 
 
 def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):

@@ -119,7 +119,8 @@ def beds(seed):
             ("mtu4096_loss5", 4096, f"loss 5% seed {seed}", False, "reads"),
             ("ud_linux", 1024, None, False, "ud"),
             ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
-            ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm")]
+            ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm"),
+            ("cm_mtu_mismatch", 1024, None, False, "cm_mtu")]
 
 
 # ---- the matrix ----
@@ -461,7 +462,9 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
         xappend = "" if mtu == 1024 else f"rdma_mtu={mtu}"
         # The Linux guest's eth0 MTU: 1500 for path MTU 1024 (rxe's active
         # MTU is then 1024), 9000 for 4096.
-        with Testbed(1, linux=1, linux_mtu=1500 if mtu <= 1024 else 9000, both=spec,
+        # "cm_mtu" runs the Linux guest at 9000 against xv6's 1024 on purpose.
+        lmtu = 1500 if mtu <= 1024 and kind != "cm_mtu" else 9000
+        with Testbed(1, linux=1, linux_mtu=lmtu, both=spec,
                      name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
             t0 = time.monotonic()
             tb.boot(timeout=240)
@@ -481,6 +484,8 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 tally.run(f"interop_{name}_linux_client", lambda: ud_linux_client(tb, xv6, lnx, lossy))
             if kind == "cm":
                 cm_interop.cm_bed(tally, name, xv6, lnx, tb.ip(XV6), spec is not None)
+            if kind == "cm_mtu":
+                cm_interop.mtu_mismatch(tally, name, xv6, lnx, tb.ip(XV6))
             if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")

@@ -61,7 +61,7 @@ def ping_pong(tb, size, count, verbose):
     start_a, start_b = len(a.output()), len(b.output())
     drops0 = [d["dropped"]["total"] for d in tb.stats()["directions"]]
     a.send(f"status rping -s -d{v} -p {PORT} -S {size} -C {count}")
-    a.expect(rf"rping: listening on port {PORT}\n", timeout=60)
+    a.expect(rf"rping: listening on port {PORT} \(pid \d+\)\n", timeout=60)
     b.send(f"status rping -c{v} -V -a {tb.ip(0)} -p {PORT} -C {count} -S {size}")
     cli_status = b.expect(r"status: rping exited (-?\d+)\n", timeout=600)[1]
     srv_status = a.expect(r"status: rping exited (-?\d+)\n", timeout=120)[1]

@@ -427,7 +427,7 @@ static struct rdma_cm_id *listen_on(uint32_t ip, int port) {
 
 static void server(void) {
   struct rdma_cm_id *listen = listen_on(opt.ip, opt.port), *id;
-  if (opt.debug) printf("rping: listening on port %d\n", opt.port);
+  if (opt.debug) printf("rping: listening on port %d (pid %d)\n", opt.port, getpid());
   do {
     if (rdma_get_request(listen, &id)) die("waiting for a connection: %s", strerror(errno));
     serve(id);
