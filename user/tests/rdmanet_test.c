@@ -248,7 +248,7 @@ static int host_a(struct ibv_context *ctx) {
   // Every answer is acknowledged, so host_b may go: BYE tells it. BYE's own
   // completion is not waited for: host_b disconnects once it has BYE, and
   // its ACK may be lost, so our wait for it could outlive host_b's QP
-  // ([CM-STATE-6]; the disconnect flushes it). host_b READs the buffer back
+  // ([IBCM-STATE-8]; the disconnect flushes it). host_b READs the buffer back
   // before it leaves.
   struct ibv_sge bsge = { (uint64_t)r.ack, 4, r.ack_mr->lkey };
   struct ibv_send_wr bye = { .wr_id = 6, .sg_list = &bsge, .num_sge = 1, .opcode = IBV_WR_SEND,
