@@ -1,7 +1,7 @@
 // rdmanet_test: two-host RoCEv2 check over the NIC.
 //
 //   rdmanet_test host_a [-s size] [-n iters] [-p port] [--sr] [--v1]
-//       passive side: listens (CM port 18515), accepts one connection,
+//       passive side: listens (rdma_cm port 18515, RDMA_CM_PORT), accepts one connection,
 //       exposes a buffer in the REP's private data, and for each round
 //       checks the data host_b wrote, then answers with a SEND.
 //   rdmanet_test host_b <ip of host_a> [-s size] [-n iters] [-p port] [--sr] [--v1]
