@@ -10,7 +10,6 @@
  * a comm ID and a hash of the peer's (comm ID, CA GUID): nothing is scanned.
  */
 #include "ibcm.h"
-#include "rct_cm.h"
 #include "../transport/wire.h"
 
 #define IDX_MASK ((1u << IBCM_CONN_BITS) - 1)
@@ -1198,7 +1197,7 @@ int ibcm_qp_attr(const struct ibcm_agent *a, int conn, struct rct_qp_attr *attr,
   attr->timeout = c->local_ack_timeout;
   attr->retry_cnt = c->retry_count;
   attr->rnr_retry = c->rnr_retry_count;
-  attr->sr_enable = (c->local_caps & c->remote_caps & RCT_CM_CAP_SR) != 0;   /* [IBCM-XV6-2] */
+  attr->sr_enable = (c->local_caps & c->remote_caps & RDMA_XV6_CAP_SR) != 0;   /* [IBCM-XV6-2] */
   *rtr_mask = RCT_QP_STATE | RCT_QP_AV | RCT_QP_PATH_MTU | RCT_QP_DEST_QPN | RCT_QP_RQ_PSN |
               RCT_QP_MAX_DEST_RD_ATOMIC | RCT_QP_SR;
   *rts_mask = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |

@@ -82,8 +82,8 @@ enum ibcm_err {
 #define IBCM_REJ_PRIVATE     148
 #define IBCM_ARI_MAX         72          /* REJ's ARI, SIDR_REP's additional information */
 
-/* The project extension: xv6 capability bits (rct_cm.h's RCT_CM_CAP_*, e.g.
- * RCT_CM_CAP_SR) ride in reserved fields that a standard receiver ignores:
+/* The project extension: xv6 capability bits (uapi.h's RDMA_XV6_CAP_*, e.g.
+ * RDMA_XV6_CAP_SR) ride in reserved fields that a standard receiver ignores:
  * REQ bytes 24..27, REP byte 15 [IBCM-XV6-1]. The REP's room is 8 bits. */
 #define IBCM_XV6_CAPS_MASK   0xffu
 
@@ -194,7 +194,7 @@ struct ibcm_req_param {
   uint8_t local_ack_timeout;
   uint8_t srq;
   uint8_t sgid[16], dgid[16];           /* the path: our GID, the peer's */
-  uint32_t xv6_caps;                    /* RCT_CM_CAP_SR etc., ridden in a reserved field */
+  uint32_t xv6_caps;                    /* RDMA_XV6_CAP_SR etc., ridden in a reserved field */
   uint8_t private_len; uint8_t private_data[IBCM_REQ_PRIVATE];
 };
 struct ibcm_rep_param {

@@ -545,6 +545,9 @@ enum rdma_cm_event_type {
 enum rdma_port_space {
   RDMA_PS_IPOIB = 0x0002, RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111, RDMA_PS_IB = 0x013F,
 };
+// xv6's capability bits, carried in reserved fields of the CM's REQ and REP
+// (proto-spec ibcm.md [IBCM-XV6-1]) and used only when both sides set them.
+#define RDMA_XV6_CAP_SR 1u       // bit 0: selective repeat (proto-spec sr.md)
 #define UCMA_PRIVATE_MAX 196     // the most private data an event carries (a REP's room)
 // Connection parameters: given to connect / accept (our QP and wishes), and
 // reported in CONNECT_REQUEST / CONNECT_RESPONSE / ESTABLISHED (the peer's).
@@ -552,7 +555,7 @@ struct ucma_conn_param {
   unsigned int qp_num;
   unsigned char responder_resources, initiator_depth, retry_count, rnr_retry_count;
   unsigned char srq, private_data_len, ack_timeout, pad;
-  unsigned int xv6_caps;      // project options offered (RCT_CM_CAP_*); reported: both sides'
+  unsigned int xv6_caps;      // project options offered (RDMA_XV6_CAP_*); reported: both sides'
   unsigned char private_data[UCMA_PRIVATE_MAX];
 };
 struct ucma_event {

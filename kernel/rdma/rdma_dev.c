@@ -14,7 +14,7 @@
 #include "rdma/rdma.h"
 #include "rdma/cma.h"
 #include "rdma/ucma.h"
-#include "cm/rct_cm.h"
+#include "cm/ibcm.h"
 #include "dev/random.h"
 
 struct rdma_dev rdma;
@@ -182,7 +182,7 @@ int kv_query_port(int port, struct rdma_port_info *out) {
   pi.max_msg_sz = 1u << 31;
   pi.ipv4 = rdma.ipv4;
   memcpy(pi.mac, rdma.mac, 6);
-  rct_cm_gid_from_ipv4(pi.gid, rdma.ipv4);
+  ibcm_gid_from_ipv4(pi.gid, rdma.ipv4);
   *out = pi;
   return 0;
 }

@@ -28,7 +28,7 @@
  * Concurrency: the core has no locks. The caller serializes every call that
  * touches one device (the kernel holds one RDMA lock around them).
  *
- * Types: rct_types.h. The connection exchange (CM codec and endpoint): kernel/cm/rct_cm.h.
+ * Types: rct_types.h. The connection manager above the core: kernel/cm/ibcm.h.
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */

@@ -6,7 +6,7 @@
  * MR interface, frames, counters, device and QP attributes, and the
  * layouts a caller only allocates (WQEs, READ resources, the QP and its
  * role states; marked below): their fields are the core's, except a QP's
- * init, attr and cnt, which a caller may read. The CM types are in kernel/cm/rct_cm.h.
+ * init, attr and cnt, which a caller may read. The CM's types are in kernel/cm/ibcm.h.
  *
  * Portable C99: includes only <stdint.h>, <stddef.h>, <stdbool.h>.
  */

@@ -21,7 +21,7 @@ RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
 # The connection manager (kernel/cm) sits above the core; the host library
 # holds it too, for its Check suites and the frame-parser fuzzer.
 CM_DIR      := kernel/cm
-CM_SRCS     := $(addprefix $(CM_DIR)/,cm.c cm_ep.c ibcm_mad.c ibcm.c)
+CM_SRCS     := $(addprefix $(CM_DIR)/,ibcm_mad.c ibcm.c)
 CM_HDRS     := $(wildcard $(CM_DIR)/*.h)
 RCT_CFLAGS  := -std=c99 -I$(RCT_DIR) -I$(CM_DIR)
 RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter

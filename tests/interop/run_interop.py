@@ -3,8 +3,9 @@
 
 Owns `make test-interop`. One xv6 guest (10.0.0.1) and one Linux guest
 (10.0.0.2, rxe0 on eth0, tests/linux/) on a linkemu link; on the Linux side
-runs xrpeer (tests/linux/peer/), which speaks the project's connection
-exchange and the xv6 tools' application protocols. Per test bed:
+runs xrpeer (tests/linux/peer/), which connects through Linux's own
+librdmacm (rdma_cm over the InfiniBand CM, QP1) and speaks the xv6 tools'
+application protocols. Per test bed:
 
   * the opcode x size matrix (rdmanet_test --matrix: WRITE, READ, SEND,
     WRITE_WITH_IMM, SEND_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes, 64 KiB
@@ -24,8 +25,7 @@ exchange and the xv6 tools' application protocols. Per test bed:
     three times: every READ must complete (see READ_SIZE's comment);
   * on the clean MTU 1024 bed: a bw smoke run each way (xv6 rdma_bw client
     against `xrpeer bw-server`, `xrpeer bw-client` against xv6 rdma_bw's
-    server; WRITE, READ and SEND), a connection whose RTUs xrpeer ignores
-    (its first RC frame must establish it), and the capture check: linkemu records the
+    server; WRITE, READ and SEND), and the capture check: linkemu records the
     bed, every RoCEv2 frame (UDP destination 4791) must carry a valid ICRC
     (recomputed by proto-spec/model/vectors_check.py's icrc_of) and
     tshark must report no malformed frame and no error-severity expert
@@ -203,22 +203,6 @@ def run_bw(xv6, lnx, client_side, op, size=BW_SIZE, iters=BW_ITERS):
         tail = out.strip().splitlines()[-3:]
         return False, f"no result row: {tail}"
     return True, f"{size} B x {iters}: {rows[0]['bw_avg_MiBps']} MB/s average"
-
-
-def run_lost_rtu(xv6, lnx):
-    """xrpeer as the passive side ignoring every RTU (its test switch): the
-    xv6 client's first SEND must establish the connection [CM-STATE-3]."""
-    l0 = len(lnx.output())
-    lnx.send("XRPEER_TEST_LOSE_RTU=1 xrpeer bw-server")
-    lnx.expect(r"waiting for a client on port \d+\n", timeout=30)
-    xv6.send(f"rdma_bw -t send -s 1024 -n 20 {Testbed.ip(LNX)}")
-    xv6.expect(xv6.prompt, timeout=120)
-    lnx.expect(r"(xrpeer: bw-server done|perf: [^\n]*)\n", timeout=60)
-    lnx.expect(lnx.prompt, timeout=30)
-    out = lnx.output()[l0:]
-    by_frame = "established by the first RC frame (no RTU)" in out
-    done = "xrpeer: bw-server done" in out
-    return by_frame and done, f"established without RTU: {by_frame}; server done: {done}"
 
 
 # ---- UD (xrpeer ud-server / ud-client) ----
@@ -423,11 +407,10 @@ def check_icrc(path):
 
 def check_tshark(path):
     """(malformed/error RoCEv2 frames, their summary lines) as tshark sees
-    them. Only the RoCEv2 frames are judged: the connection exchange's
-    datagrams come from random ports (proto-spec/security.md), and tshark
-    decodes a datagram by a well-known port it happens to use (54328 made
-    CM messages "Elasticsearch Zen Ping [Malformed]"), which says nothing
-    about either stack."""
+    them. Only the RoCEv2 frames (UDP 4791) are judged, the CM's MADs to
+    QP1 among them (tshark's InfiniBand CM dissector); another UDP datagram
+    would be decoded by whatever well-known port it happens to use, which
+    says nothing about either stack."""
     cmd = ["tshark", "-r", path]
     for h in TSHARK_OFF:
         cmd += ["--disable-heuristic", h]
@@ -490,8 +473,6 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
                     tally.run(f"interop_bw_{side}_client_{op}", lambda s=side, o=op: run_bw(xv6, lnx, s, o))
-                progress(name, "xrpeer passive, every RTU lost")
-                tally.run("interop_peer_lost_rtu", lambda: run_lost_rtu(xv6, lnx))
             dropped = dropped_now(tb)
         if spec:
             tally.record(f"interop_{name}_loss_applied", dropped > 0, f"link dropped {dropped} frames")

@@ -16,7 +16,7 @@ Steps (times measured on the 2-core build machine, TCG):
                              PSN out of window, wrong R_Key, a stranger's DREQ
                              ([SEC-FORGE-*])
   cmtest                     rdmacmtest in one guest: rdma_cm between its processes,
-                             a lost RTU answered inside the verbs waits [CM-TMO-6]
+                             the active side waiting in the verbs [IBCM-STATE-6]
   examples                   the rdma_cm examples (user/examples) on two guests,
                              0 % and 1 % loss, bytes checked on both ends;
                              librdmacm's unmodified rdma_server / rdma_client

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """run_cmtest.py: rdmacmtest (user/tests/rdmacmtest.c) in one guest with a
-network card: rdma_cm between processes of one guest, and a lost RTU the
-active side must answer from inside its verbs waits ([CM-TMO-6]) while it
-waits for the passive side's first message in ibvx_wait_cq, a completion
-channel's ibv_get_cq_event and an ibv_poll_cq loop. The second guest of
+network card: rdma_cm between processes of one guest (the kernel's IB CM
+over QP1), with the active side waiting for the passive side's first
+message in ibvx_wait_cq, a completion channel's ibv_get_cq_event and an
+ibv_poll_cq loop, never in an rdma_* call: the kernel's CM answers its
+peer on its own timers whatever the application does ([IBCM-STATE-6]).
+The second guest of
 the test bed only gives linkemu its second port. Prints the transcript's
 test lines and "N passed, M failed"; exit 0 only if nothing failed.
 

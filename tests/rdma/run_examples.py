@@ -117,8 +117,9 @@ def check_upstream(prog, text):
 
 def upstream_run(loss, seed):
     """rdma_server on guest 0, rdma_client on guest 1, each under `status`.
-    The client starts once the server has printed its start line; a REQ
-    that comes before the server listens is repeated by the CM [CM-TMO-1]."""
+    The client starts once the server has printed its start line (which
+    rdma_server prints just before it sets up its listener): a REQ that
+    came before the listener would get a REJ for no listener [IBCM-REJ-2]."""
     spec = f"loss {loss}% seed {seed}" if loss != "0" else None
     with Testbed(2, both=spec, name=f"examples-upstream-loss{loss}-seed{seed}") as tb:
         tb.boot()

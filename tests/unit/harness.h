@@ -120,8 +120,6 @@ Suite *suite_req(void);
 Suite *suite_resp(void);
 Suite *suite_comp(void);
 Suite *suite_sr(void);
-Suite *suite_cm(void);
-Suite *suite_cm_ep(void);
 Suite *suite_ibcm(void);
 Suite *suite_ibcm_linux(void);
 

@@ -6,7 +6,6 @@
  */
 #include "harness.h"
 #include "ibcm.h"
-#include "rct_cm.h"
 
 #define MS 1000000ull
 #define GUID_A 0x0002c9fffe000001ull
@@ -224,7 +223,7 @@ START_TEST(test_ibcm_encode_parse_round_trip)
     m.sidr_status = 2;
     m.sidr_qpn = 0x3456;
     m.sidr_qkey = 0x11110000u;
-    m.xv6_caps = RCT_CM_CAP_SR;
+    m.xv6_caps = RDMA_XV6_CAP_SR;
     for (int i = 0; i < room; i++)
       m.private_data[i] = (uint8_t)(i * 7 + 1);
     m.private_len = room;
@@ -245,7 +244,7 @@ START_TEST(test_ibcm_encode_parse_round_trip)
       ck_assert_uint_eq(back.primary.packet_rate, 0x2a);
       ck_assert_uint_eq(back.alternate.flow_label, 0x12345);
       ck_assert_uint_eq(back.extended_transport_type, 6);
-      ck_assert_uint_eq(back.xv6_caps, RCT_CM_CAP_SR);
+      ck_assert_uint_eq(back.xv6_caps, RDMA_XV6_CAP_SR);
       ck_assert_mem_eq(back.primary.remote_gid, m.primary.remote_gid, 16);
     } else if (attrs[k] == IBCM_ATTR_REJ) {
       ck_assert_uint_eq(back.reason, IBCM_REJ_STALE_CONN);
@@ -255,7 +254,7 @@ START_TEST(test_ibcm_encode_parse_round_trip)
     } else if (attrs[k] == IBCM_ATTR_REP) {
       ck_assert_uint_eq(back.target_ack_delay, 30);
       ck_assert_uint_eq(back.rnr_retry_count, 3);
-      ck_assert_uint_eq(back.xv6_caps, RCT_CM_CAP_SR);
+      ck_assert_uint_eq(back.xv6_caps, RDMA_XV6_CAP_SR);
     }
   }
 }
@@ -462,17 +461,17 @@ START_TEST(test_ibcm_connect_accept_disconnect)
   struct rct_qp_attr qa, qb;
   uint32_t rtr, rts;
   uint64_t req_tid, t;
-  start(0, RCT_CM_CAP_SR);
+  start(0, RDMA_XV6_CAP_SR);
   ck_assert_int_eq(ibcm_poll_mad(&ag_a, mad, &(struct ibcm_peer){ 0 }), IBCM_MAD_LEN);
   ck_assert_int_eq(ibcm_parse(&m, mad, IBCM_MAD_LEN), 0);
   ck_assert_int_eq(m.attr_id, IBCM_ATTR_REQ);
   ck_assert_uint_eq(m.local_ca_guid, GUID_A);
   ck_assert_uint_eq(m.remote_comm_id, 0);
   ck_assert_uint_eq(m.partition_key, IBCM_DEFAULT_PKEY);
-  ck_assert_uint_eq(m.xv6_caps, RCT_CM_CAP_SR);
+  ck_assert_uint_eq(m.xv6_caps, RDMA_XV6_CAP_SR);
   req_tid = m.tid;
   ibcm_recv(&ag_b, 0, &peer_a, mad, IBCM_MAD_LEN);
-  accept_b(0, RCT_CM_CAP_SR);
+  accept_b(0, RDMA_XV6_CAP_SR);
   ck_assert_uint_eq(ev.msg.service_id, ibcm_service_id(IBCM_PS_TCP, PORT));
   ck_assert_mem_eq(ev.msg.private_data + IBCM_CMA_HDR_LEN, "hello", 5);
   ck_assert_mem_eq(ev.peer.gid, peer_a.gid, 16);
@@ -555,12 +554,12 @@ START_TEST(test_ibcm_xv6_caps_negotiated)
 {
   struct rct_qp_attr q;
   uint32_t rtr, rts;
-  establish(0, RCT_CM_CAP_SR, 0);                             /* B (a Linux peer) says nothing */
+  establish(0, RDMA_XV6_CAP_SR, 0);                             /* B (a Linux peer) says nothing */
   ck_assert_int_eq(ibcm_qp_attr(&ag_a, conn_a, &q, &rtr, &rts), 0);
   ck_assert(!q.sr_enable);
   ck_assert_int_eq(ibcm_qp_attr(&ag_b, conn_b, &q, &rtr, &rts), 0);
   ck_assert(!q.sr_enable);
-  establish(0, 0, RCT_CM_CAP_SR);
+  establish(0, 0, RDMA_XV6_CAP_SR);
   ck_assert_int_eq(ibcm_qp_attr(&ag_a, conn_a, &q, &rtr, &rts), 0);
   ck_assert(!q.sr_enable);
 }
@@ -933,7 +932,8 @@ START_TEST(test_ibcm_stale_qp)
 END_TEST
 
 /* Bad input is dropped and counted and changes no connection [IBCM-MAD-7]
- * [IBCM-STATE-10]. */
+ * [IBCM-STATE-10]; forged MADs with unknown IDs or from a stranger's GID
+ * change nothing [SEC-FORGE-6] [SEC-FORGE-7]. */
 START_TEST(test_ibcm_bad_input_dropped)
 {
   struct ibcm_msg m;

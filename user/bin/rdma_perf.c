@@ -581,7 +581,7 @@ int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms) {
 // a receive the client keeps posted ahead. The client's ACK of the server's
 // last SEND (the last perf_sync's answer) is out by then or goes as its
 // QP's parting ACK ([RESP-ACK-6]), so leaving RTS flushes none of the
-// server's SENDs ([CM-STATE-6]). BYE's own completion is not waited for:
+// server's SENDs ([IBCM-STATE-8]). BYE's own completion is not waited for:
 // its ACK may be lost and the disconnect flushes it.
 static void perf_bye(struct perf_conn *c) {
   struct ibv_wc wc;

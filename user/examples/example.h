@@ -13,7 +13,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
-#define EX_PORT "18515"
+#define EX_PORT "18515"    // the tools' default rdma_cm port (perftest's), as a service string
 #define EX_SIZE 8192       // bytes each transfer moves
 
 struct ex_pdata {

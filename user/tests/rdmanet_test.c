@@ -1,7 +1,7 @@
 // rdmanet_test: two-host RoCEv2 check over the NIC.
 //
 //   rdmanet_test host_a [-s size] [-n iters] [-p port] [--sr] [--v1]
-//       passive side: listens (CM port 18515), accepts one connection,
+//       passive side: listens (rdma_cm port 18515, RDMA_CM_PORT), accepts one connection,
 //       exposes a buffer in the REP's private data, and for each round
 //       checks the data host_b wrote, then answers with a SEND.
 //   rdmanet_test host_b <ip of host_a> [-s size] [-n iters] [-p port] [--sr] [--v1]
@@ -248,7 +248,7 @@ static int host_a(struct ibv_context *ctx) {
   // Every answer is acknowledged, so host_b may go: BYE tells it. BYE's own
   // completion is not waited for: host_b disconnects once it has BYE, and
   // its ACK may be lost, so our wait for it could outlive host_b's QP
-  // ([CM-STATE-6]; the disconnect flushes it). host_b READs the buffer back
+  // ([IBCM-STATE-8]; the disconnect flushes it). host_b READs the buffer back
   // before it leaves.
   struct ibv_sge bsge = { (uint64_t)r.ack, 4, r.ack_mr->lkey };
   struct ibv_send_wr bye = { .wr_id = 6, .sg_list = &bsge, .num_sge = 1, .opcode = IBV_WR_SEND,

@@ -1,9 +1,7 @@
-// cm.c: what xrpeer's connection code shares, whichever exchange connects:
-// the device and its RoCEv2 GID, small helpers (MTU codes, the 16-byte MR
-// advertisement, random numbers), the QP's move to the error state, and
-// the choice of exchange: pcm_* calls go to cm_rdma.c (Linux's librdmacm,
-// rdma_cm over the InfiniBand CM; the default) or to cm_xv6.c (the
-// project's own UDP exchange, `--xv6-cm`) through one table of calls.
+// cm.c: what xrpeer's connection code (cm_rdma.c, Linux's librdmacm) and
+// its roles share: the device and its RoCEv2 GID, small helpers (MTU codes,
+// the 16-byte MR advertisement, random numbers), a connection record's
+// start and the QP's move to the error state.
 #include "peer.h"
 
 #include <errno.h>
@@ -18,10 +16,6 @@
 
 #define OWN_RESP_RES 16         // what we offer, capped by the device
 #define OWN_INIT_DEPTH 8        // as the xv6 library's default
-
-static const struct pcm_ops *ops = &pcm_rdma_ops;
-
-void pcm_use_xv6_cm(void) { ops = &pcm_xv6_ops; }
 
 // ---------------------------------------------------------------- helpers
 
@@ -133,30 +127,16 @@ int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip) {
 
 // ---------------------------------------------------------------- QP
 
-void pcm_qp_error(struct pconn *c) {                            // [CM-STATE-6]
+void pcm_qp_error(struct pconn *c) {                            // flushes its WRs [QP-ERR-2]
   struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
   ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
 }
 
-// ---------------------------------------------------------------- the exchange's calls
+// ---------------------------------------------------------------- a connection
 
 void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp) {
   memset(c, 0, sizeof *c);
   c->dev = d;
   c->qp = qp;
-  c->sock = -1;
   c->state = PCM_IDLE;
 }
-
-int pcm_listen(int port) { return ops->listen(port ? port : PCM_PORT); }
-void pcm_unlisten(int lsock) { ops->unlisten(lsock); }
-int pcm_get_request(int lsock, struct pconn *c, int timeout_ms) { return ops->get_request(lsock, c, timeout_ms); }
-int pcm_qp_init(struct pconn *c) { return ops->qp_init(c); }
-int pcm_accept(struct pconn *c, const struct pcm_param *p) { return ops->accept(c, p); }
-int pcm_reject(struct pconn *c, uint16_t reason) { return ops->reject(c, reason); }
-int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p) {
-  return ops->connect(c, ip, port ? port : PCM_PORT, p);
-}
-int pcm_disconnect(struct pconn *c) { return ops->disconnect(c); }
-int pcm_wait_disconnect(struct pconn *c, int timeout_ms) { return ops->wait_disconnect(c, timeout_ms); }
-void pcm_close(struct pconn *c) { ops->close(c); }

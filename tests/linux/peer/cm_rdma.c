@@ -1,5 +1,5 @@
-// cm_rdma.c: xrpeer's connections through Linux's librdmacm, the default:
-// rdma_cm over the InfiniBand CM (the kernel's ib_cm and rdma_cm send and
+// cm_rdma.c: xrpeer's connections (the pcm_* calls of peer.h) through
+// Linux's librdmacm: rdma_cm over the InfiniBand CM (the kernel's ib_cm and rdma_cm send and
 // answer the CM MADs on QP1), port space RDMA_PS_TCP, so the service ID is
 // rdma_cm's IP one for the port. The QP stays the role's own (cq.c makes it
 // before the connection), so the rdma_cm ID has none, as rdma_accept(3),
@@ -148,7 +148,7 @@ static int modify(struct pconn *c, struct ibv_qp_attr *a, int mask, const char *
   return -1;
 }
 
-static int rqp_init(struct pconn *c) {
+int pcm_qp_init(struct pconn *c) {
   struct ibv_qp_attr a;
   struct ibv_qp_init_attr ia;
   int mask;
@@ -192,8 +192,8 @@ static int rqp_rts(struct pconn *c, const struct pcm_param *p, uint8_t init) {
 
 // ---------------------------------------------------------------- passive side
 
-static int rlisten(int port) {
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+int pcm_listen(int port) {
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port ? port : PCM_PORT)),
                            .sin_addr.s_addr = htonl(INADDR_ANY) };
   listen_ch = rdma_create_event_channel();
   if (!listen_ch || nonblock(listen_ch->fd) || rdma_create_id(listen_ch, &listen_id, NULL, RDMA_PS_TCP) ||
@@ -204,7 +204,7 @@ static int rlisten(int port) {
   return listen_ch->fd;
 }
 
-static void runlisten(int lsock) {
+void pcm_unlisten(int lsock) {
   (void)lsock;
   if (listen_id) rdma_destroy_id(listen_id);
   if (listen_ch) rdma_destroy_event_channel(listen_ch);
@@ -213,7 +213,7 @@ static void runlisten(int lsock) {
 }
 
 // The next CONNECT_REQUEST; its ID moves to a channel of its own.
-static int rget_request(int lsock, struct pconn *c, int timeout_ms) {
+int pcm_get_request(int lsock, struct pconn *c, int timeout_ms) {
   (void)lsock;
   uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
   for (;;) {
@@ -239,24 +239,18 @@ static int rget_request(int lsock, struct pconn *c, int timeout_ms) {
   return 0;
 }
 
-static int rreject(struct pconn *c, uint16_t reason) {
+int pcm_reject(struct pconn *c, uint16_t reason) {
   (void)reason;                 // rdma_cm's REJ says "consumer reject" (28)
   c->state = PCM_CLOSED;
   return rdma_reject(c->id, NULL, 0);
 }
 
 // RTR, RTS, REP; then waits for RTU (rdma_cm's ESTABLISHED).
-static int raccept(struct pconn *c, const struct pcm_param *p) {
+int pcm_accept(struct pconn *c, const struct pcm_param *p) {
   if (c->state != PCM_REQ_RCVD || !c->qp) return -1;
-  const char *lose = getenv("XRPEER_TEST_LOSE_RTU");
-  if (lose && *lose == '1') {
-    fprintf(stderr, "xrpeer: XRPEER_TEST_LOSE_RTU needs --xv6-cm: under rdma_cm the kernel's CM takes the RTU\n");
-    rreject(c, 0);
-    return -1;
-  }
   uint8_t resp = min8(c->dev->resp_res, c->peer_init_depth), init = min8(c->dev->init_depth, c->peer_resp_res);
-  if (nonblock(c->dev->ctx->async_fd) || rqp_init(c) || rqp_rtr(c, p, resp) || rqp_rts(c, p, init)) {
-    rreject(c, 0);
+  if (nonblock(c->dev->ctx->async_fd) || pcm_qp_init(c) || rqp_rtr(c, p, resp) || rqp_rts(c, p, init)) {
+    pcm_reject(c, 0);
     return -1;
   }
   struct rdma_conn_param cp = conn_param(c, p, resp, init);
@@ -305,10 +299,10 @@ static int answer(struct pconn *c, struct rdma_cm_event *ev, const struct pcm_pa
   return 0;
 }
 
-static int rconnect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p) {
+int pcm_connect(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p) {
   if (!c->qp) return -1;
   struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(c->dev->ipv4) };
-  c->peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+  c->peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)(port ? port : PCM_PORT)),
                                   .sin_addr.s_addr = htonl(ip) };
   c->ch = rdma_create_event_channel();
   if (!c->ch || nonblock(c->ch->fd) || rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP)) {
@@ -318,7 +312,7 @@ static int rconnect(struct pconn *c, uint32_t ip, int port, const struct pcm_par
   if (rdma_resolve_addr(c->id, (struct sockaddr *)&src, (struct sockaddr *)&c->peer, RESOLVE_MS) ||
       wait_for(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, RESOLVE_MS * 2, "resolve address") ||
       rdma_resolve_route(c->id, RESOLVE_MS) ||
-      wait_for(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, RESOLVE_MS * 2, "resolve route") || rqp_init(c))
+      wait_for(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, RESOLVE_MS * 2, "resolve route") || pcm_qp_init(c))
     return -1;
   struct rdma_conn_param cp = conn_param(c, p, c->dev->resp_res, c->dev->init_depth);
   if (rdma_connect(c->id, &cp)) { report("rdma_connect"); return -1; }
@@ -335,7 +329,7 @@ static int rconnect(struct pconn *c, uint32_t ip, int port, const struct pcm_par
 // ---------------------------------------------------------------- the end
 
 // Our DREQ; waits for DISCONNECTED (the DREP, or the CM's own timeout).
-static int rdisconnect(struct pconn *c) {
+int pcm_disconnect(struct pconn *c) {
   if (c->state != PCM_ESTABLISHED) return -1;
   pcm_qp_error(c);
   if (rdma_disconnect(c->id)) report("rdma_disconnect");
@@ -345,7 +339,7 @@ static int rdisconnect(struct pconn *c) {
 }
 
 // The peer's DREQ (DISCONNECTED), answered with our DREP (rdma_disconnect).
-static int rwait_disconnect(struct pconn *c, int timeout_ms) {
+int pcm_wait_disconnect(struct pconn *c, int timeout_ms) {
   if (c->state != PCM_ESTABLISHED) return -1;
   if (wait_for(c, RDMA_CM_EVENT_DISCONNECTED, 1, timeout_ms, "wait for DREQ")) return -1;
   pcm_qp_error(c);
@@ -354,15 +348,9 @@ static int rwait_disconnect(struct pconn *c, int timeout_ms) {
   return 0;
 }
 
-static void rclose(struct pconn *c) {
+void pcm_close(struct pconn *c) {
   if (c->id) rdma_destroy_id(c->id);
   if (c->ch) rdma_destroy_event_channel(c->ch);
   c->id = NULL;
   c->ch = NULL;
 }
-
-const struct pcm_ops pcm_rdma_ops = {
-  .listen = rlisten, .unlisten = runlisten, .get_request = rget_request, .qp_init = rqp_init,
-  .accept = raccept, .reject = rreject, .connect = rconnect, .disconnect = rdisconnect,
-  .wait_disconnect = rwait_disconnect, .close = rclose,
-};

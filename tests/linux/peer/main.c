@@ -1,7 +1,7 @@
 // main.c: xrpeer's command line. The Linux (libibverbs, rdma_rxe) peer of
 // the project's xv6 RDMA tools, for interoperability tests:
 //
-//   xrpeer [--xv6-cm] [--dev NAME] [--ip A.B.C.D] host_a --matrix [--big] [--mtu N] [-p port] [--timeout T]
+//   xrpeer [--dev NAME] [--ip A.B.C.D] host_a --matrix [--big] [--mtu N] [-p port] [--timeout T]
 //       rdmanet_test host_a --matrix's role: passive, the buffer's owner
 //   xrpeer [...] host_b <ip> --matrix [--big] [--mtu N] [-p port] [--timeout T]
 //       rdmanet_test host_b --matrix's role: active, runs the cases
@@ -19,9 +19,7 @@
 //
 // Connections (host_a/host_b, bw-server/bw-client) go through Linux's
 // librdmacm: rdma_cm over the InfiniBand CM, port space TCP, the port given
-// by -p (default 18515) (cm_rdma.c). --xv6-cm uses the project's former UDP
-// exchange instead (proto-spec/cm.md, cm_xv6.c), for an xv6 that does not
-// speak the InfiniBand CM.
+// by -p (default 18515, perftest's) (cm_rdma.c).
 // --dev picks the RDMA device (default: the first), --ip the GID entry
 // (default: the first RoCEv2 IPv4-mapped one); --mtu caps the path MTU
 // offered (256..4096); --timeout is the local ACK timeout code. Selective
@@ -34,7 +32,7 @@
 #include <string.h>
 
 static void usage(void) {
-  fprintf(stderr, "usage: xrpeer [--xv6-cm] [--dev NAME] [--ip A.B.C.D] host_a --matrix [--big] [--mtu N] [-p port]\n"
+  fprintf(stderr, "usage: xrpeer [--dev NAME] [--ip A.B.C.D] host_a --matrix [--big] [--mtu N] [-p port]\n"
                   "       xrpeer [...] host_b <ip> --matrix [--big] [--mtu N] [-p port]\n"
                   "       xrpeer [...] bw-server [-p port] [--mtu N]\n"
                   "       xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a] [-d depth]"
@@ -136,8 +134,7 @@ int main(int argc, char **argv) {
   int i = 1;
   setvbuf(stdout, NULL, _IOLBF, 0);
   for (; i + 1 < argc && argv[i][0] == '-'; i++) {
-    if (strcmp(argv[i], "--xv6-cm") == 0) pcm_use_xv6_cm();
-    else if (strcmp(argv[i], "--dev") == 0) dev = argv[++i];
+    if (strcmp(argv[i], "--dev") == 0) dev = argv[++i];
     else if (strcmp(argv[i], "--ip") == 0 && parse_ipv4(argv[i + 1], &want_ip) == 0) i++;
     else usage();
   }

@@ -1,9 +1,8 @@
 // peer.h: xrpeer, the Linux-side (libibverbs, rdma_rxe) peer of the
 // project's xv6 RDMA tools. What the parts share:
-//   cm.c      the device, its RoCEv2 GID, helpers, and the choice of
-//             connection exchange behind the pcm_* calls:
-//   cm_rdma.c Linux's librdmacm (rdma_cm over the InfiniBand CM), the default
-//   cm_xv6.c  the project's former UDP exchange (proto-spec/cm.md), --xv6-cm
+//   cm.c      the device, its RoCEv2 GID, helpers, a connection record
+//   cm_rdma.c the pcm_* calls: connections through Linux's librdmacm
+//             (rdma_cm over the InfiniBand CM)
 //   cq.c      resources (PD, CQ with a completion channel, QP, MRs) and
 //             waiting for completions with a deadline
 //   matrix.c  rdmanet_test's --matrix protocol, host_a and host_b roles
@@ -18,7 +17,7 @@
 #include <rdma/rdma_cma.h>
 #include "ud_payload.h"      // user/lib/ibverbs: the UD payload both ends share (UD_SEQ_LEN, ...)
 
-#define PCM_PORT 18515
+#define PCM_PORT 18515           // the default port: perftest's, as the xv6 tools' (RDMA_PERFTEST_PORT)
 #define PCM_PRIVATE_MAX 56       // a REQ's private data under rdma_cm (RDMA_PS_TCP): 92 - its 36-byte header
 
 // ---- cm.c ----
@@ -41,58 +40,36 @@ struct pcm_param {
   const void *private_data;
   uint8_t private_len;
   enum ibv_mtu mtu_limit;        // 0: the port's active MTU
-  uint8_t timeout;               // local ACK timeout code; 0 = PCM_DEFAULT_TIMEOUT
+  uint8_t timeout;               // local ACK timeout code; 0: rdma_cm's
 };
 
 struct pconn {
   struct peer_dev *dev;
   struct ibv_qp *qp;             // set by the caller before accept/connect
   enum pcm_state state;
-  int sock;                      // cm_xv6.c: the UDP socket
-  struct rdma_cm_id *id;         // cm_rdma.c: the connection's rdma_cm ID
+  struct rdma_cm_id *id;         // the connection's rdma_cm ID
   struct rdma_event_channel *ch; // and its event channel
-  struct sockaddr_in peer;       // where our messages go [CM-STATE-7]
-  uint32_t local_id, remote_id;
+  struct sockaddr_in peer;       // the peer's address and port
   uint32_t my_psn, peer_qpn, peer_psn;
-  uint8_t peer_mtu, peer_caps, peer_resp_res, peer_init_depth;
-  uint8_t peer_gid[16], peer_mac[6];
+  uint8_t peer_resp_res, peer_init_depth;
   enum ibv_mtu path_mtu;
   uint16_t reject_reason;
   uint8_t private_data[PCM_PRIVATE_MAX];   // what the peer sent
   uint8_t private_len;
-  uint8_t last[128];             // the last REQ/REP, for retransmission
-  int last_len;
-  unsigned dropped;              // messages not from the peer, or malformed (cm_xv6.c)
 };
-
-// One connection exchange: cm_rdma.c's or cm_xv6.c's (see the pcm_* calls).
-struct pcm_ops {
-  int (*listen)(int port);
-  void (*unlisten)(int lsock);
-  int (*get_request)(int lsock, struct pconn *c, int timeout_ms);
-  int (*qp_init)(struct pconn *c);
-  int (*accept)(struct pconn *c, const struct pcm_param *p);
-  int (*reject)(struct pconn *c, uint16_t reason);
-  int (*connect)(struct pconn *c, uint32_t ip, int port, const struct pcm_param *p);
-  int (*disconnect)(struct pconn *c);
-  int (*wait_disconnect)(struct pconn *c, int timeout_ms);
-  void (*close)(struct pconn *c);
-};
-extern const struct pcm_ops pcm_rdma_ops, pcm_xv6_ops;
-// The project's UDP exchange instead of rdma_cm from now on (main.c, before any pcm_* call).
-void pcm_use_xv6_cm(void);
 
 // Opens `name` (NULL: the first device) and finds its IPv4-mapped RoCEv2
 // GID (want_ip != 0: that address). 0 or -1 with a message on stderr.
 int pdev_open(struct peer_dev *d, const char *name, uint32_t want_ip);
-// A fresh connection record on d for qp (no socket yet).
+// A fresh connection record on d for qp.
 void pcm_init(struct pconn *c, struct peer_dev *d, struct ibv_qp *qp);
+// The pcm_* calls below up to pcm_close are cm_rdma.c's. port 0: PCM_PORT.
 int pcm_listen(int port);                                  // a descriptor, or -1
 void pcm_unlisten(int lsock);                              // stop listening
 int pcm_get_request(int lsock, struct pconn *c, int timeout_ms);
 // The QP to INIT, so receives can be posted before accept: the first
 // SEND then lands, which establishes the connection even if every RTU
-// was lost [CM-STATE-3] (a SEND meeting no receive is RNR-NAKed and moves
+// was lost [IBCM-STATE-7] (a SEND meeting no receive is RNR-NAKed and moves
 // nothing). accept/connect do it themselves if the caller did not.
 int pcm_qp_init(struct pconn *c);
 int pcm_accept(struct pconn *c, const struct pcm_param *p);

@@ -1,5 +1,5 @@
 // ud.c: xrpeer's Unreliable Datagram roles (IBV_QPT_UD): an echo server
-// and a ping-pong client. No connection exchange: the server prints its
+// and a ping-pong client. No connection manager: the server prints its
 // QPN, the client is told it (--qpn) and both use one Q_Key (--qkey); the
 // server answers every datagram to the source it names (wc.src_qp and the
 // GRH's IPv4 source address), so it needs to know nothing of its clients.

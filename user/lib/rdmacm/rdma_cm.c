@@ -13,7 +13,7 @@
 // inside the verbs library's waits.
 //
 // Project extension, negotiated: an id with rdmax_transport.sr offers
-// selective repeat (RCT_CM_CAP_SR in the REQ's or REP's xv6 capabilities,
+// selective repeat (RDMA_XV6_CAP_SR in the REQ's or REP's xv6 capabilities,
 // reserved bits a Linux peer ignores); the QP gets it only when the peer's
 // message announced it too [SR-NEG-1].
 #include "user.h"
@@ -335,7 +335,7 @@ static int qp_to_rts(struct id_priv *p) {
   a.ah_attr.port_num = 1;
   a.ah_attr.grh.hop_limit = 64;
   ibvx_gid_from_ipv4(&a.ah_attr.grh.dgid, k.dipv4);
-  ext.sr_enable = p->xt.sr && (p->peer_caps & RCT_CM_CAP_SR);
+  ext.sr_enable = p->xt.sr && (p->peer_caps & RDMA_XV6_CAP_SR);
   ext.roce_v1 = p->xt.roce_v1;
   ext.max_inflight = p->xt.max_inflight ? p->xt.max_inflight : rdmax_default_inflight(a.path_mtu);
   uint32_t min_rto_us = p->xt.min_rto_us ? p->xt.min_rto_us : RDMAX_DEFAULT_MIN_RTO_US;
@@ -378,7 +378,7 @@ static int conn_param(struct id_priv *p, const struct rdma_conn_param *cp, struc
   k->retry_count = p->own.retry_count ? p->own.retry_count : RDMAX_DEFAULT_RETRY_COUNT;
   k->rnr_retry_count = p->own.rnr_retry_count ? p->own.rnr_retry_count : 7;
   k->ack_timeout = p->xt.timeout ? p->xt.timeout : 18;
-  k->xv6_caps = p->xt.sr ? RCT_CM_CAP_SR : 0;
+  k->xv6_caps = p->xt.sr ? RDMA_XV6_CAP_SR : 0;
   if (cp && cp->private_data_len) {
     k->private_data_len = cp->private_data_len;
     memcpy(k->private_data, cp->private_data, cp->private_data_len);

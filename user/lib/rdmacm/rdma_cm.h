@@ -23,10 +23,10 @@
 #ifndef RDMA_CM_H
 #define RDMA_CM_H
 #include "ibverbs.h"
-#include "kernel/cm/rct_cm.h"
 #include "kernel/cm/ibcm.h"
 
-#define RDMA_CM_PORT RCT_CM_PORT          // the tools' default rdma_cm port
+#define RDMA_PERFTEST_PORT 18515         // perftest's default port (ib_*_bw -p)
+#define RDMA_CM_PORT RDMA_PERFTEST_PORT  // the tools' default rdma_cm port: perftest's
 // Private data bytes rdma_connect, rdma_accept and rdma_reject carry: a
 // REQ's room behind rdma_cm's addressing header (56), for all three.
 #define RDMA_CM_PRIVATE_MAX IBCM_CMA_REQ_PRIVATE
@@ -242,7 +242,7 @@ uint32_t rdmax_cm_dropped(struct rdma_cm_id *id);
 // its communication IDs; tools show the generator's output [SEC-RAND-7].
 uint32_t rdmax_new_conn_id(void);
 // The conventional first 16 bytes of private data: an MR's VA, rkey and
-// length, big-endian (proto-spec cm.md).
+// length, big-endian (a convention of the project's tools, not of the CM).
 void rdmax_pack_mr(uint8_t out[16], uint64_t addr, uint32_t rkey, uint32_t len);
 void rdmax_unpack_mr(const uint8_t in[16], uint64_t *addr, uint32_t *rkey, uint32_t *len);
 // A sockaddr_in from a host-order IPv4 address and port.
