@@ -121,10 +121,13 @@
 #define SYS_ucma_resolve_route 105 // (id, timeout_ms): ROUTE_RESOLVED
 #define SYS_ucma_listen       106 // (id, backlog): CONNECT_REQUEST events with new ids
 #define SYS_ucma_connect      107 // (id, const struct ucma_conn_param *): REQ; CONNECT_RESPONSE,
-                                  // REJECTED (status: the REJ reason) or UNREACHABLE (-ETIMEDOUT)
+                                  // REJECTED (status: the REJ reason) or UNREACHABLE (-ETIMEDOUT).
+                                  // RDMA_PS_UDP: SIDR_REQ; ESTABLISHED (param: the peer's QPN,
+                                  // Q_Key) or UNREACHABLE (status: the SIDR_REP's, or -ETIMEDOUT)
 #define SYS_ucma_accept       108 // (id, const struct ucma_conn_param *): passive: REP (QP at RTS
-                                  // first); active after CONNECT_RESPONSE: RTU (param NULL), ESTABLISHED
-#define SYS_ucma_reject       109 // (id, const void *private_data, len)
+                                  // first); active after CONNECT_RESPONSE: RTU (param NULL), ESTABLISHED.
+                                  // RDMA_PS_UDP: SIDR_REP (param's QPN, RDMA_UDP_QKEY), no event
+#define SYS_ucma_reject       109 // (id, const void *private_data, len); RDMA_PS_UDP: SIDR_REP status 2
 #define SYS_ucma_disconnect   110 // (id): DREQ (or DREP to the peer's); DISCONNECTED
 #define SYS_ucma_init_qp_attr 111 // (id, qp_state INIT/RTR/RTS, struct rdma_qp_attr *out) -> IBV_QP_* mask
 #define SYS_ucma_get_event    112 // (chan fd, struct ucma_event *out): sleeps until one waits
@@ -545,6 +548,9 @@ enum rdma_cm_event_type {
 enum rdma_port_space {
   RDMA_PS_IPOIB = 0x0002, RDMA_PS_TCP = 0x0106, RDMA_PS_UDP = 0x0111, RDMA_PS_IB = 0x013F,
 };
+// The Q_Key of rdma_cm's RDMA_PS_UDP ids: their UD QPs get it (INIT) and the
+// SIDR_REP announces it (Linux's value; tests/vectors/cm/udaddy.pcap).
+#define RDMA_UDP_QKEY 0x01234567u
 // xv6's capability bits, carried in reserved fields of the CM's REQ and REP
 // (proto-spec ibcm.md [IBCM-XV6-1]) and used only when both sides set them.
 #define RDMA_XV6_CAP_SR 1u       // bit 0: selective repeat (proto-spec sr.md)
@@ -556,6 +562,7 @@ struct ucma_conn_param {
   unsigned char responder_resources, initiator_depth, retry_count, rnr_retry_count;
   unsigned char srq, private_data_len, ack_timeout, pad;
   unsigned int xv6_caps;      // project options offered (RDMA_XV6_CAP_*); reported: both sides'
+  unsigned int qkey;          // RDMA_PS_UDP, reported: the peer's Q_Key (SIDR_REP), else 0
   unsigned char private_data[UCMA_PRIVATE_MAX];
 };
 struct ucma_event {

@@ -249,26 +249,19 @@ static uint8 port_mtu(void) {
   return (uint8)pi.active_mtu;
 }
 
-// A REQ on listener lid: a new id in REQ_RCVD and CONNECT_REQUEST, or a REJ.
-// A path MTU above the port's gets REJ 26 [IBCM-REJ-3]: the peer would
-// send packets this side refuses, so the connection could never carry them.
-static void on_req(const struct ibcm_event *e) {
-  struct cma_id *l = &cma.id[id_of_ctx(e->ctx)];
+// A passive id for the agent's new connection e (a REQ or SIDR_REQ) on
+// its listener l: in REQ_RCVD, its CONNECT_REQUEST queued with the private
+// data behind rdma_cm's header. NULL if l is not listening in port space
+// ps, the header is unreadable (*busy 0), or the backlog, the ids or the
+// events are full (*busy 1).
+static struct cma_id *passive_id(struct cma_id *l, int ps, const struct ibcm_event *e, int *busy) {
   uint32 src, dst;
   uint16 sport;
-  if (e->msg.path_mtu > port_mtu()) {
-    ibcm_reject(&cma.agent, clock_ns(), e->conn, IBCM_REJ_INVALID_PATH_MTU, 0, 0);
-    ibcm_release(&cma.agent, clock_ns(), e->conn);
-    return;
-  }
-  int ok = l->state == CS_LISTEN &&
+  int ok = l->state == CS_LISTEN && l->ps == ps &&
            ibcm_cma_hdr_parse(e->msg.private_data, e->msg.private_len, &src, &dst, &sport) == 0;
   int n = ok && l->reqs < l->backlog ? id_alloc(l->owner, l->chan, l->ps, l->cookie) : -1;
-  if (n < 0) {
-    ibcm_reject(&cma.agent, clock_ns(), e->conn, ok ? IBCM_REJ_NO_RESOURCES : IBCM_REJ_CONSUMER, 0, 0);
-    ibcm_release(&cma.agent, clock_ns(), e->conn);
-    return;
-  }
+  *busy = ok;
+  if (n < 0) return NULL;
   struct cma_id *d = &cma.id[n];
   d->state = CS_REQ_RCVD;
   d->conn = e->conn;
@@ -277,23 +270,66 @@ static void on_req(const struct ibcm_event *e) {
   d->dip = src;
   d->sport = l->sport;
   d->dport = sport;
+  struct ucma_event *v = ev_queue(d, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+  if (!v) {
+    d->state = CS_FREE;
+    return NULL;
+  }
+  ibcm_set_ctx(&cma.agent, e->conn, ctx_of(n));
+  l->reqs++;
+  v->listen_id = id_index(l);
+  param_from(&v->param, &e->msg, IBCM_CMA_HDR_LEN);
+  return d;
+}
+
+// A REQ on a listener: a new id in REQ_RCVD and CONNECT_REQUEST, or a REJ.
+// A path MTU above the port's gets REJ 26 [IBCM-REJ-3]: the peer would
+// send packets this side refuses, so the connection could never carry them.
+static void on_req(const struct ibcm_event *e) {
+  struct cma_id *l = &cma.id[id_of_ctx(e->ctx)];
+  int busy = 0;
+  struct cma_id *d = e->msg.path_mtu > port_mtu() ? NULL : passive_id(l, RDMA_PS_TCP, e, &busy);
+  if (!d) {
+    uint16 why = e->msg.path_mtu > port_mtu() ? IBCM_REJ_INVALID_PATH_MTU
+                 : busy ? IBCM_REJ_NO_RESOURCES : IBCM_REJ_CONSUMER;
+    ibcm_reject(&cma.agent, clock_ns(), e->conn, why, 0, 0);
+    ibcm_release(&cma.agent, clock_ns(), e->conn);
+    return;
+  }
   d->req.qpn = e->msg.local_qpn;
   d->req.psn = e->msg.starting_psn;
   d->req.mtu = e->msg.path_mtu;
   d->req.ack_timeout = e->msg.primary.local_ack_timeout;
   d->req.retry = e->msg.retry_count;
   d->req.rnr_retry = e->msg.rnr_retry_count;
-  ibcm_set_ctx(&cma.agent, e->conn, ctx_of(n));
-  struct ucma_event *v = ev_queue(d, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
-  if (!v) {
-    ibcm_reject(&cma.agent, clock_ns(), e->conn, IBCM_REJ_NO_RESOURCES, 0, 0);
-    ibcm_release(&cma.agent, clock_ns(), e->conn);
-    d->state = CS_FREE;
-    return;
-  }
-  l->reqs++;
-  v->listen_id = id_index(l);
-  param_from(&v->param, &e->msg, IBCM_CMA_HDR_LEN);
+}
+
+// A SIDR_REQ on a listener (RDMA_PS_UDP): a new id in REQ_RCVD and
+// CONNECT_REQUEST (param: the private data behind the header), or a
+// SIDR_REP refusing it: status 3 (no QP) when full, 2 (rejected) for a
+// listener of another port space or a bad header [IBCM-SIDR-2].
+static void on_sidr_req(const struct ibcm_event *e) {
+  struct cma_id *l = &cma.id[id_of_ctx(e->ctx)];
+  int busy;
+  if (passive_id(l, RDMA_PS_UDP, e, &busy)) return;
+  ibcm_sidr_rep(&cma.agent, clock_ns(), e->conn, busy ? IBCM_SIDR_NO_QP : IBCM_SIDR_REJECT, 0, 0, 0, 0);
+  ibcm_release(&cma.agent, clock_ns(), e->conn);
+}
+
+// An active UD id's SIDR_REP: status 0 is ESTABLISHED with the peer's QPN
+// and Q_Key (librdmacm's param.ud), any other UNREACHABLE with the status.
+// The exchange is over: the agent forgets it.
+static void on_sidr_rep(struct cma_id *d, const struct ibcm_event *e) {
+  struct ucma_event *v;
+  ibcm_release(&cma.agent, clock_ns(), d->conn);
+  d->conn = -1;
+  int ok = e->msg.sidr_status == IBCM_SIDR_SUCCESS;
+  d->state = ok ? CS_ESTABLISHED : CS_CLOSED;
+  v = ev_queue(d, ok ? RDMA_CM_EVENT_ESTABLISHED : RDMA_CM_EVENT_UNREACHABLE, e->msg.sidr_status);
+  if (!v) return;
+  param_from(&v->param, &e->msg, 0);
+  v->param.qp_num = e->msg.sidr_qpn;
+  v->param.qkey = e->msg.sidr_qkey;
 }
 
 // A passive id leaves REQ_RCVD: its listener may report one more.
@@ -337,6 +373,9 @@ static void on_conn_event(struct cma_id *d, const struct ibcm_event *e) {
     d->state = CS_CLOSED;
     ev_queue(d, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
     return;
+  case IBCM_EV_SIDR_REP:
+    if (d->state == CS_CONNECT) on_sidr_rep(d, e);
+    return;
   default:
     return;
   }
@@ -346,8 +385,8 @@ static void on_conn_event(struct cma_id *d, const struct ibcm_event *e) {
 static void drain_events(void) {
   struct ibcm_event e;
   while (ibcm_poll_event(&cma.agent, &e)) {
-    if (e.type == IBCM_EV_REQ) {
-      on_req(&e);
+    if (e.type == IBCM_EV_REQ || e.type == IBCM_EV_SIDR_REQ) {
+      (e.type == IBCM_EV_REQ ? on_req : on_sidr_req)(&e);
       continue;
     }
     int i = id_of_ctx(e.ctx);
@@ -640,13 +679,31 @@ static int req_param(struct cma_id *d, const struct ucma_conn_param *p, struct i
   return 0;
 }
 
+// Lock held. A UD id's SIDR_REQ (rdma_cm's header, then p's private data)
+// to the resolved peer's service; its SIDR_REP or timeout ends it.
+static int sidr_connect(struct cma_id *d, const struct ucma_conn_param *p) {
+  uint8 priv[IBCM_CMA_HDR_LEN + UCMA_PRIVATE_MAX];
+  int len = IBCM_CMA_HDR_LEN + p->private_data_len;
+  if (len > ibcm_private_room(IBCM_ATTR_SIDR_REQ)) return -EINVAL;
+  ibcm_cma_hdr_encode(priv, d->sip, d->dip, d->sport);
+  memcpy(priv + IBCM_CMA_HDR_LEN, p->private_data, p->private_data_len);
+  struct ibcm_peer to = { .qpn = RDMA_GSI_QPN };
+  ibcm_gid_from_ipv4(to.gid, d->dip);
+  int c = ibcm_sidr_req(&cma.agent, clock_ns(), &to, ibcm_service_id(d->ps, d->dport), priv,
+                        (uint8)len, ctx_of(id_index(d)));
+  if (c < 0) return c == IBCM_ERR_FULL ? -ENOMEM : -EINVAL;
+  d->conn = c;
+  d->state = CS_CONNECT;
+  return 0;
+}
+
 int cma_connect(int owner, int i, const struct ucma_conn_param *p) {
   struct ibcm_req_param q;
   spin_lock(&cma.lock);
   struct cma_id *d = id_get(owner, i);
   int r = !d || (d->state != CS_ROUTE_RESOLVED && d->state != CS_ADDR_RESOLVED) ? -EINVAL
-                                                                              : req_param(d, p, &q);
-  if (r == 0) {
+          : d->ps == RDMA_PS_UDP ? sidr_connect(d, p) : req_param(d, p, &q);
+  if (r == 0 && d->ps != RDMA_PS_UDP) {
     struct ibcm_peer to = { .qpn = RDMA_GSI_QPN };
     memcpy(to.gid, q.dgid, 16);
     int c = ibcm_connect(&cma.agent, clock_ns(), &to, &q, ctx_of(i));
@@ -661,6 +718,16 @@ int cma_connect(int owner, int i, const struct ucma_conn_param *p) {
   return r;
 }
 
+// Lock held. A UD id's SIDR_REP with status (0: our QP qpn and
+// RDMA_UDP_QKEY); the agent keeps it to answer a repeated SIDR_REQ.
+static int sidr_answer(struct cma_id *d, uint8 status, uint32 qpn, const void *priv, int len) {
+  if (ibcm_sidr_rep(&cma.agent, clock_ns(), d->conn, status, qpn, RDMA_UDP_QKEY, priv, (uint8)len) < 0)
+    return -EINVAL;
+  req_done(d);
+  d->state = status == IBCM_SIDR_SUCCESS ? CS_ESTABLISHED : CS_CLOSED;
+  return 0;
+}
+
 // Passive (REQ_RCVD, its QP at RTS): the REP. Active (RESPONSE, its QP at
 // RTS): the RTU, and the connection is established (p may be NULL).
 int cma_accept(int owner, int i, const struct ucma_conn_param *p) {
@@ -668,7 +735,10 @@ int cma_accept(int owner, int i, const struct ucma_conn_param *p) {
   struct cma_id *d = id_get(owner, i);
   uint64 now = clock_ns();
   int r = -EINVAL;
-  if (d && d->state == CS_RESPONSE) {
+  if (d && d->ps == RDMA_PS_UDP) {
+    r = d->state != CS_REQ_RCVD || !p ? -EINVAL : sidr_answer(d, IBCM_SIDR_SUCCESS, p->qp_num,
+                                                              p->private_data, p->private_data_len);
+  } else if (d && d->state == CS_RESPONSE) {
     r = ibcm_send_rtu(&cma.agent, now, d->conn, 0, 0) < 0 ? -EINVAL : 0;
     if (r == 0) d->state = CS_ESTABLISHED;
   } else if (d && d->state == CS_REQ_RCVD && p && p->private_data_len <= IBCM_REP_PRIVATE &&
@@ -695,9 +765,12 @@ int cma_reject(int owner, int i, const void *priv, int len) {
   spin_lock(&cma.lock);
   struct cma_id *d = id_get(owner, i);
   int r = !d || d->state != CS_REQ_RCVD ? -EINVAL : 0;
-  if (r == 0 && ibcm_reject(&cma.agent, clock_ns(), d->conn, IBCM_REJ_CONSUMER, priv, (uint8)len) < 0)
+  if (r == 0 && d->ps == RDMA_PS_UDP) {
+    r = sidr_answer(d, IBCM_SIDR_REJECT, 0, priv, len);
+  } else if (r == 0 && ibcm_reject(&cma.agent, clock_ns(), d->conn, IBCM_REJ_CONSUMER, priv, (uint8)len) < 0) {
     r = -EINVAL;
-  if (r == 0) {
+  }
+  if (r == 0 && d->ps != RDMA_PS_UDP) {
     req_done(d);
     d->state = CS_CLOSED;
   }
@@ -761,20 +834,37 @@ static void req_qp_attr(const struct cma_id *d, struct rct_qp_attr *r, uint32 *r
   *rts = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY;
 }
 
+// A UD id's QP (RDMA_PS_UDP) any time: INIT with RDMA_UDP_QKEY, RTR, RTS
+// from the id's PSN, as librdmacm moves it; the IBV_QP_* mask.
+static int ud_qp_attr(int qp_state, uint32 psn, struct rdma_qp_attr *a) {
+  a->qp_state = (unsigned int)qp_state;
+  if (qp_state == IBV_QPS_INIT) {
+    a->port_num = 1;
+    a->qkey = RDMA_UDP_QKEY;
+    return (int)(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+  }
+  a->sq_psn = psn;
+  return qp_state == IBV_QPS_RTR ? (int)IBV_QP_STATE
+         : qp_state == IBV_QPS_RTS ? (int)(IBV_QP_STATE | IBV_QP_SQ_PSN) : -EINVAL;
+}
+
 // The attributes that move id i's QP to qp_state (INIT, RTR or RTS) into
 // *a: the IBV_QP_* mask, or -EINVAL (no such id, or its exchange has not
 // yet given them). The peer's MAC is left zero: the kernel resolves it at
 // the move (ARP answered already, for the exchange's MADs).
 int cma_init_qp_attr(int owner, int i, int qp_state, struct rdma_qp_attr *a) {
   memset(a, 0, sizeof *a);
+  spin_lock(&cma.lock);
+  struct cma_id *u = id_get(owner, i);
+  int ud = u && u->ps == RDMA_PS_UDP;
+  uint32 psn = u ? u->psn : 0;
+  spin_unlock(&cma.lock);
+  if (ud) return ud_qp_attr(qp_state, psn, a);
   if (qp_state == IBV_QPS_INIT) {
     a->qp_state = IBV_QPS_INIT;
     a->port_num = 1;
     a->qp_access_flags = CMA_ACCESS;
-    spin_lock(&cma.lock);
-    int ok = id_get(owner, i) != NULL;
-    spin_unlock(&cma.lock);
-    return ok ? (int)(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) : -EINVAL;
+    return u ? (int)(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) : -EINVAL;
   }
   if (qp_state != IBV_QPS_RTR && qp_state != IBV_QPS_RTS) return -EINVAL;
   struct rct_qp_attr r;

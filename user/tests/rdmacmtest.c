@@ -217,13 +217,18 @@ static void t_ep_getaddrinfo_passive_wildcard(void) {
   struct rdma_addrinfo bad_hints[] = {
     { .ai_flags = RAI_PASSIVE, .ai_family = AF_INET6 },
     { .ai_flags = RAI_PASSIVE, .ai_qp_type = IBV_QPT_UD },
-    { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP },
+    { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP, .ai_qp_type = IBV_QPT_RC },
   };
   for (int i = 0; i < 3; i++) {
     errno = 0;
     TR_CHECK(rdma_getaddrinfo(NULL, "7471", &bad_hints[i], &res) == -1 && errno == EINVAL,
              "hints %d accepted (errno %d)", i, errno);
   }
+  // RDMA_PS_UDP alone means UD, as librdmacm derives the QP type.
+  struct rdma_addrinfo ud_hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_UDP };
+  TR_ASSERT(rdma_getaddrinfo(NULL, "7471", &ud_hints, &res) == 0);
+  TR_CHECK(res->ai_qp_type == IBV_QPT_UD, "RDMA_PS_UDP gave qp_type %d", res->ai_qp_type);
+  rdma_freeaddrinfo(res);
   const char *bad[][2] = { { "10.0.0", "1" }, { "host", "1" }, { "10.0.0.1", "x" },
                            { "10.0.0.1", "70000" }, { "10.0.0.1", "" }, { NULL, "1" } };
   for (int i = 0; i < 6; i++) {

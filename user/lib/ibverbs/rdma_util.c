@@ -30,13 +30,17 @@ int rdmau_ud_ready(struct ibv_qp *qp, uint32_t qkey) {
   return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
+void rdmau_ud_ah_attr(struct ibv_ah_attr *aa, uint32_t ipv4) {
+  memset(aa, 0, sizeof *aa);
+  aa->is_global = 1;
+  aa->port_num = 1;
+  aa->grh.hop_limit = 64;
+  ibvx_gid_from_ipv4(&aa->grh.dgid, ipv4);
+}
+
 struct ibv_ah *rdmau_ud_ah(struct ibv_pd *pd, uint32_t ipv4) {
   struct ibv_ah_attr aa;
-  memset(&aa, 0, sizeof aa);
-  aa.is_global = 1;
-  aa.port_num = 1;
-  aa.grh.hop_limit = 64;
-  ibvx_gid_from_ipv4(&aa.grh.dgid, ipv4);
+  rdmau_ud_ah_attr(&aa, ipv4);
   return ibv_create_ah(pd, &aa);
 }
 

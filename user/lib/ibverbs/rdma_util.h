@@ -40,6 +40,7 @@ int rdmau_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 #define RDMAU_GRH 40                // a UD receive's GRH area, before the payload
 int rdmau_ud_ready(struct ibv_qp *qp, uint32_t qkey);
 struct ibv_ah *rdmau_ud_ah(struct ibv_pd *pd, uint32_t ipv4);
+void rdmau_ud_ah_attr(struct ibv_ah_attr *aa, uint32_t ipv4);   // the attributes rdmau_ud_ah uses
 uint32_t rdmau_local_ipv4(struct ibv_context *ctx);
 // A starting PSN: 24 random bits from the kernel (getrandom) [SEC-RAND-3].
 uint32_t rdmau_psn(void);

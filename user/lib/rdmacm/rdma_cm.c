@@ -104,7 +104,7 @@ static struct id_priv *new_id(struct chan *c, int sync, int kid, void *context, 
   p->id.channel = &c->pub;
   p->id.context = context;
   p->id.ps = ps;
-  p->id.qp_type = IBV_QPT_RC;
+  p->id.qp_type = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
   p->id.port_num = 1;
   p->next = all_ids;
   all_ids = p;
@@ -119,11 +119,11 @@ static struct id_priv *by_kid(int kid) {
 
 int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
                    enum rdma_port_space ps) {
-  if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB)) return fail_errno(EINVAL);
+  if (!id || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP)) return fail_errno(EINVAL);
   struct chan *c = (struct chan *)channel;
   int sync = c == NULL;
   if (sync && !(c = (struct chan *)rdma_create_event_channel())) return -1;
-  int kid = ucma_create_id(c->pub.fd, RDMA_PS_TCP, 0);      // RDMA_PS_IB: TCP's service IDs
+  int kid = ucma_create_id(c->pub.fd, ps == RDMA_PS_UDP ? RDMA_PS_UDP : RDMA_PS_TCP, 0);  // PS_IB: TCP's
   struct id_priv *p = kid >= 0 ? new_id(c, sync, kid, context, ps) : NULL;
   if (!p) {
     if (kid >= 0) ucma_destroy_id(kid);
@@ -232,22 +232,33 @@ uint16_t rdma_get_dst_port(struct rdma_cm_id *id) { return id->route.addr.dst_si
 
 // ---- QPs ----
 
-// INIT with the kernel's attributes for the id (port, P_Key index, access).
-static int qp_to_init(struct id_priv *p) {
+// The QP to state with the kernel's attributes for the id: INIT (port,
+// P_Key index, access; a UD id's Q_Key), and a UD id's RTR and RTS.
+static int qp_move(struct id_priv *p, enum ibv_qp_state state) {
   struct rdma_qp_attr k;
-  int mask = ucma_init_qp_attr(p->kid, IBV_QPS_INIT, &k);
+  int mask = ucma_init_qp_attr(p->kid, state, &k);
   if (mask < 0) return -1;
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof a);
-  a.qp_state = IBV_QPS_INIT;
+  a.qp_state = state;
   a.port_num = (uint8_t)k.port_num;
   a.pkey_index = (uint16_t)k.pkey_index;
   a.qp_access_flags = k.qp_access_flags;
+  a.qkey = k.qkey;
+  a.sq_psn = k.sq_psn;
   return ibv_modify_qp(p->id.qp, &a, mask);
 }
 
+static int qp_to_init(struct id_priv *p) { return qp_move(p, IBV_QPS_INIT); }
+
+// A UD id's QP goes to RTS at once (INIT with RDMA_UDP_QKEY, RTR, RTS), as
+// librdmacm moves it: no exchange gives it anything.
+static int ud_to_rts(struct id_priv *p) {
+  return qp_move(p, IBV_QPS_INIT) || qp_move(p, IBV_QPS_RTR) || qp_move(p, IBV_QPS_RTS) ? -1 : 0;
+}
+
 int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr) {
-  if (!id || !attr || attr->qp_type != IBV_QPT_RC || attr->srq) return fail_errno(EINVAL);
+  if (!id || !attr || attr->qp_type != id->qp_type || attr->srq) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (attach_device(id) < 0) return -1;
   if (!pd) pd = id->pd;
@@ -272,7 +283,10 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
   if (!id->qp) { int e = errno; rdma_destroy_qp(id); return fail_errno(e ? e : ENOMEM); }
   attr->cap = a.cap;                                // what was granted, as ibv_create_qp says
   id->pd = pd;
-  if (qp_to_init(p)) { rdma_destroy_qp(id); return fail_errno(EINVAL); }
+  if (id->qp_type == IBV_QPT_UD ? ud_to_rts(p) : qp_to_init(p)) {
+    rdma_destroy_qp(id);
+    return fail_errno(EINVAL);
+  }
   return 0;
 }
 
@@ -372,7 +386,7 @@ static int conn_param(struct id_priv *p, const struct rdma_conn_param *cp, struc
     return fail_errno(EINVAL);
   if (cp) p->own = *cp;
   memset(k, 0, sizeof *k);
-  k->qp_num = p->id.qp->qp_num;
+  k->qp_num = p->id.qp ? p->id.qp->qp_num : 0;
   k->responder_resources = own_rres(p);
   k->initiator_depth = own_idepth(p);
   k->retry_count = p->own.retry_count ? p->own.retry_count : RDMAX_DEFAULT_RETRY_COUNT;
@@ -410,6 +424,14 @@ static struct rdma_cm_event *make_event(const struct ucma_event *k) {
   e->ev.status = k->status;
   const struct ucma_conn_param *c = &k->param;
   memcpy(e->priv, c->private_data, c->private_data_len);
+  if (p->id.ps == RDMA_PS_UDP) {                   // param.ud: the peer's QP and a path to it
+    e->ev.param.ud.private_data = c->private_data_len ? e->priv : NULL;
+    e->ev.param.ud.private_data_len = c->private_data_len;
+    rdmau_ud_ah_attr(&e->ev.param.ud.ah_attr, k->dst_ip);
+    e->ev.param.ud.qp_num = c->qp_num;
+    e->ev.param.ud.qkey = c->qkey;
+    return &e->ev;
+  }
   e->ev.param.conn.private_data = c->private_data_len ? e->priv : NULL;
   e->ev.param.conn.private_data_len = c->private_data_len;
   e->ev.param.conn.responder_resources = c->responder_resources;
@@ -555,20 +577,23 @@ int rdma_listen(struct rdma_cm_id *id, int backlog) {
   return 0;
 }
 
+// A UD id (RDMA_PS_UDP) sends a SIDR_REQ: ESTABLISHED carries param.ud.
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
   struct ucma_conn_param k;
-  if (!id || !id->qp) return fail_errno(EINVAL);
+  if (!id || (!id->qp && id->qp_type != IBV_QPT_UD)) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (conn_param(p, cp, &k) < 0 || kcall(ucma_connect(p->kid, &k)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
-// The QP to RTR and RTS, then the REP.
+// The QP to RTR and RTS, then the REP. A UD id: the SIDR_REP with its
+// QP's number and RDMA_UDP_QKEY; no event follows.
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
   struct ucma_conn_param k;
   if (!id || !id->qp) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
   if (conn_param(p, cp, &k) < 0) return -1;
+  if (id->qp_type == IBV_QPT_UD) return kcall(ucma_accept(p->kid, &k)) < 0 ? -1 : 0;
   if (qp_to_rts(p) < 0) return fail_errno(EINVAL);
   if (kcall(ucma_accept(p->kid, &k)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
@@ -667,12 +692,15 @@ void rdma_free_devices(struct ibv_context **list) { free(list); }
 // ---- address information and endpoints ----
 
 // The QP type and port space of a result: the hints' when they give them,
-// else RC over RDMA_PS_TCP, as librdmacm derives one from the other. Only
-// RC exists here (docs/rdma.md): anything else is -1 (EINVAL).
+// else RC over RDMA_PS_TCP (UD for RDMA_PS_UDP), as librdmacm derives one
+// from the other. RC over PS_TCP / PS_IB and UD over PS_UDP exist here
+// (docs/rdma.md): anything else is -1 (EINVAL).
 static int addr_kind(const struct rdma_addrinfo *hints, int *qp_type, int *ps) {
   *ps = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
   *qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-  return (*ps == RDMA_PS_TCP || *ps == RDMA_PS_IB) && *qp_type == IBV_QPT_RC ? 0 : -1;
+  if (*ps == RDMA_PS_UDP && !(hints && hints->ai_qp_type)) *qp_type = IBV_QPT_UD;
+  return ((*ps == RDMA_PS_TCP || *ps == RDMA_PS_IB) && *qp_type == IBV_QPT_RC) ||
+         (*ps == RDMA_PS_UDP && *qp_type == IBV_QPT_UD) ? 0 : -1;
 }
 
 // Numeric IPv4 addresses and decimal ports only (there is no resolver).

@@ -1,5 +1,6 @@
 // rdma_cm.h: the connection manager library, librdmacm's API and meanings
-// (<rdma/rdma_cma.h>) for RC QPs over the InfiniBand CM, which the kernel
+// (<rdma/rdma_cma.h>) for RC QPs (RDMA_PS_TCP, RDMA_PS_IB) and UD QPs
+// (RDMA_PS_UDP: SIDR, param.ud, Q_Key RDMA_UDP_QKEY) over the InfiniBand CM, which the kernel
 // runs (kernel/rdma/cma.c over QP1). Implementation: user/lib/rdmacm/rdma_cm.c,
 // a thin client of the kernel's rdma_cm (SYS_ucma_*, ucma_sys.h), as
 // librdmacm is of Linux's rdma_ucm.
@@ -78,6 +79,9 @@ struct rdma_conn_param {
   uint32_t qp_num;               // ignored: the id's QP is used
 };
 
+// A UD id's CONNECT_REQUEST (passive) and ESTABLISHED (active, from the
+// SIDR_REP): ah_attr for ibv_create_ah to the peer, its QPN and Q_Key
+// (the requester's QPN is 0: a SIDR_REQ carries none).
 struct rdma_ud_param {
   const void *private_data;
   uint8_t private_data_len;
