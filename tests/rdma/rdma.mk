@@ -17,6 +17,9 @@
 #   make test-rdma-rping  tests/rdma/run_rping.py: xv6's rping (Linux rping's
 #                         protocol) between two guests, -V at 64 B and 4 KiB,
 #                         0 and 1 % loss, a port nobody listens on (a step of test-rdma)
+#   make test-rdma-udaddy  tests/rdma/run_udaddy.py: xv6's udaddy (RDMA_PS_UDP:
+#                         SIDR, then UD datagrams) between two guests, a port
+#                         nobody listens on (a step of test-rdma)
 #   make test-rdma-perftest-r  tests/rdma/run_perftest_r.py: rdma_bw -R and
 #                         rdma_lat -R (perftest's rdma_cm exchange) between two
 #                         guests, its wire order checked (a step of test-rdma)
@@ -65,6 +68,9 @@ test-rdma-udping: kernel/kernel fs.img $(LINKEMU)
 test-rdma-rping: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/rdma/run_rping.py
 
+test-rdma-udaddy: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_udaddy.py
+
 test-rdma-perftest-r: kernel/kernel fs.img $(LINKEMU)
 	python3 tests/rdma/run_perftest_r.py
 
@@ -105,7 +111,7 @@ $(TBCOUNT): bench/tcg/tbcount.c
 bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

@@ -27,6 +27,9 @@ Steps (times measured on the 2-core build machine, TCG):
   rping                      xv6's rping (Linux rping's protocol) between two
                              guests, -V at 64 B and 4 KiB, 0 % and 1 % loss; a
                              port nobody listens on; a size too small
+  udaddy                     xv6's udaddy (RDMA_PS_UDP: SIDR_REQ / SIDR_REP,
+                             then UD datagrams) between two guests, defaults
+                             and -c 2 -C 5 -S 1000; a port nobody listens on
   perftest_r                 rdma_bw -R and rdma_lat -R (perftest's rdma_cm exchange)
                              between two guests, the comm connection's
                              SENDs in the order Linux's perftest sends them
@@ -63,6 +66,7 @@ def steps():
         ("examples", [PY, f"{HERE}/run_examples.py"]),
         ("udping", [PY, f"{HERE}/run_udping.py"]),
         ("rping", [PY, f"{HERE}/run_rping.py"]),
+        ("udaddy", [PY, f"{HERE}/run_udaddy.py"]),
         ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
