@@ -15,6 +15,14 @@ guest; clean with a capture, and at 1 % seeded loss):
         librdmacm's example pair (rdmacm-utils' rdma_server / rdma_client on
         Linux, the same unmodified sources built for xv6, user/upstream):
         each side exits 0 ("end 0"); both sides disconnect.
+  interop_<bed>_udaddy_xv6_client / _linux_client (clean bed)
+        rdmacm-utils' udaddy (RDMA_PS_UDP: SIDR_REQ / SIDR_REP, then UD
+        datagrams each way) against xv6's udaddy, -C 5, either side the
+        client: both exit 0 with "return status 0". Linux's udaddy waits for
+        ever for a datagram UD dropped (e.g. one that came before its
+        receive was posted): such a run is ended by its deadline, told
+        apart from a failure by its last step ("receiving data
+        transfers"), and retried once; the result says so.
   interop_<bed>_no_listener_linux_client / _xv6_client (clean bed)
         a client aimed at a port nobody listens on: Linux's rping reports
         "RDMA_CM_EVENT_REJECTED, error 8" (the REJ reason for an invalid
@@ -46,6 +54,10 @@ from run_rping import ping_text  # noqa: E402
 RPING_PORT = 7174          # rping's default port, both stacks
 FREE_PORT = 7999           # nobody listens there
 RDMA_SERVER_PORT = 7471    # librdmacm's examples' default port
+UDADDY_COUNT = 5           # datagrams each way
+UDADDY_DEADLINE = 60       # Linux's udaddy waits for ever for a dropped datagram: this ends it
+UDADDY_OK = "return status 0"
+UDADDY_WAITING = "receiving data transfers"   # udaddy's last step before it waits for datagrams
 REJECTED = "RDMA_CM_EVENT_REJECTED, error 8"
 DEADLINE = 240             # seconds for one run of a pair, lossy bed included
 PERF_SIZE, PERF_ITERS = 4096, 200
@@ -139,6 +151,54 @@ def rdma_server_xv6(xv6, lnx, xv6_ip):
                f"{srv.strip()[-120:]!r}"
 
 
+def udaddy_hang(rc, out):
+    """Why a Linux udaddy run ended by its deadline, or '' if it was not."""
+    if rc != rdmacm_tools.TIMED_OUT:
+        return ""
+    if UDADDY_WAITING in out:
+        return "Linux udaddy waited for a datagram that never came (a UD drop, not a CM failure)"
+    return "Linux udaddy hung before the data transfers (the SIDR exchange did not finish)"
+
+
+def udaddy_retried(run):
+    """run() -> (ok, info, hang); once more if Linux's udaddy hung waiting
+    for a dropped datagram; the result names such a hang."""
+    ok, info, hang = run()
+    if ok or not hang.startswith("Linux udaddy waited"):
+        return ok, info + (f"; {hang}" if hang else "")
+    ok, info2, hang2 = run()
+    return ok, f"first run: {hang}; retried: {info2}" + (f"; {hang2}" if hang2 else "")
+
+
+def udaddy_xv6_client(xv6, lnx):
+    """Linux `udaddy` (server) <- xv6 `udaddy -s`."""
+    def run():
+        if not rdmacm_tools.serve(lnx, f"udaddy -C {UDADDY_COUNT}", "UDP", UDADDY_DEADLINE):
+            lnx.run("kill %1 2>/dev/null")
+            return False, "Linux udaddy never listened", ""
+        rc, out = xv6_status(xv6, f"udaddy -s {lnx.ip} -C {UDADDY_COUNT}")
+        src, sout = rdmacm_tools.server_result(lnx, UDADDY_DEADLINE)
+        ok = rc == 0 and src == 0 and UDADDY_OK in out and UDADDY_OK in sout
+        return ok, (f"xv6 udaddy exit {rc} {out.strip()[-160:]!r}; Linux udaddy exit {src} "
+                    f"{sout.strip()[-160:]!r}"), udaddy_hang(src, sout)
+    return udaddy_retried(run)
+
+
+def udaddy_linux_client(xv6, lnx, xv6_ip):
+    """xv6 `udaddy` (server) <- Linux `udaddy -s`. xv6's server ends by
+    itself: after its replies, or (a lost datagram) when its wait runs out."""
+    def run():
+        start = len(xv6.output())
+        xv6.spawn(f"status udaddy -C {UDADDY_COUNT}", ready=r"udaddy: starting server\n")
+        rc, out = rdmacm_tools.client(lnx, f"udaddy -s {xv6_ip} -C {UDADDY_COUNT}", UDADDY_DEADLINE)
+        m = xv6.expect(r"status: udaddy exited (-?\d+)\n", timeout=120)
+        srv = xv6.output()[start:]
+        ok = rc == 0 and m[1] == "0" and UDADDY_OK in out and UDADDY_OK in srv
+        return ok, (f"Linux udaddy exit {rc} {out.strip()[-160:]!r}; xv6 udaddy exit {m[1]} "
+                    f"{srv.strip()[-160:]!r}"), udaddy_hang(rc, out)
+    return udaddy_retried(run)
+
+
 def no_listener_linux_client(lnx, xv6_ip):
     rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {FREE_PORT} -C 1", 60)
     ok = rc not in (0, rdmacm_tools.TIMED_OUT) and REJECTED in out
@@ -227,6 +287,8 @@ def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):
     tally.run(f"interop_{name}_rdma_server_xv6", lambda: rdma_server_xv6(xv6, lnx, xv6_ip))
     if lossy:
         return
+    tally.run(f"interop_{name}_udaddy_xv6_client", lambda: udaddy_xv6_client(xv6, lnx))
+    tally.run(f"interop_{name}_udaddy_linux_client", lambda: udaddy_linux_client(xv6, lnx, xv6_ip))
     tally.run(f"interop_{name}_no_listener_linux_client", lambda: no_listener_linux_client(lnx, xv6_ip))
     tally.run(f"interop_{name}_no_listener_xv6_client", lambda: no_listener_xv6_client(xv6, lnx))
     for kind in PERFTEST:

@@ -1359,6 +1359,35 @@ static int c_ucma_handle(void) {
   return 0;
 }
 
+// RDMA_PS_UDP ids: the QP attributes are a UD QP's at any time (INIT with
+// RDMA_UDP_QKEY, RTR, RTS); accept / reject without a SIDR_REQ, a connect
+// without an address, and a SIDR_REQ's private data past its room (after
+// rdma_cm's header) are -EINVAL and change nothing: the id still connects
+// afterwards as far as its state allows; a port is a port per port space.
+static int c_ucma_udp(void) {
+  struct ucma_event ev;
+  struct rdma_qp_attr a;
+  int fd = ucma_create_chan(), id = ucma_create_id(fd, RDMA_PS_UDP, 5);
+  EXPECT(fd >= 0 && id >= 0);
+  int m = ucma_init_qp_attr(id, IBV_QPS_INIT, &a);
+  EXPECT(m == (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) && a.qkey == RDMA_UDP_QKEY);
+  EXPECT(ucma_init_qp_attr(id, IBV_QPS_RTR, &a) == IBV_QP_STATE);
+  EXPECT(ucma_init_qp_attr(id, IBV_QPS_RTS, &a) == (IBV_QP_STATE | IBV_QP_SQ_PSN));
+  EXPECT(ucma_init_qp_attr(id, IBV_QPS_ERR, &a) == -EINVAL);
+  struct ucma_conn_param p = { .qp_num = 5 };
+  EXPECT(ucma_accept(id, &p) == -EINVAL && ucma_accept(id, NULL) == -EINVAL);
+  EXPECT(ucma_reject(id, NULL, 0) == -EINVAL && ucma_connect(id, &p) == -EINVAL);
+  int tcp = ucma_create_id(fd, RDMA_PS_TCP, 6);
+  EXPECT(tcp >= 0 && ucma_bind(tcp, 0, CM_PORT + 2) == 0 && ucma_bind(id, 0, CM_PORT + 2) == 0);
+  EXPECT(ucma_resolve_addr(id, 0, port.ipv4, 9000, 2000) == 0);
+  EXPECT(cm_expect(fd, RDMA_CM_EVENT_ADDR_RESOLVED, &ev) == 0 && ev.id == id);
+  p.private_data_len = UCMA_PRIVATE_MAX;                         // past a SIDR_REQ's room
+  EXPECT(ucma_connect(id, &p) == -EINVAL);
+  EXPECT(ucma_init_qp_attr(id, IBV_QPS_INIT, &a) == m);          // unchanged
+  EXPECT(ucma_destroy_id(id) == 0 && ucma_destroy_id(tcp) == 0 && close(fd) == 0);
+  return 0;
+}
+
 // Address resolution to our own address: ADDR_RESOLVED (POLLIN on the
 // channel first), then ROUTE_RESOLVED, each naming the id and its cookie;
 // to an address nobody has (no ARP answer), ADDR_ERROR -EHOSTUNREACH after
@@ -1516,6 +1545,7 @@ static int c_kill_cm_get_event(void) {
   X(exhaust_ah) \
   X(ucma_ptr) \
   X(ucma_handle) \
+  X(ucma_udp) \
   X(ucma_resolve) \
   X(ucma_foreign) \
   X(ucma_exit_releases) \
