@@ -316,7 +316,7 @@ static void on_sidr_req(const struct ibcm_event *e) {
   ibcm_release(&cma.agent, clock_ns(), e->conn);
 }
 
-// An active UD id's SIDR_REP: status 0 is ESTABLISHED with the peer's QPN
+// An active UD id's SIDR_REP [IBCM-CMA-5]: status 0 is ESTABLISHED with the peer's QPN
 // and Q_Key (librdmacm's param.ud), any other UNREACHABLE with the status.
 // The exchange is over: the agent forgets it.
 static void on_sidr_rep(struct cma_id *d, const struct ibcm_event *e) {
@@ -679,7 +679,7 @@ static int req_param(struct cma_id *d, const struct ucma_conn_param *p, struct i
   return 0;
 }
 
-// Lock held. A UD id's SIDR_REQ (rdma_cm's header, then p's private data)
+// Lock held. A UD id's SIDR_REQ [IBCM-CMA-5] (rdma_cm's header, then p's private data)
 // to the resolved peer's service; its SIDR_REP or timeout ends it.
 static int sidr_connect(struct cma_id *d, const struct ucma_conn_param *p) {
   uint8 priv[IBCM_CMA_HDR_LEN + UCMA_PRIVATE_MAX];

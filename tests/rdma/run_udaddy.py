@@ -4,7 +4,7 @@ RDMA_PS_UDP through the kernel's CM, SIDR_REQ / SIDR_REP, then UD
 datagrams) between two xv6 guests over linkemu, clean link: `udaddy` on
 guest 0, `udaddy -s` on guest 1, each under `status` (its exit status).
 
-  udaddy_default      no options (1 connection, -C 10, -S 100): both exit 0,
+  udaddy_default      no options (1 connection, -C 10, -S 100) [IBCM-CMA-5]: both exit 0,
                       each prints its steps in Linux udaddy's order and
                       "return status 0".
   udaddy_c2_C5_S1000  -c 2 -C 5 -S 1000: two SIDR exchanges, 5 datagrams of

@@ -25,6 +25,10 @@
 //                         peer's CM answers REJ at once; REJECTED with the
 //                         IBTA reason 8 (invalid service ID, what Linux's
 //                         rdma_cm reports), well inside one CM timeout.
+//   ud_sidr               RDMA_PS_UDP: SIDR_REQ to a port nobody listens on
+//                         (UNREACHABLE 1), rejected (UNREACHABLE 2), accepted
+//                         (ESTABLISHED, param.ud's QPN and RDMA_UDP_QKEY), a
+//                         datagram through param.ud's AH arrives.
 // librdmacm's semantics that its own examples (rdma_server.c,
 // rdma_client.c; docs/rdma.md) rely on, between two processes:
 //   ep_getaddrinfo_passive_wildcard  RAI_PASSIVE with "0.0.0.0" or NULL is the
@@ -138,6 +142,13 @@ static int start(void (*fn)(int ready)) {
 
 static void own_address(void);
 
+// The passive process ppid ends with status 0 (codes: what its others mean).
+static void passive_done(int ppid, const char *codes) {
+  int pstatus = -1;
+  TR_ASSERT(wait(&pstatus) == ppid);
+  TR_CHECK(pstatus == 0, "passive side exited %d (%s)", pstatus, codes);
+}
+
 static unsigned long long live_ids(void) {
   struct rdma_dev_stats d;
   return rdma_dev_stats(&d) == 0 ? d.cm_live_ids : ~0ull;
@@ -180,10 +191,7 @@ static void run_case(enum wait_mode mode, int active_disconnects) {
            "no message: %d completions, status %d", n, n == 1 ? wc.status : -1);
   if (active_disconnects) TR_CHECK(rdma_disconnect(id) == 0, "rdma_disconnect: errno %d", errno);
   else TR_CHECK(rdmau_cm_wait_disconnect(id, WAIT_MS) == 0, "no DISCONNECTED after the peer's exit");
-  int pstatus = -1;
-  TR_ASSERT(wait(&pstatus) == ppid);
-  TR_CHECK(pstatus == 0, "passive side exited %d (14: rdma_accept, 17: no DISCONNECTED, 18: its QP's SR "
-           "is not what both offered)", pstatus);
+  passive_done(ppid, "14: rdma_accept, 17: no DISCONNECTED, 18: its QP's SR is not what both offered");
   ibv_dereg_mr(mr);
   rdma_destroy_qp(id);
   rdma_destroy_id(id);
@@ -491,6 +499,120 @@ static void t_connect_no_listener(void) {
   rdma_destroy_event_channel(ch);
 }
 
+// ---- UD through rdma_cm (RDMA_PS_UDP, SIDR) [IBCM-CMA-5] ----
+
+#define UD_PORT 18620
+#define UD_REJECT "reject me"
+#define UD_ACCEPT "accept me"
+#define UD_LEN ((int)sizeof UD_ACCEPT)     // both texts, with their NUL
+
+static struct ibv_qp_init_attr ud_attr(void) {
+  return (struct ibv_qp_init_attr){ .qp_type = IBV_QPT_UD,
+                                    .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+                                             .max_send_sge = 1, .max_recv_sge = 1 } };
+}
+
+// A PS_UDP listener's next CONNECT_REQUEST with private data want (its
+// param.ud: a path to us, no QPN): the new id, or exit(code).
+static struct rdma_cm_id *ud_request(struct rdma_event_channel *ch, const char *want, int code) {
+  struct rdma_cm_event *e;
+  if (rdmax_get_cm_event_timeout(ch, &e, WAIT_MS) < 0 || e->event != RDMA_CM_EVENT_CONNECT_REQUEST) exit(code);
+  struct rdma_ud_param *ud = &e->param.ud;
+  struct rdma_cm_id *id = e->id;
+  int ok = ud->private_data_len >= UD_LEN && memcmp(ud->private_data, want, UD_LEN) == 0 &&
+           ud->ah_attr.is_global && ud->qp_num == 0 && id->qp_type == IBV_QPT_UD;
+  rdma_ack_cm_event(e);
+  if (!ok) exit(code + 1);
+  return id;
+}
+
+// Rejects the first SIDR_REQ, accepts the second with a UD QP, then waits
+// for one datagram on it.
+static void ud_passive(int ready) {
+  struct rdma_event_channel *ch = rdma_create_event_channel();
+  struct rdma_cm_id *listen;
+  struct sockaddr_in sin;
+  rdmax_sockaddr(&sin, 0, UD_PORT);
+  if (!ch || rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP) || rdma_bind_addr(listen, (struct sockaddr *)&sin) ||
+      rdma_listen(listen, 2))
+    exit(30);
+  write(ready, "p", 1);
+  if (rdma_reject(ud_request(ch, UD_REJECT, 31), NULL, 0)) exit(33);
+  struct rdma_cm_id *id = ud_request(ch, UD_ACCEPT, 34);
+  struct ibv_qp_init_attr attr = ud_attr();
+  static uint8_t buf[RDMAU_GRH + UD_LEN];
+  if (rdma_create_qp(id, NULL, &attr)) exit(36);
+  struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+  if (!mr || rdma_post_recv(id, NULL, buf, sizeof buf, mr) || rdma_accept(id, NULL)) exit(37);
+  struct ibv_wc wc;
+  if (rdmau_wait(id->recv_cq, &wc, WAIT_MS) != 1 || wc.status != IBV_WC_SUCCESS ||
+      memcmp(buf + RDMAU_GRH, UD_ACCEPT, UD_LEN) != 0)
+    exit(38);
+  exit(0);
+}
+
+// A synchronous PS_UDP id with a UD QP, resolved towards our own address
+// and port, its rdma_connect's result with private data priv.
+static int ud_connect(struct rdma_cm_id **id, int port, const char *priv) {
+  struct sockaddr_in dst;
+  rdmax_sockaddr(&dst, own_ip, (uint16_t)port);
+  struct ibv_qp_init_attr attr = ud_attr();
+  TR_ASSERT(rdma_create_id(NULL, id, NULL, RDMA_PS_UDP) == 0);
+  TR_ASSERT(rdma_resolve_addr(*id, NULL, (struct sockaddr *)&dst, 2000) == 0);
+  TR_ASSERT(rdma_resolve_route(*id, 2000) == 0);
+  TR_ASSERT(rdma_create_qp(*id, NULL, &attr) == 0);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr ia;
+  TR_CHECK(ibv_query_qp((*id)->qp, &qa, IBV_QP_STATE | IBV_QP_QKEY, &ia) == 0 && qa.qp_state == IBV_QPS_RTS &&
+           qa.qkey == RDMA_UDP_QKEY, "UD QP state %d qkey 0x%x, want RTS 0x%x", qa.qp_state, qa.qkey,
+           RDMA_UDP_QKEY);
+  struct rdma_conn_param cp = { .private_data = priv, .private_data_len = UD_LEN };
+  return rdma_connect(*id, &cp);
+}
+
+// The event a failed synchronous connect left on id: UNREACHABLE with status.
+static void ud_unreachable(struct rdma_cm_id *id, int status) {
+  TR_CHECK(id->event && id->event->event == RDMA_CM_EVENT_UNREACHABLE && id->event->status == status,
+           "event %s status %d, want UNREACHABLE %d", id->event ? rdma_event_str(id->event->event) : "none",
+           id->event ? id->event->status : 0, status);
+  rdma_destroy_ep(id);
+}
+
+// SIDR through rdma_cm in both roles: no listener is UNREACHABLE 1, a
+// rejected SIDR_REQ UNREACHABLE 2 [IBCM-SIDR-2]; an accepted one is
+// ESTABLISHED with the passive QP's number and RDMA_UDP_QKEY, and a
+// datagram sent with param.ud's AH, QPN and Q_Key arrives.
+static void t_ud_sidr(void) {
+  struct rdma_cm_id *id;
+  own_address();
+  TR_CHECK(ud_connect(&id, NOBODY_PORT, UD_ACCEPT) == -1, "a SIDR_REQ nobody listens for connected");
+  ud_unreachable(id, IBCM_SIDR_UNSUPPORTED);
+  int ppid = start(ud_passive);
+  TR_CHECK(ud_connect(&id, UD_PORT, UD_REJECT) == -1, "a rejected SIDR_REQ connected");
+  ud_unreachable(id, IBCM_SIDR_REJECT);
+  TR_ASSERT(ud_connect(&id, UD_PORT, UD_ACCEPT) == 0);
+  struct rdma_ud_param ud = id->event->param.ud;
+  TR_CHECK(id->event->event == RDMA_CM_EVENT_ESTABLISHED && ud.qp_num != 0 && ud.qkey == RDMA_UDP_QKEY,
+           "event %s qpn %u qkey 0x%x", rdma_event_str(id->event->event), ud.qp_num, ud.qkey);
+  struct ibv_ah *ah = ibv_create_ah(id->pd, &ud.ah_attr);
+  static char msg[UD_LEN] = UD_ACCEPT;
+  struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, UD_LEN, IBV_ACCESS_LOCAL_WRITE);
+  TR_ASSERT(ah && mr);
+  struct ibv_sge sge = { (uint64_t)msg, UD_LEN, mr->lkey };
+  struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                            .send_flags = IBV_SEND_SIGNALED }, *bad;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = ud.qp_num;
+  wr.wr.ud.remote_qkey = ud.qkey;
+  struct ibv_wc wc;
+  TR_ASSERT(ibv_post_send(id->qp, &wr, &bad) == 0);
+  TR_CHECK(rdmau_wait(id->send_cq, &wc, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS, "datagram not sent");
+  passive_done(ppid, "31/32: first request, 33: reject, 34/35: second request, 37: accept, 38: no datagram");
+  ibv_destroy_ah(ah);
+  ibv_dereg_mr(mr);
+  rdma_destroy_ep(id);
+}
+
 static const struct tr_case cases[] = {
   { "poll_queued_event", t_poll_queued_event, TR_QUICK, 0 },
   { "connect_no_listener", t_connect_no_listener, TR_QUICK, 0 },
@@ -499,6 +621,7 @@ static const struct tr_case cases[] = {
   { "connect_busy_poll", t_connect_busy_poll, TR_QUICK, 0 },
   { "disconnect_active", t_disconnect_active, TR_QUICK, 0 },
   { "sr_negotiation", t_sr_negotiation, TR_QUICK, 0 },
+  { "ud_sidr", t_ud_sidr, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case ep_cases[] = {

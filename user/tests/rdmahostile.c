@@ -1359,7 +1359,7 @@ static int c_ucma_handle(void) {
   return 0;
 }
 
-// RDMA_PS_UDP ids: the QP attributes are a UD QP's at any time (INIT with
+// RDMA_PS_UDP ids [IBCM-CMA-5]: the QP attributes are a UD QP's at any time (INIT with
 // RDMA_UDP_QKEY, RTR, RTS); accept / reject without a SIDR_REQ, a connect
 // without an address, and a SIDR_REQ's private data past its room (after
 // rdma_cm's header) are -EINVAL and change nothing: the id still connects
