@@ -28,7 +28,7 @@
 //   ud_sidr               RDMA_PS_UDP: SIDR_REQ to a port nobody listens on
 //                         (UNREACHABLE 1), rejected (UNREACHABLE 2), accepted
 //                         (ESTABLISHED, param.ud's QPN and RDMA_UDP_QKEY), a
-//                         datagram through param.ud's AH arrives.
+//                         datagram through param.ud's AH (rdma_post_ud_send) arrives.
 // librdmacm's semantics that its own examples (rdma_server.c,
 // rdma_client.c; docs/rdma.md) rely on, between two processes:
 //   ep_getaddrinfo_passive_wildcard  RAI_PASSIVE with "0.0.0.0" or NULL is the
@@ -598,14 +598,8 @@ static void t_ud_sidr(void) {
   static char msg[UD_LEN] = UD_ACCEPT;
   struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, UD_LEN, IBV_ACCESS_LOCAL_WRITE);
   TR_ASSERT(ah && mr);
-  struct ibv_sge sge = { (uint64_t)msg, UD_LEN, mr->lkey };
-  struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-                            .send_flags = IBV_SEND_SIGNALED }, *bad;
-  wr.wr.ud.ah = ah;
-  wr.wr.ud.remote_qpn = ud.qp_num;
-  wr.wr.ud.remote_qkey = ud.qkey;
   struct ibv_wc wc;
-  TR_ASSERT(ibv_post_send(id->qp, &wr, &bad) == 0);
+  TR_ASSERT(rdma_post_ud_send(id, NULL, msg, UD_LEN, mr, IBV_SEND_SIGNALED, ah, ud.qp_num) == 0);
   TR_CHECK(rdmau_wait(id->send_cq, &wc, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS, "datagram not sent");
   passive_done(ppid, "31/32: first request, 33: reject, 34/35: second request, 37: accept, 38: no datagram");
   ibv_destroy_ah(ah);

@@ -70,6 +70,18 @@ static inline int rdma_post_send(struct rdma_cm_id *id, void *context, void *add
   struct ibv_sge sge = { (uint64_t)addr, (uint32_t)length, mr ? mr->lkey : 0 };
   return rdma_post_sendv(id, context, &sge, 1, flags);
 }
+// A UD id's datagram (RDMA_PS_UDP) to remote_qpn through ah, with Q_Key
+// RDMA_UDP_QKEY (every rdma_cm UD QP's), as librdmacm sends it.
+static inline int rdma_post_ud_send(struct rdma_cm_id *id, void *context, void *addr, size_t length,
+                                    struct ibv_mr *mr, int flags, struct ibv_ah *ah, uint32_t remote_qpn) {
+  struct ibv_sge sge = { (uint64_t)addr, (uint32_t)length, mr ? mr->lkey : 0 };
+  struct ibv_send_wr wr = { .wr_id = (uint64_t)context, .sg_list = &sge, .num_sge = 1,
+                            .opcode = IBV_WR_SEND, .send_flags = (unsigned)flags }, *bad;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = remote_qpn;
+  wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+  return rdma_seterrno(ibv_post_send(id->qp, &wr, &bad));
+}
 static inline int rdma_post_read(struct rdma_cm_id *id, void *context, void *addr, size_t length,
                                  struct ibv_mr *mr, int flags, uint64_t remote_addr, uint32_t rkey) {
   struct ibv_sge sge = { (uint64_t)addr, (uint32_t)length, mr->lkey };
