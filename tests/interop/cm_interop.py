@@ -244,9 +244,13 @@ def rping_many_xv6_clients(xv6, lnx):
     """Linux's persistent `rping -s -P` (one thread per client) <- MANY xv6
     `rping -c` in the background. Each client starts once Linux shows the
     previous ones connected: rping -P hands a CONNECT_REQUEST to its thread
-    through one shared field, so two REQs in a row between its waits give
-    both threads one cm_id ("rdma_create_qp: Invalid argument" on Linux,
-    a connection ended after a few pings), whatever the peer. Then waits,
+    through one shared field, so REQs arriving in a burst give several
+    threads one cm_id. Started together, the 16 xv6 clients' REQs reached
+    Linux as 16 distinct CONNECT_REQUESTs (rping -d), then Linux printed
+    "rdma_create_qp: Invalid argument" 12 times, some REQs were never
+    answered and connections ended after a few pings. (16 Linux clients
+    started by a shell loop passed: process start-up spreads their REQs.)
+    Then waits,
     each with a deadline, for every client's exit line, and for
     cm_live_ids to fall back to its value before (every id destroyed)."""
     before = cm_live_ids(xv6)
