@@ -21,7 +21,8 @@ runs under the same load (all four guests up); xv6's tools and perftest
 both busy-poll in -R mode.
 
 Outputs (bench/results/): perftest-pairs.csv (every run) and
-perftest-pairs.md (the table). Usage:
+perftest-pairs.md (the table, and the runs that failed). Exit status 1
+only when a pair has no passing run of a test and size. Usage:
   python3 bench/rdma/perftest_pairs.py [--out DIR] [--rounds N]
 """
 import argparse
@@ -81,6 +82,8 @@ def one_pair(tb, pair, linux, ours, opts):
         m = re.search(r"status: rdma_\w+ exited (-?\d+)", out)
         crc = int(m[1]) if m else None
     if srv_side == "rxe":
+        if crc != 0:        # a client that failed (a REJ now and then between two rxe) leaves it waiting
+            tb.guests[LNX_SRV].run("kill %1 2>/dev/null")
         src, _ = rdmacm_tools.server_result(tb.guests[LNX_SRV], DEADLINE)
     else:
         src, _ = xv6_server_end(tb.guests[XV6_SRV], start)
@@ -124,6 +127,9 @@ def table(rows, took, load, rounds):
          f"BW average / t_typical is the median of {rounds} (the pairs' order reversed every other round; "
          "every run in perftest-pairs.csv); ratio = the pair's value / rxe-rxe's (bandwidth: higher is "
          "better; latency: lower is better).", ""]
+    failed = [r for r in rows if not r["ok"]]
+    L += [f"Runs that failed (not in the medians): {len(failed)} of {len(rows)}"
+          + "".join(f"; round {r['round']} {r['test']} {r['size']} B {r['pair']}" for r in failed) + ".", ""]
     for test, _, _, sizes, iters, col in TESTS:
         bw = test.endswith("bw")
         L += [f"## {test} (-n {iters})", "",
@@ -168,7 +174,14 @@ def main():
     print(text)
     failed = sum(not r["ok"] for r in rows)
     print(f"{len(rows) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    # A run fails now and then (between two rxe guests perftest's client
+    # got REJ 8, no listener, from a listening server); the bench fails only
+    # when a cell has no run at all.
+    empty = [(t[0], size, pair) for t in TESTS for size in t[3] for pair in PAIRS
+             if median_of(rows, t[0], size, pair) is None]
+    if empty:
+        print(f"perftest_pairs: no passing run of {empty}")
+    return 1 if empty else 0
 
 
 if __name__ == "__main__":
