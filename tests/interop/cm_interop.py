@@ -31,6 +31,14 @@ guest; clean with a capture, and at 1 % seeded loss):
   interop_cm_mtu_mismatch_linux_req_rejected / _xv6_req_accepted
         Linux at path MTU 4096, xv6 at 1024: Linux's REQ gets REJ 26
         (invalid path MTU), xv6's is accepted and rping passes.
+  interop_<bed>_rping_16_at_once (clean bed)
+        Debian's persistent `rping -s -P -V` (a thread per client) on Linux,
+        16 xv6 `rping -c -V` clients started in the background together:
+        Linux shows all 16 connected at once, each client exits 0 (its
+        pings validated on both sides), and xv6's rdmastat cm_live_ids
+        comes back to its value before them. (The reverse needs an xv6
+        server of concurrent clients; xv6's rping -P serves one after
+        another, so there is none.)
   interop_<bed>_perftest_<kind>_<side>_client (clean bed)
         perftest's -R exchange, 200 x 4 KiB: Linux's ib_write_bw, ib_read_bw,
         ib_send_bw, ib_write_lat and ib_send_lat -R against xv6's rdma_bw /
@@ -44,11 +52,13 @@ tests/linux/rdmacm_tools.py (servers start in the background under
 import os
 import re
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "linux"))
 sys.path.insert(0, os.path.join(HERE, "..", "rdma"))
 import rdmacm_tools  # noqa: E402
+from guest import poll  # noqa: E402
 from run_rping import ping_text  # noqa: E402
 
 RPING_PORT = 7174          # rping's default port, both stacks
@@ -60,6 +70,7 @@ UDADDY_OK = "return status 0"
 UDADDY_WAITING = "receiving data transfers"   # udaddy's last step before it waits for datagrams
 REJECTED = "RDMA_CM_EVENT_REJECTED, error 8"
 DEADLINE = 240             # seconds for one run of a pair, lossy bed included
+MANY, MANY_COUNT = 16, 2000  # connections at once, and each one's pings (outlast the starts)
 PERF_SIZE, PERF_ITERS = 4096, 200
 
 
@@ -276,6 +287,67 @@ def mtu_mismatch(tally, name, xv6, lnx, xv6_ip):
     tally.run(f"interop_{name}_xv6_req_accepted", lambda: rping_xv6_client(xv6, lnx, 64, 5))
 
 
+def cm_live_ids(xv6):
+    """xv6's rdmastat device counter cm_live_ids (rdma_cm ids alive), or None."""
+    m = re.search(r"^\s*cm_live_ids\s+(\d+)", xv6.run("rdmastat", timeout=60), re.M)
+    return int(m[1]) if m else None
+
+
+def linux_connected(lnx):
+    """How many of Linux's rdma_cm ids are connected rping ids (the
+    persistent server's, one per client)."""
+    out = lnx.run("rdma res show cm_id")
+    return sum(1 for line in out.splitlines() if "state CONNECT" in line and "comm rping" in line)
+
+
+def rping_many_xv6_clients(xv6, lnx):
+    """Linux's persistent `rping -s -P` (one thread per client) <- MANY xv6
+    `rping -c` in the background. Each client starts once Linux shows the
+    previous ones connected: rping -P hands a CONNECT_REQUEST to its thread
+    through one shared field, so REQs arriving in a burst give several
+    threads one cm_id. Started together, the 16 xv6 clients' REQs reached
+    Linux as 16 distinct CONNECT_REQUESTs (rping -d), then Linux printed
+    "rdma_create_qp: Invalid argument" 12 times, some REQs were never
+    answered and connections ended after a few pings. (16 Linux clients
+    started by a shell loop passed: process start-up spreads their REQs.)
+    Then waits,
+    each with a deadline, for every client's exit line, and for
+    cm_live_ids to fall back to its value before (every id destroyed)."""
+    before = cm_live_ids(xv6)
+    srv = f"rping -s -P -a {lnx.ip} -p {RPING_PORT} -V -C {MANY_COUNT} -S 64"
+    if not rdmacm_tools.serve(lnx, srv, "TCP", 2 * DEADLINE):
+        lnx.run("kill %1 2>/dev/null")
+        return False, "Linux rping -s -P never listened"
+    start, t0 = len(xv6.output()), time.monotonic()
+    exits = re.compile(r"status: rping exited (-?\d+)\n")
+    problems, peak = [], 0
+    for n in range(1, MANY + 1):
+        xv6.spawn(f"status rping -c -V -a {lnx.ip} -p {RPING_PORT} -C {MANY_COUNT} -S 64", ready=r"\[\d+\]\n")
+        peak, ok = poll(lambda: linux_connected(lnx), lambda c: c >= n, 60, interval=0.3)
+        if not ok:
+            problems.append(f"client {n}: Linux shows {peak} connected, not {n}")
+            break
+    ended = len(exits.findall(xv6.output()[start:]))
+    if not problems and ended:
+        problems.append(f"{ended} clients had ended before all {MANY} were connected")
+    t_all = time.monotonic() - t0
+    statuses, done = poll(lambda: exits.findall(xv6.output()[start:]), lambda e: len(e) >= n, DEADLINE)
+    t_end = time.monotonic() - t0
+    lnx.run("kill %1 2>/dev/null")     # -P serves until killed
+    _, sout = rdmacm_tools.server_result(lnx, 2 * DEADLINE)
+    live, freed = poll(lambda: cm_live_ids(xv6), lambda c: c == before, 120, interval=2)
+    if not done or statuses != ["0"] * n:
+        problems.append(f"xv6 clients' exit statuses {statuses}")
+    if before is None or not freed:
+        problems.append(f"cm_live_ids {live}, before the clients {before}")
+    if problems:
+        return False, "; ".join(problems) + f"; xv6: {xv6.output()[start:].strip()[-300:]!r}; " \
+                      f"Linux: {sout.strip()[-300:]!r}"
+    return True, (f"{MANY} connected at once after {t_all:.0f} s (Linux: {peak} rping ids connected), "
+                  f"{MANY} x {MANY_COUNT} pings validated by {t_end:.0f} s, all exit 0; "
+                  f"cm_live_ids back to {before}")
+
+
 def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):
     """Every check of one "cm" bed (see the top of this file)."""
     count = 20 if lossy else 10
@@ -289,6 +361,7 @@ def cm_bed(tally, name, xv6, lnx, xv6_ip, lossy):
         return
     tally.run(f"interop_{name}_udaddy_xv6_client", lambda: udaddy_xv6_client(xv6, lnx))
     tally.run(f"interop_{name}_udaddy_linux_client", lambda: udaddy_linux_client(xv6, lnx, xv6_ip))
+    tally.run(f"interop_{name}_rping_{MANY}_at_once", lambda: rping_many_xv6_clients(xv6, lnx))
     tally.run(f"interop_{name}_no_listener_linux_client", lambda: no_listener_linux_client(lnx, xv6_ip))
     tally.run(f"interop_{name}_no_listener_xv6_client", lambda: no_listener_xv6_client(xv6, lnx))
     for kind in PERFTEST:

@@ -90,6 +90,12 @@ bench-rdma: kernel/kernel fs.img $(LINKEMU)
 bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
 
+# perftest -R in every pairing of xv6 and Linux rxe (rxe-rxe, xv6-xv6,
+# xv6-rxe, rxe-xv6) on one link: ib_write_bw / ib_send_lat -R beside xv6's
+# rdma_bw / rdma_lat -R, ratios against rxe-rxe -> bench/results/perftest-pairs.*
+bench-pairs: kernel/kernel fs.img $(LINKEMU) linux-image
+	python3 bench/rdma/perftest_pairs.py
+
 # N = 1..256 busy QPs (rdma_bw -q) and 1 busy + N-1 idle: goodput and guest
 # CPU per frame -> bench/results/qp-scale.{csv,png,md}.
 bench-qp: kernel/kernel fs.img $(LINKEMU)
@@ -111,7 +117,7 @@ $(TBCOUNT): bench/tcg/tbcount.c
 bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
-.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-lat bench-frames rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-pairs bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)
