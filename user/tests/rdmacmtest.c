@@ -201,6 +201,81 @@ static void run_case(enum wait_mode mode, int active_disconnects) {
   TR_CHECK(live_ids() == ids0, "the kernel's live CM ids %lu, before %lu", live_ids(), ids0);
 }
 
+// ---- private data: each message's whole room ----
+
+#define PD_PORT 18612
+static void pd_fill(uint8_t *b, int n, int seed) { for (int i = 0; i < n; i++) b[i] = (uint8_t)(seed + 7 * i); }
+
+// Two requests: the first accepted with a REP's whole private data, the
+// second rejected with a REJ's; the request's own must arrive whole.
+static void pd_passive(int ready) {
+  struct rdma_cm_id *listen, *id;
+  static uint8_t want[RDMA_CM_PRIVATE_MAX], rep[RDMA_CM_REP_PRIVATE_MAX], rej[RDMA_CM_REJ_PRIVATE_MAX];
+  pd_fill(want, sizeof want, 1);
+  pd_fill(rep, sizeof rep, 2);
+  pd_fill(rej, sizeof rej, 3);
+  if (rdmau_cm_listen(&listen, PD_PORT) < 0) exit(10);
+  write(ready, "p", 1);
+  for (int k = 0; k < 2; k++) {
+    if (rdma_get_request(listen, &id) < 0) exit(11);
+    const struct rdma_conn_param *got = &id->event->param.conn;
+    if (got->private_data_len < sizeof want || memcmp(got->private_data, want, sizeof want)) exit(12);
+    struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC,
+                                     .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+                                              .max_send_sge = 1, .max_recv_sge = 1 } };
+    struct rdma_conn_param cp = { .private_data = rep, .private_data_len = sizeof rep };
+    if (k == 0 && (rdma_create_qp(id, NULL, &attr) < 0 || rdma_accept(id, &cp) < 0)) exit(13);
+    if (k == 1 && rdma_reject(id, rej, sizeof rej) < 0) exit(14);
+    if (k == 0 && rdmau_cm_wait_disconnect(id, WAIT_MS) < 0) exit(15);
+  }
+  exit(0);
+}
+
+// One connect with a REQ's whole private data: 0 and the REP's, or -1 and
+// the REJ's, in *got (id->event's).
+static int pd_connect(struct rdma_cm_id **id, const struct rdma_conn_param **got) {
+  static uint8_t req[RDMA_CM_PRIVATE_MAX];
+  pd_fill(req, sizeof req, 1);
+  if (rdmau_cm_resolve(id, own_ip, PD_PORT) < 0) return -2;
+  struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+                                            .max_send_sge = 1, .max_recv_sge = 1 } };
+  if (rdma_create_qp(*id, NULL, &attr) < 0) return -2;
+  struct rdma_conn_param cp = { .private_data = req, .private_data_len = sizeof req };
+  int r = rdma_connect(*id, &cp);
+  *got = (*id)->event ? &(*id)->event->param.conn : NULL;
+  return r;
+}
+
+static int pd_is(const struct rdma_conn_param *p, int n, int seed) {
+  static uint8_t b[UCMA_PRIVATE_MAX];
+  pd_fill(b, n, seed);
+  return p && p->private_data_len >= n && memcmp(p->private_data, b, n) == 0;
+}
+
+static void t_private_data_room(void) {
+  own_address();
+  int ppid = start(pd_passive);
+  struct rdma_cm_id *id;
+  const struct rdma_conn_param *got;
+  uint8_t big[RDMA_CM_PRIVATE_MAX + 1] = { 0 };
+  struct rdma_conn_param over = { .private_data = big, .private_data_len = sizeof big };
+  TR_CHECK(pd_connect(&id, &got) == 0, "connect: errno %d", errno);
+  TR_CHECK(pd_is(got, RDMA_CM_REP_PRIVATE_MAX, 2), "the REP's %d bytes did not arrive whole (%d)",
+           RDMA_CM_REP_PRIVATE_MAX, got ? got->private_data_len : -1);
+  TR_CHECK(rdma_disconnect(id) == 0, "rdma_disconnect: errno %d", errno);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  TR_CHECK(pd_connect(&id, &got) == -1 && errno == ECONNREFUSED, "second connect not refused: errno %d", errno);
+  TR_CHECK(id->event && id->event->event == RDMA_CM_EVENT_REJECTED, "no REJECTED");
+  TR_CHECK(pd_is(got, RDMA_CM_REJ_PRIVATE_MAX, 3), "the REJ's %d bytes did not arrive whole",
+           RDMA_CM_REJ_PRIVATE_MAX);
+  TR_CHECK(rdma_connect(id, &over) == -1 && errno == EINVAL, "a REQ's room + 1 accepted");
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  passive_done(ppid, "12: REQ's private data, 13: accept, 14: reject, 15: no DISCONNECTED");
+}
+
 // ---- librdmacm's endpoint calls (rdma_getaddrinfo, rdma_create_ep) ----
 
 // Each case its own port: a failed case's passive process may linger.
@@ -616,6 +691,7 @@ static const struct tr_case cases[] = {
   { "disconnect_active", t_disconnect_active, TR_QUICK, 0 },
   { "sr_negotiation", t_sr_negotiation, TR_QUICK, 0 },
   { "ud_sidr", t_ud_sidr, TR_QUICK, 0 },
+  { "private_data_room", t_private_data_room, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case ep_cases[] = {

@@ -381,8 +381,11 @@ static void qp_to_err(struct id_priv *p) {
 
 // The kernel's connection parameters from the application's (cp may be
 // NULL: librdmacm's defaults) and the id's transport settings.
-static int conn_param(struct id_priv *p, const struct rdma_conn_param *cp, struct ucma_conn_param *k) {
-  if (cp && (cp->srq || cp->private_data_len > RDMA_CM_PRIVATE_MAX || (cp->private_data_len && !cp->private_data)))
+// room: the private data the message has room for (a REQ's after rdma_cm's
+// header, RDMA_CM_PRIVATE_MAX; a REP's, RDMA_CM_REP_PRIVATE_MAX).
+static int conn_param(struct id_priv *p, const struct rdma_conn_param *cp, struct ucma_conn_param *k,
+                      int room) {
+  if (cp && (cp->srq || cp->private_data_len > room || (cp->private_data_len && !cp->private_data)))
     return fail_errno(EINVAL);
   if (cp) p->own = *cp;
   memset(k, 0, sizeof *k);
@@ -582,7 +585,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
   struct ucma_conn_param k;
   if (!id || (!id->qp && id->qp_type != IBV_QPT_UD)) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  if (conn_param(p, cp, &k) < 0 || kcall(ucma_connect(p->kid, &k)) < 0) return -1;
+  if (conn_param(p, cp, &k, RDMA_CM_PRIVATE_MAX) < 0 || kcall(ucma_connect(p->kid, &k)) < 0) return -1;
   return p->sync ? sync_complete(p, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
@@ -592,7 +595,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
   struct ucma_conn_param k;
   if (!id || !id->qp) return fail_errno(EINVAL);
   struct id_priv *p = priv_of(id);
-  if (conn_param(p, cp, &k) < 0) return -1;
+  if (conn_param(p, cp, &k, RDMA_CM_REP_PRIVATE_MAX) < 0) return -1;
   if (id->qp_type == IBV_QPT_UD) return kcall(ucma_accept(p->kid, &k)) < 0 ? -1 : 0;
   if (qp_to_rts(p) < 0) return fail_errno(EINVAL);
   if (kcall(ucma_accept(p->kid, &k)) < 0) return -1;
@@ -600,7 +603,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *cp) {
 }
 
 int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len) {
-  if (!id || len > RDMA_CM_PRIVATE_MAX || (len && !private_data)) return fail_errno(EINVAL);
+  if (!id || len > RDMA_CM_REJ_PRIVATE_MAX || (len && !private_data)) return fail_errno(EINVAL);
   return kcall(ucma_reject(priv_of(id)->kid, private_data, len)) < 0 ? -1 : 0;
 }
 

@@ -28,9 +28,11 @@
 
 #define RDMA_PERFTEST_PORT 18515         // perftest's default port (ib_*_bw -p)
 #define RDMA_CM_PORT RDMA_PERFTEST_PORT  // the tools' default rdma_cm port: perftest's
-// Private data bytes rdma_connect, rdma_accept and rdma_reject carry: a
-// REQ's room behind rdma_cm's addressing header (56), for all three.
+// Private data bytes rdma_connect carries: a REQ's room behind rdma_cm's
+// addressing header (56); rdma_accept a REP's (196), rdma_reject a REJ's (148).
 #define RDMA_CM_PRIVATE_MAX IBCM_CMA_REQ_PRIVATE
+#define RDMA_CM_REP_PRIVATE_MAX IBCM_REP_PRIVATE   // rdma_accept's private data: a REP's room
+#define RDMA_CM_REJ_PRIVATE_MAX IBCM_REJ_PRIVATE   // rdma_reject's: a REJ's room
 
 // enum rdma_cm_event_type (RDMA_CM_EVENT_*) and enum rdma_port_space (RDMA_PS_*)
 // are kernel/lib/uapi.h's: the kernel rdma_cm reports them.
