@@ -1,7 +1,10 @@
 // rdmafuzz: a syscall fuzzer of the RDMA verbs in the guest.
 //
 // Owns a deterministic random walk over the raw SYS_rdma_* calls
-// (user/lib/ibverbs/rdma_sys.h): handles it created mixed with destroyed, foreign and
+// (user/lib/ibverbs/rdma_sys.h) and the kernel rdma_cm's SYS_ucma_* calls
+// (user/lib/rdmacm/ucma_sys.h: channels, ids bound, listening, resolving
+// and connecting to this guest's own listeners with random parameters):
+// handles it created mixed with destroyed, foreign and
 // out-of-range ones, pointers into its own arena mixed with bad ones
 // (null, unmapped, kernel, past MAXVA, wrapping), random and boundary
 // sizes, attributes and masks, QPs walked to RTS and connected to each
@@ -18,10 +21,12 @@
 // -n counts operations drawn from the table (each one system call, a few
 // for "connect" and "query"), so that it does not depend on results.
 // Prints "rdmafuzz: seed S calls N forks F kills K digest D ... free pages
-// X -> Y: ok|LEAK" (D: the generator's final state, equal for replays).
+// X -> Y cm ids A -> B: ok|LEAK" (D: the generator's final state, equal
+// for replays; A, B: the kernel CM's live ids before and after).
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
+#include "ucma_sys.h"
 #include "rdma_util.h"
 #include "rdma_hostile.h"
 
@@ -52,7 +57,9 @@ static unsigned below(unsigned n) { return n ? (unsigned)(next() >> 33) % n : 0;
 static int chance(unsigned pct) { return below(100) < pct; }
 
 // ---- handles ----
-enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, K_AH, NKIND };
+enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, K_AH, K_CMCH, K_CMID, NKIND };
+#define CM_PORT_BASE 7100                 // the walk's rdma_cm ports: CM_PORT_BASE .. + CM_PORTS - 1
+#define CM_PORTS 4
 struct pool { int live[POOL], n, dead[DEAD], nd; };
 static struct pool pools[NKIND];
 static struct rdma_mr_keys mr_keys[1024];   // by MR handle (max_mr is checked against it)
@@ -74,7 +81,8 @@ static void forget(int kind, int h) {
 }
 
 static int limit_of(int kind) {
-  int l[NKIND] = { dev.max_pd, dev.max_mr, dev.max_cq, dev.max_cq, dev.max_qp, RDMA_MAX_AH };
+  int l[NKIND] = { dev.max_pd, dev.max_mr, dev.max_cq, dev.max_cq, dev.max_qp, RDMA_MAX_AH, OPEN_MAX,
+                   dev.max_qp };
   return l[kind];
 }
 
@@ -399,6 +407,74 @@ static void op_wait_write(void) {
 }
 static void op_wait_cq(void) { int h = pick(K_CQ); calls++; rdma_wait_cq(h, (int)below(3)); }
 
+// ---- the kernel rdma_cm (SYS_ucma_*) ----
+// Channels are made non-blocking, so get_event never sleeps in the walk;
+// a CM channel is closed only from the live pool (never a picked number).
+static void op_cm_chan(void) {
+  int fd = ucma_create_chan();
+  calls++;
+  if (fd >= 0) { fcntl(fd, F_SETFL, O_NONBLOCK); calls++; }
+  keep(K_CMCH, fd);
+}
+static void op_cm_close(void) {   // one channel stays: completion channels may hold every other fd
+  int fd;
+  if (any(&pools[K_CMCH], &fd) && pools[K_CMCH].n > 1) { calls++; close(fd); forget(K_CMCH, fd); }
+}
+static int cm_ps(void) { int ps[] = { RDMA_PS_TCP, RDMA_PS_UDP, RDMA_PS_IB, 0, (int)next() }; return ps[below(5)]; }
+static int cm_port(void) { return chance(90) ? CM_PORT_BASE + (int)below(CM_PORTS) : (int)next(); }
+static unsigned cm_ip(void) { return chance(90) ? (chance(80) ? port.ipv4 : 0) : (unsigned)next(); }
+static void op_cm_create_id(void) {
+  int ch = pick(K_CMCH), ps = cm_ps();
+  calls++;
+  keep(K_CMID, ucma_create_id(ch, ps, next()));
+}
+static void op_cm_destroy_id(void) { int h = pick(K_CMID); calls++; if (ucma_destroy_id(h) == 0) forget(K_CMID, h); }
+static void op_cm_bind(void) { int h = pick(K_CMID); unsigned ip = cm_ip(); int pt = cm_port(); calls++; ucma_bind(h, ip, pt); }
+static void op_cm_listen(void) { int h = pick(K_CMID), b = count(8); calls++; ucma_listen(h, b); }
+static void op_cm_resolve(void) {
+  int h = pick(K_CMID), pt = cm_port(), ms = (int)below(60) - 5;
+  unsigned src = chance(90) ? 0 : cm_ip(), dst = cm_ip();
+  calls++;
+  ucma_resolve_addr(h, src, dst, pt, ms);
+}
+static void op_cm_route(void) { int h = pick(K_CMID), ms = (int)below(100); calls++; ucma_resolve_route(h, ms); }
+// Connection parameters: mostly plausible (a live QP's number, small
+// counts, private data up to past its room), else a pointer into the
+// arena's random bytes or a bad one.
+static void *cm_param(void) {
+  static struct ucma_conn_param p;
+  int qp;
+  if (chance(15)) return ptr(sizeof p);
+  memset(&p, 0, sizeof p);
+  p.qp_num = any(&pools[K_QP], &qp) ? qp_nums[qp] : (unsigned)next() & 0xffffff;
+  p.responder_resources = (unsigned char)below(20);
+  p.initiator_depth = (unsigned char)below(20);
+  p.retry_count = (unsigned char)below(9);
+  p.rnr_retry_count = (unsigned char)below(9);
+  p.private_data_len = (unsigned char)below(64);
+  p.ack_timeout = (unsigned char)below(32);
+  p.xv6_caps = (unsigned)below(4);
+  return &p;
+}
+
+static void op_cm_connect(void) {
+  int h = pick(K_CMID), which = (int)below(3);
+  void *p = cm_param();
+  calls++;
+  if (which == 0) ucma_connect(h, p);
+  else ucma_accept(h, which == 1 ? p : NULL);
+}
+static void op_cm_reject(void) { int h = pick(K_CMID), n = count(UCMA_PRIVATE_MAX); void *p = ptr(UCMA_PRIVATE_MAX); calls++; ucma_reject(h, p, n); }
+static void op_cm_disconnect(void) { int h = pick(K_CMID); calls++; if (chance(50)) ucma_disconnect(h); else ucma_established(h); }
+static void op_cm_qp_attr(void) {
+  int h = pick(K_CMID), st = (int)below(8);
+  void *p = ptr(sizeof(struct rdma_qp_attr));
+  calls++;
+  ucma_init_qp_attr(h, st, p);
+}
+static void op_cm_get_event(void) { int ch = pick(K_CMCH); void *p = ptr(sizeof(struct ucma_event)); calls++; ucma_get_event(ch, p); }
+static void op_cm_migrate(void) { int h = pick(K_CMID), ch = pick(K_CMCH); calls++; ucma_migrate_id(h, ch); }
+
 static void op_fork(void);
 
 struct op { const char *name; int weight; void (*fn)(void); };
@@ -414,6 +490,12 @@ static const struct op ops[] = {
   { "get_async", 2, op_get_async }, { "qp_stats", 2, op_qp_stats }, { "query", 1, op_query },
   { "set_neigh", 1, op_set_neigh }, { "wait_write", 2, op_wait_write }, { "wait_cq", 2, op_wait_cq },
   { "create_ah", 3, op_create_ah }, { "destroy_ah", 2, op_destroy_ah },
+  { "cm_chan", 1, op_cm_chan }, { "cm_close", 1, op_cm_close }, { "cm_create_id", 3, op_cm_create_id },
+  { "cm_destroy_id", 1, op_cm_destroy_id }, { "cm_bind", 2, op_cm_bind }, { "cm_listen", 2, op_cm_listen },
+  { "cm_resolve", 2, op_cm_resolve }, { "cm_route", 1, op_cm_route }, { "cm_connect", 2, op_cm_connect },
+  { "cm_reject", 1, op_cm_reject }, { "cm_disconnect", 1, op_cm_disconnect },
+  { "cm_qp_attr", 1, op_cm_qp_attr }, { "cm_get_event", 3, op_cm_get_event },
+  { "cm_migrate", 1, op_cm_migrate },
   { "fork", 1, op_fork },
 };
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -441,11 +523,14 @@ static void child_block(void) {
   unsigned long long cookie;
   struct rdma_async_event ev;
   static volatile unsigned char never;
+  struct ucma_event cev;
   int cq = pools[K_CQ].n ? pools[K_CQ].live[0] : -1, ch = pools[K_CHAN].n ? pools[K_CHAN].live[0] : -1;
-  switch (below(4)) {
+  int cm = -1;
+  switch (below(5)) {
   case 0: if (ch >= 0) rdma_get_cq_event(ch, &cookie); break;
   case 1: rdma_get_async(&ev, 1); break;
   case 2: rdma_wait_write(&never, 0, -1); break;
+  case 3: if ((cm = ucma_create_chan()) >= 0) ucma_get_event(cm, &cev); break;   // a blocking channel
   default: if (cq >= 0) rdma_wait_cq(cq, -1); break;
   }
   // Not every blocking call had an object to wait on: block here instead.
@@ -481,6 +566,11 @@ static void op_fork(void) {
 }
 
 // ---- main ----
+static unsigned long long cm_live_ids(void) {
+  struct rdma_dev_stats d;
+  return rdma_dev_stats(&d) == 0 ? d.cm_live_ids : ~0ull;
+}
+
 static unsigned long free_pages(void) {
   struct sysinfo si;
   return sysinfo(&si) == 0 ? si.freepages : 0;
@@ -490,6 +580,9 @@ static unsigned long free_pages(void) {
 // CQs and PDs), report the call count through fd.
 static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
   unsigned long next_note = clock_ns() + PROGRESS_NS, t0 = clock_ns();
+  // Two CM channels before the walk: completion channels may take every
+  // other descriptor (OPEN_MAX) later.
+  for (int i = 0; i < 2; i++) op_cm_chan();
   while ((ncalls && steps < ncalls) || (!ncalls && clock_ns() < end_ns)) {
     step();
     if (clock_ns() >= next_note) {
@@ -499,9 +592,9 @@ static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
              pools[K_QP].n, forks);
     }
   }
-  static const int order[] = { K_QP, K_AH, K_MR, K_CQ, K_CHAN, K_PD };
+  static const int order[] = { K_CMID, K_CMCH, K_QP, K_AH, K_MR, K_CQ, K_CHAN, K_PD };
   int (*destroy[NKIND])(int) = { rdma_dealloc_pd, sys_rdma_dereg_mr, rdma_destroy_chan, rdma_destroy_cq,
-                                 sys_rdma_destroy_qp, rdma_destroy_ah };
+                                 sys_rdma_destroy_qp, rdma_destroy_ah, close, ucma_destroy_id };
   for (int i = 0; i < NKIND; i++)
     for (struct pool *p = &pools[order[i]]; p->n > 0; p->n--, calls++)
       destroy[order[i]](p->live[p->n - 1]);     // MRs still busy are released at exit
@@ -532,6 +625,7 @@ int main(int argc, char **argv) {
   int fds[2];
   if (pipe(fds) < 0) exit(1);
   unsigned long before = free_pages();
+  unsigned long long ids_before = cm_live_ids();
   int pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -543,10 +637,12 @@ int main(int argc, char **argv) {
   int st = -1;
   if (pid > 0) wait(&st);
   unsigned long after = free_pages();
+  unsigned long long ids_after = cm_live_ids();
   close(fds[0]);
-  int ok = got == sizeof stats && st == 0 && after == before;
+  int ok = got == sizeof stats && st == 0 && after == before && ids_after == ids_before;
   printf("rdmafuzz: seed %lu calls %lu forks %lu kills %lu digest %lx worker status %d "
-         "free pages %lu -> %lu: %s\n", seed, stats[0], stats[1], stats[2], stats[3], st, before, after,
-         ok ? "ok" : after != before ? "LEAK" : "FAILED");
+         "free pages %lu -> %lu cm ids %lu -> %lu: %s\n", seed, stats[0], stats[1], stats[2], stats[3], st,
+         before, after, ids_before, ids_after,
+         ok ? "ok" : after != before || ids_after != ids_before ? "LEAK" : "FAILED");
   exit(ok ? 0 : 1);
 }
