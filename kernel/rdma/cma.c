@@ -653,8 +653,6 @@ int cma_listen(int owner, int i, int backlog) {
 
 // The REQ's fields from d and p. path MTU: the port's.
 static int req_param(struct cma_id *d, const struct ucma_conn_param *p, struct ibcm_req_param *q) {
-  struct rdma_port_info pi;
-  kv_query_port(1, &pi);
   if (p->private_data_len > IBCM_CMA_REQ_PRIVATE || p->retry_count > 7 || p->rnr_retry_count > 7)
     return -EINVAL;
   memset(q, 0, sizeof *q);
@@ -664,7 +662,7 @@ static int req_param(struct cma_id *d, const struct ucma_conn_param *p, struct i
   q->qp_type = IBCM_QPT_RC;
   q->responder_resources = p->responder_resources;
   q->initiator_depth = p->initiator_depth;
-  q->path_mtu = (uint8)pi.active_mtu;
+  q->path_mtu = port_mtu();
   q->retry_count = p->retry_count;
   q->rnr_retry_count = p->rnr_retry_count;
   q->local_cm_response_timeout = q->remote_cm_response_timeout = CMA_CM_RESPONSE_TIMEOUT;
@@ -786,7 +784,7 @@ int cma_disconnect(int owner, int i) {
   if (d && (d->state == CS_ESTABLISHED || d->state == CS_ACCEPTED || d->state == CS_RESPONSE ||
             d->state == CS_DISCONNECT)) {
     r = ibcm_disconnect(&cma.agent, clock_ns(), d->conn) < 0 ? -EINVAL : 0;
-    if (r == 0 && d->state != CS_DISCONNECT) d->state = CS_DISCONNECT;
+    if (r == 0) d->state = CS_DISCONNECT;
   } else if (d && d->state == CS_CLOSED) {
     r = 0;                                         // the peer's DREQ ended it already
   }

@@ -54,6 +54,19 @@ def lines(text, prefix):
     return re.findall(rf"^{re.escape(prefix)}(.*?)\r?$", text, re.M)
 
 
+def server_problems(srv, client_ip, count):
+    """What is wrong with an xv6 `rping -s -d` transcript srv that served
+    client_ip for count pings: it must report the connection and the
+    disconnect after exactly count pings."""
+    problems = []
+    if f"rping: connection from {client_ip}" not in srv:
+        problems.append("the server did not report the connection")
+    done = re.findall(rf"rping: {re.escape(client_ip)} disconnected after (\d+) pings", srv)
+    if done != [str(count)]:
+        problems.append(f"server's disconnect line: {done}")
+    return problems
+
+
 def ping_pong(tb, size, count, verbose):
     """One server and one client run; (ok, info)."""
     a, b = tb.guests
@@ -73,11 +86,7 @@ def ping_pong(tb, size, count, verbose):
     problems = []
     if cli_status != "0" or srv_status != "0":
         problems.append(f"exit status client {cli_status}, server {srv_status}")
-    if f"rping: connection from {tb.ip(1)}" not in srv:
-        problems.append("the server did not report the connection")
-    done = re.findall(rf"rping: {re.escape(tb.ip(1))} disconnected after (\d+) pings", srv)
-    if done != [str(count)]:
-        problems.append(f"server's disconnect line: {done}")
+    problems += server_problems(srv, tb.ip(1), count)
     if verbose:
         got_c, got_s = lines(cli, "ping data: "), lines(srv, "server ping data: ")
         if got_c != want:
