@@ -517,9 +517,11 @@ int cma_chan_ready(int ch) {
   return r;
 }
 
-// The channel's next event into *out: 0, -EAGAIN (none, and nonblock),
-// -EINTR (killed), -EBADF (not owner's). Sleeps until one comes.
-int cma_get_event(int owner, int ch, int nonblock, struct ucma_event *out) {
+// The channel's next event into *out: 0, -EAGAIN (none, and no
+// give_up: the caller does not wait), -EINTR (give_up() said so: the front
+// end's "the caller was killed"), -EBADF (not owner's). Else sleeps until
+// one comes.
+int cma_get_event(int owner, int ch, int (*give_up)(void), struct ucma_event *out) {
   spin_lock(&cma.lock);
   int r = -EBADF;
   while (chan_ok(owner, ch)) {
@@ -534,8 +536,8 @@ int cma_get_event(int owner, int ch, int nonblock, struct ucma_event *out) {
       r = 0;
       break;
     }
-    if (nonblock || proc_killed(current())) {
-      r = nonblock ? -EAGAIN : -EINTR;
+    if (!give_up || give_up()) {
+      r = give_up ? -EINTR : -EAGAIN;
       break;
     }
     proc_sleep_until(c, &cma.lock, ~0ULL);

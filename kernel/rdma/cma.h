@@ -13,7 +13,7 @@ void cma_init(void);                   // boot: the agent and the CM thread (QP1
 int  cma_chan_create(int owner);       // slot, or -ENOMEM
 void cma_chan_close(int ch);           // its ids and events go
 int  cma_chan_ready(int ch);           // 1: an event waits
-int  cma_get_event(int owner, int ch, int nonblock, struct ucma_event *out);  // sleeps
+int  cma_get_event(int owner, int ch, int (*give_up)(void), struct ucma_event *out);  // sleeps unless give_up is NULL
 int  cma_create_id(int owner, int ch, int ps, uint64 cookie);
 int  cma_destroy_id(int owner, int id);
 int  cma_bind(int owner, int id, uint32 ip, uint16 port);

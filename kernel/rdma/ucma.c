@@ -20,6 +20,8 @@
 static int chan_slots[CMA_MAX_CHAN];     // a channel file's object: &chan_slots[slot]
 
 static int self(void) { return current()->pid; }
+// A blocked get_event gives up when its process is killed.
+static int killed(void) { return proc_killed(current()); }
 
 static int chan_poll(struct file *f) { return cma_chan_ready(*(int *)f->obj) ? POLLIN : 0; }
 static void chan_close(struct file *f) { cma_chan_close(*(int *)f->obj); }
@@ -46,7 +48,7 @@ int ucma_create_chan(void) {
 int ucma_get_event(int fd, struct ucma_event *out) {
   struct file *f = fd_file(fd);
   int ch = ucma_chan_of(fd);
-  return ch < 0 ? ch : cma_get_event(self(), ch, file_nonblock(f), out);
+  return ch < 0 ? ch : cma_get_event(self(), ch, file_nonblock(f) ? 0 : killed, out);
 }
 
 int ucma_create_id(int fd, int ps, uint64 cookie) {
