@@ -29,7 +29,7 @@ K_ASFLAGS := -march=rv64gc -mabi=lp64d -Ikernel
 # (docs/kernel.md lists the layers; tests/kernel/layers.py checks them).
 # The sans-IO transport core is linked in with the kernel's flags (objects
 # in build/kernel/transport/, same pattern rule).
-K_DIRS    := sys rdma net proc fs dev core cm transport lib
+K_DIRS    := sys rmem rdma net proc fs dev core cm transport lib
 K_C_SRCS  := $(wildcard kernel/*.c) $(foreach d,$(K_DIRS),$(wildcard kernel/$(d)/*.c))
 K_S_SRCS  := $(wildcard kernel/*.S) $(foreach d,$(K_DIRS),$(wildcard kernel/$(d)/*.S))
 K_OBJS    := $(patsubst kernel/%.S,$(K_BUILD)/%.o,$(K_S_SRCS)) \
