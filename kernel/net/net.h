@@ -70,7 +70,10 @@ void netbuf_free(struct netbuf *nb);
 // Hands nb to owner if owner holds fewer than share buffers: 0; else -1
 // and nb keeps its owner (the caller drops it and counts the drop).
 int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share);
-int netbuf_held(enum netbuf_owner owner);
+// Every owner's count in one snapshot (under the pool's lock): they sum to
+// NNETBUF, which counts read one by one while buffers move need not
+// (tests check that sum in `nettest stat`).
+void netbuf_held_all(int out[NB_COUNT]);
 uint8 *netbuf_push(struct netbuf *nb, uint32 n);   // prepend n bytes (panics if no room)
 uint8 *netbuf_pull(struct netbuf *nb, uint32 n);   // strip n bytes; NULL if too short
 int netbuf_free_count(void);

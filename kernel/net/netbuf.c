@@ -105,7 +105,11 @@ int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share) {
   return r;
 }
 
-int netbuf_held(enum netbuf_owner owner) { return nbp.held[owner]; }
+void netbuf_held_all(int out[NB_COUNT]) {
+  spin_lock(&nbp.lock);
+  for (int i = 0; i < NB_COUNT; i++) out[i] = nbp.held[i];
+  spin_unlock(&nbp.lock);
+}
 
 uint8 *netbuf_push(struct netbuf *nb, uint32 n) {
   if (nb->data - nb->space < n) panic("netbuf_push: no headroom for %d bytes", (int)n);

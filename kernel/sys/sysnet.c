@@ -128,7 +128,9 @@ int64 sys_netstat(void) {
   len = put_kv(b, len, cap, "dev_itr_windows_low", st.itr_windows[NETDEV_ITR_LOW]);
   len = put_kv(b, len, cap, "dev_itr_windows_bulk", st.itr_windows[NETDEV_ITR_BULK]);
   for (int i = 0; i < NC_COUNT; i++) len = put_kv(b, len, cap, net_counter_names[i], net_counters[i]);
-  for (int i = 0; i < NB_COUNT; i++) len = put_kv(b, len, cap, netbuf_owner_names[i], netbuf_held(i));
+  int held[NB_COUNT];
+  netbuf_held_all(held);
+  for (int i = 0; i < NB_COUNT; i++) len = put_kv(b, len, cap, netbuf_owner_names[i], held[i]);
   len = put_kv(b, len, cap, "sock_rcvq_burst_used", sock_burst_used());
   len = sock_dump(b, len, cap);
   len += arp_dump(b + len, cap - len);
