@@ -79,6 +79,15 @@ void rct_qp_to_sqe(struct rct_qp_base *b);   /* UD: a send failed locally, from 
  * once in ERR or SQE), for the types' posting calls */
 int rct_post_send_wqe(struct rct_qp_base *b, const struct rct_send_wr *wr, struct rct_send_wqe **w);
 
+/* srq.c: the receive WQE k places past the QP's head (0: the next),
+ * taking WQEs from its SRQ into its ring as needed [SRQ-TAKE-1]; NULL: none
+ * (no SRQ WQE, or its ring of taken WQEs is full [SRQ-TAKE-4]) */
+struct rct_recv_wqe *rct_rq_at(struct rct_qp_base *b, uint32_t k);
+
+/* post.c: a receive WR's checks (RCT_OK or RCT_EINVAL), and its copy into a WQE */
+int rct_recv_wr_check(const struct rct_recv_wr *wr);
+void rct_recv_wqe_set(struct rct_recv_wqe *r, const struct rct_recv_wr *wr);
+
 /* dev.c: the device's QP list and ready list */
 void rct_dev_add_qp(struct rct_dev *dev, struct rct_qp_base *b);
 void rct_dev_remove_qp(struct rct_dev *dev, struct rct_qp_base *b);
@@ -122,5 +131,7 @@ enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op);
 void rct_ev_qp_err(struct rct_qp_base *b, enum rct_qp_err_cause cause);
 void rct_ev_cq(struct rct_qp_base *b, struct rct_cq *cq, enum rct_event_type t, bool solicited);
 void rct_ev_forget(struct rct_ev_node *n);
+void rct_ev_qp_last_wqe(struct rct_qp_base *b);
+void rct_ev_srq_limit(struct rct_srq *srq);
 
 #endif /* RCT_CORE_INT_H */

@@ -1,13 +1,13 @@
 /*
  * event.c: what happened, for the caller to drain. Owns the device's pending
- * list of objects with unreported events (struct rct_ev_node in every QP and
- * CQ), the key watches, and the queries that spare the caller reading the
+ * list of objects with unreported events (struct rct_ev_node in every QP,
+ * CQ and SRQ), the key watches, and the queries that spare the caller reading the
  * core's rings (rct_key_in_use). The roles only call the two marks declared
  * in rct_int.h; the cost is per event, never per idle object.
  */
 #include "core_int.h"
 
-enum { NODE_QP = 1, NODE_CQ = 2 };
+enum { NODE_QP = 1, NODE_CQ = 2, NODE_SRQ = 3 };
 
 static struct rct_qp_base *node_qp(struct rct_ev_node *n)
 {
@@ -17,6 +17,11 @@ static struct rct_qp_base *node_qp(struct rct_ev_node *n)
 static struct rct_cq *node_cq(struct rct_ev_node *n)
 {
   return (struct rct_cq *)(void *)((char *)n - offsetof(struct rct_cq, ev));
+}
+
+static struct rct_srq *node_srq(struct rct_ev_node *n)
+{
+  return (struct rct_srq *)(void *)((char *)n - offsetof(struct rct_srq, ev));
 }
 
 /* Record event t on n; the first pending event queues n at dev's tail. */
@@ -66,6 +71,18 @@ void rct_ev_qp_err(struct rct_qp_base *b, enum rct_qp_err_cause cause)
   ev_mark(b->dev, &b->ev, NODE_QP, RCT_EV_QP_ERR);
 }
 
+/* Caller: qp.c, as a QP on an SRQ enters ERR (its taken WQEs flushed) [SRQ-ERR-2]. */
+void rct_ev_qp_last_wqe(struct rct_qp_base *b)
+{
+  ev_mark(b->dev, &b->ev, NODE_QP, RCT_EV_QP_LAST_WQE);
+}
+
+/* Caller: srq.c, as a take leaves an armed SRQ below its limit [SRQ-LIMIT-2]. */
+void rct_ev_srq_limit(struct rct_srq *srq)
+{
+  ev_mark(srq->dev, &srq->ev, NODE_SRQ, RCT_EV_SRQ_LIMIT);
+}
+
 /* Caller: cq.c, for a completion qp pushed (or dropped: overflow). */
 void rct_ev_cq(struct rct_qp_base *b, struct rct_cq *cq, enum rct_event_type t, bool solicited)
 {
@@ -107,6 +124,8 @@ bool rct_dev_next_event(struct rct_dev *dev, struct rct_event *ev)
     /* an RC QP starts with its base (rc_int.h asserts it) */
     ev->qp = ev->qp_base->type == RCT_QPT_RC ? (struct rct_qp *)(void *)ev->qp_base : 0;
     ev->info = n->info;
+  } else if (n->kind == NODE_SRQ) {
+    ev->srq = node_srq(n);
   } else {
     ev->cq = node_cq(n);
     if (t == RCT_EV_CQ_COMP) {
@@ -147,10 +166,23 @@ bool rct_qpb_key_in_use(const struct rct_qp_base *b, uint32_t key)
   return b->ops->uses_key && b->ops->uses_key(b, key);
 }
 
+static bool srq_key_in_use(const struct rct_srq *s, uint32_t key)
+{
+  for (uint32_t i = s->head; i != s->tail; i++) {
+    const struct rct_recv_wqe *r = &s->ring[i & (s->size - 1)];
+    if (sges_use(r->sge, r->num_sge, key))
+      return true;
+  }
+  return false;
+}
+
 bool rct_key_in_use(const struct rct_dev *dev, uint32_t key)
 {
   for (const struct rct_qp_base *b = dev->qps; b; b = b->next)
     if (rct_qpb_key_in_use(b, key))
+      return true;
+  for (const struct rct_srq *s = dev->srqs; s; s = s->next)
+    if (srq_key_in_use(s, key))
       return true;
   return false;
 }

@@ -2,8 +2,8 @@
  * post.c: posting work, for every QP type. rct_post_send_wqe copies a send
  * WR into the send ring (the type's sending role starts it later; the types'
  * posting calls wrap it), rct_qpb_post_recv a receive WR into the receive
- * ring (the type's receiving role consumes it); in ERR both complete at
- * once with WR_FLUSH_ERR. [QP-STATE-4] [QP-STATE-5]
+ * ring (the type's receiving role consumes it; a QP on an SRQ takes none:
+ * srq.c); in ERR both complete at once with WR_FLUSH_ERR. [QP-STATE-4] [QP-STATE-5]
  */
 #include "core_int.h"
 
@@ -56,23 +56,17 @@ int rct_post_send_wqe(struct rct_qp_base *b, const struct rct_send_wr *wr, struc
   return RCT_OK;
 }
 
-/* [QP-STATE-5] */
-int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr)
+int rct_recv_wr_check(const struct rct_recv_wr *wr)
 {
-  enum rct_qp_state s = b->attr.qp_state;
-  struct rct_recv_wqe *r;
-  uint64_t total = 0;
-  if (s == RCT_QPS_RESET)
-    return RCT_EINVAL;
   if (wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE || (wr->num_sge && !wr->sg_list))
     return RCT_EINVAL;
-  if (s == RCT_QPS_ERR) {
-    flush_one(b, b->init.recv_cq, wr->wr_id, RCT_WC_RECV);
-    return RCT_OK;
-  }
-  if (b->rq_tail - b->rq_head >= b->init.rq_size)
-    return RCT_ENOSPC;
-  r = RQ_AT(b, b->rq_tail);
+  return RCT_OK;
+}
+
+/* Precondition: rct_recv_wr_check(wr) == RCT_OK. */
+void rct_recv_wqe_set(struct rct_recv_wqe *r, const struct rct_recv_wr *wr)
+{
+  uint64_t total = 0;
   r->wr_id = wr->wr_id;
   r->num_sge = wr->num_sge;
   for (int i = 0; i < wr->num_sge; i++) {
@@ -80,6 +74,21 @@ int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr)
     total += wr->sg_list[i].length;
   }
   r->length = total > 0xffffffffull ? 0xffffffffu : (uint32_t)total;
+}
+
+/* [QP-STATE-5] [SRQ-TAKE-2] */
+int rct_qpb_post_recv(struct rct_qp_base *b, const struct rct_recv_wr *wr)
+{
+  enum rct_qp_state s = b->attr.qp_state;
+  if (s == RCT_QPS_RESET || b->init.srq || rct_recv_wr_check(wr) != RCT_OK)
+    return RCT_EINVAL;
+  if (s == RCT_QPS_ERR) {
+    flush_one(b, b->init.recv_cq, wr->wr_id, RCT_WC_RECV);
+    return RCT_OK;
+  }
+  if (b->rq_tail - b->rq_head >= b->init.rq_size)
+    return RCT_ENOSPC;
+  rct_recv_wqe_set(RQ_AT(b, b->rq_tail), wr);
   b->rq_tail++;
   return RCT_OK;
 }

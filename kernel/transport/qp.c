@@ -24,7 +24,8 @@ int rct_qpb_init(struct rct_dev *dev, struct rct_qp_base *b, const struct rct_qp
       (init->qpn < 2 && !(type == RCT_QPT_UD && init->qpn == RCT_QPN_GSI)))   /* [SEC-RAND-4] */
     return RCT_EINVAL;
   if (!pow2(init->sq_size) || !pow2(init->rq_size) || !init->sq || !init->rq ||
-      (init->rd_size && (!pow2(init->rd_size) || !init->rd)) || !init->send_cq || !init->recv_cq)
+      (init->rd_size && (!pow2(init->rd_size) || !init->rd)) || !init->send_cq || !init->recv_cq ||
+      (init->srq && init->srq->dev != dev))
     return RCT_EINVAL;
   RCT_MEMSET(b, 0, sizeof(*b));
   b->dev = dev;
@@ -37,11 +38,15 @@ int rct_qpb_init(struct rct_dev *dev, struct rct_qp_base *b, const struct rct_qp
   b->mtu_shift = 10;
   rct_timer_stop_all(b);
   rct_dev_add_qp(dev, b);
+  if (init->srq)
+    init->srq->nqp++;
   return RCT_OK;
 }
 
 void rct_qpb_destroy(struct rct_qp_base *b)
 {
+  if (b->init.srq)
+    b->init.srq->nqp--;
   rct_ev_forget(&b->ev);
   rct_dev_remove_qp(b->dev, b);
   b->dev = 0;
@@ -145,6 +150,8 @@ static void qp_enter_err(struct rct_qp_base *b, enum rct_qp_err_cause cause)
   if (b->ops->flush)
     b->ops->flush(b);
   rct_ev_qp_err(b, cause);
+  if (b->init.srq)
+    rct_ev_qp_last_wqe(b);                /* the flush took every taken WQE [SRQ-ERR-2] */
 }
 
 void rct_qp_to_err(struct rct_qp_base *b)

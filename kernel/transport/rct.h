@@ -98,6 +98,22 @@ int rct_qpb_poll_transmit(struct rct_qp_base *b, uint64_t now, struct rct_frame 
 bool rct_qpb_key_in_use(const struct rct_qp_base *b, uint32_t key);
 
 /* ------------------------------------------------------------------ */
+/* Shared receive queues (srq.c, proto-spec srq.md)                     */
+/* ------------------------------------------------------------------ */
+
+/* An SRQ of dev over ring[0..size) (size a power of 2), empty, limit 0.
+ * RCT_OK or RCT_EINVAL. */
+int rct_srq_init(struct rct_dev *dev, struct rct_srq *srq, struct rct_recv_wqe *ring, uint32_t size);
+/* RCT_ESTATE while a QP uses it [SRQ-VERB-4]; else it leaves its device
+ * (its WQEs are dropped uncompleted) and RCT_OK. */
+int rct_srq_destroy(struct rct_srq *srq);
+/* RCT_OK, RCT_ENOSPC (full) or RCT_EINVAL (bad WR) [SRQ-VERB-5]. */
+int rct_srq_post_recv(struct rct_srq *srq, const struct rct_recv_wr *wr);
+/* Arm (limit > 0) or disarm (0) [SRQ-LIMIT-1]; RCT_EINVAL above its size. */
+int rct_srq_set_limit(struct rct_srq *srq, uint32_t limit);
+uint32_t rct_srq_count(const struct rct_srq *srq);   /* WQEs it holds */
+
+/* ------------------------------------------------------------------ */
 /* Events and output                                                    */
 /* ------------------------------------------------------------------ */
 

@@ -387,6 +387,7 @@ struct rct_dev {
   struct rct_ev_node *ev_head;    /* private: objects with events to report (event.c) */
   struct rct_ev_node *ev_tail;
   struct rct_key_watch *watches;  /* private: keys whose last use is awaited (event.c) */
+  struct rct_srq *srqs;           /* private: its SRQs (srq.c) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -465,6 +466,7 @@ struct rct_qp_attr {
 struct rct_send_wqe;
 struct rct_recv_wqe;
 struct rct_rd_res;
+struct rct_srq;
 struct rct_qp_init_attr {
   uint32_t qpn;               /* 24-bit, unique on the device */
   uint32_t pd;                /* protection domain handed to translate() */
@@ -476,6 +478,9 @@ struct rct_qp_init_attr {
   uint32_t rd_size;
   struct rct_cq *send_cq, *recv_cq;
   bool sq_sig_all;            /* every successful send WR produces a completion */
+  /* NULL, or the SRQ the QP takes its receive WQEs from [SRQ-TAKE-1]; rq
+   * then holds the WQEs it has taken and not completed [SRQ-TAKE-4] */
+  struct rct_srq *srq;
 };
 
 /* --- layouts callers need only to allocate: their fields are the core's (a QP's init,
@@ -695,6 +700,8 @@ enum rct_event_type {
   RCT_EV_CQ_COMP,             /* ev.cq got completions; ev.info has RCT_EV_SOLICITED if one
                                * of them is a solicited receive or an error */
   RCT_EV_KEY_IDLE,            /* the last use of a watched key (ev.key) ended */
+  RCT_EV_QP_LAST_WQE,         /* ev.qp_base, on an SRQ, entered ERR and its taken WQEs are flushed [SRQ-ERR-2] */
+  RCT_EV_SRQ_LIMIT,           /* ev.srq fell below its limit and disarmed [SRQ-LIMIT-2] */
   RCT_EV_COUNT
 };
 
@@ -710,6 +717,7 @@ struct rct_event {
   struct rct_qp *qp;          /* QP_ERR of an RC QP (NULL for other types) */
   struct rct_qp_base *qp_base;/* QP_ERR, every type */
   struct rct_cq *cq;          /* CQ_OVERFLOW, CQ_COMP */
+  struct rct_srq *srq;        /* SRQ_LIMIT */
   uint32_t key;               /* KEY_IDLE */
   uint32_t info;
 };
@@ -722,6 +730,20 @@ struct rct_key_watch {
 };
 
 /* ---- end of events, part 2 ---- */
+
+/* A shared receive queue (srq.c, proto-spec srq.md) over a caller array of
+ * `size` WQEs (a power of 2). QPs of its device created with it
+ * (rct_qp_init_attr.srq) take its WQEs in posting order. */
+struct rct_srq {
+  struct rct_dev *dev;
+  struct rct_recv_wqe *ring;
+  uint32_t size;
+  uint32_t head, tail;        /* private: next to take, next free (free-running) */
+  uint32_t limit;             /* 0 = disarmed [SRQ-LIMIT-1] */
+  uint32_t nqp;               /* QPs created with it */
+  struct rct_srq *next;       /* private: dev->srqs */
+  struct rct_ev_node ev;      /* private: events (event.c) */
+};
 
 /* rct_handle_frame_ex flags. */
 #define RCT_RX_TRUSTED 1u    /* the frame never left memory (loopback): skip the ICRC check */

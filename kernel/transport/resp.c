@@ -417,8 +417,8 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
          RCT_WC_LOC_LEN_ERR);            /* [RESP-ERR-1] [OPC-SEQ-3] [OPC-LEN-2] [OPC-VAL-1] */
     return;
   }
-  if (rct_resp_takes_recv(f) && qp->base.rq_head == qp->base.rq_tail) {
-    rct_resp_want_nak(qp, AETH_RNR_NAK | qp->base.attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] */
+  if (rct_resp_takes_recv(f) && !rct_rq_at(&qp->base, 0)) {
+    rct_resp_want_nak(qp, AETH_RNR_NAK | qp->base.attr.min_rnr_timer, p->h.bth.psn, false); /* [RESP-RECV-2] [SRQ-TAKE-3] */
     return;
   }
   if (f & OPF_READ) {

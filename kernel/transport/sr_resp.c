@@ -109,7 +109,7 @@ static bool sr_place(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
     return false;
   }
-  if (recv && k >= qp->base.rq_tail - qp->base.rq_head) {
+  if (recv && !rct_rq_at(&qp->base, k)) {                       /* [SRQ-TAKE-4] */
     if (d == 0)
       rct_resp_want_nak(qp, AETH_RNR_NAK | qp->base.attr.min_rnr_timer, p->h.bth.psn, false);
     return false;                                     /* [SR-RESP-7] */

@@ -16,7 +16,7 @@
 #          fuzz (FUZZ_SECONDS, default 60), rct-lib, clean-transport.
 
 RCT_DIR     := kernel/transport
-RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c rc.c ud.c req.c resp.c sr_resp.c comp.c cq.c event.c names.c)
+RCT_SRCS    := $(addprefix $(RCT_DIR)/,wire.c icrc.c opcode.c dev.c qp.c post.c sge.c timer.c rx.c tx.c rc.c ud.c srq.c req.c resp.c sr_resp.c comp.c cq.c event.c names.c)
 RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
 # The connection manager (kernel/cm) sits above the core; the host library
 # holds it too, for its Check suites and the frame-parser fuzzer.

@@ -173,8 +173,8 @@ static bool frame_ok(struct rct_qp_base *b, const struct rct_pkt *p, int ext)
     return drop(&b->cnt.rx_bad_length);                        /* [UD-MTU-1] */
   if (p->h.deth.qkey != b->attr.qkey)
     return drop(&b->cnt.rx_bad_qkey);                          /* [UD-QKEY-1] */
-  if (b->rq_head == b->rq_tail)
-    return drop(&b->cnt.rx_no_recv);                           /* [UD-RECV-1] */
+  if (!rct_rq_at(b, 0))
+    return drop(&b->cnt.rx_no_recv);                           /* [UD-RECV-1] [SRQ-TAKE-3] */
   return true;
 }
 

@@ -107,7 +107,7 @@ void conn_defaults(struct conn_opts *o)
   o->access = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE;
 }
 
-void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
+void qp_connect(struct rct_qp *qp, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
                 uint32_t rq_psn, uint32_t sq_psn, const struct conn_opts *o)
 {
   struct rct_qp_attr a;
@@ -116,7 +116,7 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
   a.qp_state = RCT_QPS_INIT;
   a.qp_access_flags = o->access;
   a.port_num = RCT_PORT_NUM;
-  ck_assert_int_eq(rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT), RCT_OK);
+  ck_assert_int_eq(rct_qp_modify(qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT), RCT_OK);
   a.qp_state = RCT_QPS_RTR;
   memcpy(a.ah.dmac, pmac, 6);
   a.ah.dipv4 = pip;
@@ -128,7 +128,7 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
   a.sr_enable = o->sr;
   m = RCT_QP_STATE | RCT_QP_AV | RCT_QP_PATH_MTU | RCT_QP_DEST_QPN | RCT_QP_RQ_PSN |
       RCT_QP_MAX_DEST_RD_ATOMIC | RCT_QP_MIN_RNR_TIMER | RCT_QP_SR;
-  ck_assert_int_eq(rct_qp_modify(&e->qp, &a, m), RCT_OK);
+  ck_assert_int_eq(rct_qp_modify(qp, &a, m), RCT_OK);
   a.qp_state = RCT_QPS_RTS;
   a.sq_psn = sq_psn;
   a.timeout = o->timeout;
@@ -140,7 +140,13 @@ void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn
   a.probe_slack_ns = o->probe_slack_ns;
   m = RCT_QP_STATE | RCT_QP_SQ_PSN | RCT_QP_TIMEOUT | RCT_QP_RETRY_CNT | RCT_QP_RNR_RETRY |
       RCT_QP_MAX_QP_RD_ATOMIC | RCT_QP_ADAPTIVE_RTO | RCT_QP_MAX_INFLIGHT | RCT_QP_PROBE_SLACK;
-  ck_assert_int_eq(rct_qp_modify(&e->qp, &a, m), RCT_OK);
+  ck_assert_int_eq(rct_qp_modify(qp, &a, m), RCT_OK);
+}
+
+void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
+                uint32_t rq_psn, uint32_t sq_psn, const struct conn_opts *o)
+{
+  qp_connect(&e->qp, pmac, pip, pqpn, rq_psn, sq_psn, o);
 }
 
 void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o)

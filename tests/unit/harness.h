@@ -68,6 +68,9 @@ void conn_defaults(struct conn_opts *o);
 void ep_connect(struct ep *e, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
                 uint32_t rq_psn, uint32_t sq_psn, const struct conn_opts *o);
 void pair_connect(struct ep *a, struct ep *b, const struct conn_opts *o);
+/* The same for any RC QP (several QPs of one device: test_srq.c). */
+void qp_connect(struct rct_qp *qp, const uint8_t pmac[6], uint32_t pip, uint32_t pqpn,
+                uint32_t rq_psn, uint32_t sq_psn, const struct conn_opts *o);
 
 /* Posting helpers. */
 int post_send(struct ep *e, uint64_t wr_id, enum rct_wr_opcode op, struct host_mr *mr, uint32_t off,
@@ -129,6 +132,7 @@ Suite *suite_rx(void);
 Suite *suite_mr_contract(void);
 Suite *suite_event(void);
 Suite *suite_ud(void);
+Suite *suite_srq(void);
 
 #endif
 
