@@ -63,7 +63,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # itself runs in the kernel) and the perftest-like helpers of rdma_bw and
 # rdma_lat (bin/rdma_perf.c, and bin/perftest_cm.c: their -R) besides the libc.
 U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping udaddy
-U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak
+U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak srqtest
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \
   user/lib/rdmacm/*.c) user/bin/rdma_perf.c user/bin/perftest_cm.c)
@@ -73,7 +73,7 @@ $(addprefix user/_,$(U_RDMA_BIN)): user/_%: $(U_OBJDIR)/bin/%.o $(U_RDMA_LIB_OBJ
 $(addprefix user/_,$(U_RDMA_TESTS)): user/_%: $(U_OBJDIR)/tests/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_EXTRA_OBJS) $(U_LIB_A)
 # The RDMA test programs link the shared test runner too.
-U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile user/_rdmacmtest
+U_TESTRUN_PROGS := user/_rdmatest user/_rdmahostile user/_rdmacmtest user/_srqtest
 $(U_TESTRUN_PROGS): U_EXTRA_OBJS := $(U_TESTRUN_OBJ)
 $(U_TESTRUN_PROGS): $(U_TESTRUN_OBJ)
 .SECONDARY: $(U_TESTRUN_OBJ) $(U_RDMA_LIB_OBJS) $(patsubst %,$(U_OBJDIR)/bin/%.o,$(U_RDMA_BIN)) \

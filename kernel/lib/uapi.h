@@ -100,6 +100,13 @@
 #define SYS_rdma_create_ah    85  // (struct rdma_ah_attr *attr) -> ah; RDMA_NO_ROUTE: no ARP answer
 #define RDMA_NO_ROUTE         (-3) // create_ah: the destination's MAC could not be resolved (EHOSTUNREACH)
 #define SYS_rdma_destroy_ah   86  // (ah)
+// Shared receive queues (proto-spec srq.md).
+#define SYS_rdma_create_srq   87  // (struct rdma_srq_create *io) -> srq; RDMA_NO_RESOURCES: none left
+#define SYS_rdma_modify_srq   88  // (srq, struct rdma_srq_attr *attr, IBV_SRQ_* mask)
+#define SYS_rdma_query_srq    89  // (srq, struct rdma_srq_attr *out)
+#define SYS_rdma_destroy_srq  90  // (srq); RDMA_BUSY while a QP uses it
+#define RDMA_BUSY             (-4) // destroy_srq: a QP still uses the SRQ (EBUSY) [SRQ-VERB-4]
+#define SYS_rdma_post_srq_recv 91 // (srq, struct rdma_recv_wr *wr, n, int *err) -> as post_recv
 
 // The kernel's rdma_cm (kernel/rdma/cma.c, per process: kernel/rdma/ucma.c;
 // user/lib/rdmacm/rdma_cm.c gives them librdmacm's names). 100..119.
@@ -265,6 +272,7 @@ struct dirent {
 #define RDMA_MAX_CQ 512      // a CQ per QP
 #define RDMA_MAX_QP 512      // 256 connections each way between two guests, and room
 #define RDMA_MAX_AH 256      // address handles, all processes together (max_ah)
+#define RDMA_MAX_SRQ 32      // shared receive queues, all processes together (max_srq)
 // QP types (struct rdma_qp_create's qp_type): libibverbs' enum ibv_qp_type values.
 #define RDMA_QPT_RC 2
 #define RDMA_QPT_UD 4
@@ -376,6 +384,7 @@ struct rdma_device_info {
   int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
   int max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
   int phys_port_cnt;
+  int max_srq, max_srq_wr, max_srq_sge;
 };
 
 struct rdma_port_info {
@@ -443,6 +452,21 @@ struct rdma_qp_create {
   int qp_type;               // RDMA_QPT_RC or RDMA_QPT_UD (0: RC)
   unsigned int max_send_wr, max_recv_wr, max_send_sge, max_recv_sge; // in: wanted, out: granted
   unsigned int qp_num;       // out
+  int srq;                   // 1 + an SRQ handle of the caller's, in the QP's PD; 0: none
+                             // (then max_recv_wr and max_recv_sge are ignored, granted 0)
+};
+
+// ibv_modify_srq's mask (SYS_rdma_modify_srq), libibverbs' values.
+enum ibv_srq_attr_mask { IBV_SRQ_MAX_WR = 1 << 0, IBV_SRQ_LIMIT = 1 << 1 };
+
+// libibverbs' struct ibv_srq_attr (SYS_rdma_modify_srq, SYS_rdma_query_srq).
+struct rdma_srq_attr {
+  unsigned int max_wr, max_sge, srq_limit;
+};
+
+struct rdma_srq_create {
+  int pd;
+  unsigned int max_wr, max_sge;   // in: wanted (0 = 1); out: granted
 };
 
 // Extension mask bits next to the IBV_QP_* bits of SYS_rdma_modify_qp.
@@ -514,6 +538,7 @@ struct rdma_dev_stats {
   // rejected for no listener, rdma_cm events lost to a full pool, ids alive.
   unsigned long long cm_rx, cm_tx, cm_retransmits, cm_dropped, cm_duplicates;
   unsigned long long cm_rej_no_listener, cm_events_dropped, cm_live_ids;
+  unsigned long long live_srqs;        // shared receive queues alive now, all processes
 };
 
 struct rdma_qp_stats {

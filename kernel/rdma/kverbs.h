@@ -40,15 +40,20 @@ struct rdma_mr;
 struct rdma_cq;
 struct rdma_qp;
 struct rdma_ah;
+struct rdma_srq;
 struct kv_owner;
 
 // An async event of one of the owner's objects: a CQ that overran
-// (IBV_EVENT_CQ_ERR, cq set) or a QP that entered ERR on a transport error
-// (IBV_EVENT_QP_FATAL, qp set).
+// (IBV_EVENT_CQ_ERR, cq set), a QP that entered ERR on a transport error
+// (IBV_EVENT_QP_FATAL, qp set), a QP on an SRQ that entered ERR
+// (IBV_EVENT_QP_LAST_WQE_REACHED, qp set, after its QP_FATAL), or an SRQ
+// below its limit (IBV_EVENT_SRQ_LIMIT_REACHED, srq set) [SRQ-ERR-2]
+// [SRQ-LIMIT-2].
 struct kv_async_event {
   int type;                  // IBV_EVENT_*
   struct rdma_qp *qp;
   struct rdma_cq *cq;
+  struct rdma_srq *srq;
 };
 
 // Who owns objects. async may be NULL (events dropped); it runs under
@@ -74,6 +79,8 @@ struct kv_qp_init {
   uint32 max_send_sge, max_recv_sge;    // in: wanted (0 = 1); out: granted
   int sq_sig_all;
   int gsi;                              // UD only: take QPN 1, the GSI's (IBTA 13.5.1; one at a time)
+  struct rdma_srq *srq;                 // NULL, or the owner's SRQ in pd: receives come from it
+                                        // (max_recv_wr, max_recv_sge ignored; granted 0)
   uint32 qp_num;                        // out: the QPN
 };
 
@@ -141,7 +148,25 @@ int  kv_post_send_ud(struct kv_owner *o, struct rdma_qp *qp, const struct kv_ud_
 int  kv_create_ah(struct kv_owner *o, struct rdma_pd *pd, const struct rdma_ah_attr *a, struct rdma_ah **out);
 int  kv_destroy_ah(struct kv_owner *o, struct rdma_ah *ah);   // 0, or -1; posted sends still go
 
-// Every object of o goes (QPs first, then AHs, CQs, MRs, PDs): an owner that
+// Shared receive queues (proto-spec srq.md). kv_create_srq: an SRQ of o's
+// in its PD c->pd of c->max_wr WRs (rounded up to a power of two, at most
+// max_srq_wr; 0 = 1) of c->max_sge SGEs (at most RDMA_MAX_SGE; 0 = 1),
+// granted sizes written back: 0 and *out, -1, or RDMA_NO_RESOURCES.
+// kv_modify_srq: mask IBV_SRQ_LIMIT sets a->srq_limit (0 disarms, more
+// than max_wr is -1); IBV_SRQ_MAX_WR (resizing) is not supported (-1); the
+// limit event comes to o's async handler. kv_destroy_srq: 0, -1, or
+// RDMA_BUSY while a QP uses it. kv_post_srq_recv answers as kv_post_recv.
+struct kv_srq_init {
+  struct rdma_pd *pd;
+  uint32 max_wr, max_sge;               // in: wanted; out: granted
+};
+int  kv_create_srq(struct kv_owner *o, struct kv_srq_init *c, struct rdma_srq **out);
+int  kv_modify_srq(struct kv_owner *o, struct rdma_srq *srq, const struct rdma_srq_attr *a, uint32 mask);
+int  kv_query_srq(struct kv_owner *o, struct rdma_srq *srq, struct rdma_srq_attr *a);
+int  kv_destroy_srq(struct kv_owner *o, struct rdma_srq *srq);
+int  kv_post_srq_recv(struct kv_owner *o, struct rdma_srq *srq, const struct rct_recv_wr *wr, int n, int *err);
+
+// Every object of o goes (QPs first, then SRQs, AHs, CQs, MRs, PDs): an owner that
 // ends (a process's exit, a kernel consumer that gives up).
 void kv_release_owner(struct kv_owner *o);
 

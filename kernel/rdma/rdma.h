@@ -20,7 +20,7 @@
 // rdma_engine.c (progress loop, thread, timer, loopback routing),
 // rdma_net.c (RoCEv2/v1 over the E1000 seam), rdma_mr.c (PD, MR,
 // translate), rdma_cq.c (CQ, completion handler), rdma_qp.c (QP, post,
-// statistics), uverbs.c (the per-process front end), rdma_idtab.c (random
+// statistics), rdma_srq.c (shared receive queues), uverbs.c (the per-process front end), rdma_idtab.c (random
 // MR keys and QPNs -> table slots), rdma_abi.c (the ABI's values and
 // layouts are the core's: static assertions; the QP attribute
 // translation), rdma_pool.c (the ring pool: QP and CQ rings, allocated at
@@ -70,11 +70,22 @@
 // that, create fails (ENOMEM). The pages are the kernel's image (bss): a
 // ring is an array the core indexes, so its pages must be contiguous.
 #define RDMA_POOL_QP_WR  64
+// Shared receive queues (rdma_srq.c): an SRQ serves many QPs, so it holds
+// up to RDMA_SRQ_QPS QPs' full receive queues; the pool holds every SRQ
+// at RDMA_POOL_SRQ_WR (the pool's share per QP times RDMA_SRQ_QPS / 2).
+// A QP on an SRQ keeps the WQEs it took and has not completed in a ring
+// of RDMA_SRQ_TAKEN: go-back-N takes one at a time, selective repeat up to
+// this many messages ahead of the expected PSN [SRQ-TAKE-4].
+#define RDMA_SRQ_QPS     8
+#define RDMA_MAX_SRQ_WR  (RDMA_SRQ_QPS * RDMA_MAX_QP_WR)
+#define RDMA_POOL_SRQ_WR (RDMA_SRQ_QPS / 2 * RDMA_POOL_QP_WR)
+#define RDMA_SRQ_TAKEN   8
 #define RDMA_PAGES(bytes) (((bytes) + PGSIZE - 1) / PGSIZE)
 #define RDMA_QP_RING_BYTES(s, r) ((s) * sizeof(struct rct_send_wqe) + (r) * sizeof(struct rct_recv_wqe) + \
                                   RDMA_MAX_RD * sizeof(struct rct_rd_res))
 #define RDMA_POOL_PAGES  (RDMA_MAX_QP * RDMA_PAGES(RDMA_QP_RING_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR)) + \
-                          RDMA_MAX_CQ * RDMA_PAGES(2 * RDMA_POOL_QP_WR * sizeof(struct rct_wc)))
+                          RDMA_MAX_CQ * RDMA_PAGES(2 * RDMA_POOL_QP_WR * sizeof(struct rct_wc)) + \
+                          RDMA_MAX_SRQ * RDMA_PAGES(RDMA_POOL_SRQ_WR * sizeof(struct rct_recv_wqe)))
 #define RDMA_LIVE_WORDS  (RDMA_MAX_QP / 64)   // words of the live bitmaps (rdma.qp_live, cq_live)
 
 _Static_assert(RDMA_MAX_QP % 64 == 0 && RDMA_MAX_CQ == RDMA_MAX_QP, "live bitmaps: whole words, one size");
@@ -87,6 +98,8 @@ _Static_assert((RDMA_MR_DIR - 1) * RDMA_PAS_PER_PAGE < RDMA_MR_PAGES, "no unused
 // the rounded max_qp_wr only if it is one.
 _Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a power of two");
 _Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
+_Static_assert((RDMA_MAX_SRQ_WR & (RDMA_MAX_SRQ_WR - 1)) == 0, "max_srq_wr is a power of two");
+_Static_assert((RDMA_SRQ_TAKEN & (RDMA_SRQ_TAKEN - 1)) == 0, "the taken-WQE ring is a power of two");
 _Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
 // The event rings count with free-running uint32 indices.
 _Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ring wraps cleanly");
@@ -128,6 +141,7 @@ struct rdma_qp {              // in use: its bit in rdma.qp_live
   struct kv_owner *owner;
   int type;                 // KV_QPT_RC or KV_QPT_UD
   int pd, send_cq, recv_cq;
+  int srq;                  // the SRQ's slot it takes receives from, or -1
   uint32 max_send_sge, max_recv_sge;
   struct rct_qp_base *base; // the core's QP of any type: &qp.base (RC), or ud's in the rings (UD)
   struct rct_qp qp;         // RC only
@@ -150,6 +164,18 @@ struct rdma_ah {
   struct kv_owner *owner;
   int pd;
   struct rct_ud_dest dest; // dmac, dscp, ttl, dipv4; dqpn and qkey per WR
+};
+
+// A shared receive queue (rdma_srq.c): the core's SRQ over one run of
+// pool pages (its ring of max_wr receive WQEs).
+struct rdma_srq {
+  int used;
+  struct kv_owner *owner;
+  int pd;
+  uint32 max_sge;
+  struct rct_srq srq;
+  void *ring;
+  int ring_pages;
 };
 
 struct rdma_neigh { uint32 ipv4; uint8 mac[6]; };
@@ -186,6 +212,14 @@ extern struct rdma_mr rdma_mrs[RDMA_MAX_MR];
 extern struct rdma_cq rdma_cqs[RDMA_MAX_CQ];
 extern struct rdma_qp rdma_qps[RDMA_MAX_QP];
 extern struct rdma_ah rdma_ahs[RDMA_MAX_AH];
+extern struct rdma_srq rdma_srqs[RDMA_MAX_SRQ];
+
+// The least power of two >= n (ring sizes).
+static inline uint32 rdma_pow2_at_least(uint32 n) {
+  uint32 p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
 
 // Lock held. Slot i's bit in a live bitmap (rdma.cq_live, rdma.qp_live).
 static inline int rdma_live(const uint64 *map, int i) { return (map[i / 64] >> (i % 64)) & 1; }
@@ -283,10 +317,16 @@ int   rdma_pool_free_pages(void);
 int  rdma_ah_owned(struct kv_owner *o, const struct rdma_ah *ah);
 void rdma_ah_release_all(struct kv_owner *o);
 int  rdma_ah_count(void);
+// rdma_srq.c:
+int  rdma_srq_owned(struct kv_owner *o, const struct rdma_srq *srq);
+void rdma_srq_on_event(const struct rct_event *ev);   // SRQ_LIMIT
+void rdma_srq_release_all(struct kv_owner *o);       // the owner's QPs are already gone
+int  rdma_srq_count(void);
 // rdma_qp.c:
+int  rdma_post_errno(int rct);                       // the core's refusal of a WR -> RDMA_E*
 int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);
 struct rct_qp_base *rdma_qp_lookup_any(void *ctx, uint32 qpn);
-void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR
+void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR, QP_LAST_WQE
 void rdma_qp_release_all(struct kv_owner *o);
 void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s);   // live slot i; handle and owner_pid left 0
 
@@ -312,6 +352,11 @@ int  uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (A
 int  uv_query_qp(int h, struct rdma_qp_attr *a);
 int  uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err);
 int  uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
+int  uv_create_srq(struct rdma_srq_create *c);         // RDMA_NO_RESOURCES
+int  uv_modify_srq(int h, const struct rdma_srq_attr *a, uint32 mask);
+int  uv_query_srq(int h, struct rdma_srq_attr *a);
+int  uv_destroy_srq(int h);                            // RDMA_BUSY while a QP uses it
+int  uv_post_srq_recv(int h, const struct rct_recv_wr *wr, int n, int *err);
 int  uv_create_ah(const struct rdma_ah_attr *a);       // may sleep (ARP); RDMA_NO_ROUTE
 int  uv_destroy_ah(int h);
 int  uv_qp_stats(int i, struct rdma_qp_stats *s);

@@ -39,6 +39,7 @@ uint32 rdma_random(void) {
 // MRs and PDs.
 void rdma_release_owner_locked(struct kv_owner *o) {
   rdma_qp_release_all(o);
+  rdma_srq_release_all(o);
   rdma_ah_release_all(o);
   rdma_cq_release_all(o);
   rdma_mr_release_all(o);
@@ -153,6 +154,9 @@ void kv_query_device(struct rdma_device_info *out) {
   d.max_qp_init_rd_atom = RDMA_MAX_RD;
   d.max_res_rd_atom = RDMA_MAX_RD * RDMA_MAX_QP;
   d.phys_port_cnt = 1;
+  d.max_srq = RDMA_MAX_SRQ;
+  d.max_srq_wr = RDMA_MAX_SRQ_WR;
+  d.max_srq_sge = RDMA_MAX_SGE;
   *out = d;
 }
 

@@ -207,6 +207,8 @@ static void (*const event_handlers[RCT_EV_COUNT])(const struct rct_event *) = {
   [RCT_EV_QP_ERR] = rdma_qp_on_event,
   [RCT_EV_CQ_OVERFLOW] = rdma_cq_on_event,
   [RCT_EV_CQ_COMP] = rdma_cq_on_event,
+  [RCT_EV_QP_LAST_WQE] = rdma_qp_on_event,
+  [RCT_EV_SRQ_LIMIT] = rdma_srq_on_event,
 };
 
 // Lock held. Every event the core recorded since the last drain.

@@ -51,20 +51,16 @@ _Static_assert(UD_RUN_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR) <=
                RDMA_QP_RING_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR) + PGSIZE,
                "a UD QP takes about what an RC QP's rings take from the pool");
 
-static uint32 pow2_at_least(uint32 n) {
-  uint32 p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
 // Lock held; slot h free, c checked, its PD and CQs o's. The rings take
 // one run of pool pages: RDMA_NO_RESOURCES if none is long enough.
 static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int sh, int rh) {
   struct rdma_qp *q = &rdma_qps[h];
   struct rct_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
-  ia.sq_size = pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
-  ia.rq_size = pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+  ia.sq_size = rdma_pow2_at_least(c->max_send_wr ? c->max_send_wr : 1);
+  // on an SRQ its own ring holds only the WQEs it took [SRQ-TAKE-4]
+  ia.rq_size = c->srq ? RDMA_SRQ_TAKEN : rdma_pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+  ia.srq = c->srq ? &c->srq->srq : NULL;
   int ud = c->qp_type == KV_QPT_UD;
   uint64 bytes = ud ? UD_RUN_BYTES(ia.sq_size, ia.rq_size) : RDMA_QP_RING_BYTES(ia.sq_size, ia.rq_size);
   int pages = (int)RDMA_PAGES(bytes);
@@ -103,31 +99,37 @@ static int qp_init(struct kv_owner *o, int h, struct kv_qp_init *c, int pdh, int
   q->pd = pdh;
   q->send_cq = sh;
   q->recv_cq = rh;
+  q->srq = c->srq ? (int)(c->srq - rdma_srqs) : -1;
   q->max_send_sge = c->max_send_sge ? c->max_send_sge : 1;
-  q->max_recv_sge = c->max_recv_sge ? c->max_recv_sge : 1;
+  q->max_recv_sge = c->srq ? 0 : c->max_recv_sge ? c->max_recv_sge : 1;
   rdma_pds[pdh].refs++;
   rdma_cqs[sh].refs++;
   rdma_cqs[rh].refs++;
   c->max_send_wr = ia.sq_size;
-  c->max_recv_wr = ia.rq_size;
+  c->max_recv_wr = c->srq ? 0 : ia.rq_size;
   c->max_send_sge = q->max_send_sge;
   c->max_recv_sge = q->max_recv_sge;
   c->qp_num = ia.qpn;
   return 0;
 }
 
+// Lock held. c->srq is none, or o's SRQ in PD pdh [SRQ-VERB-6].
+static int srq_ok(struct kv_owner *o, const struct kv_qp_init *c, int pdh) {
+  return !c->srq || (rdma_srq_owned(o, c->srq) >= 0 && c->srq->pd == pdh && !c->gsi);
+}
+
 // A QP of o's type c->qp_type (RC or UD) over o's PD and CQs with c's
-// queue sizes; fills in what was granted and the QPN. 0 and *out, -1 for
-// a bad argument, or RDMA_NO_RESOURCES: every slot is taken or the ring
-// pool has no run for the rings.
+// queue sizes (and o's SRQ c->srq, if not NULL); fills in what was granted
+// and the QPN. 0 and *out, -1 for a bad argument, or RDMA_NO_RESOURCES:
+// every slot is taken or the ring pool has no run for the rings.
 int kv_create_qp(struct kv_owner *o, struct kv_qp_init *c, struct rdma_qp **out) {
   if ((c->qp_type != KV_QPT_RC && c->qp_type != KV_QPT_UD) ||
-      c->max_send_wr > RDMA_MAX_QP_WR || c->max_recv_wr > RDMA_MAX_QP_WR ||
-      c->max_send_sge > RDMA_MAX_SGE || c->max_recv_sge > RDMA_MAX_SGE) return -1;
+      c->max_send_wr > RDMA_MAX_QP_WR || c->max_send_sge > RDMA_MAX_SGE ||
+      (!c->srq && (c->max_recv_wr > RDMA_MAX_QP_WR || c->max_recv_sge > RDMA_MAX_SGE))) return -1;
   int rc = -1;
   spin_lock(&rdma.lock);
   int pdh = rdma_pd_owned(o, c->pd), sh = rdma_cq_owned(o, c->send_cq), rh = rdma_cq_owned(o, c->recv_cq);
-  if (pdh >= 0 && sh >= 0 && rh >= 0) {
+  if (pdh >= 0 && sh >= 0 && rh >= 0 && srq_ok(o, c, pdh)) {
     int slot = rdma_live_free(rdma.qp_live);
     rc = slot < 0 ? RDMA_NO_RESOURCES : qp_init(o, slot, c, pdh, sh, rh);
     if (rc == 0) *out = &rdma_qps[slot];
@@ -202,7 +204,7 @@ int kv_query_qp(struct kv_owner *o, struct rdma_qp *q, struct rdma_qp_attr *a) {
     rct_qpb_query(q->base, &r);
     rdma_qp_attr_out(&r, a);
     a->max_send_wr = q->base->init.sq_size;
-    a->max_recv_wr = q->base->init.rq_size;
+    a->max_recv_wr = q->srq < 0 ? q->base->init.rq_size : 0;
     a->max_send_sge = q->max_send_sge;
     a->max_recv_sge = q->max_recv_sge;
   }
@@ -216,7 +218,8 @@ static const struct { int rct, err; } post_errs[] = {
   { RCT_ENOSPC, RDMA_ENOMEM },
 };
 
-static int post_err(int rct) {
+int rdma_post_errno(int rct) {
+  if (rct == RCT_OK) return 0;
   for (int i = 0; i < (int)ARRAY_LEN(post_errs); i++)
     if (post_errs[i].rct == rct) return post_errs[i].err;
   return RDMA_EINVAL;
@@ -250,7 +253,7 @@ static int post_one(struct kv_owner *o, struct rdma_qp *q, int kind, const void 
   if (kind == POST_RECV) rc = rct_qpb_post_recv(q->base, r);
   else if ((kind == POST_UD_SEND) != (q->type == KV_QPT_UD)) rc = RCT_EINVAL;
   else rc = kind == POST_SEND ? rct_post_send(&q->qp, s) : post_ud(o, q, wr);
-  return rc == RCT_OK ? 0 : post_err(rc);
+  return rdma_post_errno(rc);
 }
 
 // Lock NOT held. Posts wr[0..n) (struct rct_send_wr or rct_recv_wr, their
@@ -287,13 +290,16 @@ int kv_post_recv(struct kv_owner *o, struct rdma_qp *q, const struct rct_recv_wr
 
 // Lock held; the core's event for a live QP (rct_qp_destroy takes a freed
 // QP's away). A QP that entered ERR on its own (a fatal transport error,
-// not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner.
+// not the owner's modify_qp) raises IBV_EVENT_QP_FATAL for its owner; a
+// QP on an SRQ that entered ERR, either way, IBV_EVENT_QP_LAST_WQE_REACHED
+// after it (the core reports QP_ERR first) [SRQ-ERR-2].
 void rdma_qp_on_event(const struct rct_event *ev) {
   int h = rdma_idtab_find(&qp_nums, ev->qp_base->init.qpn);
   if (h < 0) return;
   struct rdma_qp *q = &rdma_qps[h];
-  struct kv_async_event ae = { .type = IBV_EVENT_QP_FATAL, .qp = q };
-  if (ev->info == RCT_QP_ERR_TRANSPORT && q->owner->async) q->owner->async(q->owner, &ae);
+  int last = ev->type == RCT_EV_QP_LAST_WQE;
+  struct kv_async_event ae = { .type = last ? IBV_EVENT_QP_LAST_WQE_REACHED : IBV_EVENT_QP_FATAL, .qp = q };
+  if ((last || ev->info == RCT_QP_ERR_TRANSPORT) && q->owner->async) q->owner->async(q->owner, &ae);
 }
 
 // Lock held. The slots in use of a table whose entries start with `int used`.
@@ -325,7 +331,7 @@ void kv_dev_stats(struct rdma_dev_stats *s) {
     .live_pds = count_used(rdma_pds, RDMA_MAX_PD, sizeof rdma_pds[0]),
     .live_mrs = count_used(rdma_mrs, RDMA_MAX_MR, sizeof rdma_mrs[0]),
     .live_cqs = count_live(rdma.cq_live), .live_qps = count_live(rdma.qp_live),
-    .pool_free_pages = rdma_pool_free_pages(), .live_ahs = rdma_ah_count(),
+    .pool_free_pages = rdma_pool_free_pages(), .live_ahs = rdma_ah_count(), .live_srqs = rdma_srq_count(),
   };
   spin_unlock(&rdma.lock);
 }

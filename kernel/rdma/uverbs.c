@@ -399,7 +399,7 @@ int uv_wait_write(const volatile uint8 *addr, uint8 old, int timeout_ms) {
 static void uv_async(struct kv_owner *o, const struct kv_async_event *ev) {
   struct uv_proc *q = proc_of(o);
   if (!q) return;
-  int h = ev->cq ? (int)(ev->cq - rdma_cqs) : (int)(ev->qp - rdma_qps);
+  int h = ev->cq ? (int)(ev->cq - rdma_cqs) : ev->srq ? (int)(ev->srq - rdma_srqs) : (int)(ev->qp - rdma_qps);
   uint64 cookie = ev->cq ? uv_cqs[h].cookie : 0;
   if (q->tail - q->head == RDMA_ASYNC_PER_PROC) {
     q->head++;
@@ -443,7 +443,9 @@ int uv_create_qp(struct rdma_qp_create *c) {
     .send_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->send_cq), .recv_cq = AT(rdma_cqs, RDMA_MAX_CQ, c->recv_cq),
     .max_send_wr = c->max_send_wr, .max_recv_wr = c->max_recv_wr,
     .max_send_sge = c->max_send_sge, .max_recv_sge = c->max_recv_sge, .sq_sig_all = c->sq_sig_all,
+    .srq = c->srq ? AT(rdma_srqs, RDMA_MAX_SRQ, c->srq - 1) : NULL,
   };
+  if (c->srq && !in.srq) return -1;
   struct rdma_qp *qp;
   int r = kv_create_qp(o, &in, &qp);
   if (r < 0) return r;
@@ -524,6 +526,43 @@ int uv_post_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
   struct kv_owner *o = self(0);
   *err = 0;
   return o ? kv_post_recv(o, AT(rdma_qps, RDMA_MAX_QP, h), wr, n, err) : -1;
+}
+
+// ---- shared receive queues ----
+
+// An SRQ in the caller's PD c->pd: its handle (granted sizes in c), -1,
+// or RDMA_NO_RESOURCES.
+int uv_create_srq(struct rdma_srq_create *c) {
+  struct kv_owner *o = self(0);
+  if (!o) return -1;
+  struct kv_srq_init in = { .pd = AT(rdma_pds, RDMA_MAX_PD, c->pd), .max_wr = c->max_wr, .max_sge = c->max_sge };
+  struct rdma_srq *srq;
+  int r = kv_create_srq(o, &in, &srq);
+  if (r < 0) return r;
+  c->max_wr = in.max_wr;
+  c->max_sge = in.max_sge;
+  return (int)(srq - rdma_srqs);
+}
+
+int uv_modify_srq(int h, const struct rdma_srq_attr *a, uint32 mask) {
+  struct kv_owner *o = self(0);
+  return o ? kv_modify_srq(o, AT(rdma_srqs, RDMA_MAX_SRQ, h), a, mask) : -1;
+}
+
+int uv_query_srq(int h, struct rdma_srq_attr *a) {
+  struct kv_owner *o = self(0);
+  return o ? kv_query_srq(o, AT(rdma_srqs, RDMA_MAX_SRQ, h), a) : -1;
+}
+
+int uv_destroy_srq(int h) {
+  struct kv_owner *o = self(0);
+  return o ? kv_destroy_srq(o, AT(rdma_srqs, RDMA_MAX_SRQ, h)) : -1;
+}
+
+int uv_post_srq_recv(int h, const struct rct_recv_wr *wr, int n, int *err) {
+  struct kv_owner *o = self(0);
+  *err = 0;
+  return o ? kv_post_srq_recv(o, AT(rdma_srqs, RDMA_MAX_SRQ, h), wr, n, err) : -1;
 }
 
 // ---- statistics ----

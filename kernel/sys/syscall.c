@@ -10,7 +10,7 @@
 #include "sys/syscall.h"
 #include "lib/uapi.h"
 
-// RDMA verbs (sysrdma.c over kernel/rdma/), numbers 60..86 in uapi.h.
+// RDMA verbs (sysrdma.c over kernel/rdma/), numbers 60..91 in uapi.h.
 #define RDMA_HANDLERS(X) \
   X(rdma_query_device) X(rdma_query_port) X(rdma_alloc_pd) X(rdma_dealloc_pd) \
   X(rdma_reg_mr) X(rdma_dereg_mr) X(rdma_create_chan) X(rdma_destroy_chan) \
@@ -18,7 +18,8 @@
   X(rdma_get_cq_event) X(rdma_create_qp) X(rdma_modify_qp) X(rdma_query_qp) \
   X(rdma_destroy_qp) X(rdma_post_send) X(rdma_post_recv) X(rdma_get_async) \
   X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write) \
-  X(rdma_wait_cq) X(rdma_dev_stats) X(rdma_create_ah) X(rdma_destroy_ah)
+  X(rdma_wait_cq) X(rdma_dev_stats) X(rdma_create_ah) X(rdma_destroy_ah) \
+  X(rdma_create_srq) X(rdma_modify_srq) X(rdma_query_srq) X(rdma_destroy_srq) X(rdma_post_srq_recv)
 
 #define HANDLERS(X) \
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \

@@ -115,6 +115,9 @@ struct post_batch {
   struct rct_sge sg[POST_BATCH][RDMA_MAX_SGE];
 };
 
+// What a post call posts to: a QP's send or receive queue, or an SRQ.
+enum { TO_RECV, TO_SEND, TO_SRQ };
+
 // WR i of the batch from uva: 0, or -1 for a bad WR or SGE address. A
 // num_sge out of range copies no SGE: rdma_post_* refuses the WR.
 static int wr_in(int is_send, uint64 uva, struct post_batch *b, int i) {
@@ -132,8 +135,8 @@ static int wr_in(int is_send, uint64 uva, struct post_batch *b, int i) {
 // index "accepted" and *err says why. -1 for a bad handle, a bad error
 // pointer (checked before anything is posted) or a first WR that cannot
 // be read; a later unreadable WR ends the post there.
-static int64 post_common(int is_send) {
-  int h = arg_int(0), n = arg_int(2), err = 0, done = 0;
+static int64 post_common(int to) {
+  int h = arg_int(0), n = arg_int(2), err = 0, done = 0, is_send = to == TO_SEND;
   uint64 uva = arg_addr(1), err_uva = arg_addr(3);
   uint64 size = is_send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr);
   struct post_batch b;
@@ -144,7 +147,8 @@ static int64 post_common(int is_send) {
     for (; k < POST_BATCH && done + k < n && !unreadable; k++)
       unreadable = wr_in(is_send, uva + (uint64)(done + k) * size, &b, k) < 0;
     k -= unreadable;
-    int r = is_send ? uv_post_send(h, b.s, k, &err) : uv_post_recv(h, b.r, k, &err);
+    int r = is_send ? uv_post_send(h, b.s, k, &err)
+            : to == TO_SRQ ? uv_post_srq_recv(h, b.r, k, &err) : uv_post_recv(h, b.r, k, &err);
     if (r < 0) return -1;
     done += r;
     if (r < k || done == n) break;
@@ -154,8 +158,34 @@ static int64 post_common(int is_send) {
   return done;
 }
 
-int64 sys_rdma_post_send(void) { return post_common(1); }
-int64 sys_rdma_post_recv(void) { return post_common(0); }
+int64 sys_rdma_post_send(void) { return post_common(TO_SEND); }
+int64 sys_rdma_post_recv(void) { return post_common(TO_RECV); }
+int64 sys_rdma_post_srq_recv(void) { return post_common(TO_SRQ); }
+
+// (struct rdma_srq_create *io) -> srq
+int64 sys_rdma_create_srq(void) {
+  struct rdma_srq_create c;
+  uint64 uva = arg_addr(0);
+  if (copy_in(user_pt(), &c, uva, sizeof c) < 0) return -1;
+  int h = uv_create_srq(&c);
+  if (out_if_ok(h, uva, &c, sizeof c) >= 0 || h < 0) return h;
+  uv_destroy_srq(h);          // the caller cannot learn the handle: undo
+  return -1;
+}
+
+// (srq, struct rdma_srq_attr *attr, IBV_SRQ_* mask)
+int64 sys_rdma_modify_srq(void) {
+  struct rdma_srq_attr a;
+  if (copy_in(user_pt(), &a, arg_addr(1), sizeof a) < 0) return -1;
+  return uv_modify_srq(arg_int(0), &a, (uint32)arg_int(2));
+}
+
+int64 sys_rdma_query_srq(void) {
+  struct rdma_srq_attr a;
+  return out_if_ok(uv_query_srq(arg_int(0), &a), arg_addr(1), &a, sizeof a);
+}
+
+int64 sys_rdma_destroy_srq(void) { return uv_destroy_srq(arg_int(0)); }
 
 // (struct rdma_async_event *out, block) -> 0, or -1 if none.
 int64 sys_rdma_get_async(void) {

@@ -6,6 +6,7 @@ without one counts as one test by its exit status).
 
 Steps (times measured on the 2-core build machine, TCG):
   rdmatest, 1 and 3 CPUs     loopback: every opcode, error path, limits
+  srqtest                    loopback: 64 connections on one SRQ, its limit, RNR, ERR, exit
   rdmanet                    two guests, 0 % and 1 % loss, rdmanet_test + rdmacp
   matrix                     opcode x size, byte-exact, under loss 0/1/5 %,
                              5 % with selective repeat, duplication,
@@ -58,6 +59,7 @@ def steps():
     return [
         ("rdmatest_cpus1", [PY, f"{HERE}/run_rdmatest.py", "--cpus", "1"]),
         ("rdmatest_cpus3", [PY, f"{HERE}/run_rdmatest.py", "--cpus", "3"]),
+        ("srqtest", [PY, f"{HERE}/run_rdmatest.py", "--prog", "srqtest"]),
         ("rdmanet", [PY, f"{HERE}/run_rdmanet.py"]),
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
         ("security", [PY, f"{HERE}/run_security.py"]),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""run_rdmatest.py: boot one guest, run rdmatest (loopback verbs self-test),
-print its transcript lines, and exit 0 only if it ends with "N passed, 0
-failed" and the guest powers off cleanly.
+"""run_rdmatest.py: boot one guest, run rdmatest (loopback verbs self-test)
+or another loopback test program of the shared runner (--prog srqtest: the
+shared receive queues), print its transcript lines, and exit 0 only if it
+ends with "N passed, 0 failed" and the guest powers off cleanly.
 
-Usage: python3 tests/rdma/run_rdmatest.py [--cpus N] [--quick] [--timeout S] [--only NAME]
+Usage: python3 tests/rdma/run_rdmatest.py [--prog P] [--cpus N] [--quick] [--timeout S] [--only NAME]
 (--only NAME: that case, or every case named NAME_*)
 """
 import argparse
@@ -20,9 +21,10 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--only", default="")
+    ap.add_argument("--prog", default="rdmatest", choices=("rdmatest", "srqtest"))
     args = ap.parse_args()
-    cmd = "rdmatest" + (" -q" if args.quick else "") + (" " + args.only if args.only else "")
-    name = f"rdmatest-cpus{args.cpus}"
+    cmd = args.prog + (" -q" if args.quick else "") + (" " + args.only if args.only else "")
+    name = f"{args.prog}-cpus{args.cpus}"
     try:
         with Guest(name, cpus=args.cpus, append="ip=10.0.0.1 mac=52:54:00:00:00:01") as g:
             g.boot()
@@ -34,7 +36,7 @@ def main():
             status = g.wait_exit(30)
             text = g.output()
     except GuestError as e:
-        print(f"rdmatest: guest error: {e}")
+        print(f"{args.prog}: guest error: {e}")
         print("1 passed, 1 failed" if False else "0 passed, 1 failed")
         return 1
     for line in text.splitlines():

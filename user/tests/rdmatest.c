@@ -1872,15 +1872,9 @@ static const struct tr_case *const tables[] = { cases };
 
 // Opens the device every case uses and reads the port's path MTU.
 static int open_device(void) {
-  struct ibv_port_attr pa;
-  ctx = rdmau_open();
-  if (!ctx || ibv_query_port(ctx, 1, &pa) != 0) {
-    printf("rdmatest: no RDMA device\n");
-    return -1;
-  }
-  mtu = pa.active_mtu;
+  ctx = rdmau_open_port("rdmatest", &mtu);
   mtu_bytes = ibv_mtu_to_num(mtu);
-  return 0;
+  return ctx ? 0 : -1;
 }
 
 // No free-page check: exit_in_flight and mr_max_unaligned check their own.

@@ -14,7 +14,7 @@ import re
 import sys
 
 LIBRDMACM_NAMES = {"rdma_dereg_mr", "rdma_create_qp", "rdma_destroy_qp", "rdma_post_send",
-                   "rdma_post_recv"}
+                   "rdma_post_recv", "rdma_create_srq", "rdma_destroy_srq"}
 LIBC_WRAPPED = set()
 SYSCALL_LINE = re.compile(r"^\s*#\s*define\s+SYS_(\w+)\s+(\d+)")
 

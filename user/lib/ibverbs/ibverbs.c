@@ -13,6 +13,7 @@
 // The QP of each handle, for async events (which name the QP by handle);
 // every handle the kernel gives is below RDMA_MAX_QP (uapi.h).
 static struct ibv_qp *qp_by_handle[RDMA_MAX_QP];
+static struct ibv_srq *srq_by_handle[RDMA_MAX_SRQ];   // the same, for SRQ_LIMIT_REACHED
 
 // IBV_SEND_INLINE: the library copies the payload into a registered ring
 // of its own at post time, so the caller's buffer and lkey do not matter.
@@ -89,6 +90,9 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a) {
   a->max_pkeys = 1;
   a->local_ca_ack_delay = 15;
   a->phys_port_cnt = (uint8_t)d.phys_port_cnt;
+  a->max_srq = d.max_srq;
+  a->max_srq_wr = d.max_srq_wr;
+  a->max_srq_sge = d.max_srq_sge;
   return 0;
 }
 
@@ -129,6 +133,8 @@ int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *eve
   if (!context || !event || rdma_get_async(&e, 1) < 0) return -1;
   event->event_type = (enum ibv_event_type)e.event_type;
   if (e.event_type == IBV_EVENT_CQ_ERR) event->element.cq = (struct ibv_cq *)(uint64_t)e.cookie;
+  else if (e.event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+    event->element.srq = (e.handle >= 0 && e.handle < RDMA_MAX_SRQ) ? srq_by_handle[e.handle] : NULL;
   else event->element.qp = (e.handle >= 0 && e.handle < RDMA_MAX_QP) ? qp_by_handle[e.handle] : NULL;
   return 0;
 }
@@ -297,7 +303,7 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   if (!pd || !ia || !ia->send_cq || !ia->recv_cq) return fail_null(EINVAL);
-  if ((ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD) || ia->srq) return fail_null(ENOSYS);
+  if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UD) return fail_null(ENOSYS);
   if (ia->cap.max_inline_data > MAX_INLINE) return fail_null(EINVAL);
   struct qp_priv *priv = calloc(1, sizeof *priv);
   if (!priv) return fail_null(ENOMEM);
@@ -307,6 +313,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
     .sq_sig_all = ia->sq_sig_all, .qp_type = ia->qp_type,
     .max_send_wr = ia->cap.max_send_wr, .max_recv_wr = ia->cap.max_recv_wr,
     .max_send_sge = ia->cap.max_send_sge, .max_recv_sge = ia->cap.max_recv_sge,
+    .srq = ia->srq ? (int)ia->srq->handle + 1 : 0,
   };
   int h = sys_rdma_create_qp(&c);
   if (h < 0) { free(priv); return fail_null(h == RDMA_NO_RESOURCES ? ENOMEM : EINVAL); }
@@ -331,6 +338,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   qp->pd = pd;
   qp->send_cq = ia->send_cq;
   qp->recv_cq = ia->recv_cq;
+  qp->srq = ia->srq;
   qp->handle = (uint32_t)h;
   qp->qp_num = c.qp_num;
   qp->state = IBV_QPS_RESET;
@@ -534,10 +542,13 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
   return 0;
 }
 
-int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
+// Receive WRs to the QP or SRQ with handle h through post (the system
+// call of one or the other): 0, or the errno of the first refused WR,
+// *bad_wr pointing at it.
+static int post_recv_list(int (*post)(int, struct rdma_recv_wr *, int, int *), int h,
+                          struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
   struct rdma_recv_wr k[POST_BATCH];
   struct ibv_recv_wr *first[POST_BATCH];
-  if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
   while (wr) {
     int n = 0, bad_arg = 0;
     for (; wr && n < POST_BATCH; wr = wr->next, n++) {
@@ -547,13 +558,67 @@ int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
                                     .num_sge = wr->num_sge };
     }
     int err = 0;
-    int done = n > 0 ? sys_rdma_post_recv((int)qp->handle, k, n, &err) : 0;
+    int done = n > 0 ? post(h, k, n, &err) : 0;
     if (done < 0) { done = 0; err = EINVAL; }
     if (done < n || bad_arg) {
       if (bad_wr) *bad_wr = done < n ? first[done] : wr;
       return (done < n && err) ? err : EINVAL;
     }
   }
+  return 0;
+}
+
+// A QP created with an SRQ takes no receive WR of its own [SRQ-TAKE-2]:
+// the kernel refuses it (EINVAL).
+int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
+  if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  return post_recv_list(sys_rdma_post_recv, (int)qp->handle, wr, bad_wr);
+}
+
+int ibv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
+  if (!srq) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  return post_recv_list(rdma_post_srq_recv, (int)srq->handle, wr, bad_wr);
+}
+
+// ---- shared receive queues (proto-spec srq.md) ----
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia) {
+  if (!pd || !ia) return fail_null(EINVAL);
+  struct ibv_srq *srq = calloc(1, sizeof *srq);
+  if (!srq) return fail_null(ENOMEM);
+  struct rdma_srq_create c = { .pd = (int)pd->handle, .max_wr = ia->attr.max_wr, .max_sge = ia->attr.max_sge };
+  int h = sys_rdma_create_srq(&c);
+  if (h < 0) { free(srq); return fail_null(h == RDMA_NO_RESOURCES ? ENOMEM : EINVAL); }
+  ia->attr.max_wr = c.max_wr;                   // [SRQ-VERB-1]
+  ia->attr.max_sge = c.max_sge;
+  srq->context = pd->context;
+  srq->srq_context = ia->srq_context;
+  srq->pd = pd;
+  srq->handle = (uint32_t)h;
+  if (h < RDMA_MAX_SRQ) srq_by_handle[h] = srq;
+  return srq;
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask) {
+  struct rdma_srq_attr k;
+  if (!srq || !attr) return EINVAL;
+  k = (struct rdma_srq_attr){ attr->max_wr, attr->max_sge, attr->srq_limit };
+  return rdma_modify_srq((int)srq->handle, &k, (unsigned)mask) < 0 ? EINVAL : 0;
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr) {
+  struct rdma_srq_attr k;
+  if (!srq || !attr || rdma_query_srq((int)srq->handle, &k) < 0) return EINVAL;
+  *attr = (struct ibv_srq_attr){ k.max_wr, k.max_sge, k.srq_limit };
+  return 0;
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq) {
+  if (!srq) return EINVAL;
+  int r = sys_rdma_destroy_srq((int)srq->handle);
+  if (r < 0) return r == RDMA_BUSY ? EBUSY : EINVAL;       // [SRQ-VERB-4]
+  if (srq->handle < RDMA_MAX_SRQ) srq_by_handle[srq->handle] = NULL;
+  free(srq);
   return 0;
 }
 

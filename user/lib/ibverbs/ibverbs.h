@@ -2,8 +2,8 @@
 //
 // Mirrors the names, fields, constants and meanings of libibverbs'
 // <infiniband/verbs.h> for the subset this system implements (one RoCEv2
-// device "rxe0" with one port, RC QPs, SEND / SEND_WITH_IMM / RDMA WRITE /
-// WRITE_WITH_IMM / READ), so a program written for libibverbs builds with
+// device "rxe0" with one port, RC and UD QPs, SEND / SEND_WITH_IMM / RDMA WRITE /
+// WRITE_WITH_IMM / READ, shared receive queues), so a program written for libibverbs builds with
 // few changes; <infiniband/verbs.h> (user/include) names this header.
 // Functions libibverbs makes static inline (ibv_poll_cq, ibv_post_send,
 // ibv_post_recv, ibv_req_notify_cq) are ordinary functions here. Errors:
@@ -182,7 +182,27 @@ struct ibv_qp_cap {
   uint32_t max_inline_data;
 };
 
-struct ibv_srq;
+// Shared receive queues (ibv_create_srq(3), ibv_modify_srq(3),
+// ibv_query_srq(3), proto-spec srq.md). IBV_SRQ_MAX_WR and IBV_SRQ_LIMIT
+// (ibv_modify_srq's mask) are uapi.h's.
+struct ibv_srq_attr {
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
+};
+
+struct ibv_srq_init_attr {
+  void *srq_context;
+  struct ibv_srq_attr attr;
+};
+
+struct ibv_srq {
+  struct ibv_context *context;
+  void *srq_context;
+  struct ibv_pd *pd;
+  uint32_t handle;
+  uint32_t events_completed;
+};
 
 struct ibv_qp_init_attr {
   void *qp_context;
@@ -334,6 +354,16 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 int ibv_destroy_qp(struct ibv_qp *qp);
 int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+// Shared receive queues. ibv_modify_srq: IBV_SRQ_LIMIT arms the limit
+// event (IBV_EVENT_SRQ_LIMIT_REACHED, element.srq); IBV_SRQ_MAX_WR
+// (resizing) is EINVAL: the device does not resize SRQs. ibv_destroy_srq
+// is EBUSY while a QP uses the SRQ.
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask);
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+int ibv_destroy_srq(struct ibv_srq *srq);
+int ibv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr, struct ibv_recv_wr **bad_recv_wr);
 
 // Names.
 const char *ibv_node_type_str(enum ibv_node_type node_type);

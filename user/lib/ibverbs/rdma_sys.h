@@ -1,7 +1,7 @@
 // rdma_sys.h: prototypes of the raw RDMA system calls (SYS_rdma_* in
 // kernel/lib/uapi.h; stubs generated into build/user/lib/c/usys.S). Programs use the verbs
-// in ibverbs.h; only the library and rdmastat call these directly. The five
-// whose names librdmacm takes (rdma_cm.h) are stubbed as sys_rdma_* (gen_usys.py).
+// in ibverbs.h; only the library and rdmastat call these directly. The seven
+// whose names librdmacm takes (rdma_cm.h, rdma_verbs.h) are stubbed as sys_rdma_* (gen_usys.py).
 #ifndef RDMA_SYS_H
 #define RDMA_SYS_H
 #include "kernel/lib/uapi.h"
@@ -33,5 +33,10 @@ int rdma_wait_cq(int cq, int timeout_ms);
 int rdma_dev_stats(struct rdma_dev_stats *out);
 int rdma_create_ah(const struct rdma_ah_attr *attr);
 int rdma_destroy_ah(int ah);
+int sys_rdma_create_srq(struct rdma_srq_create *io);
+int rdma_modify_srq(int srq, struct rdma_srq_attr *attr, unsigned int mask);
+int rdma_query_srq(int srq, struct rdma_srq_attr *out);
+int sys_rdma_destroy_srq(int srq);
+int rdma_post_srq_recv(int srq, struct rdma_recv_wr *wr, int n, int *err);
 
 #endif

@@ -15,6 +15,17 @@ struct ibv_context *rdmau_open(void) {
   return ctx;
 }
 
+struct ibv_context *rdmau_open_port(const char *prog, enum ibv_mtu *mtu) {
+  struct ibv_port_attr pa;
+  struct ibv_context *ctx = rdmau_open();
+  if (!ctx || ibv_query_port(ctx, 1, &pa) != 0) {
+    printf("%s: no RDMA device\n", prog);
+    return NULL;
+  }
+  *mtu = pa.active_mtu;
+  return ctx;
+}
+
 int rdmau_ud_ready(struct ibv_qp *qp, uint32_t qkey) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof a);
@@ -125,7 +136,7 @@ static const char *const dev_stat_names[] = {
   "live_pds", "live_mrs", "live_cqs", "live_qps", "live_chans", "pool_free_pages", "live_ahs",
   "gsi_rx_mads", "gsi_tx_mads", "gsi_rx_dropped", "gsi_rx_bad_qkey", "gsi_tx_dropped", "gsi_arp_waits",
   "cm_rx", "cm_tx", "cm_retransmits", "cm_dropped", "cm_duplicates", "cm_rej_no_listener",
-  "cm_events_dropped", "cm_live_ids",
+  "cm_events_dropped", "cm_live_ids", "live_srqs",
 };
 _Static_assert(sizeof(struct rdma_dev_stats) ==
                sizeof dev_stat_names / sizeof dev_stat_names[0] * sizeof(unsigned long long),

@@ -25,6 +25,9 @@ struct rdma_peer {
                         IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
 
 struct ibv_context *rdmau_open(void);
+// The device and port 1's active MTU (*mtu); NULL after printing
+// "prog: no RDMA device".
+struct ibv_context *rdmau_open_port(const char *prog, enum ibv_mtu *mtu);
 // Set to 1 to make rdmau_connect choose RoCE v1 (EtherType 0x8915) AVs.
 extern int rdmau_roce_v1;
 // RESET -> INIT -> RTR -> RTS towards `peer`; returns 0 or an errno.
