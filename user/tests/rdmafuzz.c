@@ -7,7 +7,8 @@
 // handles it created mixed with destroyed, foreign and
 // out-of-range ones, pointers into its own arena mixed with bad ones
 // (null, unmapped, kernel, past MAXVA, wrapping), random and boundary
-// sizes, attributes and masks, QPs walked to RTS and connected to each
+// sizes, attributes and masks, shared receive queues (QPs created on
+// them, their limits, receives posted to them), QPs walked to RTS and connected to each
 // other in loopback so that WRs move data, and forks: a child inherits the
 // parent's handles (foreign to it), makes objects of its own, then exits,
 // blocks in a waiting call and is killed, or is killed while it runs.
@@ -57,7 +58,7 @@ static unsigned below(unsigned n) { return n ? (unsigned)(next() >> 33) % n : 0;
 static int chance(unsigned pct) { return below(100) < pct; }
 
 // ---- handles ----
-enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, K_AH, K_CMCH, K_CMID, NKIND };
+enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, K_AH, K_CMCH, K_CMID, K_SRQ, NKIND };
 #define CM_PORT_BASE 7100                 // the walk's rdma_cm ports: CM_PORT_BASE .. + CM_PORTS - 1
 #define CM_PORTS 4
 struct pool { int live[POOL], n, dead[DEAD], nd; };
@@ -82,7 +83,7 @@ static void forget(int kind, int h) {
 
 static int limit_of(int kind) {
   int l[NKIND] = { dev.max_pd, dev.max_mr, dev.max_cq, dev.max_cq, dev.max_qp, RDMA_MAX_AH, OPEN_MAX,
-                   dev.max_qp };
+                   dev.max_qp, dev.max_srq };
   return l[kind];
 }
 
@@ -261,6 +262,8 @@ static void op_create_qp(void) {
   c->max_recv_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
   unsigned r = below(10);
   c->qp_type = r < 6 ? RDMA_QPT_RC : r < 9 ? RDMA_QPT_UD : (int)next();
+  int srq = pick(K_SRQ);
+  c->srq = chance(25) ? srq + 1 : 0;        // on an SRQ (own, destroyed, boundary, noise)
   calls++;
   int h = sys_rdma_create_qp(c);
   if (h >= 0 && h < 1024) qp_nums[h] = c->qp_num;
@@ -346,7 +349,8 @@ static void op_post_send(void) {
   sys_rdma_post_send(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
 }
 
-static void op_post_recv(void) {
+// Receive WRs to a QP (to_srq 0) or an SRQ.
+static void post_recvs(int to_srq) {
   int n = count(MAX_WRS);
   struct rdma_recv_wr *w = ptr(sizeof *w * MAX_WRS);
   for (int i = 0; (unsigned char *)w >= arena && (unsigned char *)w < arena + ARENA && i < MAX_WRS; i++) {
@@ -354,10 +358,47 @@ static void op_post_recv(void) {
     w[i].num_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
     w[i].sg_list = rand_sges();
   }
-  int h = pick(K_QP);
+  int h = pick(to_srq ? K_SRQ : K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes
+  int k = n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n;
   calls++;
-  sys_rdma_post_recv(h, w, n > MAX_WRS ? (chance(50) ? MAX_WRS : n) : n, err);
+  if (to_srq) rdma_post_srq_recv(h, w, k, err);
+  else sys_rdma_post_recv(h, w, k, err);
+}
+
+static void op_post_recv(void) { post_recvs(0); }
+static void op_post_srq_recv(void) { post_recvs(1); }
+
+// ---- shared receive queues: sizes at and past the limits, limits above max_wr, every mask ----
+static void op_create_srq(void) {
+  struct rdma_srq_create *c = ptr(sizeof *c);
+  int pd = pick(K_PD);
+  unsigned wr = chance(80) ? below(64) : (unsigned)count(dev.max_srq_wr);
+  unsigned sge = chance(90) ? below((unsigned)dev.max_srq_sge + 1) : (unsigned)next();
+  if ((unsigned char *)c >= arena && (unsigned char *)c < arena + ARENA)
+    *c = (struct rdma_srq_create){ .pd = pd, .max_wr = wr, .max_sge = sge };
+  calls++;
+  keep(K_SRQ, sys_rdma_create_srq(c));
+}
+
+static void op_destroy_srq(void) { int h = pick(K_SRQ); calls++; if (sys_rdma_destroy_srq(h) == 0) forget(K_SRQ, h); }
+
+static void op_modify_srq(void) {
+  int h = pick(K_SRQ);
+  struct rdma_srq_attr *a = ptr(sizeof *a);
+  unsigned limit = chance(80) ? below(80) : (unsigned)next(), wr = below(128);
+  unsigned mask = chance(70) ? IBV_SRQ_LIMIT : chance(50) ? IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT : (unsigned)next();
+  if ((unsigned char *)a >= arena && (unsigned char *)a < arena + ARENA)
+    *a = (struct rdma_srq_attr){ .max_wr = wr, .max_sge = 1, .srq_limit = limit };
+  calls++;
+  rdma_modify_srq(h, a, mask);
+}
+
+static void op_query_srq(void) {
+  int h = pick(K_SRQ);
+  struct rdma_srq_attr *a = ptr(sizeof *a);
+  calls++;
+  rdma_query_srq(h, a);
 }
 
 // An AH in a PD (own, destroyed, boundary, noise) to this port's address
@@ -496,6 +537,9 @@ static const struct op ops[] = {
   { "cm_reject", 1, op_cm_reject }, { "cm_disconnect", 1, op_cm_disconnect },
   { "cm_qp_attr", 1, op_cm_qp_attr }, { "cm_get_event", 3, op_cm_get_event },
   { "cm_migrate", 1, op_cm_migrate },
+  { "create_srq", 2, op_create_srq }, { "destroy_srq", 1, op_destroy_srq },
+  { "modify_srq", 2, op_modify_srq }, { "query_srq", 1, op_query_srq },
+  { "post_srq_recv", 4, op_post_srq_recv },
   { "fork", 1, op_fork },
 };
 #define NOPS ((int)(sizeof ops / sizeof ops[0]))
@@ -592,9 +636,10 @@ static void worker(unsigned long ncalls, unsigned long end_ns, int fd) {
              pools[K_QP].n, forks);
     }
   }
-  static const int order[] = { K_CMID, K_CMCH, K_QP, K_AH, K_MR, K_CQ, K_CHAN, K_PD };
+  static const int order[] = { K_CMID, K_CMCH, K_QP, K_SRQ, K_AH, K_MR, K_CQ, K_CHAN, K_PD };
   int (*destroy[NKIND])(int) = { rdma_dealloc_pd, sys_rdma_dereg_mr, rdma_destroy_chan, rdma_destroy_cq,
-                                 sys_rdma_destroy_qp, rdma_destroy_ah, close, ucma_destroy_id };
+                                 sys_rdma_destroy_qp, rdma_destroy_ah, close, ucma_destroy_id,
+                                 sys_rdma_destroy_srq };
   for (int i = 0; i < NKIND; i++)
     for (struct pool *p = &pools[order[i]]; p->n > 0; p->n--, calls++)
       destroy[order[i]](p->live[p->n - 1]);     // MRs still busy are released at exit

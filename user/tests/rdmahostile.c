@@ -1041,6 +1041,105 @@ static int c_handle_ah(void) {
   return 0;
 }
 
+// ---- shared receive queues (proto-spec srq.md) ----
+
+static unsigned long long live_srqs(void) {
+  struct rdma_dev_stats d;
+  return rdma_dev_stats(&d) == 0 ? d.live_srqs : ~0ULL;
+}
+
+static int new_srq(int pd, unsigned wr) {
+  struct rdma_srq_create c = { .pd = pd, .max_wr = wr, .max_sge = 1 };
+  return sys_rdma_create_srq(&c);
+}
+
+// srq's every verb refused: -1 (destroy included) and nothing changed.
+static int srq_refused(int srq, const char *what) {
+  struct rdma_srq_attr a = { .srq_limit = 1 };
+  struct ibv_sge sge = { (unsigned long long)buf, 64, 0 };
+  struct rdma_recv_wr wr = { .wr_id = 1, .sg_list = (unsigned long long)&sge, .num_sge = 1 };
+  int err = 0;
+  EXPECTF(rdma_modify_srq(srq, &a, IBV_SRQ_LIMIT) == -1, "modify_srq on %s SRQ %d", what, srq);
+  EXPECTF(rdma_query_srq(srq, &a) == -1, "query_srq on %s SRQ %d", what, srq);
+  EXPECTF(rdma_post_srq_recv(srq, &wr, 1, &err) == -1, "post_srq_recv to %s SRQ %d", what, srq);
+  EXPECTF(sys_rdma_destroy_srq(srq) == -1, "destroy_srq of %s SRQ %d", what, srq);
+  return 0;
+}
+
+// [SRQ-VERB-6] SRQ handles out of range, destroyed, and another process's: refused
+static int c_srq_handles(void) {
+  int pd = rdma_alloc_pd(), gone, srq;
+  EXPECT(pd >= 0);
+  int hs[] = { -1, RDMA_MAX_SRQ, RDMA_MAX_SRQ + 1, 1 << 30, (int)0x80000000 };
+  for (int i = 0; i < 5; i++)
+    if (srq_refused(hs[i], "an unheld")) return 1;
+  EXPECT((gone = new_srq(pd, 4)) >= 0 && sys_rdma_destroy_srq(gone) == 0);
+  if (srq_refused(gone, "a destroyed")) return 1;
+  EXPECT((srq = new_srq(pd, 4)) >= 0);
+  unsigned long long before = live_srqs();
+  int pid = fork();
+  EXPECT(pid >= 0);
+  if (pid == 0) exit(srq_refused(srq, "the parent's"));
+  int st = -1;
+  EXPECT(wait(&st) == pid);
+  EXPECTF(st == 0, "child: %d (1: the parent's SRQ took a verb)", st);
+  struct rdma_srq_attr a;
+  EXPECT(rdma_query_srq(srq, &a) == 0 && a.srq_limit == 0 && live_srqs() == before);
+  EXPECT(rdma_dealloc_pd(pd) == -1);      // the SRQ holds it
+  EXPECT(sys_rdma_destroy_srq(srq) == 0 && rdma_dealloc_pd(pd) == 0);
+  return 0;
+}
+
+// [SRQ-VERB-6] create_qp naming a bad SRQ (unheld, destroyed, another PD's) makes no QP
+static int c_srq_bad_in_create_qp(void) {
+  int pd = rdma_alloc_pd(), pd2 = rdma_alloc_pd(), cq = rdma_create_cq(16, -1, 0);
+  EXPECT(pd >= 0 && pd2 >= 0 && cq >= 0);
+  int other = new_srq(pd2, 4), gone = new_srq(pd, 4);
+  EXPECT(other >= 0 && gone >= 0 && sys_rdma_destroy_srq(gone) == 0);
+  int bad_srq[] = { -2, RDMA_MAX_SRQ, 1 << 30, gone, other };   // (-1 + 1 = 0 names none)
+  int before = qps_of(getpid());
+  for (int i = 0; i < 5; i++) {
+    struct rdma_qp_create c = qp_args(pd, cq, 4, 1);
+    c.srq = bad_srq[i] + 1;
+    EXPECTF(sys_rdma_create_qp(&c) == -1, "create_qp with SRQ %d", bad_srq[i]);
+  }
+  EXPECT(qps_of(getpid()) == before);
+  EXPECT(sys_rdma_destroy_srq(other) == 0);   // no QP took it
+  EXPECT(rdma_destroy_cq(cq) == 0 && rdma_dealloc_pd(pd) == 0 && rdma_dealloc_pd(pd2) == 0);
+  return 0;
+}
+
+// [SRQ-VERB-5] posting: full -> ENOMEM, too many SGEs -> EINVAL, the WRs before it posted;
+// every bad pointer refused
+static int c_srq_post_and_pointers(void) {
+  int pd = rdma_alloc_pd(), srq;
+  EXPECT(pd >= 0 && (srq = new_srq(pd, 2)) >= 0);
+  struct rdma_mr_keys keys;
+  int mr = rdma_reg_mr(pd, buf, sizeof buf, ACC_ALL, &keys);
+  EXPECT(mr >= 0);
+  struct ibv_sge sge[2] = { { (unsigned long long)buf, 64, keys.lkey }, { (unsigned long long)buf, 64, keys.lkey } };
+  struct rdma_recv_wr wr[3];
+  for (int i = 0; i < 3; i++)
+    wr[i] = (struct rdma_recv_wr){ .wr_id = (unsigned)i, .sg_list = (unsigned long long)sge, .num_sge = 1 };
+  int err = 0;
+  wr[1].num_sge = 2;                         // max_sge 1
+  EXPECT(rdma_post_srq_recv(srq, wr, 3, &err) == 1 && err == RDMA_EINVAL);
+  wr[1].num_sge = 1;
+  EXPECT(rdma_post_srq_recv(srq, wr, 3, &err) == 1 && err == RDMA_ENOMEM);   // 2 WRs: full
+  for (int i = 0; i < NBAD; i++) {
+    EXPECTF(sys_rdma_create_srq((void *)bad[i]) == -1, "create_srq(%p)", (void *)bad[i]);
+    EXPECTF(rdma_query_srq(srq, (void *)bad[i]) == -1, "query_srq(%p)", (void *)bad[i]);
+    EXPECTF(rdma_modify_srq(srq, (void *)bad[i], IBV_SRQ_LIMIT) == -1, "modify_srq(%p)", (void *)bad[i]);
+    EXPECTF(rdma_post_srq_recv(srq, (void *)bad[i], 1, &err) == -1, "post_srq_recv(%p)", (void *)bad[i]);
+  }
+  struct rdma_srq_attr a = { .max_wr = 4, .srq_limit = 1 };
+  EXPECT(rdma_modify_srq(srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT) == -1);   // [SRQ-VERB-3]: none applied
+  EXPECT(rdma_modify_srq(srq, &a, 1u << 5) == -1);
+  EXPECT(rdma_query_srq(srq, &a) == 0 && a.max_wr == 2 && a.srq_limit == 0);
+  EXPECT(sys_rdma_destroy_srq(srq) == 0 && sys_rdma_dereg_mr(mr) == 0 && rdma_dealloc_pd(pd) == 0);
+  return 0;
+}
+
 // qp_type: RC (0 or 2) and UD (4) only.
 static int c_ud_qp_type(void) {
   struct kit k;
@@ -1549,7 +1648,10 @@ static int c_kill_cm_get_event(void) {
   X(ucma_resolve) \
   X(ucma_foreign) \
   X(ucma_exit_releases) \
-  X(kill_cm_get_event)
+  X(kill_cm_get_event) \
+  X(srq_handles) \
+  X(srq_bad_in_create_qp) \
+  X(srq_post_and_pointers)
 
 // A case's function returns 0 if it passed, else 1 with why set; in the
 // runner's child, a failure ends the case with that reason.
