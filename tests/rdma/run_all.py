@@ -59,6 +59,9 @@ def steps():
     return [
         ("rdmatest_cpus1", [PY, f"{HERE}/run_rdmatest.py", "--cpus", "1"]),
         ("rdmatest_cpus3", [PY, f"{HERE}/run_rdmatest.py", "--cpus", "3"]),
+        # srqtest's cases check the verbs' rules: granted sizes and capacities [SRQ-VERB-1],
+        # ibv_query_srq [SRQ-VERB-2], resizing refused [SRQ-VERB-3], exit releases [SRQ-VERB-6]
+        # (the hostile step's srq_* cases: foreign, destroyed and other-PD SRQs [SRQ-VERB-6])
         ("srqtest", [PY, f"{HERE}/run_rdmatest.py", "--prog", "srqtest"]),
         ("rdmanet", [PY, f"{HERE}/run_rdmanet.py"]),
         ("matrix", [PY, f"{HERE}/run_matrix.py"]),
