@@ -10,7 +10,7 @@
 // (LAST_WQE_REACHED, the SRQ's receives stay for the other QPs, posting
 // to the QP itself refused), destroy refused while a QP uses the SRQ, the
 // device's SRQ capacities and the granted sizes, a process's exit
-// releasing its SRQs.
+// releasing its SRQs, a UD QP on an SRQ.
 // Usage: srqtest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h).
 #include "user.h"
 #include "ibverbs.h"
@@ -59,21 +59,25 @@ static void end_open(struct end *e, int cqe, int nslots, int srq_wr) {
   }
 }
 
-// A QP of e's (on e's SRQ if it has one).
-static struct ibv_qp *qp_open(struct end *e, int wr) {
+// A QP of e's of type t (on e's SRQ if it has one).
+static struct ibv_qp *qp_open_type(struct end *e, int wr, enum ibv_qp_type t) {
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
   ia.send_cq = ia.recv_cq = e->cq;
   ia.srq = e->srq;
   ia.cap.max_send_wr = ia.cap.max_recv_wr = (uint32_t)wr;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ia.qp_type = IBV_QPT_RC;
+  ia.qp_type = t;
   ia.sq_sig_all = 1;
   struct ibv_qp *qp = ibv_create_qp(e->pd, &ia);
   TR_CHECK(qp != NULL, "create_qp: errno %d", errno);
   TR_CHECK(!e->srq || (ia.cap.max_recv_wr == 0 && qp->srq == e->srq), "max_recv_wr %u on an SRQ",
            ia.cap.max_recv_wr);
   return qp;
+}
+
+static struct ibv_qp *qp_open(struct end *e, int wr) {
+  return qp_open_type(e, wr, IBV_QPT_RC);
 }
 
 static void connect_to(struct ibv_qp *qp, uint32_t peer_qpn) {
@@ -347,6 +351,48 @@ static void t_srq_caps(void) {
   TR_CHECK(ibv_destroy_srq(srq) == 0 && ibv_dealloc_pd(pd) == 0, "destroy");
 }
 
+// [SRQ-TAKE-1] [SRQ-TAKE-3] a UD QP on an SRQ: datagrams take its receives in order; none left: dropped
+static void t_srq_ud(void) {
+  struct end s, c;
+  struct rdma_qp_stats st;
+  end_open(&s, 16, 4, 4);
+  end_open(&c, 16, 4, 0);
+  struct ibv_qp *sq = qp_open_type(&s, 4, IBV_QPT_UD), *cq = qp_open_type(&c, 4, IBV_QPT_UD);
+  TR_CHECK(rdmau_ud_ready(sq, RDMAU_UD_QKEY) == 0 && rdmau_ud_ready(cq, RDMAU_UD_QKEY) == 0, "UD to RTS");
+  struct ibv_ah *ah = rdmau_ud_ah(c.pd, rdmau_local_ipv4(ctx));
+  TR_CHECK(ah != NULL, "create_ah: errno %d", errno);
+  for (uint32_t n = 0; n < 2; n++) srq_post(&s, n);
+  for (uint32_t k = 0; k < 3; k++) {              // the third finds the SRQ empty
+    struct msg m = { MAGIC, 0, 0, k };
+    memcpy(c.buf, &m, sizeof m);
+    struct ibv_sge sge = { (uint64_t)c.buf, sizeof m, c.mr->lkey };
+    struct ibv_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = sq->qp_num;
+    wr.wr.ud.remote_qkey = RDMAU_UD_QKEY;
+    TR_CHECK(ibv_post_send(cq, &wr, &bad) == 0, "UD send %u", k);
+    next_ok(c.cq, IBV_WC_SEND);
+    if (k == 2) break;
+    struct ibv_wc wc = next_ok(s.cq, IBV_WC_RECV);
+    memcpy(&m, s.buf + wc.wr_id * SLOT + RDMAU_GRH, sizeof m);
+    TR_CHECK(wc.wr_id == k && wc.qp_num == sq->qp_num && m.seq == k && wc.byte_len == RDMAU_GRH + sizeof m,
+             "datagram %u: wr_id %llu QPN %u seq %u len %u", k, (unsigned long long)wc.wr_id, wc.qp_num,
+             m.seq, wc.byte_len);
+  }
+  uint64 end = clock_ns() + 10000000000ULL;       // the third: dropped and counted, no completion
+  while (rdma_qp_stats((int)sq->handle, &st) == 0 && st.rx_dropped == 0) {
+    TR_CHECK(clock_ns() < end, "the datagram without a receive was not counted within 10 s");
+    sleep(1);
+  }
+  struct ibv_wc wc;
+  TR_CHECK(ibv_poll_cq(s.cq, 1, &wc) == 0, "a completion with the SRQ empty");
+}
+
 static unsigned long long live_srqs(void) {
   struct rdma_dev_stats d;
   return rdma_dev_stats(&d) == 0 ? d.live_srqs : ~0ull;
@@ -376,6 +422,7 @@ static const struct tr_case cases[] = {
   { "srq_destroy_busy", t_srq_destroy_busy, TR_QUICK, 0 },
   { "srq_caps", t_srq_caps, TR_QUICK, 0 },
   { "srq_exit_releases", t_srq_exit_releases, TR_QUICK, 0 },
+  { "srq_ud", t_srq_ud, TR_QUICK, 0 },
   { NULL },
 };
 static const struct tr_case *const tables[] = { cases };
