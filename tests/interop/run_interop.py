@@ -57,6 +57,13 @@ application protocols. Per test bed:
     (interop_ud_linux_wrong_qkey); SENDs over the path MTU: no frame, each
     completed with success (interop_ud_linux_oversize).
 
+  * shared receive queues (beds srq clean and srq_loss1 at 1 % loss, path
+    MTU 1024): rdma_bw SENDs (SRQ_ITERS x SRQ_SIZE, more than the SRQ's
+    receives) with both ends' receives on an SRQ (`rdma_bw --srq`,
+    `xrpeer bw-server/bw-client --srq`): rxe's SENDs into xv6's SRQ
+    (interop_<bed>_rxe_to_xv6) and xv6's into rxe's (_xv6_to_rxe); the run
+    must end with its result row.
+
 Selective repeat is never used against rxe (no --sr anywhere here).
 Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
 
@@ -111,8 +118,9 @@ def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
     what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
     "ud_xv6" for UD between xv6's udping and xrpeer both ways, "cm" for
-    Linux's own rdma_cm programs against xv6's (cm_interop.py), or "ud" for
-    the Linux-only UD checks, ud_bed)."""
+    Linux's own rdma_cm programs against xv6's (cm_interop.py), "srq" for
+    rdma_bw SENDs into shared receive queues both ways, or "ud" for the
+    Linux-only UD checks, ud_bed)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
@@ -120,7 +128,8 @@ def beds(seed):
             ("ud_linux", 1024, None, False, "ud"),
             ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
             ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm"),
-            ("cm_mtu_mismatch", 1024, None, False, "cm_mtu")]
+            ("cm_mtu_mismatch", 1024, None, False, "cm_mtu"),
+            ("srq", 1024, None, False, "srq"), ("srq_loss1", 1024, loss, False, "srq")]
 
 
 # ---- the matrix ----
@@ -171,19 +180,20 @@ def run_matrix(xv6, lnx, direction, mtu):
 
 # ---- bw smoke ----
 
-def bw_pair(xv6, lnx, client_side, opts, xv6_opts="", timeout=180):
+def bw_pair(xv6, lnx, client_side, opts, xv6_opts="", timeout=180, lnx_opts=""):
     """One rdma_bw exchange between xv6's rdma_bw and xrpeer: client_side
     'xv6' (against `xrpeer bw-server`) or 'linux' (`xrpeer bw-client`
     against xv6's rdma_bw server); OPTS go to the client, XV6_OPTS to the
-    xv6 side (e.g. --stats). Returns (the client's output, xv6's output)."""
+    xv6 side (e.g. --stats), LNX_OPTS to xrpeer (e.g. --srq). Returns (the
+    client's output, xv6's output)."""
     if client_side == "xv6":
         server, client = lnx, xv6
-        server_cmd, server_done = "xrpeer bw-server", r"xrpeer: bw-server done\n"
+        server_cmd, server_done = f"xrpeer bw-server {lnx_opts}".strip(), r"xrpeer: bw-server done\n"
         client_cmd = f"rdma_bw {opts} {xv6_opts} {Testbed.ip(LNX)}"
     else:
         server, client = xv6, lnx
         server_cmd, server_done = f"rdma_bw {xv6_opts}".strip(), None
-        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} {opts}"
+        client_cmd = f"xrpeer bw-client {Testbed.ip(XV6)} {opts} {lnx_opts}"
     c0, x0 = len(client.output()), len(xv6.output())
     server.send(server_cmd)
     server.expect(r"waiting for a client on port \d+\n", timeout=30)
@@ -203,6 +213,25 @@ def run_bw(xv6, lnx, client_side, op, size=BW_SIZE, iters=BW_ITERS):
         tail = out.strip().splitlines()[-3:]
         return False, f"no result row: {tail}"
     return True, f"{size} B x {iters}: {rows[0]['bw_avg_MiBps']} MB/s average"
+
+
+# ---- shared receive queues ----
+
+# More SENDs than an SRQ's 256 receives: each receive is reposted.
+SRQ_SIZE, SRQ_ITERS = 4096, 2000
+
+
+def run_srq_bw(xv6, lnx, client_side):
+    """rdma_bw SENDs with both ends' receives on a shared receive queue
+    (`rdma_bw --srq`, `xrpeer ... --srq`): client_side 'linux' puts xv6's
+    SRQ under rxe's SENDs, 'xv6' rxe's under xv6's. (ok, info)."""
+    out, xout = bw_pair(xv6, lnx, client_side, f"-t send -s {SRQ_SIZE} -n {SRQ_ITERS}", xv6_opts="--srq",
+                        lnx_opts="--srq")
+    rows = perftable.bw_rows(out)
+    if len(rows) != 1 or rows[0]["size"] != SRQ_SIZE or rows[0]["iters"] != SRQ_ITERS:
+        return False, f"no result row: client {out.strip().splitlines()[-3:]} xv6 {xout.strip().splitlines()[-3:]}"
+    return True, f"{SRQ_ITERS} SENDs of {SRQ_SIZE} B into the {'xv6' if client_side == 'linux' else 'rxe'} SRQ: " \
+                 f"{rows[0]['bw_avg_MiBps']} MB/s average"
 
 
 # ---- UD (xrpeer ud-server / ud-client) ----
@@ -469,6 +498,10 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 cm_interop.cm_bed(tally, name, xv6, lnx, tb.ip(XV6), spec is not None)
             if kind == "cm_mtu":
                 cm_interop.mtu_mismatch(tally, name, xv6, lnx, tb.ip(XV6))
+            for side in ("linux", "xv6") if kind == "srq" else ():
+                progress(name, f"SENDs into the {'xv6' if side == 'linux' else 'rxe'} SRQ")
+                tally.run(f"interop_{name}_{'rxe_to_xv6' if side == 'linux' else 'xv6_to_rxe'}",
+                          lambda s=side: run_srq_bw(xv6, lnx, s))
             if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")

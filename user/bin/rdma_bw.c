@@ -86,13 +86,13 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
 
 static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
   struct ibv_wc wc[16];
   uint32_t posted = (uint32_t)c->preposted, got = 0;   // -R posts the first before the run
   c->preposted = 0;
   while (got < o->iters) {
     while (posted < o->iters && posted - got < 200) {
-      if (ibv_post_recv(c->qp, &wr, &bad)) fail("post_recv");
+      perf_post_recv(c, &wr);
       posted++;
     }
     // No more than the run's receives: the client's perf_sync SEND may

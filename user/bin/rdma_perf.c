@@ -45,6 +45,7 @@ static void perf_usage(const char *what, const struct perf_opts *dflt) {
          "  --sr                 selective repeat instead of go-back-N\n"
          "  --fixed-rto          the IBTA ACK timeout alone, no adaptive RTO\n"
          "  --stats              the QP's transport counters and the guest's CPU per frame\n"
+         "  --srq                this side's receives through a shared receive queue\n"
          "  -R, --rdma_cm        perftest's rdma_cm exchange (ib_write_bw -R ...); both sides need the same options\n",
          what, all_top);
   for (int i = 0; i < NUM_OPTS; i++) {
@@ -116,6 +117,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
     else if (strcmp(a, "-e") == 0 || strcmp(a, "--events") == 0) o->events = 1;
     else if (strcmp(a, "--fixed-rto") == 0) o->min_rto_us = ~0u;
     else if (strcmp(a, "--stats") == 0) o->stats = 1;
+    else if (strcmp(a, "--srq") == 0) o->srq = 1;
     else if (strcmp(a, "-L") == 0) o->loopback = 1;
     else if (strcmp(a, "-R") == 0 || strcmp(a, "--rdma_cm") == 0) o->perftest = 1;
     else if (a[0] == '-') bad_arg(what, "%s: unknown option", a);
@@ -134,6 +136,7 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
                    : o->latency && o->op == PERF_READ ? "%s with -t read: not yet (rdma_lat: write and send)"
                    : o->loopback ? "%s needs two guests (not -L)"
                    : o->num_qps > 1 ? "%s with more than one QP (-q): not yet"
+                   : o->srq ? "%s with --srq: not yet"
                    : o->all ? "%s with every size (-a): not yet" : NULL;
   if (no_r) bad_arg(what, no_r, "-R");
 }
@@ -155,9 +158,12 @@ static void resources(struct perf_conn *c, const struct perf_opts *o) {
   if (!c->pd || !c->cq || !c->buf) die("resources");
   memset(c->buf, 0, len);
   c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  struct ibv_srq_init_attr sa = { .attr = { .max_wr = 256, .max_sge = 1 } };   // as the QP's own queue
+  if (o->srq && !(c->srq = ibv_create_srq(c->pd, &sa))) die("shared receive queue");
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
   ia.send_cq = ia.recv_cq = c->cq;
+  ia.srq = c->srq;
   ia.cap.max_send_wr = ia.cap.max_recv_wr = 256;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ia.qp_type = IBV_QPT_RC;
@@ -318,7 +324,7 @@ static struct rdma_cm_event *cm_expect(struct rdma_event_channel *ch, struct rdm
 // have room for the whole -d window (rdma_bw keeps -d in flight over all
 // QPs); the server's only take WRITEs and READs.
 static struct ibv_qp *more_qp(struct perf_conn *c, const struct perf_opts *o) {
-  struct ibv_qp_init_attr ia = { .send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC,
+  struct ibv_qp_init_attr ia = { .send_cq = c->cq, .recv_cq = c->cq, .qp_type = IBV_QPT_RC, .srq = c->srq,
     .cap = { .max_send_wr = c->is_server ? 1 : (uint32_t)o->tx_depth, .max_recv_wr = 1,
              .max_send_sge = 1, .max_recv_sge = 1 } };
   struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
@@ -484,10 +490,16 @@ void perf_sync(struct perf_conn *c) {
 
 uint8_t *perf_send_area(const struct perf_conn *c, uint32_t size) { return c->buf + c->buf_len - size; }
 
+void perf_post_recv(struct perf_conn *c, struct ibv_recv_wr *wr) {
+  struct ibv_recv_wr *bad;
+  int r = c->srq ? ibv_post_srq_recv(c->srq, wr, &bad) : ibv_post_recv(c->qp, wr, &bad);
+  if (r) die(c->srq ? "post_srq_recv" : "post_recv");
+}
+
 void perf_post_ahead(struct perf_conn *c) {
   struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
-  struct ibv_recv_wr wr = { .wr_id = PERF_WR_AHEAD, .sg_list = &sge, .num_sge = 1 }, *bad;
-  if (ibv_post_recv(c->qp, &wr, &bad)) die("post_recv");
+  struct ibv_recv_wr wr = { .wr_id = PERF_WR_AHEAD, .sg_list = &sge, .num_sge = 1 };
+  perf_post_recv(c, &wr);
 }
 
 // Frames the NIC dropped on receive: its ring was full (rx_missed) or the
@@ -613,6 +625,7 @@ void perf_close(struct perf_conn *c) {
     close_more(c);
   }
   ibv_destroy_qp(c->qp);
+  if (c->srq) ibv_destroy_srq(c->srq);
   ibv_dereg_mr(c->mr);
   ibv_destroy_cq(c->cq);
   if (c->chan) ibv_destroy_comp_channel(c->chan);

@@ -55,6 +55,7 @@ struct perf_opts {
   int num_qps;         // -q: connections the messages go over, round-robin (bw; write/read)
   int loopback;        // -L
   int perftest;        // -R: perftest's rdma_cm exchange (perftest_cm.c)
+  int srq;             // --srq: this side's QPs take their receives from one shared receive queue
   int latency;         // the tool is rdma_lat (perftest_cm.c's scripts differ)
   uint32_t server_ip;  // 0 = server role
 };
@@ -73,6 +74,7 @@ struct perf_conn {
   struct ibv_pd *pd;
   struct ibv_comp_channel *chan;   // -e only
   struct ibv_cq *cq;
+  struct ibv_srq *srq; // --srq: every receive of this side goes to it
   struct ibv_qp *qp;   // qps[0]: the one that syncs and says BYE
   int nqp;             // -q: qps[0..nqp), ids[0..nqp) (ids[0] = id)
   struct ibv_qp *qps[PERF_MAX_QPS];
@@ -124,6 +126,8 @@ void perf_sync(struct perf_conn *c);
 // (the whole buffer, wr_id PERF_WR_AHEAD); a caller that takes one
 // replaces it before it sends anything.
 void perf_post_ahead(struct perf_conn *c);
+// A receive WR to this side's SRQ (--srq) or its QP; exits if refused.
+void perf_post_recv(struct perf_conn *c, struct ibv_recv_wr *wr);
 // n more connected QPs (loopback pairs) that carry no traffic.
 void perf_idle_qps(struct perf_conn *c, int n);
 void perf_close(struct perf_conn *c);

@@ -61,10 +61,10 @@ static int unpack_params(const uint8_t *p, struct bw_opts *o) {
   return o->size >= 1 && o->size <= (8u << 20) && o->iters >= 1 ? 0 : -1;
 }
 
-static void resources(struct bw *b, struct peer_dev *d, uint32_t len) {
+static void resources(struct bw *b, struct peer_dev *d, uint32_t len, int srq) {
   b->len = len;
   b->buf = calloc(1, len);
-  if (!b->buf || pres_create(&b->r, d, 512, 256)) die("resources");
+  if (!b->buf || (srq ? pres_create_srq(&b->r, d, 512, 256) : pres_create(&b->r, d, 512, 256))) die("resources");
   b->mr = pres_reg(&b->r, b->buf, len);
   if (!b->mr) die("MR");
   b->c.qp = b->r.qp;
@@ -79,10 +79,16 @@ static void wait_ok(struct bw *b, struct ibv_wc *wc, const char *what) {
   }
 }
 
+// To the SRQ (--srq) or the QP.
+static void post_recv_wr(struct bw *b, struct ibv_recv_wr *w) {
+  struct ibv_recv_wr *bad;
+  if (b->r.srq ? ibv_post_srq_recv(b->r.srq, w, &bad) : ibv_post_recv(b->r.qp, w, &bad)) die("post_recv");
+}
+
 static void post_recv(struct bw *b, uint64_t id) {
   struct ibv_sge s = { (uintptr_t)b->buf, b->len, b->mr->lkey };
-  struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
-  if (ibv_post_recv(b->r.qp, &w, &bad)) die("post_recv");
+  struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
+  post_recv_wr(b, &w);
 }
 
 static void post_empty_send(struct bw *b, uint64_t id) {
@@ -124,12 +130,12 @@ static void perf_close(struct bw *b) {
 
 static void send_server(struct bw *b, const struct bw_opts *o, uint32_t size) {
   struct ibv_sge s = { (uintptr_t)b->buf, size, b->mr->lkey };
-  struct ibv_recv_wr w = { .sg_list = &s, .num_sge = 1 }, *bad;
+  struct ibv_recv_wr w = { .sg_list = &s, .num_sge = 1 };
   struct ibv_wc wc[16];
   uint32_t posted = 0, got = 0;
   while (got < o->iters) {
     for (; posted < o->iters && posted - got < 200; posted++)
-      if (ibv_post_recv(b->r.qp, &w, &bad)) die("post_recv");
+      post_recv_wr(b, &w);
     int n = pres_poll(&b->r, wc, 16, 30000);
     if (n <= 0) die(n < 0 ? "poll_cq" : "no receive for 30 s");
     for (int i = 0; i < n; i++) {
@@ -155,7 +161,7 @@ int bw_server(struct peer_dev *d, struct bw_opts *o) {
     die("bad parameters");
   }
   pcm_unpack_mr(b.c.private_data + 20, &b.raddr, &b.rkey, &peer_len);
-  resources(&b, d, o->size);
+  resources(&b, d, o->size, o->srq);
   uint8_t pd[16];
   pcm_pack_mr(pd, (uintptr_t)b.buf, b.mr->rkey, b.len);
   struct pcm_param p = { .private_data = pd, .private_len = 16, .mtu_limit = o->mtu_limit, .timeout = o->timeout };
@@ -246,7 +252,7 @@ int bw_client(struct peer_dev *d, struct bw_opts *o) {
   struct bw b;
   memset(&b, 0, sizeof b);
   pcm_init(&b.c, d, NULL);
-  resources(&b, d, o->size);
+  resources(&b, d, o->size, o->srq);
   uint8_t pd[PD_LEN];
   pack_params(pd, o);
   pcm_pack_mr(pd + 20, (uintptr_t)b.buf, b.mr->rkey, b.len);

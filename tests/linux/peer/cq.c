@@ -17,11 +17,24 @@ uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+static int pres_create_any(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type,
+                           int srq);
+
 int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth) {
   return pres_create_qp(r, d, cq_depth, wr_depth, IBV_QPT_RC);
 }
 
 int pres_create_qp(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type) {
+  return pres_create_any(r, d, cq_depth, wr_depth, type, 0);
+}
+
+int pres_create_srq(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth) {
+  return pres_create_any(r, d, cq_depth, wr_depth, IBV_QPT_RC, 1);
+}
+
+// PD, CQ on a completion channel, (with srq: an SRQ,) QP.
+static int pres_create_any(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type,
+                           int srq) {
   memset(r, 0, sizeof *r);
   r->pd = ibv_alloc_pd(d->ctx);
   r->chan = ibv_create_comp_channel(d->ctx);
@@ -36,12 +49,18 @@ int pres_create_qp(struct pres *r, struct peer_dev *d, int cq_depth, int wr_dept
   ia.cap.max_send_wr = ia.cap.max_recv_wr = (uint32_t)wr_depth;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ia.qp_type = type;
+  if (srq) {
+    struct ibv_srq_init_attr sa = { .attr = { .max_wr = (uint32_t)wr_depth, .max_sge = 1 } };
+    if (!(r->srq = ibv_create_srq(r->pd, &sa))) return -1;
+    ia.srq = r->srq;
+  }
   r->qp = ibv_create_qp(r->pd, &ia);
   return r->qp ? 0 : -1;
 }
 
 void pres_destroy(struct pres *r) {
   if (r->qp) ibv_destroy_qp(r->qp);
+  if (r->srq) ibv_destroy_srq(r->srq);
   if (r->cq) ibv_destroy_cq(r->cq);
   if (r->chan) ibv_destroy_comp_channel(r->chan);
   if (r->pd) ibv_dealloc_pd(r->pd);

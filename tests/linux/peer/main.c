@@ -5,8 +5,9 @@
 //       rdmanet_test host_a --matrix's role: passive, the buffer's owner
 //   xrpeer [...] host_b <ip> --matrix [--big] [--mtu N] [-p port] [--timeout T]
 //       rdmanet_test host_b --matrix's role: active, runs the cases
-//   xrpeer [...] bw-server [-p port] [--mtu N]
-//       rdma_bw's server (the client's REQ says what to run)
+//   xrpeer [...] bw-server [-p port] [--mtu N] [--srq]
+//       rdma_bw's server (the client's REQ says what to run); --srq: its
+//       receives through a shared receive queue (either role takes it)
 //   xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a]
 //                          [-d depth] [-Q cq_mod] [-p port] [--mtu N]
 //       rdma_bw's client; perftest's columns
@@ -34,7 +35,7 @@
 static void usage(void) {
   fprintf(stderr, "usage: xrpeer [--dev NAME] [--ip A.B.C.D] host_a --matrix [--big] [--mtu N] [-p port]\n"
                   "       xrpeer [...] host_b <ip> --matrix [--big] [--mtu N] [-p port]\n"
-                  "       xrpeer [...] bw-server [-p port] [--mtu N]\n"
+                  "       xrpeer [...] bw-server [-p port] [--mtu N] [--srq]\n"
                   "       xrpeer [...] bw-client <ip> [-t write|read|send] [-s size] [-n iters] [-a] [-d depth]"
                   " [-Q cq_mod] [-p port] [--mtu N]\n"
                   "       xrpeer [...] ud-server [--qkey Q] [-n count] [--idle S] [--raw]\n"
@@ -87,6 +88,7 @@ static int run_bw(struct peer_dev *d, uint32_t ip, int argc, char **argv, int i)
     else if (strcmp(a, "-d") == 0 && has) o.tx_depth = atoi(argv[++i]);
     else if (strcmp(a, "-Q") == 0 && has) o.cq_mod = atoi(argv[++i]);
     else if (strcmp(a, "-a") == 0) o.all = 1;
+    else if (strcmp(a, "--srq") == 0) o.srq = 1;
     else usage();
   }
   if (o.all && !size_set) o.size = 1u << 23;

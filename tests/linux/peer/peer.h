@@ -92,12 +92,15 @@ struct pres {
   struct ibv_pd *pd;
   struct ibv_comp_channel *chan;
   struct ibv_cq *cq;
+  struct ibv_srq *srq;           // pres_create_srq: the QP's receives come from it
   struct ibv_qp *qp;
 };
 // PD, CQ (cq_depth) on a completion channel, RC QP (wr_depth each way).
 int pres_create(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth);
 // The same with a QP of the given type (IBV_QPT_RC or IBV_QPT_UD).
 int pres_create_qp(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth, enum ibv_qp_type type);
+// The same with an RC QP on a shared receive queue of wr_depth receives.
+int pres_create_srq(struct pres *r, struct peer_dev *d, int cq_depth, int wr_depth);
 void pres_destroy(struct pres *r);
 // Up to max completions, at least one: n, 0 after timeout_ms, -1 on error.
 // Sleeps on the completion channel, never spins.
@@ -117,6 +120,7 @@ struct bw_opts {
   enum ibv_mtu mtu_limit;
   uint8_t timeout;
   uint32_t server_ip;            // 0: server role
+  int srq;                       // --srq: this side's receives through a shared receive queue
 };
 int bw_server(struct peer_dev *d, struct bw_opts *o);
 int bw_client(struct peer_dev *d, struct bw_opts *o);
