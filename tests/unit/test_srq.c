@@ -308,6 +308,64 @@ START_TEST(test_srq_ud_qp_takes)
 }
 END_TEST
 
+/* Drop A's first frame. */
+static bool drop_first(void *ctx, bool from_a, unsigned n, const struct rct_pkt *p)
+{
+  (void)ctx; (void)p;
+  return from_a && n == 0;
+}
+
+/* [SRQ-TAKE-4] [SR-RESP-7] selective repeat over an SRQ: the messages placed
+ * ahead of a lost one take the SRQ's next WQEs, and all complete in order */
+START_TEST(test_srq_sr_places_ahead)
+{
+  static struct ep a, b;
+  static struct rct_srq s;
+  static struct rct_recv_wqe ring[8];
+  struct rct_qp_init_attr ia;
+  struct host_mr *src, *dst;
+  struct conn_opts o;
+  struct link l;
+  struct rct_wc wc;
+  conn_defaults(&o);
+  o.sr = true;
+  o.timeout = 8;
+  ep_init(&a, MAC_A, IP_A, QPN_A, 0);
+  ep_init(&b, MAC_B, IP_B, QPN_B, 0);
+  ia = b.qp.base.init;                              /* b's QP again, on the SRQ */
+  rct_qp_destroy(&b.qp);
+  ck_assert_int_eq(rct_srq_init(&b.dev, &s, ring, 8), RCT_OK);
+  ia.srq = &s;
+  ia.rq_size = 4;
+  ck_assert_int_eq(rct_qp_init(&b.dev, &b.qp, &ia), RCT_OK);
+  pair_connect(&a, &b, &o);
+  src = ep_reg_mr(&a, 0x10000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  dst = ep_reg_mr(&b, 0x40000, 16384, RCT_ACCESS_LOCAL_WRITE);
+  for (uint32_t i = 0; i < 4; i++) {
+    struct rct_sge sge = { dst->va + i * 4096, 4096, dst->lkey };
+    struct rct_recv_wr wr = { .wr_id = 10 + i, .sg_list = &sge, .num_sge = 1 };
+    ck_assert_int_eq(rct_srq_post_recv(&s, &wr), RCT_OK);
+  }
+  for (int i = 0; i < 4; i++)
+    post_send(&a, (uint64_t)i, RCT_WR_SEND, src, (uint32_t)i * 1000, 1000 + (uint32_t)i, 0, 0, 0);
+  link_init(&l);
+  l.drop = drop_first;
+  link_run(&l, &a, &b, 1000000000ull);
+  ck_assert_uint_eq(b.qp.base.cnt.sr_placed_ooo, 3);
+  for (int i = 0; i < 4; i++) {
+    expect_wc(&a.scq, (uint64_t)i, RCT_WC_SUCCESS);
+    ck_assert(cq_pop(&b.rcq, &wc));
+    ck_assert_uint_eq(wc.wr_id, (uint64_t)(10 + i));
+    ck_assert_uint_eq(wc.byte_len, 1000 + (uint32_t)i);
+    ck_assert_int_eq(memcmp(dst->buf + i * 4096, src->buf + i * 1000, 1000), 0);
+  }
+  ck_assert_uint_eq(rct_srq_count(&s), 0);
+  ep_free(&a);
+  ep_free(&b);
+  ck_assert_int_eq(rct_srq_destroy(&s), RCT_OK);
+}
+END_TEST
+
 Suite *suite_srq(void)
 {
   Suite *s = suite_create("srq");
@@ -322,6 +380,9 @@ Suite *suite_srq(void)
   tcase_add_test(t, test_srq_destroy_refused_while_used);
   tcase_add_test(t, test_srq_post_full_and_bad);
   tcase_add_test(t, test_srq_ud_qp_takes);
+  suite_add_tcase(s, t);
+  t = tcase_create("srq_sr");
+  tcase_add_test(t, test_srq_sr_places_ahead);
   suite_add_tcase(s, t);
   return s;
 }
