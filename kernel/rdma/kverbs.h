@@ -1,7 +1,7 @@
 // kverbs.h: the kernel's verbs API, the one header a kernel consumer of
 // RDMA includes (the role of Linux's ib_core verbs).
 //
-// It knows no process. Every object (PD, MR, CQ, QP) is a kernel pointer
+// It knows no process. Every object (PD, MR, CQ, QP, SRQ, AH) is a kernel pointer
 // and belongs to an owner, a struct kv_owner the caller supplies and keeps
 // alive while it owns objects: the per-process front end (uverbs.c) has
 // one per process, a kernel consumer its own. Each call names the owner

@@ -47,7 +47,8 @@
 #define RDMA_MAX_RD      16       // READs held as responder / outstanding
 #define RDMA_GID_TBL_LEN 16       // port 1's GID table: index 0 the IPv4-mapped GID, the rest empty
 // Async events: one queue per process (uverbs.c). An object reports at most one event
-// per error it enters (a CQ once, a QP each time it goes to ERR), and the
+// per error it enters (a CQ once, a QP each time it goes to ERR; a QP on an
+// SRQ adds LAST_WQE_REACHED, an SRQ its limit event once per arming), and the
 // latest state is what a reader needs: a queue holds one event for each QP
 // and CQ its process may own, and a full queue drops its own oldest event.
 #define RDMA_ASYNC_PER_PROC (RDMA_MAX_QP + RDMA_MAX_CQ)
