@@ -41,7 +41,7 @@ $(U_LIB_A): $(U_LIB_OBJS)
 	$(U_AR) rcs $@ $^
 
 # Programs built from one source file each: user/bin/<name>.c -> user/_<name>.
-U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status
+U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status rmemctl
 
 # The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
 # share.

@@ -1,0 +1,20 @@
+// rmem_client.h: the kernel's own client of a memory node (rmem_client.c),
+// the pager's backing store (core/pager.h's struct pager_store).
+#ifndef RMEM_CLIENT_H
+#define RMEM_CLIENT_H
+#include "lib/types.h"
+#include "lib/uapi.h"
+
+// Boot: with the boot argument rmem=IP:PORT, starts the client's thread,
+// which connects (retrying with backoff while the node is absent; boot does
+// not wait) and registers the store with the pager once connected.
+void rmem_client_init(void);
+
+// rmemctl's calls (kernel/sys/sysrmem.c). 0, or a negated errno.
+int rmem_client_connect(uint32 ip, uint16 port);      // -EBUSY: a node is configured already
+void rmem_client_status(struct rmemctl_status *out);
+// The self-test: npages pages of patterns written to slots and read back
+// through the store's io(), compared byte by byte; *out says what happened.
+int rmem_client_test(int npages, struct rmemctl_test *out);
+
+#endif
