@@ -250,14 +250,16 @@ static int ctl_exchange(struct rmem_msg *req, struct rmem_msg *rep) {
   return 0;
 }
 
-// The remote space: STAT for the client's limit, then regions of at most
-// RMEM_MAX_REGION for nslots pages (the wish, within the limit and the
-// region count; a reconnect asks for exactly the first connection's).
+// The remote space: STAT for the client's limit and the pool's free bytes,
+// then regions of at most RMEM_MAX_REGION for nslots pages (the wish,
+// within both and the region count; a reconnect asks for exactly the
+// first connection's).
 static const char *space_alloc(void) {
   struct rmem_msg req = rmem_request(RMEM_OP_STAT, 0), rep;
   if (ctl_exchange(&req, &rep) < 0) return "STAT failed";
   uint64 slots = rc.nslots ? rc.nslots : rc.want_slots;
   uint64 room = rep.limit > rep.used ? (rep.limit - rep.used) / PGSIZE : 0;
+  if (room > rep.pool_free / PGSIZE) room = rep.pool_free / PGSIZE;   // [RMEM-OP-4]
   if (!rc.nslots && slots > room) slots = room;
   if (slots > (uint64)RMEM_MAX_REGIONS * RMEM_REGION_SLOTS) slots = (uint64)RMEM_MAX_REGIONS * RMEM_REGION_SLOTS;
   if (slots > RMEM_MAX_SLOTS) slots = RMEM_MAX_SLOTS;
@@ -419,6 +421,7 @@ static void conn_put(uint64 gen, int failed) {
   if (failed && gen == rc.gen && rc.up) {
     rc.up = 0;
     rc.lost = 1;
+    proc_wakeup(&rc.lost);           // the thread replaces the connection
   }
   proc_wakeup(&rc.users);
 }
