@@ -597,7 +597,7 @@ struct net_info {
 #define SYS_rmemctl 125
 #define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
 #define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
-#define RMEMCTL_TEST    2   // (npages, struct rmemctl_test *out): the client's self-test
+#define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test
 struct rmemctl_status {
   unsigned int node_ip;               // host order; 0: no node configured
   unsigned short node_port;
@@ -615,7 +615,10 @@ struct rmemctl_status {
   unsigned long long lost_reads;      // reads refused: the slot's content went with a connection
 };
 struct rmemctl_test {
-  unsigned int pages, mismatches;     // pages moved each way; bytes read back wrong
+  unsigned int pages;                 // in: pages to move each way (1..128)
+  unsigned int first_slot;            // in: slots first_slot .. + pages - 1 (mod the store's slots)
+  unsigned int mismatches;            // bytes read back wrong
+  unsigned int read_only;             // in: 1: only read the slots (nothing compared)
   int write_rc, read_rc;              // io()'s results
   unsigned long long write_ns, read_ns;
 };

@@ -85,7 +85,6 @@
 #define RMEM_WATCH_NS        100000000ULL      // the thread looks at CM events this often
 #define RMEM_BUDGET_S        15                // io()'s retry budget (boot argument rmem_budget=S)
 #define RMEM_TEST_MAX        RMEM_SQ_DEPTH     // self-test pages (its arrays fit one page)
-#define RMEM_TEST_STRIDE     7919              // a prime: test slots i * it mod nslots are distinct
 #define RMEM_CTL_ROOM        64                // a control buffer: a request or a reply fits [RMEM-MSG-1]
 _Static_assert(RMEM_REQ_LEN <= RMEM_CTL_ROOM && RMEM_REP_LEN <= RMEM_CTL_ROOM, "control buffers");
 #define RMEM_REGION_SLOTS    (RMEM_MAX_REGION / PGSIZE)      // a region's most pages [RMEM-OP-1]
@@ -754,42 +753,46 @@ struct test_pages {
 };
 _Static_assert(sizeof(struct test_pages) <= PGSIZE, "the self-test's arrays fit a page");
 
-// Pages of t: the pattern into src (slots spread over every region: a
-// stride prime to nslots, so distinct), zeros into dst. How many pairs it got.
-static int test_fill(struct test_pages *t, int npages, uint64 nslots, int round) {
+// Pages of t: the pattern into src for slots first.. (mod nslots), zeros
+// into dst. How many pairs it got.
+static int test_fill(struct test_pages *t, int npages, uint32 first, uint64 nslots, int round) {
   for (int i = 0; i < npages; i++) {
     if (!(t->src[i] = (uint64)page_alloc())) return i;
     if (!(t->dst[i] = (uint64)page_alloc())) { page_put(t->src[i]); return i; }
-    t->slot[i] = (uint32)((uint64)i * RMEM_TEST_STRIDE % nslots);
+    t->slot[i] = (uint32)(((uint64)first + (uint64)i) % nslots);
     for (int k = 0; k < PGSIZE; k++) ((uint8 *)t->src[i])[k] = pattern(i, k, round);
     memset((void *)t->dst[i], 0, PGSIZE);
   }
   return npages;
 }
 
-int rmem_client_test(int npages, struct rmemctl_test *out) {
-  memset(out, 0, sizeof *out);
+int rmem_client_test(struct rmemctl_test *io) {
+  int npages = (int)io->pages;
+  uint32 first = io->first_slot, read_only = io->read_only;
+  memset(io, 0, sizeof *io);
+  io->first_slot = first;
+  io->read_only = read_only;
   spin_lock(&rc.lock);
   uint64 nslots = rc.nslots;
   int configured = rc.configured;
   spin_unlock(&rc.lock);
   if (npages < 1 || npages > RMEM_TEST_MAX) return -EINVAL;
   if (!configured || nslots == 0) return -EAGAIN;      // never connected: no slots yet
-  if (nslots % RMEM_TEST_STRIDE == 0 || (uint64)npages > nslots) return -EINVAL;
+  if ((uint64)npages > nslots) return -EINVAL;
   struct test_pages *t = page_alloc();
   if (!t) return -ENOMEM;
-  int got = test_fill(t, npages, nslots, (int)(clock_ns() / 1000));
+  int got = test_fill(t, npages, first, nslots, (int)(clock_ns() / 1000));
   int r = got < npages ? -ENOMEM : 0;
   if (r == 0) {
-    out->pages = (uint32)npages;
+    io->pages = (uint32)npages;
     uint64 t0 = clock_ns();
-    out->write_rc = store_io(1, t->slot, t->src, npages);
+    io->write_rc = read_only ? 0 : store_io(1, t->slot, t->src, npages);
     uint64 t1 = clock_ns();
-    out->read_rc = out->write_rc == 0 ? store_io(0, t->slot, t->dst, npages) : -1;
-    out->write_ns = t1 - t0;
-    out->read_ns = clock_ns() - t1;
-    for (int i = 0; i < npages && out->read_rc == 0; i++)
-      for (int k = 0; k < PGSIZE; k++) out->mismatches += ((uint8 *)t->dst[i])[k] != ((uint8 *)t->src[i])[k];
+    io->read_rc = io->write_rc == 0 ? store_io(0, t->slot, t->dst, npages) : -1;
+    io->write_ns = t1 - t0;
+    io->read_ns = clock_ns() - t1;
+    for (int i = 0; i < npages && io->read_rc == 0 && !read_only; i++)
+      for (int k = 0; k < PGSIZE; k++) io->mismatches += ((uint8 *)t->dst[i])[k] != ((uint8 *)t->src[i])[k];
   }
   for (int i = 0; i < got; i++) { page_put(t->src[i]); page_put(t->dst[i]); }
   page_put((uint64)t);

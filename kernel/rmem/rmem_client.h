@@ -13,8 +13,9 @@ void rmem_client_init(void);
 // rmemctl's calls (kernel/sys/sysrmem.c). 0, or a negated errno.
 int rmem_client_connect(uint32 ip, uint16 port);      // -EBUSY: a node is configured already
 void rmem_client_status(struct rmemctl_status *out);
-// The self-test: npages pages of patterns written to slots and read back
-// through the store's io(), compared byte by byte; *out says what happened.
-int rmem_client_test(int npages, struct rmemctl_test *out);
+// The self-test: t->pages pages of patterns written to slots t->first_slot
+// on and read back through the store's io(), compared byte by byte; the
+// rest of *t says what happened.
+int rmem_client_test(struct rmemctl_test *t);
 
 #endif

@@ -26,8 +26,9 @@ static int64 connect(void) {
 
 static int64 test(void) {
   struct rmemctl_test t;
-  int64 r = rmem_client_test(arg_int(1), &t);
-  int64 o = out(arg_addr(2), &t, sizeof t);
+  if (copy_in(current()->pagetable, &t, arg_addr(1), sizeof t) < 0) return -EFAULT;
+  int64 r = rmem_client_test(&t);
+  int64 o = out(arg_addr(1), &t, sizeof t);
   return r < 0 ? r : o;
 }
 

@@ -1,8 +1,11 @@
 // rmemctl.c: the kernel's client of a memory node (kernel/rmem/rmem_client.c).
 // Usage: rmemctl [status]            the node, the connection, the counters
 //        rmemctl connect IP[:PORT]   a node, if no rmem= boot argument set one
-//        rmemctl test [PAGES]        the client's self-test: PAGES pages (1..128,
-//                                    default 64) written to slots and read back
+//        rmemctl test [PAGES [FIRST]]  the client's self-test: PAGES pages (1..128,
+//                                    default 64) written to slots FIRST.. (default 0)
+//                                    and read back
+//        rmemctl read PAGES FIRST    only read those slots (a slot whose content
+//                                    went with an earlier connection: read -1)
 // Output lines are "key: value" for tests; a failure says why and exits 1.
 #include "user.h"
 #include "kernel/rmem/rmem_wire.h"
@@ -66,24 +69,27 @@ static int connect_node(const char *arg) {
   return 0;
 }
 
-static int test(int pages) {
-  struct rmemctl_test t;
+static int test(int pages, unsigned int first, int read_only) {
+  struct rmemctl_test t = { .pages = (unsigned int)pages, .first_slot = first, .read_only = (unsigned)read_only };
   unsigned long t0 = clock_ns();
-  long r = rmemctl(RMEMCTL_TEST, (unsigned long)pages, (unsigned long)&t);
+  long r = rmemctl(RMEMCTL_TEST, (unsigned long)&t, 0);
   unsigned long ms = (clock_ns() - t0) / 1000000;
   if (r < 0) return fail(r == -EAGAIN ? "test: never connected to a memory node" : "test", r);
-  printf("pages: %u\nwrite: %d (%lu us)\nread: %d (%lu us)\nmismatches: %u\nelapsed_ms: %lu\n", t.pages,
-         t.write_rc, (unsigned long)(t.write_ns / 1000), t.read_rc, (unsigned long)(t.read_ns / 1000),
-         t.mismatches, ms);
+  printf("first_slot: %u\npages: %u\n", t.first_slot, t.pages);
+  printf("write: %d (%lu us)\nread: %d (%lu us)\n", t.write_rc, (unsigned long)(t.write_ns / 1000), t.read_rc,
+         (unsigned long)(t.read_ns / 1000));
+  printf("mismatches: %u\nelapsed_ms: %lu\n", t.mismatches, ms);
   int ok = t.write_rc == 0 && t.read_rc == 0 && t.mismatches == 0;
-  printf("rmemctl test: %s\n", ok ? "PASS" : "FAIL");
+  printf("rmemctl %s: %s\n", read_only ? "read" : "test", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "status") == 0) return status();
   if (strcmp(argv[1], "connect") == 0 && argc == 3) return connect_node(argv[2]);
-  if (strcmp(argv[1], "test") == 0 && argc <= 3) return test(argc == 3 ? atoi(argv[2]) : TEST_PAGES_DEFAULT);
-  fprintf(stderr, "usage: rmemctl [status] | connect IP[:PORT] | test [PAGES]\n");
+  if (strcmp(argv[1], "test") == 0 && argc <= 4)
+    return test(argc >= 3 ? atoi(argv[2]) : TEST_PAGES_DEFAULT, argc == 4 ? (unsigned int)atoi(argv[3]) : 0, 0);
+  if (strcmp(argv[1], "read") == 0 && argc == 4) return test(atoi(argv[2]), (unsigned int)atoi(argv[3]), 1);
+  fprintf(stderr, "usage: rmemctl [status] | connect IP[:PORT] | test [PAGES [FIRST]] | read PAGES FIRST\n");
   return 1;
 }
