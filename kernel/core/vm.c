@@ -79,7 +79,7 @@ void kvm_init(void) {
   kmap_device(PCI_ECAM_BASE, PCI_ECAM_SIZE, 1);
   kmap(PCI_MMIO_BASE, PCI_MMIO_SIZE, PCI_MMIO_BASE, PTE_R | PTE_W, 2);
   kmap(RAM_BASE, text_end - RAM_BASE, RAM_BASE, PTE_R | PTE_X, 0);
-  kmap(text_end, RAM_END - text_end, text_end, PTE_R | PTE_W, 0);
+  kmap(text_end, pmem_ram_end() - text_end, text_end, PTE_R | PTE_W, 0);
   kmap(TRAMPOLINE, PGSIZE, (uint64)trampoline, PTE_R | PTE_X, 0);
 }
 
