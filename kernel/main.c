@@ -11,6 +11,7 @@
 #include "core/printk.h"
 #include "core/pmem.h"
 #include "core/vm.h"
+#include "core/pager.h"
 #include "proc/trap.h"
 #include "sys/syscall.h"
 #include "dev/irq.h"
@@ -51,6 +52,7 @@ static void boot_hart0(void) {
   fdt_scan(boot_dtb);           // before pmem_init hands the DTB's RAM out
   kprintf("\nxv6-rdma kernel booting (bootargs \"%s\")\n", bootargs_all());
   pmem_init();
+  pager_init();
   kvm_init();
   proc_table_init();            // maps kernel stacks into the kernel table
   kvm_hart_init();              // paging on: the drivers below map their devices at KDEV
@@ -73,6 +75,7 @@ static void boot_hart0(void) {
   rdma_mr_selftest();           // the MR contract (kernel/transport/mr_contract.h)
   selftest_kverbs_start();      // the kernel as an RDMA consumer (kernel/rdma/kverbs.h)
   rmem_client_init();           // rmem=IP:PORT: the memory node (a thread connects; boot goes on)
+  selftest_pager_start();       // TEST-ONLY in-RAM paging store, boot argument pagertest=N only
   kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
   __sync_synchronize();
   boot_done = 1;

@@ -53,6 +53,13 @@ U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS)) $(U
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
 
+# Guest test programs of one source file, with only the C library.
+U_PLAIN_TESTS := memtouch
+UPROGS += $(addprefix user/_,$(U_PLAIN_TESTS))
+$(addprefix user/_,$(U_PLAIN_TESTS)): user/_%: $(U_OBJDIR)/tests/%.o $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_LIB_A)
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/tests/%.o,$(U_PLAIN_TESTS))
+
 # Network tools (network helper): ping, UDP echo, the guest side of tests/net.
 U_NET_PROGS := ping udpecho nettest
 UPROGS += $(addprefix user/_,$(U_NET_PROGS))

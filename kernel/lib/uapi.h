@@ -47,6 +47,7 @@
 #define SYS_poll     27   // (struct pollfd *fds, nfds 0..NOFILE, timeout_ms <0 = forever)
                           // -> fds with revents != 0, 0 on timeout; -1 bad pointer/nfds, killed
 #define SYS_fcntl    28   // (fd, F_GETFL) -> flags; (fd, F_SETFL, flags): sets O_NONBLOCK only
+#define SYS_pagestat 29   // (struct pagestat *out): demand paging's counters (kernel/core/pager.c)
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
 // Network (kernel/sys/sysnet.c, sysbench.c; sockets: kernel/net/socket.c). A socket is a file descriptor: close()
 // closes it, fork() and dup() share it, poll() reports POLLIN while a
@@ -242,6 +243,31 @@ struct sysinfo {
   unsigned long idle_ns;    // time the harts spent idle (nothing to run) since boot, summed:
   unsigned long now_ns;     //   busy time over a run = ncpu * (now_ns delta) - idle_ns delta
   unsigned long lock_parks; // spin-lock waits that parked in wfi since boot, all harts (contention)
+};
+
+// Demand paging (SYS_pagestat; kernel/core/pager.c). Pages are 4 KiB.
+// Fault latency (a fault on a page in the store: trap to mapped, read-ahead
+// included) goes into a log2 histogram: bucket i counts faults that took
+// [2^i, 2^(i+1)) microseconds (bucket 0 also < 1 us, the last also more).
+#define PAGESTAT_BUCKETS 24
+struct pagestat {
+  unsigned long store_slots;  // pages the backing store holds; 0: no store, paging off
+  unsigned long resident;     // user pages in RAM
+  unsigned long paged_out;    // user pages whose only copy is in the store
+  unsigned long slots_used;   // store slots in use (paged out, or a clean copy of a resident page)
+  unsigned long faults;       // faults that read a page from the store
+  unsigned long evictions;    // pages evicted
+  unsigned long clean_evictions; // of those, dropped without a write (the store's copy was current)
+  unsigned long writebacks;   // pages written to the store
+  unsigned long wb_batches;   // store write calls (writebacks / wb_batches = batch size)
+  unsigned long ra_issued;    // pages read ahead (with a fault, same store call)
+  unsigned long ra_hits;      // read-ahead pages the process then used
+  unsigned long io_errors;    // store calls that failed (store unreachable)
+  unsigned long oom;          // user page allocations refused: nothing left to evict
+  unsigned long lat_count;    // fault latency: count, sum and max in nanoseconds
+  unsigned long lat_sum_ns;
+  unsigned long lat_max_ns;
+  unsigned long lat_hist[PAGESTAT_BUCKETS];
 };
 
 #define DIRSIZ 14           // longest file name component, in bytes

@@ -24,7 +24,7 @@
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \
   X(exec) X(open) X(mknod) X(unlink) X(fstat) X(link) X(mkdir) X(chdir) \
   X(dup) X(getpid) X(sbrk) X(sleep) X(uptime) X(kclock_ns) X(halt) X(sysinfo) X(timebase) X(getrandom) \
-  X(poll) X(fcntl) \
+  X(poll) X(fcntl) X(pagestat) \
   RDMA_HANDLERS(X)
 
 #define DECLARE(name) int64 sys_##name(void);
