@@ -83,6 +83,7 @@
 #define RMEM_BACKOFF_MIN_NS  100000000ULL      // reconnect backoff: 0.1 s doubling to 2 s
 #define RMEM_BACKOFF_MAX_NS  2000000000ULL
 #define RMEM_WATCH_NS        100000000ULL      // the thread looks at CM events this often
+#define RMEM_SLOTS_PER_PAGE  8                 // default slots per page of guest memory
 #define RMEM_BUDGET_S        15                // io()'s retry budget (boot argument rmem_budget=S)
 #define RMEM_TEST_MAX        RMEM_SQ_DEPTH     // self-test pages (its arrays fit one page)
 #define RMEM_CTL_ROOM        64                // a control buffer: a request or a reply fits [RMEM-MSG-1]
@@ -710,9 +711,11 @@ void rmem_client_init(void) {
   spin_init(&rc.kick_lock, "rmem_kick");
   rc.id = rc.chan = -1;
   rc.budget_ns = bootarg_uint("rmem_budget", RMEM_BUDGET_S) * 1000000000ULL;
-  // Default remote space: twice the guest's memory (a working set twice
-  // what fits), within the node's per-client limit (space_alloc).
-  rc.want_slots = bootarg_uint("rmem_slots", 2 * pmem_total_pages());
+  // Default remote space: RMEM_SLOTS_PER_PAGE x the guest's memory (a
+  // working set several times what fits, the pager's whole need: every
+  // paged-out page holds a slot), within the node's per-client limit
+  // (space_alloc).
+  rc.want_slots = bootarg_uint("rmem_slots", RMEM_SLOTS_PER_PAGE * pmem_total_pages());
   const char *arg = bootarg("rmem");
   uint32 ip;
   uint16 port;
