@@ -624,6 +624,7 @@ struct net_info {
 #define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
 #define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
 #define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test
+#define RMEMCTL_LAT     3   // (struct rmemctl_lat *out, reset): io() read latency since the last reset
 struct rmemctl_status {
   unsigned int node_ip;               // host order; 0: no node configured
   unsigned short node_port;
@@ -639,6 +640,15 @@ struct rmemctl_status {
   unsigned long long connects, reconnects;   // connections made; made after a lost one
   unsigned long long connect_failures;       // attempts that failed
   unsigned long long lost_reads;      // reads refused: the slot's content went with a connection
+};
+// The latency of io() read calls (a page fault's wait for the store, its
+// read-ahead pages included), from a histogram of RMEMCTL_LAT_STEP_US steps.
+#define RMEMCTL_LAT_STEP_US 10
+struct rmemctl_lat {
+  unsigned long long calls, pages;    // read calls and their pages
+  unsigned int median_us, p99_us;     // upper bounds of their steps
+  unsigned int max_us;
+  unsigned int pad;
 };
 struct rmemctl_test {
   unsigned int pages;                 // in: pages to move each way (1..128)

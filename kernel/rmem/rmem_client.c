@@ -83,6 +83,7 @@
 #define RMEM_BACKOFF_MIN_NS  100000000ULL      // reconnect backoff: 0.1 s doubling to 2 s
 #define RMEM_BACKOFF_MAX_NS  2000000000ULL
 #define RMEM_WATCH_NS        100000000ULL      // the thread looks at CM events this often
+#define RMEM_LAT_BUCKETS     2000              // read latency histogram: 20 ms in RMEMCTL_LAT_STEP_US steps
 #define RMEM_SLOTS_PER_PAGE  8                 // default slots per page of guest memory
 #define RMEM_BUDGET_S        15                // io()'s retry budget (boot argument rmem_budget=S)
 #define RMEM_TEST_MAX        RMEM_SQ_DEPTH     // self-test pages (its arrays fit one page)
@@ -134,6 +135,8 @@ static struct {
   struct call ctl_send, ctl_recv;   // the control exchange's (the thread's; never on a stack)
   int registered;            // pager_set_store done
   struct rmemctl_status st;     // counters (node, connected, nslots filled at status)
+  uint32 lat[RMEM_LAT_BUCKETS];   // io() read calls by duration (the last: that long or longer)
+  uint64 lat_calls, lat_pages, lat_max_us;
   // completions
   struct spinlock kick_lock;
   uint64 comp_seq;           // completion handler calls and reaps
@@ -509,10 +512,38 @@ static int chunk_check(int write, const uint32 *slot, int n) {
   return 0;
 }
 
+// rc.lock held. A read call of n pages took us microseconds.
+static void lat_add(uint64 us, int n) {
+  uint64 b = us / RMEMCTL_LAT_STEP_US;
+  rc.lat[b < RMEM_LAT_BUCKETS ? b : RMEM_LAT_BUCKETS - 1]++;
+  rc.lat_calls++;
+  rc.lat_pages += (uint64)n;
+  if (us > rc.lat_max_us) rc.lat_max_us = us;
+}
+
+// rc.lock held. The upper bound of the step holding the q-th per mille call.
+static uint32 lat_quantile(int permille) {
+  uint64 want = (rc.lat_calls * (uint64)permille + 999) / 1000, seen = 0;
+  for (int b = 0; b < RMEM_LAT_BUCKETS; b++)
+    if ((seen += rc.lat[b]) >= want && want) return (uint32)((b + 1) * RMEMCTL_LAT_STEP_US);
+  return 0;
+}
+
+void rmem_client_lat(struct rmemctl_lat *out, int reset) {
+  spin_lock(&rc.lock);
+  *out = (struct rmemctl_lat){ .calls = rc.lat_calls, .pages = rc.lat_pages, .median_us = lat_quantile(500),
+                               .p99_us = lat_quantile(990), .max_us = (uint32)rc.lat_max_us };
+  if (reset) {
+    memset(rc.lat, 0, sizeof rc.lat);
+    rc.lat_calls = rc.lat_pages = rc.lat_max_us = 0;
+  }
+  spin_unlock(&rc.lock);
+}
+
 // The pager's io() (core/pager.h): chunks of at most the send queue's
 // depth, each retried on a new connection until the budget runs out.
 static int store_io(int write, const uint32 *slot, const uint64 *pa, int n) {
-  uint64 deadline = clock_ns() + rc.budget_ns;
+  uint64 t0 = clock_ns(), deadline = t0 + rc.budget_ns;
   for (int done = 0; done < n;) {
     int k = n - done < RMEM_SQ_DEPTH ? n - done : RMEM_SQ_DEPTH;
     int waited = 0, r = -1;
@@ -546,6 +577,7 @@ static int store_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   }
   spin_lock(&rc.lock);
   rc.st.io_calls++;
+  if (!write) lat_add((clock_ns() - t0) / 1000, n);
   spin_unlock(&rc.lock);
   return 0;
 }

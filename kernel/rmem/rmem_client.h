@@ -13,6 +13,7 @@ void rmem_client_init(void);
 // rmemctl's calls (kernel/sys/sysrmem.c). 0, or a negated errno.
 int rmem_client_connect(uint32 ip, uint16 port);      // -EBUSY: a node is configured already
 void rmem_client_status(struct rmemctl_status *out);
+void rmem_client_lat(struct rmemctl_lat *out, int reset);    // then zeroed if reset
 // The self-test: t->pages pages of patterns written to slots t->first_slot
 // on and read back through the store's io(), compared byte by byte; the
 // rest of *t says what happened.

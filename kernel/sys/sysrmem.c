@@ -19,6 +19,12 @@ static int64 status(void) {
   return out(arg_addr(1), &s, sizeof s);
 }
 
+static int64 lat(void) {
+  struct rmemctl_lat l;
+  rmem_client_lat(&l, arg_int(2));
+  return out(arg_addr(1), &l, sizeof l);
+}
+
 static int64 connect(void) {
   int port = arg_int(2);
   return port <= 0 || port > 0xffff ? -EINVAL : rmem_client_connect((uint32)arg_int(1), (uint16)port);
@@ -34,6 +40,7 @@ static int64 test(void) {
 
 static int64 (*const ops[])(void) = {
   [RMEMCTL_STATUS] = status, [RMEMCTL_CONNECT] = connect, [RMEMCTL_TEST] = test,
+  [RMEMCTL_LAT] = lat,
 };
 
 int64 sys_rmemctl(void) {

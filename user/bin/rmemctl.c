@@ -4,6 +4,8 @@
 //        rmemctl test [PAGES [FIRST]]  the client's self-test: PAGES pages (1..128,
 //                                    default 64) written to slots FIRST.. (default 0)
 //                                    and read back
+//        rmemctl lat [reset]         io() read calls' latency: calls, pages, median,
+//                                    p99, max (reset: then start again)
 //        rmemctl read PAGES FIRST    only read those slots (a slot whose content
 //                                    went with an earlier connection: read -1)
 // Output lines are "key: value" for tests; a failure says why and exits 1.
@@ -69,6 +71,15 @@ static int connect_node(const char *arg) {
   return 0;
 }
 
+static int lat(int reset) {
+  struct rmemctl_lat l;
+  long r = rmemctl(RMEMCTL_LAT, (unsigned long)&l, (unsigned long)reset);
+  if (r < 0) return fail("lat", r);
+  printf("read_calls: %llu\nread_pages: %llu\n", l.calls, l.pages);
+  printf("read_median_us: %u\nread_p99_us: %u\nread_max_us: %u\n", l.median_us, l.p99_us, l.max_us);
+  return 0;
+}
+
 static int test(int pages, unsigned int first, int read_only) {
   struct rmemctl_test t = { .pages = (unsigned int)pages, .first_slot = first, .read_only = (unsigned)read_only };
   unsigned long t0 = clock_ns();
@@ -89,7 +100,8 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "connect") == 0 && argc == 3) return connect_node(argv[2]);
   if (strcmp(argv[1], "test") == 0 && argc <= 4)
     return test(argc >= 3 ? atoi(argv[2]) : TEST_PAGES_DEFAULT, argc == 4 ? (unsigned int)atoi(argv[3]) : 0, 0);
+  if (strcmp(argv[1], "lat") == 0 && argc <= 3) return lat(argc == 3 && strcmp(argv[2], "reset") == 0);
   if (strcmp(argv[1], "read") == 0 && argc == 4) return test(atoi(argv[2]), (unsigned int)atoi(argv[3]), 1);
-  fprintf(stderr, "usage: rmemctl [status] | connect IP[:PORT] | test [PAGES [FIRST]] | read PAGES FIRST\n");
+  fprintf(stderr, "usage: rmemctl [status] | connect IP[:PORT] | test [PAGES [FIRST]] | read PAGES FIRST | lat [reset]\n");
   return 1;
 }
