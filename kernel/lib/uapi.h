@@ -649,6 +649,8 @@ struct rmemctl_lat {
   unsigned int median_us, p99_us;     // upper bounds of their steps
   unsigned int max_us;
   unsigned int pad;
+  unsigned long long total_us;        // the read calls' time, summed
+  unsigned long long reg_us;          // of all io() calls: registering and deregistering their pages
 };
 struct rmemctl_test {
   unsigned int pages;                 // in: pages to move each way (1..128)

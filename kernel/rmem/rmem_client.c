@@ -136,7 +136,7 @@ static struct {
   int registered;            // pager_set_store done
   struct rmemctl_status st;     // counters (node, connected, nslots filled at status)
   uint32 lat[RMEM_LAT_BUCKETS];   // io() read calls by duration (the last: that long or longer)
-  uint64 lat_calls, lat_pages, lat_max_us;
+  uint64 lat_calls, lat_pages, lat_max_us, lat_total_us, reg_ns;
   // completions
   struct spinlock kick_lock;
   uint64 comp_seq;           // completion handler calls and reaps
@@ -486,8 +486,10 @@ static int chunk_post(int write, const uint32 *slot, int n, uint32 lkey, struct 
 // (the connection is then lost).
 static int chunk_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   struct rdma_mr_keys keys;
+  uint64 t0 = clock_ns();
   struct rdma_mr *mr = kv_reg_kernel_mr(&rc.owner, rc.pd, RMEM_IO_VA, (uint64)n * PGSIZE, pa,
                                         IBV_ACCESS_LOCAL_WRITE, &keys);
+  uint64 reg = clock_ns() - t0;
   if (!mr) {
     kprintf("rmem: %s: registering %d pages failed\n", rc.name, n);
     return -1;
@@ -496,7 +498,11 @@ static int chunk_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   int r = chunk_post(write, slot, n, keys.lkey, &c);
   if (r < 0) qp_to_err(rc.qp);         // flush what went, so c is credited fully
   if (call_wait(rc.qp, rc.cq, &c) < 0) r = -1;
+  uint64 t1 = clock_ns();
   if (kv_dereg_mr(&rc.owner, mr) != 0) kprintf("rmem: %s: deregistration failed\n", rc.name);
+  spin_lock(&rc.lock);
+  rc.reg_ns += reg + clock_ns() - t1;
+  spin_unlock(&rc.lock);
   return r;
 }
 
@@ -518,6 +524,7 @@ static void lat_add(uint64 us, int n) {
   rc.lat[b < RMEM_LAT_BUCKETS ? b : RMEM_LAT_BUCKETS - 1]++;
   rc.lat_calls++;
   rc.lat_pages += (uint64)n;
+  rc.lat_total_us += us;
   if (us > rc.lat_max_us) rc.lat_max_us = us;
 }
 
@@ -532,10 +539,11 @@ static uint32 lat_quantile(int permille) {
 void rmem_client_lat(struct rmemctl_lat *out, int reset) {
   spin_lock(&rc.lock);
   *out = (struct rmemctl_lat){ .calls = rc.lat_calls, .pages = rc.lat_pages, .median_us = lat_quantile(500),
-                               .p99_us = lat_quantile(990), .max_us = (uint32)rc.lat_max_us };
+                               .p99_us = lat_quantile(990), .max_us = (uint32)rc.lat_max_us,
+                               .total_us = rc.lat_total_us, .reg_us = rc.reg_ns / 1000 };
   if (reset) {
     memset(rc.lat, 0, sizeof rc.lat);
-    rc.lat_calls = rc.lat_pages = rc.lat_max_us = 0;
+    rc.lat_calls = rc.lat_pages = rc.lat_max_us = rc.lat_total_us = rc.reg_ns = 0;
   }
   spin_unlock(&rc.lock);
 }

@@ -77,6 +77,7 @@ static int lat(int reset) {
   if (r < 0) return fail("lat", r);
   printf("read_calls: %llu\nread_pages: %llu\n", l.calls, l.pages);
   printf("read_median_us: %u\nread_p99_us: %u\nread_max_us: %u\n", l.median_us, l.p99_us, l.max_us);
+  printf("read_total_us: %llu\nreg_us: %llu\n", l.total_us, l.reg_us);
   return 0;
 }
 
