@@ -95,16 +95,19 @@ static uint64_t get_be(const uint8_t *p, unsigned width)
 
 static int op_known(unsigned op) { return op >= 1 && op <= RMEM_OP_MAX; }
 
-/* The table's fields of op's request (reply == 0) or reply into buf. */
+/* The table's fields of op's request (reply == 0) or reply into buf. A
+ * reply may echo an unknown op (the answer to a request that named one):
+ * then it carries the header alone. */
 static int encode(const struct rmem_msg *m, uint8_t *buf, unsigned len, int reply)
 {
-  if (!op_known(m->op))
+  if (!reply && !op_known(m->op))
     return -1;
   for (unsigned i = 0; i < len; i++)
     buf[i] = 0;                      /* reserved bytes [RMEM-MSG-1] */
   for (int i = 0; i < NFIELDS; i++) {
     const struct rmem_field *f = &fields[i];
-    if ((reply ? f->rep_ops : f->req_ops) & OP(m->op))
+    unsigned ops = reply ? f->rep_ops : f->req_ops;
+    if (ops == ALL || (op_known(m->op) && (ops & OP(m->op))))
       put_be(buf + f->offset, f->width, get_member(m, f));
   }
   return (int)len;
@@ -157,7 +160,8 @@ int rmem_decode_rep(const uint8_t *buf, size_t len, struct rmem_msg *m)
   if (len != RMEM_REP_LEN)                                 /* [RMEM-MSG-5] */
     return -1;
   decode(buf, len, m, buf[5], 1);
-  if (m->magic != RMEM_MAGIC || m->version != RMEM_VERSION || !op_known(m->op))
+  if (m->magic != RMEM_MAGIC || m->version != RMEM_VERSION ||
+      (!op_known(m->op) && m->status == RMEM_OK))
     return -1;
   return 0;
 }

@@ -80,7 +80,8 @@ struct rmem_msg rmem_request(uint8_t op, uint32_t req_id);
 struct rmem_msg rmem_reply(const struct rmem_msg *req, uint16_t status);
 
 /* Encodes m into buf (RMEM_REQ_LEN / RMEM_REP_LEN bytes, reserved bytes 0).
- * Returns the length written, or -1 if m->op is unknown (buf untouched). */
+ * Returns the length written; a request with an unknown op is -1 (buf
+ * untouched); a reply with one (an error reply echoing it) is the header. */
 int rmem_encode_req(const struct rmem_msg *m, uint8_t buf[RMEM_REQ_LEN]);
 int rmem_encode_rep(const struct rmem_msg *m, uint8_t buf[RMEM_REP_LEN]);
 
@@ -90,7 +91,8 @@ int rmem_encode_rep(const struct rmem_msg *m, uint8_t buf[RMEM_REP_LEN]);
  * m->op whenever len reaches byte 5, so the error reply can echo them. */
 int rmem_decode_req(const uint8_t *buf, size_t len, struct rmem_msg *m);
 /* Decodes a reply of len bytes as a client must [RMEM-MSG-5]: 0, or -1 for
- * a wrong length, magic, version or an unknown op (drop and count it). */
+ * a wrong length, magic, version, or an unknown op with status RMEM_OK
+ * (drop and count it). */
 int rmem_decode_rep(const uint8_t *buf, size_t len, struct rmem_msg *m);
 
 /* Rounds size up to a multiple of RMEM_PAGE; 0 for 0 or above RMEM_MAX_REGION. */

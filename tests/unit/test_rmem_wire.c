@@ -154,7 +154,9 @@ START_TEST(test_rmem_decode_req_rejects)
 }
 END_TEST
 
-/* A client drops a reply of another length, magic, version or op. [RMEM-MSG-5] */
+/* A client drops a reply of another length, magic, version, or an unknown
+ * op with RMEM_OK; an error reply echoing an unknown op is the header
+ * alone and decodes. [RMEM-MSG-5] */
 START_TEST(test_rmem_decode_rep_rejects)
 {
   uint8_t good[RMEM_REP_LEN], bad[RMEM_REP_LEN];
@@ -165,12 +167,26 @@ START_TEST(test_rmem_decode_rep_rejects)
   ck_assert_uint_eq(d.status, RMEM_ENOMEM);
   ck_assert_int_eq(rmem_decode_rep(good, RMEM_REP_LEN - 1, &d), -1);
   ck_assert_int_eq(rmem_decode_rep(good, RMEM_REQ_LEN, &d), -1);
+  r.status = RMEM_OK;
+  ck_assert_int_eq(rmem_encode_rep(&r, good), RMEM_REP_LEN);
   const int at[] = { 0, 4, 5 };
   for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
     memcpy(bad, good, sizeof(good));
     bad[at[i]] = 0x7f;
     ck_assert_int_eq(rmem_decode_rep(bad, RMEM_REP_LEN, &d), -1);
   }
+
+  struct rmem_msg unknown = rmem_request(0x7f, 99);
+  unknown.size = 1;
+  struct rmem_msg e = rmem_reply(&unknown, RMEM_EBADREQ);
+  e.addr = 0x1234;                                     /* no field of an unknown op travels */
+  ck_assert_int_eq(rmem_encode_rep(&e, bad), RMEM_REP_LEN);
+  for (int i = RMEM_HDR_LEN; i < RMEM_REP_LEN; i++)
+    ck_assert_uint_eq(bad[i], 0);
+  ck_assert_int_eq(rmem_decode_rep(bad, RMEM_REP_LEN, &d), 0);
+  ck_assert_uint_eq(d.op, 0x7f);
+  ck_assert_uint_eq(d.req_id, 99);
+  ck_assert_uint_eq(d.status, RMEM_EBADREQ);
 }
 END_TEST
 
