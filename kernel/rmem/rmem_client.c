@@ -57,11 +57,13 @@
 #define RMEM_POLL_BATCH  16
 #define RMEM_IO_VA       0x200000000ULL         // every data MR's address (MRs differ by key)
 #define RMEM_CTL_VA      0x100000000ULL
-// READ depths offered: the device's limit (RDMA_MAX_RD in rdma.h: 16).
-// READ depths: the responder resources offered are the device's limit
-// (rdma.h's RDMA_MAX_RD: 16); fewer READs in flight than the node holds
-// (rdma_cm.h's RDMAX_DEFAULT_INITIATOR_DEPTH reasoning: a responder
-// refuses a new READ while its oldest resource replays a late duplicate).
+// READ depths: the REQ offers the device's limit both ways (rdma.h's
+// RDMA_MAX_RD: 16; a node sizes its responder resources from our
+// initiator depth, as rmemd does); the QP keeps at most half the node's
+// resources in flight (rdma_cm.h's RDMAX_DEFAULT_INITIATOR_DEPTH
+// reasoning: a responder refuses a new READ, NAK invalid request, while
+// its oldest resource still replays a late duplicate: under loss a READ
+// depth equal to the node's resources ended connections).
 #define RMEM_RD_RESOURCES 16
 #define RMEM_INIT_DEPTH   8
 // The transport's window in bytes: the pages in flight, twice (READ
@@ -99,6 +101,7 @@ struct region { uint64 addr, nslots; uint32 rkey, id; };
 struct call {
   int left;                  // WRs not yet completed
   int err;                   // one completed with an error
+  int status;                // the first error's (RCT_WC_*)
   uint32 byte_len;           // a receive's length
 };
 
@@ -180,7 +183,7 @@ static int reap(struct rdma_cq *cq) {
     for (int i = 0; i < n; i++) {
       struct call *c = (struct call *)wc[i].wr_id;
       if (wc[i].opcode != RCT_WC_RECV) rc.sq_used--;
-      if (wc[i].status != RCT_WC_SUCCESS) c->err = 1;
+      if (wc[i].status != RCT_WC_SUCCESS && !c->err++) c->status = (int)wc[i].status;
       c->byte_len = wc[i].byte_len;
       c->left--;
     }
@@ -292,18 +295,26 @@ static void nap(uint64 ns) {
   spin_unlock(&rc.lock);
 }
 
+// Why a CM step failed, by the event that came instead (librdmacm's).
+static const char *const cm_why[] = {
+  [RDMA_CM_EVENT_ADDR_ERROR] = "no ARP answer from the node",
+  [RDMA_CM_EVENT_ROUTE_ERROR] = "no route to the node",
+  [RDMA_CM_EVENT_CONNECT_ERROR] = "the connection failed",
+  [RDMA_CM_EVENT_UNREACHABLE] = "the node does not answer",
+  [RDMA_CM_EVENT_REJECTED] = "the node refused (nothing listens on the port, or too many clients)",
+  [RDMA_CM_EVENT_DISCONNECTED] = "the node disconnected",
+};
+
 // The next CM event of the connection's channel into *ev, polled until
-// the deadline: 0 if it is `want`, else -1 (with a message).
-static int cm_wait(int want, struct ucma_event *ev, uint64 deadline) {
+// the deadline: NULL if it is `want`, else why not.
+static const char *cm_wait(int want, struct ucma_event *ev, uint64 deadline) {
   int r;
   while ((r = cma_get_event(RMEM_CM_OWNER, rc.chan, NULL, ev)) == -EAGAIN && clock_ns() < deadline)
     nap(RMEM_CM_POLL_NS);
-  if (r == 0 && ev->event == want) return 0;
-  if (r == 0)
-    kprintf("rmem: %s: rdma_cm event %d (status %d), expected %d\n", rc.name, ev->event, ev->status, want);
-  else
-    kprintf("rmem: %s: no rdma_cm event %d in time (%d)\n", rc.name, want, r);
-  return -1;
+  if (r == 0 && ev->event == want) return NULL;
+  if (r < 0) return "no rdma_cm event in time";
+  int known = ev->event >= 0 && ev->event < (int)ARRAY_LEN(cm_why) && cm_why[ev->event];
+  return known ? cm_why[ev->event] : "an unexpected rdma_cm event";
 }
 
 // Everything of the connection goes (what exists of it): the id (its
@@ -338,6 +349,12 @@ static const char *verbs_setup(void) {
   return NULL;
 }
 
+// READs in flight for a node holding rres: half of them, 1..RMEM_INIT_DEPTH.
+static uint32 read_depth(uint32 rres) {
+  uint32 d = rres / 2;
+  return d < 1 ? 1 : d > RMEM_INIT_DEPTH ? RMEM_INIT_DEPTH : d;
+}
+
 // The QP to RTR and RTS from the exchange's attributes; selective repeat
 // if the node announced it too [SR-NEG-1]; READ depth the smaller offer.
 static const char *qp_to_rts(const struct ucma_conn_param *peer) {
@@ -362,9 +379,7 @@ static const char *qp_to_rts(const struct ucma_conn_param *peer) {
   sq_psn = a.sq_psn;
   a = (struct rdma_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = sq_psn, .timeout = RMEM_ACK_TIMEOUT,
                              .retry_cnt = RMEM_RETRY_COUNT, .rnr_retry = 7,
-                             .max_rd_atomic = peer->responder_resources < RMEM_INIT_DEPTH
-                                              ? (peer->responder_resources ? peer->responder_resources : 1)
-                                              : RMEM_INIT_DEPTH };
+                             .max_rd_atomic = read_depth(peer->responder_resources) };
   if (kv_modify_qp(&rc.owner, rc.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
                    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) != 0)
     return "QP to RTS failed";
@@ -377,20 +392,21 @@ static const char *cm_connect(void) {
   uint64 far = clock_ns() + RMEM_CM_STEP_NS;
   if ((rc.chan = cma_chan_create(RMEM_CM_OWNER)) < 0) return "no rdma_cm channel";
   if ((rc.id = cma_create_id(RMEM_CM_OWNER, rc.chan, RDMA_PS_TCP, 0)) < 0) return "no rdma_cm id";
-  if (cma_resolve_addr(RMEM_CM_OWNER, rc.id, 0, rc.ip, rc.port, RMEM_RESOLVE_MS) < 0 ||
-      cm_wait(RDMA_CM_EVENT_ADDR_RESOLVED, &ev, far) < 0) return "address resolution failed";
-  if (cma_resolve_route(RMEM_CM_OWNER, rc.id, RMEM_RESOLVE_MS) < 0 ||
-      cm_wait(RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, far) < 0) return "route resolution failed";
-  const char *why = verbs_setup();
+  if (cma_resolve_addr(RMEM_CM_OWNER, rc.id, 0, rc.ip, rc.port, RMEM_RESOLVE_MS) < 0)
+    return "address resolution refused";
+  const char *why = cm_wait(RDMA_CM_EVENT_ADDR_RESOLVED, &ev, far);
+  if (why) return why;
+  if (cma_resolve_route(RMEM_CM_OWNER, rc.id, RMEM_RESOLVE_MS) < 0) return "route resolution refused";
+  if ((why = cm_wait(RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, far))) return why;
+  why = verbs_setup();
   if (why) return why;
   struct ucma_conn_param p = { .qp_num = 0, .responder_resources = RMEM_RD_RESOURCES,
-                               .initiator_depth = RMEM_INIT_DEPTH, .retry_count = RMEM_RETRY_COUNT,
+                               .initiator_depth = RMEM_RD_RESOURCES, .retry_count = RMEM_RETRY_COUNT,
                                .rnr_retry_count = 7, .ack_timeout = RMEM_ACK_TIMEOUT,
                                .xv6_caps = RDMA_XV6_CAP_SR };
   p.qp_num = rc.qpn;
   if (cma_connect(RMEM_CM_OWNER, rc.id, &p) < 0) return "connect refused locally";
-  if (cm_wait(RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, clock_ns() + RMEM_CM_STEP_NS) < 0)
-    return "the node did not accept the connection";
+  if ((why = cm_wait(RDMA_CM_EVENT_CONNECT_RESPONSE, &ev, clock_ns() + RMEM_CM_STEP_NS))) return why;
   if ((why = qp_to_rts(&ev.param))) return why;
   if (cma_accept(RMEM_CM_OWNER, rc.id, NULL) < 0) return "RTU failed";
   return NULL;
@@ -498,6 +514,9 @@ static int chunk_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   int r = chunk_post(write, slot, n, keys.lkey, &c);
   if (r < 0) qp_to_err(rc.qp);         // flush what went, so c is credited fully
   if (call_wait(rc.qp, rc.cq, &c) < 0) r = -1;
+  if (c.status)
+    kprintf("rmem: %s: a %s completed with %s; the connection is lost\n", rc.name,
+            write ? "WRITE" : "READ", rct_wc_status_name((enum rct_wc_status)c.status));
   uint64 t1 = clock_ns();
   if (kv_dereg_mr(&rc.owner, mr) != 0) kprintf("rmem: %s: deregistration failed\n", rc.name);
   spin_lock(&rc.lock);
@@ -652,8 +671,8 @@ static void rmem_thread(void *arg) {
     if (why) {
       rc.st.connect_failures++;
       spin_unlock(&rc.lock);
-      if (rc.st.connect_failures == 1 || backoff == RMEM_BACKOFF_MAX_NS / 2)
-        kprintf("rmem: %s: connecting failed: %s; retrying\n", rc.name, why);
+      if (backoff == RMEM_BACKOFF_MIN_NS)      // the first failure of an outage
+        kprintf("rmem: %s: connecting failed: %s; retrying with backoff\n", rc.name, why);
       teardown();
       nap(backoff);
       backoff = backoff * 2 < RMEM_BACKOFF_MAX_NS ? backoff * 2 : RMEM_BACKOFF_MAX_NS;
