@@ -108,7 +108,8 @@ struct call {
 static struct {
   struct spinlock lock;
   // configuration
-  int configured;
+  int configured;            // a node is named (boot argument or rmemctl)
+  int may_start, started;    // boot allows the thread (rmem_client_start); it runs
   uint32 ip;
   uint16 port;
   uint64 want_slots;
@@ -743,7 +744,26 @@ static void name_set(uint32 ip, uint16 port) {
 }
 _Static_assert(sizeof "memory node 255.255.255.255:65535" <= sizeof rc.name, "the name fits");
 
-// Configures the node and starts the thread: 0, -EBUSY (configured), -ENOMEM.
+// Starts the thread once both a node is configured and boot allows it: 0,
+// or -ENOMEM (no process slot; configured no more).
+static int start_thread(void) {
+  spin_lock(&rc.lock);
+  int go = rc.configured && rc.may_start && !rc.started;
+  rc.started |= go;
+  spin_unlock(&rc.lock);
+  if (!go) return 0;
+  if (kthread_start("rmem", rmem_thread, NULL) < 0) {
+    kprintf("rmem: no process slot for the client's thread\n");
+    spin_lock(&rc.lock);
+    rc.configured = rc.started = 0;
+    spin_unlock(&rc.lock);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+// Configures the node and starts the thread if boot allows: 0, -EBUSY
+// (configured already), -ENOMEM.
 static int start(uint32 ip, uint16 port) {
   spin_lock(&rc.lock);
   int busy = rc.configured;
@@ -754,15 +774,14 @@ static int start(uint32 ip, uint16 port) {
     name_set(ip, port);
   }
   spin_unlock(&rc.lock);
-  if (busy) return -EBUSY;
-  if (kthread_start("rmem", rmem_thread, NULL) < 0) {
-    kprintf("rmem: no process slot for the client's thread\n");
-    spin_lock(&rc.lock);
-    rc.configured = 0;
-    spin_unlock(&rc.lock);
-    return -ENOMEM;
-  }
-  return 0;
+  return busy ? -EBUSY : start_thread();
+}
+
+void rmem_client_start(void) {
+  spin_lock(&rc.lock);
+  rc.may_start = 1;
+  spin_unlock(&rc.lock);
+  start_thread();
 }
 
 void rmem_client_init(void) {

@@ -5,10 +5,14 @@
 #include "lib/types.h"
 #include "lib/uapi.h"
 
-// Boot: with the boot argument rmem=IP:PORT, starts the client's thread,
-// which connects (retrying with backoff while the node is absent; boot does
-// not wait) and registers the store with the pager once connected.
+// Boot: rmem_client_init reads the boot arguments (rmem=IP[:PORT]: the
+// node). rmem_client_start then lets the client's thread run (now, or when
+// rmemctl names a node): it connects (retrying with backoff while the node
+// is absent; boot does not wait) and registers the store with the pager
+// once connected. Boot calls it after the kverbs self-test, whose counts
+// of the device's live objects must see no other kernel consumer.
 void rmem_client_init(void);
+void rmem_client_start(void);
 
 // rmemctl's calls (kernel/sys/sysrmem.c). 0, or a negated errno.
 int rmem_client_connect(uint32 ip, uint16 port);      // -EBUSY: a node is configured already
