@@ -34,6 +34,12 @@ Clean only:
                   connection is refused (read -1, lost_reads grows: the node
                   freed them with the connection [RMEM-LIFE-1]); `rmemctl test`
                   on them passes again.
+Both, last (paged-out pages of the shell and init must not meet a node kill):
+  rmem_client_paging_loss<L>
+                  memtouch with a working set twice guest 1's free memory
+                  (CLIENT_MEM) pages through the client: "memtouch: ok"
+                  (every byte checked), faults > 0, the client's pages_read
+                  and pages_written grew by at least the faults.
 
 Usage: python3 tests/rdma/run_rmem_client.py [--loss 0 1]
 Prints "test NAME: OK|FAILED (info)" per case and "N passed, M failed".
@@ -61,6 +67,7 @@ PAGES = (16, 128)       # 128: RMEM_TEST_MAX, the send queue's depth
 # rmemd's pool: more than one region's worth (RMEM_MAX_REGION, 64 MiB), so
 # the client holds two regions and a self-test crosses between them.
 NODE_POOL_MIB = 72
+CLIENT_MEM = "48M"      # guest 1: little free memory (about 4 MiB after boot)
 KILLED_SLOT = 1024      # the failed write's slots: not those node_back reads
 REGION_SLOTS = (64 << 20) // 4096   # rmem_wire.h RMEM_MAX_REGION in pages
 
@@ -164,6 +171,17 @@ def node_back(tb, written):
                      f"lost_reads +{lost}; {out.strip()[-100:]!r}"
 
 
+def paging(g):
+    free = int(re.search(r"^free:\s+(\d+) pages", g.run("free", timeout=60), re.M)[1])
+    ws = max(1, round(2 * free * 4096 / (1 << 20)))
+    before = counters(status(g))
+    out = g.run(f"memtouch -q -m {ws} -r 2000", timeout=1800)
+    grew = [x - y for x, y in zip(counters(status(g)), before)]
+    m = re.search(r"memtouch: ok .*faults (\d+) evictions (\d+)", out)
+    ok = m and int(m[1]) > 0 and grew[1] >= int(m[1]) and grew[0] > 0
+    return bool(ok), f"{ws} MiB (free {free} pages): {out.strip()[-200:]!r}; pages written / read {grew[:2]}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
@@ -174,6 +192,7 @@ def main():
         spec = f"loss {loss_s}% seed 7" if loss else None
         with Testbed(2, both=spec, name=f"rmem-client-loss{loss_s}") as tb:
             a, b = tb.guests
+            b.memory = CLIENT_MEM
             b.append += f" rmem={tb.ip(0)}:{PORT} rmem_budget={BUDGET}"
             tb.boot(timeout=180)
             pid = start_node(a)
@@ -188,6 +207,7 @@ def main():
                 t.run("rmem_client_read_written", lambda: read_written(b))
                 t.run("rmem_client_node_killed", lambda: node_killed(tb, pid))
                 t.run("rmem_client_node_back", lambda: node_back(tb, written))
+            t.run(f"rmem_client_paging_loss{loss_s}", lambda: paging(b))
             tb.halt()
     return t.finish()
 
