@@ -8,6 +8,7 @@ minutes): sizes 64 B, 4 KiB, 64 KiB, 1 MiB, 50 accesses each, 16 in flight.
 Usage: python3 bench/rdma/rmem_bench.py [--sizes all|few] [--iters N] [--depth D]
                                         [--losses 0 1 5] [--modes gbn sr] [--out DIR]
   --sizes all   every power of two from 64 B to 1 MiB (rmem_bench -a; ~4x longer)
+  --replot      only redraw DIR/rmem-bench.png from DIR/rmem-bench.csv
 Outputs: DIR/rmem-bench.csv (a row per mode, loss, op, size), DIR/rmem-bench.md
 (the table), DIR/rmem-bench.png (latency and throughput against size; needs
 matplotlib), DIR/rmem-bench.log (every run's output). DIR: bench/results.
@@ -67,14 +68,17 @@ def plot(path, rows):
         return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     keys = sorted({(r["mode"], r["loss_pct"], r["op"]) for r in rows})
+    # A color per op and loss, solid for selective repeat, dashed for go-back-N.
+    colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(sorted({(op, loss) for _, loss, op in keys}))}
     for mode, loss, op in keys:
         sel = sorted((int(r["bytes"]), r) for r in rows
                      if (r["mode"], r["loss_pct"], r["op"]) == (mode, loss, op))
         x = [s for s, _ in sel]
         style = "-" if mode == "sr" else "--"
         label = f"{op} {mode} {loss}%"
-        ax1.plot(x, [float(r["lat_p50_us"]) for _, r in sel], style, marker="o", label=label)
-        ax2.plot(x, [float(r["bw_MBps"]) for _, r in sel], style, marker="o", label=label)
+        c = colors[(op, loss)]
+        ax1.plot(x, [float(r["lat_p50_us"]) for _, r in sel], style, color=c, marker="o", label=label)
+        ax2.plot(x, [float(r["bw_MBps"]) for _, r in sel], style, color=c, marker="o", label=label)
     for ax, title, unit in ((ax1, "median latency, one access at a time", "us"),
                             (ax2, "throughput, accesses in flight", "MB/s")):
         ax.set_xscale("log", base=2)
@@ -97,8 +101,13 @@ def main():
     ap.add_argument("--modes", nargs="+", choices=["gbn", "sr"], default=["gbn", "sr"])
     ap.add_argument("--timeout", type=int, default=1200, help="seconds for one rmem_bench run")
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    ap.add_argument("--replot", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.replot:
+        with open(os.path.join(args.out, "rmem-bench.csv")) as f:
+            plot(os.path.join(args.out, "rmem-bench.png"), list(csv.DictReader(f)))
+        return 0
     t0 = time.monotonic()
     rows = []
     with open(os.path.join(args.out, "rmem-bench.log"), "w") as log, \
