@@ -42,7 +42,8 @@ Steps (times measured on the 2-core build machine, TCG):
                              host-drawn seed; free pages must come back
   rmem_client                the kernel's client of a memory node against rmemd,
                              0 % and 1 % loss: rmemctl's self-test byte-checked,
-                             two callers at once, the node killed (io -1 within
+                             two callers at once, the link down and the node
+                             killed (io -1 within
                              the budget) and back (reconnect, old slots refused),
                              memtouch paging through it on a 48M guest
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss

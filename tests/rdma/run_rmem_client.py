@@ -23,6 +23,12 @@ short retry budget (rmem_budget=BUDGET seconds). Clean and at 1 % loss:
 Clean only:
   rmem_client_read_written
                   `rmemctl read 16 0` (slots the first self-test wrote): read 0.
+  rmem_client_link_down
+                  linkemu drops every frame both ways (the node's machine
+                  gone, no DREQ): `rmemctl test` fails (write -1) within the
+                  budget plus the transport's ~3 s of retries; with the link
+                  back the client reconnects by itself (reconnects + 1) and
+                  a test passes.
   rmem_client_node_killed
                   rmemd is killed; `rmemctl test` then fails (write -1)
                   within the budget plus the time the transport needs to
@@ -30,7 +36,7 @@ Clean only:
                   status shows io_failed >= 1 and connected: no).
   rmem_client_node_back
                   rmemd runs again: the client reconnects by itself
-                  (reconnects >= 1); a read of slots written on the old
+                  (reconnects + 1); a read of slots written on the old
                   connection is refused (read -1, lost_reads grows: the node
                   freed them with the connection [RMEM-LIFE-1]); `rmemctl test`
                   on them passes again.
@@ -156,16 +162,36 @@ def node_killed(tb, pid):
                      f"{out.strip()[-160:]!r}; status {st}"
 
 
+def link_down(tb):
+    b = tb.guests[1]
+    before = int(status(b).get("reconnects", 0))
+    tb.set_spec("both", "loss 100%")
+    t0 = time.monotonic()
+    try:
+        out = b.run(f"rmemctl test 16 {KILLED_SLOT}", timeout=BUDGET + DETECT_SLACK + 120)
+        took = time.monotonic() - t0
+    finally:
+        tb.set_spec("both", "")
+    st = wait_connected(b, 120)
+    again = b.run(f"rmemctl test 16 {KILLED_SLOT}", timeout=300)
+    ok = (re.search(r"^write: -1 ", out, re.M) and took <= BUDGET + DETECT_SLACK and
+          int(st.get("reconnects", 0)) == before + 1 and "rmemctl test: PASS" in again)
+    return bool(ok), f"failed after {took:.1f} s (budget {BUDGET} s + {DETECT_SLACK} s): " \
+                     f"{re.findall(r'write: -?[0-9]+', out)}; reconnects {before} -> {st.get('reconnects')}; " \
+                     f"then {re.findall(r'rmemctl test: [A-Z]+', again)}"
+
+
 def node_back(tb, written):
     """written: slots the first self-test wrote on the old connection."""
     a, b = tb.guests
+    before = int(status(b).get("reconnects", 0))
     start_node(a)
     st = wait_connected(b, 120)
     lost0 = int(st.get("lost_reads", 0))
     rd = b.run(f"rmemctl read 16 {written}", timeout=120)
     lost = int(status(b).get("lost_reads", 0)) - lost0
     out = b.run(f"rmemctl test 64 {written}", timeout=300)
-    ok = (int(st.get("reconnects", 0)) >= 1 and re.search(r"^read: -1 ", rd, re.M) and lost == 1 and
+    ok = (int(st.get("reconnects", 0)) == before + 1 and re.search(r"^read: -1 ", rd, re.M) and lost == 1 and
           "rmemctl test: PASS" in out)
     return bool(ok), f"reconnects {st.get('reconnects')}; old slots read {re.findall(r'read: (-?[0-9]+)', rd)}, " \
                      f"lost_reads +{lost}; {out.strip()[-100:]!r}"
@@ -205,6 +231,7 @@ def main():
             t.run(f"rmem_client_concurrent_loss{loss_s}", lambda: concurrent(b, int(st.get("slots", 0))))
             if not loss:
                 t.run("rmem_client_read_written", lambda: read_written(b))
+                t.run("rmem_client_link_down", lambda: link_down(tb))
                 t.run("rmem_client_node_killed", lambda: node_killed(tb, pid))
                 t.run("rmem_client_node_back", lambda: node_back(tb, written))
             t.run(f"rmem_client_paging_loss{loss_s}", lambda: paging(b))
