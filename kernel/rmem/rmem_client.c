@@ -22,7 +22,8 @@
 // are invisible here; a WR that completes with an error (the transport
 // gave up: RETRY_EXC, or the QP was flushed) marks the connection lost,
 // and io() waits for the thread's new connection within its retry budget
-// and does the whole call again, else returns -1.
+// and does that chunk again (a read only if its slots were written on the
+// new connection), else returns -1.
 //
 // Locking: rc.lock guards the connection's state and counters and is never
 // held across a kv_* or cma_* call; the completion handler takes only
@@ -54,7 +55,7 @@
 #define RMEM_SQ_DEPTH    128
 #define RMEM_CTL_RECVS   1                      // one control request outstanding at a time
 #define RMEM_CQE         (RMEM_SQ_DEPTH + RMEM_CTL_RECVS)
-#define RMEM_POLL_BATCH  16
+#define RMEM_POLL_BATCH  16                     // completions taken per kv_poll_cq
 #define RMEM_IO_VA       0x200000000ULL         // every data MR's address (MRs differ by key)
 #define RMEM_CTL_VA      0x100000000ULL
 // READ depths: the REQ offers the device's limit both ways (rdma.h's
@@ -80,7 +81,6 @@
 #define RMEM_ACK_TIMEOUT     18
 #define RMEM_RETRY_COUNT     7
 #define RMEM_MIN_RTO_NS      30000000ULL
-#define RMEM_CTL_WAIT_NS     10000000000ULL    // a control reply, far bound
 #define RMEM_WC_WAIT_NS      30000000000ULL    // a posted WR's completion, far bound (flushed on loss)
 #define RMEM_BACKOFF_MIN_NS  100000000ULL      // reconnect backoff: 0.1 s doubling to 2 s
 #define RMEM_BACKOFF_MAX_NS  2000000000ULL
@@ -526,16 +526,18 @@ static int chunk_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   return r;
 }
 
-// Before a chunk (rc.lock held): a read of a slot whose content went with
-// an earlier connection is refused; a write's slots lose their content
-// until it completed.
-static int chunk_check(int write, const uint32 *slot, int n) {
+// Before a chunk (rc.lock held): NULL, or why it is refused: a slot out of
+// range, or a read of a slot whose content went with an earlier
+// connection. A write's slots lose their content until it completed.
+static const char lost_slot[] = "a slot's content was lost with an earlier connection";
+static const char *chunk_check(int write, const uint32 *slot, int n) {
+  for (int i = 0; i < n; i++)
+    if (slot[i] >= rc.nslots) return "a slot beyond the store";
   for (int i = 0; i < n; i++) {
-    if (slot[i] >= rc.nslots) return -1;
-    if (!write && !valid_get(slot[i])) return -1;
+    if (!write && !valid_get(slot[i])) return lost_slot;
     if (write) valid_set(slot[i], 0);
   }
-  return 0;
+  return NULL;
 }
 
 // rc.lock held. A read call of n pages took us microseconds.
@@ -574,24 +576,23 @@ static int store_io(int write, const uint32 *slot, const uint64 *pa, int n) {
   uint64 t0 = clock_ns(), deadline = t0 + rc.budget_ns;
   for (int done = 0; done < n;) {
     int k = n - done < RMEM_SQ_DEPTH ? n - done : RMEM_SQ_DEPTH;
-    int waited = 0, r = -1;
+    int waited = 0;
     spin_lock(&rc.lock);
     uint64 gen = conn_get(deadline, &waited);
     if (waited) rc.st.retries++;
-    int bad = gen && chunk_check(write, slot + done, k) < 0;
-    if (bad) rc.st.lost_reads++;
-    if (gen && bad) conn_put(gen, 0);
-    spin_unlock(&rc.lock);
-    if (!gen || bad) {
-      spin_lock(&rc.lock);
+    const char *bad = gen ? chunk_check(write, slot + done, k) : "the node stayed unreachable";
+    if (bad) {
+      rc.st.lost_reads += bad == lost_slot;
       rc.st.io_calls++;
       rc.st.io_failed++;
-      spin_unlock(&rc.lock);
-      kprintf("rmem: %s: %s of %d pages failed: %s\n", rc.name, write ? "write" : "read", n,
-              bad ? "a slot's content was lost with an earlier connection" : "the node stayed unreachable");
+      if (gen) conn_put(gen, 0);
+    }
+    spin_unlock(&rc.lock);
+    if (bad) {
+      kprintf("rmem: %s: %s of %d pages failed: %s\n", rc.name, write ? "write" : "read", n, bad);
       return -1;
     }
-    r = chunk_io(write, slot + done, pa + done, k);
+    int r = chunk_io(write, slot + done, pa + done, k);
     spin_lock(&rc.lock);
     if (r == 0 && gen == rc.gen)
       for (int i = 0; i < k && write; i++) valid_set(slot[done + i], 1);
