@@ -79,9 +79,10 @@ REGION_SLOTS = (64 << 20) // 4096   # rmem_wire.h RMEM_MAX_REGION in pages
 
 
 def status(g):
-    """guest g's `rmemctl status` as a dict of its "key: value" lines."""
+    """guest g's `rmemctl status` as a dict of its "key: value" lines (the
+    kernel's console lines that land between them, "rmem: ...", left out)."""
     out = g.run("rmemctl status", timeout=60)
-    return dict(re.findall(r"^(\w+): (.*?)\r?$", out, re.M))
+    return {k: v for k, v in re.findall(r"^(\w+): (.*?)\r?$", out, re.M) if k not in ("rmem", "pager")}
 
 
 def wait_connected(g, timeout):
