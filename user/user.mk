@@ -41,7 +41,7 @@ $(U_LIB_A): $(U_LIB_OBJS)
 	$(U_AR) rcs $@ $^
 
 # Programs built from one source file each: user/bin/<name>.c -> user/_<name>.
-U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status
+U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status rmemctl
 
 # The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
 # share.
@@ -52,6 +52,13 @@ U_USERTESTS_SRCS := $(wildcard user/tests/usertests/*.c)
 U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS)) $(U_TESTRUN_OBJ)
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
+
+# Guest test programs of one source file, with only the C library.
+U_PLAIN_TESTS := memtouch
+UPROGS += $(addprefix user/_,$(U_PLAIN_TESTS))
+$(addprefix user/_,$(U_PLAIN_TESTS)): user/_%: $(U_OBJDIR)/tests/%.o $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_LIB_A)
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/tests/%.o,$(U_PLAIN_TESTS))
 
 # Network tools (network helper): ping, UDP echo, the guest side of tests/net.
 U_NET_PROGS := ping udpecho nettest

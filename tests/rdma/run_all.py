@@ -40,6 +40,12 @@ Steps (times measured on the 2-core build machine, TCG):
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
                              host-drawn seed; free pages must come back
+  rmem_client                the kernel's client of a memory node against rmemd,
+                             0 % and 1 % loss: rmemctl's self-test byte-checked,
+                             two callers at once, the link down and the node
+                             killed (io -1 within
+                             the budget) and back (reconnect, old slots refused),
+                             memtouch paging through it on a 48M guest
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
   errors                     the tools' error messages: bad numbers, no answer,
@@ -73,6 +79,7 @@ def steps():
         ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
         ("rmem", [PY, f"{HERE}/run_rmem.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
+        ("rmem_client", [PY, f"{HERE}/run_rmem_client.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),
