@@ -618,4 +618,47 @@ struct net_info {
 // the payload into a buffer and counts roce_sink_ok / roce_sink_bad_icrc.
 #define NET_ROCE_SINK_PORT 9003
 
+// The kernel's client of a memory node (kernel/rmem/rmem_client.c; the tool
+// user/bin/rmemctl). SYS_rmemctl(op, arg...): 0, or a negated errno.
+#define SYS_rmemctl 125
+#define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
+#define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
+#define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test
+#define RMEMCTL_LAT     3   // (struct rmemctl_lat *out, reset): io() read latency since the last reset
+struct rmemctl_status {
+  unsigned int node_ip;               // host order; 0: no node configured
+  unsigned short node_port;
+  unsigned char configured, connected;
+  unsigned char sr;                   // the connection runs selective repeat
+  unsigned char pad[3];
+  unsigned int regions;               // remote regions holding the slots
+  unsigned long long nslots;          // page-sized slots the store offers (0: not yet known)
+  unsigned long long bytes_read, bytes_written;
+  unsigned long long io_calls, io_failed;   // io() calls; those that returned -1
+  unsigned long long pages_read, pages_written;
+  unsigned long long retries;         // io() calls that waited for a new connection
+  unsigned long long connects, reconnects;   // connections made; made after a lost one
+  unsigned long long connect_failures;       // attempts that failed
+  unsigned long long lost_reads;      // reads refused: the slot's content went with a connection
+};
+// The latency of io() read calls (a page fault's wait for the store, its
+// read-ahead pages included), from a histogram of RMEMCTL_LAT_STEP_US steps.
+#define RMEMCTL_LAT_STEP_US 10
+struct rmemctl_lat {
+  unsigned long long calls, pages;    // read calls and their pages
+  unsigned int median_us, p99_us;     // upper bounds of their steps
+  unsigned int max_us;
+  unsigned int pad;
+  unsigned long long total_us;        // the read calls' time, summed
+  unsigned long long reg_us;          // of all io() calls: registering and deregistering their pages
+};
+struct rmemctl_test {
+  unsigned int pages;                 // in: pages to move each way (1..128)
+  unsigned int first_slot;            // in: slots first_slot .. + pages - 1 (mod the store's slots)
+  unsigned int mismatches;            // bytes read back wrong
+  unsigned int read_only;             // in: 1: only read the slots (nothing compared)
+  int write_rc, read_rc;              // io()'s results
+  unsigned long long write_ns, read_ns;
+};
+
 #endif
