@@ -18,7 +18,8 @@
 // pages in address order, process slot after process slot. A page whose
 // accessed bit (PTE_A, set by the hardware on use) is set has it cleared
 // and is passed over; one found with PTE_A clear was not used for a whole
-// revolution and is evicted. Pinned pages (page_refs > 1: RDMA MRs,
+// revolution and is evicted. init's pages stay (a store that fails would
+// kill it, and the kernel cannot go on without it). Pinned pages (page_refs > 1: RDMA MRs,
 // zero-copy sends) and page tables (never user leaves) are never taken.
 // A page whose dirty bit is clear and whose slot copy is still current
 // (it came in from that slot and was not written since) is dropped
@@ -59,6 +60,7 @@
 #define PAGER_BATCH 32             // pages per write-back call
 #define PAGER_READAHEAD 8          // pages read ahead of a sequential fault
 #define PAGER_MAX_SLOTS (1 << 16)  // 256 MiB of store: slots beyond are not used
+#define PAGER_INIT_PID 1           // init: never evicted (a few pages; its death panics)
 #define PAGER_IDLE_TRIES 8         // clock rounds without a victim before an allocation fails
 #define PAGER_SEQ_RUN 2            // sequential faults before read-ahead starts
 #define RAM_PAGES (RAM_SIZE / PGSIZE)
@@ -173,7 +175,7 @@ struct victim {
 // without its lock: the check is repeated under it before anything is
 // written (evict_begin).
 static int evictable(struct proc *q, struct proc *self) {
-  if (q->is_kthread || q->pagetable == NULL) return 0;
+  if (q->is_kthread || q->pagetable == NULL || q->pid == PAGER_INIT_PID) return 0;
   enum proc_state s = __atomic_load_n(&q->state, __ATOMIC_RELAXED);
   return q == self || s == P_RUNNABLE || s == P_SLEEPING;
 }
