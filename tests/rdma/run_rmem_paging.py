@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """run_rmem_paging.py: demand paging (kernel/core/pager.c) to a memory node
 through the kernel's client (kernel/rmem/rmem_client.c). Two xv6 guests on
-linkemu: guest 0 runs R's `rmemd`; guest 1 boots with only MEM of RAM
+linkemu: guest 0 runs R's `rmemd`; guest 1 boots with only 48M of RAM
 (QEMU -m, read from the device tree) and rmem=<guest 0>:PORT. Clean and at
 1 % loss:
 
   rmem_paging_small_guest (clean)
-                  guest 1's `free` counts the RAM of a MEM guest (fewer pages
+                  guest 1's `free` counts the RAM of a 48M guest (fewer pages
                   than a 128M guest's), and its pager took the memory node
                   as its store ("pager: paging to memory node ...").
   rmem_paging_memtouch_2x_loss<L>
@@ -41,11 +41,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
+# The same bed as the client's own test: rmemd's port and pool, the retry
+# budget, guest 1's memory (about 4 MiB free after boot and the client).
+from run_rmem_client import BUDGET, CLIENT_MEM, PORT, start_node  # noqa: E402
 
-PORT = 7471             # kernel/rmem/rmem_wire.h RMEM_PORT
-BUDGET = 5              # rmem_budget= seconds: the client's retry budget
-MEM = "48M"             # guest 1: about 8 MiB free after boot
-NODE_POOL_MIB = 72      # rmemd's pool on guest 0 (128M)
 FULL_GUEST_PAGES = 23049   # a 128M guest's total pages (docs/kernel.md)
 # How long the kill may take to show: the transport's ~3 s to give up on a
 # dead peer, the budget, and a loaded host's slack.
@@ -126,12 +125,6 @@ def node_killed(tb, node_pid):
     return ok, f"pid {m[1]}: {m[2]!r}; shell answers: {alive}"
 
 
-def start_node(g):
-    m = g.spawn(f"rmemd -p {PORT} -m {NODE_POOL_MIB}", r"rmemd: listening on port \d+ \(pid (\d+)\)",
-                timeout=120)
-    return int(m[1])
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
@@ -142,7 +135,7 @@ def main():
         spec = f"loss {loss_s}% seed 7" if loss else None
         with Testbed(2, both=spec, name=f"rmem-paging-loss{loss_s}") as tb:
             a, b = tb.guests
-            b.memory = MEM
+            b.memory = CLIENT_MEM
             b.append += f" rmem={tb.ip(0)}:{PORT} rmem_budget={BUDGET}"
             tb.boot(timeout=180)
             node = start_node(a)
@@ -154,6 +147,7 @@ def main():
             if not loss:
                 t.run("rmem_paging_stats", lambda: stats(b))
                 t.run("rmem_paging_node_killed", lambda: node_killed(tb, node))
+            b.halt(0, timeout=60)     # the client first: its shell's pages may be on the node
             tb.halt()
     return t.finish()
 
