@@ -27,6 +27,9 @@ linkemu: guest 0 runs R's `rmemd`; guest 1 boots with only 48M of RAM
                   unreachable", the kernel keeps running and a shell
                   answers.
 
+make test-interop runs the memtouch cases with the memory node on Linux
+(R's rmemd built against rdma-core, rxe0): linux_node_bed below.
+
 Every case fails without paging: memtouch cannot sbrk twice the free memory.
 Usage: python3 tests/rdma/run_rmem_paging.py [--loss 0 1]
 Prints "test NAME: OK|FAILED (info)" per case and "N passed, M failed".
@@ -43,7 +46,7 @@ from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 # The same bed as the client's own test: rmemd's port and pool, the retry
 # budget, guest 1's memory (about 4 MiB free after boot and the client).
-from run_rmem_client import BUDGET, CLIENT_MEM, PORT, start_node  # noqa: E402
+from run_rmem_client import BUDGET, CLIENT_MEM, NODE_POOL_MIB, PORT, start_node  # noqa: E402
 
 FULL_GUEST_PAGES = 23049   # a 128M guest's total pages (docs/kernel.md)
 # How long the kill may take to show: the transport's ~3 s to give up on a
@@ -125,6 +128,25 @@ def node_killed(tb, node_pid):
     return ok, f"pid {m[1]}: {m[2]!r}; shell answers: {alive}"
 
 
+def make_client(g, node_ip):
+    """Before boot: g becomes the small guest paging to node_ip."""
+    g.memory = CLIENT_MEM
+    g.append += f" rmem={node_ip}:{PORT} rmem_budget={BUDGET}"
+
+
+def linux_node_bed(tally, name, xv6, lnx):
+    """The memtouch cases against rmemd on the Linux guest lnx (xv6 made
+    by make_client); for tests/interop/run_interop.py."""
+    if not lnx.start_server(f"rmemd -p {PORT} -m {NODE_POOL_MIB}", probe="cat /tmp/server.log",
+                            ready="rmemd: listening on port", timeout=60):
+        tally.record(f"interop_{name}_rmemd_listens", False, lnx.run("cat /tmp/server.log"))
+        return
+    xv6.expect(STORE_LINE, timeout=180)
+    tally.run(f"interop_{name}_memtouch_2x", lambda: memtouch_2x(xv6))
+    tally.run(f"interop_{name}_two_processes", lambda: two_processes(xv6))
+    xv6.halt(0, timeout=60)           # before the node: the shell's pages may be there
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
@@ -135,8 +157,7 @@ def main():
         spec = f"loss {loss_s}% seed 7" if loss else None
         with Testbed(2, both=spec, name=f"rmem-paging-loss{loss_s}") as tb:
             a, b = tb.guests
-            b.memory = CLIENT_MEM
-            b.append += f" rmem={tb.ip(0)}:{PORT} rmem_budget={BUDGET}"
+            make_client(b, tb.ip(0))
             tb.boot(timeout=180)
             node = start_node(a)
             b.expect(STORE_LINE, timeout=180)
