@@ -119,6 +119,20 @@ static void die(const char *what, int err) {
   exit(1);
 }
 
+static void nonblocking(int fd) {
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl O_NONBLOCK", errno);
+}
+
+// The completion channel every client's CQ reports to, made on the first
+// client's device (Linux binds a wildcard listener to no device).
+static int comp_channel(struct ibv_context *verbs) {
+  if (comp_chan) return 0;
+  comp_chan = ibv_create_comp_channel(verbs);
+  if (!comp_chan) return -1;
+  nonblocking(comp_chan->fd);
+  return 0;
+}
+
 // ---- the pool: first fit over a byte per page ----
 
 // The first run of n free pages; -1 if none.
@@ -320,7 +334,7 @@ static int drain(struct client *c) {
 static void on_cq_event(void) {
   struct ibv_cq *cq;
   void *ctx;
-  while (ibv_get_cq_event(comp_chan, &cq, &ctx) == 0) {
+  while (comp_chan && ibv_get_cq_event(comp_chan, &cq, &ctx) == 0) {
     struct client *c = ctx;
     ibv_ack_cq_events(cq, 1);
     if (!c->used || c->cq != cq) continue;
@@ -359,6 +373,8 @@ static void on_connect_request(struct rdma_cm_event *ev) {
   struct ibv_qp_init_attr qa;
   c->pd = ibv_alloc_pd(id->verbs);
   if (!c->pd) goto fail;
+  what = "creating a completion channel";
+  if (comp_channel(id->verbs)) goto fail;
   what = "creating a CQ";
   c->cq = ibv_create_cq(id->verbs, CQ_DEPTH, c, comp_chan, 0);
   if (!c->cq || ibv_req_notify_cq(c->cq, 0)) goto fail;
@@ -383,7 +399,7 @@ static void on_connect_request(struct rdma_cm_event *ev) {
   param.responder_resources = ev->param.conn.initiator_depth;
   if (param.responder_resources > da.max_qp_rd_atom) param.responder_resources = (uint8_t)da.max_qp_rd_atom;
   if (param.responder_resources < 1) param.responder_resources = 1;
-  param.initiator_depth = 0;
+  param.initiator_depth = 1;     // it issues no READ; 0 means "the default" to xv6's rdma_cm
   param.rnr_retry_count = 7;
   what = "offering selective repeat";     // taken when the client offers it too
   if (rmemv_offer_sr(id)) goto fail;
@@ -463,9 +479,6 @@ static void parse(int argc, char **argv) {
   if (!opt.limit) opt.limit = opt.pool_bytes;
 }
 
-static void nonblocking(int fd) {
-  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl O_NONBLOCK", errno);
-}
 
 static void listen_on(void) {
   struct rdma_addrinfo hints, *res;
@@ -481,11 +494,7 @@ static void listen_on(void) {
   if (rdma_bind_addr(listen_id, res->ai_src_addr)) die("binding the port", errno);
   rdma_freeaddrinfo(res);
   if (rdma_listen(listen_id, MAX_CLIENTS)) die("rdma_listen", errno);
-  if (!listen_id->verbs) die("finding an RDMA device (bind gave none)", ENODEV);
-  comp_chan = ibv_create_comp_channel(listen_id->verbs);
-  if (!comp_chan) die("creating a completion channel", errno);
   nonblocking(cm_chan->fd);
-  nonblocking(comp_chan->fd);
 }
 
 int main(int argc, char **argv) {
@@ -500,8 +509,8 @@ int main(int argc, char **argv) {
   printf("rmemd: listening on port %d (pid %d), pool %llu bytes, limit %llu bytes per client\n",
          opt.port, getpid(), (unsigned long long)opt.pool_bytes, (unsigned long long)opt.limit);
   while (!stop && (!opt.max_ends || (int)cnt.ended < opt.max_ends)) {
-    struct pollfd pfd[2] = { { cm_chan->fd, POLLIN, 0 }, { comp_chan->fd, POLLIN, 0 } };
-    if (poll(pfd, 2, 1000) < 0 && errno != EINTR) die("poll", errno);
+    struct pollfd pfd[2] = { { cm_chan->fd, POLLIN, 0 }, { comp_chan ? comp_chan->fd : -1, POLLIN, 0 } };
+    if (poll(pfd, comp_chan ? 2 : 1, 1000) < 0 && errno != EINTR) die("poll", errno);
     on_cq_event();
     on_cm_event();
   }

@@ -468,7 +468,7 @@ static int connect_to(struct rmem *m, const char *host, int port, const struct r
   memset(&param, 0, sizeof param);
   param.initiator_depth = (uint8_t)(da.max_qp_init_rd_atom < MAX_RD_ATOMIC ? da.max_qp_init_rd_atom
                                                                            : MAX_RD_ATOMIC);
-  param.responder_resources = 0;
+  param.responder_resources = 1;   // the node issues no READ; 0 means "the default" to xv6's rdma_cm
   param.retry_count = 7;
   param.rnr_retry_count = 7;
   if (o && o->sr && rmemv_offer_sr(m->id))

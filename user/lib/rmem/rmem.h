@@ -21,6 +21,7 @@
 //   ECONNRESET  the memory node is gone (disconnected, or the QP failed)
 //   ETIMEDOUT   no reply or completion within the call's time
 //   EAGAIN      rmem_post_*: RMEM_MAX_INFLIGHT accesses already in flight
+//   EBUSY       rmem_read / rmem_write while posted accesses are in flight
 #ifndef RMEM_H
 #define RMEM_H
 
