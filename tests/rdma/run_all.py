@@ -51,7 +51,8 @@ Steps (times measured on the 2-core build machine, TCG):
                              with twice its free memory, one and two processes,
                              0 % and 1 % loss, every word checked; paging
                              counters; rmemd killed mid-run: memtouch killed with
-                             the message, the shell answers
+                             the message, the shell answers; usertests -q
+                             under paging to the in-RAM test store
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
   errors                     the tools' error messages: bad numbers, no answer,

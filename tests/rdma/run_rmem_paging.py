@@ -30,6 +30,15 @@ linkemu: guest 0 runs R's `rmemd`; guest 1 boots with only 48M of RAM
 make test-interop runs the memtouch cases with the memory node on Linux
 (R's rmemd built against rdma-core, rxe0): linux_node_bed below.
 
+Without a memory node (one guest, the TEST-ONLY in-RAM store of
+kernel/selftest_pager.c, boot argument pagertest=N):
+
+  pager_usertests_under_paging
+                  a 104M guest gives 14000 pages to the test store, leaving
+                  about 2400 free: usertests -q (fork, exec, pipes, sbrk,
+                  bad pointers, kills) all pass while the pager evicts
+                  (evictions > 0 in free -v).
+
 Every case fails without paging: memtouch cannot sbrk twice the free memory.
 Usage: python3 tests/rdma/run_rmem_paging.py [--loss 0 1]
 Prints "test NAME: OK|FAILED (info)" per case and "N passed, M failed".
@@ -42,6 +51,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+from guest import Guest  # noqa: E402
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
 # The same bed as the client's own test: rmemd's port and pool, the retry
@@ -128,6 +138,18 @@ def node_killed(tb, node_pid):
     return ok, f"pid {m[1]}: {m[2]!r}; shell answers: {alive}"
 
 
+def usertests_under_paging():
+    with Guest("rmem-paging-usertests", memory="104M", append="pagertest=14000") as g:
+        g.boot(timeout=120)
+        out = g.run("usertests -q", timeout=1800)
+        summary = re.search(r"^(\d+) passed, (\d+) failed", out, re.M)
+        v = dict(re.findall(r"^(\w+):\s+(\d+)", g.run("free -v", timeout=60), re.M))
+        g.halt(0, timeout=60)
+    ok = summary is not None and summary[2] == "0" and int(summary[1]) > 0 and int(v.get("evictions", 0)) > 0
+    return ok, f"usertests: {summary[0] if summary else out.strip()[-300:]!r}; evictions {v.get('evictions')} " \
+               f"faults {v.get('faults')}"
+
+
 def make_client(g, node_ip):
     """Before boot: g becomes the small guest paging to node_ip."""
     g.memory = CLIENT_MEM
@@ -152,6 +174,7 @@ def main():
     ap.add_argument("--loss", type=float, nargs="+", default=[0, 1])
     args = ap.parse_args()
     t = Tally()
+    t.run("pager_usertests_under_paging", usertests_under_paging)
     for loss in args.loss:
         loss_s = f"{loss:g}"
         spec = f"loss {loss_s}% seed 7" if loss else None
