@@ -306,6 +306,7 @@ static int evict_batch(void) {
   spin_lock(&pg.lock);
   int picked = clock_pick(v, PAGER_BATCH, self);
   spin_unlock(&pg.lock);
+  sfence_vma();     // this hart's TLB may hold A bits the clock cleared (our own pages)
   int n = evict_begin(v, picked, self);
   int nw = 0;
   for (int i = 0; i < n; i++)
