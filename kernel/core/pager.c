@@ -19,8 +19,9 @@
 // accessed bit (PTE_A, set by the hardware on use) is set has it cleared
 // and is passed over; one found with PTE_A clear was not used for a whole
 // revolution and is evicted. init's pages stay (a store that fails would
-// kill it, and the kernel cannot go on without it). Pinned pages (page_refs > 1: RDMA MRs,
-// zero-copy sends) and page tables (never user leaves) are never taken.
+// kill it, and the kernel cannot go on without it). Pinned pages
+// (page_refs > 1: RDMA MRs, zero-copy sends) and page tables (never user
+// leaves) are never taken.
 // A page whose dirty bit is clear and whose slot copy is still current
 // (it came in from that slot and was not written since) is dropped
 // without a write.
@@ -42,6 +43,8 @@
 // Failure: a store call that fails (-1) loses nothing on a write (the
 // pages stay resident, dirty); a failed read kills the faulting process
 // with a console line naming the store, and the page stays in the store.
+// A fault that finds no page to read into because write-backs fail is
+// killed the same way; sbrk, exec and fork just fail (-1).
 #include "lib/types.h"
 #include "lib/riscv.h"
 #include "lib/param.h"
