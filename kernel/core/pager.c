@@ -18,8 +18,10 @@
 // pages in address order, process slot after process slot. A page whose
 // accessed bit (PTE_A, set by the hardware on use) is set has it cleared
 // and is passed over; one found with PTE_A clear was not used for a whole
-// revolution and is evicted. Pinned pages (page_refs > 1: RDMA MRs,
-// zero-copy sends) and page tables (never user leaves) are never taken.
+// revolution and is evicted. init's pages stay (a store that fails would
+// kill it, and the kernel cannot go on without it). Pinned pages
+// (page_refs > 1: RDMA MRs, zero-copy sends) and page tables (never user
+// leaves) are never taken.
 // A page whose dirty bit is clear and whose slot copy is still current
 // (it came in from that slot and was not written since) is dropped
 // without a write.
@@ -41,6 +43,8 @@
 // Failure: a store call that fails (-1) loses nothing on a write (the
 // pages stay resident, dirty); a failed read kills the faulting process
 // with a console line naming the store, and the page stays in the store.
+// A fault that finds no page to read into because write-backs fail is
+// killed the same way; sbrk, exec and fork just fail (-1).
 #include "lib/types.h"
 #include "lib/riscv.h"
 #include "lib/param.h"
@@ -59,6 +63,7 @@
 #define PAGER_BATCH 32             // pages per write-back call
 #define PAGER_READAHEAD 8          // pages read ahead of a sequential fault
 #define PAGER_MAX_SLOTS (1 << 16)  // 256 MiB of store: slots beyond are not used
+#define PAGER_INIT_PID 1           // init: never evicted (a few pages; its death panics)
 #define PAGER_IDLE_TRIES 8         // clock rounds without a victim before an allocation fails
 #define PAGER_SEQ_RUN 2            // sequential faults before read-ahead starts
 #define RAM_PAGES (RAM_SIZE / PGSIZE)
@@ -173,7 +178,7 @@ struct victim {
 // without its lock: the check is repeated under it before anything is
 // written (evict_begin).
 static int evictable(struct proc *q, struct proc *self) {
-  if (q->is_kthread || q->pagetable == NULL) return 0;
+  if (q->is_kthread || q->pagetable == NULL || q->pid == PAGER_INIT_PID) return 0;
   enum proc_state s = __atomic_load_n(&q->state, __ATOMIC_RELAXED);
   return q == self || s == P_RUNNABLE || s == P_SLEEPING;
 }
@@ -304,6 +309,7 @@ static int evict_batch(void) {
   spin_lock(&pg.lock);
   int picked = clock_pick(v, PAGER_BATCH, self);
   spin_unlock(&pg.lock);
+  sfence_vma();     // this hart's TLB may hold A bits the clock cleared (our own pages)
   int n = evict_begin(v, picked, self);
   int nw = 0;
   for (int i = 0; i < n; i++)

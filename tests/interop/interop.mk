@@ -14,7 +14,10 @@
 #                       Linux guest (bed ud_linux, rxe loopback); the
 #                       memory node and librmem across the stacks (beds
 #                       rmem, rmem_loss1: rmemd on Linux with xv6 clients,
-#                       rmemd on xv6 with Linux clients); ends with
+#                       rmemd on xv6 with Linux clients); a 48M xv6 guest
+#                       paging to rmemd on Linux (beds rmem_paging,
+#                       rmem_paging_loss1: memtouch at twice its free
+#                       memory, one and two processes); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

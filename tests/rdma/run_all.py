@@ -46,6 +46,13 @@ Steps (times measured on the 2-core build machine, TCG):
                              killed (io -1 within
                              the budget) and back (reconnect, old slots refused),
                              memtouch paging through it on a 48M guest
+  rmem_paging                demand paging to rmemd (run_rmem_paging.py): a 48M
+                             guest (its RAM from the device tree) runs memtouch
+                             with twice its free memory, one and two processes,
+                             0 % and 1 % loss, every word checked; paging
+                             counters; rmemd killed mid-run: memtouch killed with
+                             the message, the shell answers; usertests -q
+                             under paging to the in-RAM test store
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
   errors                     the tools' error messages: bad numbers, no answer,
@@ -80,6 +87,7 @@ def steps():
         ("rmem", [PY, f"{HERE}/run_rmem.py"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rmem_client", [PY, f"{HERE}/run_rmem_client.py"]),
+        ("rmem_paging", [PY, f"{HERE}/run_rmem_paging.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),
