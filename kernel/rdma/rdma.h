@@ -73,13 +73,14 @@
 #define RDMA_POOL_QP_WR  64
 // Shared receive queues (rdma_srq.c): an SRQ serves many QPs, so it holds
 // up to RDMA_SRQ_QPS QPs' full receive queues; the pool holds every SRQ
-// at RDMA_POOL_SRQ_WR (the pool's share per QP times RDMA_SRQ_QPS / 2).
+// at RDMA_POOL_SRQ_WR, one QP's share of it (guests as small as 48M page
+// to a memory node: the pool is the kernel's image).
 // A QP on an SRQ keeps the WQEs it took and has not completed in a ring
 // of RDMA_SRQ_TAKEN: go-back-N takes one at a time, selective repeat up to
 // this many messages ahead of the expected PSN [SRQ-TAKE-4].
 #define RDMA_SRQ_QPS     8
 #define RDMA_MAX_SRQ_WR  (RDMA_SRQ_QPS * RDMA_MAX_QP_WR)
-#define RDMA_POOL_SRQ_WR (RDMA_SRQ_QPS / 2 * RDMA_POOL_QP_WR)
+#define RDMA_POOL_SRQ_WR RDMA_POOL_QP_WR
 #define RDMA_SRQ_TAKEN   8
 #define RDMA_PAGES(bytes) (((bytes) + PGSIZE - 1) / PGSIZE)
 #define RDMA_QP_RING_BYTES(s, r) ((s) * sizeof(struct rct_send_wqe) + (r) * sizeof(struct rct_recv_wqe) + \

@@ -13,7 +13,13 @@
 #                       and between xrpeer ud-client and ud-server in the
 #                       Linux guest (bed ud_linux, rxe loopback); SENDs into
 #                       shared receive queues both ways, clean and at 1 %
-#                       loss (beds srq, srq_loss1); ends with
+#                       loss (beds srq, srq_loss1); the
+#                       memory node and librmem across the stacks (beds
+#                       rmem, rmem_loss1: rmemd on Linux with xv6 clients,
+#                       rmemd on xv6 with Linux clients); a 48M xv6 guest
+#                       paging to rmemd on Linux (beds rmem_paging,
+#                       rmem_paging_loss1: memtouch at twice its free
+#                       memory, one and two processes); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

@@ -63,6 +63,12 @@ application protocols. Per test bed:
     `xrpeer bw-server/bw-client --srq`): rxe's SENDs into xv6's SRQ
     (interop_<bed>_rxe_to_xv6) and xv6's into rxe's (_xv6_to_rxe); the run
     must end with its result row.
+  * remote paging with the memory node on Linux (beds rmem_paging clean
+    and rmem_paging_loss1, path MTU 1024): the xv6 guest boots with 48M and
+    rmem=<the Linux guest>, rmemd (user/bin/rmemd.c built against rdma-core)
+    runs on Linux; memtouch with twice the free memory, one and two
+    processes, every word checked (tests/rdma/run_rmem_paging.py's cases
+    interop_<bed>_memtouch_2x, _two_processes).
 
 Selective repeat is never used against rxe (no --sr anywhere here).
 Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
@@ -70,7 +76,12 @@ Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
 NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5,
-ud_linux, ud_xv6, ud_xv6_loss1).
+ud_linux, ud_xv6, ud_xv6_loss1, cm, cm_loss1, cm_mtu_mismatch, rmem, rmem_loss1,
+rmem_paging, rmem_paging_loss1).
+
+  * rmem, rmem_loss1: the memory node and librmem across the stacks
+    (rmem_interop.py): rmemd on Linux with xv6's rmemtest and rmem_example
+    as clients, and rmemd on xv6 with Linux's rmem_example and rmem_bench.
 The Linux guest is tests/harness/linux_guest.py's, on the test bed as
 Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
 which carries xrpeer from build/linux/overlay/).
@@ -98,6 +109,8 @@ from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 import perftable  # noqa: E402
 import cm_interop  # noqa: E402
+import rmem_interop  # noqa: E402
+import run_rmem_paging  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
@@ -119,8 +132,11 @@ def beds(seed):
     what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
     "ud_xv6" for UD between xv6's udping and xrpeer both ways, "cm" for
     Linux's own rdma_cm programs against xv6's (cm_interop.py), "srq" for
-    rdma_bw SENDs into shared receive queues both ways, or "ud" for the
-    Linux-only UD checks, ud_bed)."""
+    rdma_bw SENDs into shared receive queues both ways, "rmem" for
+    the memory node and librmem across the stacks (rmem_interop.py),
+    "rmem_paging" for a 48M xv6 guest paging to rmemd on Linux
+    (run_rmem_paging.linux_node_bed), or "ud" for the Linux-only UD checks,
+    ud_bed)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
@@ -129,7 +145,10 @@ def beds(seed):
             ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
             ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm"),
             ("cm_mtu_mismatch", 1024, None, False, "cm_mtu"),
-            ("srq", 1024, None, False, "srq"), ("srq_loss1", 1024, loss, False, "srq")]
+            ("srq", 1024, None, False, "srq"), ("srq_loss1", 1024, loss, False, "srq"),
+            ("rmem", 1024, None, False, "rmem"), ("rmem_loss1", 1024, loss, False, "rmem"),
+            ("rmem_paging", 1024, None, False, "rmem_paging"),
+            ("rmem_paging_loss1", 1024, loss, False, "rmem_paging")]
 
 
 # ---- the matrix ----
@@ -479,6 +498,8 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
         with Testbed(1, linux=1, linux_mtu=lmtu, both=spec,
                      name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
             t0 = time.monotonic()
+            if kind == "rmem_paging":
+                run_rmem_paging.make_client(tb.guests[XV6], tb.ip(LNX))
             tb.boot(timeout=240)
             xv6, lnx = tb.guests[XV6], tb.guests[LNX]
             progress(name, f"both guests up after {time.monotonic() - t0:.0f} s; Linux: rxe0 {lnx.ip} "
@@ -502,6 +523,10 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 progress(name, f"SENDs into the {'xv6' if side == 'linux' else 'rxe'} SRQ")
                 tally.run(f"interop_{name}_{'rxe_to_xv6' if side == 'linux' else 'xv6_to_rxe'}",
                           lambda s=side: run_srq_bw(xv6, lnx, s))
+            if kind == "rmem":
+                rmem_interop.rmem_bed(tally, name, xv6, lnx, tb.ip(XV6))
+            if kind == "rmem_paging":
+                run_rmem_paging.linux_node_bed(tally, name, xv6, lnx)
             if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")
