@@ -72,22 +72,22 @@
 // ring is an array the core indexes, so its pages must be contiguous.
 #define RDMA_POOL_QP_WR  64
 // Shared receive queues (rdma_srq.c): an SRQ serves many QPs, so it holds
-// up to RDMA_SRQ_QPS QPs' full receive queues; the pool holds every SRQ
-// at RDMA_POOL_SRQ_WR, one QP's share of it (guests as small as 48M page
-// to a memory node: the pool is the kernel's image).
-// A QP on an SRQ keeps the WQEs it took and has not completed in a ring
-// of RDMA_SRQ_TAKEN: go-back-N takes one at a time, selective repeat up to
-// this many messages ahead of the expected PSN [SRQ-TAKE-4].
+// up to RDMA_SRQ_QPS QPs' full receive queues. A QP on an SRQ keeps the
+// WQEs it took and has not completed in a ring of RDMA_SRQ_TAKEN instead
+// of a receive queue: go-back-N takes one at a time, selective repeat up
+// to this many messages ahead of the expected PSN [SRQ-TAKE-4]. SRQ rings
+// come from the pool's QP share: the QPs on an SRQ leave the pool
+// (RDMA_POOL_QP_WR - RDMA_SRQ_TAKEN) receive WQEs each of it, and the
+// pool does not grow (it is the kernel's image, and 48M guests page to a
+// memory node).
 #define RDMA_SRQ_QPS     8
 #define RDMA_MAX_SRQ_WR  (RDMA_SRQ_QPS * RDMA_MAX_QP_WR)
-#define RDMA_POOL_SRQ_WR RDMA_POOL_QP_WR
 #define RDMA_SRQ_TAKEN   8
 #define RDMA_PAGES(bytes) (((bytes) + PGSIZE - 1) / PGSIZE)
 #define RDMA_QP_RING_BYTES(s, r) ((s) * sizeof(struct rct_send_wqe) + (r) * sizeof(struct rct_recv_wqe) + \
                                   RDMA_MAX_RD * sizeof(struct rct_rd_res))
 #define RDMA_POOL_PAGES  (RDMA_MAX_QP * RDMA_PAGES(RDMA_QP_RING_BYTES(RDMA_POOL_QP_WR, RDMA_POOL_QP_WR)) + \
-                          RDMA_MAX_CQ * RDMA_PAGES(2 * RDMA_POOL_QP_WR * sizeof(struct rct_wc)) + \
-                          RDMA_MAX_SRQ * RDMA_PAGES(RDMA_POOL_SRQ_WR * sizeof(struct rct_recv_wqe)))
+                          RDMA_MAX_CQ * RDMA_PAGES(2 * RDMA_POOL_QP_WR * sizeof(struct rct_wc)))
 #define RDMA_LIVE_WORDS  (RDMA_MAX_QP / 64)   // words of the live bitmaps (rdma.qp_live, cq_live)
 
 _Static_assert(RDMA_MAX_QP % 64 == 0 && RDMA_MAX_CQ == RDMA_MAX_QP, "live bitmaps: whole words, one size");
@@ -102,6 +102,7 @@ _Static_assert((RDMA_MAX_QP_WR & (RDMA_MAX_QP_WR - 1)) == 0, "max_qp_wr is a pow
 _Static_assert((RDMA_MAX_RD & (RDMA_MAX_RD - 1)) == 0, "the READ ring is a power of two");
 _Static_assert((RDMA_MAX_SRQ_WR & (RDMA_MAX_SRQ_WR - 1)) == 0, "max_srq_wr is a power of two");
 _Static_assert((RDMA_SRQ_TAKEN & (RDMA_SRQ_TAKEN - 1)) == 0, "the taken-WQE ring is a power of two");
+_Static_assert(RDMA_SRQ_TAKEN < RDMA_POOL_QP_WR, "a QP on an SRQ takes less of the pool than one without");
 _Static_assert(RDMA_MAX_SGE <= RCT_MAX_SGE, "max_sge fits the core's WQEs");
 // The event rings count with free-running uint32 indices.
 _Static_assert((RDMA_ASYNC_PER_PROC & (RDMA_ASYNC_PER_PROC - 1)) == 0, "async ring wraps cleanly");
