@@ -153,7 +153,7 @@ static const unsigned ud_walk_masks[] = { IBV_QP_STATE, IBV_QP_STATE | IBV_QP_PK
 static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
   memset(a, 0, sizeof *a);
   a->qp_state = state;
-  a->qp_access_flags = chance(90) ? below(8) : (unsigned)next();
+  a->qp_access_flags = chance(90) ? below(16) : (unsigned)next();
   a->path_mtu = chance(90) ? 1 + below(5) : below(8);
   a->dest_qp_num = chance(90) ? dest : (unsigned)next();
   a->rq_psn = a->sq_psn = chance(90) ? 0 : (unsigned)next();
