@@ -9,8 +9,9 @@ application protocols. Per test bed:
 
   * the opcode x size matrix (rdmanet_test --matrix: WRITE, READ, SEND,
     WRITE_WITH_IMM, SEND_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes, 64 KiB
-    and 1 MiB; guard bytes, immediates and byte_len checked) in both
-    directions:
+    and 1 MiB; guard bytes, immediates and byte_len checked; and
+    ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD on 8 bytes, the old value
+    returned and the new one left) in both directions:
       rxe_to_xv6  xv6 `rdmanet_test host_a --matrix`, Linux `xrpeer host_b`
                   (rxe is the requester, xv6 the responder)
       xv6_to_rxe  Linux `xrpeer host_a --matrix`, xv6 `rdmanet_test host_b`
@@ -114,7 +115,7 @@ import run_rmem_paging  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
-CASES = 35                      # 5 opcodes x 7 sizes
+CASES = 37                      # 5 opcodes x 7 sizes, CMP_AND_SWP and FETCH_AND_ADD x 8 bytes
 RESULT = r"rdmanet_test: (OK|FAILED[^\n]*)\n"
 ROCE_PORT = 4791
 TSHARK_OFF = ("rpcrdma_infiniband", "eth_over_ib")

@@ -133,6 +133,7 @@ Suite *suite_mr_contract(void);
 Suite *suite_event(void);
 Suite *suite_ud(void);
 Suite *suite_srq(void);
+Suite *suite_atomic(void);
 Suite *suite_rmem_wire(void);
 
 #endif
