@@ -350,6 +350,18 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
   return true;
 }
 
+/* Preconditions: a READ is held. The index of the oldest held READ, the
+ * one with the lowest PSN: in SR mode a READ may have run ahead of a lower
+ * one [SR-RESP-6], so the order they ran in is not it [RESP-READ-4]. */
+static uint32_t rd_oldest(const struct rct_qp *qp)
+{
+  uint32_t best = qp->resp.rd_head;
+  for (uint32_t i = best + 1; i != qp->resp.rd_tail; i++)
+    if (psn_lt(RD_AT(&qp->base, i)->first_psn, RD_AT(&qp->base, best)->first_psn))
+      best = i;
+  return best;
+}
+
 /* Why the READ request p cannot run now: the NAK syndrome, or 0 when it
  * can. Changes nothing. */
 uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p)
@@ -358,7 +370,7 @@ uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p)
   if (qp->base.attr.max_dest_rd_atomic == 0 || len > 0x80000000u)
     return AETH_NAK_INV_REQ;                                /* [RESP-ERR-1] */
   if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
-    const struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
+    const struct rct_rd_res *old = RD_AT(&qp->base, rd_oldest(qp));
     /* still sending its first responses: the requester exceeded its
      * READ credit [RESP-ERR-1] */
     if (old->pending && !old->replay)
@@ -380,10 +392,13 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
     return false;
   }
   if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
-    /* a new READ means the requester is done with the oldest; a replay
-     * for a late duplicate stops here [RESP-READ-4] */
-    struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
-    old->valid = old->pending = old->replay = 0;
+    /* a new READ means the requester is done with the oldest (the lowest
+     * PSN); a replay for a late duplicate stops here. The READ at the
+     * head takes its place [RESP-READ-4] */
+    struct rct_rd_res *old = RD_AT(&qp->base, rd_oldest(qp)), *head = RD_AT(&qp->base, qp->resp.rd_head);
+    if (old != head)
+      RCT_MEMCPY(old, head, sizeof *old);
+    head->valid = head->pending = head->replay = 0;
     qp->resp.rd_head++;
   }
   r = RD_AT(&qp->base, qp->resp.rd_tail++);

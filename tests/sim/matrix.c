@@ -17,6 +17,8 @@
  *    in the blackhole that outlasts the retry budget;
  *  - SR only: a goodput floor for 1 MiB READs at 5 % loss on a 100 Gb/s
  *    link ([REQ-READ-8]);
+ *  - 4 KiB READs at depth max_rd_atomic = max_dest_rd_atomic = 8, path MTU
+ *    1024 and 4096, 1 and 5 % loss ([RESP-READ-4]);
  *  - determinism: one impaired scenario twice with one seed (same trace
  *    hash) and once with the next seed (a different trace).
  * Each line names the scenario, its seed and its result; the last line is
@@ -114,6 +116,29 @@ static void add_read_floor(void)
   sc->max_done_ns = 1374000ull * 100 / 85;
 }
 
+/* READs kept at the responder's depth: 4 KiB READs (4 responses at path MTU
+ * 1024, 1 at 4096) with max_rd_atomic = max_dest_rd_atomic = 8, so every
+ * new READ arrives while the responder holds 8; loss must not end the
+ * connection ([REQ-WIN-2], [RESP-READ-4]; the rmem client paging at 1 %). */
+static void add_read_depth(void)
+{
+  static const struct { enum rct_mtu mtu; const char *name; } mtus[] = {
+    {RCT_MTU_1024, "mtu=1024"}, {RCT_MTU_4096, "mtu=4096"}};
+  static const char *const dloss[] = {"1", "5"};
+  char link[256], what[64];
+  for (int sr = 0; sr < 2; sr++)
+    for (unsigned m = 0; m < sizeof mtus / sizeof mtus[0]; m++)
+      for (unsigned l = 0; l < sizeof dloss / sizeof dloss[0]; l++) {
+        snprintf(link, sizeof link, "%s loss %s%%", BASE_LINK, dloss[l]);
+        snprintf(what, sizeof what, "depth=8 %s loss=%s%%", mtus[m].name, dloss[l]);
+        struct scenario *sc = add(sr, RCT_WR_RDMA_READ, 4096, what, link);
+        sc->nmsgs = 512;
+        sc->regions = 16;
+        sc->p.mtu = mtus[m].mtu;
+        sc->p.rd_atomic = 8;
+      }
+}
+
 static void build(void)
 {
   char link[256], what[64];
@@ -156,6 +181,7 @@ static void build(void)
         add_probe_scenarios(ops[o]);
     }
   add_read_floor();
+  add_read_depth();
 }
 
 static uint64_t seed_of(uint64_t base, const char *name)
