@@ -11,7 +11,13 @@
 #                       xv6's udping and xrpeer both ways, clean (capture
 #                       checked) and at 1 % loss (beds ud_xv6, ud_xv6_loss1),
 #                       and between xrpeer ud-client and ud-server in the
-#                       Linux guest (bed ud_linux, rxe loopback); ends with
+#                       Linux guest (bed ud_linux, rxe loopback); the
+#                       memory node and librmem across the stacks (beds
+#                       rmem, rmem_loss1: rmemd on Linux with xv6 clients,
+#                       rmemd on xv6 with Linux clients); a 48M xv6 guest
+#                       paging to rmemd on Linux (beds rmem_paging,
+#                       rmem_paging_loss1: memtouch at twice its free
+#                       memory, one and two processes); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #
