@@ -350,6 +350,18 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
   return true;
 }
 
+/* Preconditions: a READ is held. The index of the oldest held READ, the
+ * one with the lowest PSN: in SR mode a READ may have run ahead of a lower
+ * one [SR-RESP-6], so the order they ran in is not it [RESP-READ-4]. */
+static uint32_t rd_oldest(const struct rct_qp *qp)
+{
+  uint32_t best = qp->resp.rd_head;
+  for (uint32_t i = best + 1; i != qp->resp.rd_tail; i++)
+    if (psn_lt(RD_AT(&qp->base, i)->first_psn, RD_AT(&qp->base, best)->first_psn))
+      best = i;
+  return best;
+}
+
 /* Has the requester exceeded its credit of READs and atomics? Every
  * resource is held and the oldest is still sending its first response
  * [RESP-ERR-1] [RESP-ATOM-1]. */
@@ -360,7 +372,7 @@ static bool rd_credit_exceeded(const struct rct_qp *qp)
     return true;
   if (qp->resp.rd_tail - qp->resp.rd_head < qp->base.attr.max_dest_rd_atomic)
     return false;
-  old = RD_AT(&qp->base, qp->resp.rd_head);
+  old = RD_AT(&qp->base, rd_oldest(qp));   /* the lowest PSN [RESP-READ-4] */
   return old->pending && !old->replay;
 }
 
@@ -384,8 +396,12 @@ static struct rct_rd_res *rd_take(struct rct_qp *qp, uint32_t psn, uint32_t npkt
 {
   struct rct_rd_res *r;
   if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
-    struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
-    old->valid = old->pending = old->replay = 0;
+    /* the oldest is the lowest PSN (in SR mode a READ may have run
+     * ahead of it); the resource at the head takes its place */
+    struct rct_rd_res *old = RD_AT(&qp->base, rd_oldest(qp)), *head = RD_AT(&qp->base, qp->resp.rd_head);
+    if (old != head)
+      RCT_MEMCPY(old, head, sizeof *old);
+    head->valid = head->pending = head->replay = 0;
     qp->resp.rd_head++;
   }
   r = RD_AT(&qp->base, qp->resp.rd_tail++);

@@ -21,6 +21,8 @@
  *    loss {0, 1, 5, 30 %}, 5 % duplication, 10 % reordering and a drop list
  *    of the first request and early ATOMIC_ACKs: every one executed exactly
  *    once, each returning the value it must ([RESP-ATOM-3] [SR-ATOM-2]);
+ *  - 4 KiB READs at depth max_rd_atomic = max_dest_rd_atomic = 8, path MTU
+ *    1024 and 4096, 1 and 5 % loss ([RESP-READ-4]);
  *  - determinism: one impaired scenario twice with one seed (same trace
  *    hash) and once with the next seed (a different trace).
  * Each line names the scenario, its seed and its result; the last line is
@@ -139,6 +141,27 @@ static void add_atomic_scenarios(int sr)
       if (c == 6)        /* the first ATOMIC_ACKs and a run of them */
         snprintf(sc->link_b2a, sizeof sc->link_b2a, "%s", BASE_LINK " drop 0,1,4,5");
     }
+/* READs kept at the responder's depth: 4 KiB READs (4 responses at path MTU
+ * 1024, 1 at 4096) with max_rd_atomic = max_dest_rd_atomic = 8, so every
+ * new READ arrives while the responder holds 8; loss must not end the
+ * connection ([REQ-WIN-2], [RESP-READ-4]; the rmem client paging at 1 %). */
+static void add_read_depth(void)
+{
+  static const struct { enum rct_mtu mtu; const char *name; } mtus[] = {
+    {RCT_MTU_1024, "mtu=1024"}, {RCT_MTU_4096, "mtu=4096"}};
+  static const char *const dloss[] = {"1", "5"};
+  char link[256], what[64];
+  for (int sr = 0; sr < 2; sr++)
+    for (unsigned m = 0; m < sizeof mtus / sizeof mtus[0]; m++)
+      for (unsigned l = 0; l < sizeof dloss / sizeof dloss[0]; l++) {
+        snprintf(link, sizeof link, "%s loss %s%%", BASE_LINK, dloss[l]);
+        snprintf(what, sizeof what, "depth=8 %s loss=%s%%", mtus[m].name, dloss[l]);
+        struct scenario *sc = add(sr, RCT_WR_RDMA_READ, 4096, what, link);
+        sc->nmsgs = 512;
+        sc->regions = 16;
+        sc->p.mtu = mtus[m].mtu;
+        sc->p.rd_atomic = 8;
+      }
 }
 
 static void build(void)
@@ -185,6 +208,7 @@ static void build(void)
   add_atomic_scenarios(0);
   add_atomic_scenarios(1);
   add_read_floor();
+  add_read_depth();
 }
 
 static uint64_t seed_of(uint64_t base, const char *name)

@@ -73,7 +73,7 @@ static int ep_init(struct sim_ep *ep, int id, const struct sim_params *p, char *
   rct_dev_init(&ep->dev, &da);
   ep->sq = zalloc(sizeof *ep->sq * p->sq_size);
   ep->rq = zalloc(sizeof *ep->rq * p->rq_size);
-  ep->rd = zalloc(sizeof *ep->rd * 16);
+  ep->rd = zalloc(sizeof *ep->rd * SIM_RD_ATOMIC);
   uint32_t cqsize = p->sq_size + p->rq_size;
   ep->scq_ring = zalloc(sizeof *ep->scq_ring * cqsize);
   ep->rcq_ring = zalloc(sizeof *ep->rcq_ring * cqsize);
@@ -84,7 +84,7 @@ static int ep_init(struct sim_ep *ep, int id, const struct sim_params *p, char *
     .pd = ep->pd,
     .sq = ep->sq, .sq_size = p->sq_size,
     .rq = ep->rq, .rq_size = p->rq_size,
-    .rd = ep->rd, .rd_size = 16,
+    .rd = ep->rd, .rd_size = SIM_RD_ATOMIC,
     .send_cq = &ep->scq, .recv_cq = &ep->rcq,
   };
   int rc = rct_qp_init(&ep->dev, &ep->qp, &ia);
@@ -123,7 +123,7 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
   a.path_mtu = p->mtu;
   a.dest_qp_num = peer->qp.base.init.qpn;
   a.rq_psn = id == 0 ? p->psn_b : p->psn_a;
-  a.max_dest_rd_atomic = 16;
+  a.max_dest_rd_atomic = p->rd_atomic ? p->rd_atomic : SIM_RD_ATOMIC;
   a.min_rnr_timer = p->min_rnr_timer;
   a.sr_enable = p->sr;
   uint32_t mask = RCT_QP_STATE | RCT_QP_AV | RCT_QP_PATH_MTU | RCT_QP_DEST_QPN | RCT_QP_RQ_PSN |
@@ -137,7 +137,7 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
   a.timeout = p->timeout;
   a.retry_cnt = p->retry_cnt;
   a.rnr_retry = p->rnr_retry;
-  a.max_rd_atomic = 16;
+  a.max_rd_atomic = p->rd_atomic ? p->rd_atomic : SIM_RD_ATOMIC;
   a.adaptive_rto = p->adaptive_rto;
   a.min_rto_ns = p->min_rto_ns;
   a.max_inflight = p->max_inflight;

@@ -26,6 +26,7 @@
 #include "sim_link.h"
 
 #define SIM_FRAME_MAX 16384
+#define SIM_RD_ATOMIC RCT_MAX_RD_ATOMIC   /* READ resources per QP, and the default READ credit */
 #define SIM_TX_RING_DEFAULT (256u << 10)   /* bytes of serialization backlog per NIC */
 
 struct sim_ep {
@@ -62,6 +63,7 @@ struct sim_params {
   uint32_t sq_size, rq_size;    /* powers of 2 */
   uint64_t seed;                /* QPNs and keys are derived from it */
   uint64_t tx_ring_bytes;       /* NIC ring: link backlog limit per direction; 0 = unbounded */
+  uint8_t rd_atomic;            /* max_rd_atomic = max_dest_rd_atomic on both ends; 0 = SIM_RD_ATOMIC */
 };
 
 /* Why a retransmission timeout of endpoint a fired, judged from the first

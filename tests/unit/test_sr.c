@@ -8,8 +8,9 @@
 static struct ep ea, eb;
 static uint8_t fb[8192];
 
-/* max_inflight: the window [REQ-WIN-1]; 0 = conn_defaults' */
-static void pair_setup_window(bool sr, bool adaptive, uint32_t max_inflight)
+/* max_inflight: the window [REQ-WIN-1]; 0 = conn_defaults'; rd_atomic:
+ * max_rd_atomic = max_dest_rd_atomic; 0 = conn_defaults' */
+static void pair_setup_rd(bool sr, bool adaptive, uint32_t max_inflight, uint8_t rd_atomic)
 {
   struct conn_opts o;
   conn_defaults(&o);
@@ -17,10 +18,17 @@ static void pair_setup_window(bool sr, bool adaptive, uint32_t max_inflight)
   o.adaptive = adaptive;
   if (max_inflight)
     o.max_inflight = max_inflight;
+  if (rd_atomic)
+    o.rd_atomic = rd_atomic;
   o.timeout = 8;                       /* ~1 ms */
   ep_init(&ea, MAC_A, IP_A, QPN_A, 0);
   ep_init(&eb, MAC_B, IP_B, QPN_B, 0);
   pair_connect(&ea, &eb, &o);
+}
+
+static void pair_setup_window(bool sr, bool adaptive, uint32_t max_inflight)
+{
+  pair_setup_rd(sr, adaptive, max_inflight, 0);
 }
 
 static void pair_setup_adaptive(bool sr, bool adaptive)
@@ -1051,6 +1059,79 @@ START_TEST(test_sr_read_after_reads_not_resent_behind_hole)
 }
 END_TEST
 
+/* eb's next frame is the READ response opcode with PSN psn. */
+static void expect_resp(uint64_t now, uint8_t opcode, uint32_t psn)
+{
+  struct rct_pkt p;
+  ck_assert(expect_frame(&eb, now, &p, fb));
+  ck_assert_uint_eq(p.h.bth.opcode, opcode);
+  ck_assert_uint_eq(p.h.bth.psn, psn);
+}
+
+/* Two READ resources on eb; READ 0x123456 is lost and READ 0x123457 of
+ * len bytes (AFTER_READS) runs ahead of it [SR-RESP-6]: the selective NAK
+ * goes, then its first response, left in *p. Returns eb's MR it reads. */
+static struct host_mr *read_ahead_of_lost(struct peer *pr, uint32_t len, struct rct_pkt *p)
+{
+  struct host_mr *w;
+  pair_setup_rd(true, false, 0, 2);
+  w = ep_reg_mr(&eb, 0x40000, 8192, RCT_ACCESS_REMOTE_READ);
+  peer_for(pr, &eb);
+  inject_read(pr, 0, 0x123457, 0x40400, len, w->rkey, SRXH_AFTER_READS);
+  ck_assert(expect_frame(&eb, 0, p, fb));
+  ck_assert_uint_eq(p->h.bth.opcode, OP_SR_SACK);
+  ck_assert(expect_frame(&eb, 0, p, fb));
+  ck_assert_uint_eq(p->h.bth.psn, 0x123457);
+  return w;
+}
+
+/* [RESP-READ-4] [SR-RESP-6] the oldest held READ is the lowest PSN, not
+ * the first executed. Two READ resources: READ E+1 runs ahead of the lost
+ * READ E, then E runs; the requester has E's response but not E+1's, so
+ * within its credit of 2 it sends READ E+2. That retires E: a re-request
+ * of E+1 is still replayed, and E is forgotten. */
+START_TEST(test_sr_read_retires_lowest_psn)
+{
+  struct peer pr;
+  struct rct_pkt p;
+  struct host_mr *w = read_ahead_of_lost(&pr, 1024, &p);   /* its response is lost */
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_ONLY);
+  inject_read(&pr, 1, 0x123456, 0x40000, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_resp(1, OP_READ_RESP_ONLY, 0x123456);
+  expect_nothing(&eb, 1);
+  inject_read(&pr, 2, 0x123458, 0x40800, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_resp(2, OP_READ_RESP_ONLY, 0x123458);
+  expect_nothing(&eb, 2);
+  inject_read(&pr, 3, 0x123457, 0x40400, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_resp(3, OP_READ_RESP_ONLY, 0x123457);      /* still held: replayed */
+  expect_nothing(&eb, 3);
+  inject_read(&pr, 4, 0x123456, 0x40000, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_nothing(&eb, 4);                            /* E retired [RESP-DUP-3] */
+  ck_assert_int_eq(eb.qp.base.attr.qp_state, RCT_QPS_RTS);
+}
+END_TEST
+
+/* [RESP-READ-4] [RESP-ERR-1] the same with the READ that ran ahead still
+ * sending (its first response went, E's answer came before its second):
+ * the requester, holding E and E+1's first response, sends READ E+3 within
+ * its credit; it is no credit overrun and gets no NAK invalid request. */
+START_TEST(test_sr_read_ahead_sending_is_not_oldest)
+{
+  struct peer pr;
+  struct rct_pkt p;
+  struct host_mr *w = read_ahead_of_lost(&pr, 2048, &p);
+  ck_assert_uint_eq(p.h.bth.opcode, OP_READ_RESP_FIRST);
+  inject_read(&pr, 1, 0x123456, 0x40000, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_resp(1, OP_READ_RESP_ONLY, 0x123456);      /* the lower PSN first [RESP-READ-2] */
+  inject_read(&pr, 2, 0x123459, 0x40c00, 1024, w->rkey, SRXH_AFTER_READS);
+  expect_resp(2, OP_READ_RESP_LAST, 0x123458);
+  expect_resp(2, OP_READ_RESP_ONLY, 0x123459);
+  expect_nothing(&eb, 2);
+  ck_assert_uint_eq(eb.qp.base.cnt.tx_nak_inv, 0);
+  ck_assert_int_eq(eb.qp.base.attr.qp_state, RCT_QPS_RTS);
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
   Suite *s = suite_create("sr");
@@ -1063,6 +1144,8 @@ Suite *suite_sr(void)
   tcase_add_test(t, test_sr_read_after_reads_runs_ahead);
   tcase_add_test(t, test_sr_read_after_reads_refused_waits);
   tcase_add_test(t, test_sr_read_after_reads_not_resent_behind_hole);
+  tcase_add_test(t, test_sr_read_retires_lowest_psn);
+  tcase_add_test(t, test_sr_read_ahead_sending_is_not_oldest);
   tcase_add_test(t, test_sr_bitmap_scans_match_bit_by_bit);
   tcase_add_test(t, test_sr_single_loss_resends_only_the_hole);
   tcase_add_test(t, test_sr_sends_complete_in_order);
