@@ -141,6 +141,8 @@ static void add_atomic_scenarios(int sr)
       if (c == 6)        /* the first ATOMIC_ACKs and a run of them */
         snprintf(sc->link_b2a, sizeof sc->link_b2a, "%s", BASE_LINK " drop 0,1,4,5");
     }
+}
+
 /* READs kept at the responder's depth: 4 KiB READs (4 responses at path MTU
  * 1024, 1 at 4096) with max_rd_atomic = max_dest_rd_atomic = 8, so every
  * new READ arrives while the responder holds 8; loss must not end the
