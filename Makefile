@@ -61,6 +61,7 @@ include tests/linux/linux.mk       # before the fragments whose rules name $(LIN
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/rdma/atomic.mk
 include tests/linux/peer/peer.mk
 include tests/interop/interop.mk
 include tests/soak/soak.mk
