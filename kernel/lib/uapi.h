@@ -374,9 +374,13 @@ struct rdma_device_info {
   unsigned long long node_guid, max_mr_size, page_size_cap;
   unsigned int vendor_id, vendor_part_id, hw_ver;
   int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
-  int max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
+  int max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;   // READs and atomics alike
   int phys_port_cnt;
+  int atomic_cap;            // enum ibv_atomic_cap
 };
+
+// ibv_query_device's atomic_cap.
+enum ibv_atomic_cap { IBV_ATOMIC_NONE, IBV_ATOMIC_HCA, IBV_ATOMIC_GLOB };
 
 struct rdma_port_info {
   int state;                 // enum ibv_port_state
@@ -417,6 +421,10 @@ struct rdma_send_wr {
       unsigned int ud_remote_qpn, ud_remote_qkey, ud_pad;
     };
   };
+  // Atomics (IBV_WR_ATOMIC_*, remote_addr/rkey above; one 8-byte SGE gets
+  // the original value): host-order integers, as libibverbs' wr.atomic.
+  unsigned long long compare_add;  // CMP_AND_SWP's compare, FETCH_AND_ADD's add
+  unsigned long long swap;         // CMP_AND_SWP's swap
 };
 
 struct rdma_recv_wr {

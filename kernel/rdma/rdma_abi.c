@@ -43,7 +43,11 @@ IS_CORE_QPS(RESET); IS_CORE_QPS(INIT); IS_CORE_QPS(RTR); IS_CORE_QPS(RTS); IS_CO
 IS_CORE_QPS(SQE); IS_CORE_QPS(ERR);
 #define IS_CORE_MTU(x) SAME(IBV_MTU_##x, RCT_MTU_##x)
 IS_CORE_MTU(256); IS_CORE_MTU(512); IS_CORE_MTU(1024); IS_CORE_MTU(2048); IS_CORE_MTU(4096);
-SAME(IBV_WR_ATOMIC_CMP_AND_SWP, RCT_WR_COUNT);      // the core refuses atomics
+#define IS_CORE_WR(x) SAME(IBV_WR_##x, RCT_WR_##x)
+IS_CORE_WR(RDMA_WRITE); IS_CORE_WR(RDMA_WRITE_WITH_IMM); IS_CORE_WR(SEND); IS_CORE_WR(SEND_WITH_IMM);
+IS_CORE_WR(RDMA_READ); IS_CORE_WR(ATOMIC_CMP_AND_SWP); IS_CORE_WR(ATOMIC_FETCH_AND_ADD);
+SAME(IBV_WR_ATOMIC_FETCH_AND_ADD + 1, RCT_WR_COUNT);   // the core takes every opcode up to the atomics
+IS_CORE_WC(COMP_SWAP); IS_CORE_WC(FETCH_ADD);
 SAME(IBV_WC_GENERAL_ERR + 1, RCT_WC_STATUS_COUNT);
 
 SAME(RDMA_MAX_SGE, RCT_MAX_SGE);
@@ -59,11 +63,12 @@ _Static_assert(sizeof(struct ibv_sge) == sizeof(struct rct_sge), "SGE size");
 SGE(addr); SGE(length); SGE(lkey);
 _Static_assert(sizeof(struct rdma_send_wr) == sizeof(struct rct_send_wr), "send WR size");
 SEND(wr_id); SEND(opcode); SEND(send_flags); SEND(sg_list); SEND(num_sge); SEND(imm_data);
-SEND(remote_addr); SEND(rkey);
+SEND(remote_addr); SEND(rkey); SEND(compare_add); SEND(swap);
 // A UD WR's ud_* fields share remote_addr, rkey and pad's bytes: the front
 // end (uverbs.c) reads them from its copy of the WR as struct rdma_send_wr.
 _Static_assert(offsetof(struct rdma_send_wr, ud_ah) == offsetof(struct rct_send_wr, remote_addr) &&
-               offsetof(struct rdma_send_wr, ud_pad) + 4 == sizeof(struct rct_send_wr), "UD WR fields");
+               offsetof(struct rdma_send_wr, ud_pad) + 4 == offsetof(struct rct_send_wr, compare_add),
+               "UD WR fields");
 SAME(RDMA_QKEY_CONTROLLED, RCT_QKEY_CONTROLLED);
 SAME(RDMA_GSI_QPN, RCT_QPN_GSI);
 _Static_assert(sizeof(struct rdma_recv_wr) == sizeof(struct rct_recv_wr), "recv WR size");

@@ -152,6 +152,7 @@ void kv_query_device(struct rdma_device_info *out) {
   d.max_qp_rd_atom = RDMA_MAX_RD;
   d.max_qp_init_rd_atom = RDMA_MAX_RD;
   d.max_res_rd_atom = RDMA_MAX_RD * RDMA_MAX_QP;
+  d.atomic_cap = IBV_ATOMIC_HCA;   // atomic across every QP of the node: one device lock [RESP-ATOM-4]
   d.phys_port_cnt = 1;
   *out = d;
 }

@@ -256,7 +256,7 @@ static void sr_keep_acked(struct rct_qp *qp, uint32_t p)
     struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     if (!w->started || psn_gt(w->first_psn, p))
       break;
-    if (w->wr.opcode == RCT_WR_RDMA_READ)
+    if (rct_wqe_reads(w))
       continue;
     for (uint32_t q = w->first_psn; psn_le(q, w->last_psn) && psn_le(q, p); q = psn_add(q, 1)) {
       uint32_t k = (uint32_t)psn_diff(q, qp->comp.una);
@@ -335,7 +335,7 @@ static bool ack_walk(struct rct_qp *qp, uint64_t now, uint32_t p)
     struct rct_send_wqe *w = SQ_AT(&qp->base, qp->base.sq_head);
     if (!w->started || psn_gt(w->first_psn, p))
       break;
-    if (w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts < w->npkts) {
+    if (rct_wqe_reads(w) && w->read_pkts < w->npkts) {
       uint32_t missing = rct_comp_read_first_missing(qp, w);
       if (psn_ge(p, missing)) {
         new_una = missing;
@@ -371,7 +371,7 @@ static bool settle_point(struct rct_qp *qp, uint32_t *p)
   if (qp->base.sq_head == qp->base.sq_tail || !psn_lt(qp->comp.una, rct_req_next_psn(qp)))
     return false;
   w = SQ_AT(&qp->base, qp->base.sq_head);
-  if (w->started && w->wr.opcode == RCT_WR_RDMA_READ && w->read_pkts == w->npkts &&
+  if (w->started && rct_wqe_reads(w) && w->read_pkts == w->npkts &&
       psn_le(w->first_psn, qp->comp.una)) {
     *p = w->last_psn;
     return true;
@@ -479,7 +479,7 @@ static uint32_t sr_reads_after(struct rct_qp *qp, uint32_t from)
     if (!w->started || psn_ge(w->first_psn, rct_req_next_psn(qp)))
       break;
     /* one sent with SRXH_AFTER_READS ran at the responder [SR-RESP-6] */
-    if (w->wr.opcode != RCT_WR_RDMA_READ || w->after_reads || psn_lt(w->last_psn, from))
+    if (!rct_wqe_reads(w) || w->after_reads || psn_lt(w->last_psn, from))
       continue;
     last = psn_lt(w->last_psn, rct_req_next_psn(qp)) ? w->last_psn : psn_prev(rct_req_next_psn(qp));
     if (!rct_comp_sacked(qp, last))
@@ -580,7 +580,7 @@ static struct rct_send_wqe *read_of_resp(struct rct_qp *qp, uint32_t psn, bool *
     struct rct_send_wqe *w = SQ_AT(&qp->base, i);
     if (!w->started)
       break;
-    if (w->wr.opcode != RCT_WR_RDMA_READ || w->read_pkts == w->npkts)
+    if (!rct_wqe_reads(w) || w->read_pkts == w->npkts)
       continue;
     if (!oldest) {
       oldest = w;
@@ -608,6 +608,10 @@ static bool read_resp_ok(const struct rct_qp *qp, const struct rct_send_wqe *w, 
   uint32_t psn = psn_add(w->first_psn, idx);
   bool start = rct_read_piece_start(w, psn), end = psn == rct_read_piece_end(w, psn);
   bool last = idx + 1 == w->npkts;
+  if (rct_wr_atomic(w->wr.opcode) != ((f & OPF_ATOMACK) != 0))
+    return false;                     /* an atomic's answer is an ATOMIC_ACK, a READ's never [REQ-ATOM-3] */
+  if (f & OPF_ATOMACK)
+    return (p->h.aeth.syndrome & AETH_KIND_MASK) == AETH_ACK;
   pos = f & (OPF_FIRST | OPF_MIDDLE | OPF_LAST);
   if (pos == OPF_FIRST && end)
     return false;
@@ -642,17 +646,27 @@ static void read_resp_misordered(struct rct_qp *qp, uint64_t now, uint32_t psn, 
   }
 }
 
-/* Copy a response's payload into the READ's scatter list at its offset. */
+/* Copy a response's payload into the READ's scatter list at its offset;
+ * an ATOMIC_ACK's original value into the atomic's 8 bytes, as an integer
+ * in this host's order [REQ-ATOM-3] [HDR-ATOM-3]. */
 static bool place_read_resp(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, struct rct_pkt *p)
 {
   struct rct_iov seg[RCT_FRAME_MAX_SEGS];
-  int n = rct_sge_translate(&qp->base, w->sge, w->wr.num_sge, idx << qp->base.mtu_shift, p->paylen,
-                            RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
+  uint64_t orig = p->h.atom_orig;
+  const uint8_t *src = p->payload;
+  uint32_t len = p->paylen;
+  int n;
+  if (p->opflags & OPF_ATOMACK) {
+    src = (const uint8_t *)&orig;
+    len = RCT_ATOMIC_LEN;
+  }
+  n = rct_sge_translate(&qp->base, w->sge, w->wr.num_sge, idx << qp->base.mtu_shift, len,
+                        RCT_ACCESS_LOCAL_WRITE, seg, RCT_FRAME_MAX_SEGS);
   if (n < 0) {
     fail_wr(qp, p->h.bth.psn, true, RCT_WC_LOC_PROT_ERR, 0);
     return false;
   }
-  rct_segs_copy(seg, n, p->payload, p->paylen);      /* [REQ-READ-1] */
+  rct_segs_copy(seg, n, src, len);                    /* [REQ-READ-1] */
   return true;
 }
 
@@ -709,8 +723,8 @@ void rct_comp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
 {
   if (p->opflags & OPF_ACK)
     handle_ack_packet(qp, now, p);
-  else if (p->opflags & OPF_READ)
-    handle_read_resp(qp, now, p);
+  else if (p->opflags & (OPF_READ | OPF_ATOMACK))
+    handle_read_resp(qp, now, p);                     /* [REQ-ATOM-3] */
   else
     qp->base.cnt.rx_unexpected++;                     /* [OPC-VAL-1] */
 }

@@ -39,6 +39,12 @@ struct rct_qp_transition {
   uint32_t required, optional;
 };
 
+/* An atomic WR (CmpSwap, FetchAdd) [REQ-ATOM-1]. */
+static inline bool rct_wr_atomic(enum rct_wr_opcode op)
+{
+  return op == RCT_WR_ATOMIC_CMP_AND_SWP || op == RCT_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /*
  * A QP type's operations: how the generic layers reach the type without
  * calling it by name (each type file fills one table: rct_rc_ops in rc.c,

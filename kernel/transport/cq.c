@@ -67,6 +67,8 @@ enum rct_wc_opcode rct_wr_to_wc_opcode(enum rct_wr_opcode op)
     [RCT_WR_SEND] = RCT_WC_SEND,
     [RCT_WR_SEND_WITH_IMM] = RCT_WC_SEND,
     [RCT_WR_RDMA_READ] = RCT_WC_RDMA_READ,
+    [RCT_WR_ATOMIC_CMP_AND_SWP] = RCT_WC_COMP_SWAP,     /* [REQ-ATOM-3] */
+    [RCT_WR_ATOMIC_FETCH_AND_ADD] = RCT_WC_FETCH_ADD,
   };
   return (unsigned)op < RCT_WR_COUNT ? map[op] : RCT_WC_SEND;
 }

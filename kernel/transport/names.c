@@ -43,7 +43,8 @@ const char *rct_wr_opcode_name(enum rct_wr_opcode op)
 {
   static const char *const t[] = { [RCT_WR_RDMA_WRITE] = "RDMA_WRITE",
     [RCT_WR_RDMA_WRITE_WITH_IMM] = "RDMA_WRITE_WITH_IMM", [RCT_WR_SEND] = "SEND",
-    [RCT_WR_SEND_WITH_IMM] = "SEND_WITH_IMM", [RCT_WR_RDMA_READ] = "RDMA_READ" };
+    [RCT_WR_SEND_WITH_IMM] = "SEND_WITH_IMM", [RCT_WR_RDMA_READ] = "RDMA_READ",
+    [RCT_WR_ATOMIC_CMP_AND_SWP] = "ATOMIC_CMP_AND_SWP", [RCT_WR_ATOMIC_FETCH_AND_ADD] = "ATOMIC_FETCH_AND_ADD" };
   return NAME(t, op);
 }
 

@@ -40,11 +40,11 @@ enum {
   OPF_SEND    = 1u << 10,  /* SEND: payload goes to the receive WQE's buffers */
   OPF_WRITE   = 1u << 11,
   OPF_READ    = 1u << 12,  /* READ request or response */
-  OPF_ATOMIC  = 1u << 13,  /* atomic: not supported -> NAK invalid request */
+  OPF_ATOMIC  = 1u << 13,  /* atomic request (CmpSwap, FetchAdd) or ATOMIC_ACKNOWLEDGE */
   OPF_ACK     = 1u << 14,
   OPF_INV     = 1u << 15,  /* SEND with invalidate: not supported */
-  OPF_ATOMETH = 1u << 16,
-  OPF_ATOMACK = 1u << 17,
+  OPF_ATOMETH = 1u << 16,  /* carries the 28-byte AtomicETH after the BTH (SR: after the SRXH) */
+  OPF_ATOMACK = 1u << 17,  /* carries the 8-byte AtomicAckETH after the AETH */
   OPF_SUPPORTED = 1u << 18, /* this core implements it */
   OPF_RECV    = 1u << 19,  /* consumes a receive WQE (SEND, WRITE with immediate) */
   OPF_SR      = 1u << 20,  /* selective-repeat opcode (0xC0..0xCC, 0xD1) [SR-WIRE-1] */

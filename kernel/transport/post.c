@@ -28,6 +28,8 @@ int rct_post_send_wqe(struct rct_qp_base *b, const struct rct_send_wr *wr, struc
   if ((unsigned)wr->opcode >= RCT_WR_COUNT || !(b->ops->wr_opcodes & (1u << wr->opcode)) ||
       wr->num_sge < 0 || wr->num_sge > RCT_MAX_SGE || (wr->num_sge && !wr->sg_list))
     return RCT_EINVAL;
+  if (rct_wr_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sg_list[0].length != RCT_ATOMIC_LEN))
+    return RCT_EINVAL;                   /* [REQ-ATOM-1] */
   if (s == RCT_QPS_ERR || s == RCT_QPS_SQE) {
     flush_one(b, b->init.send_cq, wr->wr_id, rct_wr_to_wc_opcode(wr->opcode));
     return RCT_OK;

@@ -28,6 +28,14 @@ extern const struct rct_qp_ops rct_rc_ops;
  * below; what it needs to know of another is an inline query below.
  */
 
+/* Is w answered by responses (READ responses, an ATOMIC_ACK) instead of
+ * ACKs? Such a WR holds a credit of max_rd_atomic, completes only when its
+ * responses came, and is resumed at its first missing one [REQ-ATOM-2]. */
+static inline bool rct_wqe_reads(const struct rct_send_wqe *w)
+{
+  return w->wr.opcode == RCT_WR_RDMA_READ || rct_wr_atomic(w->wr.opcode);
+}
+
 /* req.c: requester */
 void rct_req_reset(struct rct_qp *qp);
 int rct_req_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f);
@@ -123,6 +131,7 @@ bool rct_resp_rkey_ok(struct rct_qp *qp, uint32_t rkey, uint64_t va, uint32_t le
 bool rct_resp_place_write(struct rct_qp *qp, uint32_t rkey, uint64_t va, struct rct_pkt *p, bool taken);
 bool rct_resp_takes_recv(uint32_t f);
 bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p);
+bool rct_resp_exec_atomic(struct rct_qp *qp, struct rct_pkt *p);
 uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p);
 void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p);
 

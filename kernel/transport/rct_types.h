@@ -96,6 +96,8 @@ enum rct_wr_opcode {
   RCT_WR_SEND = 2,
   RCT_WR_SEND_WITH_IMM = 3,
   RCT_WR_RDMA_READ = 4,
+  RCT_WR_ATOMIC_CMP_AND_SWP = 5,    /* one 8-byte SGE gets the original value [REQ-ATOM-1] */
+  RCT_WR_ATOMIC_FETCH_AND_ADD = 6,
   RCT_WR_COUNT
 };
 
@@ -137,6 +139,8 @@ enum rct_wc_opcode {
   RCT_WC_SEND = 0,
   RCT_WC_RDMA_WRITE = 1,
   RCT_WC_RDMA_READ = 2,
+  RCT_WC_COMP_SWAP = 3,
+  RCT_WC_FETCH_ADD = 4,
   RCT_WC_RECV = 128,
   RCT_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -191,9 +195,14 @@ struct rct_send_wr {
   const struct rct_sge *sg_list;
   int num_sge;                /* 0..RCT_MAX_SGE */
   uint32_t imm_data;          /* host order; WITH_IMM opcodes */
-  uint64_t remote_addr;       /* RDMA WRITE / READ */
+  uint64_t remote_addr;       /* RDMA WRITE / READ / atomic (8-byte aligned [RESP-ATOM-2]) */
   uint32_t rkey;
+  uint32_t pad;
+  uint64_t compare_add;       /* atomic: CMP_AND_SWP's compare, FETCH_AND_ADD's add (host order) */
+  uint64_t swap;              /* atomic: CMP_AND_SWP's swap */
 };
+
+#define RCT_ATOMIC_LEN 8      /* bytes an atomic operates on, and its one SGE's length [REQ-ATOM-1] */
 
 /* The destination of a UD send (what an address handle fills): Ethernet and
  * IPv4 addressing, the destination QP and its Q_Key [UD-WIRE-2]. */
@@ -217,7 +226,7 @@ struct rct_wc {
   uint64_t wr_id;
   enum rct_wc_status status;
   enum rct_wc_opcode opcode;
-  uint32_t byte_len;          /* receive: bytes placed; READ: bytes read */
+  uint32_t byte_len;          /* receive: bytes placed; READ: bytes read; atomic: 8 */
   uint32_t imm_data;          /* host order; valid if wc_flags & RCT_WC_WITH_IMM */
   uint32_t wc_flags;
   uint32_t qp_num;
@@ -323,7 +332,7 @@ struct rct_qp_counters {
   uint64_t rnr_waits;                 /* the requester armed the RNR timer */
   uint64_t rx_bad_aeth;               /* invalid AETH syndrome */
   uint64_t rx_unexpected;             /* responses matching nothing outstanding */
-  uint64_t read_replays;              /* duplicate READs answered again */
+  uint64_t read_replays;              /* duplicate READs and atomics answered again */
   uint64_t sr_placed_ooo;             /* SR: packets placed out of order */
   uint64_t completions, error_completions, flushed;
   uint64_t cq_overflow;
@@ -508,8 +517,12 @@ struct rct_recv_wqe {
   uint32_t length;
 };
 
+/* A responder resource: a READ held for its responses and replays, or an
+ * executed atomic with its saved result [RESP-ATOM-3]. */
 struct rct_rd_res {
   uint8_t valid;
+  uint8_t atomic;             /* an atomic: its one response is an ATOMIC_ACK carrying orig */
+  uint64_t orig;              /* atomic: the value the target held before it ran */
   uint8_t pending;            /* responses still to send */
   uint8_t replay;             /* pending for a duplicate request [RESP-DUP-2], not the first time */
   uint32_t first_psn;         /* PSN of the (original) READ request */

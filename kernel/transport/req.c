@@ -168,7 +168,7 @@ void rct_req_retransmit_from(struct rct_qp *qp, uint32_t psn)
     }
     return;
   }
-  if (w->wr.opcode == RCT_WR_RDMA_READ && !qp->sr && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
+  if (rct_wqe_reads(w) && !qp->sr && psn_lt(psn, psn_add(w->first_psn, w->read_pkts)))
     psn = psn_add(w->first_psn, w->read_pkts);
   qp->req.sq_next = i;
   qp->req.psn = psn;
@@ -193,7 +193,7 @@ void rct_req_probe(struct rct_qp *qp)
 static bool sr_read_loss_seen(struct rct_qp *qp)
 {
   struct rct_send_wqe *w = rct_req_wqe_of_psn(qp, rct_comp_una(qp), 0);
-  if (!w || w->wr.opcode != RCT_WR_RDMA_READ)
+  if (!w || !rct_wqe_reads(w))
     return true;
   return rct_req_sr_resent(qp, rct_comp_read_first_missing(qp, w));
 }
@@ -346,7 +346,7 @@ static void fail_head(struct rct_qp *qp, struct rct_send_wqe *w, enum rct_wc_sta
 static enum rct_wc_status check_local(struct rct_qp *qp, struct rct_send_wqe *w)
 {
   const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
-  uint32_t access = w->wr.opcode == RCT_WR_RDMA_READ ? RCT_ACCESS_LOCAL_WRITE : 0;
+  uint32_t access = rct_wqe_reads(w) ? RCT_ACCESS_LOCAL_WRITE : 0;
   if (w->status != RCT_WC_SUCCESS)
     return w->status;
   for (int i = 0; i < w->wr.num_sge; i++) {
@@ -370,14 +370,26 @@ static bool only_reads_before(const struct rct_qp *qp, const struct rct_send_wqe
   return true;
 }
 
+/* SR: may w start? An atomic starts once every WR before it completed, and
+ * no WR after an atomic starts before the atomic completed [SR-ATOM-2]. */
+static bool sr_fence_open(const struct rct_qp *qp, const struct rct_send_wqe *w)
+{
+  uint32_t i = qp->req.sq_next;
+  if (i == qp->base.sq_head)
+    return true;
+  return !rct_wr_atomic(w->wr.opcode) && !rct_wr_atomic(SQ_AT(&qp->base, i - 1)->wr.opcode);
+}
+
 /* Start the WR at sq_next: assign its PSNs. Returns false if it must wait. */
 static bool start_wqe(struct rct_qp *qp, struct rct_send_wqe *w)
 {
-  bool read = w->wr.opcode == RCT_WR_RDMA_READ;
+  bool read = rct_wqe_reads(w);
   uint32_t n = qp_npkts(&qp->base, w->length), piece = read_piece(qp);
   enum rct_wc_status st;
   if (qp->base.attr.qp_state == RCT_QPS_SQD)
     return false;                              /* [QP-STATE-7] */
+  if (qp->sr && !sr_fence_open(qp, w))
+    return false;                              /* [SR-ATOM-2] */
   if (!w->checked) {
     st = check_local(qp, w);
     if (st != RCT_WC_SUCCESS) {
@@ -422,6 +434,17 @@ static void read_req_headers(const struct rct_qp *qp, struct rct_send_wqe *w, ui
   h->sreth.flags = w->after_reads ? SRXH_AFTER_READS : 0;   /* [SR-WIRE-9] */
 }
 
+/* The one request of atomic w, the same each time it is sent [REQ-ATOM-2]. */
+static void atomic_req_headers(const struct rct_send_wqe *w, struct rct_hdr *h)
+{
+  h->bth.opcode = w->wr.opcode == RCT_WR_ATOMIC_CMP_AND_SWP ? OP_CMP_SWAP : OP_FETCH_ADD;
+  h->bth.ackreq = 1;                                  /* [REQ-ACKREQ-1] */
+  h->atom.va = w->wr.remote_addr;                     /* [HDR-ATOM-1] */
+  h->atom.rkey = w->wr.rkey;
+  h->atom.swap_add = w->wr.opcode == RCT_WR_ATOMIC_CMP_AND_SWP ? w->wr.swap : w->wr.compare_add;
+  h->atom.compare = w->wr.opcode == RCT_WR_ATOMIC_CMP_AND_SWP ? w->wr.compare_add : 0;
+}
+
 /* SEND/WRITE packet idx of w: headers, and payload segments into f. */
 static bool data_packet(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t idx, uint32_t off,
                         uint32_t paylen, struct rct_hdr *h, struct rct_frame *f)
@@ -456,7 +479,7 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
  * a READ request asks for the rest of psn's piece [REQ-READ-6]. */
 int rct_req_build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, struct rct_frame *f)
 {
-  uint32_t end = w->wr.opcode == RCT_WR_RDMA_READ ? rct_read_piece_end(w, psn) : psn;
+  uint32_t end = rct_wqe_reads(w) ? rct_read_piece_end(w, psn) : psn;
   return build(qp, w, psn, end, false, f);
 }
 
@@ -471,7 +494,9 @@ static int build(struct rct_qp *qp, struct rct_send_wqe *w, uint32_t psn, uint32
   h.bth.psn = psn;
   h.sreth.rsn = w->rsn;
   f->nseg = 0;
-  if (w->wr.opcode == RCT_WR_RDMA_READ) {
+  if (rct_wr_atomic(w->wr.opcode)) {
+    atomic_req_headers(w, &h);
+  } else if (w->wr.opcode == RCT_WR_RDMA_READ) {
     read_req_headers(qp, w, idx, (uint32_t)psn_diff(read_end, w->first_psn), &h);
   } else {
     paylen = w->length - off < qp->base.mtu ? w->length - off : qp->base.mtu;   /* [REQ-FRAG-1] */
@@ -524,11 +549,11 @@ static int req_poll_sr_retx(struct rct_qp *qp, uint64_t now, struct rct_frame *f
         bm_test(qp->req.sr_retxd, i))
       continue;
     w = rct_req_wqe_of_psn(qp, psn, 0);
-    if (!w || (w->wr.opcode != RCT_WR_RDMA_READ && psn_ge(psn, qp->req.sr_hole_end)))
+    if (!w || (!rct_wqe_reads(w) && psn_ge(psn, qp->req.sr_hole_end)))
       continue;
     bm_set(qp->req.sr_retxd, i);
     qp->req.sr_resend_mark[psn % RCT_SR_WINDOW] = qp->req.next_psn;   /* [SR-REQ-15] */
-    if (w->wr.opcode == RCT_WR_RDMA_READ) {
+    if (rct_wqe_reads(w)) {
       /* one READ request per run of missing responses [SR-REQ-16] */
       qp->req.sr_rereq_order[psn % RCT_SR_WINDOW] = ++qp->req.sr_rereq_seq;
       end = sr_read_run(qp, w, psn, true);
@@ -558,7 +583,7 @@ static int req_poll_probe(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
   qp->req.rto_probe = 0;
   if (!psn_lt(rct_comp_una(qp), qp->req.next_psn) || !(w = rct_req_wqe_of_psn(qp, psn, 0)))
     return 0;
-  if (w->wr.opcode == RCT_WR_RDMA_READ) {
+  if (rct_wqe_reads(w)) {
     miss = rct_comp_read_first_missing(qp, w);
     if (psn_gt(miss, w->last_psn))
       return 0;
@@ -599,7 +624,7 @@ static int req_poll_send(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
   if (qp->req.sq_next == qp->base.sq_tail)
     return 0;
   w = SQ_AT(&qp->base, qp->req.sq_next);
-  read = w->wr.opcode == RCT_WR_RDMA_READ;
+  read = rct_wqe_reads(w);
   if (!w->started) {
     if (!start_wqe(qp, w))
       return 0;

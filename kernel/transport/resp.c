@@ -85,7 +85,7 @@ bool rct_resp_answer_in_err(struct rct_qp *qp, const struct rct_pkt *p)
 {
   int32_t d = psn_diff(p->h.bth.psn, qp->resp.epsn);
   if (qp->resp.ack.state != RCT_ACK_PARTED || !(p->opflags & OPF_SUPPORTED) ||
-      (p->opflags & OPF_READ) || d >= 0 || d < -(int32_t)RCT_RESP_WINDOW)
+      (p->opflags & (OPF_READ | OPF_ATOMIC)) || d >= 0 || d < -(int32_t)RCT_RESP_WINDOW)
     return false;
   qp->resp.ack.state = RCT_ACK_PARTING;
   return true;
@@ -350,23 +350,52 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
   return true;
 }
 
+/* Has the requester exceeded its credit of READs and atomics? Every
+ * resource is held and the oldest is still sending its first response
+ * [RESP-ERR-1] [RESP-ATOM-1]. */
+static bool rd_credit_exceeded(const struct rct_qp *qp)
+{
+  const struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
+  if (qp->base.attr.max_dest_rd_atomic == 0)
+    return true;
+  return qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic && old->pending && !old->replay;
+}
+
 /* Why the READ request p cannot run now: the NAK syndrome, or 0 when it
  * can. Changes nothing. */
 uint8_t rct_resp_read_refusal(struct rct_qp *qp, const struct rct_pkt *p)
 {
   uint32_t len = p->h.reth.dmalen;
-  if (qp->base.attr.max_dest_rd_atomic == 0 || len > 0x80000000u)
+  if (rd_credit_exceeded(qp) || len > 0x80000000u)
     return AETH_NAK_INV_REQ;                                /* [RESP-ERR-1] */
-  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
-    const struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
-    /* still sending its first responses: the requester exceeded its
-     * READ credit [RESP-ERR-1] */
-    if (old->pending && !old->replay)
-      return AETH_NAK_INV_REQ;
-  }
   if (!rct_resp_rkey_ok(qp, p->h.reth.rkey, p->h.reth.va, len, RCT_ACCESS_REMOTE_READ))
     return AETH_NAK_REM_ACC;                                /* [RESP-ACC-1] */
   return 0;
+}
+
+/* Take a resource for the READ or atomic at psn with npkts responses: a
+ * new one means the requester is done with the oldest when all are held;
+ * a replay for a late duplicate of it stops here [RESP-READ-4]
+ * [RESP-ATOM-1]. */
+static struct rct_rd_res *rd_take(struct rct_qp *qp, uint32_t psn, uint32_t npkts)
+{
+  struct rct_rd_res *r;
+  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
+    struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
+    old->valid = old->pending = old->replay = 0;
+    qp->resp.rd_head++;
+  }
+  r = RD_AT(&qp->base, qp->resp.rd_tail++);
+  r->valid = 1;
+  r->pending = 1;
+  r->replay = 0;
+  r->atomic = 0;
+  r->first_psn = r->next_psn = r->start_psn = psn;
+  r->npkts = npkts;
+  r->stop_psn = psn_add(psn, npkts);
+  r->saved = r->nqueued = 0;
+  qp->resp.msn = psn_add(qp->resp.msn, 1);                           /* [RESP-MSN-1] */
+  return r;
 }
 
 /* Execute a READ request: take a resource, queue its responses [RESP-READ-*]. */
@@ -379,25 +408,64 @@ bool rct_resp_exec_read(struct rct_qp *qp, struct rct_pkt *p)
     rct_resp_fail(qp, nak, p->h.bth.psn, false, RCT_WC_SUCCESS);
     return false;
   }
-  if (qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic) {
-    /* a new READ means the requester is done with the oldest; a replay
-     * for a late duplicate stops here [RESP-READ-4] */
-    struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
-    old->valid = old->pending = old->replay = 0;
-    qp->resp.rd_head++;
-  }
-  r = RD_AT(&qp->base, qp->resp.rd_tail++);
-  r->valid = 1;
-  r->pending = 1;
-  r->replay = 0;
-  r->first_psn = r->next_psn = r->start_psn = p->h.bth.psn;
-  r->npkts = qp_npkts(&qp->base, len);
-  r->stop_psn = psn_add(r->first_psn, r->npkts);
-  r->saved = r->nqueued = 0;
+  r = rd_take(qp, p->h.bth.psn, qp_npkts(&qp->base, len));
   r->va = p->h.reth.va;
   r->rkey = p->h.reth.rkey;
   r->length = len;
-  qp->resp.msn = psn_add(qp->resp.msn, 1);                           /* [RESP-MSN-1] */
+  return true;
+}
+
+/* Why the atomic request p cannot run: the NAK syndrome, or 0 [RESP-ATOM-2]. */
+static uint8_t atomic_refusal(struct rct_qp *qp, const struct rct_pkt *p)
+{
+  if (rd_credit_exceeded(qp) || (p->h.atom.va & (RCT_ATOMIC_LEN - 1)))
+    return AETH_NAK_INV_REQ;
+  if (!rct_resp_rkey_ok(qp, p->h.atom.rkey, p->h.atom.va, RCT_ATOMIC_LEN, RCT_ACCESS_REMOTE_ATOMIC))
+    return AETH_NAK_REM_ACC;
+  return 0;
+}
+
+/* The read-modify-write of atomic p on its target, the 8 bytes as an
+ * integer in this host's order; returns the value they held. One step under
+ * the caller's device lock, so atomic with respect to every other atomic
+ * of the device's QPs [RESP-ATOM-4] [HDR-ATOM-3]. */
+static bool atomic_rmw(struct rct_qp *qp, const struct rct_pkt *p, uint64_t *orig)
+{
+  const struct rct_mr_ops *ops = qp->base.dev->attr.mr_ops;
+  struct rct_iov seg;
+  uint64_t v, nv;
+  if (ops->translate(qp->base.dev->attr.mr_ctx, p->h.atom.rkey, true, qp->base.init.pd, p->h.atom.va,
+                     RCT_ATOMIC_LEN, RCT_ACCESS_REMOTE_ATOMIC, &seg, 1) != 1 || seg.len != RCT_ATOMIC_LEN)
+    return false;
+  RCT_MEMCPY(&v, seg.base, RCT_ATOMIC_LEN);
+  if ((p->h.bth.opcode & ~OP_SR_BASE) == OP_CMP_SWAP)
+    nv = v == p->h.atom.compare ? p->h.atom.swap_add : v;
+  else
+    nv = v + p->h.atom.swap_add;
+  RCT_MEMCPY(seg.base, &nv, RCT_ATOMIC_LEN);
+  *orig = v;
+  return true;
+}
+
+/* Execute an atomic request: check, run it once, save its result in a
+ * resource, whose ATOMIC_ACK goes in PSN order [RESP-ATOM-1] [RESP-ATOM-3]. */
+bool rct_resp_exec_atomic(struct rct_qp *qp, struct rct_pkt *p)
+{
+  struct rct_rd_res *r;
+  uint64_t orig;
+  uint8_t nak = atomic_refusal(qp, p);
+  if (!nak && !atomic_rmw(qp, p, &orig))
+    nak = AETH_NAK_REM_ACC;                                    /* [RESP-ATOM-2] */
+  if (nak) {
+    rct_resp_fail(qp, nak, p->h.bth.psn, false, RCT_WC_SUCCESS);
+    return false;
+  }
+  r = rd_take(qp, p->h.bth.psn, 1);
+  r->atomic = 1;
+  r->orig = orig;
+  r->va = p->h.atom.va;
+  r->rkey = p->h.atom.rkey;
+  r->length = RCT_ATOMIC_LEN;
   return true;
 }
 
@@ -425,6 +493,11 @@ static void execute(struct rct_qp *qp, struct rct_pkt *p)
     if (rct_resp_exec_read(qp, p))
       qp->resp.epsn = psn_add(qp->resp.epsn, RD_AT(&qp->base, qp->resp.rd_tail - 1)->npkts);   /* [RESP-PSN-1] */
     return;                                                  /* [RESP-ACK-1] */
+  }
+  if (f & OPF_ATOMIC) {
+    if (rct_resp_exec_atomic(qp, p))
+      qp->resp.epsn = psn_add(qp->resp.epsn, 1);
+    return;
   }
   if (!((f & OPF_SEND) ? exec_send(qp, p) : exec_write(qp, p)))
     return;
@@ -493,12 +566,32 @@ static void replay(struct rct_qp *qp, struct rct_rd_res *r, uint32_t q, uint32_t
   r->pending = 1;
 }
 
+/* A duplicate atomic is answered from the saved result of the atomic held
+ * at its PSN, for the same target, and never executed again; one that
+ * matches no held atomic (retired [RESP-READ-4]) is dropped [RESP-ATOM-3]. */
+static void duplicate_atomic(struct rct_qp *qp, const struct rct_pkt *p)
+{
+  for (uint32_t i = qp->resp.rd_head; i != qp->resp.rd_tail; i++) {
+    struct rct_rd_res *r = RD_AT(&qp->base, i);
+    if (r->valid && r->atomic && r->first_psn == p->h.bth.psn && r->va == p->h.atom.va &&
+        r->rkey == p->h.atom.rkey) {
+      r->pending = r->replay = 1;
+      qp->base.cnt.read_replays++;
+      return;
+    }
+  }
+}
+
 /* A duplicate request [RESP-DUP-*]; in SR mode also a READ request for
  * response PSNs of a READ run ahead of epsn [SR-RESP-6]. */
 void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p)
 {
   uint32_t q = p->h.bth.psn;
   qp->base.cnt.rx_dup++;
+  if (p->opflags & OPF_ATOMIC) {
+    duplicate_atomic(qp, p);
+    return;
+  }
   if (!(p->opflags & OPF_READ)) {
     rct_resp_want_ack(qp, psn_prev(qp->resp.epsn));          /* [RESP-DUP-1] */
     return;
@@ -605,6 +698,22 @@ static int emit_read_resp(struct rct_qp *qp, struct rct_rd_res *r, struct rct_fr
   return 1;
 }
 
+/* The ATOMIC_ACK of atomic r: its saved original value [RESP-ATOM-3] [HDR-ATOM-2]. */
+static int emit_atomic_ack(struct rct_qp *qp, struct rct_rd_res *r, struct rct_frame *f)
+{
+  struct rct_hdr h;
+  rct_hdr_clear(&h);
+  h.bth.opcode = OP_ATOMIC_ACK;
+  h.bth.psn = r->first_psn;
+  h.aeth.syndrome = AETH_ACK | AETH_CREDIT_INVALID;        /* [HDR-AETH-2] */
+  h.aeth.msn = qp->resp.msn;
+  h.atom_orig = r->orig;
+  f->nseg = 0;
+  rct_tx_emit(&qp->base, f, &h, 0);
+  r->pending = 0;
+  return 1;
+}
+
 int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
 {
   struct rct_rd_res *r = rd_oldest_pending(qp);
@@ -647,7 +756,7 @@ int rct_resp_poll(struct rct_qp *qp, uint64_t now, struct rct_frame *f)
     return 1;
   }
   if (r)
-    return emit_read_resp(qp, r, f);
+    return r->atomic ? emit_atomic_ack(qp, r, f) : emit_read_resp(qp, r, f);
   return 0;
 }
 
@@ -664,7 +773,7 @@ bool rct_resp_uses_rkey(const struct rct_qp *qp, uint32_t rkey)
     return true;
   for (uint32_t i = qp->resp.rd_head; qp->base.init.rd_size && i != qp->resp.rd_tail; i++) {
     const struct rct_rd_res *r = RD_AT(&qp->base, i);
-    if (r->valid && r->pending && r->rkey == rkey)
+    if (r->valid && r->pending && !r->atomic && r->rkey == rkey)
       return true;
   }
   return false;

@@ -144,6 +144,24 @@ static bool sr_read_ahead(struct rct_qp *qp, struct rct_pkt *p, uint32_t d)
   return true;
 }
 
+/* An SR atomic runs only at epsn; one ahead of it is dropped and must come
+ * again (its requester sends nothing past it, [SR-ATOM-2]) [SR-ATOM-1]. */
+static void sr_atomic(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
+{
+  if (d != 0) {
+    qp->base.cnt.rx_out_of_seq++;
+    qp->resp.sack_pending = qp->resp.sack_gap = 1;
+    return;
+  }
+  if (!rct_resp_exec_atomic(qp, p))
+    return;
+  sr_shift(qp, 1);
+  qp->resp.epsn = psn_add(qp->resp.epsn, 1);
+  sr_advance(qp);
+  if (rct_bm_any(qp->resp.sr_rcvd))
+    qp->resp.sack_pending = 1;
+}
+
 /* Answer this out-of-order packet with a selective NAK? Always when the
  * hole moved since the last one or the packet asks for an ACK; otherwise
  * once per sack_every packets [SR-RESP-11]. */
@@ -180,6 +198,10 @@ void rct_sr_resp_handle(struct rct_qp *qp, struct rct_pkt *p, int32_t d)
   }
   if (!(f & OPF_SUPPORTED)) {
     rct_resp_fail(qp, AETH_NAK_INV_REQ, p->h.bth.psn, false, RCT_WC_SUCCESS);
+    return;
+  }
+  if (f & OPF_ATOMIC) {
+    sr_atomic(qp, p, d);
     return;
   }
   if (f & OPF_READ) {

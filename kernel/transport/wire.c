@@ -54,7 +54,8 @@ static void get_bth(const uint8_t *b, struct rct_bth *t)
 }
 
 /* Extension headers in the order the opcode table implies: DETH, SRXH,
- * RETH, AETH, ImmDt, SACKH [OPC-HDR-1] [SR-WIRE-1] [UD-WIRE-1]. */
+ * RETH or AtomicETH, AETH, AtomicAckETH, ImmDt, SACKH [OPC-HDR-1]
+ * [SR-WIRE-1] [UD-WIRE-1] [HDR-ATOM-1] [HDR-ATOM-2]. */
 static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
 {
   uint32_t f = op_flags(h->bth.opcode), n = 0;
@@ -70,9 +71,18 @@ static uint32_t put_ext(uint8_t *b, const struct rct_hdr *h)
     st64(b + n, h->reth.va); st32(b + n + 8, h->reth.rkey); st32(b + n + 12, h->reth.dmalen);
     n += RETH_LEN;
   }
+  if (f & OPF_ATOMETH) {
+    st64(b + n, h->atom.va); st32(b + n + 8, h->atom.rkey);
+    st64(b + n + 12, h->atom.swap_add); st64(b + n + 20, h->atom.compare);
+    n += ATOMETH_LEN;
+  }
   if (f & OPF_AETH) {
     b[n] = h->aeth.syndrome; st24(b + n + 1, h->aeth.msn);
     n += AETH_LEN;
+  }
+  if (f & OPF_ATOMACK) {
+    st64(b + n, h->atom_orig);
+    n += ATOMACK_LEN;
   }
   if (f & OPF_IMM) {
     st32(b + n, h->imm);
@@ -135,7 +145,7 @@ uint32_t rct_wire_build(uint8_t *buf, struct rct_hdr *h, uint32_t payload_len)
   }
   put_bth(buf + bth_off, &h->bth);
   n = put_ext(buf + bth_off + BTH_LEN, h);
-  /* headers this core does not fill (AtomicETH, IETH) are sent as zeros */
+  /* headers this core does not fill (IETH) are sent as zeros */
   RCT_MEMSET(buf + bth_off + BTH_LEN + n, 0, xl - n);
   return bth_off + BTH_LEN + xl;
 }
@@ -264,9 +274,18 @@ int rct_wire_parse_ext(struct rct_pkt *p)
     p->h.reth.va = ld64(b + n); p->h.reth.rkey = ld32(b + n + 8); p->h.reth.dmalen = ld32(b + n + 12);
     n += RETH_LEN;
   }
+  if (f & OPF_ATOMETH) {
+    p->h.atom.va = ld64(b + n); p->h.atom.rkey = ld32(b + n + 8);
+    p->h.atom.swap_add = ld64(b + n + 12); p->h.atom.compare = ld64(b + n + 20);
+    n += ATOMETH_LEN;
+  }
   if (f & OPF_AETH) {
     p->h.aeth.syndrome = b[n]; p->h.aeth.msn = ld24(b + n + 1);
     n += AETH_LEN;
+  }
+  if (f & OPF_ATOMACK) {
+    p->h.atom_orig = ld64(b + n);
+    n += ATOMACK_LEN;
   }
   if (f & OPF_IMM) {
     p->h.imm = ld32(b + n);

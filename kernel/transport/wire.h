@@ -23,6 +23,8 @@
 #define IMMDT_LEN     4
 #define DETH_LEN      8     /* UD: Q_Key, reserved, source QPN [UD-WIRE-1] */
 #define SRETH_LEN     8     /* selective-repeat extension (proto-spec SR) */
+#define ATOMETH_LEN   28    /* AtomicETH: VA, R_Key, swap/add, compare [HDR-ATOM-1] */
+#define ATOMACK_LEN   8     /* AtomicAckETH: the original remote data [HDR-ATOM-2] */
 #define ICRC_LEN      4
 #define ETHERTYPE_IPV4   0x0800
 #define ETHERTYPE_ROCEV1 0x8915
@@ -80,6 +82,8 @@ struct rct_bth {
 
 struct rct_reth { uint64_t va; uint32_t rkey; uint32_t dmalen; };
 struct rct_aeth { uint8_t syndrome; uint32_t msn; };
+/* AtomicETH [HDR-ATOM-1]: swap_add is CmpSwap's swap or FetchAdd's add. */
+struct rct_atometh { uint64_t va; uint32_t rkey; uint64_t swap_add, compare; };
 struct rct_deth { uint32_t qkey; uint32_t srcqp; uint8_t resv; };   /* resv: byte 4, sent 0, ignored */
 /* SRXH (selective repeat): message offset, flags and receive sequence number [SR-WIRE-1]. */
 struct rct_sreth { uint32_t offset; uint32_t rsn; uint8_t flags; };
@@ -92,7 +96,8 @@ enum rct_encap { RCT_ENCAP_V2 = 0, RCT_ENCAP_V1 = 1 };
 #define SACK_WORDS_MAX (RCT_SR_WINDOW / 64)
 #define SACK_EXT_MAX   (SACK_WORDS_MAX - 1)
 _Static_assert(RCT_HDR_MAX >= ETH_HLEN + IPV4_HLEN + UDP_HLEN + BTH_LEN + AETH_LEN + 8 * SACK_WORDS_MAX &&
-               RCT_HDR_MAX >= ETH_HLEN + GRH_LEN + BTH_LEN + RETH_LEN + IMMDT_LEN + SRETH_LEN,
+               RCT_HDR_MAX >= ETH_HLEN + GRH_LEN + BTH_LEN + RETH_LEN + IMMDT_LEN + SRETH_LEN &&
+               RCT_HDR_MAX >= ETH_HLEN + GRH_LEN + BTH_LEN + SRETH_LEN + ATOMETH_LEN,
                "RCT_HDR_MAX holds the largest header block");
 
 /* Everything needed to write a frame's headers. */
@@ -107,6 +112,8 @@ struct rct_hdr {
   struct rct_reth reth;
   struct rct_aeth aeth;
   struct rct_deth deth;       /* UD [UD-WIRE-1] */
+  struct rct_atometh atom;    /* atomic requests [HDR-ATOM-1] */
+  uint64_t atom_orig;         /* ATOMIC_ACKNOWLEDGE's AtomicAckETH [HDR-ATOM-2] */
   uint32_t imm;
   struct rct_sreth sreth;
   uint64_t sack;              /* SACKH bitmap [SR-WIRE-6]: bits 0..63 */

@@ -24,7 +24,8 @@ const char *sc_op_name(enum rct_wr_opcode op)
 {
   static const char *const n[RCT_WR_COUNT] = {
     [RCT_WR_RDMA_WRITE] = "WRITE", [RCT_WR_RDMA_WRITE_WITH_IMM] = "WRITE_IMM",
-    [RCT_WR_SEND] = "SEND", [RCT_WR_SEND_WITH_IMM] = "SEND_IMM", [RCT_WR_RDMA_READ] = "READ"};
+    [RCT_WR_SEND] = "SEND", [RCT_WR_SEND_WITH_IMM] = "SEND_IMM", [RCT_WR_RDMA_READ] = "READ",
+    [RCT_WR_ATOMIC_CMP_AND_SWP] = "CAS", [RCT_WR_ATOMIC_FETCH_AND_ADD] = "FAA"};
   return (unsigned)op < RCT_WR_COUNT ? n[op] : "?";
 }
 

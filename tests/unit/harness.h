@@ -129,6 +129,7 @@ Suite *suite_rx(void);
 Suite *suite_mr_contract(void);
 Suite *suite_event(void);
 Suite *suite_ud(void);
+Suite *suite_atomic(void);
 
 #endif
 

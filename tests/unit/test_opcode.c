@@ -10,6 +10,7 @@ START_TEST(test_opcode_header_lengths)
     { 0x00, 0 }, { 0x01, 0 }, { 0x02, 0 }, { 0x03, 4 }, { 0x04, 0 }, { 0x05, 4 },
     { 0x06, 16 }, { 0x07, 0 }, { 0x08, 0 }, { 0x09, 4 }, { 0x0a, 16 }, { 0x0b, 20 },
     { 0x0c, 16 }, { 0x0d, 4 }, { 0x0e, 0 }, { 0x0f, 4 }, { 0x10, 4 }, { 0x11, 4 },
+    { 0x12, 12 }, { 0x13, 28 }, { 0x14, 28 },          /* [HDR-ATOM-1] [HDR-ATOM-2] */
   };
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
     ck_assert_msg(op_flags(t[i].op) & OPF_SUPPORTED, "op %x", t[i].op);
@@ -19,11 +20,11 @@ START_TEST(test_opcode_header_lengths)
 }
 END_TEST
 
-/* [OPC-VAL-1] [OPC-VAL-2] atomics and other transports are not supported, but for
- * the UD SENDs [UD-WIRE-1] */
+/* [OPC-VAL-1] [OPC-VAL-2] RC 0x15..0x1f (reserved, SEND with invalidate) and
+ * other transports are not supported, but for the UD SENDs [UD-WIRE-1] */
 START_TEST(test_opcode_unsupported)
 {
-  for (int op = 0x12; op <= 0x1f; op++)
+  for (int op = 0x15; op <= 0x1f; op++)
     ck_assert(!(op_flags((uint8_t)op) & OPF_SUPPORTED));
   for (int op = 0x20; op < 0xc0; op++)
     if (op != OP_UD_SEND_ONLY && op != OP_UD_SEND_ONLY_IMM)

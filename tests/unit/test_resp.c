@@ -452,19 +452,6 @@ START_TEST(test_resp_bad_packet_lengths)
 }
 END_TEST
 
-/* [OPC-VAL-1] atomics are answered with NAK invalid request */
-START_TEST(test_resp_atomic_unsupported)
-{
-  struct rct_hdr h;
-  memset(&h, 0, sizeof(h));
-  h.bth.opcode = OP_CMP_SWAP;                          /* its 28-byte AtomicETH is left as is */
-  h.bth.psn = E0;
-  h.bth.ackreq = 1;
-  inject(A, P, 0, &h, NULL, 0);
-  expect_ack(0, AETH_NAK_INV_REQ, E0, 0);
-}
-END_TEST
-
 /* [RESP-READ-1] [RESP-READ-2] [RESP-ACK-1] [RESP-MSN-1] [OPC-SEQ-5] a READ answered in MTU pieces */
 START_TEST(test_resp_read_responses)
 {
@@ -798,7 +785,6 @@ Suite *suite_resp(void)
   tcase_add_test(t, test_resp_write_imm_access_error_fails_receive);
   tcase_add_test(t, test_resp_bad_opcode_sequence);
   tcase_add_test(t, test_resp_bad_packet_lengths);
-  tcase_add_test(t, test_resp_atomic_unsupported);
   tcase_add_test(t, test_resp_read_responses);
   tcase_add_test(t, test_resp_read_then_write_ordering);
   tcase_add_test(t, test_resp_duplicate_read_replay);

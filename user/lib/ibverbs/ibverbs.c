@@ -85,7 +85,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a) {
   a->max_qp_rd_atom = d.max_qp_rd_atom;
   a->max_qp_init_rd_atom = d.max_qp_init_rd_atom;
   a->max_res_rd_atom = d.max_res_rd_atom;
-  a->atomic_cap = IBV_ATOMIC_NONE;
+  a->atomic_cap = (enum ibv_atomic_cap)d.atomic_cap;
   a->max_pkeys = 1;
   a->local_ca_ack_delay = 15;
   a->phys_port_cnt = (uint8_t)d.phys_port_cnt;
@@ -481,7 +481,7 @@ static int inline_copy(struct qp_priv *priv, const struct ibv_send_wr *wr, struc
 }
 
 static int is_inline(const struct ibv_send_wr *wr) {
-  return (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
+  return (wr->send_flags & IBV_SEND_INLINE) && wr->opcode <= IBV_WR_SEND_WITH_IMM;   // SENDs and WRITEs only
 }
 
 // The kernel's form of a libibverbs send WR: the list becomes an array
@@ -494,6 +494,12 @@ static void send_wr_out(const struct ibv_qp *qp, const struct ibv_send_wr *wr, s
     .sg_list = (unsigned long long)wr->sg_list, .num_sge = wr->num_sge,
     .imm_data = ntohl(wr->imm_data), .remote_addr = wr->wr.rdma.remote_addr, .rkey = wr->wr.rdma.rkey,
   };
+  if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    k->remote_addr = wr->wr.atomic.remote_addr;
+    k->rkey = wr->wr.atomic.rkey;
+    k->compare_add = wr->wr.atomic.compare_add;
+    k->swap = wr->wr.atomic.swap;
+  }
   if (qp->qp_type != IBV_QPT_UD) return;
   k->ud_ah = wr->wr.ud.ah ? (int)wr->wr.ud.ah->handle : -1;
   k->ud_remote_qpn = wr->wr.ud.remote_qpn;
@@ -511,7 +517,7 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
     uint32_t inl_in_batch = 0;
     for (; wr && n < POST_BATCH; wr = wr->next, n++) {
       first[n] = wr;
-      if ((unsigned)wr->opcode > IBV_WR_RDMA_READ || sges_ok(wr->sg_list, wr->num_sge) < 0) {
+      if ((unsigned)wr->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD || sges_ok(wr->sg_list, wr->num_sge) < 0) {
         bad_arg = 1;
         break;
       }

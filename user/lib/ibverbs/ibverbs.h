@@ -45,7 +45,6 @@ struct ibv_context {
   int cmd_fd, async_fd, num_comp_vectors;
 };
 
-enum ibv_atomic_cap { IBV_ATOMIC_NONE, IBV_ATOMIC_HCA, IBV_ATOMIC_GLOB };
 
 struct ibv_device_attr {
   char fw_ver[64];
