@@ -59,7 +59,10 @@
 #define CMA_MAX_CM_RETRIES      5
 #define CMA_ADDR_POLL_NS   10000000ULL  // how often a pending address resolution looks at ARP
 #define CMA_EPHEMERAL_LO   49152        // ephemeral ports (IANA's dynamic range)
-#define CMA_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+// A connected QP's remote access: as librdmacm's on Linux, READ, WRITE and
+// atomics (the MR's own access flags still decide each request).
+#define CMA_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+                    IBV_ACCESS_REMOTE_ATOMIC)
 
 enum cma_state {
   CS_FREE, CS_IDLE, CS_ADDR_QUERY, CS_ADDR_RESOLVED, CS_ROUTE_RESOLVED, CS_CONNECT,

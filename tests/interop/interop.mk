@@ -11,7 +11,10 @@
 #                       xv6's udping and xrpeer both ways, clean (capture
 #                       checked) and at 1 % loss (beds ud_xv6, ud_xv6_loss1),
 #                       and between xrpeer ud-client and ud-server in the
-#                       Linux guest (bed ud_linux, rxe loopback); ends with
+#                       Linux guest (bed ud_linux, rxe loopback); the
+#                       exactly-once atomic counter xv6 -> rxe and rxe -> xv6
+#                       at 0, 1 and 5 % loss (beds atomic_xv6-rxe,
+#                       atomic_rxe-xv6, tests/rdma/run_atomic.py); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

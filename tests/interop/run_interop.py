@@ -91,6 +91,7 @@ from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 import perftable  # noqa: E402
 import cm_interop  # noqa: E402
+import run_atomic  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
@@ -111,8 +112,10 @@ def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
     what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
     "ud_xv6" for UD between xv6's udping and xrpeer both ways, "cm" for
-    Linux's own rdma_cm programs against xv6's (cm_interop.py), or "ud" for
-    the Linux-only UD checks, ud_bed)."""
+    Linux's own rdma_cm programs against xv6's (cm_interop.py), "ud" for
+    the Linux-only UD checks, ud_bed, or "atomic" for the exactly-once
+    counter at 0, 1 and 5 % loss, tests/rdma/run_atomic.py's bed named after
+    "atomic_": its own link and loss rates)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
@@ -120,7 +123,8 @@ def beds(seed):
             ("ud_linux", 1024, None, False, "ud"),
             ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
             ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm"),
-            ("cm_mtu_mismatch", 1024, None, False, "cm_mtu")]
+            ("cm_mtu_mismatch", 1024, None, False, "cm_mtu"),
+            ("atomic_xv6-rxe", 1024, None, False, "atomic"), ("atomic_rxe-xv6", 1024, None, False, "atomic")]
 
 
 # ---- the matrix ----
@@ -506,6 +510,9 @@ def main():
         progress("interop", f"bed {name}: path MTU {mtu}, link {spec or 'clean'}")
         if kind == "ud":
             ud_bed(tally, name, mtu)
+            continue
+        if kind == "atomic":
+            run_atomic.run_bed(tally, name[len("atomic_"):], args.seed)
             continue
         one_bed(tally, name, mtu, spec, capture, kind, args.keep_capture)
     progress("interop", f"{time.monotonic() - t0:.0f} s in all")

@@ -33,6 +33,9 @@ Steps (times measured on the 2-core build machine, TCG):
   perftest_r                 rdma_bw -R and rdma_lat -R (perftest's rdma_cm exchange)
                              between two guests, the comm connection's
                              SENDs in the order Linux's perftest sends them
+  atomic                     the exactly-once counter (run_atomic.py --bed xv6):
+                             atomcount's server on one guest, clients on two more,
+                             FETCH_AND_ADD and CMP_AND_SWAP at 0, 1 and 5 % loss
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
@@ -68,6 +71,7 @@ def steps():
         ("rping", [PY, f"{HERE}/run_rping.py"]),
         ("udaddy", [PY, f"{HERE}/run_udaddy.py"]),
         ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
+        ("atomic", [PY, f"{HERE}/run_atomic.py", "--bed", "xv6"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),

@@ -14,6 +14,10 @@ and, over all clients' reports:
     (a duplicate answered with a fresh value, or a lost one, moves them);
     each client also checks that one QP's values strictly increase.
 
+Also run by make test-rdma (--bed xv6, a step of tests/rdma/run_all.py) and
+make test-interop (the beds atomic_xv6-rxe and atomic_rxe-xv6 of
+tests/interop/run_interop.py).
+
 Beds (--bed; default all):
   linux     rxe <-> rxe, the reference: server on one Linux guest, a client
             with 4 QPs on another
@@ -37,10 +41,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
+from guest import GuestError  # noqa: E402
 
 MASK = (1 << 64) - 1
 BASE_PORT = 7472            # atomcount's default; each run takes the next
 DEPTH = 4                   # atomics in flight per QP
+LOSSES = (0, 1, 5)          # percent, on both link directions
+OPS = ("faa", "cas")
+INCS = 200                  # increments per QP
 # (xv6 guests, Linux guests, index of the server, [(client index, QPs)]).
 BEDS = {
     "linux": (0, 2, 0, [(1, 4)]),
@@ -131,7 +139,7 @@ def one_run(tb, bed, op, port, incs, lossy):
     return ok, f"{info}; linkemu dropped {lost} frames"
 
 
-def run_bed(tally, bed, losses, ops, incs, seed):
+def run_bed(tally, bed, seed, losses=LOSSES, ops=OPS, incs=INCS):
     """Every loss rate and op on one bed, booted once (linkemu's spec changes
     between runs). After a failed case a program may still run on a guest:
     the bed's other cases are counted failed, not run."""
@@ -139,32 +147,35 @@ def run_bed(tally, bed, losses, ops, incs, seed):
     cases = [(loss, op) for loss in losses for op in ops]
     # Linux's eth0 MTU 1500: rxe's path MTU is then 1024, xv6's default
     # (the kernel CM rejects a REQ with another path MTU, [IBCM-REJ-*]).
-    with Testbed(n, linux=linux, linux_mtu=1500, name=f"atomic-{bed}") as tb:
-        tb.boot(timeout=240)
-        for k, (loss, op) in enumerate(cases):
-            name = f"atomic_{bed}_{op}_loss{loss:g}"
-            tb.set_spec("both", f"loss {loss:g}% seed {seed}" if loss else "")
-            failed = tally.failed
-            tally.run(name, lambda: one_run(tb, bed, op, BASE_PORT + 1 + k, incs, loss > 0))
-            if tally.failed > failed:
-                for loss2, op2 in cases[k + 1:]:
-                    tally.record(f"atomic_{bed}_{op2}_loss{loss2:g}", False,
-                                 f"not run: {name} failed on this bed")
-                return
-        tb.halt()
+    try:
+        with Testbed(n, linux=linux, linux_mtu=1500, name=f"atomic-{bed}") as tb:
+            tb.boot(timeout=240)
+            for k, (loss, op) in enumerate(cases):
+                name = f"atomic_{bed}_{op}_loss{loss:g}"
+                tb.set_spec("both", f"loss {loss:g}% seed {seed}" if loss else "")
+                failed = tally.failed
+                tally.run(name, lambda: one_run(tb, bed, op, BASE_PORT + 1 + k, incs, loss > 0))
+                if tally.failed > failed:
+                    for loss2, op2 in cases[k + 1:]:
+                        tally.record(f"atomic_{bed}_{op2}_loss{loss2:g}", False,
+                                     f"not run: {name} failed on this bed")
+                    return
+            tb.halt()
+    except GuestError as e:
+        tally.record(f"atomic_{bed}", False, f"guest error: {e}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bed", nargs="+", choices=list(BEDS), default=list(BEDS))
-    ap.add_argument("--loss", type=float, nargs="+", default=[0, 1, 5])
-    ap.add_argument("--op", nargs="+", choices=["faa", "cas"], default=["faa", "cas"])
-    ap.add_argument("--incs", type=int, default=200, help="increments per QP")
-    ap.add_argument("--seed", type=int, default=38)
+    ap.add_argument("--loss", type=float, nargs="+", default=list(LOSSES))
+    ap.add_argument("--op", nargs="+", choices=list(OPS), default=list(OPS))
+    ap.add_argument("--incs", type=int, default=INCS, help="increments per QP")
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("RDMA_TEST_SEED", 7)))
     args = ap.parse_args()
     tally = Tally()
     for bed in args.bed:
-        run_bed(tally, bed, args.loss, args.op, args.incs, args.seed)
+        run_bed(tally, bed, args.seed, args.loss, args.op, args.incs)
     return tally.finish()
 
 

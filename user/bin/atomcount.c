@@ -54,7 +54,7 @@ struct atom_pdata {
 };
 
 static struct {
-  int server, port, clients, qps, depth, cas;
+  int server, port, conns, qps, depth, cas;
   uint32_t incs;
   const char *host;
 } opt = { 0, ATOM_PORT, 1, 1, 4, 0, DEFAULT_INCS, NULL };
@@ -124,6 +124,12 @@ static int atomic_depth(struct ibv_context *ctx, int responder) {
 
 static uint64_t counter __attribute__((aligned(8)));
 
+// The events after which an accepted connection is gone.
+static int conn_ended(enum rdma_cm_event_type t) {
+  return t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_CONNECT_ERROR ||
+         t == RDMA_CM_EVENT_UNREACHABLE || t == RDMA_CM_EVENT_REJECTED;
+}
+
 static void serve(void) {
   struct rdma_cm_id *listen_id;
   struct sockaddr_in sin;
@@ -134,15 +140,15 @@ static void serve(void) {
   sin.sin_port = htons(opt.port);
   if (rdma_create_id(ech, &listen_id, NULL, RDMA_PS_TCP)) fail("rdma_create_id", errno);
   if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin)) fail("rdma_bind_addr", errno);
-  if (rdma_listen(listen_id, opt.clients * MAX_QPS)) fail("rdma_listen", errno);
+  if (rdma_listen(listen_id, opt.conns)) fail("rdma_listen", errno);
   printf("atomcount: listening on port %d\n", opt.port);
   fflush(stdout);
-  while (ended < opt.clients) {
+  while (ended < opt.conns) {
     struct rdma_cm_event *ev;
     if (rdma_get_cm_event(ech, &ev)) fail("rdma_get_cm_event", errno);
     struct rdma_cm_id *id = ev->id;
     enum rdma_cm_event_type type = ev->event;
-    int disconnect_of_client = type == RDMA_CM_EVENT_DISCONNECTED && id->context != NULL;
+    int status = ev->status;
     rdma_ack_cm_event(ev);
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
       if (!pd) {   // the first connection's device holds the counter
@@ -164,12 +170,17 @@ static void serve(void) {
       param.private_data = &pdata;
       param.private_data_len = sizeof pdata;
       if (rdma_accept(id, &param)) fail("rdma_accept", errno);
-    } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
-      id->context = id;   // a connection that counts when it ends
-    } else if (type == RDMA_CM_EVENT_DISCONNECTED) {
+      id->context = id;   // accepted: counts when it ends
+    } else if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+      continue;
+    } else if (id->context && conn_ended(type)) {
+      if (type != RDMA_CM_EVENT_DISCONNECTED)
+        printf("atomcount: a connection ended with %s (status %d)\n", rdma_event_str(type), status);
       rdma_destroy_qp(id);
       rdma_destroy_id(id);
-      ended += disconnect_of_client;
+      ended++;
+    } else {
+      printf("atomcount: %s (status %d) ignored\n", rdma_event_str(type), status);
     }
   }
   printf("atomcount: counter %llu after %d connections\natomcount: OK\n",
@@ -289,6 +300,20 @@ static void complete(const struct ibv_wc *wc) {
   }
 }
 
+// Ends every connection: the DREQs first, then a DISCONNECTED for each.
+// Other events may come between them (Linux: TIMEWAIT_EXIT of an id whose
+// connection has ended) and are passed over.
+static void disconnect_all(void) {
+  for (int q = 0; q < opt.qps; q++)
+    if (rdma_disconnect(conns[q].id)) fail("rdma_disconnect", errno);
+  for (int left = opt.qps; left > 0;) {
+    struct rdma_cm_event *ev;
+    if (rdma_get_cm_event(ech, &ev)) fail("rdma_get_cm_event", errno);
+    left -= ev->event == RDMA_CM_EVENT_DISCONNECTED;
+    rdma_ack_cm_event(ev);
+  }
+}
+
 static void run_client(void) {
   struct rdma_addrinfo hints, *res;
   char port[8];
@@ -316,10 +341,7 @@ static void run_client(void) {
          opt.qps, (unsigned long long)tally.incs, (unsigned long long)tally.tries,
          (unsigned long long)tally.sum, (unsigned long long)tally.sumsq,
          (unsigned long long)tally.min, (unsigned long long)tally.max);
-  for (int q = 0; q < opt.qps; q++) {
-    rdma_disconnect(conns[q].id);
-    cm_expect(RDMA_CM_EVENT_DISCONNECTED, NULL, 0);
-  }
+  disconnect_all();
   for (int q = 0; q < opt.qps; q++) {
     rdma_destroy_qp(conns[q].id);
     rdma_destroy_id(conns[q].id);
@@ -343,7 +365,7 @@ int main(int argc, char **argv) {
     switch (c) {
     case 's': opt.server = 1; break;
     case 'p': opt.port = atoi(optarg); break;
-    case 'c': opt.clients = atoi(optarg); break;
+    case 'c': opt.conns = atoi(optarg); break;
     case 'q': opt.qps = atoi(optarg); break;
     case 'k': opt.incs = (uint32_t)atoi(optarg); break;
     case 'd': opt.depth = atoi(optarg); break;
@@ -351,7 +373,7 @@ int main(int argc, char **argv) {
     default: usage();
     }
   }
-  if (opt.server == (optind < argc) || opt.clients < 1 || opt.qps < 1 || opt.qps > MAX_QPS ||
+  if (opt.server == (optind < argc) || opt.conns < 1 || opt.qps < 1 || opt.qps > MAX_QPS ||
       opt.depth < 1 || opt.depth > MAX_DEPTH || opt.incs < 1 || opt.port < 1 || opt.port > 65535)
     usage();
   opt.host = opt.server ? NULL : argv[optind];
