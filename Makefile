@@ -96,10 +96,11 @@ demo: deps rdma-demo
 # Every benchmark, one after the other: the raw link ceiling, the RDMA sweeps
 # (bench-rdma writes rdma-summary.md; bench-rxe and bench-lat add their
 # sections to it), perftest -R in every xv6/rxe pairing (bench-pairs),
-# QP scaling, the guests' work per frame, the simulator;
+# QP scaling, the guests' work per frame, remote atomics beside rxe's
+# (bench-atomic), the simulator;
 # then bench/rdma/goals.py puts the goals this run met or missed at the top
 # of rdma-summary.md.
-BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-pairs bench-lat bench-frames bench-sim
+BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-pairs bench-lat bench-frames bench-atomic bench-sim
 bench: deps
 	@start=$$(date +%s) && \
 	  for t in $(BENCH_PARTS); do $(MAKE) --no-print-directory $$t || exit 1; done && \
