@@ -11,6 +11,7 @@
 #include "core/printk.h"
 #include "core/pmem.h"
 #include "core/vm.h"
+#include "core/pager.h"
 #include "proc/trap.h"
 #include "sys/syscall.h"
 #include "dev/irq.h"
@@ -22,6 +23,7 @@
 #include "fs/fs.h"
 #include "fs/file.h"
 #include "lib/bootarg.h"
+#include "rmem/rmem_client.h"
 #include "selftest.h"
 #include "core/prof.h"
 #include "lib/memlayout.h"
@@ -50,6 +52,7 @@ static void boot_hart0(void) {
   fdt_scan(boot_dtb);           // before pmem_init hands the DTB's RAM out
   kprintf("\nxv6-rdma kernel booting (bootargs \"%s\")\n", bootargs_all());
   pmem_init();
+  pager_init();
   kvm_init();
   proc_table_init();            // maps kernel stacks into the kernel table
   kvm_hart_init();              // paging on: the drivers below map their devices at KDEV
@@ -70,7 +73,11 @@ static void boot_hart0(void) {
   selftest_start();
   rdma_init();                  // RDMA verbs device and its engine thread
   rdma_mr_selftest();           // the MR contract (kernel/transport/mr_contract.h)
-  selftest_kverbs_start();      // the kernel as an RDMA consumer (kernel/rdma/kverbs.h)
+  rmem_client_init();           // rmem=IP[:PORT]: the memory node's client (kernel/rmem)
+  // The kernel as an RDMA consumer (kernel/rdma/kverbs.h); then the memory
+  // node's client may make its objects (a thread connects; boot goes on).
+  selftest_kverbs_start(rmem_client_start);
+  selftest_pager_start();       // TEST-ONLY in-RAM paging store, boot argument pagertest=N only
   kprintf("hart 0 up: %d free pages of %d\n", (int)pmem_free_pages(), (int)pmem_total_pages());
   __sync_synchronize();
   boot_done = 1;

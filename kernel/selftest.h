@@ -1,6 +1,11 @@
-// selftest.h: boot-time kernel self-checks (selftest.c, selftest_kverbs.c).
+// selftest.h: boot-time kernel self-checks (selftest.c, selftest_kverbs.c,
+// selftest_pager.c).
 #ifndef SELFTEST_H
 #define SELFTEST_H
 void selftest_start(void);
-void selftest_kverbs_start(void);   // selftest_kverbs.c: after rdma_init
+// selftest_kverbs.c: after rdma_init; then (may be NULL) runs in its thread
+// once the test counted the device's objects back (no other kernel
+// consumer may make objects before: boot starts those with then).
+void selftest_kverbs_start(void (*then)(void));
+void selftest_pager_start(void);    // selftest_pager.c: boot argument pagertest=N only
 #endif

@@ -351,7 +351,9 @@ static const char *counts_back(const struct rdma_dev_stats *b) {
   return a.pool_free_pages == b->pool_free_pages ? NULL : "ring pool pages not given back";
 }
 
+// arg: what runs once the test is done (selftest_kverbs_start's then).
 static void kverbs_thread(void *arg) {
+  void (*then)(void) = (void (*)(void))arg;
   struct rdma_port_info pi;
   struct rdma_dev_stats before;
   spin_init(&kt.lock, "kverbs_test");
@@ -376,8 +378,9 @@ static void kverbs_thread(void *arg) {
     kprintf("selftest: kverbs PASS: %d pair(s), RC SEND/WRITE/READ of %d bytes each, UD SEND and "
             "SEND_WITH_IMM of %d, %d handler calls, all objects and ring pages back\n",
             (int)ARRAY_LEN(pair_tests), KV_LEN, KV_UD_LEN, handler_calls);
+  if (then) then();
 }
 
-void selftest_kverbs_start(void) {
-  if (kthread_start("kverbs_test", kverbs_thread, NULL) < 0) panic("selftest: no slot for kverbs_test");
+void selftest_kverbs_start(void (*then)(void)) {
+  if (kthread_start("kverbs_test", kverbs_thread, (void *)then) < 0) panic("selftest: no slot for kverbs_test");
 }

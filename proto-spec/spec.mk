@@ -32,7 +32,8 @@ SPEC_PANLIVE  := -m100000 -a -f
 # name | expected verdict | spin -D flags | cc flags | pan flags [| model, default rc.pml]
 SPEC_PROPS := gbn-safety sr-safety gbn-reorder sr-reorder gbn-liveness sr-liveness \
               gbn-broken sr-broken sr-broken-read \
-              ibcm-safety ibcm-reorder ibcm-broken-dup ibcm-broken-rtu
+              ibcm-safety ibcm-reorder ibcm-broken-dup ibcm-broken-rtu \
+              atomic-safety atomic-broken-dup
 SPEC_gbn-safety   := pass|$(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_sr-safety    := pass|-DSR $(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
 SPEC_gbn-reorder  := pass|$(SPEC_B_REORD)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)
@@ -49,6 +50,11 @@ SPEC_ibcm-reorder    := pass|$(SPEC_B_REORD)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SP
 SPEC_ibcm-broken-dup := fail|-DBROKEN_NO_DUP $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
 SPEC_ibcm-broken-rtu := fail|-DBROKEN_NO_RTU $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_IBCM)
 
+# Atomics exactly once (model/atomic.pml): loss, duplication, premature retransmission.
+SPEC_ATOMIC   := $(SPEC_DIR)/model/atomic.pml
+SPEC_atomic-safety     := pass|$(SPEC_B_SAFE)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_ATOMIC)
+SPEC_atomic-broken-dup := fail|-DBROKEN_DUP_EXEC $(SPEC_B_BROKEN)|$(SPEC_CCSAFE)|$(SPEC_PANSAFE)|$(SPEC_ATOMIC)
+
 SPEC_VECTORS  ?= $(VECTORS_DIR)
 
 # One suite: the SPIN runs, the vector rules and the traceability check, then
@@ -60,7 +66,7 @@ test-spec:
 spec-models:
 	@command -v spin >/dev/null || { echo "spec: spin not installed"; exit 1; }
 	@mkdir -p $(SPEC_BUILD)
-	@echo "spec: models $(SPEC_MODEL) $(SPEC_IBCM): $(words $(SPEC_PROPS)) SPIN runs"
+	@echo "spec: models $(SPEC_MODEL) $(SPEC_IBCM) $(SPEC_ATOMIC): $(words $(SPEC_PROPS)) SPIN runs"
 	@fail=0; nfail=0; n=0; total=$(words $(SPEC_PROPS)); \
 	for spec in $(foreach p,$(SPEC_PROPS),"$(p)|$(SPEC_$(p))"); do \
 	  oifs=$$IFS; IFS='|'; set -- $$spec; IFS=$$oifs; \

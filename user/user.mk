@@ -41,7 +41,7 @@ $(U_LIB_A): $(U_LIB_OBJS)
 	$(U_AR) rcs $@ $^
 
 # Programs built from one source file each: user/bin/<name>.c -> user/_<name>.
-U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status
+U_SIMPLE_PROGS := init sh cat echo grep wc ls mkdir rm ln kill halt free status rmemctl
 
 # The guest test runner (testrun.c) that usertests, rdmatest and rdmahostile
 # share.
@@ -52,6 +52,13 @@ U_USERTESTS_SRCS := $(wildcard user/tests/usertests/*.c)
 U_USERTESTS_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(U_USERTESTS_SRCS)) $(U_TESTRUN_OBJ)
 
 UPROGS := $(addprefix user/_,$(U_SIMPLE_PROGS)) user/_usertests
+
+# Guest test programs of one source file, with only the C library.
+U_PLAIN_TESTS := memtouch
+UPROGS += $(addprefix user/_,$(U_PLAIN_TESTS))
+$(addprefix user/_,$(U_PLAIN_TESTS)): user/_%: $(U_OBJDIR)/tests/%.o $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_LIB_A)
+.SECONDARY: $(patsubst %,$(U_OBJDIR)/tests/%.o,$(U_PLAIN_TESTS))
 
 # Network tools (network helper): ping, UDP echo, the guest side of tests/net.
 U_NET_PROGS := ping udpecho nettest
@@ -85,6 +92,25 @@ UPROGS += $(addprefix user/_,$(U_EXAMPLES))
 $(addprefix user/_,$(U_EXAMPLES)): user/_%: $(U_OBJDIR)/examples/%.o $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
 	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RDMA_LIB_OBJS) $(U_LIB_A)
 .SECONDARY: $(patsubst %,$(U_OBJDIR)/examples/%.o,$(U_EXAMPLES))
+
+# Remote memory (docs/rmem.md): the memory node rmemd, librmem (user/lib/rmem)
+# over the verbs and rdma_cm libraries, and the programs that use it. The
+# protocol's codec is the kernel's own file (kernel/rmem/rmem_wire.c), built
+# here with the user flags; tests/rdma/rmem.mk builds the same sources for Linux.
+U_RMEM_OBJS := $(U_OBJDIR)/lib/rmem/rmem.o $(U_OBJDIR)/lib/rmem/rmem_wire.o
+U_RMEM_PROGS := rmemd rmem_bench rmemtest rmem_example
+UPROGS += $(addprefix user/_,$(U_RMEM_PROGS))
+$(U_OBJDIR)/lib/rmem/rmem_wire.o: kernel/rmem/rmem_wire.c kernel/rmem/rmem_wire.h
+	@mkdir -p $(dir $@)
+	$(U_CC) $(U_CFLAGS) -c -o $@ $<
+user/_rmemd user/_rmem_bench: user/_%: $(U_OBJDIR)/bin/%.o $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB_A)
+user/_rmemtest: $(U_OBJDIR)/tests/rmemtest.o $(U_TESTRUN_OBJ) $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_TESTRUN_OBJ) $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB_A)
+user/_rmem_example: $(U_OBJDIR)/lib/rmem/example.o $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB) user/user.ld
+	$(U_LD) $(U_LDFLAGS) -o $@ $(U_CRT0) $< $(U_RMEM_OBJS) $(U_RDMA_LIB_OBJS) $(U_LIB_A)
+.SECONDARY: $(U_RMEM_OBJS) $(U_OBJDIR)/bin/rmemd.o $(U_OBJDIR)/bin/rmem_bench.o \
+  $(U_OBJDIR)/tests/rmemtest.o $(U_OBJDIR)/lib/rmem/example.o
 
 # librdmacm's own examples, unmodified, fetched from Debian at build time.
 include user/upstream/upstream.mk

@@ -546,7 +546,7 @@ int ibcm_accept(struct ibcm_agent *a, uint64_t now, int conn, const struct ibcm_
   m->rnr_retry_count = p->rnr_retry_count;
   m->srq = p->srq;
   m->local_ca_guid = a->local_guid;
-  m->xv6_caps = c->local_caps;                          /* [IBCM-XV6-1] */
+  m->xv6_caps = c->local_caps & c->remote_caps;         /* only what the REQ offered [IBCM-XV6-1] [SR-NEG-1] */
   set_private(m, p->private_data, p->private_len);
   send_conn(a, c, m);
   c->state = IBCM_REP_SENT;

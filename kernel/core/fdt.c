@@ -1,7 +1,9 @@
 // fdt.c: a minimal flattened-device-tree walker (layout from the
 // devicetree specification: big-endian header, a structure block of
 // BEGIN_NODE/END_NODE/PROP tokens, a strings block). It only extracts
-// /chosen/bootargs and /cpus/timebase-frequency.
+// /chosen/bootargs, /cpus/timebase-frequency and the first /memory node's
+// reg (the guest's RAM: QEMU -m), read with the root's #address-cells and
+// #size-cells.
 #include "lib/types.h"
 #include "lib/klib.h"
 #include "core/printk.h"
@@ -14,14 +16,37 @@ enum { TOK_BEGIN_NODE = 1, TOK_END_NODE = 2, TOK_PROP = 3, TOK_NOP = 4, TOK_END 
 static char bootargs[BOOTARGS_MAX];
 static char values[BOOTARGS_MAX];   // bootargs with NULs, for bootarg()
 static uint64 timebase_hz;
+static uint32 addr_cells = 2, size_cells = 1;   // the spec's defaults
+static uint64 mem_base, mem_size;               // 0: no memory node seen
 
 static uint32 be32(const void *p) {
   const uint8 *b = p;
   return ((uint32)b[0] << 24) | ((uint32)b[1] << 16) | ((uint32)b[2] << 8) | b[3];
 }
 
+// A big-endian number of cells 32-bit cells (1 or 2) at *p; advances *p.
+static uint64 take_cells(const uint8 **p, uint32 cells) {
+  uint64 v = 0;
+  for (uint32 i = 0; i < cells; i++, *p += 4) v = (v << 32) | be32(*p);
+  return v;
+}
+
+static void take_root_property(const char *name, const uint8 *val) {
+  if (strncmp(name, "#address-cells", 15) == 0) addr_cells = be32(val);
+  else if (strncmp(name, "#size-cells", 12) == 0) size_cells = be32(val);
+}
+
+static void take_memory(const uint8 *val, uint32 len) {
+  if (mem_size || addr_cells > 2 || size_cells > 2 || len < 4 * (addr_cells + size_cells)) return;
+  mem_base = take_cells(&val, addr_cells);
+  mem_size = take_cells(&val, size_cells);
+}
+
 static void take_property(const char *node, const char *name, const uint8 *val, uint32 len) {
-  if (strncmp(node, "chosen", 7) == 0 && strncmp(name, "bootargs", 9) == 0) {
+  if (strncmp(node, "memory", 6) == 0 && (node[6] == 0 || node[6] == '@') &&
+      strncmp(name, "reg", 4) == 0) {
+    take_memory(val, len);
+  } else if (strncmp(node, "chosen", 7) == 0 && strncmp(name, "bootargs", 9) == 0) {
     uint32 n = len < BOOTARGS_MAX ? len : BOOTARGS_MAX - 1;
     memmove(bootargs, val, n);
     bootargs[n] = 0;
@@ -49,6 +74,7 @@ void fdt_scan(uint64 dtb) {
       if (--depth < 2) node = "";
     } else if (tok == TOK_PROP) {
       uint32 len = be32(p), nameoff = be32(p + 4);
+      if (depth == 1 && len == 4) take_root_property(strings + nameoff, p + 8);
       if (depth == 2) take_property(node, strings + nameoff, p + 8, len);
       p += 8 + ((len + 3) & ~3U);
     } else if (tok == TOK_NOP) {
@@ -86,3 +112,5 @@ const char *bootarg(const char *key) {
 
 const char *bootargs_all(void) { return bootargs; }
 uint64 fdt_timebase_hz(void) { return timebase_hz; }
+uint64 fdt_ram_base(void) { return mem_base; }
+uint64 fdt_ram_size(void) { return mem_size; }

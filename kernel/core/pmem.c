@@ -1,5 +1,7 @@
-// pmem.c: owns all RAM from the end of the kernel image to RAM_END, as a
-// free list of 4 KiB pages plus a reference count per page.
+// pmem.c: owns all RAM from the end of the kernel image to the end of the
+// guest's RAM, as a free list of 4 KiB pages plus a reference count per
+// page. The guest's RAM is what the device tree's /memory node says (QEMU
+// -m), capped at RAM_SIZE, the most the static arrays here are sized for.
 // The free list is under pmem.lock; the counts of pages in use change with
 // atomic adds and no lock: the RDMA transmit path holds and puts a payload
 // page for every frame, and under QEMU a spin lock's interrupt toggling
@@ -12,6 +14,7 @@
 #include "core/printk.h"
 #include "lib/klib.h"
 #include "core/pmem.h"
+#include "lib/bootarg.h"
 
 extern char kernel_end[];            // kernel.ld: first byte after the image
 
@@ -24,17 +27,35 @@ static struct {
   struct spinlock lock;
   struct free_page *free_list;
   uint64 nfree, ntotal;
+  uint64 end;                        // end of the guest's RAM (pmem_ram_end)
   uint32 refs[NPAGES];               // 0 = free; atomics, see the top
 } pmem;
 
 static void check_pa(uint64 pa, const char *who) {
-  if (pa % PGSIZE || pa < PG_ROUND_UP((uint64)kernel_end) || pa >= RAM_END)
+  if (pa % PGSIZE || pa < PG_ROUND_UP((uint64)kernel_end) || pa >= pmem.end)
     panic("%s: %p is not an allocatable page", who, pa);
+}
+
+// The end of RAM from the device tree (fdt_scan ran), capped at RAM_END.
+static uint64 guest_ram_end(void) {
+  uint64 base = fdt_ram_base(), size = fdt_ram_size();
+  if (size == 0 || base != RAM_BASE) {
+    kprintf("pmem: no /memory node at %p in the device tree; assuming %d MiB\n",
+            RAM_BASE, (int)(RAM_SIZE >> 20));
+    return RAM_END;
+  }
+  if (size > RAM_SIZE) {
+    kprintf("pmem: guest has %d MiB; using the first %d MiB (RAM_SIZE)\n",
+            (int)(size >> 20), (int)(RAM_SIZE >> 20));
+    return RAM_END;
+  }
+  return PG_ROUND_DOWN(base + size);
 }
 
 void pmem_init(void) {
   spin_init(&pmem.lock, "pmem");
-  for (uint64 pa = PG_ROUND_UP((uint64)kernel_end); pa + PGSIZE <= RAM_END; pa += PGSIZE) {
+  pmem.end = guest_ram_end();
+  for (uint64 pa = PG_ROUND_UP((uint64)kernel_end); pa + PGSIZE <= pmem.end; pa += PGSIZE) {
     struct free_page *f = (struct free_page *)pa;
     f->next = pmem.free_list;
     pmem.free_list = f;
@@ -88,3 +109,4 @@ int page_refs(uint64 pa) {
 
 uint64 pmem_free_pages(void) { return pmem.nfree; }
 uint64 pmem_total_pages(void) { return pmem.ntotal; }
+uint64 pmem_ram_end(void) { return pmem.end; }

@@ -12,4 +12,5 @@ void   page_put(uint64 pa);
 int    page_refs(uint64 pa);
 uint64 pmem_free_pages(void);
 uint64 pmem_total_pages(void);
+uint64 pmem_ram_end(void);         // first byte after the guest's RAM
 #endif

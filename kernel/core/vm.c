@@ -8,6 +8,7 @@
 #include "core/pmem.h"
 #include "core/proc.h"
 #include "core/vm.h"
+#include "core/pager.h"
 
 extern char kernel_text_end[];   // kernel.ld
 extern char trampoline[];        // trampoline.S
@@ -30,6 +31,10 @@ static pte_t *pte_find(pagetable_t pt, uint64 va, int leaf_level, int create) {
     }
   }
   return &pt[VPN_INDEX(va, leaf_level)];
+}
+
+pte_t *uvm_walk(pagetable_t pt, uint64 va) {
+  return pte_find(pt, va, 0, 0);
 }
 
 // Maps [va, va+size) to [pa, ...) with pages of the given level. Returns
@@ -79,7 +84,7 @@ void kvm_init(void) {
   kmap_device(PCI_ECAM_BASE, PCI_ECAM_SIZE, 1);
   kmap(PCI_MMIO_BASE, PCI_MMIO_SIZE, PCI_MMIO_BASE, PTE_R | PTE_W, 2);
   kmap(RAM_BASE, text_end - RAM_BASE, RAM_BASE, PTE_R | PTE_X, 0);
-  kmap(text_end, RAM_END - text_end, text_end, PTE_R | PTE_W, 0);
+  kmap(text_end, pmem_ram_end() - text_end, text_end, PTE_R | PTE_W, 0);
   kmap(TRAMPOLINE, PGSIZE, (uint64)trampoline, PTE_R | PTE_X, 0);
 }
 
@@ -147,23 +152,40 @@ pagetable_t uvm_create(uint64 trapframe_pa) {
   return pt;
 }
 
-// Unmaps npages from va; drops a reference on each page if put_pages.
-// Missing mappings are skipped.
-static void unmap_pages(pagetable_t pt, uint64 va, uint64 npages, int put_pages) {
+// Unmaps npages from va. User pages (put_pages) go through the pager,
+// which frees the page or its store slot; else the entry is just cleared.
+// Missing mappings are skipped. Caller holds pager_lock.
+static void unmap_locked(pagetable_t pt, uint64 va, uint64 npages, int put_pages) {
   for (uint64 i = 0; i < npages; i++, va += PGSIZE) {
     pte_t *e = pte_find(pt, va, 0, 0);
-    if (e == NULL || (*e & PTE_V) == 0) continue;
-    if (put_pages) page_put(PTE_TO_PA(*e));
-    *e = 0;
+    if (e == NULL || *e == 0) continue;
+    if (put_pages) pager_unmap(e);
+    else *e = 0;
   }
+}
+
+static void unmap_pages(pagetable_t pt, uint64 va, uint64 npages, int put_pages) {
+  pager_lock();
+  unmap_locked(pt, va, npages, put_pages);
+  pager_unlock();
+}
+
+// Maps a fresh user page (pager_alloc: may evict, so no lock held) at va.
+static int map_user_page(pagetable_t pt, uint64 va, int perm) {
+  void *page = pager_alloc();
+  if (!page) return -1;
+  pager_lock();
+  int r = map_range(pt, va, PGSIZE, (uint64)page, perm, 0);
+  if (r == 0) pager_mapped();
+  pager_unlock();
+  if (r < 0) page_put((uint64)page);
+  return r;
 }
 
 int uvm_grow(pagetable_t pt, uint64 old_end, uint64 new_end, int perm) {
   if (new_end > USER_TOP) return -1;
   for (uint64 va = PG_ROUND_UP(old_end); va < new_end; va += PGSIZE) {
-    void *page = page_alloc();
-    if (!page || map_range(pt, va, PGSIZE, (uint64)page, perm | PTE_R | PTE_U, 0) < 0) {
-      if (page) page_put((uint64)page);
+    if (map_user_page(pt, va, perm | PTE_R | PTE_U) < 0) {
       unmap_pages(pt, PG_ROUND_UP(old_end), (va - PG_ROUND_UP(old_end)) / PGSIZE, 1);
       return -1;
     }
@@ -189,15 +211,18 @@ static void free_tables(pagetable_t pt, int level) {
   page_put((uint64)pt);
 }
 
+// May run under a process's lock (proc_release_slot): never sleeps.
 void uvm_release(pagetable_t pt, uint64 end) {
-  unmap_pages(pt, TRAMPOLINE, 1, 0);
-  unmap_pages(pt, TRAPFRAME, 1, 0);
-  unmap_pages(pt, 0, PG_ROUND_UP(end) / PGSIZE, 1);
+  pager_lock();
+  unmap_locked(pt, TRAMPOLINE, 1, 0);
+  unmap_locked(pt, TRAPFRAME, 1, 0);
+  unmap_locked(pt, 0, PG_ROUND_UP(end) / PGSIZE, 1);
   for (int i = 0; i < 512; i++) {
     if (kernel_root_index(i) || !(pt[i] & PTE_V)) continue;
     free_tables((pagetable_t)PTE_TO_PA(pt[i]), 1);
     pt[i] = 0;
   }
+  pager_unlock();
 }
 
 void uvm_destroy(pagetable_t pt, uint64 end) {
@@ -206,29 +231,59 @@ void uvm_destroy(pagetable_t pt, uint64 end) {
 }
 
 void uvm_swap_user(pagetable_t a, pagetable_t b) {
+  pager_lock();
   for (int i = 0; i < 512; i++) {
     if (kernel_root_index(i)) continue;
     pte_t t = a[i];
     a[i] = b[i];
     b[i] = t;
   }
+  pager_unlock();
 }
 
+// Copies from's entry at va into to (pager_lock held; page: a fresh page
+// or NULL). A resident page is copied into page, a paged-out one shares
+// its store slot. Returns 1 if page was used, 0 if not, -1 if out of
+// memory, 2 after waiting for a busy entry (the lock was dropped: look
+// again), 3 if a resident page needs a page.
+static int clone_entry(pagetable_t from, pagetable_t to, uint64 va, void *page) {
+  pte_t *e = pte_find(from, va, 0, 0);
+  pte_t old = e ? *e : 0;
+  if (old & PTE_BUSY) return pager_wait_busy() < 0 ? -1 : 2;
+  if (old & PTE_V) {
+    if (!page) return 3;
+    memmove(page, (void *)PTE_TO_PA(old), PGSIZE);
+    if (map_range(to, va, PGSIZE, (uint64)page, PTE_FLAGS(old) & PTE_PERM_BITS, 0) < 0) return -1;
+    pager_mapped();
+    return 1;
+  }
+  if (!(old & PTE_PAGED)) return 0;
+  pte_t *c = pte_find(to, va, 0, 1);
+  if (c == NULL) return -1;
+  *c = pager_share(old);
+  return 0;
+}
+
+// Process context (the parent), no lock held: may evict and sleep.
 int uvm_clone(pagetable_t from, pagetable_t to, uint64 end) {
   for (uint64 va = 0; va < end; va += PGSIZE) {
-    pte_t *e = pte_find(from, va, 0, 0);
-    if (e == NULL || (*e & PTE_V) == 0) continue;
-    void *page = page_alloc();
-    if (!page) goto fail;
-    memmove(page, (void *)PTE_TO_PA(*e), PGSIZE);
-    if (map_range(to, va, PGSIZE, (uint64)page, PTE_FLAGS(*e) & ~(PTE_V | PTE_A | PTE_D), 0) < 0) {
-      page_put((uint64)page);
-      goto fail;
+    void *page = NULL;
+    int r;
+    pager_lock();
+    while ((r = clone_entry(from, to, va, page)) >= 2) {
+      if (r == 3) {
+        pager_unlock();
+        page = pager_alloc();
+        pager_lock();
+        if (!page) { r = -1; break; }
+      }
     }
-    continue;
-  fail:
-    unmap_pages(to, 0, va / PGSIZE, 1);
-    return -1;
+    pager_unlock();
+    if (r != 1 && page) page_put((uint64)page);
+    if (r < 0) {
+      unmap_pages(to, 0, va / PGSIZE, 1);
+      return -1;
+    }
   }
   return 0;
 }
@@ -239,25 +294,60 @@ void uvm_guard(pagetable_t pt, uint64 va) {
   *e &= ~PTE_U;
 }
 
-// Physical address behind user va if the process may read it (and write
-// it, if want_write); 0 otherwise.
-uint64 uvm_user_pa(pagetable_t pt, uint64 va, int want_write) {
+// The resident page behind user va if the process may read it (and
+// write it, if want_write): marks it accessed (and dirty), returns its
+// physical address; 0 otherwise. Caller holds pager_lock when paging.
+static uint64 user_pa_now(pagetable_t pt, uint64 va, int want_write) {
   if (va >= MAXVA) return 0;
   pte_t *e = pte_find(pt, va, 0, 0);
   if (e == NULL) return 0;
-  int need = PTE_V | PTE_U | PTE_R | (want_write ? PTE_W : 0);
+  pte_t need = PTE_V | PTE_U | PTE_R | (want_write ? PTE_W : 0);
   if ((*e & need) != need) return 0;
+  pte_t mark = PTE_A | (want_write ? PTE_D : 0);     // the store's copy goes stale
+  if ((*e & mark) != mark) __atomic_fetch_or(e, mark, __ATOMIC_RELAXED);
   return PTE_TO_PA(*e) + (va % PGSIZE);
+}
+
+// user_pa_now after faulting the page in if it is in the store. With a
+// store, returns with pager_lock held (*locked) so the page stays until
+// user_access_end, unless it returns 0. Process context.
+static uint64 user_access_begin(pagetable_t pt, uint64 va, int want_write, int *locked) {
+  *locked = pager_active();
+  if (!*locked) return user_pa_now(pt, va, want_write);
+  for (;;) {
+    pager_lock();
+    uint64 pa = user_pa_now(pt, va, want_write);
+    if (pa) return pa;
+    pager_unlock();
+    if (va >= MAXVA || pager_fault(pt, va, want_write) < 0) return 0;
+  }
+}
+
+static void user_access_end(int locked) {
+  if (locked) pager_unlock();
+}
+
+// Physical address behind user va if the process may read it (and write
+// it, if want_write), faulted in from the store if need be; 0 otherwise.
+// The page may be evicted once the caller sleeps: callers that keep pa
+// pin the page (uvm_pin).
+uint64 uvm_user_pa(pagetable_t pt, uint64 va, int want_write) {
+  int locked;
+  uint64 pa = user_access_begin(pt, va, want_write, &locked);
+  if (pa) user_access_end(locked);
+  return pa;
 }
 
 int copy_out(pagetable_t pt, uint64 dst, const void *src, uint64 len) {
   if (dst + len < dst) return -1;
   while (len > 0) {
-    uint64 pa = uvm_user_pa(pt, dst, 1);
+    int locked;
+    uint64 pa = user_access_begin(pt, dst, 1, &locked);
     if (pa == 0) return -1;
     uint64 n = PGSIZE - dst % PGSIZE;
     if (n > len) n = len;
     memmove((void *)pa, src, n);
+    user_access_end(locked);
     len -= n; src = (const char *)src + n; dst += n;
   }
   return 0;
@@ -266,11 +356,13 @@ int copy_out(pagetable_t pt, uint64 dst, const void *src, uint64 len) {
 int copy_in(pagetable_t pt, void *dst, uint64 src, uint64 len) {
   if (src + len < src) return -1;
   while (len > 0) {
-    uint64 pa = uvm_user_pa(pt, src, 0);
+    int locked;
+    uint64 pa = user_access_begin(pt, src, 0, &locked);
     if (pa == 0) return -1;
     uint64 n = PGSIZE - src % PGSIZE;
     if (n > len) n = len;
     memmove(dst, (void *)pa, n);
+    user_access_end(locked);
     len -= n; dst = (char *)dst + n; src += n;
   }
   return 0;
@@ -280,13 +372,18 @@ int copy_in(pagetable_t pt, void *dst, uint64 src, uint64 len) {
 // Returns its length, or -1 if it is unreadable or too long.
 int copy_in_str(pagetable_t pt, char *dst, uint64 src, uint64 max) {
   for (uint64 i = 0; i < max; ) {
-    uint64 pa = uvm_user_pa(pt, src + i, 0);
+    int locked;
+    uint64 pa = user_access_begin(pt, src + i, 0, &locked);
     if (pa == 0) return -1;
     uint64 n = PGSIZE - (src + i) % PGSIZE;
     for (const char *p = (const char *)pa; n > 0 && i < max; n--, i++, p++) {
       dst[i] = *p;
-      if (*p == 0) return (int)i;
+      if (*p == 0) {
+        user_access_end(locked);
+        return (int)i;
+      }
     }
+    user_access_end(locked);
   }
   return -1;
 }
@@ -303,17 +400,25 @@ int copy_from(int from_user, void *dst, uint64 src, uint64 len) {
   return 0;
 }
 
+// A pinned page is marked dirty: whoever pinned it (an RDMA MR) may write
+// it behind the page table's back, so the store's copy is stale.
 int uvm_pin(pagetable_t pt, uint64 va, uint64 len, uint64 *pa_out, int max) {
   if (len == 0 || va + len < va || va + len > MAXVA) return -1;
   uint64 first = PG_ROUND_DOWN(va), last = PG_ROUND_UP(va + len);
   uint64 n = (last - first) / PGSIZE;
   if (n > (uint64)max) return -1;
-  for (uint64 i = 0; i < n; i++) {          // check everything before pinning
-    pa_out[i] = uvm_user_pa(pt, first + i * PGSIZE, 0);
-    if (pa_out[i] == 0) return -1;
-  }
-  for (uint64 i = 0; i < n; i++)
+  for (uint64 i = 0; i < n; i++) {
+    int locked;
+    pa_out[i] = user_access_begin(pt, first + i * PGSIZE, 1, &locked);
+    if (pa_out[i] == 0)
+      pa_out[i] = user_access_begin(pt, first + i * PGSIZE, 0, &locked);   // read-only memory
+    if (pa_out[i] == 0) {
+      uvm_unpin(pa_out, (int)i);
+      return -1;
+    }
     page_hold(pa_out[i]);
+    user_access_end(locked);
+  }
   return (int)n;
 }
 

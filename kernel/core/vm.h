@@ -17,6 +17,10 @@
 // User-pointer access: copy_out/copy_in/copy_in_str return -1 for any
 // pointer the process may not use (NULL page, unmapped, guard page, kernel
 // address, at or beyond MAXVA, or a range that wraps); they never panic.
+// With a paging store (pager.h) they fault paged-out pages in, so they
+// may sleep, and translate and copy each page under pager_lock.
+// User pages come from pager_alloc; every change to a user leaf entry is
+// made under pager_lock (pager.h lists the entry states).
 //
 // Pinning (for RDMA memory registration): uvm_pin takes one reference on
 // each physical page behind [va, va+len) and writes their addresses to
@@ -53,6 +57,9 @@ void   uvm_destroy(pagetable_t pt, uint64 end);
 int    uvm_clone(pagetable_t from, pagetable_t to, uint64 end);
 void   uvm_guard(pagetable_t pt, uint64 va);
 uint64 uvm_user_pa(pagetable_t pt, uint64 va, int want_write);
+// The leaf entry for va, NULL if no table reaches it (for pager.c, which
+// holds pager_lock while it looks).
+pte_t *uvm_walk(pagetable_t pt, uint64 va);
 
 int copy_out(pagetable_t pt, uint64 dst_uva, const void *src, uint64 len);
 int copy_in(pagetable_t pt, void *dst, uint64 src_uva, uint64 len);

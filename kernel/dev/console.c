@@ -4,6 +4,7 @@
 // line the next read returns 0), ^P lists processes. A read returns at
 // most one line, after newline or ^D.
 #include "lib/types.h"
+#include "lib/riscv.h"
 #include "core/lock.h"
 #include "core/proc.h"
 #include "core/poll.h"
@@ -76,8 +77,18 @@ void console_input(int c) {
   spin_unlock(&cons.lock);
 }
 
-// Device read: copies at most one line to user (or kernel) memory.
+// Device read: copies at most one line to user (or kernel) memory. User
+// memory is checked (and faulted in) before bytes leave the buffer, and
+// written after cons.lock is dropped: a copy may fault a page in from the
+// paging store and sleep (core/pager.c). One read stays within one user
+// page.
 static int console_read(int to_user, uint64 dst, int n) {
+  char line[LINE_MAX_BYTES];
+  if (to_user && n > 0) {
+    if (uvm_user_pa(current()->pagetable, dst, 1) == 0) return -1;
+    if (n > PGSIZE - (int)(dst % PGSIZE)) n = PGSIZE - (int)(dst % PGSIZE);
+  }
+  if (n > LINE_MAX_BYTES) n = LINE_MAX_BYTES;
   int want = n;
   spin_lock(&cons.lock);
   while (n > 0) {
@@ -91,15 +102,12 @@ static int console_read(int to_user, uint64 dst, int n) {
       if (n < want) cons.rd--;    // keep ^D so the next read returns 0
       break;
     }
-    if (copy_to(to_user, dst, &c, 1) < 0) {
-      cons.rd--;                  // leave the byte for the next reader
-      if (n == want) { spin_unlock(&cons.lock); return -1; }
-      break;
-    }
-    dst++; n--;
+    line[want - n] = c;
+    n--;
     if (c == '\n') break;
   }
   spin_unlock(&cons.lock);
+  if (copy_to(to_user, dst, line, want - n) < 0) return -1;
   return want - n;
 }
 

@@ -12,6 +12,7 @@
 #include "core/poll.h"
 #include "core/pmem.h"
 #include "core/vm.h"
+#include "lib/riscv.h"
 #include "fs/file.h"
 
 #define PIPE_BYTES 512
@@ -39,51 +40,91 @@ static void pipe_close(struct file *f) {
   if (gone) page_put((uint64)pi);
 }
 
-static int pipe_write(struct file *f, uint64 uva, int n) {
+// User bytes go through a small buffer on the stack, copied outside
+// pi->lock: a copy may fault a page in from the paging store and sleep
+// (core/pager.c). A chunk stays within one user page, so it is valid or
+// not as a whole (a partial write or read stops exactly at a bad page).
+#define PIPE_CHUNK 128
+
+static int chunk_len(uint64 uva, int n) {
+  int m = PGSIZE - (int)(uva % PGSIZE);
+  if (m > PIPE_CHUNK) m = PIPE_CHUNK;
+  return m < n ? m : n;
+}
+
+// Caller holds pi->lock. Puts buf[0..m) into the pipe, sleeping while it
+// is full. Returns how many went in; -1 if the reader is gone or the
+// writer killed; fewer than m only if O_NONBLOCK and full.
+static int pipe_put(struct file *f, const char *buf, int m) {
   struct pipe *pi = f->pipe;
-  struct proc *p = current();
-  int i = 0;
-  spin_lock(&pi->lock);
-  while (i < n) {
-    if (!pi->reader_open || proc_killed(p)) { spin_unlock(&pi->lock); return -1; }
+  int k = 0;
+  while (k < m) {
+    if (!pi->reader_open || proc_killed(current())) return -1;
     if (pi->nwritten - pi->nread == PIPE_BYTES) {
       pipe_wake(&pi->nread);
-      if (file_nonblock(f)) {
-        if (i == 0) i = -1;
-        break;
-      }
+      if (file_nonblock(f)) break;
       proc_sleep(&pi->nwritten, &pi->lock);
       continue;
     }
-    char c;
-    if (copy_in(p->pagetable, &c, uva + i, 1) < 0) {
+    pi->data[pi->nwritten++ % PIPE_BYTES] = buf[k++];
+  }
+  return k;
+}
+
+static int pipe_write(struct file *f, uint64 uva, int n) {
+  struct pipe *pi = f->pipe;
+  struct proc *p = current();
+  char buf[PIPE_CHUNK];
+  int i = 0;
+  while (i < n) {
+    int m = chunk_len(uva + i, n - i);
+    if (copy_in(p->pagetable, buf, uva + i, m) < 0) {
       if (i == 0) i = -1;            // a bad buffer fails; a partial write counts
       break;
     }
-    pi->data[pi->nwritten++ % PIPE_BYTES] = c;
-    i++;
+    spin_lock(&pi->lock);
+    int k = pipe_put(f, buf, m);
+    pipe_wake(&pi->nread);
+    spin_unlock(&pi->lock);
+    if (k < 0) return -1;
+    i += k;
+    if (k < m) {                      // O_NONBLOCK and full
+      if (i == 0) i = -1;
+      break;
+    }
   }
-  pipe_wake(&pi->nread);
-  spin_unlock(&pi->lock);
   return i;
 }
 
 static int pipe_read(struct file *f, uint64 uva, int n) {
   struct pipe *pi = f->pipe;
   struct proc *p = current();
+  char buf[PIPE_CHUNK];
   spin_lock(&pi->lock);
   while (pi->nread == pi->nwritten && pi->writer_open) {
     if (proc_killed(p) || file_nonblock(f)) { spin_unlock(&pi->lock); return -1; }
     proc_sleep(&pi->nread, &pi->lock);
   }
-  int i;
-  for (i = 0; i < n && pi->nread != pi->nwritten; i++) {
-    char c = pi->data[pi->nread % PIPE_BYTES];
-    if (copy_out(p->pagetable, uva + i, &c, 1) < 0) {
-      if (i == 0) i = -1;            // the byte stays in the pipe
+  int i = 0;
+  while (i < n && pi->nread != pi->nwritten) {
+    spin_unlock(&pi->lock);
+    int ok = uvm_user_pa(p->pagetable, uva + i, 1) != 0;   // before bytes leave the pipe
+    spin_lock(&pi->lock);
+    if (!ok) {
+      if (i == 0) i = -1;            // the bytes stay in the pipe
       break;
     }
-    pi->nread++;
+    int k = 0, m = chunk_len(uva + i, n - i);
+    for (; k < m && pi->nread != pi->nwritten; k++)
+      buf[k] = pi->data[pi->nread++ % PIPE_BYTES];
+    spin_unlock(&pi->lock);
+    int copied = copy_out(p->pagetable, uva + i, buf, k);   // fails only if the store did
+    spin_lock(&pi->lock);
+    if (copied < 0) {
+      if (i == 0) i = -1;
+      break;
+    }
+    i += k;
   }
   pipe_wake(&pi->nwritten);
   spin_unlock(&pi->lock);

@@ -14,4 +14,6 @@ const char *bootarg(const char *key);
 uint64 bootarg_uint(const char *key, uint64 dflt);
 const char *bootargs_all(void);
 uint64 fdt_timebase_hz(void);   // 0 if the DTB did not say
+uint64 fdt_ram_base(void);      // the first /memory node's range (QEMU -m);
+uint64 fdt_ram_size(void);      //   both 0 if the DTB did not say
 #endif

@@ -47,6 +47,7 @@
 #define SYS_poll     27   // (struct pollfd *fds, nfds 0..NOFILE, timeout_ms <0 = forever)
                           // -> fds with revents != 0, 0 on timeout; -1 bad pointer/nfds, killed
 #define SYS_fcntl    28   // (fd, F_GETFL) -> flags; (fd, F_SETFL, flags): sets O_NONBLOCK only
+#define SYS_pagestat 29   // (struct pagestat *out): demand paging's counters (kernel/core/pager.c)
 // 40..59 are reserved for the network stack, 60..99 for RDMA verbs.
 // Network (kernel/sys/sysnet.c, sysbench.c; sockets: kernel/net/socket.c). A socket is a file descriptor: close()
 // closes it, fork() and dup() share it, poll() reports POLLIN while a
@@ -242,6 +243,31 @@ struct sysinfo {
   unsigned long idle_ns;    // time the harts spent idle (nothing to run) since boot, summed:
   unsigned long now_ns;     //   busy time over a run = ncpu * (now_ns delta) - idle_ns delta
   unsigned long lock_parks; // spin-lock waits that parked in wfi since boot, all harts (contention)
+};
+
+// Demand paging (SYS_pagestat; kernel/core/pager.c). Pages are 4 KiB.
+// Fault latency (a fault on a page in the store: trap to mapped, read-ahead
+// included) goes into a log2 histogram: bucket i counts faults that took
+// [2^i, 2^(i+1)) microseconds (bucket 0 also < 1 us, the last also more).
+#define PAGESTAT_BUCKETS 24
+struct pagestat {
+  unsigned long store_slots;  // pages the backing store holds; 0: no store, paging off
+  unsigned long resident;     // user pages in RAM
+  unsigned long paged_out;    // user pages whose only copy is in the store
+  unsigned long slots_used;   // store slots in use (paged out, or a clean copy of a resident page)
+  unsigned long faults;       // faults that read a page from the store
+  unsigned long evictions;    // pages evicted
+  unsigned long clean_evictions; // of those, dropped without a write (the store's copy was current)
+  unsigned long writebacks;   // pages written to the store
+  unsigned long wb_batches;   // store write calls (writebacks / wb_batches = batch size)
+  unsigned long ra_issued;    // pages read ahead (with a fault, same store call)
+  unsigned long ra_hits;      // read-ahead pages the process then used
+  unsigned long io_errors;    // store calls that failed (store unreachable)
+  unsigned long oom;          // user page allocations refused: nothing left to evict
+  unsigned long lat_count;    // fault latency: count, sum and max in nanoseconds
+  unsigned long lat_sum_ns;
+  unsigned long lat_max_ns;
+  unsigned long lat_hist[PAGESTAT_BUCKETS];
 };
 
 #define DIRSIZ 14           // longest file name component, in bytes
@@ -599,5 +625,48 @@ struct net_info {
 // it; the receiving kernel, which holds the port, verifies the ICRC, copies
 // the payload into a buffer and counts roce_sink_ok / roce_sink_bad_icrc.
 #define NET_ROCE_SINK_PORT 9003
+
+// The kernel's client of a memory node (kernel/rmem/rmem_client.c; the tool
+// user/bin/rmemctl). SYS_rmemctl(op, arg...): 0, or a negated errno.
+#define SYS_rmemctl 125
+#define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
+#define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
+#define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test
+#define RMEMCTL_LAT     3   // (struct rmemctl_lat *out, reset): io() read latency since the last reset
+struct rmemctl_status {
+  unsigned int node_ip;               // host order; 0: no node configured
+  unsigned short node_port;
+  unsigned char configured, connected;
+  unsigned char sr;                   // the connection runs selective repeat
+  unsigned char pad[3];
+  unsigned int regions;               // remote regions holding the slots
+  unsigned long long nslots;          // page-sized slots the store offers (0: not yet known)
+  unsigned long long bytes_read, bytes_written;
+  unsigned long long io_calls, io_failed;   // io() calls; those that returned -1
+  unsigned long long pages_read, pages_written;
+  unsigned long long retries;         // io() calls that waited for a new connection
+  unsigned long long connects, reconnects;   // connections made; made after a lost one
+  unsigned long long connect_failures;       // attempts that failed
+  unsigned long long lost_reads;      // reads refused: the slot's content went with a connection
+};
+// The latency of io() read calls (a page fault's wait for the store, its
+// read-ahead pages included), from a histogram of RMEMCTL_LAT_STEP_US steps.
+#define RMEMCTL_LAT_STEP_US 10
+struct rmemctl_lat {
+  unsigned long long calls, pages;    // read calls and their pages
+  unsigned int median_us, p99_us;     // upper bounds of their steps
+  unsigned int max_us;
+  unsigned int pad;
+  unsigned long long total_us;        // the read calls' time, summed
+  unsigned long long reg_us;          // of all io() calls: registering and deregistering their pages
+};
+struct rmemctl_test {
+  unsigned int pages;                 // in: pages to move each way (1..128)
+  unsigned int first_slot;            // in: slots first_slot .. + pages - 1 (mod the store's slots)
+  unsigned int mismatches;            // bytes read back wrong
+  unsigned int read_only;             // in: 1: only read the slots (nothing compared)
+  int write_rc, read_rc;              // io()'s results
+  unsigned long long write_ns, read_ns;
+};
 
 #endif

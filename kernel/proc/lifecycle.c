@@ -141,7 +141,12 @@ void proc_start_init(void) {
 int proc_fork(void) {
   struct proc *parent = current(), *child = proc_alloc();
   if (!child || give_user_memory(child) < 0) return -1;
-  if (uvm_clone(parent->pagetable, child->pagetable, parent->heap_end) < 0) {
+  // The copy may evict and sleep (pager.c): not under the child's lock.
+  // The child is P_EMBRYO meanwhile: nothing runs or pages it.
+  spin_unlock(&child->lock);
+  int copied = uvm_clone(parent->pagetable, child->pagetable, parent->heap_end);
+  spin_lock(&child->lock);
+  if (copied < 0) {
     proc_release_slot(child);
     spin_unlock(&child->lock);
     return -1;
@@ -221,12 +226,13 @@ int proc_wait(uint64 status_uva) {
       have_children = 1;
       spin_lock(&c->lock);
       if (c->state == P_ZOMBIE) {
-        int pid = c->pid;
-        int bad = status_uva && copy_out(me->pagetable, status_uva, &c->exit_status, sizeof(int)) < 0;
-        if (!bad) proc_release_slot(c);
+        int pid = c->pid, status = c->exit_status;
+        proc_release_slot(c);
         spin_unlock(&c->lock);
         spin_unlock(&family_lock);
-        return bad ? -1 : pid;
+        // After the locks: the copy may fault a page in (core/pager.c) and sleep.
+        if (status_uva && copy_out(me->pagetable, status_uva, &status, sizeof status) < 0) return -1;
+        return pid;
       }
       spin_unlock(&c->lock);
     }

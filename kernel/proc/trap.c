@@ -1,7 +1,8 @@
 // trap.c: where every trap lands after the assembly vectors.
 // From user mode: trampoline.S user_entry -> user_trap(): a system call
-// goes to syscall_dispatch(), a device interrupt to its handler, anything
-// else kills the process. From kernel mode: kernelvec.S -> kernel_trap():
+// goes to syscall_dispatch(), a device interrupt to its handler, a page
+// fault to the pager (core/pager.c: a page in the store comes back),
+// anything else kills the process. From kernel mode: kernelvec.S -> kernel_trap():
 // only interrupts are expected; any exception is a kernel bug and panics.
 #include "lib/types.h"
 #include "lib/riscv.h"
@@ -13,6 +14,7 @@
 #include "dev/irq.h"
 #include "core/timer.h"
 #include "proc/trap.h"
+#include "core/pager.h"
 
 // The system call layer sits above this one: boot hands its dispatcher in.
 static void (*syscall_entry)(void);
@@ -57,6 +59,18 @@ static enum irq_kind handle_interrupt(uint64 scause) {
   }
 }
 
+// A user page fault the pager may resolve (the page is in the store, or
+// a stale translation). 1 if the process may go on, or was already killed
+// with the pager's message; 0 if it faulted for real.
+static int page_fault(struct proc *p, uint64 scause, uint64 va) {
+  if (scause != SCAUSE_FETCH_PAGE_FAULT && scause != SCAUSE_LOAD_PAGE_FAULT &&
+      scause != SCAUSE_STORE_PAGE_FAULT)
+    return 0;
+  intr_on();                        // the pager sleeps on the store
+  if (pager_fault(p->pagetable, va, scause == SCAUSE_STORE_PAGE_FAULT) == 0) return 1;
+  return proc_killed(p);
+}
+
 void user_trap(void) {
   if (csr_read(sstatus) & SSTATUS_SPP) panic("user_trap: trap did not come from user mode");
   csr_write(stvec, (uint64)kernel_vector);
@@ -70,9 +84,12 @@ void user_trap(void) {
     intr_on();
     syscall_entry();
   } else if ((kind = handle_interrupt(scause)) == NOT_AN_IRQ) {
-    kprintf("pid %d (%s): killed by fault scause %p sepc %p stval %p\n",
-            p->pid, p->name, scause, csr_read(sepc), csr_read(stval));
-    proc_set_killed(p);
+    uint64 stval = csr_read(stval);   // before page_fault: a sleep changes the CSRs
+    if (!page_fault(p, scause, stval)) {
+      kprintf("pid %d (%s): killed by fault scause %p sepc %p stval %p\n",
+              p->pid, p->name, scause, p->tf->user_pc, stval);
+      proc_set_killed(p);
+    }
   }
   if (proc_killed(p)) proc_exit(-1);
   if (kind == IRQ_YIELD) proc_yield();

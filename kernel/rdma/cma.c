@@ -59,8 +59,8 @@
 #define CMA_MAX_CM_RETRIES      5
 #define CMA_ADDR_POLL_NS   10000000ULL  // how often a pending address resolution looks at ARP
 #define CMA_EPHEMERAL_LO   49152        // ephemeral ports (IANA's dynamic range)
-// A connected QP's remote access: as librdmacm's on Linux, READ, WRITE and
-// atomics (the MR's own access flags still decide each request).
+// A connection's QP takes WRITEs, READs and atomics, as Linux's IB CM grants
+// them (read and atomic once responder resources are offered; ours always are).
 #define CMA_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
                     IBV_ACCESS_REMOTE_ATOMIC)
 

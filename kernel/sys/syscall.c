@@ -24,7 +24,7 @@
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \
   X(exec) X(open) X(mknod) X(unlink) X(fstat) X(link) X(mkdir) X(chdir) \
   X(dup) X(getpid) X(sbrk) X(sleep) X(uptime) X(kclock_ns) X(halt) X(sysinfo) X(timebase) X(getrandom) \
-  X(poll) X(fcntl) \
+  X(poll) X(fcntl) X(pagestat) \
   RDMA_HANDLERS(X)
 
 #define DECLARE(name) int64 sys_##name(void);
@@ -43,9 +43,14 @@ NET_HANDLERS(DECLARE)
   X(ucma_disconnect) X(ucma_init_qp_attr) X(ucma_get_event) X(ucma_migrate_id) X(ucma_established)
 UCMA_HANDLERS(DECLARE)
 
+// The kernel's client of a memory node (sysrmem.c).
+#define RMEM_HANDLERS(X) X(rmemctl)
+RMEM_HANDLERS(DECLARE)
+
 struct syscall_entry { const char *name; int64 (*fn)(void); };
 #define ENTRY(name) [SYS_##name] = { #name, sys_##name },
-static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLERS(ENTRY) UCMA_HANDLERS(ENTRY) };
+static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLERS(ENTRY) UCMA_HANDLERS(ENTRY)
+                                                     RMEM_HANDLERS(ENTRY) };
 
 void syscall_dispatch(void) {
   struct proc *p = current();

@@ -10,6 +10,7 @@
 #include "core/printk.h"
 #include "core/pmem.h"
 #include "core/vm.h"
+#include "core/pager.h"
 #include "core/timer.h"
 #include "core/power.h"
 #include "proc/args.h"
@@ -62,6 +63,12 @@ int64 sys_sysinfo(void) {
   si.now_ns = clock_ns();
   si.lock_parks = __atomic_load_n(&spin_parks, __ATOMIC_RELAXED);
   return copy_out(current()->pagetable, arg_addr(0), &si, sizeof si);
+}
+
+int64 sys_pagestat(void) {
+  struct pagestat ps;
+  pager_stats(&ps);
+  return copy_out(current()->pagetable, arg_addr(0), &ps, sizeof ps);
 }
 
 // getrandom(buf, len, flags): flags must be 0; writes min(len,

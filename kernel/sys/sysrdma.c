@@ -179,11 +179,14 @@ int64 sys_rdma_set_neigh(void) {
 }
 
 // (const uchar *addr, old, timeout_ms) -> 0 changed, -2 timeout, -1 bad
-// address or killed. The byte is read through the kernel's direct map.
+// address or killed. The byte is read through the kernel's direct map; its
+// page is pinned for the wait, so the pager (core/pager.c) cannot evict it.
 int64 sys_rdma_wait_write(void) {
-  uint64 pa = uvm_user_pa(user_pt(), arg_addr(0), 0);
-  if (pa == 0) return -1;
-  return uv_wait_write((const volatile uint8 *)pa, (uint8)arg_int(1), arg_int(2));
+  uint64 va = arg_addr(0), pa;
+  if (uvm_pin(user_pt(), va, 1, &pa, 1) != 1) return -1;
+  int r = uv_wait_write((const volatile uint8 *)(pa + va % PGSIZE), (uint8)arg_int(1), arg_int(2));
+  uvm_unpin(&pa, 1);
+  return r;
 }
 
 int64 sys_rdma_wait_cq(void) { return uv_wait_cq(arg_int(0), arg_int(1)); }

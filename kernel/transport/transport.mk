@@ -8,6 +8,7 @@
 #   RCT_LIB      the host static library, build it as a prerequisite
 #   RCT_SRCS     the core's sources (the kernel build compiles these too)
 #   CM_SRCS      the connection manager's (kernel/cm); RCT_LIB holds them too
+#   RMEM_SRCS    the remote-memory codec's (kernel/rmem/rmem_wire.c); RCT_LIB too
 #   HOST_MR_SRC, HOST_MR_HDR, HOST_MR_CFLAGS
 #                the host MR backend (tests/host/host_mr.c) that every host
 #                build gives the core as its rct_mr_ops
@@ -23,12 +24,17 @@ RCT_HDRS    := $(wildcard $(RCT_DIR)/*.h)
 CM_DIR      := kernel/cm
 CM_SRCS     := $(addprefix $(CM_DIR)/,ibcm_mad.c ibcm.c)
 CM_HDRS     := $(wildcard $(CM_DIR)/*.h)
-RCT_CFLAGS  := -std=c99 -I$(RCT_DIR) -I$(CM_DIR)
+# The remote-memory codec (kernel/rmem), sans-IO too: its Check suite.
+RMEM_DIR    := kernel/rmem
+RMEM_SRCS   := $(RMEM_DIR)/rmem_wire.c
+RMEM_HDRS   := $(RMEM_DIR)/rmem_wire.h
+RCT_CFLAGS  := -std=c99 -I$(RCT_DIR) -I$(CM_DIR) -I$(RMEM_DIR)
 RCT_WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 RCT_OUT     := $(BUILD)/transport
 RCT_LIB     := $(RCT_OUT)/librct.a
 RCT_OBJS    := $(patsubst $(RCT_DIR)/%.c,$(RCT_OUT)/%.o,$(RCT_SRCS)) \
-               $(patsubst $(CM_DIR)/%.c,$(RCT_OUT)/cm/%.o,$(CM_SRCS))
+               $(patsubst $(CM_DIR)/%.c,$(RCT_OUT)/cm/%.o,$(CM_SRCS)) \
+               $(patsubst $(RMEM_DIR)/%.c,$(RCT_OUT)/rmem/%.o,$(RMEM_SRCS))
 HOST_MR_SRC    := tests/host/host_mr.c
 HOST_MR_HDR    := tests/host/host_mr.h
 HOST_MR_CFLAGS := -Itests/host
@@ -40,7 +46,8 @@ RCT_SAN_OUT   := $(BUILD)/transport-san
 RCT_SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 RCT_SAN_LIB   := $(RCT_SAN_OUT)/librct.a
 RCT_SAN_OBJS  := $(patsubst $(RCT_DIR)/%.c,$(RCT_SAN_OUT)/%.o,$(RCT_SRCS)) \
-                 $(patsubst $(CM_DIR)/%.c,$(RCT_SAN_OUT)/cm/%.o,$(CM_SRCS))
+                 $(patsubst $(CM_DIR)/%.c,$(RCT_SAN_OUT)/cm/%.o,$(CM_SRCS)) \
+                 $(patsubst $(RMEM_DIR)/%.c,$(RCT_SAN_OUT)/rmem/%.o,$(RMEM_SRCS))
 
 RCT_UNIT_SRCS := $(wildcard tests/unit/*.c)
 RCT_UNIT_HDRS := $(wildcard tests/unit/*.h)
@@ -65,6 +72,10 @@ $(RCT_OUT)/cm/%.o: $(CM_DIR)/%.c $(CM_HDRS) $(RCT_HDRS)
 	@mkdir -p $(@D)
 	gcc $(RCT_CFLAGS) $(RCT_WARN) -O2 -g -c $< -o $@
 
+$(RCT_OUT)/rmem/%.o: $(RMEM_DIR)/%.c $(RMEM_HDRS)
+	@mkdir -p $(@D)
+	gcc $(RCT_CFLAGS) $(RCT_WARN) -O2 -g -c $< -o $@
+
 $(RCT_LIB): $(RCT_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -77,6 +88,10 @@ $(RCT_SAN_OUT)/cm/%.o: $(CM_DIR)/%.c $(CM_HDRS) $(RCT_HDRS)
 	@mkdir -p $(@D)
 	clang $(RCT_CFLAGS) $(RCT_WARN) $(RCT_SAN_FLAGS) -c $< -o $@
 
+$(RCT_SAN_OUT)/rmem/%.o: $(RMEM_DIR)/%.c $(RMEM_HDRS)
+	@mkdir -p $(@D)
+	clang $(RCT_CFLAGS) $(RCT_WARN) $(RCT_SAN_FLAGS) -c $< -o $@
+
 $(RCT_SAN_LIB): $(RCT_SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -86,7 +101,7 @@ rct-lib: $(RCT_LIB)
 
 RCT_UNIT_MAIN := $(filter-out tests/unit/bench.c,$(RCT_UNIT_SRCS))
 
-RCT_UNIT_DEPS := $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(HOST_MR_SRC) $(HOST_MR_HDR) $(CONTRACT_HDRS) $(CM_HDRS)
+RCT_UNIT_DEPS := $(RCT_UNIT_MAIN) $(RCT_UNIT_HDRS) $(HOST_MR_SRC) $(HOST_MR_HDR) $(CONTRACT_HDRS) $(CM_HDRS) $(RMEM_HDRS)
 RCT_UNIT_INC  := -Itests/unit $(HOST_MR_CFLAGS) $(CONTRACT_CFLAGS)
 
 $(RCT_UNIT_BIN): $(RCT_UNIT_DEPS) $(RCT_LIB)

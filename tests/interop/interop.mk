@@ -12,6 +12,12 @@
 #                       checked) and at 1 % loss (beds ud_xv6, ud_xv6_loss1),
 #                       and between xrpeer ud-client and ud-server in the
 #                       Linux guest (bed ud_linux, rxe loopback); the
+#                       memory node and librmem across the stacks (beds
+#                       rmem, rmem_loss1: rmemd on Linux with xv6 clients,
+#                       rmemd on xv6 with Linux clients); a 48M xv6 guest
+#                       paging to rmemd on Linux (beds rmem_paging,
+#                       rmem_paging_loss1: memtouch at twice its free
+#                       memory, one and two processes); the
 #                       exactly-once atomic counter xv6 -> rxe and rxe -> xv6
 #                       at 0, 1 and 5 % loss (beds atomic_xv6-rxe,
 #                       atomic_rxe-xv6, tests/rdma/run_atomic.py); ends with

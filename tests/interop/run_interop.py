@@ -9,8 +9,9 @@ application protocols. Per test bed:
 
   * the opcode x size matrix (rdmanet_test --matrix: WRITE, READ, SEND,
     WRITE_WITH_IMM, SEND_WITH_IMM at 0, 1, MTU-1, MTU, MTU+1 bytes, 64 KiB
-    and 1 MiB; guard bytes, immediates and byte_len checked) in both
-    directions:
+    and 1 MiB; guard bytes, immediates and byte_len checked; and
+    ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD on 8 bytes, the old value
+    returned and the new one left) in both directions:
       rxe_to_xv6  xv6 `rdmanet_test host_a --matrix`, Linux `xrpeer host_b`
                   (rxe is the requester, xv6 the responder)
       xv6_to_rxe  Linux `xrpeer host_a --matrix`, xv6 `rdmanet_test host_b`
@@ -57,13 +58,25 @@ application protocols. Per test bed:
     (interop_ud_linux_wrong_qkey); SENDs over the path MTU: no frame, each
     completed with success (interop_ud_linux_oversize).
 
+  * remote paging with the memory node on Linux (beds rmem_paging clean
+    and rmem_paging_loss1, path MTU 1024): the xv6 guest boots with 48M and
+    rmem=<the Linux guest>, rmemd (user/bin/rmemd.c built against rdma-core)
+    runs on Linux; memtouch with twice the free memory, one and two
+    processes, every word checked (tests/rdma/run_rmem_paging.py's cases
+    interop_<bed>_memtouch_2x, _two_processes).
+
 Selective repeat is never used against rxe (no --sr anywhere here).
 Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
 
     python3 tests/interop/run_interop.py [--only NAME ...] [--seed N] [--keep-capture DIR]
 
 NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5,
-ud_linux, ud_xv6, ud_xv6_loss1).
+ud_linux, ud_xv6, ud_xv6_loss1, cm, cm_loss1, cm_mtu_mismatch, rmem, rmem_loss1,
+rmem_paging, rmem_paging_loss1, atomic_xv6-rxe, atomic_rxe-xv6).
+
+  * rmem, rmem_loss1: the memory node and librmem across the stacks
+    (rmem_interop.py): rmemd on Linux with xv6's rmemtest and rmem_example
+    as clients, and rmemd on xv6 with Linux's rmem_example and rmem_bench.
 The Linux guest is tests/harness/linux_guest.py's, on the test bed as
 Testbed(1, linux=1) (build/linux/bzImage + initrd.img, make linux-image,
 which carries xrpeer from build/linux/overlay/).
@@ -92,10 +105,12 @@ import vectors_check  # noqa: E402
 import perftable  # noqa: E402
 import cm_interop  # noqa: E402
 import run_atomic  # noqa: E402
+import rmem_interop  # noqa: E402
+import run_rmem_paging  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
 
 XV6, LNX = 0, 1
-CASES = 35                      # 5 opcodes x 7 sizes
+CASES = 37                      # 5 opcodes x 7 sizes, CMP_AND_SWP and FETCH_AND_ADD x 8 bytes
 RESULT = r"rdmanet_test: (OK|FAILED[^\n]*)\n"
 ROCE_PORT = 4791
 TSHARK_OFF = ("rpcrdma_infiniband", "eth_over_ib")
@@ -112,10 +127,13 @@ def beds(seed):
     """(name, path MTU, netem spec on both directions or None, capture?,
     what runs: "matrix", "reads" for READ_RUNS reads from rxe alone,
     "ud_xv6" for UD between xv6's udping and xrpeer both ways, "cm" for
-    Linux's own rdma_cm programs against xv6's (cm_interop.py), "ud" for
-    the Linux-only UD checks, ud_bed, or "atomic" for the exactly-once
-    counter at 0, 1 and 5 % loss, tests/rdma/run_atomic.py's bed named after
-    "atomic_": its own link and loss rates)."""
+    Linux's own rdma_cm programs against xv6's (cm_interop.py), "rmem" for
+    the memory node and librmem across the stacks (rmem_interop.py),
+    "rmem_paging" for a 48M xv6 guest paging to rmemd on Linux
+    (run_rmem_paging.linux_node_bed), "ud" for the Linux-only UD checks,
+    ud_bed, or "atomic" for the exactly-once counter at 0, 1 and 5 % loss,
+    tests/rdma/run_atomic.py's bed named after "atomic_": its own link and
+    loss rates)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
@@ -124,6 +142,9 @@ def beds(seed):
             ("ud_xv6", 1024, None, True, "ud_xv6"), ("ud_xv6_loss1", 1024, loss, False, "ud_xv6"),
             ("cm", 1024, None, True, "cm"), ("cm_loss1", 1024, loss, False, "cm"),
             ("cm_mtu_mismatch", 1024, None, False, "cm_mtu"),
+            ("rmem", 1024, None, False, "rmem"), ("rmem_loss1", 1024, loss, False, "rmem"),
+            ("rmem_paging", 1024, None, False, "rmem_paging"),
+            ("rmem_paging_loss1", 1024, loss, False, "rmem_paging"),
             ("atomic_xv6-rxe", 1024, None, False, "atomic"), ("atomic_rxe-xv6", 1024, None, False, "atomic")]
 
 
@@ -454,6 +475,8 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
         with Testbed(1, linux=1, linux_mtu=lmtu, both=spec,
                      name=f"interop-{name}", extra_append=xappend, pcap_dir=cap_dir) as tb:
             t0 = time.monotonic()
+            if kind == "rmem_paging":
+                run_rmem_paging.make_client(tb.guests[XV6], tb.ip(LNX))
             tb.boot(timeout=240)
             xv6, lnx = tb.guests[XV6], tb.guests[LNX]
             progress(name, f"both guests up after {time.monotonic() - t0:.0f} s; Linux: rxe0 {lnx.ip} "
@@ -473,6 +496,10 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 cm_interop.cm_bed(tally, name, xv6, lnx, tb.ip(XV6), spec is not None)
             if kind == "cm_mtu":
                 cm_interop.mtu_mismatch(tally, name, xv6, lnx, tb.ip(XV6))
+            if kind == "rmem":
+                rmem_interop.rmem_bed(tally, name, xv6, lnx, tb.ip(XV6))
+            if kind == "rmem_paging":
+                run_rmem_paging.linux_node_bed(tally, name, xv6, lnx)
             if capture and kind == "matrix":
                 for side, op in [(s, o) for s in ("xv6", "linux") for o in ("write", "read", "send")]:
                     progress(name, f"bw {op}, {side} client")

@@ -23,6 +23,17 @@
 #   make test-rdma-perftest-r  tests/rdma/run_perftest_r.py: rdma_bw -R and
 #                         rdma_lat -R (perftest's rdma_cm exchange) between two
 #                         guests, its wire order checked (a step of test-rdma)
+#   make test-rdma-rmem-client  tests/rdma/run_rmem_client.py: the kernel's
+#                         client of a memory node (kernel/rmem/rmem_client.c)
+#                         against rmemd, 0 and 1 % loss (a step of test-rdma)
+#   make test-rdma-rmem-paging  tests/rdma/run_rmem_paging.py: demand paging
+#                         (kernel/core/pager.c) of a 48M guest to rmemd,
+#                         memtouch at twice the free memory, one and two
+#                         processes, 0 and 1 % loss, rmemd killed mid-run
+#                         (a step of test-rdma)
+#   make bench-rmem-paging  bench/rdma/rmem_paging.py: memtouch paging to rmemd
+#                         against all-local and the 4 KiB READ, 0 and 1 % loss
+#                         -> bench/results/rmem-paging.{md,csv,png}
 #   make fuzz-guest       tests/rdma/run_hostile.py: rdmahostile, then the
 #                         syscall fuzzer rdmafuzz for FUZZ_GUEST_SECONDS
 #                         (default 600 here, 60 in test-rdma); part of make fuzz
@@ -105,6 +116,15 @@ bench-qp: kernel/kernel fs.img $(LINKEMU)
 # The latency matrix beside rxe's perftest -> bench/results/lat-matrix.* and
 # the "Latency matrix" section of rdma-summary.md (LAT_ARGS="--quick" checks it).
 LAT_ARGS ?=
+test-rdma-rmem-client: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_rmem_client.py
+
+test-rdma-rmem-paging: kernel/kernel fs.img $(LINKEMU)
+	python3 tests/rdma/run_rmem_paging.py
+
+bench-rmem-paging: kernel/kernel fs.img $(LINKEMU)
+	$(PLOT_PYTHON) bench/rdma/rmem_paging.py
+
 bench-lat: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/lat_matrix.py $(LAT_ARGS)
 
@@ -117,6 +137,7 @@ $(TBCOUNT): bench/tcg/tbcount.c
 bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
+.PHONY: test-rdma-rmem-client test-rdma-rmem-paging bench-rmem-paging
 .PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-pairs bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216

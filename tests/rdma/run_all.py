@@ -33,6 +33,9 @@ Steps (times measured on the 2-core build machine, TCG):
   perftest_r                 rdma_bw -R and rdma_lat -R (perftest's rdma_cm exchange)
                              between two guests, the comm connection's
                              SENDs in the order Linux's perftest sends them
+  rmem                       the memory node rmemd and librmem (run_rmem.py): two
+                             guests, 0 % and 1 % loss, every op and error,
+                             isolation, a client's death, a server restart
   atomic                     the exactly-once counter (run_atomic.py --bed xv6):
                              atomcount's server on one guest, clients on two more,
                              FETCH_AND_ADD and CMP_AND_SWAP at 0, 1 and 5 % loss
@@ -40,6 +43,19 @@ Steps (times measured on the 2-core build machine, TCG):
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
                              host-drawn seed; free pages must come back
+  rmem_client                the kernel's client of a memory node against rmemd,
+                             0 % and 1 % loss: rmemctl's self-test byte-checked,
+                             two callers at once, the link down and the node
+                             killed (io -1 within
+                             the budget) and back (reconnect, old slots refused),
+                             memtouch paging through it on a 48M guest
+  rmem_paging                demand paging to rmemd (run_rmem_paging.py): a 48M
+                             guest (its RAM from the device tree) runs memtouch
+                             with twice its free memory, one and two processes,
+                             0 % and 1 % loss, every word checked; paging
+                             counters; rmemd killed mid-run: memtouch killed with
+                             the message, the shell answers; usertests -q
+                             under paging to the in-RAM test store
   rdmacp_16MiB_loss1         tests/rdma/demo.py --size 16 MiB at 1 % loss
   perf smoke                 rdma_bw / rdma_lat, two guests and loopback
   errors                     the tools' error messages: bad numbers, no answer,
@@ -71,8 +87,11 @@ def steps():
         ("rping", [PY, f"{HERE}/run_rping.py"]),
         ("udaddy", [PY, f"{HERE}/run_udaddy.py"]),
         ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
+        ("rmem", [PY, f"{HERE}/run_rmem.py"]),
         ("atomic", [PY, f"{HERE}/run_atomic.py", "--bed", "xv6"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
+        ("rmem_client", [PY, f"{HERE}/run_rmem_client.py"]),
+        ("rmem_paging", [PY, f"{HERE}/run_rmem_paging.py"]),
         ("rdmacp_16MiB_loss1", [PY, f"{HERE}/demo.py", "--size", str(16 << 20), "--loss", "1%",
                                 "--seed", os.environ.get("RDMA_TEST_SEED", "7")]),
         ("perf_smoke", [PY, f"{HERE}/run_perf.py", "--smoke"]),

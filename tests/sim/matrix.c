@@ -17,6 +17,10 @@
  *    in the blackhole that outlasts the retry budget;
  *  - SR only: a goodput floor for 1 MiB READs at 5 % loss on a 100 Gb/s
  *    link ([REQ-READ-8]);
+ *  - atomics (CMP_AND_SWP chains, FETCH_AND_ADD, 64 on one counter) at
+ *    loss {0, 1, 5, 30 %}, 5 % duplication, 10 % reordering and a drop list
+ *    of the first request and early ATOMIC_ACKs: every one executed exactly
+ *    once, each returning the value it must ([RESP-ATOM-3] [SR-ATOM-2]);
  *  - determinism: one impaired scenario twice with one seed (same trace
  *    hash) and once with the next seed (a different trace).
  * Each line names the scenario, its seed and its result; the last line is
@@ -114,6 +118,29 @@ static void add_read_floor(void)
   sc->max_done_ns = 1374000ull * 100 / 85;
 }
 
+/* [RESP-ATOM-3] [REQ-ATOM-2] [SR-ATOM-2] atomics under loss: 64 on one counter. */
+static void add_atomic_scenarios(int sr)
+{
+  static const enum rct_wr_opcode aops[] = {RCT_WR_ATOMIC_CMP_AND_SWP, RCT_WR_ATOMIC_FETCH_AND_ADD};
+  static const struct { const char *what, *link; } cells[] = {
+    {"loss=0%", BASE_LINK " loss 0%"},
+    {"loss=1%", BASE_LINK " loss 1%"},
+    {"loss=5%", BASE_LINK " loss 5%"},
+    {"loss=30%", BASE_LINK " loss 30%"},
+    {"duplicate=5%", BASE_LINK " duplicate 5%"},
+    {"reorder=10%", BASE_LINK " delay 20us 5us reorder 10%"},
+    {"droplist", BASE_LINK " drop 0,3,10-12,29"},
+  };
+  for (unsigned o = 0; o < 2; o++)
+    for (unsigned c = 0; c < sizeof cells / sizeof cells[0]; c++) {
+      struct scenario *sc = add(sr, aops[o], 8, cells[c].what, cells[c].link);
+      sc->nmsgs = 64;
+      sc->expect_clean = c == 0;
+      if (c == 6)        /* the first ATOMIC_ACKs and a run of them */
+        snprintf(sc->link_b2a, sizeof sc->link_b2a, "%s", BASE_LINK " drop 0,1,4,5");
+    }
+}
+
 static void build(void)
 {
   char link[256], what[64];
@@ -155,6 +182,8 @@ static void build(void)
       if (sr)
         add_probe_scenarios(ops[o]);
     }
+  add_atomic_scenarios(0);
+  add_atomic_scenarios(1);
   add_read_floor();
 }
 

@@ -6,6 +6,11 @@
  * the READ source. Buffers are laid out as `regions` slots of
  * stride = size + SC_GUARD bytes; the destination starts as the complement of
  * the source, so an unwritten byte or a write past the message is visible.
+ * Atomics (size 8): every WR targets one counter at the start of b's buffer,
+ * starting at SC_COUNTER0; FETCH_AND_ADD adds 1, CMP_AND_SWP #i swaps
+ * SC_COUNTER0 + i for + i + 1, so the responder, executing in PSN order,
+ * returns SC_COUNTER0 + i to WR #i: each into a's slot i, checked with the
+ * final counter (exactly once under loss, [RESP-ATOM-3]).
  */
 #include "scenario.h"
 
@@ -17,6 +22,7 @@
 #define SC_GUARD 64
 #define SC_QUIET_NS 200000000ull     /* simulated after the end to catch late duplicates */
 #define SC_IMM(i) (0xabc00000u + (uint32_t)(i))
+#define SC_COUNTER0 (~0ull - 20)        /* the atomics' counter wraps past 2^64 */
 #define SC_WRID(i) (0x5000000000ull + (uint64_t)(i))
 #define SC_RWRID(i) (0x7000000000ull + (uint64_t)(i))
 
@@ -61,10 +67,17 @@ static int needs_recv(enum rct_wr_opcode op)
   return op == RCT_WR_SEND || op == RCT_WR_SEND_WITH_IMM || op == RCT_WR_RDMA_WRITE_WITH_IMM;
 }
 
+static int is_atomic(enum rct_wr_opcode op)
+{
+  return op == RCT_WR_ATOMIC_CMP_AND_SWP || op == RCT_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 static enum rct_wc_opcode send_wc_op(enum rct_wr_opcode op)
 {
   switch (op) {
   case RCT_WR_RDMA_READ: return RCT_WC_RDMA_READ;
+  case RCT_WR_ATOMIC_CMP_AND_SWP: return RCT_WC_COMP_SWAP;
+  case RCT_WR_ATOMIC_FETCH_AND_ADD: return RCT_WC_FETCH_ADD;
   case RCT_WR_SEND: case RCT_WR_SEND_WITH_IMM: return RCT_WC_SEND;
   default: return RCT_WC_RDMA_WRITE;
   }
@@ -84,6 +97,11 @@ static int post_sends(struct sim *s, struct run *r)
       .sg_list = &sge, .num_sge = sc->size ? 1 : 0, .imm_data = SC_IMM(i),
       .remote_addr = r->bmr->va + off, .rkey = r->bmr->rkey,
     };
+    if (is_atomic(sc->op)) {
+      wr.remote_addr = r->bmr->va;                      /* the one counter */
+      wr.compare_add = sc->op == RCT_WR_ATOMIC_FETCH_AND_ADD ? 1 : SC_COUNTER0 + i;
+      wr.swap = SC_COUNTER0 + i + 1;
+    }
     int rc = rct_post_send(&s->ep[0].qp, &wr);
     if (rc == RCT_ENOSPC)
       return 0;
@@ -139,7 +157,7 @@ static int check_send_wc(struct sim *s, struct run *r, const struct rct_wc *wc)
       return failf(r, "wr #%u SUCCESS after RETRY_EXC_ERR", i);
     if (wc->opcode != send_wc_op(sc->op))
       return failf(r, "wr #%u wc opcode %d, want %d", i, wc->opcode, send_wc_op(sc->op));
-    if (sc->op == RCT_WR_RDMA_READ && wc->byte_len != sc->size)
+    if ((sc->op == RCT_WR_RDMA_READ || is_atomic(sc->op)) && wc->byte_len != sc->size)
       return failf(r, "READ #%u byte_len %u, want %u", i, wc->byte_len, sc->size);
     r->nsuccess++;
     if (sc->latency_ns)
@@ -248,10 +266,35 @@ static void fill_random(uint8_t *p, uint64_t n, uint64_t seed)
     p[i] = (uint8_t)v;
 }
 
+/* Atomics: WR #i got SC_COUNTER0 + i, nothing past its 8 bytes changed,
+ * and the counter moved once per WR. */
+static int verify_atomics(struct run *r)
+{
+  const struct scenario *sc = r->sc;
+  uint64_t v;
+  for (uint32_t i = 0; i < sc->nmsgs; i++) {
+    uint64_t off = region_off(r, i);
+    memcpy(&v, r->abuf + off, 8);
+    if (v != SC_COUNTER0 + i)
+      return failf(r, "atomic #%u returned %#llx, want %#llx", i, (unsigned long long)v,
+                   (unsigned long long)(SC_COUNTER0 + i));
+    for (uint32_t k = 8; k < r->stride; k++)
+      if ((uint8_t)(r->abuf[off + k] ^ r->bbuf[off + k]) != 0xff)
+        return failf(r, "atomic #%u: guard byte %u after the result was written", i, k - 8);
+  }
+  memcpy(&v, r->bbuf, 8);
+  if (v != SC_COUNTER0 + sc->nmsgs)
+    return failf(r, "counter %#llx after %u atomics, want %#llx [RESP-ATOM-3]", (unsigned long long)v,
+                 sc->nmsgs, (unsigned long long)(SC_COUNTER0 + sc->nmsgs));
+  return 0;
+}
+
 static int verify_data(struct run *r)
 {
   const struct scenario *sc = r->sc;
   int read = sc->op == RCT_WR_RDMA_READ;
+  if (is_atomic(sc->op))
+    return verify_atomics(r);
   const uint8_t *src = read ? r->bbuf : r->abuf, *dst = read ? r->abuf : r->bbuf;
   uint32_t n = sc->expect == SC_EXPECT_RETRY_EXC ? r->nsuccess : sc->nmsgs;
   if (n > r->regions)
@@ -333,18 +376,23 @@ void scenario_run(const struct scenario *sc, struct scenario_result *res, FILE *
     snprintf(res->why, sizeof res->why, "out of memory");
     goto out;
   }
-  uint8_t *src = sc->op == RCT_WR_RDMA_READ ? r.bbuf : r.abuf;
-  uint8_t *dst = sc->op == RCT_WR_RDMA_READ ? r.abuf : r.bbuf;
+  int to_a = sc->op == RCT_WR_RDMA_READ || is_atomic(sc->op);
+  uint8_t *src = to_a ? r.bbuf : r.abuf;
+  uint8_t *dst = to_a ? r.abuf : r.bbuf;
   fill_random(src, bytes, sc->seed);
   for (uint64_t i = 0; i < bytes; i++)
     dst[i] = (uint8_t)~src[i];
+  if (is_atomic(sc->op)) {
+    uint64_t c0 = SC_COUNTER0;
+    memcpy(r.bbuf, &c0, 8);
+  }
 
   link_specs(sc, a2b, b2a, sizeof a2b);
   if (sim_init(&s, &sc->p, a2b, b2a, res->why, sizeof res->why) < 0)
     goto out;                          /* (a failed init leaks its pieces) */
   s.measure_cpu = measure_cpu;
   s.link.trace = trace;
-  uint32_t all = RCT_ACCESS_LOCAL_WRITE | RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ;
+  uint32_t all = RCT_ACCESS_ALL;
   r.amr = sim_mr_reg(&s.ep[0], r.abuf, bytes, RCT_ACCESS_LOCAL_WRITE);
   r.bmr = sim_mr_reg(&s.ep[1], r.bbuf, bytes, all);
 

@@ -111,7 +111,7 @@ static int ep_connect(struct sim_ep *ep, struct sim_ep *peer, int id, const stru
   struct rct_qp_attr a;
   memset(&a, 0, sizeof a);
   a.qp_state = RCT_QPS_INIT;
-  a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ;
+  a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_ATOMIC;
   a.port_num = RCT_PORT_NUM;
   if (modify(&ep->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT, "INIT", err, errlen))
     return -1;

@@ -130,6 +130,7 @@ Suite *suite_mr_contract(void);
 Suite *suite_event(void);
 Suite *suite_ud(void);
 Suite *suite_atomic(void);
+Suite *suite_rmem_wire(void);
 
 #endif
 

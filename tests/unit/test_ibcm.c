@@ -562,6 +562,17 @@ START_TEST(test_ibcm_xv6_caps_negotiated)
   establish(0, 0, RDMA_XV6_CAP_SR);
   ck_assert_int_eq(ibcm_qp_attr(&ag_a, conn_a, &q, &rtr, &rts), 0);
   ck_assert(!q.sr_enable);
+  /* The REP to a REQ that offered nothing (Linux's) carries no bit in its
+   * reserved byte 15 either: Linux's active side fails such a REP
+   * (RDMA_CM_EVENT_CONNECT_ERROR). [SR-NEG-1] */
+  struct ibcm_msg rep;
+  start(0, 0);
+  ck_assert_int_eq(a_to_b(0, false), IBCM_ATTR_REQ);
+  accept_b(0, RDMA_XV6_CAP_SR);
+  ck_assert_int_eq(b_to_a(0, false), IBCM_ATTR_REP);
+  ck_assert_int_eq(ibcm_parse(&rep, mad, IBCM_MAD_LEN), 0);
+  ck_assert_uint_eq(rep.xv6_caps, 0);
+  ck_assert_uint_eq(mad[IBCM_MAD_HDR_LEN + 15], 0);
 }
 END_TEST
 

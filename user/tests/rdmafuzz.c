@@ -153,7 +153,7 @@ static const unsigned ud_walk_masks[] = { IBV_QP_STATE, IBV_QP_STATE | IBV_QP_PK
 static void rand_attr(struct rdma_qp_attr *a, unsigned state, unsigned dest) {
   memset(a, 0, sizeof *a);
   a->qp_state = state;
-  a->qp_access_flags = chance(90) ? below(8) : (unsigned)next();
+  a->qp_access_flags = chance(90) ? below(16) : (unsigned)next();
   a->path_mtu = chance(90) ? 1 + below(5) : below(8);
   a->dest_qp_num = chance(90) ? dest : (unsigned)next();
   a->rq_psn = a->sq_psn = chance(90) ? 0 : (unsigned)next();
@@ -183,7 +183,8 @@ static void walk_to_rts(int qp, unsigned dest, int ud) {
     struct rdma_qp_attr a;
     memset(&a, 0, sizeof a);
     a.qp_state = states[i];
-    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_REMOTE_ATOMIC;
     a.path_mtu = IBV_MTU_1024;
     a.dest_qp_num = dest;
     a.timeout = 10;
@@ -316,6 +317,18 @@ static unsigned long rand_sges(void) {
   return (unsigned long)s;
 }
 
+// An atomic WR mostly in the shape the verbs accept: one 8-byte SGE, a
+// target mostly 8-byte aligned, random operands.
+static void atomic_shape(struct rdma_send_wr *w) {
+  struct ibv_sge *s = (struct ibv_sge *)w->sg_list;
+  w->compare_add = next();
+  w->swap = next();
+  if (chance(80)) w->remote_addr &= ~7UL;
+  if (!chance(70) || (unsigned char *)s < arena || (unsigned char *)s >= arena + ARENA) return;
+  w->num_sge = 1;
+  s->length = 8;
+}
+
 static void op_post_send(void) {
   int n = count(MAX_WRS);
   struct rdma_send_wr *w = ptr(sizeof *w * MAX_WRS);
@@ -324,7 +337,7 @@ static void op_post_send(void) {
     any(&pools[K_MR], &mr);
     memset(&w[i], 0, sizeof w[i]);
     w[i].wr_id = next();
-    w[i].opcode = chance(90) ? below(5) : (unsigned)next();
+    w[i].opcode = chance(90) ? below(IBV_WR_ATOMIC_FETCH_AND_ADD + 1) : (unsigned)next();
     w[i].send_flags = below(16);
     w[i].num_sge = chance(90) ? below((unsigned)dev.max_sge + 1) : (unsigned)next();
     w[i].imm_data = (unsigned)next();
@@ -339,6 +352,8 @@ static void op_post_send(void) {
       w[i].ud_remote_qkey = qkey;
     }
     w[i].sg_list = rand_sges();
+    if (w[i].opcode >= IBV_WR_ATOMIC_CMP_AND_SWP && w[i].opcode <= IBV_WR_ATOMIC_FETCH_AND_ADD)
+      atomic_shape(&w[i]);
   }
   int h = pick(K_QP);
   int *err = chance(50) ? 0 : ptr(sizeof(int));       // where the refusal's reason goes

@@ -98,11 +98,13 @@ static unsigned long free_pages(void) {
 #define M_RTS RDMAU_MASK_RTS
 
 // Valid attributes for every transition: a loopback peer dest_qpn.
+static unsigned qp_access = ACC_ALL;  // the QPs' remote access (a case's process may widen it)
+
 static struct rdma_qp_attr attrs_for(unsigned state, unsigned dest_qpn) {
   struct rdma_qp_attr a;
   memset(&a, 0, sizeof a);
   a.qp_state = state;
-  a.qp_access_flags = ACC_ALL;
+  a.qp_access_flags = qp_access;
   a.path_mtu = IBV_MTU_1024;
   a.dest_qp_num = dest_qpn;
   a.rq_psn = a.sq_psn = 100;          // both ends of a pair start at the same PSN
@@ -782,6 +784,48 @@ static int c_limit_counts(void) {
   return 0;
 }
 
+// Atomics that must fail, through the raw syscall between two QPs of one
+// kit: a target in another PD's MR, a target past MAXVA, a misaligned
+// target, a result buffer without local write. Each completes with its
+// error [RESP-ATOM-2] [REQ-ATOM-3]; the target and the result keep their values.
+static int c_atomic_refused(void) {
+  struct kit k;
+  struct rdma_mr_keys tk, ok2, rk;
+  struct rdma_wc wc;
+  unsigned bqpn;
+  qp_access = ACC_ALL | IBV_ACCESS_REMOTE_ATOMIC;
+  EXPECT(kit_open(&k) == 0);
+  int pd2 = rdma_alloc_pd(), b = new_qp(k.pd, k.cq, &bqpn);
+  volatile uint64_t *t = (uint64_t *)(buf + 2 * PG), *res = (uint64_t *)(buf + PG);
+  int tmr = rdma_reg_mr(k.pd, buf + 2 * PG, PG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, &tk);
+  int other = rdma_reg_mr(pd2, buf + 2 * PG, PG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, &ok2);
+  int ro = rdma_reg_mr(k.pd, buf + PG, PG, 0, &rk);
+  EXPECT(pd2 >= 0 && b >= 0 && tmr >= 0 && other >= 0 && ro >= 0);
+  const struct { uint64_t va; unsigned rkey, lkey, want; } c[] = {
+    { (uint64_t)t, ok2.rkey, k.keys.lkey, IBV_WC_REM_ACCESS_ERR },       // another PD's MR
+    { ~7ULL, tk.rkey, k.keys.lkey, IBV_WC_REM_ACCESS_ERR },              // past MAXVA, aligned
+    { (uint64_t)t + 4, tk.rkey, k.keys.lkey, IBV_WC_REM_INV_REQ_ERR },   // misaligned
+    { (uint64_t)t, tk.rkey, rk.lkey, IBV_WC_LOC_PROT_ERR },              // result not writable
+  };
+  for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {
+    EXPECT(drive(k.qp, IBV_QPS_RTS, bqpn) == 0 && drive(b, IBV_QPS_RTS, k.qpn) == 0);
+    *t = 5;
+    *res = 0xeeee;
+    struct ibv_sge sge = { (unsigned long)res, 8, c[i].lkey };
+    struct rdma_send_wr w = { .wr_id = (unsigned)i, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+                              .send_flags = IBV_SEND_SIGNALED, .sg_list = (unsigned long)&sge, .num_sge = 1,
+                              .remote_addr = c[i].va, .rkey = c[i].rkey, .compare_add = 1 };
+    EXPECT(sys_rdma_post_send(k.qp, &w, 1, 0) == 1);
+    EXPECT(await_cq(k.cq) == 0 && rdma_poll_cq(k.cq, 1, &wc) == 1);
+    EXPECTF(wc.wr_id == (unsigned)i && wc.status == c[i].want, "case %d: status %d, want %u", i, wc.status, c[i].want);
+    EXPECTF(*t == 5 && *res == 0xeeee, "case %d: target %llu result %llx", i, (unsigned long long)*t,
+            (unsigned long long)*res);
+  }
+  EXPECT(sys_rdma_destroy_qp(b) == 0 && sys_rdma_dereg_mr(tmr) == 0 && sys_rdma_dereg_mr(other) == 0);
+  EXPECT(sys_rdma_dereg_mr(ro) == 0 && rdma_dealloc_pd(pd2) == 0 && kit_close(&k) == 0);
+  return 0;
+}
+
 // Responder and initiator depth: max_qp_rd_atom fits, one above is EINVAL.
 static int c_limit_rd_atomic(void) {
   struct kit k;
@@ -1091,6 +1135,7 @@ static int c_ud_post_refused(void) {
   struct { int ah; unsigned op; } bad_wrs[] = {
     { -1, IBV_WR_SEND }, { RDMA_MAX_AH, IBV_WR_SEND }, { gone, IBV_WR_SEND }, { 1 << 30, IBV_WR_SEND },
     { ah, IBV_WR_RDMA_WRITE }, { ah, IBV_WR_RDMA_READ }, { ah, IBV_WR_RDMA_WRITE_WITH_IMM }, { ah, 99 },
+    { ah, IBV_WR_ATOMIC_CMP_AND_SWP }, { ah, IBV_WR_ATOMIC_FETCH_AND_ADD },   // RC only [REQ-ATOM-1]
   };
   for (int i = 0; i < (int)(sizeof bad_wrs / sizeof bad_wrs[0]); i++) {
     struct rdma_send_wr w = { .wr_id = 1, .opcode = bad_wrs[i].op, .sg_list = (unsigned long)&sge,
@@ -1521,6 +1566,7 @@ static int c_kill_cm_get_event(void) {
   X(limit_inline) \
   X(limit_counts) \
   X(limit_rd_atomic) \
+  X(atomic_refused) \
   X(limit_attr_ranges) \
   X(limit_wait_timeouts) \
   X(qp_invalid_transitions) \

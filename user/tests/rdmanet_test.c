@@ -20,7 +20,9 @@
 //       8 MiB), one line per case; the receiving side checks the bytes and
 //       that nothing past the end was written (host_a for WRITE/SEND/IMMs,
 //       host_b for READ), and for a receive its opcode, immediate and
-//       byte_len (the message's length; a WRITE_WITH_IMM's is the WRITE's).
+//       byte_len (the message's length; a WRITE_WITH_IMM's is the WRITE's);
+//       then ATOMIC_CMP_AND_SWP and ATOMIC_FETCH_AND_ADD on 8 bytes (host_b
+//       checks the old value returned, host_a the new one and the guard).
 //       The Linux peer tests/linux/peer (xrpeer) speaks the same protocol.
 //   rdmanet_test ids [n]
 //       registers n MRs and creates min(n, 24) QPs, prints every lkey, rkey
@@ -50,6 +52,7 @@
 #include "rdma_sys.h"
 #include "rdma_util.h"
 #include "rdma_cm_util.h"
+#include "matrix_atomic.h"
 
 #define IDS_CM 16                // connection IDs and PSNs "ids" prints
 #define DREQ_WAIT_MS 30000       // "dreq": the longest wait for forged DREQs
@@ -90,7 +93,8 @@ static void setup(struct ibv_context *ctx, struct res *r) {
   r->cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
   r->buf = malloc(size);
   if (!r->pd || !r->cq || !r->buf) fail("resources");
-  r->mr = ibv_reg_mr(r->pd, r->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  r->mr = ibv_reg_mr(r->pd, r->buf, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                     IBV_ACCESS_REMOTE_ATOMIC);
   r->ack_mr = ibv_reg_mr(r->pd, r->ack, sizeof r->ack, IBV_ACCESS_LOCAL_WRITE);
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
@@ -494,7 +498,10 @@ static int holder(struct ibv_context *ctx, uint32_t ip) {
 // and WRITE_WITH_IMM) and answers READY; host_b runs the operation, then
 // sends CHECK; host_a compares and answers VERDICT. Only one message
 // receive is posted at a time on each side, so a SEND's data never lands
-// in a message buffer.
+// in a message buffer. An atomic case (8 bytes at the buffer's start):
+// host_a puts matrix_atomic_old(round) there, host_b's CMP_AND_SWP (compare it,
+// swap in atomic_new) or FETCH_AND_ADD (atomic_add) must return it and
+// leave atomic_new, the guard after the 8 bytes intact.
 #define GUARD 64
 #define GUARD_BYTE 0xEE
 enum { M_PREP = 1, M_READY, M_CHECK, M_VERDICT, M_END, M_BYE };
@@ -508,8 +515,12 @@ static int seen_ok[ID_MAX];
 // PREP's op is an index here: new opcodes go at the end (the Linux peer
 // tests/linux/peer/matrix.c has the same table).
 static const enum ibv_wr_opcode mops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND,
-                                           IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM };
+                                           IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM,
+                                           IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD };
 #define NOPS ((uint32_t)(sizeof mops / sizeof mops[0]))
+
+
+
 
 // Waits for the completion of work request `id` (others are kept for later).
 static struct ibv_wc *wait_for(struct res *r, int id, const char *what) {
@@ -578,6 +589,10 @@ static int matrix_a(struct res *r) {
     if (op == IBV_WR_RDMA_READ) {
       pattern(r->buf, (int)c.len, (int)c.round);
       memset(r->buf + c.len, GUARD_BYTE, GUARD);
+    } else if (matrix_is_atomic(op)) {
+      uint64_t old = matrix_atomic_old(c.round);
+      memcpy(r->buf, &old, 8);
+      memset(r->buf + 8, GUARD_BYTE, GUARD);
     } else {
       memset(r->buf, GUARD_BYTE, c.len + GUARD);
     }
@@ -596,7 +611,8 @@ static int matrix_a(struct res *r) {
         verdict = 4;
     }
     msg_wait(r, M_CHECK);
-    if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(r->buf, c.len, c.round);
+    if (matrix_is_atomic(op)) verdict = matrix_atomic_check(r->buf, op, c.round, GUARD, GUARD_BYTE) ? 5 : 0;
+    else if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(r->buf, c.len, c.round);
     if (verdict) printf("matrix: %s %u bytes: FAILED at host_a (%d)\n", ibvx_wr_opcode_str(op), c.len, verdict);
     msg_recv_post(r);
     msg_send(r, M_VERDICT, (uint32_t)verdict, 0, c.round);
@@ -618,16 +634,25 @@ static int matrix_case(struct res *r, uint64_t raddr, uint32_t rkey, uint32_t op
   w.imm_data = htonl(round);
   w.wr.rdma.remote_addr = raddr;
   w.wr.rdma.rkey = rkey;
+  if (matrix_is_atomic(op)) {
+    memset(r->buf, GUARD_BYTE, 8);
+    matrix_atomic_wr(&w, op, raddr, rkey, round);
+  }
   if (ibv_post_send(r->qp, &w, &bad)) fail("post operation");
-  wait_for(r, ID_OP, ibvx_wr_opcode_str(op));
+  struct ibv_wc *wc = wait_for(r, ID_OP, ibvx_wr_opcode_str(op));
   uint64 us = (clock_ns() - t0) / 1000;
   int mine = op == IBV_WR_RDMA_READ ? check_buf(r->buf, len, round) : 0;
+  if (matrix_is_atomic(op)) {
+    uint64_t got;
+    memcpy(&got, r->buf, 8);
+    mine = got != matrix_atomic_old(round) || wc->byte_len != 8 ? 6 : 0;   // the value it replaced
+  }
   msg_recv_post(r);
   msg_send(r, M_CHECK, op_i, len, round);
   int theirs = (int)msg_wait(r, M_VERDICT)->op;
   printf("matrix: %s %u bytes: %s (%lu us)\n", ibvx_wr_opcode_str(op), len,
          mine || theirs ? "FAILED" : "OK", us);
-  if (mine) printf("matrix: READ data at host_b wrong (%d)\n", mine);
+  if (mine) printf("matrix: %s data at host_b wrong (%d)\n", matrix_is_atomic(op) ? "atomic" : "READ", mine);
   return mine || theirs;
 }
 
@@ -636,9 +661,9 @@ static int matrix_b(struct res *r, uint64_t raddr, uint32_t rkey, int mtu) {
   uint32_t sizes[] = { 0, 1, (uint32_t)mtu - 1, (uint32_t)mtu, (uint32_t)mtu + 1, 64 << 10, 1 << 20, 8 << 20 };
   int nsizes = big ? 8 : 7, bad = 0, n = 0;
   for (uint32_t op = 0; op < NOPS; op++)
-    for (int k = 0; k < nsizes; k++) {
+    for (int k = 0; k < (matrix_is_atomic(mops[op]) ? 1 : nsizes); k++) {   // an atomic: 8 bytes
       n++;
-      bad += matrix_case(r, raddr, rkey, op, sizes[k], (uint32_t)n);
+      bad += matrix_case(r, raddr, rkey, op, matrix_is_atomic(mops[op]) ? 8 : sizes[k], (uint32_t)n);
     }
   msg_recv_post(r);
   msg_send(r, M_END, 0, 0, 0);

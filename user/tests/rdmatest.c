@@ -5,7 +5,8 @@
 // error paths: bad rkey, out of bounds, missing access right, bad lkey,
 // RNR retry exhaustion, flushes, busy objects, CQ overrun, completion
 // channel, foreign handles, bad pointers to every verbs syscall, exit with
-// work in flight, limits and async event queues. The ud_* cases: two UD
+// work in flight, limits and async event queues; the atomic_* cases:
+// CmpSwap and FetchAdd, their returned values and refusals. The ud_* cases: two UD
 // QPs through an address handle to this guest's own address.
 // Usage: rdmatest [-q] [-l] [-x name]... [name...]   (user/tests/testrun.h; -q
 // skips the 1 MiB transfers). Each case runs in its own process; prints
@@ -25,7 +26,8 @@ static enum ibv_mtu mtu;
 struct side { struct ibv_qp *qp; struct ibv_cq *cq; struct ibv_mr *mr; uint8_t *buf; void *raw; };
 struct pair { struct ibv_pd *pd; struct side a, b; uint32_t len; };
 
-struct pair_opts { int access_b; int rnr_retry; int cqe; int timeout; };
+// qp_access: the QPs' remote access flags and a's MR access; 0 = write and read.
+struct pair_opts { int access_b; int rnr_retry; int cqe; int timeout; int qp_access; };
 
 static int side_open_type(struct pair *p, struct side *s, uint32_t len, int access, int cqe,
                           enum ibv_qp_type type) {
@@ -74,7 +76,7 @@ static int pair_open_opts(struct pair *p, uint32_t len, const struct pair_opts *
   p->len = len;
   p->pd = ibv_alloc_pd(ctx);
   if (!p->pd) return -1;
-  int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  int all = o->qp_access ? o->qp_access : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   if (side_open(p, &p->a, len, all, o->cqe) < 0 || side_open(p, &p->b, len, o->access_b, o->cqe) < 0)
     return -1;
   return connect_both(p->a.qp, rdmau_psn(), p->b.qp, rdmau_psn(), all, o->rnr_retry, o->timeout);
@@ -1802,6 +1804,152 @@ static void t_gsi_not_listed(void) {
     TR_CHECK(r != 0 || st.qp_num != RDMA_GSI_QPN, "slot %d lists QPN 1", i);
 }
 
+// ---- atomics: a's 8-byte results, b's 8-byte target, both aligned ----
+
+#define ATOMIC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+                    IBV_ACCESS_REMOTE_ATOMIC)
+
+// A pair whose QPs allow atomics; b's MR has access_b.
+static int atomic_pair_open(struct pair *p, int access_b) {
+  struct pair_opts o = { access_b, 7, 256, 14, ATOMIC_ALL };
+  return pair_open_opts(p, 4096, &o);
+}
+
+static uint64_t *aligned8(uint8_t *b) {
+  return (uint64_t *)(((uint64_t)b + 7) & ~7ULL);
+}
+
+// An atomic from a's aligned result slot `slot` to raddr of b.
+static int post_atomic1(struct pair *p, enum ibv_wr_opcode op, int slot, uint64_t raddr, uint32_t rkey,
+                        uint64_t compare_add, uint64_t swap, uint64_t wr_id) {
+  struct ibv_sge sge = { (uint64_t)(aligned8(p->a.buf) + slot), 8, p->a.mr->lkey };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.atomic.remote_addr = raddr;
+  wr.wr.atomic.rkey = rkey;
+  wr.wr.atomic.compare_add = compare_add;
+  wr.wr.atomic.swap = swap;
+  return ibv_post_send(p->a.qp, &wr, &bad);
+}
+
+// One successful atomic's completion: wr_id, opcode, 8 bytes.
+static int wait_atomic(struct pair *p, uint64_t wr_id, enum ibv_wc_opcode op) {
+  struct ibv_wc wc;
+  TR_ASSERT(wait_ok(p->a.cq, &wc) == 0);
+  TR_CHECK(wc.wr_id == wr_id && wc.opcode == op && wc.byte_len == 8, "wr_id %llu opcode %d byte_len %u",
+           (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len);
+  return 0;
+}
+
+// CAS that succeeds, CAS that fails, FAA (wrapping), each returning exactly
+// the value the target held; ibv_query_device says IBV_ATOMIC_HCA.
+static void t_atomic_cas_faa(void) {
+  struct pair p;
+  struct ibv_device_attr da;
+  TR_ASSERT(ibv_query_device(ctx, &da) == 0 && da.atomic_cap == IBV_ATOMIC_HCA);
+  TR_ASSERT(atomic_pair_open(&p, ATOMIC_ALL) == 0);
+  uint64_t *t = aligned8(p.b.buf), *r = aligned8(p.a.buf);
+  *t = 0x1122334455667788ULL;
+  r[0] = r[1] = r[2] = r[3] = 0xeeeeeeeeeeeeeeeeULL;
+  TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_CMP_AND_SWP, 0, (uint64_t)t, p.b.mr->rkey, 0x1122334455667788ULL, 5, 1) == 0);
+  TR_ASSERT(wait_atomic(&p, 1, IBV_WC_COMP_SWAP) == 0);
+  TR_CHECK(r[0] == 0x1122334455667788ULL && *t == 5, "cas: got %llx, target %llx",
+           (unsigned long long)r[0], (unsigned long long)*t);
+  TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_CMP_AND_SWP, 1, (uint64_t)t, p.b.mr->rkey, 4, 9, 2) == 0);
+  TR_ASSERT(wait_atomic(&p, 2, IBV_WC_COMP_SWAP) == 0);
+  TR_CHECK(r[1] == 5 && *t == 5, "failed cas: got %llx, target %llx", (unsigned long long)r[1], (unsigned long long)*t);
+  TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 2, (uint64_t)t, p.b.mr->rkey, ~0ULL, 0, 3) == 0);
+  TR_ASSERT(wait_atomic(&p, 3, IBV_WC_FETCH_ADD) == 0);
+  TR_CHECK(r[2] == 5 && *t == 4, "faa: got %llx, target %llx", (unsigned long long)r[2], (unsigned long long)*t);
+  TR_CHECK(r[3] == 0xeeeeeeeeeeeeeeeeULL, "a byte past the result changed");
+  pair_close(&p);
+}
+
+// 200 FAAs posted back to back (more than max_rd_atomic outstanding): every
+// one runs once and sees a distinct value; the target ends at exactly 200.
+static void t_atomic_faa_many(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  enum { N = 200, SLOTS = 32 };
+  static uint8_t seen[N];
+  TR_ASSERT(atomic_pair_open(&p, ATOMIC_ALL) == 0);
+  uint64_t *t = aligned8(p.b.buf), *r = aligned8(p.a.buf);
+  *t = 0;
+  memset(seen, 0, sizeof seen);
+  for (int i = 0; i < N; i++) {
+    TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, i % SLOTS, (uint64_t)t, p.b.mr->rkey, 1, 0, (uint64_t)i) == 0);
+    if (i % SLOTS != SLOTS - 1 && i != N - 1) continue;
+    for (int k = i - i % SLOTS; k <= i; k++) {           // this batch's completions, in order
+      TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == (uint64_t)k && wc.opcode == IBV_WC_FETCH_ADD);
+      uint64_t v = r[k % SLOTS];
+      TR_CHECK(v < N && !seen[v], "faa %d returned %llu twice or out of range", k, (unsigned long long)v);
+      seen[v] = 1;
+    }
+  }
+  TR_CHECK(*t == N, "target %llu after %d FAAs", (unsigned long long)*t, N);
+  pair_close(&p);
+}
+
+// An atomic b refuses: a's completion has `want`, the target is unchanged.
+static int atomic_refused(int access_b, uint64_t off, uint32_t rkey_xor, enum ibv_wc_status want) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(atomic_pair_open(&p, access_b) == 0);
+  uint64_t *t = aligned8(p.b.buf), *r = aligned8(p.a.buf);
+  *t = 77;
+  *r = 0xeeeeeeeeeeeeeeeeULL;
+  TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, (uint64_t)t + off, p.b.mr->rkey ^ rkey_xor, 1, 0, 9) == 0);
+  TR_ASSERT(rdmau_wait(p.a.cq, &wc, 10000) == 1);
+  TR_CHECK(wc.wr_id == 9 && wc.status == want, "got %s, want %s", ibv_wc_status_str(wc.status), ibv_wc_status_str(want));
+  TR_CHECK(*t == 77 && *r == 0xeeeeeeeeeeeeeeeeULL, "target %llu result %llx", (unsigned long long)*t,
+           (unsigned long long)*r);
+  pair_close(&p);
+  return 0;
+}
+
+static void t_atomic_misaligned(void) {
+  TR_ASSERT(atomic_refused(ATOMIC_ALL, 4, 0, IBV_WC_REM_INV_REQ_ERR) == 0);
+}
+
+static void t_atomic_out_of_range(void) {
+  TR_ASSERT(atomic_refused(ATOMIC_ALL, 8 * 1024, 0, IBV_WC_REM_ACCESS_ERR) == 0);
+  TR_ASSERT(atomic_refused(ATOMIC_ALL, 0, 0x100, IBV_WC_REM_ACCESS_ERR) == 0);   // bad rkey
+}
+
+static void t_atomic_no_permission(void) {
+  TR_ASSERT(atomic_refused(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, 0, 0,
+                           IBV_WC_REM_ACCESS_ERR) == 0);
+}
+
+// ibv_post_send refuses an atomic without exactly one 8-byte SGE and
+// queues nothing: the next atomic's completion is the first.
+static void t_atomic_bad_sgl(void) {
+  struct pair p;
+  TR_ASSERT(atomic_pair_open(&p, ATOMIC_ALL) == 0);
+  uint64_t t = (uint64_t)aligned8(p.b.buf);
+  struct ibv_sge sge[2] = { { (uint64_t)p.a.buf, 4, p.a.mr->lkey }, { (uint64_t)p.a.buf + 4, 4, p.a.mr->lkey } };
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof wr);
+  wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  wr.sg_list = sge;
+  wr.num_sge = 2;
+  wr.wr.atomic.remote_addr = t;
+  wr.wr.atomic.rkey = p.b.mr->rkey;
+  TR_ASSERT(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL && bad == &wr);
+  wr.num_sge = 1;
+  TR_ASSERT(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+  wr.num_sge = 0;
+  TR_ASSERT(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL);
+  TR_ASSERT(post_atomic1(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, t, p.b.mr->rkey, 1, 0, 5) == 0);
+  TR_ASSERT(wait_atomic(&p, 5, IBV_WC_FETCH_ADD) == 0);
+  pair_close(&p);
+}
+
 // ---- the case table ----
 
 static const struct tr_case cases[] = {
@@ -1813,6 +1961,12 @@ static const struct tr_case cases[] = {
   OP_ENTRIES(write),
   OP_ENTRIES(write_imm),
   OP_ENTRIES(read),
+  { "atomic_cas_faa", t_atomic_cas_faa, TR_QUICK, 0 },
+  { "atomic_faa_many", t_atomic_faa_many, TR_QUICK, 0 },
+  { "atomic_misaligned", t_atomic_misaligned, TR_QUICK, 0 },
+  { "atomic_out_of_range", t_atomic_out_of_range, TR_QUICK, 0 },
+  { "atomic_no_permission", t_atomic_no_permission, TR_QUICK, 0 },
+  { "atomic_bad_sgl", t_atomic_bad_sgl, TR_QUICK, 0 },
   { "mtus", t_mtus, TR_QUICK, 0 },
   { "roce_v1", t_roce_v1, TR_QUICK, 0 },
   { "sgl", t_sgl, TR_QUICK, 0 },

@@ -155,7 +155,8 @@ int pcm_qp_init(struct pconn *c) {
   if (ibv_query_qp(c->qp, &a, IBV_QP_STATE, &ia)) return -1;
   if (a.qp_state != IBV_QPS_RESET) return 0;
   if (attrs_for(c, IBV_QPS_INIT, &a, &mask)) return -1;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                      IBV_ACCESS_REMOTE_ATOMIC;
   return modify(c, &a, mask | IBV_QP_ACCESS_FLAGS, "QP to INIT");
 }
 

@@ -49,7 +49,8 @@ void pres_destroy(struct pres *r) {
 }
 
 struct ibv_mr *pres_reg(struct pres *r, void *buf, size_t len) {
-  return ibv_reg_mr(r->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  return ibv_reg_mr(r->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                    IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 // Takes any pending event and re-arms the CQ; -1 on error.

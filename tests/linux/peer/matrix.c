@@ -11,8 +11,13 @@
 // Messages are 16-byte SENDs { type, op, len, round }, 32-bit little-endian
 // (the xv6 tool sends its struct as is, and RISC-V is little-endian). The
 // op is an index into mops[] below, the same order as the xv6 tool's.
+// An atomic case (8 bytes at the buffer's start, the xv6 tool's values):
+// host_a puts matrix_atomic_old(round) there; host_b's CMP_AND_SWP (compare it,
+// swap in atomic_new) or FETCH_AND_ADD (atomic_add) must return it and leave
+// atomic_new, the guard after the 8 bytes intact.
 // Output lines are the xv6 tool's, so the test scripts parse both.
 #include "peer.h"
+#include "matrix_atomic.h"   // user/lib/ibverbs: the atomic cases' values, the xv6 tool's
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +34,14 @@
 #define WAIT_MS 120000
 enum { M_PREP = 1, M_READY, M_CHECK, M_VERDICT, M_END, M_BYE };
 enum { ID_MSG_RX = 1, ID_MSG_TX, ID_DATA_RX, ID_OP, ID_MAX };
-enum { V_OK, V_DATA, V_GUARD, V_RECV, V_IMM, V_BAD_OP };
+enum { V_OK, V_DATA, V_GUARD, V_RECV, V_IMM, V_BAD_OP, V_ATOMIC };
 
 static const enum ibv_wr_opcode mops[] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_SEND,
-                                           IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM };
+                                           IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND_WITH_IMM,
+                                           IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD };
 #define NOPS (sizeof mops / sizeof mops[0])
+
+
 
 struct mx {
   struct pres r;
@@ -60,6 +68,8 @@ static const char *op_name(enum ibv_wr_opcode op) {
   case IBV_WR_SEND: return "SEND";
   case IBV_WR_SEND_WITH_IMM: return "SEND_WITH_IMM";
   case IBV_WR_RDMA_READ: return "RDMA_READ";
+  case IBV_WR_ATOMIC_CMP_AND_SWP: return "ATOMIC_CMP_AND_SWP";
+  case IBV_WR_ATOMIC_FETCH_AND_ADD: return "ATOMIC_FETCH_AND_ADD";
   default: return "?";
   }
 }
@@ -178,6 +188,10 @@ static int host_a_case(struct mx *m, const struct mmsg *c) {
   if (op == IBV_WR_RDMA_READ) {
     pattern(m->buf, c->len, c->round);
     memset(m->buf + c->len, GUARD_BYTE, GUARD);
+  } else if (matrix_is_atomic(op)) {
+    uint64_t old = matrix_atomic_old(c->round);
+    memcpy(m->buf, &old, 8);
+    memset(m->buf + 8, GUARD_BYTE, GUARD);
   } else {
     memset(m->buf, GUARD_BYTE, c->len + GUARD);
   }
@@ -188,7 +202,8 @@ static int host_a_case(struct mx *m, const struct mmsg *c) {
   msg_send(m, M_READY, 0, 0, c->round);
   int verdict = recv ? check_recv(wait_for(m, ID_DATA_RX, "data"), op, c) : V_OK;
   msg_wait(m, M_CHECK);
-  if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(m->buf, c->len, c->round);
+  if (matrix_is_atomic(op)) verdict = matrix_atomic_check(m->buf, op, c->round, GUARD, GUARD_BYTE) ? V_ATOMIC : V_OK;
+  else if (!verdict && op != IBV_WR_RDMA_READ) verdict = check_buf(m->buf, c->len, c->round);
   return verdict;
 }
 
@@ -241,16 +256,25 @@ static int host_b_case(struct mx *m, uint64_t raddr, uint32_t rkey, uint32_t op_
   w.imm_data = htonl(round);
   w.wr.rdma.remote_addr = raddr;
   w.wr.rdma.rkey = rkey;
+  if (matrix_is_atomic(op)) {
+    memset(m->buf, GUARD_BYTE, 8);
+    matrix_atomic_wr(&w, op, raddr, rkey, round);
+  }
   if (ibv_post_send(m->r.qp, &w, &bad)) die("post operation");
-  wait_for(m, ID_OP, op_name(op));
+  struct ibv_wc *wc = wait_for(m, ID_OP, op_name(op));
   uint64_t us = (now_ns() - t0) / 1000;
   int mine = op == IBV_WR_RDMA_READ ? check_buf(m->buf, len, round) : 0;
+  if (matrix_is_atomic(op)) {
+    uint64_t got;
+    memcpy(&got, m->buf, 8);
+    mine = got != matrix_atomic_old(round) || wc->byte_len != 8 ? V_ATOMIC : V_OK;   // the value it replaced
+  }
   msg_recv_post(m);
   msg_send(m, M_CHECK, op_i, len, round);
   int theirs = (int)msg_wait(m, M_VERDICT).op;
   printf("matrix: %s %u bytes: %s (%llu us)\n", op_name(op), len, mine || theirs ? "FAILED" : "OK",
          (unsigned long long)us);
-  if (mine) printf("matrix: READ data at host_b wrong (%d)\n", mine);
+  if (mine) printf("matrix: %s data at host_b wrong (%d)\n", matrix_is_atomic(op) ? "atomic" : "READ", mine);
   fflush(stdout);
   return mine || theirs;
 }
@@ -270,9 +294,9 @@ int matrix_host_b(struct peer_dev *d, uint32_t ip, const struct matrix_opts *o) 
   uint32_t sizes[] = { 0, 1, mtu - 1, mtu, mtu + 1, 64 << 10, 1 << 20, 8 << 20 };
   int nsizes = o->big ? 8 : 7, bad = 0, n = 0;
   for (uint32_t op = 0; op < NOPS; op++)
-    for (int k = 0; k < nsizes; k++) {
+    for (int k = 0; k < (matrix_is_atomic(mops[op]) ? 1 : nsizes); k++) {   // an atomic: 8 bytes
       n++;
-      bad += host_b_case(m, raddr, rkey, op, sizes[k], (uint32_t)n);
+      bad += host_b_case(m, raddr, rkey, op, matrix_is_atomic(mops[op]) ? 8 : sizes[k], (uint32_t)n);
     }
   msg_recv_post(m);
   msg_send(m, M_END, 0, 0, 0);

@@ -10,9 +10,9 @@
 
 XRPEER := $(BUILD)/linux/overlay/usr/local/bin/xrpeer
 XRPEER_SRC := $(wildcard tests/linux/peer/*.c)
-XRPEER_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iuser/lib/ibverbs   # ud_payload.h
+XRPEER_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iuser/lib/ibverbs   # ud_payload.h, matrix_atomic.h
 
-$(XRPEER): $(XRPEER_SRC) tests/linux/peer/peer.h user/lib/ibverbs/ud_payload.h
+$(XRPEER): $(XRPEER_SRC) tests/linux/peer/peer.h user/lib/ibverbs/ud_payload.h user/lib/ibverbs/matrix_atomic.h
 	@mkdir -p $(dir $@)
 	gcc $(XRPEER_CFLAGS) -o $@ $(XRPEER_SRC) -lrdmacm -libverbs
 

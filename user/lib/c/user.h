@@ -67,6 +67,9 @@ unsigned long kclock_ns(void);   // the same clock through a system call
 unsigned long timebase(void);    // Hz of the time CSR user mode reads; 0 = it may not
 int halt(int status);
 int sysinfo(struct sysinfo *info);
+int pagestat(struct pagestat *ps); // demand paging's counters (kernel/core/pager.c)
+// The kernel's client of a memory node (uapi.h SYS_rmemctl; user/bin/rmemctl.c).
+long rmemctl(int op, unsigned long a, unsigned long b);
 // Up to GETRANDOM_MAX random bytes from the kernel's generator (flags 0);
 // returns how many, -1 for a bad pointer or argument.
 int getrandom(void *buf, int len, int flags);

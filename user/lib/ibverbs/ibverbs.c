@@ -678,8 +678,9 @@ const char *ibvx_phys_state_str(uint8_t s) {
 
 const char *ibvx_wr_opcode_str(enum ibv_wr_opcode op) {
   static const char *const names[] = { "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND",
-                                       "SEND_WITH_IMM", "RDMA_READ" };
-  return (unsigned)op < 5 ? names[op] : "unknown";
+                                       "SEND_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP",
+                                       "ATOMIC_FETCH_AND_ADD" };
+  return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 
 int ibv_mtu_to_num(enum ibv_mtu mtu) {
