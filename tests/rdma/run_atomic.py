@@ -12,7 +12,10 @@ and, over all clients' reports:
   - the values returned are 0 .. total-1 once each: their count, smallest
     and largest, sum and sum of squares (mod 2^64) are those of 0 .. total-1
     (a duplicate answered with a fresh value, or a lost one, moves them);
-    each client also checks that one QP's values strictly increase.
+    each client also checks that one QP's values strictly increase;
+  - a lossy run lost frames, and at 5 % its server's responder received
+    duplicate requests (xv6: atomcount's count from the QPs' rx_dup; rxe:
+    its duplicate_request counter), so the duplicate path was exercised.
 
 Also run by make test-rdma (--bed xv6, a step of tests/rdma/run_all.py) and
 make test-interop (the beds atomic_xv6-rxe and atomic_rxe-xv6 of
@@ -41,7 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "net"))
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 from launch import Testbed  # noqa: E402
 from tally import Tally  # noqa: E402
-from guest import GuestError  # noqa: E402
+from guest import Guest, GuestError  # noqa: E402
 
 MASK = (1 << 64) - 1
 BASE_PORT = 7472            # atomcount's default; each run takes the next
@@ -59,6 +62,9 @@ BEDS = {
 CLIENT = re.compile(r"atomcount: client qps (\d+) incs (\d+) tries (\d+) sum (\d+) sumsq (\d+) "
                     r"min (\d+) max (\d+)\n")
 COUNTER = re.compile(r"atomcount: counter (\d+) after (\d+) connections\n")
+XV6_DUPS = re.compile(r"atomcount: duplicate requests (\d+) ")
+RXE_DUPS = "/sys/class/infiniband/rxe0/ports/1/hw_counters/duplicate_request"
+DUPS_REQUIRED_AT = 5        # percent loss from which a run must have made duplicates
 END = r"atomcount: (OK|FAILED)\n"
 
 
@@ -108,12 +114,32 @@ def dropped(tb):
     return sum(d["dropped"]["total"] for d in tb.stats()["directions"])
 
 
-def one_run(tb, bed, op, port, incs, lossy):
+def rxe_duplicates(g):
+    """rxe0's duplicate requests so far (Linux guest g)."""
+    m = re.search(r"^(\d+)$", g.run(f"cat {RXE_DUPS}"), re.M)
+    return int(m[1]) if m else None
+
+
+def server_duplicates(srv, text, before):
+    """The duplicate requests the server's responder answered in this run:
+    xv6's atomcount prints them, rxe counts them (before: its count at the
+    start). None if unknown."""
+    if srv.prompt == Guest.prompt:
+        m = XV6_DUPS.search(text)
+        return int(m[1]) if m else None
+    now = rxe_duplicates(srv)
+    return now - before if now is not None and before is not None else None
+
+
+def one_run(tb, bed, op, port, incs, loss):
     """The server, then every client at once; their transcripts checked. A
-    lossy run must have lost frames, or it proved nothing about duplicates."""
+    lossy run must have lost frames, and from DUPS_REQUIRED_AT % on its
+    server must have received duplicates (a lost ATOMIC_ACK, or a request
+    resent behind a lost one), or it proved nothing about them."""
     _, _, srv_i, clients = BEDS[bed]
     dropped_before = dropped(tb)
     srv = tb.guests[srv_i]
+    dups_before = rxe_duplicates(srv) if srv.prompt != Guest.prompt else None
     conns = sum(q for _, q in clients)
     start = len(srv.output())
     srv.send(f"atomcount -s -p {port} -c {conns}")
@@ -134,9 +160,12 @@ def one_run(tb, bed, op, port, incs, lossy):
     srv.expect(srv.prompt, timeout=60)
     ok, info = verify(srv.output()[start:], texts, incs)
     lost = dropped(tb) - dropped_before
-    if lossy and lost == 0:
+    dups = server_duplicates(srv, srv.output()[start:], dups_before)
+    if loss and lost == 0:
         ok, info = False, f"linkemu dropped nothing; {info}"
-    return ok, f"{info}; linkemu dropped {lost} frames"
+    if loss >= DUPS_REQUIRED_AT and not dups:
+        ok, info = False, f"the server received no duplicate ({dups}); {info}"
+    return ok, f"{info}; linkemu dropped {lost} frames, the server answered {dups} duplicates"
 
 
 def run_bed(tally, bed, seed, losses=LOSSES, ops=OPS, incs=INCS):
@@ -154,7 +183,7 @@ def run_bed(tally, bed, seed, losses=LOSSES, ops=OPS, incs=INCS):
                 name = f"atomic_{bed}_{op}_loss{loss:g}"
                 tb.set_spec("both", f"loss {loss:g}% seed {seed}" if loss else "")
                 failed = tally.failed
-                tally.run(name, lambda: one_run(tb, bed, op, BASE_PORT + 1 + k, incs, loss > 0))
+                tally.run(name, lambda: one_run(tb, bed, op, BASE_PORT + 1 + k, incs, loss))
                 if tally.failed > failed:
                     for loss2, op2 in cases[k + 1:]:
                         tally.record(f"atomic_{bed}_{op2}_loss{loss2:g}", False,

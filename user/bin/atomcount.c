@@ -24,7 +24,8 @@
 //
 //   atomcount -s [-p port] [-c connections]
 //   atomcount [-p port] [-q qps] [-k incs] [-d depth] [-C] <server-ip>
-// Server: "atomcount: listening on port P", at the end "atomcount: counter
+// Server: "atomcount: listening on port P", at the end (xv6) "atomcount:
+// duplicate requests D (answered from saved results)", "atomcount: counter
 // V after N connections" and "atomcount: OK". Client: "atomcount: client qps Q
 // incs N tries T sum S sumsq Q2 min A max B" and "atomcount: OK", or a line
 // saying what failed and "atomcount: FAILED".
@@ -39,6 +40,9 @@
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#ifndef __linux__
+#include "rdma_sys.h"          // xv6: rdma_qp_stats, for the duplicates line
+#endif
 
 #define ATOM_PORT 7472
 #define MAX_QPS 64            // -q; xv6: RDMA_MAX_QP is far above
@@ -123,6 +127,26 @@ static int atomic_depth(struct ibv_context *ctx, int responder) {
 // ---- the server ----
 
 static uint64_t counter __attribute__((aligned(8)));
+// The duplicate requests the ended QPs received (all atomics: nothing else
+// reaches the server's QPs), each answered from the responder's saved
+// results: xv6's per-QP counters (rdma_qp_stats, a project extension). On
+// Linux the runner reads rxe's duplicate_request counter instead.
+#ifndef __linux__
+static uint64_t duplicates;
+
+static void count_duplicates(struct ibv_qp *qp) {
+  struct rdma_qp_stats st;
+  if (qp && rdma_qp_stats((int)qp->handle, &st) == 0) duplicates += st.rx_dup;
+}
+
+static void print_duplicates(void) {
+  printf("atomcount: duplicate requests %llu (answered from saved results)\n",
+         (unsigned long long)duplicates);
+}
+#else
+static void count_duplicates(struct ibv_qp *qp) { (void)qp; }
+static void print_duplicates(void) {}
+#endif
 
 // The events after which an accepted connection is gone.
 static int conn_ended(enum rdma_cm_event_type t) {
@@ -176,6 +200,7 @@ static void serve(void) {
     } else if (id->context && conn_ended(type)) {
       if (type != RDMA_CM_EVENT_DISCONNECTED)
         printf("atomcount: a connection ended with %s (status %d)\n", rdma_event_str(type), status);
+      count_duplicates(id->qp);
       rdma_destroy_qp(id);
       rdma_destroy_id(id);
       ended++;
@@ -183,6 +208,7 @@ static void serve(void) {
       printf("atomcount: %s (status %d) ignored\n", rdma_event_str(type), status);
     }
   }
+  print_duplicates();
   printf("atomcount: counter %llu after %d connections\natomcount: OK\n",
          (unsigned long long)counter, ended);
   ibv_dereg_mr(mr);
