@@ -355,10 +355,13 @@ static bool exec_write(struct rct_qp *qp, struct rct_pkt *p)
  * [RESP-ERR-1] [RESP-ATOM-1]. */
 static bool rd_credit_exceeded(const struct rct_qp *qp)
 {
-  const struct rct_rd_res *old = RD_AT(&qp->base, qp->resp.rd_head);
+  const struct rct_rd_res *old;
   if (qp->base.attr.max_dest_rd_atomic == 0)
     return true;
-  return qp->resp.rd_tail - qp->resp.rd_head >= qp->base.attr.max_dest_rd_atomic && old->pending && !old->replay;
+  if (qp->resp.rd_tail - qp->resp.rd_head < qp->base.attr.max_dest_rd_atomic)
+    return false;
+  old = RD_AT(&qp->base, qp->resp.rd_head);
+  return old->pending && !old->replay;
 }
 
 /* Why the READ request p cannot run now: the NAK syndrome, or 0 when it

@@ -60,7 +60,7 @@ static void fz_ep_init(struct fz_ep *e, bool sr, enum rct_mtu mtu, uint32_t psn)
   rct_qp_init(&e->dev, &e->qp, &ia);
   memset(&a, 0, sizeof(a));
   a.qp_state = RCT_QPS_INIT;
-  a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ;
+  a.qp_access_flags = RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_REMOTE_ATOMIC;
   a.port_num = RCT_PORT_NUM;
   rct_qp_modify(&e->qp, &a, RCT_QP_STATE | RCT_QP_ACCESS_FLAGS | RCT_QP_PKEY_INDEX | RCT_QP_PORT);
   a.qp_state = RCT_QPS_RTR;

@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   mode = data[0];
   fz_ep_init(&e, mode & 1, (enum rct_mtu)(1 + (mode >> 1) % 5), (mode & 0x80) ? 0xfffff0 : 0x123456);
-  fz_mr(&e, 0, 0x10000, 5000, RCT_ACCESS_REMOTE_WRITE | RCT_ACCESS_REMOTE_READ | RCT_ACCESS_LOCAL_WRITE);
+  fz_mr(&e, 0, 0x10000, 5000, RCT_ACCESS_ALL);
   fz_mr(&e, 1, 0x20000, 300, RCT_ACCESS_REMOTE_READ);
   fz_mr(&e, 2, 0x30000, 8192, RCT_ACCESS_LOCAL_WRITE);
   for (int i = 0; i < 4; i++) {
@@ -82,8 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               .sg_list = &s1, .num_sge = 1, .remote_addr = 0x5000, .rkey = 7 };
     struct rct_send_wr w2 = { .wr_id = 101, .opcode = RCT_WR_SEND, .send_flags = RCT_SEND_SIGNALED,
                               .sg_list = &s1, .num_sge = 1 };
+    struct rct_sge s8 = { 0x30000 + 4096, 8, FZ_LKEY(2) };
+    struct rct_send_wr w3 = { .wr_id = 102, .opcode = RCT_WR_ATOMIC_FETCH_AND_ADD, .send_flags = RCT_SEND_SIGNALED,
+                              .sg_list = &s8, .num_sge = 1, .remote_addr = 0x5008, .rkey = 7, .compare_add = 1 };
     rct_post_send(&e.qp, &w1);
     rct_post_send(&e.qp, &w2);
+    rct_post_send(&e.qp, &w3);
     check_out(&e, now);
   }
   while (off + 2 <= size) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """seeds.py: build the fuzz seed corpora from the Soft-RoCE vectors.
 
-tests/fuzz/corpus/parser/     one RoCE frame per file (a sample of each opcode), and one
+tests/fuzz/corpus/parser/     one RoCE frame per file (a sample of each opcode, vectors/atomic's
+                              too), and one
                               256-byte CM MAD per attribute from vectors/cm (mad_*)
 tests/fuzz/corpus/responder/  mode byte + [len16][frame] records: the request
                               frames of one message addressed to the fuzz endpoint
@@ -27,10 +28,11 @@ def main():
     os.makedirs(pdir, exist_ok=True)
     os.makedirs(rdir, exist_ok=True)
     seen = {}
-    for name in sorted(os.listdir(vec)):
-        if not name.endswith(".pcap"):
-            continue
-        for fr in frames(os.path.join(vec, name)):
+    adir = os.path.join(vec, "atomic")
+    pcaps = [os.path.join(vec, f) for f in sorted(os.listdir(vec)) if f.endswith(".pcap")]
+    pcaps += [os.path.join(adir, f) for f in sorted(os.listdir(adir)) if f.endswith(".pcap")] if os.path.isdir(adir) else []
+    for path in pcaps:
+        for fr in frames(path):
             op = fr[42]
             seen.setdefault(op, []).append(fr)
     n = 0
@@ -48,6 +50,11 @@ def main():
     acks = [fr for fr in seen.get(0x11, [])[:4]] + seen.get(0x0d, [])[:1] + seen.get(0x0f, [])[:1]
     with open(os.path.join(rdir, "acks"), "wb") as f:
         f.write(bytes([0x44]) + b"".join(struct.pack(">H", len(fr)) + fr for fr in acks))
+    # atomics (vectors/atomic): rxe's CmpSwap and FetchAdd requests, then its ATOMIC_ACKs
+    atomics = seen.get(0x13, [])[:1] + seen.get(0x14, [])[:1] + seen.get(0x12, [])[:2]
+    if atomics:
+        with open(os.path.join(rdir, "atomics"), "wb") as f:
+            f.write(bytes([0x44]) + b"".join(struct.pack(">H", len(fr)) + fr for fr in atomics))
     # CM MADs (UD SEND_ONLY to or from QP1): the MAD after Ethernet, IPv4, UDP, BTH and DETH
     mads = {}
     cmdir = os.path.join(vec, "cm")
@@ -60,6 +67,6 @@ def main():
     for attr, mad in sorted(mads.items()):
         with open(os.path.join(pdir, "mad_%02x" % attr), "wb") as f:
             f.write(mad)
-    print("seeds: %d parser files, %d CM MADs, 5 responder files" % (n, len(mads)))
+    print("seeds: %d parser files, %d CM MADs, %d responder files" % (n, len(mads), 5 + (1 if atomics else 0)))
 
 main()

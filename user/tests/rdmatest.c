@@ -1895,6 +1895,46 @@ static void t_atomic_faa_many(void) {
   pair_close(&p);
 }
 
+// Two connections of one PD, both FETCH_AND_ADD on one counter, batches
+// posted on both before either is waited for: the two responder QPs run
+// them against each other, and each atomic is atomic with respect to the
+// other QP's [RESP-ATOM-4]: 2 x 200 distinct values, the counter at 400.
+static void t_atomic_two_qps(void) {
+  enum { N = 200, BATCH = 50 };
+  struct pair p, q;
+  static uint8_t seen[2 * N];
+  TR_ASSERT(atomic_pair_open(&p, ATOMIC_ALL) == 0);
+  memset(&q, 0, sizeof q);
+  q.pd = p.pd;                                        // the same PD: p.b's MR serves q.b too
+  TR_ASSERT(side_open(&q, &q.a, 4096, ATOMIC_ALL, 256) == 0 && side_open(&q, &q.b, 64, ATOMIC_ALL, 256) == 0);
+  TR_ASSERT(connect_both(q.a.qp, rdmau_psn(), q.b.qp, rdmau_psn(), ATOMIC_ALL, 7, 14) == 0);
+  uint64_t *t = aligned8(p.b.buf), *rp = aligned8(p.a.buf), *rq = aligned8(q.a.buf);
+  *t = 0;
+  memset(seen, 0, sizeof seen);
+  for (int k = 0; k < N; k += BATCH) {
+    struct pair *first = (k / BATCH) % 2 ? &q : &p, *second = first == &p ? &q : &p;
+    for (int i = k; i < k + BATCH; i++) {             // both QPs' batches in flight together
+      TR_ASSERT(post_atomic1(first, IBV_WR_ATOMIC_FETCH_AND_ADD, i, (uint64_t)t, p.b.mr->rkey, 1, 0, (uint64_t)i) == 0);
+      TR_ASSERT(post_atomic1(second, IBV_WR_ATOMIC_FETCH_AND_ADD, i, (uint64_t)t, p.b.mr->rkey, 1, 0, (uint64_t)i) == 0);
+    }
+    for (int s = 0; s < 2; s++) {
+      struct ibv_wc wc;
+      struct pair *x = s ? &q : &p;
+      for (int i = k; i < k + BATCH; i++)
+        TR_ASSERT(wait_ok(x->a.cq, &wc) == 0 && wc.wr_id == (uint64_t)i && wc.opcode == IBV_WC_FETCH_ADD);
+    }
+  }
+  for (int i = 0; i < 2 * N; i++) {
+    uint64_t v = i < N ? rp[i] : rq[i - N];
+    TR_CHECK(v < 2 * N && !seen[v], "FAA %d returned %llu twice or out of range", i, (unsigned long long)v);
+    seen[v] = 1;
+  }
+  TR_CHECK(*t == 2 * N, "counter %llu after %d FAAs on two QPs", (unsigned long long)*t, 2 * N);
+  q.pd = NULL;                                        // p's to free
+  pair_close(&q);
+  pair_close(&p);
+}
+
 // An atomic b refuses: a's completion has `want`, the target is unchanged.
 static int atomic_refused(int access_b, uint64_t off, uint32_t rkey_xor, enum ibv_wc_status want) {
   struct pair p;
@@ -1963,6 +2003,7 @@ static const struct tr_case cases[] = {
   OP_ENTRIES(read),
   { "atomic_cas_faa", t_atomic_cas_faa, TR_QUICK, 0 },
   { "atomic_faa_many", t_atomic_faa_many, TR_QUICK, 0 },
+  { "atomic_two_qps", t_atomic_two_qps, TR_QUICK, 0 },
   { "atomic_misaligned", t_atomic_misaligned, TR_QUICK, 0 },
   { "atomic_out_of_range", t_atomic_out_of_range, TR_QUICK, 0 },
   { "atomic_no_permission", t_atomic_no_permission, TR_QUICK, 0 },
