@@ -61,6 +61,7 @@ include tests/linux/linux.mk       # before the fragments whose rules name $(LIN
 include tests/sim/sim.mk
 include tests/net/net.mk
 include tests/rdma/rdma.mk
+include tests/rdma/atomic.mk
 include tests/rdma/rmem.mk
 include tests/linux/peer/peer.mk
 include tests/interop/interop.mk
@@ -97,10 +98,11 @@ demo: deps rdma-demo
 # (bench-rdma writes rdma-summary.md; bench-rxe and bench-lat add their
 # sections to it), perftest -R in every xv6/rxe pairing (bench-pairs),
 # QP scaling, the guests' work per frame, librmem's READ / WRITE (bench-rmem),
-# the simulator, paging to a memory node (bench-rmem-paging);
+# remote atomics beside rxe's (bench-atomic), the simulator, paging to a
+# memory node (bench-rmem-paging);
 # then bench/rdma/goals.py puts the goals this run met or missed at the top
 # of rdma-summary.md.
-BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-pairs bench-lat bench-frames bench-rmem bench-sim \
+BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-pairs bench-lat bench-frames bench-rmem bench-atomic bench-sim \
   bench-rmem-paging
 bench: deps
 	@start=$$(date +%s) && \

@@ -69,7 +69,7 @@ UPROGS += $(addprefix user/_,$(U_NET_PROGS))
 # library (lib/ibverbs), the connection manager's client (lib/rdmacm: the CM
 # itself runs in the kernel) and the perftest-like helpers of rdma_bw and
 # rdma_lat (bin/rdma_perf.c, and bin/perftest_cm.c: their -R) besides the libc.
-U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping udaddy
+U_RDMA_BIN := rdma_bw rdma_lat rdmacp rdmastat udping rping udaddy atomcount
 U_RDMA_TESTS := rdmatest rdmanet_test rdmahostile rdmafuzz rdmacmtest rdmasoak srqtest
 U_RDMA_PROGS := $(U_RDMA_BIN) $(U_RDMA_TESTS)
 U_RDMA_LIB_OBJS := $(patsubst user/%.c,$(U_OBJDIR)/%.o,$(wildcard user/lib/ibverbs/*.c \

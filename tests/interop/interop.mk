@@ -19,7 +19,10 @@
 #                       rmemd on xv6 with Linux clients); a 48M xv6 guest
 #                       paging to rmemd on Linux (beds rmem_paging,
 #                       rmem_paging_loss1: memtouch at twice its free
-#                       memory, one and two processes); ends with
+#                       memory, one and two processes); the
+#                       exactly-once atomic counter xv6 -> rxe and rxe -> xv6
+#                       at 0, 1 and 5 % loss (beds atomic_xv6-rxe,
+#                       atomic_rxe-xv6, tests/rdma/run_atomic.py); ends with
 #                       "N passed, M failed". INTEROP_ARGS passes options
 #                       (e.g. --only mtu1024 --keep-capture DIR).
 #

@@ -78,7 +78,7 @@ Prints "test NAME: OK|FAILED (...)" per check and "N passed, M failed".
 
 NAME is a bed (mtu1024, mtu1024_loss1, mtu4096, mtu4096_loss1, mtu4096_loss5,
 ud_linux, ud_xv6, ud_xv6_loss1, cm, cm_loss1, cm_mtu_mismatch, rmem, rmem_loss1,
-rmem_paging, rmem_paging_loss1).
+rmem_paging, rmem_paging_loss1, atomic_xv6-rxe, atomic_rxe-xv6).
 
   * rmem, rmem_loss1: the memory node and librmem across the stacks
     (rmem_interop.py): rmemd on Linux with xv6's rmemtest and rmem_example
@@ -110,6 +110,7 @@ from linux_guest import linux_image_present  # noqa: E402
 import vectors_check  # noqa: E402
 import perftable  # noqa: E402
 import cm_interop  # noqa: E402
+import run_atomic  # noqa: E402
 import rmem_interop  # noqa: E402
 import run_rmem_paging  # noqa: E402
 from run_udping import check_exchange, client_summary, server_summary  # noqa: E402
@@ -136,8 +137,10 @@ def beds(seed):
     rdma_bw SENDs into shared receive queues both ways, "rmem" for
     the memory node and librmem across the stacks (rmem_interop.py),
     "rmem_paging" for a 48M xv6 guest paging to rmemd on Linux
-    (run_rmem_paging.linux_node_bed), or "ud" for the Linux-only UD checks,
-    ud_bed)."""
+    (run_rmem_paging.linux_node_bed), "ud" for the Linux-only UD checks,
+    ud_bed, or "atomic" for the exactly-once counter at 0, 1 and 5 % loss,
+    tests/rdma/run_atomic.py's bed named after "atomic_": its own link and
+    loss rates)."""
     loss = f"loss 1% seed {seed}"
     return [("mtu1024", 1024, None, True, "matrix"), ("mtu1024_loss1", 1024, loss, False, "matrix"),
             ("mtu4096", 4096, None, False, "matrix"), ("mtu4096_loss1", 4096, loss, False, "matrix"),
@@ -149,7 +152,8 @@ def beds(seed):
             ("srq", 1024, None, False, "srq"), ("srq_loss1", 1024, loss, False, "srq"),
             ("rmem", 1024, None, False, "rmem"), ("rmem_loss1", 1024, loss, False, "rmem"),
             ("rmem_paging", 1024, None, False, "rmem_paging"),
-            ("rmem_paging_loss1", 1024, loss, False, "rmem_paging")]
+            ("rmem_paging_loss1", 1024, loss, False, "rmem_paging"),
+            ("atomic_xv6-rxe", 1024, None, False, "atomic"), ("atomic_rxe-xv6", 1024, None, False, "atomic")]
 
 
 # ---- the matrix ----
@@ -565,6 +569,9 @@ def main():
         progress("interop", f"bed {name}: path MTU {mtu}, link {spec or 'clean'}")
         if kind == "ud":
             ud_bed(tally, name, mtu)
+            continue
+        if kind == "atomic":
+            run_atomic.run_bed(tally, name[len("atomic_"):], args.seed)
             continue
         one_bed(tally, name, mtu, spec, capture, kind, args.keep_capture)
     progress("interop", f"{time.monotonic() - t0:.0f} s in all")

@@ -37,6 +37,9 @@ Steps (times measured on the 2-core build machine, TCG):
   rmem                       the memory node rmemd and librmem (run_rmem.py): two
                              guests, 0 % and 1 % loss, every op and error,
                              isolation, a client's death, a server restart
+  atomic                     the exactly-once counter (run_atomic.py --bed xv6):
+                             atomcount's server on one guest, clients on two more,
+                             FETCH_AND_ADD and CMP_AND_SWAP at 0, 1 and 5 % loss
   hostile                    rdmahostile (bad pointers, handles, limits, QP
                              transitions, exhaustion, kills of waiters), then
                              rdmafuzz for FUZZ_GUEST_SECONDS (default 60) with a
@@ -90,6 +93,7 @@ def steps():
         ("udaddy", [PY, f"{HERE}/run_udaddy.py"]),
         ("perftest_r", [PY, f"{HERE}/run_perftest_r.py"]),
         ("rmem", [PY, f"{HERE}/run_rmem.py"]),
+        ("atomic", [PY, f"{HERE}/run_atomic.py", "--bed", "xv6"]),
         ("hostile", [PY, f"{HERE}/run_hostile.py"]),
         ("rmem_client", [PY, f"{HERE}/run_rmem_client.py"]),
         ("rmem_paging", [PY, f"{HERE}/run_rmem_paging.py"]),

@@ -8,6 +8,8 @@ program, what it tried (option, address and port, file) and why:
   - numbers: rdma_bw -s 4294967297 (used to wrap to 1), -s 12x, rdma_lat -n 0,
     rdmacp -c 12, a missing value: the option, the text and the allowed
     range (the 8 MiB size limit among them); --help states the limits;
+  - -t atomic: a size other than 8, -a, -R, -A alone or unknown, an
+    unknown -t: each names the option and what it takes;
   - no listener: rdma_bw and rdmacp towards B on a port where nothing
     listens: B's kernel CM answers the REQ with a REJ (reason 8, invalid
     service ID, as Linux's does): "refused (REJ NO_LISTENER: no listener
@@ -77,6 +79,15 @@ def number_cases(a):
         ("rdmacp_chunk_small", "rdmacp send x 10.0.0.2 -c 12", "rdmacp",
          (r"-c 12", "out of range", rf"allowed 64\.\.{max_chunk} bytes")),
         ("rdmacp_port_junk", "rdmacp recv -p 80a", "rdmacp", (r"-p 80a", "not a number", r"1\.\.65535")),
+        ("bw_atomic_size", "rdma_bw -t atomic -s 16 10.0.0.2", "rdma_bw",
+         (r"-s with -t atomic", "an atomic moves 8 bytes")),
+        ("lat_atomic_all_sizes", "rdma_lat -t atomic -a 10.0.0.2", "rdma_lat", (r"-a", "one size \(8 bytes\)")),
+        ("bw_atomic_type_alone", "rdma_bw -A CMP_AND_SWAP 10.0.0.2", "rdma_bw", (r"-A needs -t atomic",)),
+        ("bw_atomic_type_unknown", "rdma_bw -t atomic -A SWAP 10.0.0.2", "rdma_bw",
+         (r"-A SWAP", "not an atomic", "CMP_AND_SWAP or FETCH_AND_ADD")),
+        ("bw_atomic_perftest", "rdma_bw -t atomic -R 10.0.0.2", "rdma_bw", (r"-R with -t atomic", "not yet")),
+        ("bw_op_unknown", "rdma_bw -t atomics 10.0.0.2", "rdma_bw",
+         (r"-t atomics", "not an operation", "write, read, send or atomic")),
     ]
     results = []
     for name, cmd, prog, parts in cases:

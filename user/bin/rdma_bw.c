@@ -1,7 +1,7 @@
 // rdma_bw: bandwidth test in the manner of perftest's ib_write_bw /
-// ib_read_bw / ib_send_bw.
+// ib_read_bw / ib_send_bw / ib_atomic_bw.
 //
-//   rdma_bw [-t write|read|send] [-s size] [-n iters] [-a] [-d depth] [-e] [--sr]
+//   rdma_bw [-t write|read|send|atomic] [-A CMP_AND_SWAP|FETCH_AND_ADD] [-s size] [-n iters] [-a] [-d depth] [-e] [--sr]
 //           [--inflight pkts] [--min-rto us | --fixed-rto] [--idle-qps n] [-q qps]
 //           [--stats] (-L | <server ip>)   client side / loopback
 //   rdma_bw                           server side (parameters come from the client)
@@ -15,7 +15,10 @@
 // what the engine's per-pass cost does with QPs that have no work.
 // -q n (perftest's option): n RC connections (rdma_cm, one event channel),
 // messages round-robin over them in bursts of -Q, one CQ; -d is the
-// window over all of them; WRITE and READ only. --stats adds the
+// window over all of them; WRITE, READ and atomics. -t atomic: 8-byte
+// FETCH_AND_ADD (or -A CMP_AND_SWAP) on the server buffer's first word,
+// as many in flight as -d and the initiator depth allow (the requester
+// holds the rest back, like READs). --stats adds the
 // guest's busy CPU time per RDMA frame (tx + rx) over the run ("cpu:")
 // and QP 0's transport counters.
 // Columns as perftest prints them, MB = 2^20 bytes:
@@ -48,9 +51,7 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
   memset(&wr, 0, sizeof wr);
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.opcode = o->op == PERF_READ ? IBV_WR_RDMA_READ : o->op == PERF_SEND ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = c->raddr;
-  wr.wr.rdma.rkey = c->rkey;
+  perf_wr_remote(c, o, &wr);
   memset(qposted, 0, sizeof qposted);
   memset(qdone, 0, sizeof qdone);
   memset(qtotal, 0, sizeof qtotal);

@@ -1,7 +1,7 @@
 // rdma_lat: latency test in the manner of perftest's ib_write_lat /
-// ib_read_lat / ib_send_lat.
+// ib_read_lat / ib_send_lat / ib_atomic_lat.
 //
-//   rdma_lat [-t write|read|send] [-s size] [-n iters] [-a] [-e] [--sr] (-L | <server ip>)
+//   rdma_lat [-t write|read|send|atomic] [-A CMP_AND_SWAP|FETCH_AND_ADD] [-s size] [-n iters] [-a] [-e] [--sr] (-L | <server ip>)
 //   rdma_lat                      server side
 //   rdma_lat -R -t write|send [-s size] [-n iters] [<server ip>]
 //                                 perftest's rdma_cm exchange (perftest_cm.c): against
@@ -12,7 +12,9 @@
 //        and polls its own buffer's last byte for the iteration tag.
 // send:  ping-pong with SEND / RECV.
 // read:  the client READs `size` bytes; the server only waits.
-// write and send report half the round trip, read the whole operation, as
+// atomic: the client's FETCH_AND_ADD (-A CMP_AND_SWAP) of the server
+//        buffer's first 8 bytes, one at a time; the server only waits.
+// write and send report half the round trip, read and atomic the whole operation, as
 // perftest does. -e (perftest's --events): sleep instead of polling, on the
 // completion channel for completions and in ibvx_wait_write for the WRITE
 // that answers. The RTO floor is PERF_LAT_MIN_RTO_US (perftest's default
@@ -129,15 +131,13 @@ static int one_size(struct perf_conn *c, const struct perf_opts *o, uint32_t siz
   perf_sync(c);                   // both buffers clear
   for (uint32_t i = 0; i < o->iters; i++) {
     uint64 t0 = clock_ns();
-    if (o->op == PERF_READ) {
+    if (o->op == PERF_READ || perf_is_atomic(o->op)) {
       if (!client) continue;
       struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-      struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-                                .send_flags = IBV_SEND_SIGNALED }, *bad;
-      wr.wr.rdma.remote_addr = c->raddr;
-      wr.wr.rdma.rkey = c->rkey;
-      if (ibv_post_send(c->qp, &wr, &bad)) fail("post read");
-      reap(c, IBV_WC_RDMA_READ);
+      struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED }, *bad;
+      perf_wr_remote(c, o, &wr);
+      if (ibv_post_send(c->qp, &wr, &bad)) fail(o->op == PERF_READ ? "post read" : "post atomic");
+      reap(c, o->op == PERF_READ ? IBV_WC_RDMA_READ : o->op == PERF_FAA ? IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP);
       samples[i] = clock_ns() - t0;
     } else if (o->op == PERF_WRITE) {
       // The client sends tag(i), the server answers tag(i) ^ 0x80, so

@@ -7,9 +7,39 @@
 
 #define PERF_MAGIC 0x70657266u   // "perf"
 
+// -t's words and the names the tools print (perftest's test titles).
+static const struct { const char *word, *name; } ops[] = {
+  [PERF_WRITE] = { "write", "RDMA_Write" }, [PERF_READ] = { "read", "RDMA_Read" },
+  [PERF_SEND] = { "send", "Send" }, [PERF_FAA] = { "atomic", "Atomic FETCH_AND_ADD" },
+  [PERF_CAS] = { NULL, "Atomic CMP_AND_SWAP" },     // -t atomic -A CMP_AND_SWAP
+};
+#define NOPS (int)(sizeof ops / sizeof ops[0])
+
 const char *perf_op_name(int op) {
-  static const char *const n[] = { "RDMA_Write", "RDMA_Read", "Send" };
-  return op >= 0 && op <= 2 ? n[op] : "?";
+  return op >= 0 && op < NOPS ? ops[op].name : "?";
+}
+
+void perf_wr_remote(const struct perf_conn *c, const struct perf_opts *o, struct ibv_send_wr *wr) {
+  static const enum ibv_wr_opcode code[] = {
+    [PERF_WRITE] = IBV_WR_RDMA_WRITE, [PERF_READ] = IBV_WR_RDMA_READ, [PERF_SEND] = IBV_WR_SEND,
+    [PERF_FAA] = IBV_WR_ATOMIC_FETCH_AND_ADD, [PERF_CAS] = IBV_WR_ATOMIC_CMP_AND_SWP,
+  };
+  wr->opcode = code[o->op];
+  if (perf_is_atomic(o->op)) {
+    wr->wr.atomic.remote_addr = c->raddr;
+    wr->wr.atomic.rkey = c->rkey;
+    wr->wr.atomic.compare_add = o->op == PERF_FAA ? 1 : 0;
+    wr->wr.atomic.swap = 0;
+  } else {
+    wr->wr.rdma.remote_addr = c->raddr;
+    wr->wr.rdma.rkey = c->rkey;
+  }
+}
+
+static int op_of_word(const char *w) {
+  for (int i = 0; i < NOPS; i++)
+    if (ops[i].word && strcmp(w, ops[i].word) == 0) return i;
+  return -1;
 }
 
 static const char *prog = "perf";     // the tool's name (perf_parse), for messages
@@ -39,7 +69,8 @@ static const struct num_opt num_opts[] = {
 static void perf_usage(const char *what, const struct perf_opts *dflt) {
   uint32_t all_top = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
   printf("usage: %s [options] [-L | <server ip>]   (no address: the server; -L: both ends in this guest)\n"
-         "  -t write|read|send   the operation (default write)\n"
+         "  -t write|read|send|atomic   the operation (default write)\n"
+         "  -A CMP_AND_SWAP|FETCH_AND_ADD   -t atomic's operation (default FETCH_AND_ADD)\n"
          "  -a                   every size 2, 4, ... up to -s (default %u)\n"
          "  -e, --events         sleep for completions instead of polling\n"
          "  --sr                 selective repeat instead of go-back-N\n"
@@ -97,20 +128,25 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
   _Static_assert(sizeof(int) == sizeof(uint32_t), "num_opts writes 32-bit fields");
   prog = what;
   perf_defaults(o, what);
-  int size_set = 0, have_ip = 0;
+  int size_set = 0, have_ip = 0, cas = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const struct num_opt *n = num_opt(a);
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { perf_usage(what, o); exit(0); }
-    if ((n || strcmp(a, "-t") == 0) && i + 1 >= argc) bad_arg(what, "%s needs a value", a);
+    if ((n || strcmp(a, "-t") == 0 || strcmp(a, "-A") == 0) && i + 1 >= argc)
+      bad_arg(what, "%s needs a value", a);
     if (n) {
       set_num(o, n, a, argv[++i], what);
       size_set |= strcmp(a, "-s") == 0;
     } else if (strcmp(a, "-t") == 0) {
       const char *t = argv[++i];
-      o->op = strcmp(t, "read") == 0 ? PERF_READ : strcmp(t, "send") == 0 ? PERF_SEND :
-              strcmp(t, "write") == 0 ? PERF_WRITE : -1;
-      if (o->op < 0) bad_arg(what, "-t %s: not an operation (write, read or send)", t);
+      o->op = op_of_word(t);
+      if (o->op < 0) bad_arg(what, "-t %s: not an operation (write, read, send or atomic)", t);
+    } else if (strcmp(a, "-A") == 0) {
+      const char *t = argv[++i];
+      cas = strcmp(t, "CMP_AND_SWAP") == 0;
+      if (!cas && strcmp(t, "FETCH_AND_ADD") != 0)
+        bad_arg(what, "-A %s: not an atomic (CMP_AND_SWAP or FETCH_AND_ADD)", t);
     }
     else if (strcmp(a, "-a") == 0) o->all = 1;
     else if (strcmp(a, "--sr") == 0) o->sr = 1;
@@ -125,15 +161,22 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
       bad_arg(what, have_ip ? "%s: one server address only" : "%s: not an IPv4 address (a.b.c.d)", a);
     else have_ip = 1;
   }
+  if (cas && o->op != PERF_FAA) bad_arg(what, "%s needs -t atomic", "-A");
+  if (cas) o->op = PERF_CAS;
+  if (perf_is_atomic(o->op) && o->all) bad_arg(what, "%s: an atomic has one size (8 bytes)", "-a");
+  if (perf_is_atomic(o->op) && size_set && o->size != PERF_ATOMIC_SIZE)
+    bad_arg(what, "%s with -t atomic: an atomic moves 8 bytes (-s 8 or no -s)", "-s");
+  if (perf_is_atomic(o->op)) o->size = PERF_ATOMIC_SIZE;
   if (o->all && !size_set) o->size = strcmp(what, "rdma_lat") == 0 ? PERF_LAT_MAX_ALL_SIZE : PERF_MAX_SIZE;
   // More QPs: WRITE and READ over the CM (SEND's receives stay on one QP).
-  if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write or read", "-q");
+  if (o->num_qps > 1 && o->op == PERF_SEND) bad_arg(what, "%s: more than one QP needs -t write, read or atomic", "-q");
   if (o->num_qps > 1 && o->loopback) bad_arg(what, "%s: more than one QP needs two guests (not -L)", "-q");
   if (o->cq_mod > o->tx_depth) o->cq_mod = o->tx_depth;   // as perftest: else the window never signals
   // -R: perftest's exchange as perftest_cm.c knows it: one QP, one size,
   // and rdma_lat's WRITE and SEND (no capture of ib_read_lat -R yet).
   const char *no_r = !o->perftest ? NULL
                    : o->latency && o->op == PERF_READ ? "%s with -t read: not yet (rdma_lat: write and send)"
+                   : perf_is_atomic(o->op) ? "%s with -t atomic: not yet (write, read and send)"
                    : o->loopback ? "%s needs two guests (not -L)"
                    : o->num_qps > 1 ? "%s with more than one QP (-q): not yet"
                    : o->srq ? "%s with --srq: not yet"
@@ -157,7 +200,9 @@ static void resources(struct perf_conn *c, const struct perf_opts *o) {
   c->buf = malloc(len);
   if (!c->pd || !c->cq || !c->buf) die("resources");
   memset(c->buf, 0, len);
-  c->mr = ibv_reg_mr(c->pd, c->buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  c->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+              (perf_is_atomic(o->op) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+  c->mr = ibv_reg_mr(c->pd, c->buf, len, c->access);
   struct ibv_srq_init_attr sa = { .attr = { .max_wr = 256, .max_sge = 1 } };   // as the QP's own queue
   if (o->srq && !(c->srq = ibv_create_srq(c->pd, &sa))) die("shared receive queue");
   struct ibv_qp_init_attr ia;
@@ -230,8 +275,7 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   read_all(c->from_peer, &peer, sizeof peer);
   c->raddr = peer.addr;
   c->rkey = peer.rkey;
-  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, access, 7, 14)) die("connect (loopback)");
+  if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, c->access, 7, 14)) die("connect (loopback)");
   for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
   barrier(c);                      // both sides' receives posted before the first SEND
 }
@@ -247,8 +291,7 @@ void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o) {
 // ahead, before the connection exists: the peer's first SEND can
 // then never meet an empty receive queue.
 void perf_qp_init(struct perf_conn *c) {
-  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = c->access };
   if (ibv_modify_qp(c->qp, &a, RDMAU_MASK_INIT)) die("QP to INIT");
 }
 
@@ -328,8 +371,7 @@ static struct ibv_qp *more_qp(struct perf_conn *c, const struct perf_opts *o) {
     .cap = { .max_send_wr = c->is_server ? 1 : (uint32_t)o->tx_depth, .max_recv_wr = 1,
              .max_send_sge = 1, .max_recv_sge = 1 } };
   struct ibv_qp *qp = ibv_create_qp(c->pd, &ia);
-  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = c->access };
   if (!qp || ibv_modify_qp(qp, &a, RDMAU_MASK_INIT)) die("-q: no QP left");
   return qp;
 }

@@ -18,7 +18,11 @@
 #include "ibverbs.h"
 #include "rdma_cm.h"
 
-enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2 };
+// -t atomic is PERF_FAA, with -A CMP_AND_SWAP PERF_CAS (perftest's
+// ib_atomic_bw / ib_atomic_lat): 8 bytes, the peer buffer's first word.
+enum perf_op { PERF_WRITE = 0, PERF_READ = 1, PERF_SEND = 2, PERF_FAA = 3, PERF_CAS = 4 };
+#define PERF_ATOMIC_SIZE 8         // an atomic's operand and result (IBTA 9.4.5)
+static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_CAS; }
 
 #define PERF_MAX_SIZE (1u << 23)   // -s: 8 MiB, perftest's -a top (one buffer per side)
 #define PERF_LAT_MAX_ALL_SIZE (1u << 16)   // rdma_lat -a without -s: 64 KiB
@@ -82,6 +86,7 @@ struct perf_conn {
   struct rdma_event_channel *ech;   // client: the one channel of ids[1..nqp)
   struct rdma_cm_id *lid;           // server: the listener, whose channel has ids[1..nqp)
   struct ibv_mr *mr;
+  int access;          // the MR's and QPs' remote access (REMOTE_ATOMIC with -t atomic)
   uint8_t *buf;
   uint32_t buf_len;
   uint64_t raddr;      // the peer's buffer
@@ -148,6 +153,10 @@ void perf_fail_stall(const struct perf_conn *c, const char *what, int secs);
 // One line of the QP's transport counters (after an error).
 void perf_dump_qp(const struct perf_conn *c);
 const char *perf_op_name(int op);
+// wr's opcode and remote fields for o->op at the peer's buffer (c->raddr,
+// c->rkey): WRITE, READ and SEND as named; an atomic at the buffer's first
+// 8 bytes adds 1 (FAA) or swaps 0 for 0 (CAS: a hit every time).
+void perf_wr_remote(const struct perf_conn *c, const struct perf_opts *o, struct ibv_send_wr *wr);
 
 // Statistics over n samples (ns); sorts v.
 struct perf_stats { uint64 min, max, median, avg, stdev, p99, p999; };
