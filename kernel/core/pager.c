@@ -40,6 +40,21 @@
 // read ahead counts as a hit when the clock, eviction or unmap finds it
 // used (PTE_A).
 //
+// Nothing to take: when the clock finds no page it may take, the room
+// may still come: pages in transit (another process's write-back batch,
+// BUSY until its store call returns: under loss that is seconds), or
+// pages of processes the clock skipped because they were on a hart (on a
+// loaded host a TCG hart may stay descheduled, and a busy process may
+// never sleep). The allocation then does not fail at once: it asks the
+// running owners to give pages back (pg.wanted) and sleeps until a batch
+// settles; each running owner runs the clock itself on its next way back
+// to user mode (pager_user_trap: at the latest its next timer tick),
+// where its own pages are takeable. The wait ends when the room is there,
+// or after the store's retry budget (a write-back may take that long)
+// plus PAGER_GIVE_BACK_NS (a giver's next trap on a loaded host); only
+// then does the allocation fail. A full store, or nothing in transit and
+// no one running, fails at once.
+//
 // Failure: a store call that fails (-1) loses nothing on a write (the
 // pages stay resident, dirty); a failed read kills the faulting process
 // with a console line naming the store, and the page stays in the store.
@@ -64,7 +79,7 @@
 #define PAGER_READAHEAD 8          // pages read ahead of a sequential fault
 #define PAGER_MAX_SLOTS (1 << 16)  // 256 MiB of store: slots beyond are not used
 #define PAGER_INIT_PID 1           // init: never evicted (a few pages; its death panics)
-#define PAGER_IDLE_TRIES 8         // clock rounds without a victim before an allocation fails
+#define PAGER_GIVE_BACK_NS (100 * TICK_NS)   // a running owner's next trap, loaded host (see the top)
 #define PAGER_SEQ_RUN 2            // sequential faults before read-ahead starts
 #define RAM_PAGES (RAM_SIZE / PGSIZE)
 #define PAGE_NO(pa) (((pa) - RAM_BASE) / PGSIZE)
@@ -83,6 +98,8 @@ static struct {
   uint64 clock_va;
   uint64 last_fault[NPROC];          // read-ahead: each process's last fault va
   int seq_run[NPROC];                //   and how many sequential faults led to it
+  int wanted;                        // allocations waiting for room (pager_user_trap)
+  int in_flight;                     // victims picked, not yet settled
   struct pagestat st;
 } pg;
 
@@ -215,14 +232,23 @@ static int clock_take(struct victim *v, pte_t *e) {
   return 1;
 }
 
+// A process whose pages the clock skips only because it is on a hart.
+static int on_hart(struct proc *q) {
+  return !q->is_kthread && q->pagetable != NULL && q->pid != PAGER_INIT_PID &&
+         __atomic_load_n(&q->state, __ATOMIC_RELAXED) == P_RUNNING;
+}
+
 // Caller holds pg.lock. Moves the clock hand until max victims are taken
-// or two revolutions found nothing; returns how many.
-static int clock_pick(struct victim *v, int max, struct proc *self) {
+// or two revolutions found nothing; returns how many. *running: a process
+// was skipped because it was on a hart.
+static int clock_pick(struct victim *v, int max, struct proc *self, int *running) {
   int n = 0;
+  *running = 0;
   uint64 budget = 2 * (pg.st.resident + pg.st.paged_out) + 1024;   // two revolutions
   for (int skipped = 0; n < max && budget > 0 && skipped <= 2 * NPROC; ) {
     struct proc *q = &proc_table[pg.clock_proc];
     if (!evictable(q, self) || pg.clock_va >= USER_TOP) {   // not heap_end: sbrk sets it last
+      *running |= q != self && on_hart(q);
       pg.clock_proc = (pg.clock_proc + 1) % NPROC;
       pg.clock_va = 0;
       skipped++;
@@ -239,6 +265,7 @@ static int clock_pick(struct victim *v, int max, struct proc *self) {
     if (clock_take(&v[n], e)) {
       v[n].q = q;
       n++;
+      pg.in_flight++;
       skipped = 0;
     }
   }
@@ -249,6 +276,7 @@ static int clock_pick(struct victim *v, int max, struct proc *self) {
 // was (the owner was running, or the write failed), or freed (abandoned).
 static void victim_settle(struct victim *v, int ok) {
   pte_t now = *v->e;
+  pg.in_flight--;
   uint64 i = PAGE_NO(v->pa);
   if (!(now & PTE_U)) {                                   // unmapped meanwhile
     forget_page(v->pa, now);
@@ -300,14 +328,15 @@ static int evict_begin(struct victim *v, int n, struct proc *self) {
 
 // Evicts up to PAGER_BATCH pages (process context, no lock held). Returns
 // how many the clock picked (some may have stayed: their owner ran); 0 if
-// nothing could be taken, -1 if the store failed.
-static int evict_batch(void) {
+// nothing could be taken (*running: a process on a hart was skipped), -1
+// if the store failed.
+static int evict_batch(int *running) {
   struct victim v[PAGER_BATCH];
   uint32 slot[PAGER_BATCH];
   uint64 pa[PAGER_BATCH];
   struct proc *self = current();
   spin_lock(&pg.lock);
-  int picked = clock_pick(v, PAGER_BATCH, self);
+  int picked = clock_pick(v, PAGER_BATCH, self, running);
   spin_unlock(&pg.lock);
   sfence_vma();     // this hart's TLB may hold A bits the clock cleared (our own pages)
   int n = evict_begin(v, picked, self);
@@ -327,18 +356,48 @@ static int evict_batch(void) {
   return ok ? picked : -1;
 }
 
-// Evicts until PAGER_BATCH pages above the reserve. Nothing to take can
-// be momentary (every other owner on a hart, or its pages in transit): a
-// few yields before giving up. -1 if the store failed.
+// Nothing to take now (see the top): asks processes on harts to give
+// pages back (pager_user_trap) and sleeps until a batch settles or the
+// deadline (set on the first call). 0 (give up) when the deadline has
+// passed, the store is full, or nothing is in transit and no one was
+// running.
+static int wait_for_room(int running, uint64 *deadline) {
+  uint64 now = clock_ns();
+  if (*deadline == 0) *deadline = now + pg.store->budget_ns + PAGER_GIVE_BACK_NS;
+  if (now >= *deadline || proc_killed(current())) return 0;
+  spin_lock(&pg.lock);                                 // settles and frees under it
+  int hope = pg.st.slots_used < pg.nslots && (running || pg.in_flight > 0);
+  if (hope && pmem_free_pages() < PAGER_RESERVE) {
+    pg.wanted++;
+    proc_sleep_until(&pg, &pg.lock, *deadline);
+    pg.wanted--;
+  }
+  spin_unlock(&pg.lock);
+  return hope;
+}
+
+// Evicts until PAGER_BATCH pages above the reserve; when nothing can be
+// taken, waits for room while there is hope (wait_for_room). -1 if the
+// store failed.
 static int make_room(void) {
-  for (int idle = 0; pmem_free_pages() < PAGER_RESERVE + PAGER_BATCH; ) {
-    int r = evict_batch();
+  uint64 deadline = 0;
+  while (pmem_free_pages() < PAGER_RESERVE + PAGER_BATCH) {
+    int running;
+    int r = evict_batch(&running);
     if (r < 0) return -1;
     if (r > 0) continue;
-    if (pmem_free_pages() >= PAGER_RESERVE || ++idle == PAGER_IDLE_TRIES) break;
-    proc_yield();
+    if (pmem_free_pages() >= PAGER_RESERVE || !wait_for_room(running, &deadline)) break;
   }
   return 0;
+}
+
+void pager_user_trap(void) {
+  if (__atomic_load_n(&pg.wanted, __ATOMIC_RELAXED) == 0 ||
+      pmem_free_pages() >= PAGER_RESERVE + PAGER_BATCH)
+    return;
+  intr_on();                        // the store sleeps
+  int running;
+  evict_batch(&running);            // our own pages are takeable now
 }
 
 // pager_alloc; *io_failed says whether a failed write-back is why it

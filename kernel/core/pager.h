@@ -18,6 +18,7 @@ struct pager_store {
   // -1: the store stayed unreachable beyond its retry budget (a read
   // placed nothing trustworthy; a write may not have landed).
   int (*io)(int write, const uint32 *slot, const uint64 *pa, int n);
+  uint64 budget_ns;   // the longest io may take before it returns -1 (0: no retries)
 };
 // Registers the store (NULL: none; paging off). Before any process pages.
 void pager_set_store(const struct pager_store *s);
@@ -60,6 +61,10 @@ pte_t  pager_share(pte_t e);
 // Caller holds pager_lock (released while asleep): waits for a BUSY
 // entry to settle. -1 if the process was killed meanwhile.
 int    pager_wait_busy(void);
+// The current process is on its way back to user mode (trap.c, interrupts
+// off; may turn them on and sleep): if an allocation waits for pages of
+// processes on harts, evicts a batch (its own pages takeable now).
+void   pager_user_trap(void);
 void   pager_mapped(void);              // a user page was mapped (counts)
 struct pagestat;
 void   pager_stats(struct pagestat *out);

@@ -92,6 +92,7 @@ void user_trap(void) {
     }
   }
   if (proc_killed(p)) proc_exit(-1);
+  pager_user_trap();                // gives pages back if an allocation waits for them
   if (kind == IRQ_YIELD) proc_yield();
   user_trap_return();
 }

@@ -790,6 +790,7 @@ void rmem_client_init(void) {
   spin_init(&rc.kick_lock, "rmem_kick");
   rc.id = rc.chan = -1;
   rc.budget_ns = bootarg_uint("rmem_budget", RMEM_BUDGET_S) * 1000000000ULL;
+  store.budget_ns = rc.budget_ns;
   // Default remote space: RMEM_SLOTS_PER_PAGE x the guest's memory (a
   // working set several times what fits, the pager's whole need: every
   // paged-out page holds a slot), within the node's per-client limit

@@ -17,6 +17,14 @@ linkemu: guest 0 runs R's `rmemd`; guest 1 boots with only 48M of RAM
   rmem_paging_two_processes_loss<L>
                   memtouch -f: two such processes at once (the second with
                   another seed), both "memtouch: ok", exit status 0.
+  rmem_paging_beside_busy_owner_loss<L>
+                  a busy memtouch (its set fits: it never sleeps, so it is
+                  on a hart whenever the clock looks) holds about half the
+                  free memory while memtouch -n 3 pages three more sets of
+                  twice the rest at once: all three "memtouch: ok" (sbrk
+                  and faults wait for the busy owner to give pages back
+                  instead of failing; pager.c's top), the busy one is
+                  still running after them (killed then).
   rmem_paging_stats (clean)
                   `free -v`: pages paged out and in the store, faults,
                   evictions, write-back batches, read-ahead issued and hits
@@ -47,6 +55,7 @@ import argparse
 import os
 import re
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "net"))
@@ -110,6 +119,32 @@ def two_processes(g):
     ok = len(res) == 2 and "status: memtouch exited 0" in out and "MISMATCH" not in out and \
         all(r["faults"] > 0 for r in res.values())
     return ok, f"{ws} MiB each, free {free} pages: {res or out.strip()[-300:]!r}"
+
+
+def kill_job(g, pid, timeout=120):
+    """Kills background job pid and waits until it is gone (the shell
+    reaps it during the next foreground command: `kill` itself). Returns
+    (it was there, it is gone)."""
+    there = "no process" not in g.run(f"kill {pid}", timeout=60)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "no process" in g.run(f"kill {pid}", timeout=60):
+            return there, True
+    return there, False
+
+
+def busy_owner(g):
+    free, _ = free_pages(g)
+    busy_mib = max(1, -(-free * 4096 // 2 // (1 << 20)))
+    m = g.spawn(f"memtouch -m {busy_mib} -p 1000000000 -r 0", r"memtouch: pid (\d+) write done", timeout=600)
+    ws, rest = working_set_mib(g)
+    out = g.run(f"status memtouch -q -n 3 -m {ws} -r 500", timeout=3600)
+    res = results(out)
+    busy, gone = kill_job(g, m[1])
+    ok = len(res) == 3 and "status: memtouch exited 0" in out and "MISMATCH" not in out and \
+        "FAILED" not in out and busy and gone
+    return ok, f"busy pid {m[1]} {busy_mib} MiB of {free} free pages; {ws} MiB x 3 beside it " \
+               f"(then {rest} free): {res or out.strip()[-300:]!r}; busy one running after: {busy}, gone: {gone}"
 
 
 def stats(g):
@@ -188,6 +223,7 @@ def main():
                 t.run("rmem_paging_small_guest", lambda: small_guest(b))
             t.run(f"rmem_paging_memtouch_2x_loss{loss_s}", lambda: memtouch_2x(b))
             t.run(f"rmem_paging_two_processes_loss{loss_s}", lambda: two_processes(b))
+            t.run(f"rmem_paging_beside_busy_owner_loss{loss_s}", lambda: busy_owner(b))
             if not loss:
                 t.run("rmem_paging_stats", lambda: stats(b))
                 t.run("rmem_paging_node_killed", lambda: node_killed(tb, node))

@@ -1,12 +1,13 @@
 // memtouch.c: touches a working set larger than the guest's memory and
 // checks every byte, to test demand paging (kernel/core/pager.c).
 //
-// Usage: memtouch [-m MiB] [-p passes] [-r touches] [-s seed] [-f] [-q]
+// Usage: memtouch [-m MiB] [-p passes] [-r touches] [-s seed] [-f] [-n N] [-q]
 //   -m  working set (default 16 MiB), taken with sbrk
 //   -p  sequential passes, each reading every page and checking it (default 2)
 //   -r  random 4 KiB touches: read and check a page, then rewrite it (default 2000)
 //   -s  seed of the pattern and the random touches (default 1)
-//   -f  fork a second toucher (seed + 1) running at the same time
+//   -f  fork a second toucher (seed + 1) running at the same time (-n 2)
+//   -n  N touchers at once (seeds seed .. seed + N - 1), 1..MAX_TOUCHERS
 //   -q  no progress lines
 // Every 8-byte word holds a value made from (seed, page, the page's write
 // generation, word), so a wrong, stale or misplaced page is caught. Prints
@@ -19,6 +20,7 @@
 
 #define PAGE 4096
 #define WORDS (PAGE / 8)
+#define MAX_TOUCHERS 8
 
 static unsigned long seed = 1;
 static int quiet;
@@ -118,17 +120,18 @@ static int toucher(unsigned long mib, int passes, int touches) {
 
 int main(int argc, char *argv[]) {
   unsigned long mib = 16;
-  int passes = 2, touches = 2000, twice = 0, c;
-  while ((c = getopt(argc, argv, "m:p:r:s:fq")) != -1) {
+  int passes = 2, touches = 2000, n = 1, c;
+  while ((c = getopt(argc, argv, "m:p:r:s:fn:q")) != -1) {
     switch (c) {
     case 'm': mib = strtoul(optarg, 0, 10); break;
     case 'p': passes = atoi(optarg); break;
     case 'r': touches = atoi(optarg); break;
     case 's': seed = strtoul(optarg, 0, 10); break;
-    case 'f': twice = 1; break;
+    case 'f': n = 2; break;
+    case 'n': n = atoi(optarg); break;
     case 'q': quiet = 1; break;
     default:
-      fprintf(stderr, "usage: memtouch [-m MiB] [-p passes] [-r touches] [-s seed] [-f] [-q]\n");
+      fprintf(stderr, "usage: memtouch [-m MiB] [-p passes] [-r touches] [-s seed] [-f] [-n N] [-q]\n");
       return 2;
     }
   }
@@ -136,16 +139,28 @@ int main(int argc, char *argv[]) {
     fprintf(stderr, "memtouch: -m %lu: the working set must be 1..512 MiB\n", mib);
     return 2;
   }
-  int child = -1;
-  if (twice && (child = fork()) == 0) {
-    seed++;
-    exit(toucher(mib, passes, touches));
+  if (n < 1 || n > MAX_TOUCHERS) {
+    fprintf(stderr, "memtouch: -n %d: 1..%d touchers\n", n, MAX_TOUCHERS);
+    return 2;
   }
-  int r = toucher(mib, passes, touches);
-  if (child > 0) {
-    int status = -1;
-    if (wait(&status) != child || status != 0) {
-      printf("memtouch: FAILED second toucher (pid %d) exit status %d\n", child, status);
+  int forked = 0, r = 0;
+  for (; forked < n - 1; forked++) {
+    int pid = fork();
+    if (pid == 0) {
+      seed += forked + 1;
+      exit(toucher(mib, passes, touches));
+    }
+    if (pid < 0) {
+      printf("memtouch: FAILED fork of toucher %d\n", forked + 2);
+      r = 1;
+      break;
+    }
+  }
+  if (r == 0) r = toucher(mib, passes, touches);
+  for (int k = 0; k < forked; k++) {   // the children only: any order
+    int status = -1, pid = wait(&status);
+    if (pid < 0 || status != 0) {
+      printf("memtouch: FAILED toucher pid %d exit status %d\n", pid, status);
       r = 1;
     }
   }
