@@ -230,10 +230,10 @@ uint32_t rdmax_default_inflight(enum ibv_mtu path_mtu);
 #define RDMAX_DEFAULT_RETRY_COUNT 7
 #define RDMAX_DEFAULT_MIN_RTO_US 30000
 #define RDMAX_DEFAULT_RESPONDER_RESOURCES 16
-// Fewer READs in flight than the peer holds (16): the core's responder
-// refuses a new READ (NAK invalid request) while its oldest resource is
-// still replaying responses for a late duplicate; the slack keeps that
-// resource out of the way.
+// READs kept in flight by default: half what a peer holds (16). A depth
+// equal to the peer's resources is valid (a responder with all of them
+// held retires the READ with the lowest PSN for a new one, the transport
+// core's [RESP-READ-4]); 8 is kept as the default it has always been.
 #define RDMAX_DEFAULT_INITIATOR_DEPTH 8
 
 // rdma_get_cm_event with a deadline: -1 and errno ETIMEDOUT when no event
