@@ -41,8 +41,9 @@
 // used (PTE_A).
 //
 // Nothing to take: when the clock finds no page it may take, the room
-// may still come: pages in transit (another process's write-back batch,
-// BUSY until its store call returns: under loss that is seconds), or
+// may still come: pages in transit (BUSY until a store call returns:
+// another process's write-back batch, or its fault's read, whose pages
+// are takeable once in; under loss that is seconds), or
 // pages of processes the clock skipped because they were on a hart (on a
 // loaded host a TCG hart may stay descheduled, and a busy process may
 // never sleep). The allocation then does not fail at once: it asks the
@@ -53,7 +54,7 @@
 // or after the store's retry budget (a write-back may take that long)
 // plus PAGER_GIVE_BACK_NS (a giver's next trap on a loaded host); only
 // then does the allocation fail. A full store, or nothing in transit and
-// no one running, fails at once.
+// no one running, fails after PAGER_IDLE_TRIES yields.
 //
 // Failure: a store call that fails (-1) loses nothing on a write (the
 // pages stay resident, dirty); a failed read kills the faulting process
@@ -79,6 +80,7 @@
 #define PAGER_READAHEAD 8          // pages read ahead of a sequential fault
 #define PAGER_MAX_SLOTS (1 << 16)  // 256 MiB of store: slots beyond are not used
 #define PAGER_INIT_PID 1           // init: never evicted (a few pages; its death panics)
+#define PAGER_IDLE_TRIES 8         // yields for other momentary room (an exit) before failing
 #define PAGER_GIVE_BACK_NS (100 * TICK_NS)   // a running owner's next trap, loaded host (see the top)
 #define PAGER_SEQ_RUN 2            // sequential faults before read-ahead starts
 #define RAM_PAGES (RAM_SIZE / PGSIZE)
@@ -99,7 +101,7 @@ static struct {
   uint64 last_fault[NPROC];          // read-ahead: each process's last fault va
   int seq_run[NPROC];                //   and how many sequential faults led to it
   int wanted;                        // allocations waiting for room (pager_user_trap)
-  int in_flight;                     // victims picked, not yet settled
+  int in_flight;                     // BUSY entries: victims and pages being read
   struct pagestat st;
 } pg;
 
@@ -377,16 +379,20 @@ static int wait_for_room(int running, uint64 *deadline) {
 }
 
 // Evicts until PAGER_BATCH pages above the reserve; when nothing can be
-// taken, waits for room while there is hope (wait_for_room). -1 if the
-// store failed.
+// taken, waits for room while there is hope (wait_for_room), then a few
+// yields (room can come without a settle: an exit). -1 if the store
+// failed.
 static int make_room(void) {
   uint64 deadline = 0;
-  while (pmem_free_pages() < PAGER_RESERVE + PAGER_BATCH) {
+  for (int idle = 0; pmem_free_pages() < PAGER_RESERVE + PAGER_BATCH; ) {
     int running;
     int r = evict_batch(&running);
     if (r < 0) return -1;
     if (r > 0) continue;
-    if (pmem_free_pages() >= PAGER_RESERVE || !wait_for_room(running, &deadline)) break;
+    if (pmem_free_pages() >= PAGER_RESERVE) break;
+    if (wait_for_room(running, &deadline)) continue;
+    if (++idle == PAGER_IDLE_TRIES) break;
+    proc_yield();
   }
   return 0;
 }
@@ -482,6 +488,7 @@ static int fault_read(pte_t **e, pte_t *old, int n, int *failed_io) {
   int ok = got > 0 && pg.store->io(0, slot, pa, got) == 0;
   *failed_io = got > 0 ? !ok : wb_failed;
   spin_lock(&pg.lock);
+  pg.in_flight -= n;
   if (got > 0 && !ok) pg.st.io_errors++;
   for (int i = 0; i < n; i++) {
     if (!ok || i >= got) {
@@ -534,6 +541,7 @@ int pager_fault(pagetable_t pt, uint64 va, int write) {
   old[0] = *e[0];
   *e[0] |= PTE_BUSY;
   int n = 1 + readahead_pick(pt, p, va, e + 1, old + 1);
+  pg.in_flight += n;
   spin_unlock(&pg.lock);
   int failed_io;
   if (fault_read(e, old, n, &failed_io) < 0) {
