@@ -67,6 +67,8 @@ void netbuf_init(void);
 struct netbuf *netbuf_alloc(void);      // any context; NULL if none is free (owner rx)
 struct netbuf *netbuf_alloc_wait(void); // process context: sleeps; keeps the RX reserve (owner tx)
 void netbuf_free(struct netbuf *nb);
+// Frees n buffers under one hold of the pool lock (a receive batch).
+void netbuf_free_n(struct netbuf *const *nbs, int n);
 // Hands nb to owner if owner holds fewer than share buffers: 0; else -1
 // and nb keeps its owner (the caller drops it and counts the drop).
 int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share);

@@ -84,14 +84,24 @@ struct netbuf *netbuf_alloc_wait(void) {
 }
 
 void netbuf_free(struct netbuf *nb) {
-  if (nb < pool || nb >= pool + NNETBUF) panic("netbuf_free: %p is not a netbuf", nb);
+  netbuf_free_n(&nb, 1);
+}
+
+// One lock hold and at most one wakeup for the whole batch: the receive
+// path frees what a pass took in together (rdma_net.c's rx_pass_end).
+void netbuf_free_n(struct netbuf *const *nbs, int n) {
+  for (int i = 0; i < n; i++)
+    if (nbs[i] < pool || nbs[i] >= pool + NNETBUF) panic("netbuf_free: %p is not a netbuf", nbs[i]);
   spin_lock(&nbp.lock);
-  if (nb->owner == NB_free) panic("netbuf_free: freed twice");
-  set_owner(nb, NB_free);
-  nb->next = nbp.free;
-  nbp.free = nb;
-  nbp.nfree++;
-  if (nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
+  for (int i = 0; i < n; i++) {
+    struct netbuf *nb = nbs[i];
+    if (nb->owner == NB_free) panic("netbuf_free: freed twice");
+    set_owner(nb, NB_free);
+    nb->next = nbp.free;
+    nbp.free = nb;
+    nbp.nfree++;
+  }
+  if (n > 0 && nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
   spin_unlock(&nbp.lock);
 }
 
