@@ -65,6 +65,8 @@ struct netbuf {
 
 void netbuf_init(void);
 struct netbuf *netbuf_alloc(void);      // any context; NULL if none is free (owner rx)
+// Any context: up to n buffers (owner rx) under one lock hold; returns how many.
+int netbuf_alloc_n(struct netbuf **out, int n);
 struct netbuf *netbuf_alloc_wait(void); // process context: sleeps; keeps the RX reserve (owner tx)
 void netbuf_free(struct netbuf *nb);
 // Frees n buffers under one hold of the pool lock (a receive batch).

@@ -64,10 +64,18 @@ static struct netbuf *take(enum netbuf_owner owner) {
 
 struct netbuf *netbuf_alloc(void) {
   struct netbuf *nb = NULL;
-  spin_lock(&nbp.lock);
-  if (nbp.free) nb = take(NB_rx);
-  spin_unlock(&nbp.lock);
+  netbuf_alloc_n(&nb, 1);
   return nb;
+}
+
+// Up to n buffers (owner rx) under one hold of the pool lock: the driver
+// takes one per frame already waiting in its ring.
+int netbuf_alloc_n(struct netbuf **out, int n) {
+  int got = 0;
+  spin_lock(&nbp.lock);
+  while (got < n && nbp.free) out[got++] = take(NB_rx);
+  spin_unlock(&nbp.lock);
+  return got;
 }
 
 struct netbuf *netbuf_alloc_wait(void) {
