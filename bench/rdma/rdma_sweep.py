@@ -76,11 +76,14 @@ def iters_for(size, budget):
     return max(5, min(500, budget // max(size, 1)))
 
 
-def bw(tb, op, size, iters, sr, log, depth=None):
+def bw(tb, op, size, iters, sr, log, depth=None, poll=False):
+    """rdma_bw on guest 1 against its server on guest 0: the client's row
+    and --stats counters. It sleeps on its completion channel (-e) unless
+    poll (busy-polling, perftest's default)."""
     a, b = tb.guests[:2]                 # the xv6 pair (a bed may hold Linux guests after them)
     a.send("rdma_bw")
     a.expect(r"waiting for a client", timeout=60)
-    cmd = (f"rdma_bw -t {op} -s {size} -n {iters} -e --stats{' --sr' if sr else ''}"
+    cmd = (f"rdma_bw -t {op} -s {size} -n {iters}{'' if poll else ' -e'} --stats{' --sr' if sr else ''}"
            f"{f' -d {depth}' if depth else ''} {tb.ip(0)}")
     out = b.run(cmd, timeout=1800)
     a.expect(r"\$ $", timeout=120)
