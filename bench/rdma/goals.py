@@ -136,6 +136,13 @@ def bw_goals(t, src):
               q is not None and q >= ROCE_CEILING_GOAL, "rdma-ceiling.csv",
               f"rounds {c.get('roce_round_ratios', '?')}; WRITE {c.get('steady_write_MBps', '?')} / "
               f"ceiling {c.get('roce_all_payload_MBps', '?')} MB/s")
+        # A round faster than every ceiling round: the ceiling was no bound.
+        over = c.get("write_over_ceiling")
+        n = len(over.split()) if over is not None else None
+        t.add(f"steady 64 KiB WRITE rounds above every RoCE ceiling round, MTU {mtu}", n, "0",
+              n == 0 if n is not None else None, "rdma-ceiling.csv",
+              f"WRITE {over} MB/s" if over else "the ceiling bounded every round" if over == "" else
+              "no write_over_ceiling column (a file from before the flag)")
 
 
 def qp_goals(t, src):
