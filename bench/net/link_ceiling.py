@@ -65,10 +65,12 @@ ROCE_OVERHEAD = 12 + 4                    # BTH + ICRC: payload bytes RDMA does 
 
 
 def start_receiver(g, method):
-    # Background: its first line may interleave with the prompt, so wait
-    # instead of matching it.
-    g.send("nettest kcount 1000 60000 &" if method in KBURST else "nettest sink 9001 2000 &")
-    time.sleep(2)
+    # Background, started once its ready line and the job's prompt are both
+    # there (spawn takes them in either order).
+    if method in KBURST:
+        g.spawn("nettest kcount 1000 60000", ready=r"kcount: ready")
+    else:
+        g.spawn("nettest sink 9001 2000", ready=r"sink: ready on port \d+")
 
 
 def collect_receiver(g, method):
@@ -275,8 +277,7 @@ def main():
                           f"received {r['recv_fps']} f/s {r['payload_MBps']} MB/s, "
                           f"{r['interrupts_per_frame']} irq/frame", flush=True)
                     rows.append(r)
-        g1.send("udpecho -s 7 &")
-        time.sleep(2)
+        g1.spawn("udpecho -s 7", ready=r"udpecho: serving port 7")
         out = g0.run(f"nettest lat {tb.ip(1)} 7 18 {args.echoes}", timeout=300)
         m = re.search(r"rtt min (\d+) us median (\d+) us p90 (\d+) us avg (\d+) us, "
                       r"one-way min (\d+) us median (\d+) us avg (\d+) us", out)

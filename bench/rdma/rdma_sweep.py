@@ -123,8 +123,7 @@ def lat(tb, op, size, iters, log):
 
 
 def start_echo(tb):
-    tb.guests[1].send("udpecho -s 7 &")
-    time.sleep(2)
+    tb.guests[1].spawn("udpecho -s 7", ready=r"udpecho: serving port 7")
 
 
 def raw_latency(tb, log, echoes=300):
