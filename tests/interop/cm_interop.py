@@ -287,10 +287,11 @@ def mtu_mismatch(tally, name, xv6, lnx, xv6_ip):
                         ready=rf"rping: listening on port {RPING_PORT} \(pid (\d+)\)\n")[1]
         rc, out = rdmacm_tools.client(lnx, f"rping -c -a {xv6_ip} -p {RPING_PORT} -C 1", 60)
         # No REQ reached it: it still listens. Its end prints before or after
-        # the kill's prompt; an echo's line and the prompt right after it
-        # consume whichever prompt was left.
+        # the kill's prompt; the echo's line and the first prompt after it
+        # consume whichever prompt was left (a job's line may land between
+        # them, so no anchor at the end).
         xv6.run(f"kill {pid}", until=r"status: rping exited -?\d+\n", timeout=60)
-        xv6.run("echo mtu-sync", until=r"^mtu-sync\r?\n\$ $")
+        xv6.run("echo mtu-sync", until=r"^mtu-sync\r?\n(?:[^\n]*\n)*?\$ ")
         ok = rc not in (0, rdmacm_tools.TIMED_OUT) and "RDMA_CM_EVENT_REJECTED, error 26" in out
         return ok, f"Linux rping exit {rc}: {out.strip()[-160:]!r}; xv6: {xv6.output()[start:].strip()[-160:]!r}"
     tally.run(f"interop_{name}_linux_req_rejected", linux_client)

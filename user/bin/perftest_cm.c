@@ -23,7 +23,6 @@
 #define R_RUN_WAIT_MS 600000    // the server's wait for the end of the client's run
 #define R_CLOSE_MS 10000        // the longest wait for the peer's disconnect
 #define R_PEER_CHECK_MS 500     // how often a message wait looks whether the peer left
-#define R_SEND_PREPOST 200      // the send server's receives posted before the run (run_send_server's)
 #define R_TEST_TRIES 20         // REQs for the test connection a perftest server may refuse ...
 #define R_TEST_RETRY_US 100000  // ... each 100 ms after the last: 2 s for its listener
 
@@ -288,7 +287,7 @@ static void step_recvs(struct perf_conn *c, struct perf_opts *o) {
   if (!c->is_server) return;
   struct ibv_sge sge = { (uint64_t)c->buf, o->size, c->mr->lkey };
   struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
-  for (; c->preposted < (int)o->iters && c->preposted < R_SEND_PREPOST; c->preposted++)
+  for (; c->preposted < (int)o->iters && c->preposted < PERF_SEND_RECVS; c->preposted++)
     if (ibv_post_recv(c->qp, &wr, &bad)) die(c, "receives for the run", "cannot post a receive");
 }
 
