@@ -96,13 +96,14 @@ demo: deps rdma-demo
 
 # Every benchmark, one after the other: the raw link ceiling, the RDMA sweeps
 # (bench-rdma writes rdma-summary.md; bench-rxe and bench-lat add their
-# sections to it), perftest -R in every xv6/rxe pairing (bench-pairs),
+# sections to it), the small-message rate beside rxe's and the small-frame
+# RoCE ceiling (bench-msgrate), perftest -R in every xv6/rxe pairing (bench-pairs),
 # QP scaling, the guests' work per frame, librmem's READ / WRITE (bench-rmem),
 # remote atomics beside rxe's (bench-atomic), the simulator, paging to a
 # memory node (bench-rmem-paging);
 # then bench/rdma/goals.py puts the goals this run met or missed at the top
 # of rdma-summary.md.
-BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-pairs bench-lat bench-frames bench-rmem bench-atomic bench-sim \
+BENCH_PARTS := bench-net bench-rdma bench-qp bench-rxe bench-msgrate bench-pairs bench-lat bench-frames bench-rmem bench-atomic bench-sim \
   bench-rmem-paging
 bench: deps
 	@start=$$(date +%s) && \

@@ -65,10 +65,12 @@ ROCE_OVERHEAD = 12 + 4                    # BTH + ICRC: payload bytes RDMA does 
 
 
 def start_receiver(g, method):
-    # Background: its first line may interleave with the prompt, so wait
-    # instead of matching it.
-    g.send("nettest kcount 1000 60000 &" if method in KBURST else "nettest sink 9001 2000 &")
-    time.sleep(2)
+    # Background, started once its ready line and the job's prompt are both
+    # there (spawn takes them in either order).
+    if method in KBURST:
+        g.spawn("nettest kcount 1000 60000", ready=r"kcount: ready")
+    else:
+        g.spawn("nettest sink 9001 2000", ready=r"sink: ready on port \d+")
 
 
 def collect_receiver(g, method):
@@ -87,13 +89,16 @@ def collect_receiver(g, method):
             float(f"{irq.group(3)}.{irq.group(4)}"), extra)
 
 
-def one_run(tb, src, dst, frame, seconds, method):
+def one_run(tb, src, dst, frame, seconds, method, pace_fps=0):
+    """One burst src -> dst of `frame`-byte frames for `seconds` (kernel
+    bursts paced to pace_fps frames/s when above 0): the receiver's numbers."""
     gs, gd = tb.guests[src], tb.guests[dst]
     payload = frame - HEADERS
     start_receiver(gd, method)
     before = tb.stats()
     mode = "kblast" if method in KBURST else "blast"
-    out = gs.run(f"nettest {mode} {tb.ip(dst)} {PORT[method]} {payload} {seconds}",
+    pace = f" {pace_fps}" if pace_fps and method in KBURST else ""
+    out = gs.run(f"nettest {mode} {tb.ip(dst)} {PORT[method]} {payload} {seconds}{pace}",
                  timeout=seconds + 120)
     m = RATE.search(out)
     frames, fps, mbps, irq, extra = collect_receiver(gd, method)
@@ -108,8 +113,31 @@ def one_run(tb, src, dst, frame, seconds, method):
         "sent_frames": int(m.group(1)) if m else 0, "sent_fps": int(m.group(4)) if m else 0,
         "linkemu_delivered": delivered, "recv_frames": frames, "recv_fps": fps,
         "payload_MBps": mbps, "frame_MBps": round(fps * frame / 1e6, 3),
-        "interrupts_per_frame": irq, **extra,
+        "interrupts_per_frame": irq, "paced_fps": pace_fps, **extra,
     }
+
+
+PACE_STEPS = (1.2, 1.5, 2.0)   # paced rates tried, times the open-loop burst's received rate
+
+
+def best_run(tb, src, dst, frame, seconds, method):
+    """The most the receiver takes in: the open-loop kernel burst, then the
+    same burst paced to PACE_STEPS times what it received, until a paced
+    run falls short of its pace. An open-loop burst overdrives the
+    receiver (the host drops what it cannot take, and on a 2-core host the
+    sender's and linkemu's CPU comes off the receiving guest's), where a
+    transport's window paces itself; the best run is the ceiling, with
+    open_loop_fps (the unpaced run's rate) kept beside it."""
+    first = one_run(tb, src, dst, frame, seconds, method)
+    best = first
+    for k in PACE_STEPS if method in KBURST else ():
+        fps = int(first["recv_fps"] * k)
+        r = one_run(tb, src, dst, frame, seconds, method, fps)
+        if r["recv_fps"] > best["recv_fps"]:
+            best = r
+        if r["recv_fps"] < 0.95 * fps:
+            break
+    return dict(best, open_loop_fps=first["recv_fps"])
 
 
 def plot(csv_path, png_path):
@@ -176,7 +204,9 @@ def write_summary(path, rows, lat, args, started, loads):
         " also pays what every RoCEv2 frame pays with a software ICRC — the sender computes"
         " the ICRC of every copy, the receiver's kernel verifies it and copies the payload into"
         " a buffer — and its payload is what RDMA carries (frame - 58 bytes). RDMA goodput can"
-        " approach this row, not the raw one.", "",
+        " approach this row, not the raw one. An open-loop burst overdrives the receiver (the"
+        " host drops what it cannot take); make bench-rdma takes the best of open-loop and paced"
+        " bursts (`link_ceiling.best_run`, ceiling-notes.md).", "",
         f"**{LABEL['user']}** is the old measurement (`nettest blast` against `nettest sink`):"
         " one system call per datagram on each side, with a copy and a UDP checksum each way."
         " It measures the socket path, not the link, and is kept to show that cost.", "",
@@ -247,8 +277,7 @@ def main():
                           f"received {r['recv_fps']} f/s {r['payload_MBps']} MB/s, "
                           f"{r['interrupts_per_frame']} irq/frame", flush=True)
                     rows.append(r)
-        g1.send("udpecho -s 7 &")
-        time.sleep(2)
+        g1.spawn("udpecho -s 7", ready=r"udpecho: serving port 7")
         out = g0.run(f"nettest lat {tb.ip(1)} 7 18 {args.echoes}", timeout=300)
         m = re.search(r"rtt min (\d+) us median (\d+) us p90 (\d+) us avg (\d+) us, "
                       r"one-way min (\d+) us median (\d+) us avg (\d+) us", out)

@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import lat_matrix  # noqa: E402
+import msgrate  # noqa: E402
 import rxe_compare  # noqa: E402
 
 MIB = 1 << 20
@@ -136,6 +137,13 @@ def bw_goals(t, src):
               q is not None and q >= ROCE_CEILING_GOAL, "rdma-ceiling.csv",
               f"rounds {c.get('roce_round_ratios', '?')}; WRITE {c.get('steady_write_MBps', '?')} / "
               f"ceiling {c.get('roce_all_payload_MBps', '?')} MB/s")
+        # A round faster than every ceiling round: the ceiling was no bound.
+        over = c.get("write_over_ceiling")
+        n = len(over.split()) if over is not None else None
+        t.add(f"steady 64 KiB WRITE rounds above every RoCE ceiling round, MTU {mtu}", n, "0",
+              n == 0 if n is not None else None, "rdma-ceiling.csv",
+              f"WRITE {over} MB/s" if over else "the ceiling bounded every round" if over == "" else
+              "no write_over_ceiling column (a file from before the flag)")
 
 
 def qp_goals(t, src):
@@ -178,6 +186,31 @@ def rxe_goals(t, src):
             t.add(f"{cell}, xv6 selective repeat / rxe-rxe, {loss} % loss, path MTU {mtu}", q, f">= {goal}",
                   q is not None and q >= goal, "rxe-compare.csv",
                   f"{x and round(x, 2)} / {r and round(r, 2)} MB/s, medians")
+
+
+# Issue 40's message-rate goals at 64 B, xv6 polling: (op, against, goal);
+# against "ceiling" is the small-frame RoCE ceiling of the same run.
+MSGRATE_GOALS = (("write", "ceiling", 0.6), ("write", "rxe", 5), ("send", "ceiling", 0.5), ("read", "rxe", 3))
+
+
+def msgrate_goals(t, src):
+    """bench-msgrate: 64 B message rates against the same run's rxe and
+    small-frame RoCE ceiling, and no cell above every ceiling round."""
+    rows = [dict(r, size=int(r["size"]), msgs_per_s=int(r["msgs_per_s"])) for r in src.rows("msgrate.csv")
+            if r.get("msgs_per_s") not in ("", None)]
+    ceil = [r["msgs_per_s"] for r in rows if r["op"] == "ceiling"]
+    meds = msgrate.medians([r for r in rows if r["op"] != "ceiling"])
+    c = statistics.median(ceil) if ceil else None
+    for op, against, goal in MSGRATE_GOALS:
+        x = meds.get((op, msgrate.CEIL_PAYLOAD, "poll"))
+        y = c if against == "ceiling" else meds.get((op, msgrate.CEIL_PAYLOAD, "rxe"))
+        q = ratio(x, y)
+        t.add(f"64 B {op.upper()} message rate, xv6 polling / {'RoCE 64 B-frame ceiling' if against == 'ceiling' else 'rxe'}",
+              q, f">= {goal}", q is not None and q >= goal, "msgrate.csv", f"{x} / {y} messages/s, medians")
+    over = [f"{op} {size} B {tool}" for (op, size, tool), v in sorted(meds.items())
+            if tool != "rxe" and msgrate.over_ceiling(size, v, ceil)]
+    t.add("message-rate cells above every RoCE ceiling round", len(over) if rows else None, "0", not over,
+          "msgrate.csv", ", ".join(over))
 
 
 def lat_goals(t, src):
@@ -240,7 +273,7 @@ def main():
     args = ap.parse_args()
     src = Sources(args.out, args.since)
     t = Table(src)
-    for part in (bw_goals, qp_goals, rxe_goals, lat_goals, sim_goals):
+    for part in (bw_goals, qp_goals, rxe_goals, msgrate_goals, lat_goals, sim_goals):
         part(t, src)
     text = section(t, args.since)
     rxe_compare.write_summary(args.out, text, SECTION, SECTION_END, at_top=True)

@@ -122,7 +122,7 @@ def rxe_bw(tb, prog, size, iters, log, mtu):
     if not m or int(m.group(1)) != mtu:
         progress("rxe", f"{prog}: ran at MTU {m and m.group(1)}, not the bed's {mtu}: not counted")
         return None
-    r = {"bw_avg_MiBps": row["bw_avg_MiBps"], "bw_peak_MiBps": row["bw_peak_MiBps"]}
+    r = {"bw_avg_MiBps": row["bw_avg_MiBps"], "bw_peak_MiBps": row["bw_peak_MiBps"], "mpps": row["mpps"]}
     for k in RXE_COUNTERS:
         if k in before and k in after:
             r[k] = after[k] - before[k]
@@ -353,6 +353,18 @@ def save_plot(fig, ax, title, path):
     fig.savefig(path, dpi=110)
 
 
+def write_runs(out, stem, rows, log, script):
+    """out/STEM.csv (rows, every run; the first row's keys are the columns)
+    and out/STEM.txt (log: the tools' own tables, from bench/rdma/SCRIPT)."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, stem + ".csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(out, stem + ".txt"), "w") as f:
+        f.write(f"# perftest and rdma_bw tables from bench/rdma/{script} (MB = 2^20)\n\n" + "\n".join(log))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
@@ -378,13 +390,7 @@ def main():
     if not rows:
         progress("rxe", "no run produced a result")
         return 1
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "rxe-compare.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    with open(os.path.join(args.out, "rxe-compare.txt"), "w") as f:
-        f.write("# perftest and rdma_bw tables from bench/rdma/rxe_compare.py (MB = 2^20)\n\n" + "\n".join(log))
+    write_runs(args.out, "rxe-compare", rows, log, "rxe_compare.py")
     meds = medians(rows)
     plot(args.out, meds)
     section = summary_section(rows, meds, args, time.monotonic() - t0, os.getloadavg()[0])

@@ -59,6 +59,7 @@ struct proc {
   int is_kthread;            // kernel-only: no user memory, no trap frame
   uint64 kstack_top;
   uint64 heap_end;           // user memory is [0, heap_end)
+  uint64 nsyscalls;          // system calls made (SYS_syscount), 0 at a free slot
   void (*kthread_fn)(void *); // kthreads: body and its argument
   void *kthread_arg;
   pagetable_t pagetable;     // root while the slot has user memory, else NULL

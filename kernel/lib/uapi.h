@@ -481,6 +481,26 @@ struct rdma_wc {
   unsigned char pad[7];
 };
 
+// A CQ's ring in the process's own memory (SYS_rdma_map_cq; ibv_create_cq
+// maps every CQ). The kernel moves each completion into ring[prod % cqe],
+// then advances prod; ibv_poll_cq reads ring[cons % cqe] while cons !=
+// prod and advances cons, with no system call. The kernel writes the
+// pages it pinned at map time (a fork's child has its own copy, which the
+// kernel never writes) and trusts none of it: it reads cons once per move
+// and moves nothing while prod - cons is not in [0, cqe], so a garbage
+// cons only lets the process's own CQ overrun. held: completions the
+// kernel still holds because the ring was full (the library asks for them
+// with SYS_rdma_poll_cq, which then moves them and returns 0). error: the
+// CQ overran; polls fail from then on.
+struct rdma_cq_ring {
+  volatile unsigned int prod, held, error;   // the kernel's
+  unsigned int pad0[13];
+  volatile unsigned int cons;                // the process's
+  unsigned int pad1[15];
+  struct rdma_wc wc[];                       // cqe entries
+};
+#define RDMA_CQ_RING_BYTES(cqe) (sizeof(struct rdma_cq_ring) + (unsigned long)(cqe) * sizeof(struct rdma_wc))
+
 struct rdma_qp_create {
   int pd, send_cq, recv_cq, sq_sig_all;
   int qp_type;               // RDMA_QPT_RC or RDMA_QPT_UD (0: RC)
@@ -654,6 +674,12 @@ struct net_info {
 // The kernel's client of a memory node (kernel/rmem/rmem_client.c; the tool
 // user/bin/rmemctl). SYS_rmemctl(op, arg...): 0, or a negated errno.
 #define SYS_rmemctl 125
+// SYS_rdma_map_cq(cq, struct rdma_cq_ring *ring): ring page-aligned, zeroed,
+// RDMA_CQ_RING_BYTES(cqe) long; 0, or -1 (bad CQ, already mapped, bad memory).
+#define SYS_rdma_map_cq 126
+// SYS_syscount(): the system calls the calling process made, this one
+// included (tests count the calls a verb makes).
+#define SYS_syscount 127
 #define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
 #define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
 #define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test

@@ -95,6 +95,7 @@ void proc_release_slot(struct proc *p) {
   p->pagetable = NULL;
   p->tf = NULL;
   p->heap_end = 0;
+  p->nsyscalls = 0;
   p->pid = 0;
   p->parent = NULL;
   p->name[0] = 0;

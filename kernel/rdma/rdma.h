@@ -305,6 +305,8 @@ void rdma_mr_release_all(struct kv_owner *o);   // the owner's QPs are already g
 void rdma_mr_selftest(void);
 // rdma_cq.c:
 int  rdma_cq_owned(struct kv_owner *o, const struct rdma_cq *cq);
+void rdma_cq_overrun_locked(struct rdma_cq *cq);
+int  rdma_cq_take_locked(struct rdma_cq *cq, struct rct_wc *wc, int n);
 int  rdma_cq_create_locked(struct kv_owner *o, int cqe, kv_comp_fn fn, void *ctx, struct rdma_cq **out);
 int  rdma_cq_destroy_locked(struct kv_owner *o, struct rdma_cq *cq);   // its slot, or -1
 void rdma_cq_on_event(const struct rct_event *ev);   // CQ_COMP, CQ_OVERFLOW
@@ -345,6 +347,7 @@ int  uv_create_chan(void);                               // -> fd
 int  uv_destroy_chan(int fd);
 int  uv_create_cq(int cqe, int chan, uint64 cookie);
 int  uv_destroy_cq(int h);
+int  uv_map_cq(int h, uint64 va);                      // SYS_rdma_map_cq
 int  uv_poll_cq(int h, struct rct_wc *out, int n);
 int  uv_req_notify(int h, int solicited_only);
 int  uv_get_cq_event(int chan, uint64 *cookie);         // sleeps

@@ -76,6 +76,10 @@ RECV(wr_id); RECV(sg_list); RECV(num_sge);
 _Static_assert(sizeof(struct rdma_wc) == sizeof(struct rct_wc), "WC size");
 WC(wr_id); WC(status); WC(opcode); WC(byte_len); WC(imm_data); WC(wc_flags); WC(qp_num);
 WC(src_qp); WC(vendor_err); WC(solicited);
+// A mapped CQ ring (uverbs.c ring_move): the kernel's indices and the
+// process's consumer index in cache lines of their own, entries 8-aligned.
+_Static_assert(offsetof(struct rdma_cq_ring, cons) == 64 && offsetof(struct rdma_cq_ring, wc) == 128,
+               "CQ ring layout");
 
 // modify_qp's mask: IBV_QP_* (and RDMA_QP_*) bit -> the core's bit.
 static const struct { uint32 ibv, rct; } mask_map[] = {

@@ -81,10 +81,17 @@ int kv_destroy_cq(struct kv_owner *o, struct rdma_cq *cq) {
 int kv_poll_cq(struct kv_owner *o, struct rdma_cq *cq, struct rct_wc *wc, int n) {
   int got = -1;
   spin_lock(&rdma.lock);
-  if (rdma_cq_owned(o, cq) >= 0 && !cq->error && n >= 0) got = rct_poll_cq(&cq->cq, wc, n);
-  for (int i = 0; i < got; i++)   // the padding may reach user space: no stale bytes
-    memset(&wc[i].solicited + 1, 0, sizeof *wc - offsetof(struct rct_wc, solicited) - 1);
+  if (rdma_cq_owned(o, cq) >= 0 && !cq->error && n >= 0) got = rdma_cq_take_locked(cq, wc, n);
   spin_unlock(&rdma.lock);
+  return got;
+}
+
+// Lock held, n >= 0. Up to n of cq's completions into wc, their padding
+// zeroed (it may reach user space: no stale bytes): how many.
+int rdma_cq_take_locked(struct rdma_cq *cq, struct rct_wc *wc, int n) {
+  int got = rct_poll_cq(&cq->cq, wc, n);
+  for (int i = 0; i < got; i++)
+    memset(&wc[i].solicited + 1, 0, sizeof *wc - offsetof(struct rct_wc, solicited) - 1);
   return got;
 }
 
@@ -96,14 +103,21 @@ void rdma_cq_on_event(const struct rct_event *ev) {
   uint32 flags = 0;
   if (ev->type == RCT_EV_CQ_OVERFLOW) {
     if (cq->error) return;
-    cq->error = 1;
+    rdma_cq_overrun_locked(cq);
     flags = KV_COMP_OVERRUN;
-    struct kv_async_event ae = { .type = IBV_EVENT_CQ_ERR, .cq = cq };
-    if (cq->owner->async) cq->owner->async(cq->owner, &ae);
   } else if (ev->info & RCT_EV_SOLICITED) {
     flags = KV_COMP_SOLICITED;
   }
   if (cq->comp) cq->comp(cq, cq->comp_ctx, flags);
+}
+
+// Lock held, cq not in error. cq overran (the core's ring, or a ring
+// mapped into a process, did not hold every completion not yet polled):
+// it goes to the error state and its owner hears IBV_EVENT_CQ_ERR.
+void rdma_cq_overrun_locked(struct rdma_cq *cq) {
+  cq->error = 1;
+  struct kv_async_event ae = { .type = IBV_EVENT_CQ_ERR, .cq = cq };
+  if (cq->owner->async) cq->owner->async(cq->owner, &ae);
 }
 
 // Lock held; the owner's QPs are already gone.

@@ -26,6 +26,7 @@
 #include "lib/types.h"
 #include "lib/param.h"
 #include "core/proc.h"
+#include "core/vm.h"
 #include "proc/lifecycle.h"
 #include "core/poll.h"
 #include "fs/file.h"
@@ -46,6 +47,9 @@ struct uv_chan {            // behind a file descriptor
   int file_open;            // its file is open; the slot is free once not and no CQ uses it
 };
 
+// Pages of the largest CQ's mapped ring.
+#define RING_MAX_PAGES RDMA_PAGES(RDMA_CQ_RING_BYTES(RDMA_MAX_CQE))
+
 struct uv_cq {              // the front end's half of CQ slot i (its core half: rdma_cqs[i])
   int chan;                 // 1 + the channel's slot; 0: none
   uint64 cookie;            // the cq_context user space gave
@@ -53,6 +57,9 @@ struct uv_cq {              // the front end's half of CQ slot i (its core half:
   int solicited_only;       // ... only if it is solicited or an error
   int events;               // events raised and not yet taken by get_cq_event
   int waiters;              // processes asleep in uv_wait_cq on this CQ
+  int ring_pages;           // the mapped ring's pinned pages (uapi.h struct rdma_cq_ring); 0: none
+  uint32 prod;              // the ring's producer index: the kernel's copy, never read back
+  uint64 ring_pa[RING_MAX_PAGES];
 };
 
 static struct uv_proc uv_procs[NPROC];
@@ -67,6 +74,7 @@ static uint64 async_dropped;  // events dropped from a full queue (its oldest), 
 
 static void uv_async(struct kv_owner *o, const struct kv_async_event *ev);
 static void uv_cq_comp(struct rdma_cq *cq, void *ctx, uint32 flags);
+static struct rdma_cq *own_cq(int h);
 
 // Lock held. pid's entry; with create, a free slot becomes it. NULL if
 // pid has none (and create is 0; the table has a slot per process slot).
@@ -109,6 +117,12 @@ static struct uv_proc *proc_of(struct kv_owner *o) {
 
 static void chan_free_if_unused(int ch);
 
+// Lock held. The front end's half of CQ slot h goes, its ring unpinned.
+static void cq_forget(int h) {
+  if (uv_cqs[h].ring_pages > 0) uvm_unpin(uv_cqs[h].ring_pa, uv_cqs[h].ring_pages);
+  uv_cqs[h] = (struct uv_cq){ 0 };
+}
+
 // The exiting process's objects go, and its queue with its events; its
 // channels go with their files (closed after the exit hooks), or here if
 // already closed.
@@ -117,7 +131,7 @@ static void uv_exit(struct proc *p) {
   struct uv_proc *u = proc_entry(p->pid, 0);
   if (u) {
     rdma_for_each_live(i, rdma.cq_live)
-      if (rdma_cqs[i].owner == &u->owner) uv_cqs[i] = (struct uv_cq){ 0 };
+      if (rdma_cqs[i].owner == &u->owner) cq_forget(i);
     rdma_release_owner_locked(&u->owner);
     u->pid = 0;
   }
@@ -237,12 +251,92 @@ int uv_destroy_chan(int fd) {
 
 // ---- CQs ----
 
+// ---- CQ rings mapped into the process (uapi.h struct rdma_cq_ring) ----
+
+// Lock held. Copies n bytes between the ring's byte off and buf (to the
+// ring if out), page by page through the pinned pages' direct map. off +
+// n is inside the ring (the callers' offsets derive from the ring's size).
+static void ring_copy(struct uv_cq *u, uint64 off, void *buf, uint64 n, int out) {
+  while (n > 0) {
+    uint64 in_page = PGSIZE - off % PGSIZE, k = n < in_page ? n : in_page;
+    uint8 *at = (uint8 *)u->ring_pa[off / PGSIZE] + off % PGSIZE;
+    if (out) memmove(at, buf, k);
+    else memmove(buf, at, k);
+    off += k, buf = (uint8 *)buf + k, n -= k;
+  }
+}
+
+#define RING_FIELD(f) offsetof(struct rdma_cq_ring, f)
+
+// Lock held. The process's consumer index, read once: how many entries of
+// the ring are still unread, or cqe + 1 for a garbage index (which the
+// kernel treats as a full ring: the CQ then overruns, the process's own).
+static uint32 ring_unread(struct rdma_cq *cq, struct uv_cq *u) {
+  uint32 cons;
+  ring_copy(u, RING_FIELD(cons), &cons, sizeof cons, 0);
+  uint32 unread = u->prod - cons;
+  return unread <= cq->cq.size ? unread : cq->cq.size + 1;
+}
+
+// Lock held. Moves cq's completions into its mapped ring while there is
+// room, then publishes prod (after the entries: a fence between), held
+// and error. More completions unpolled than the CQ's size (ring and
+// kernel together) is an overrun, as the core's own ring full would be
+// (IBTA 11.4.2.1); a garbage consumer index makes one.
+static void ring_move(struct rdma_cq *cq, struct uv_cq *u) {
+  if (u->ring_pages == 0) return;
+  uint32 unread = ring_unread(cq, u), size = cq->cq.size;
+  struct rct_wc wc;
+  while (!cq->error && unread < size && rdma_cq_take_locked(cq, &wc, 1) == 1) {
+    ring_copy(u, RING_FIELD(wc) + (uint64)(u->prod % size) * sizeof wc, &wc, sizeof wc, 1);
+    u->prod++, unread++;
+  }
+  uint32 held = rct_cq_count(&cq->cq);
+  if (!cq->error && unread + held > size) rdma_cq_overrun_locked(cq);
+  uint32 err = cq->error;
+  __sync_synchronize();
+  ring_copy(u, RING_FIELD(prod), &u->prod, sizeof u->prod, 1);
+  ring_copy(u, RING_FIELD(held), &held, sizeof held, 1);
+  ring_copy(u, RING_FIELD(error), &err, sizeof err, 1);
+}
+
+// Maps the caller's CQ h's ring at va (page-aligned, zeroed by the
+// process, RDMA_CQ_RING_BYTES(cqe) long): pins its pages, from then on
+// completions go there (ring_move). 0, or -1 (not the caller's CQ, mapped
+// already, or memory the process may not write).
+int uv_map_cq(int h, uint64 va) {
+  uint64 pa[RING_MAX_PAGES];
+  spin_lock(&rdma.lock);
+  struct rdma_cq *cq = own_cq(h);
+  uint64 bytes = cq ? RDMA_CQ_RING_BYTES(cq->cq.size) : 0;
+  int ok = cq && uv_cqs[h].ring_pages == 0 && va % PGSIZE == 0 && va + bytes > va && va + bytes <= MAXVA;
+  spin_unlock(&rdma.lock);
+  for (uint64 off = 0; ok && off < bytes; off += PGSIZE)   // writable, not read-only memory
+    ok = uvm_user_pa(current()->pagetable, va + off, 1) != 0;
+  if (!ok) return -1;
+  int n = uvm_pin(current()->pagetable, va, bytes, pa, RING_MAX_PAGES);   // may sleep: no lock
+  if (n < 0) return -1;
+  spin_lock(&rdma.lock);
+  ok = own_cq(h) == cq && uv_cqs[h].ring_pages == 0;
+  if (ok) {
+    for (int i = 0; i < n; i++) uv_cqs[h].ring_pa[i] = pa[i];
+    uv_cqs[h].ring_pages = n;
+    uv_cqs[h].prod = 0;
+    ring_move(cq, &uv_cqs[h]);     // completions taken before the mapping
+  }
+  spin_unlock(&rdma.lock);
+  if (!ok) uvm_unpin(pa, n);
+  return ok ? 0 : -1;
+}
+
 // The completion handler of every front-end CQ (kverbs.h's rules: lock
 // held, no sleeping). Wakes uv_wait_cq's sleepers, and raises the event
 // of an armed CQ on its channel unless solicited_only and none of the
 // completions was solicited or an error.
 static void uv_cq_comp(struct rdma_cq *cq, void *ctx, uint32 flags) {
   struct uv_cq *u = &uv_cqs[cq - rdma_cqs];
+  ring_move(cq, u);
+  if (cq->error) flags |= KV_COMP_OVERRUN;
   if (u->waiters) proc_wakeup(u);
   if ((flags & KV_COMP_OVERRUN) || !u->armed || !u->chan) return;
   if (u->solicited_only && !(flags & KV_COMP_SOLICITED)) return;
@@ -280,15 +374,24 @@ int uv_destroy_cq(int h) {
   int slot = o ? rdma_cq_destroy_locked(o, AT(rdma_cqs, RDMA_MAX_CQ, h)) : -1;
   if (slot >= 0) {
     int ch = uv_cqs[slot].chan - 1;
-    uv_cqs[slot] = (struct uv_cq){ 0 };
+    cq_forget(slot);
     chan_free_if_unused(ch);
   }
   spin_unlock(&rdma.lock);
   return slot >= 0 ? 0 : -1;
 }
 
-// Up to n of the caller's CQ h's completions: how many, or -1.
+// Up to n of the caller's CQ h's completions: how many, or -1. A mapped
+// CQ's completions go to its ring instead: this moves those the kernel
+// held while the ring was full, and returns 0 (-1 once overrun).
 int uv_poll_cq(int h, struct rct_wc *out, int n) {
+  spin_lock(&rdma.lock);
+  struct rdma_cq *cq = own_cq(h);
+  int mapped = cq && uv_cqs[h].ring_pages > 0;
+  if (mapped) ring_move(cq, &uv_cqs[h]);
+  int r = mapped && !cq->error ? 0 : -1;
+  spin_unlock(&rdma.lock);
+  if (mapped) return r;
   struct kv_owner *o = self(0);
   return o ? kv_poll_cq(o, AT(rdma_cqs, RDMA_MAX_CQ, h), out, n) : -1;
 }
@@ -358,7 +461,11 @@ int uv_wait_cq(int h, int timeout_ms) {
   for (;;) {
     struct rdma_cq *cq = own_cq(h);
     if (!cq || proc_killed(p)) { r = -1; break; }
-    if (cq->error || rct_cq_count(&cq->cq) > 0) { r = 0; break; }
+    if (uv_cqs[h].ring_pages > 0) ring_move(cq, &uv_cqs[h]);
+    if (cq->error || rct_cq_count(&cq->cq) > 0 || (uv_cqs[h].ring_pages > 0 && ring_unread(cq, &uv_cqs[h]) > 0)) {
+      r = 0;
+      break;
+    }
     if (clock_ns() >= deadline) { r = -2; break; }
     uv_cqs[h].waiters++;
     proc_sleep_until(&uv_cqs[h], &rdma.lock, deadline);

@@ -19,13 +19,14 @@
   X(rdma_destroy_qp) X(rdma_post_send) X(rdma_post_recv) X(rdma_get_async) \
   X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write) \
   X(rdma_wait_cq) X(rdma_dev_stats) X(rdma_create_ah) X(rdma_destroy_ah) \
-  X(rdma_create_srq) X(rdma_modify_srq) X(rdma_query_srq) X(rdma_destroy_srq) X(rdma_post_srq_recv)
+  X(rdma_create_srq) X(rdma_modify_srq) X(rdma_query_srq) X(rdma_destroy_srq) X(rdma_post_srq_recv) \
+  X(rdma_map_cq)
 
 #define HANDLERS(X) \
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \
   X(exec) X(open) X(mknod) X(unlink) X(fstat) X(link) X(mkdir) X(chdir) \
   X(dup) X(getpid) X(sbrk) X(sleep) X(uptime) X(kclock_ns) X(halt) X(sysinfo) X(timebase) X(getrandom) \
-  X(poll) X(fcntl) X(pagestat) \
+  X(poll) X(fcntl) X(pagestat) X(syscount) \
   RDMA_HANDLERS(X)
 
 #define DECLARE(name) int64 sys_##name(void);
@@ -56,6 +57,7 @@ static const struct syscall_entry syscall_table[] = { HANDLERS(ENTRY) NET_HANDLE
 void syscall_dispatch(void) {
   struct proc *p = current();
   uint64 num = p->tf->regs[REG_A7];
+  p->nsyscalls++;
   if (num < ARRAY_LEN(syscall_table) && syscall_table[num].fn) {
     p->tf->regs[REG_A0] = syscall_table[num].fn();
   } else {

@@ -21,6 +21,7 @@ int64 sys_exit(void) { proc_exit(arg_int(0)); }
 int64 sys_wait(void) { return proc_wait(arg_addr(0)); }
 int64 sys_kill(void) { return proc_kill(arg_int(0)); }
 int64 sys_getpid(void) { return current()->pid; }
+int64 sys_syscount(void) { return (int64)current()->nsyscalls; }
 int64 sys_kclock_ns(void) { return clock_ns(); }
 int64 sys_timebase(void) { return clock_hz(); }
 

@@ -54,6 +54,7 @@ int64 sys_rdma_create_chan(void) { return uv_create_chan(); }
 int64 sys_rdma_destroy_chan(void) { return uv_destroy_chan(arg_int(0)); }
 int64 sys_rdma_create_cq(void) { return uv_create_cq(arg_int(0), arg_int(1), arg_addr(2)); }
 int64 sys_rdma_destroy_cq(void) { return uv_destroy_cq(arg_int(0)); }
+int64 sys_rdma_map_cq(void) { return uv_map_cq(arg_int(0), arg_addr(1)); }
 int64 sys_rdma_req_notify(void) { return uv_req_notify(arg_int(0), arg_int(1)); }
 
 // (cq, n, struct rdma_wc *wc) -> completions copied. A bad buffer is -1

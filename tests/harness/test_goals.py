@@ -41,7 +41,8 @@ def bw(cfg, op, size, loss, mbps, qp_drops=0, nic_drops=0, ratio=None):
 def run(d, since=0):
     src = goals.Sources(d, since)
     t = goals.Table(src)
-    for part in (goals.bw_goals, goals.qp_goals, goals.rxe_goals, goals.lat_goals, goals.sim_goals):
+    for part in (goals.bw_goals, goals.qp_goals, goals.rxe_goals, goals.msgrate_goals, goals.lat_goals,
+                 goals.sim_goals):
         part(t, src)
     return {w.split(" (")[0]: (v, k) for w, v, g, k, s in t.rows}, t
 
@@ -139,6 +140,30 @@ class Goals(unittest.TestCase):
         got, _ = run(self.dir)
         self.assertEqual(got[key.format(1, 4096)], ("5.88", "missed"))
         self.assertEqual(got[key.format(1, 1024)], ("n/a", "n/a"))
+
+    def test_goals_write_above_every_ceiling_round_is_flagged(self):
+        write(self.dir, "rdma-ceiling.csv", [{"config": "mtu1024", "roce_ratio_median": 0.91, "write_over_ceiling": ""},
+                                             {"config": "mtu4096", "roce_ratio_median": 1.07,
+                                              "write_over_ceiling": "91.2 90.5"}])
+        got, _ = run(self.dir)
+        key = "steady 64 KiB WRITE rounds above every RoCE ceiling round, MTU {}"
+        self.assertEqual(got[key.format(1024)], ("0", "met"))
+        self.assertEqual(got[key.format(4096)], ("2", "missed"))
+
+    def test_goals_msgrate_against_ceiling_and_rxe(self):
+        def m(op, tool, rate, size=64):
+            return {"round": 1, "op": op, "size": size, "tool": tool, "messages": 1000, "msgs_per_s": rate}
+        rows = [m("write", "poll", 60000), m("write", "rxe", 10000), m("send", "poll", 30000),
+                m("read", "poll", 20000), m("read", "rxe", 10000), m("write", "event", 101000, size=8),
+                m("ceiling", "roce-blast", 90000), m("ceiling", "roce-blast", 100000)]
+        write(self.dir, "msgrate.csv", rows)
+        got, _ = run(self.dir)
+        # the ceiling is the median of its rounds (95000); a cell above every round is flagged
+        self.assertEqual(got["64 B WRITE message rate, xv6 polling / RoCE 64 B-frame ceiling"], ("0.63", "met"))
+        self.assertEqual(got["64 B WRITE message rate, xv6 polling / rxe"], ("6.00", "met"))
+        self.assertEqual(got["64 B SEND message rate, xv6 polling / RoCE 64 B-frame ceiling"], ("0.32", "missed"))
+        self.assertEqual(got["64 B READ message rate, xv6 polling / rxe"], ("2.00", "missed"))
+        self.assertEqual(got["message-rate cells above every RoCE ceiling round"], ("1", "missed"))
 
     def test_goals_section_replaced_in_place(self):
         path = os.path.join(self.dir, "rdma-summary.md")

@@ -190,6 +190,18 @@ def main():
                   got == {"roce_sink_ok": n, "roce_sink_bad_icrc": 0},
                   f"{out.strip()[-120:]}; receiver {got}")
 
+            # A paced burst (nettest kblast ... FPS) sends no faster than its pace
+            # (open-loop, the same burst runs at tens of thousands a second) and
+            # every datagram arrives; the host keeps up with a slow pace.
+            pace = 2000
+            c0 = settled(g1, "udp_no_port")
+            out = g0.run(f"nettest kblast {tb.ip(1)} 9002 1040 2 {pace}", timeout=120)
+            got = settled(g1, "udp_no_port") - c0
+            m = re.search(r"kblast sent (\d+) frames \d+ bytes in \d+ us: (\d+) frames/s", out)
+            ok = bool(m) and 0.8 * pace <= int(m.group(2)) <= 1.02 * pace and got == int(m.group(1))
+            check(f"paced kernel burst: {pace} frames/s, each one received", ok,
+                  f"{m.group(0) if m else out.strip()[-200:]}; receiver udp_no_port +{got}")
+
         def itr():
             # Adaptive interrupt moderation: a burst of 64-frame transmit
             # bursts is bulk on the sender (one transmit interrupt carries

@@ -56,6 +56,9 @@
 #   make bench-lat        bench/rdma/lat_matrix.py: rdma_lat beside perftest's
 #                         ib_*_lat (WRITE/SEND/READ x 2 B/256 B/4 KiB x polling/
 #                         sleeping), same link, alternating -> lat-matrix.*
+#   make bench-msgrate    bench/rdma/msgrate.py: rdma_bw's message rate 2 B..4 KiB
+#                         (WRITE/SEND/READ, polling/sleeping) beside rxe's
+#                         perftest and the small-frame RoCE ceiling -> msgrate.*
 #   make bench-frames     bench/tcg/frame_cost.py: the guests' instructions,
 #                         memory accesses and TCG block lookups per frame, the
 #                         RoCE ceiling's burst beside a 64 KiB WRITE, counted by
@@ -101,6 +104,13 @@ bench-rdma: kernel/kernel fs.img $(LINKEMU)
 bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/rxe_compare.py
 
+# Small-message rate: xv6's rdma_bw (polling and -e) beside Linux rxe's
+# ib_write_bw / ib_send_bw / ib_read_bw and the RoCE ceiling of 64-byte
+# payloads, one run -> bench/results/msgrate.{csv,md,png}; MSGRATE_ARGS=--full
+# for every size and three rounds.
+bench-msgrate: kernel/kernel fs.img $(LINKEMU) linux-image
+	$(PLOT_PYTHON) bench/rdma/msgrate.py $(MSGRATE_ARGS)
+
 # perftest -R in every pairing of xv6 and Linux rxe (rxe-rxe, xv6-xv6,
 # xv6-rxe, rxe-xv6) on one link: ib_write_bw / ib_send_lat -R beside xv6's
 # rdma_bw / rdma_lat -R, ratios against rxe-rxe -> bench/results/perftest-pairs.*
@@ -138,7 +148,7 @@ bench-frames: kernel/kernel fs.img $(LINKEMU) $(TBCOUNT)
 	python3 bench/tcg/frame_cost.py --plugin $(TBCOUNT)
 
 .PHONY: test-rdma-rmem-client test-rdma-rmem-paging bench-rmem-paging
-.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-pairs bench-lat bench-frames rdma-demo
+.PHONY: test-rdma test-rdma-quick test-rdma-examples test-rdma-udping test-rdma-rping test-rdma-udaddy test-rdma-perftest-r fuzz-guest bench-rdma bench-rxe bench-msgrate bench-pairs bench-lat bench-frames rdma-demo
 
 DEMO_SIZE ?= 16777216
 rdma-demo: kernel/kernel fs.img $(LINKEMU)

@@ -18,7 +18,8 @@
 //   nettest blast IP PORT SIZE SECONDS    send as fast as possible
 //   nettest sink PORT IDLE_MS             receive a blast: frames/s, MB/s, interrupts/frame
 //   nettest lat IP PORT SIZE COUNT        echo round trips: min/median/p90/avg RTT, one-way = RTT/2
-//   nettest kblast IP PORT SIZE SECONDS   kernel burst (netblast: no syscall per datagram)
+//   nettest kblast IP PORT SIZE SECONDS [FPS]  kernel burst (netblast: no syscall per
+//                                        datagram); FPS > 0 paces it to FPS datagrams/s
 //   nettest kburst IP PORT SIZE COUNT     exactly COUNT datagrams in one netblast call
 //                                        (to NET_ROCE_SINK_PORT both send a RoCEv2 frame
 //                                        body: a BTH, then data, then the ICRC the kernel
@@ -275,14 +276,15 @@ static int cmd_sink(int port, int idle_ms) {
 }
 
 // Kernel burst: netblast in calls of KBLAST_CALL datagrams until SECONDS
-// have passed, or (seconds 0) exactly count datagrams in one call.
+// have passed (at most fps a second when fps > 0), or (seconds 0) exactly
+// count datagrams in one call.
 #define KBLAST_CALL 512
 
 // The BTH of an RC RDMA WRITE middle packet to QP 0x11, PSN 0x22, pad 0
 // (big-endian fields): what a RoCE blast's frames begin with.
 static const unsigned char blast_bth[12] = { 0x07, 0x00, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 0x22 };
 
-static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int count) {
+static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int count, int fps) {
   int s = udp_socket(0);
   char *buf = malloc(size + 1);
   struct net_addr to = { ip, (unsigned short)port, 0 };
@@ -291,7 +293,13 @@ static int cmd_kblast(unsigned int ip, int port, int size, int seconds, int coun
     memcpy(buf, blast_bth, sizeof blast_bth);
   unsigned long t0 = clock_ns(), end = t0 + (unsigned long)seconds * NS, n = 0;
   do {
-    int r = netblast(s, buf, size, &to, seconds ? KBLAST_CALL : count);
+    // Paced (fps > 0): only the datagrams due by now, else a tick's sleep;
+    // a burst the receiver cannot take is lost in the host, and the
+    // sender's CPU it costs comes off the receiver's on a small host.
+    unsigned long due = fps ? (clock_ns() - t0) / 1000 * (unsigned long)fps / 1000000 : n + KBLAST_CALL;
+    if (due <= n) { sleep(1); continue; }
+    int want = seconds ? (due - n < KBLAST_CALL ? (int)(due - n) : KBLAST_CALL) : count;
+    int r = netblast(s, buf, size, &to, want);
     if (r < 0) die("netblast failed");
     n += r;
   } while (seconds && clock_ns() < end);
@@ -405,7 +413,7 @@ __attribute__((noreturn)) static void usage(void) {
                   "  recv PORT IDLE_MS [FIRST_MS] | xfer IP PORT SIZE COUNT RATE IDLE_MS START_MS |\n"
                   "  sweep IP PORT MIN MAX [STEP] [zc] |\n"
                   "  blast IP PORT SIZE SECONDS | sink PORT IDLE_MS | lat IP PORT SIZE COUNT |\n"
-                  "  kblast IP PORT SIZE SECONDS | kburst IP PORT SIZE COUNT |\n"
+                  "  kblast IP PORT SIZE SECONDS [FPS] | kburst IP PORT SIZE COUNT |\n"
                   "  kcount IDLE_MS [FIRST_MS] | pollecho PORT | flood PORT NSOCK SIZE\n");
   exit(2);
 }
@@ -430,8 +438,9 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "blast") && ip && argc == 6) exit(cmd_blast(ip, a[0], a[1], a[2]));
   if (!strcmp(m, "sink") && argc == 4) exit(cmd_sink(atoi(argv[2]), a[0]));
   if (!strcmp(m, "lat") && ip && argc == 6) exit(cmd_lat(ip, a[0], a[1], a[2]));
-  if (!strcmp(m, "kblast") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], a[2], 0));
-  if (!strcmp(m, "kburst") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], 0, a[2]));
+  if (!strcmp(m, "kblast") && ip && (argc == 6 || argc == 7) && a[2] > 0 && a[3] >= 0)
+    exit(cmd_kblast(ip, a[0], a[1], a[2], 0, a[3]));
+  if (!strcmp(m, "kburst") && ip && argc == 6 && a[2] > 0) exit(cmd_kblast(ip, a[0], a[1], 0, a[2], 0));
   if (!strcmp(m, "flood") && argc == 5) exit(cmd_flood(atoi(argv[2]), atoi(argv[3]), atoi(argv[4])));
   if (!strcmp(m, "pollecho") && argc == 3) exit(cmd_pollecho(atoi(argv[2])));
   if (!strcmp(m, "kcount") && argc >= 3)

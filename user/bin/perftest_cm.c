@@ -22,7 +22,7 @@
 #define R_WAIT_MS 60000         // the longest wait for the peer's next message
 #define R_RUN_WAIT_MS 600000    // the server's wait for the end of the client's run
 #define R_CLOSE_MS 10000        // the longest wait for the peer's disconnect
-#define R_SEND_PREPOST 200      // the send server's receives posted before the run (run_send_server's)
+#define R_PEER_CHECK_MS 500     // how often a message wait looks whether the peer left
 #define R_TEST_TRIES 20         // REQs for the test connection a perftest server may refuse ...
 #define R_TEST_RETRY_US 100000  // ... each 100 ms after the last: 2 s for its listener
 
@@ -69,11 +69,31 @@ static void post_recv_slot(struct perf_conn *c, int k) {
 // The next completion of the comm QP within ms: a SEND's is counted, a
 // receive's message copied to out (at most max bytes) and its slot posted
 // again; returns the message's length.
+// Has the peer ended the comm connection? Its DISCONNECTED waits on the
+// id's channel (a peer never disconnects while we wait for its message:
+// each side leaves only after the other's last one).
+static int peer_left(struct rdma_cm_id *id) {
+  struct pollfd p = { .fd = id && id->channel ? id->channel->fd : -1, .events = POLLIN };
+  if (p.fd < 0 || poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return 0;
+  struct rdma_cm_event *e;
+  if (rdma_get_cm_event(id->channel, &e)) return 0;
+  int left = e->event == RDMA_CM_EVENT_DISCONNECTED;
+  rdma_ack_cm_event(e);
+  return left;
+}
+
 static uint32_t recv_msg(struct perf_conn *c, void *out, uint32_t max, int ms, const char *what) {
   struct perf_r *r = c->r;
   struct ibv_wc wc;
-  for (;;) {
-    if (rdmau_wait(r->cq, &wc, ms) != 1) die(c, what, "no message within the deadline");
+  for (int waited = 0;;) {
+    int slice = ms - waited < R_PEER_CHECK_MS ? ms - waited : R_PEER_CHECK_MS;
+    if (rdmau_wait(r->cq, &wc, slice) != 1) {
+      // a perftest client that fails its own clock check exits without
+      // its report: say so instead of waiting out the deadline
+      if (peer_left(r->id)) die(c, what, "the peer disconnected before sending it");
+      if ((waited += slice) >= ms) die(c, what, "no message within the deadline");
+      continue;
+    }
     if (wc.status != IBV_WC_SUCCESS) die(c, what, ibv_wc_status_str(wc.status));
     if (wc.opcode != IBV_WC_RECV) { r->sends_done++; continue; }
     int k = (int)wc.wr_id;
@@ -267,7 +287,7 @@ static void step_recvs(struct perf_conn *c, struct perf_opts *o) {
   if (!c->is_server) return;
   struct ibv_sge sge = { (uint64_t)c->buf, o->size, c->mr->lkey };
   struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
-  for (; c->preposted < (int)o->iters && c->preposted < R_SEND_PREPOST; c->preposted++)
+  for (; c->preposted < (int)o->iters && c->preposted < PERF_SEND_RECVS; c->preposted++)
     if (ibv_post_recv(c->qp, &wr, &bad)) die(c, "receives for the run", "cannot post a receive");
 }
 

@@ -23,14 +23,18 @@
 // and QP 0's transport counters.
 // Columns as perftest prints them, MB = 2^20 bytes:
 //   BW average = bytes / (last completion - first post)
-//   BW peak    = best rate over any max(16, iters/8) consecutive completions,
-//                from the poll before the first to the poll of the last
+//   BW peak    = best rate over a run of consecutive WRs, from the post of
+//                its first to the poll that reported its last (perftest's
+//                definition); runs of max(16, iters/8) WRs and their doublings
 //   MsgRate    = iterations / elapsed time, in millions per second
 #include "user.h"
 #include "rdma_perf.h"
 #include "rdma_util.h"
 
-static uint64 *done_at;   // completion time of WR i
+// Microseconds since the run's first post (mb_x100's resolution; 8 bytes
+// per iteration, as PERF_MAX_ITERS counts).
+static uint32_t *done_at;   // the poll that reported the i-th completion
+static uint32_t *posted_at; // the post of the i-th WR
 static struct perf_conn *conn;
 
 static void fail(const char *m) { printf("rdma_bw: %s\n", m); exit(1); }
@@ -63,6 +67,7 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
       uint32_t q = (posted / mod) % nq, k = qposted[q];
       wr.wr_id = (uint64_t)q << 32 | k;
       wr.send_flags = (k % mod == mod - 1 || k == qtotal[q] - 1) ? IBV_SEND_SIGNALED : 0;
+      posted_at[posted] = (uint32_t)((clock_ns() - *t_start) / 1000);
       if (ibv_post_send(c->qps[q], &wr, &bad)) fail("post_send");
       qposted[q]++;
       posted++;
@@ -70,7 +75,7 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
     int n = perf_poll(c, wc, 16, 30000);       // the window is full or all is posted
     if (n < 0) fail("poll_cq");
     if (n == 0) perf_fail_stall(c, "completion", 30);
-    uint64 now = clock_ns();
+    uint32_t now = (uint32_t)((clock_ns() - *t_start) / 1000);
     for (int i = 0; i < n; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) {
         char what[64];
@@ -92,7 +97,7 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
   uint32_t posted = (uint32_t)c->preposted, got = 0;   // -R posts the first before the run
   c->preposted = 0;
   while (got < o->iters) {
-    while (posted < o->iters && posted - got < 200) {
+    while (posted < o->iters && posted - got < PERF_SEND_RECVS) {
       perf_post_recv(c, &wr);
       posted++;
     }
@@ -109,26 +114,40 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
   }
 }
 
+// SEND without -R: the server posts the run's first receives and only then
+// syncs with the client, which starts its run after the sync, as
+// perftest's server posts its receives before its barrier. Else a SEND
+// could meet an empty receive queue: an RNR NAK, the sender's RNR wait
+// (and go-back-N resending all it sent after that SEND). perftest_cm.c
+// posts them for -R.
+static void send_run_ready(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
+  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
+  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+  if (o->op != PERF_SEND || c->r) return;
+  for (; c->is_server && c->preposted < (int)o->iters && c->preposted < PERF_SEND_RECVS; c->preposted++)
+    perf_post_recv(c, &wr);
+  perf_sync(c);
+}
+
 static uint64 mb_x100(uint64 bytes, uint64 ns) {   // MB/s * 100, MB = 2^20
   uint64 bytes_per_s = bytes * 1000000ULL / (ns / 1000 + 1);   // microsecond resolution
   return bytes_per_s * 100 / 1048576ULL;
 }
 
-// The best rate over any run of at least win consecutive completions. The
-// completions one poll reports share its time, so a run starts with the
-// first completion of a poll and ends with the last of one, and its time
-// runs from the poll before it (t0, the first post, for the first) to its
-// last poll: a run inside one poll's batch took no measurable time (in
-// loopback one poll can report hundreds of WRs).
-static uint64 peak_rate(uint32_t size, uint32_t iters, uint32_t win, uint64 t0) {
+// The best rate over runs of win, 2*win, 4*win ... WRs (O(iters log iters)).
+// A run of k WRs starting at post j ends at the k-th completion after the
+// first j: at least k WRs posted at or after posted_at[j] (with -q, WRs of
+// other QPs may complete out of post order) had moved by then. Timing from
+// the post, not from the poll before the run, keeps completions that a
+// stall delayed and one poll then reported together (their data had moved
+// long before) from looking like a burst at memory speed.
+static uint64 peak_rate(uint32_t size, uint32_t iters, uint32_t win) {
   uint64 best = 0;
-  for (uint32_t j = 0; j + win <= iters; j++) {
-    if (j > 0 && done_at[j] == done_at[j - 1]) continue;      // not the first of its poll
-    uint32_t e = j + win - 1;
-    while (e + 1 < iters && done_at[e + 1] == done_at[e]) e++; // the rest of e's poll
-    uint64 from = j ? done_at[j - 1] : t0;
-    uint64 r = mb_x100((uint64)size * (e - j + 1), done_at[e] - from);
-    if (r > best) best = r;
+  for (uint32_t k = win; k <= iters; k = k * 2 > iters && k < iters ? iters : k * 2) {
+    for (uint32_t j = 0; j + k <= iters; j++) {
+      uint64 r = mb_x100((uint64)size * k, (uint64)(done_at[j + k - 1] - posted_at[j]) * 1000);
+      if (r > best) best = r;
+    }
   }
   return best;
 }
@@ -139,8 +158,9 @@ int main(int argc, char **argv) {
   perf_parse(&o, argc, argv, "rdma_bw");
   perf_connect(&c, &o);
   conn = &c;
-  done_at = malloc(sizeof(uint64) * o.iters);
-  if (!done_at) fail("memory");
+  done_at = malloc(sizeof(uint32_t) * o.iters);
+  posted_at = malloc(sizeof(uint32_t) * o.iters);
+  if (!done_at || !posted_at) fail("memory");
   int client = !c.is_server;
   if (client && o.idle_qps) perf_idle_qps(&c, o.idle_qps);
   if (client) {
@@ -154,13 +174,14 @@ int main(int argc, char **argv) {
   struct perf_cpu cpu0, cpu1;
   perf_cpu_sample(&cpu0);
   for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
+    send_run_ready(&c, &o, size);
     if (client) {
       uint64 t0, t1;
       run_client(&c, &o, size, &t0, &t1);
-      // Completions arrive in bursts; a window of an eighth of the run
-      // (at least 16) keeps one burst from looking like the link's rate.
+      // Runs of at least an eighth of the run (16 WRs or more): one WR's
+      // rate is its latency, not the link's.
       uint32_t win = o.iters / 8 < 16 ? 16 : o.iters / 8;
-      uint64 peak = peak_rate(size, o.iters, win, t0);
+      uint64 peak = o.iters < win ? 0 : peak_rate(size, o.iters, win);
       uint64 avg = mb_x100((uint64)size * o.iters, t1 - t0);
       if (peak < avg) peak = avg;              // the whole run is a window too
       uint64 mpps_x100000 = (uint64)o.iters * 100000ULL / ((t1 - t0) / 1000 + 1);   // Mpps * 1e5

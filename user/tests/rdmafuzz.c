@@ -248,6 +248,18 @@ static void op_poll_cq(void) {
   rdma_poll_cq(h, n, wc);
 }
 
+// A CQ's ring mapped at a page of the arena (where posts, WRITEs and
+// op_scribble write too) or at a bad address.
+static void op_map_cq(void) {
+  int h = pick(K_CQ);
+  void *ring = chance(80) ? (void *)(arena + below(ARENA / PG) * PG) : (void *)bad_ptr();
+  calls++;
+  rdma_map_cq(h, ring);
+}
+
+// Garbage in a word of the arena, maybe a mapped ring's consumer index.
+static void op_scribble(void) { ((unsigned *)arena)[below(ARENA / sizeof(unsigned))] = (unsigned)next(); }
+
 static void op_req_notify(void) { int h = pick(K_CQ); calls++; rdma_req_notify(h, (int)below(3) - 1); }
 
 static void op_create_qp(void) {
@@ -540,6 +552,7 @@ static const struct op ops[] = {
   { "create_chan", 2, op_create_chan }, { "destroy_chan", 1, op_destroy_chan },
   { "create_cq", 5, op_create_cq }, { "destroy_cq", 2, op_destroy_cq },
   { "poll_cq", 8, op_poll_cq }, { "req_notify", 3, op_req_notify },
+  { "map_cq", 3, op_map_cq }, { "scribble", 4, op_scribble },
   { "create_qp", 6, op_create_qp }, { "destroy_qp", 2, op_destroy_qp },
   { "modify_qp", 10, op_modify_qp }, { "connect", 4, op_connect }, { "query_qp", 3, op_query_qp },
   { "post_send", 12, op_post_send }, { "post_recv", 8, op_post_recv },

@@ -712,6 +712,44 @@ static int post_write(struct vpair *p, struct ibv_qp *qp, int nsge, uint32_t len
   return ibv_post_send(qp, &wr, &badw);
 }
 
+#define SCRIBBLE_ROUNDS 200   // writes each side of cq_ring_scribble posts
+
+// A child writes garbage all over its CQ's mapped ring (consumer index,
+// the kernel's fields, entries) while posting WRITEs; meanwhile this
+// process's own pair completes every WRITE, in order and successful. The
+// kernel stays up; the child's pinned pages come back (the runner's free
+// page count).
+static int c_cq_ring_scribble(void) {
+  struct vpair p;
+  EXPECT(vpair_open(&p, 1, 0) == 0 && vpair_connect(&p) == 0 && p.cq->ring);
+  int pid = fork();
+  if (pid == 0) {
+    struct vpair c;
+    if (vpair_open(&c, 1, 0) < 0 || vpair_connect(&c) < 0 || !c.cq->ring) exit(1);
+    unsigned *words = (unsigned *)c.cq->ring, x = (unsigned)getpid() * 2654435761u;
+    unsigned nwords = (unsigned)(RDMA_CQ_RING_BYTES(c.cq->cqe) / sizeof *words);
+    struct ibv_wc wc;
+    for (int i = 0; i < SCRIBBLE_ROUNDS; i++) {
+      post_write(&c, c.a, 1, 8, IBV_SEND_SIGNALED);
+      x = x * 1103515245u + 12345u;
+      words[x % 4 == 0 ? x % nwords : 16] = x;       // mostly the consumer index (word 16)
+      ibv_poll_cq(c.cq, 1, &wc);
+    }
+    exit(0);
+  }
+  EXPECT(pid > 0);
+  struct ibv_wc wc;
+  for (int i = 0; i < SCRIBBLE_ROUNDS; i++) {
+    EXPECTF(post_write(&p, p.a, 1, 8, IBV_SEND_SIGNALED) == 0, "post %d", i);
+    EXPECTF(rdmau_wait(p.cq, &wc, 10000) == 1 && wc.status == IBV_WC_SUCCESS, "completion %d", i);
+  }
+  int st = -1;
+  EXPECT(wait(&st) == pid && st == 0);
+  EXPECT(ibv_destroy_qp(p.a) == 0 && ibv_destroy_qp(p.b) == 0 && ibv_destroy_cq(p.cq) == 0);
+  EXPECT(ibv_dereg_mr(p.mr) == 0 && ibv_dealloc_pd(p.pd) == 0);
+  return 0;
+}
+
 // post_send in RESET, INIT and RTR: EINVAL [QP-STATE-4]; post_recv in
 // RESET: EINVAL [QP-STATE-5]. Not ENOMEM: the queue is not full.
 static int c_limit_post_state(void) {
@@ -1661,6 +1699,7 @@ static int c_kill_cm_get_event(void) {
   X(limit_cqe) \
   X(limit_queue_full) \
   X(limit_post_state) \
+  X(cq_ring_scribble) \
   X(limit_post_sge) \
   X(limit_inline) \
   X(limit_counts) \

@@ -639,6 +639,87 @@ static void t_cq_overrun(void) {
   pair_close(&p);
 }
 
+// ---- the CQ ring mapped into the process (uapi.h struct rdma_cq_ring) ----
+
+#define RING_POLLS 1000   // polls of an empty CQ counted
+#define RING_WRITES 32    // completions polled one by one, counted
+
+// Waits (10 s at most) until cq's mapped ring holds n unread completions,
+// reading only the ring: 0, or -1.
+static int ring_wait_unread(struct ibv_cq *cq, uint32_t n) {
+  uint64 end = clock_ns() + 10000000000ULL;
+  while (cq->ring->prod - cq->ring->cons < n)
+    if (clock_ns() > end) return -1;
+  return 0;
+}
+
+// ibv_poll_cq makes no system call, on an empty CQ and on a non-empty one
+// (syscount counts the process's calls; the second syscount is the only
+// call between the two readings).
+static void t_cq_poll_no_syscall(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(pair_open(&p, 64) == 0);
+  TR_ASSERT(p.a.cq->ring != NULL);
+  long before = syscount();
+  for (int i = 0; i < RING_POLLS; i++) TR_ASSERT(ibv_poll_cq(p.a.cq, 1, &wc) == 0);
+  long empty = syscount() - before;
+  for (int i = 0; i < RING_WRITES; i++)
+    TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 64, (uint64_t)p.b.buf, p.b.mr->rkey, 0, i) == 0);
+  TR_ASSERT(ring_wait_unread(p.a.cq, RING_WRITES) == 0);
+  before = syscount();
+  int ok = 1;
+  for (int i = 0; i < RING_WRITES; i++)
+    ok &= ibv_poll_cq(p.a.cq, 1, &wc) == 1 && wc.wr_id == (uint64_t)i && wc.status == IBV_WC_SUCCESS;
+  long full = syscount() - before;
+  printf("  system calls: %ld around %d empty polls, %ld around %d completions\n", empty - 1, RING_POLLS,
+         full - 1, RING_WRITES);
+  TR_ASSERT(ok && empty == 1 && full == 1);
+  pair_close(&p);
+}
+
+// Garbage in a CQ's consumer index while traffic runs: that CQ overruns
+// (IBV_EVENT_CQ_ERR, polls fail), another pair's traffic is untouched.
+static void t_cq_ring_garbage(void) {
+  struct pair p, q;
+  struct ibv_wc wc;
+  struct ibv_async_event ev;
+  struct rdma_async_event stale;
+  while (rdma_get_async(&stale, 0) == 0)       // events of earlier tests
+    ;
+  TR_ASSERT(pair_open(&p, 64) == 0 && pair_open(&q, 64) == 0);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1) == 0);
+  p.a.cq->ring->cons = 0xdeadbeef;
+  for (int i = 0; i < 4; i++)
+    TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, i) == 0);
+  TR_ASSERT(ibv_get_async_event(ctx, &ev) == 0);
+  TR_ASSERT(ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == p.a.cq);
+  ibv_ack_async_event(&ev);
+  TR_ASSERT(ibv_poll_cq(p.a.cq, 1, &wc) < 0);
+  TR_ASSERT(post_send1(&q.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)q.b.buf, q.b.mr->rkey, 0, 9) == 0);
+  TR_ASSERT(wait_ok(q.a.cq, &wc) == 0 && wc.wr_id == 9);
+  pair_close(&q);
+  pair_close(&p);
+}
+
+// A fork's child scribbles on its copy of the parent's ring: the kernel
+// writes only the parent's pages, whose completions still arrive.
+static void t_cq_ring_fork(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(pair_open(&p, 64) == 0);
+  int pid = fork();
+  if (pid == 0) {
+    memset((void *)p.a.cq->ring, 0xa5, RDMA_CQ_RING_BYTES(p.a.cq->cqe));
+    exit(0);
+  }
+  int st = -1;
+  TR_ASSERT(pid > 0 && wait(&st) == pid && st == 0);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 5) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 5);
+  pair_close(&p);
+}
+
 // A CQ on channel ch (context 0x1234) and a QP whose receive CQ it is,
 // connected to p->a, with one receive (wr_id 55) posted and the CQ armed.
 static struct ibv_cq *channel_cq_open(struct pair *p, struct ibv_comp_channel *ch,
@@ -800,10 +881,14 @@ static void t_bad_pointers(void) {
     TR_ASSERT(rdma_set_neigh(0x0a000063, b) == -1);
     TR_ASSERT(rdma_get_async(b, 0) == -1);
   }
-  // poll_cq into a bad buffer: a completion must be there to copy.
+  // poll_cq into a bad buffer, a completion there: the CQ's ring is mapped,
+  // so the system call copies nothing (0) and the completion stays in the
+  // ring (rdmahostile tries bad buffers on CQs polled by system call).
   TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1) == 0);
   TR_ASSERT(rdma_wait_cq(cq, 10000) == 0);      // the completion is there, not consumed
-  TR_ASSERT(rdma_poll_cq(cq, 1, (struct rdma_wc *)0x10) == -1);
+  TR_ASSERT(p.a.cq->ring && rdma_poll_cq(cq, 1, (struct rdma_wc *)0x10) == 0);
+  struct ibv_wc iwc;
+  TR_ASSERT(ibv_poll_cq(p.a.cq, 1, &iwc) == 1 && iwc.wr_id == 1);
   int hs[] = { -1, 99999, 1 << 30 };
   struct rdma_wc wc;
   struct rdma_qp_attr a;
@@ -2024,6 +2109,9 @@ static const struct tr_case cases[] = {
   { "flush_recv", t_flush_recv, TR_QUICK, 0 },
   { "busy", t_busy, TR_QUICK, 0 },
   { "cq_overrun", t_cq_overrun, TR_QUICK, 0 },
+  { "cq_poll_no_syscall", t_cq_poll_no_syscall, TR_QUICK, 0 },
+  { "cq_ring_garbage", t_cq_ring_garbage, TR_QUICK, 0 },
+  { "cq_ring_fork", t_cq_ring_fork, TR_QUICK, 0 },
   { "channel", t_channel, TR_QUICK, 0 },
   { "channel_poll", t_channel_poll, TR_QUICK, 0 },
   { "kill_blocked", t_kill_blocked, TR_QUICK, 0 },

@@ -68,6 +68,7 @@ unsigned long timebase(void);    // Hz of the time CSR user mode reads; 0 = it m
 int halt(int status);
 int sysinfo(struct sysinfo *info);
 int pagestat(struct pagestat *ps); // demand paging's counters (kernel/core/pager.c)
+long syscount(void);               // system calls this process made, this one included
 // The kernel's client of a memory node (uapi.h SYS_rmemctl; user/bin/rmemctl.c).
 long rmemctl(int op, unsigned long a, unsigned long b);
 // Up to GETRANDOM_MAX random bytes from the kernel's generator (flags 0);

@@ -228,6 +228,20 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel) {
   return 0;
 }
 
+// CQ h's ring (uapi.h struct rdma_cq_ring) in zeroed page-aligned memory
+// the kernel then writes: the ring, or NULL (the CQ then polls by system
+// call, as before the rings).
+static struct rdma_cq_ring *ring_map(int h, int cqe) {
+  unsigned long page = (unsigned long)getpagesize();
+  unsigned long bytes = (RDMA_CQ_RING_BYTES(cqe) + page - 1) / page * page;
+  struct rdma_cq_ring *ring = memalign(page, bytes);
+  if (!ring) return NULL;
+  memset(ring, 0, bytes);
+  if (rdma_map_cq(h, ring) == 0) return ring;
+  free(ring);
+  return NULL;
+}
+
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
                              struct ibv_comp_channel *channel, int comp_vector) {
   if (!context || cqe < 1) return fail_null(EINVAL);
@@ -240,6 +254,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
   cq->cq_context = cq_context;
   cq->handle = (uint32_t)h;
   cq->cqe = cqe;
+  cq->ring = ring_map(h, cqe);
   if (channel) channel->refcnt++;
   return cq;
 }
@@ -248,31 +263,62 @@ int ibv_destroy_cq(struct ibv_cq *cq) {
   if (!cq) return EINVAL;
   if (rdma_destroy_cq((int)cq->handle) < 0) return EBUSY;
   if (cq->channel) cq->channel->refcnt--;
+  free(cq->ring);      // the kernel unpinned it at destroy
   free(cq);
   return 0;
+}
+
+// The kernel's completion k as libibverbs' w.
+static void wc_from_kernel(struct ibv_wc *w, const struct rdma_wc *k) {
+  memset(w, 0, sizeof *w);
+  w->wr_id = k->wr_id;
+  w->status = (enum ibv_wc_status)k->status;
+  w->opcode = (enum ibv_wc_opcode)k->opcode;
+  w->vendor_err = k->vendor_err;
+  w->byte_len = k->byte_len;
+  w->imm_data = htonl(k->imm_data);      // the kernel's is host order
+  w->qp_num = k->qp_num;
+  w->src_qp = k->src_qp;
+  w->wc_flags = k->wc_flags;
+}
+
+// Up to n completions from cq's mapped ring, with no system call: the
+// entries below prod are complete (the kernel fences before advancing
+// it), and cons moves only after they are read.
+static int ring_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
+  struct rdma_cq_ring *r = cq->ring;
+  uint32_t cons = r->cons, prod = r->prod;
+  int got = 0;
+  __sync_synchronize();
+  for (; got < n && cons != prod; got++, cons++)
+    wc_from_kernel(&wc[got], &r->wc[cons % (uint32_t)cq->cqe]);
+  __sync_synchronize();
+  r->cons = cons;
+  return got;
+}
+
+// A mapped CQ: the ring, and a system call only when the kernel held
+// completions back from a full ring (it moves them, then the ring has them).
+static int poll_mapped(struct ibv_cq *cq, int n, struct ibv_wc *wc) {
+  if (cq->ring->error) return -1;
+  int got = ring_poll(cq, n, wc);
+  if (got < n && cq->ring->held) {
+    if (rdma_poll_cq((int)cq->handle, 0, NULL) < 0) return got > 0 ? got : -1;
+    got += ring_poll(cq, n - got, wc + got);
+  }
+  return got;
 }
 
 int ibv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc) {
   struct rdma_wc kw[16];
   int total = 0;
   if (!cq || num_entries < 0) return -1;
+  if (cq->ring) return poll_mapped(cq, num_entries, wc);
   while (total < num_entries) {
     int want = num_entries - total > 16 ? 16 : num_entries - total;
     int got = rdma_poll_cq((int)cq->handle, want, kw);
     if (got < 0) return total > 0 ? total : -1;
-    for (int i = 0; i < got; i++) {
-      struct ibv_wc *w = &wc[total + i];
-      memset(w, 0, sizeof *w);
-      w->wr_id = kw[i].wr_id;
-      w->status = (enum ibv_wc_status)kw[i].status;
-      w->opcode = (enum ibv_wc_opcode)kw[i].opcode;
-      w->vendor_err = kw[i].vendor_err;
-      w->byte_len = kw[i].byte_len;
-      w->imm_data = htonl(kw[i].imm_data);      // the kernel's is host order
-      w->qp_num = kw[i].qp_num;
-      w->src_qp = kw[i].src_qp;
-      w->wc_flags = kw[i].wc_flags;
-    }
+    for (int i = 0; i < got; i++) wc_from_kernel(&wc[total + i], &kw[i]);
     total += got;
     if (got < want) break;
   }

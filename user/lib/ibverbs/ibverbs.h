@@ -151,6 +151,7 @@ struct ibv_cq {
   int cqe;
   uint32_t comp_events_completed;
   uint32_t async_events_completed;
+  struct rdma_cq_ring *ring;   // the CQ's ring mapped into the process (NULL: polls are system calls)
 };
 
 const char *ibv_wc_status_str(enum ibv_wc_status status);

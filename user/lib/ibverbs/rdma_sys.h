@@ -16,6 +16,7 @@ int rdma_create_chan(void);
 int rdma_destroy_chan(int chan);
 int rdma_create_cq(int cqe, int chan, void *cookie);
 int rdma_destroy_cq(int cq);
+int rdma_map_cq(int cq, struct rdma_cq_ring *ring);
 int rdma_poll_cq(int cq, int n, struct rdma_wc *wc);
 int rdma_req_notify(int cq, int solicited_only);
 int rdma_get_cq_event(int chan, unsigned long long *cookie);
