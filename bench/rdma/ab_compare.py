@@ -8,7 +8,8 @@ them, then does the same with the other build; the builds alternate (ABBA
 order) so a drift in the host's load falls on both. Workloads, between two
 guests over linkemu, every tool with -e as bench-rdma: rdma_bw WRITE 64 KiB
 and 1 MiB lossless (go-back-N), WRITE 64 KiB at 1 % loss (selective repeat),
-READ 1 MiB, SEND 4 KiB, and rdma_lat WRITE 2 B. The table gives each
+READ 1 MiB, SEND 4 KiB, 64 B WRITE and SEND message rates (perftest's
+MsgRate, 20000 messages), and rdma_lat WRITE 2 B. The table gives each
 build's median over the rounds and new/base; the tools' own tables go to
 the log.
 
@@ -38,6 +39,8 @@ WORKLOADS = [
   ("WRITE 64 KiB SR 1% loss", "bw", "write", 65536, 600, True, 1),
   ("READ 1 MiB", "bw", "read", 1 << 20, 80, False, 0),
   ("SEND 4 KiB", "bw", "send", 4096, 4000, False, 0),
+  ("WRITE 64 B msg/s", "rate", "write", 64, 20000, False, 0),
+  ("SEND 64 B msg/s", "rate", "send", 64, 20000, False, 0),
   ("lat WRITE 2 B", "lat", "write", 2, 1000, False, 0),
 ]
 
@@ -60,9 +63,9 @@ def one_round(label, kernel, fs_img, results, log):
     tb.boot()
     for name, kind, op, size, iters, sr, loss in WORKLOADS:
       tb.set_spec("both", f"loss {loss:g}% seed 11" if loss else "")
-      if kind == "bw":
+      if kind in ("bw", "rate"):
         r = rdma_sweep.bw(tb, op, size, iters, sr, log)
-        v = r and r["bw_avg_MiBps"]
+        v = r and (r["bw_avg_MiBps"] if kind == "bw" else r["mpps"] * 1e6)
       else:
         r = rdma_sweep.lat(tb, op, size, iters, log)
         v = r and r.get("t_typical_us")
@@ -75,7 +78,8 @@ def table(results, labels, base_rev, rounds, took):
   base, new = labels
   lines = [f"bench-ab: base {base_rev} against the working tree, {rounds} rounds each, "
            f"ABBA order, {took:.0f} s",
-           "bandwidth in MiB/s (perftest's BW average), latency in usec (typical)",
+           "bandwidth in MiB/s (perftest's BW average), msg/s: messages per second (its MsgRate), "
+           "latency in usec (typical)",
            "",
            f"{'workload':26} {'base':>10} {'new':>10} {'new/base':>9}  runs (base | new)"]
   for name, kind, *_ in WORKLOADS:

@@ -195,7 +195,7 @@ static void resources(struct perf_conn *c, const struct perf_opts *o) {
   c->pd = ibv_alloc_pd(c->ctx);
   c->chan = o->events ? ibv_create_comp_channel(c->ctx) : NULL;
   if (o->events && !c->chan) die("completion channel");
-  c->cq = ibv_create_cq(c->ctx, 512, NULL, c->chan, 0);
+  c->cq = ibv_create_cq(c->ctx, PERF_CQE, NULL, c->chan, 0);
   c->buf_len = len;
   c->buf = malloc(len);
   if (!c->pd || !c->cq || !c->buf) die("resources");
@@ -203,13 +203,14 @@ static void resources(struct perf_conn *c, const struct perf_opts *o) {
   c->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
               (perf_is_atomic(o->op) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
   c->mr = ibv_reg_mr(c->pd, c->buf, len, c->access);
-  struct ibv_srq_init_attr sa = { .attr = { .max_wr = 256, .max_sge = 1 } };   // as the QP's own queue
+  struct ibv_srq_init_attr sa = { .attr = { .max_wr = PERF_QP_RECV_WR, .max_sge = 1 } };   // as the QP's own queue
   if (o->srq && !(c->srq = ibv_create_srq(c->pd, &sa))) die("shared receive queue");
   struct ibv_qp_init_attr ia;
   memset(&ia, 0, sizeof ia);
   ia.send_cq = ia.recv_cq = c->cq;
   ia.srq = c->srq;
-  ia.cap.max_send_wr = ia.cap.max_recv_wr = 256;
+  ia.cap.max_send_wr = PERF_QP_SEND_WR;
+  ia.cap.max_recv_wr = PERF_QP_RECV_WR;
   ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
   ia.qp_type = IBV_QPT_RC;
   c->qp = ibv_create_qp(c->pd, &ia);

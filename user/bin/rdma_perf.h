@@ -36,10 +36,16 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 #define PERF_WR_SYNC 0x5152    // perf_sync's SEND
 #define PERF_WR_BYE 0x5154     // the server's BYE (perf_close)
 #define PERF_RECV_AHEAD 2      // receives each side keeps posted (perf_sync)
-// The send server's receives outstanding during a run: of the QP's 256
-// receive WRs (resources()), room is left for PERF_RECV_AHEAD and the
-// ones perf_sync posts for early SENDs.
-#define PERF_SEND_RECVS 200
+// The test QP's queues (resources()): receives at the device's max_qp_wr
+// (RDMA_MAX_QP_WR), so a send server the scheduler holds back for a while
+// still has receives for every SEND in the meantime (64 B SENDs arrive
+// 20-30 thousand a second: 480 receives are 16-24 ms); its CQ holds both.
+#define PERF_QP_SEND_WR 256
+#define PERF_QP_RECV_WR 512
+#define PERF_CQE (PERF_QP_SEND_WR + PERF_QP_RECV_WR)
+// The send server's receives outstanding during a run: room is left for
+// PERF_RECV_AHEAD and the ones perf_sync posts for early SENDs.
+#define PERF_SEND_RECVS (PERF_QP_RECV_WR - 32)
 // rdma_lat's RTO floor unless --min-rto/--fixed-rto: perftest's default QP
 // timeout (-u 14, 4.096 us x 2^14), at which its rxe QPs retransmit. A
 // latency run on a lossless link has nothing to retransmit, and a host
