@@ -37,7 +37,9 @@ import rxe_compare  # noqa: E402
 MIB = 1 << 20
 SECTION = "## Goals of this run (make bench)"
 SECTION_END = "<!-- end of the goals table (bench/rdma/goals.py) -->"
-ROCE_CEILING_GOAL = 0.80
+ROCE_CEILING_GOAL = 0.90   # issue 40: steady 64 KiB WRITE and 1 MiB READ
+SR_LOSS_GOALS = ((1.0, 0.90), (5.0, 0.80))   # (loss %, selective repeat's goodput / its lossless)
+LAT_OVER_UDP_GOAL = 1.2    # issue 40: 256 B WRITE polling latency / raw UDP one-way
 
 
 def num(v):
@@ -102,14 +104,18 @@ def bw_goals(t, src):
     # The median of the rounds' own ratios (rdma_sweep.round_ratios): the
     # lossy and the lossless run of one round are seconds apart, the
     # rounds minutes; the medians' ratio is shown beside it.
+    # Issue 40: both the 64 KiB WRITE and the 1 MiB READ, both MTUs (they
+    # replace rxe ratios at MTU 4096 that asked xv6 to beat its own
+    # lossless goodput).
     for mtu in (1024, 4096):
-        base = g(f"sr-mtu{mtu}", "read", MIB)
-        for loss, goal in ((1.0, 0.90), (5.0, 0.80)):
-            row = find(f"sr-mtu{mtu}", "read", MIB, loss)
-            v, q = (num(row["goodput_MBps"]), num(row.get("ratio_median"))) if row else (None, None)
-            t.add(f"1 MiB READ, selective repeat, {loss:g} % loss / lossless, MTU {mtu}", q, f">= {goal:.2f}",
-                  q is not None and q >= goal, "rdma-bw.csv",
-                  f"rounds {row.get('round_ratios') if row else '?'}; medians {v} / {base} MB/s")
+        for op, size, what in (("write", 65536, "64 KiB WRITE"), ("read", MIB, "1 MiB READ")):
+            base = g(f"sr-mtu{mtu}", op, size)
+            for loss, goal in SR_LOSS_GOALS:
+                row = find(f"sr-mtu{mtu}", op, size, loss)
+                v, q = (num(row["goodput_MBps"]), num(row.get("ratio_median"))) if row else (None, None)
+                t.add(f"{what}, selective repeat, {loss:g} % loss / lossless, MTU {mtu}", q, f">= {goal:.2f}",
+                      q is not None and q >= goal, "rdma-bw.csv",
+                      f"rounds {row.get('round_ratios') if row else '?'}; medians {v} / {base} MB/s")
     for mtu in (1024, 4096):
         r, w = g(f"sr-mtu{mtu}", "read", MIB), g(f"sr-mtu{mtu}", "write", MIB)
         q = ratio(r, w)
@@ -137,6 +143,12 @@ def bw_goals(t, src):
               q is not None and q >= ROCE_CEILING_GOAL, "rdma-ceiling.csv",
               f"rounds {c.get('roce_round_ratios', '?')}; WRITE {c.get('steady_write_MBps', '?')} / "
               f"ceiling {c.get('roce_all_payload_MBps', '?')} MB/s")
+        # READ runs in the sweep, not beside the ceiling's rounds: medians.
+        r, cm = g(f"sr-mtu{mtu}", "read", MIB), num(c.get("roce_payload_MBps_median"))
+        q = ratio(r, cm)
+        t.add(f"1 MiB READ / RoCE frame ceiling, MTU {mtu}", q, f">= {ROCE_CEILING_GOAL:.2f}",
+              q is not None and q >= ROCE_CEILING_GOAL, "rdma-bw.csv, rdma-ceiling.csv",
+              f"READ {r} / ceiling {cm} MB/s, medians of different runs")
         # A round faster than every ceiling round: the ceiling was no bound.
         over = c.get("write_over_ceiling")
         n = len(over.split()) if over is not None else None
@@ -169,7 +181,12 @@ def qp_goals(t, src):
           "qp-scale.csv", how + " us")
 
 
-RXE_GOALS = (("WRITE 64 KiB", 0, 1.5), ("WRITE 64 KiB", 1, 10), ("WRITE 64 KiB", 5, 50), ("READ 1 MiB", 1, 10))
+# (cell, loss %, goal, path MTUs). At MTU 4096 the WRITE goals under loss
+# would need xv6 above its own lossless goodput (rxe-rxe 9.1 MB/s at 1 %:
+# x10 is 91 against xv6's lossless 79); SR_LOSS_GOALS and the ceiling
+# goals stand there instead (issue 40).
+RXE_GOALS = (("WRITE 64 KiB", 0, 1.5, (1024, 4096)), ("WRITE 64 KiB", 1, 10, (1024,)),
+             ("WRITE 64 KiB", 5, 50, (1024,)), ("READ 1 MiB", 1, 10, (1024, 4096)))
 
 
 def rxe_goals(t, src):
@@ -180,7 +197,9 @@ def rxe_goals(t, src):
             for r in src.rows("rxe-compare.csv") if num(r["goodput_MBps"]) is not None]
     meds = rxe_compare.medians(rows)
     for mtu, _ in rxe_compare.BEDS:
-        for cell, loss, goal in RXE_GOALS:
+        for cell, loss, goal, mtus in RXE_GOALS:
+            if mtu not in mtus:
+                continue
             x, r = meds.get((mtu, loss, cell, "sr"), (None,))[0], meds.get((mtu, loss, cell, "rxe"), (None,))[0]
             q = ratio(x, r)
             t.add(f"{cell}, xv6 selective repeat / rxe-rxe, {loss} % loss, path MTU {mtu}", q, f">= {goal}",
@@ -230,6 +249,14 @@ def lat_goals(t, src):
     t.add(f"latency cells with xv6 t_typical <= {lat_matrix.GOAL} x rxe's", f"{fast} of {len(cells)}", f"{len(cells)} of {len(cells)}",
           fast == len(cells), "lat-matrix.csv",
           f"worst {worst[0]:.2f}: {' '.join(map(str, worst[1]))}" if worst[0] else "")
+    # Issue 40: the 256 B WRITE polling latency against the raw UDP one-way
+    # latency (bench-link's echoes; half their round trip), medians.
+    w = res.get(("WRITE", 256, "poll"), {}).get("xv6", {}).get("t_typical_us")
+    udp = next((num(r["one_way_median_us"]) for r in src.rows("link-latency.csv")), None)
+    q = ratio(w, udp)
+    t.add(f"256 B WRITE polling t_typical / raw UDP one-way latency", q, f"<= {LAT_OVER_UDP_GOAL}",
+          q is not None and q <= LAT_OVER_UDP_GOAL, "lat-matrix.csv, link-latency.csv",
+          f"{w} / {udp} us, medians of different benches")
     for what, keys in (("timeouts", ("timeouts",)), ("RNR NAKs and RNR waits", ("tx_rnr_naks", "rnr_timeouts"))):
         per_cell = {k: sum(c["xv6"][f"{s}_{x}"] for s in ("cli", "srv") for x in keys) for k, c in cells}
         bad = [" ".join(map(str, k)) for k, v in per_cell.items() if v]

@@ -12,7 +12,8 @@
 // Interrupts: the handler only reads ICR (which acknowledges it), notes the
 // link state and wakes the driver thread; the thread reaps finished
 // transmissions (running their done callbacks) and received frames (copied
-// into netbufs and passed up with net_rx). ITR caps the interrupt rate so a
+// into netbufs, taken from the pool together for the frames ready in the
+// ring, and passed up with net_rx). ITR caps the interrupt rate so a
 // burst of frames costs a few interrupts, not one per frame; by default
 // the thread picks ITR per window of traffic (itr_adapt: a ping-pong gets
 // no moderation, a stream gets 250 us), boot argument itr=N fixes it. A receive pass
@@ -38,6 +39,7 @@
 #define TX_RING 1024           // ~340 RoCE frames of 3 fragments: a 256-packet window never waits for room
 #define RX_RING 1024           // 4 MiB of buffers: rides out a guest descheduled by a busy host
 #define RX_BUF  4096
+#define RX_STASH (NETBUF_RX_RESERVE / 2)   // netbufs taken at once for frames ready in the ring: half the pool's receive reserve
 #define ITR_WINDOW_NS 1000000  // adaptive moderation classifies windows of at least 1 ms
 
 // Adaptive moderation classes, tried in order: the first whose limits the
@@ -89,6 +91,8 @@ static struct {
   uint32 rx_next;
   uint32 rx_unreturned;        // descriptors taken since RDT was last written
   struct netbuf *rx_partial;   // frame being assembled from several descriptors
+  struct netbuf *rx_stash[RX_STASH];   // taken for the frames ready in the ring, one lock hold
+  int rx_nstash;
   int rx_partial_bad;
   // the driver thread's wakeup and the receive pass's owner, under work_lock
   struct spinlock work_lock;
@@ -246,11 +250,33 @@ int netdev_tx_wait(int nfrags) {
 
 // ---- receive ----
 
+// Receive pass: a netbuf for the next frame. The first call of a run
+// takes one for each ready descriptor (up to RX_STASH) under one hold of
+// the pool lock instead of one hold per frame; a ping-pong's single frame
+// still takes exactly one. NULL if the pool is empty.
+static struct netbuf *rx_netbuf(void) {
+  if (nic.rx_nstash == 0) {
+    int ready = 1;
+    while (ready < RX_STASH && (rx_ring[(nic.rx_next + ready) % RX_RING].status & RXD_STAT_DD))
+      ready++;
+    nic.rx_nstash = netbuf_alloc_n(nic.rx_stash, ready);
+    if (nic.rx_nstash == 0) return NULL;
+  }
+  return nic.rx_stash[--nic.rx_nstash];
+}
+
+// End of a receive pass: the netbufs taken and not used (a frame of
+// several descriptors needs only one) go back to the pool.
+static void rx_unstash(void) {
+  netbuf_free_n(nic.rx_stash, nic.rx_nstash);
+  nic.rx_nstash = 0;
+}
+
 // Adds one descriptor's bytes to the frame being assembled; at EOP passes
 // a good frame up. Returns the number of frames passed up (0 or 1).
 static int rx_take(struct e1000_rx_desc *d, uint8 *buf) {
   if (!nic.rx_partial && !nic.rx_partial_bad) {
-    nic.rx_partial = netbuf_alloc();
+    nic.rx_partial = rx_netbuf();
     if (!nic.rx_partial) { nic.st.rx_no_buf++; net_count(NC_netbuf_none); nic.rx_partial_bad = 1; }
   }
   struct netbuf *nb = nic.rx_partial;
@@ -313,6 +339,7 @@ static void e1000_interrupt(void *unused) {
 // the ring and ends the pass upward.
 static void rx_pass(void) {
   int frames = rx_reap();
+  rx_unstash();
   if (frames) net_rx_pass_end();
   if ((uint64)frames > nic.st.max_frames_per_irq) nic.st.max_frames_per_irq = frames;
 }

@@ -21,7 +21,9 @@ const char *net_counter_names[NC_COUNT] = {
 #undef NC_NAME
 };
 
-uint32 csum_add(uint32 sum, const uint8 *p, uint32 len) {
+// On the hot-loops page (klib.h), not inlined: a received frame's header
+// checksum loop must not straddle a page wherever the link puts ip_rx.
+HOT_LOOP __attribute__((noinline)) uint32 csum_add(uint32 sum, const uint8 *p, uint32 len) {
   uint64 s = sum;
   for (; len >= 2; p += 2, len -= 2) s += (uint32)(p[0] << 8 | p[1]);
   if (len) s += (uint32)p[0] << 8;

@@ -65,8 +65,12 @@ struct netbuf {
 
 void netbuf_init(void);
 struct netbuf *netbuf_alloc(void);      // any context; NULL if none is free (owner rx)
+// Any context: up to n buffers (owner rx) under one lock hold; returns how many.
+int netbuf_alloc_n(struct netbuf **out, int n);
 struct netbuf *netbuf_alloc_wait(void); // process context: sleeps; keeps the RX reserve (owner tx)
 void netbuf_free(struct netbuf *nb);
+// Frees n buffers under one hold of the pool lock (a receive batch).
+void netbuf_free_n(struct netbuf *const *nbs, int n);
 // Hands nb to owner if owner holds fewer than share buffers: 0; else -1
 // and nb keeps its owner (the caller drops it and counts the drop).
 int netbuf_own(struct netbuf *nb, enum netbuf_owner owner, int share);

@@ -64,10 +64,18 @@ static struct netbuf *take(enum netbuf_owner owner) {
 
 struct netbuf *netbuf_alloc(void) {
   struct netbuf *nb = NULL;
-  spin_lock(&nbp.lock);
-  if (nbp.free) nb = take(NB_rx);
-  spin_unlock(&nbp.lock);
+  netbuf_alloc_n(&nb, 1);
   return nb;
+}
+
+// Up to n buffers (owner rx) under one hold of the pool lock: the driver
+// takes one per frame already waiting in its ring.
+int netbuf_alloc_n(struct netbuf **out, int n) {
+  int got = 0;
+  spin_lock(&nbp.lock);
+  while (got < n && nbp.free) out[got++] = take(NB_rx);
+  spin_unlock(&nbp.lock);
+  return got;
 }
 
 struct netbuf *netbuf_alloc_wait(void) {
@@ -84,14 +92,24 @@ struct netbuf *netbuf_alloc_wait(void) {
 }
 
 void netbuf_free(struct netbuf *nb) {
-  if (nb < pool || nb >= pool + NNETBUF) panic("netbuf_free: %p is not a netbuf", nb);
+  netbuf_free_n(&nb, 1);
+}
+
+// One lock hold and at most one wakeup for the whole batch: the receive
+// path frees what a pass took in together (rdma_net.c's rx_pass_end).
+void netbuf_free_n(struct netbuf *const *nbs, int n) {
+  for (int i = 0; i < n; i++)
+    if (nbs[i] < pool || nbs[i] >= pool + NNETBUF) panic("netbuf_free: %p is not a netbuf", nbs[i]);
   spin_lock(&nbp.lock);
-  if (nb->owner == NB_free) panic("netbuf_free: freed twice");
-  set_owner(nb, NB_free);
-  nb->next = nbp.free;
-  nbp.free = nb;
-  nbp.nfree++;
-  if (nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
+  for (int i = 0; i < n; i++) {
+    struct netbuf *nb = nbs[i];
+    if (nb->owner == NB_free) panic("netbuf_free: freed twice");
+    set_owner(nb, NB_free);
+    nb->next = nbp.free;
+    nbp.free = nb;
+    nbp.nfree++;
+  }
+  if (n > 0 && nbp.waiting) proc_wakeup(&nbp.free);   // a wakeup scans every process: only if needed
   spin_unlock(&nbp.lock);
 }
 

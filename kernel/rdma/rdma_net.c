@@ -212,7 +212,9 @@ static void rx_pass_end(void) {
   int woke = may_place && rdma_frame_arrived();
   if (woke || rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
-  for (int i = 0; i < rx_nbatch; i++) netbuf_free(rx_batch[i].nb);
+  struct netbuf *done[RX_BATCH];
+  for (int i = 0; i < rx_nbatch; i++) done[i] = rx_batch[i].nb;
+  netbuf_free_n(done, rx_nbatch);            // one pool-lock hold for the batch
   rx_nbatch = 0;
 }
 

@@ -123,13 +123,14 @@ class Goals(unittest.TestCase):
     def test_goals_rxe_each_path_mtu_its_own_row(self):
         def rxe_row(mtu, loss, tool, mbps, cell="WRITE 64 KiB"):
             return {"path_mtu": mtu, "round": 1, "loss_pct": loss, "cell": cell, "tool": tool, "goodput_MBps": mbps}
-        rows = [rxe_row(4096, 1, "rxe", 17.0), rxe_row(4096, 1, "sr", 100.0),
+        rows = [rxe_row(4096, 0, "rxe", 17.0), rxe_row(4096, 0, "sr", 100.0),
                 rxe_row(1024, 1, "rxe", 3.0), rxe_row(1024, 1, "sr", 33.0),
-                rxe_row(1024, 5, "sr", 30.0)]
+                rxe_row(1024, 5, "sr", 30.0), rxe_row(1024, 0, "rxe", 30.0), rxe_row(1024, 0, "sr", 33.0)]
         write(self.dir, "rxe-compare.csv", rows)
         got, _ = run(self.dir)
         key = "WRITE 64 KiB, xv6 selective repeat / rxe-rxe, {} % loss, path MTU {}"
-        self.assertEqual(got[key.format(1, 4096)], ("5.88", "missed"))
+        self.assertEqual(got[key.format(0, 4096)], ("5.88", "met"))
+        self.assertEqual(got[key.format(0, 1024)], ("1.10", "missed"))
         self.assertEqual(got[key.format(1, 1024)], ("11.00", "met"))
         # no rxe run at 5 % in the MTU 1024 bed: not measured, whatever the other bed has
         self.assertEqual(got[key.format(5, 1024)], ("n/a", "n/a"))
@@ -138,8 +139,24 @@ class Goals(unittest.TestCase):
             del r["path_mtu"]
         write(self.dir, "rxe-compare.csv", rows[:2])
         got, _ = run(self.dir)
-        self.assertEqual(got[key.format(1, 4096)], ("5.88", "missed"))
-        self.assertEqual(got[key.format(1, 1024)], ("n/a", "n/a"))
+        self.assertEqual(got[key.format(0, 4096)], ("5.88", "met"))
+        self.assertEqual(got[key.format(0, 1024)], ("n/a", "n/a"))
+
+    def test_goals_rxe_loss_at_mtu4096_replaced_by_own_lossless(self):
+        """Issue 40: at path MTU 4096 the WRITE goals under loss are
+        selective repeat's goodput over its own lossless one (rdma-bw.csv),
+        not rxe ratios that would need xv6 above its lossless goodput."""
+        write(self.dir, "rxe-compare.csv", [
+            {"path_mtu": 4096, "round": 1, "loss_pct": 1, "cell": "WRITE 64 KiB", "tool": t, "goodput_MBps": v}
+            for t, v in (("rxe", 9.0), ("sr", 72.0))])
+        write(self.dir, "rdma-bw.csv", [
+            {"config": "sr-mtu4096", "op": "write", "size": 65536, "loss_pct": loss, "goodput_MBps": v,
+             "ratio_median": q, "round_ratios": ""}
+            for loss, v, q in ((0, 86.0, 1.0), (1, 84.0, 0.97), (5, 60.0, 0.70))])
+        got, _ = run(self.dir)
+        self.assertNotIn("WRITE 64 KiB, xv6 selective repeat / rxe-rxe, 1 % loss, path MTU 4096", got)
+        self.assertEqual(got["64 KiB WRITE, selective repeat, 1 % loss / lossless, MTU 4096"], ("0.97", "met"))
+        self.assertEqual(got["64 KiB WRITE, selective repeat, 5 % loss / lossless, MTU 4096"], ("0.70", "missed"))
 
     def test_goals_write_above_every_ceiling_round_is_flagged(self):
         write(self.dir, "rdma-ceiling.csv", [{"config": "mtu1024", "roce_ratio_median": 0.91, "write_over_ceiling": ""},
