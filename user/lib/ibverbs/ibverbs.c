@@ -610,12 +610,13 @@ static int wq_ring_doorbell(struct ibv_qp *qp, int which, struct rdma_wq_ring *r
 
 // A send WR the library can hand over: an opcode the QP's type takes and
 // an SGE list within the QP's max_send_sge (libibverbs reports both
-// synchronously, EINVAL).
+// synchronously, EINVAL); an inline WR's list becomes one SGE, as
+// SYS_rdma_post_send's path takes it.
 static int send_wr_ok(const struct qp_priv *priv, const struct ibv_send_wr *wr) {
   int ud = priv->qp.qp_type == IBV_QPT_UD;
   if (ud ? wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM
          : (unsigned)wr->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) return 0;
-  return sges_ok(wr->sg_list, wr->num_sge) == 0 && (uint32_t)wr->num_sge <= priv->max_send_sge;
+  return sges_ok(wr->sg_list, wr->num_sge) == 0 && (is_inline(wr) || (uint32_t)wr->num_sge <= priv->max_send_sge);
 }
 
 // The end of a post through a mapped ring of n entries written for the
