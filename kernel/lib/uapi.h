@@ -501,6 +501,36 @@ struct rdma_cq_ring {
 };
 #define RDMA_CQ_RING_BYTES(cqe) (sizeof(struct rdma_cq_ring) + (unsigned long)(cqe) * sizeof(struct rdma_wc))
 
+// A QP's send or receive ring in the process's own memory (SYS_rdma_map_qp;
+// ibv_create_qp maps both, ibv_post_send / ibv_post_recv write them). The
+// library writes each WR with its SGEs inline into entry[prod % size]
+// (size: the queue's granted max_send_wr / max_recv_wr; the entry's
+// wr.sg_list is ignored), fences, advances prod and rings the doorbell
+// (SYS_rdma_doorbell): one system call for the whole list. The doorbell
+// reads prod once; prod - cons above size is garbage: nothing is taken,
+// the QP goes to ERR and the process gets IBV_EVENT_QP_FATAL (as a
+// hardware QP with a malformed WQE). Otherwise it copies each entry into
+// kernel memory, and only then checks and posts the copy as
+// SYS_rdma_post_send / post_recv would; the first refused entry ends the
+// doorbell, err says why (RDMA_EINVAL, RDMA_ENOMEM), the entries after it
+// are dropped, not posted. Every doorbell takes the ring up to prod: cons
+// == prod after it. The kernel reads the pages it pinned at map time (a
+// fork's child has its own copy, which the kernel never reads).
+struct rdma_wq_ring {
+  volatile unsigned int cons, err;           // the kernel's
+  unsigned int pad0[14];
+  volatile unsigned int prod;                // the process's
+  unsigned int pad1[15];
+};
+#define RDMA_WQ_SEND 0       // SYS_rdma_map_qp / SYS_rdma_doorbell's queue: the send queue
+#define RDMA_WQ_RECV 1       // ... the receive queue (an SRQ's receives stay system calls)
+struct rdma_sq_entry { struct rdma_send_wr wr; struct ibv_sge sge[RDMA_MAX_SGE]; };
+struct rdma_rq_entry { struct rdma_recv_wr wr; struct ibv_sge sge[RDMA_MAX_SGE]; };
+struct rdma_sq_ring { struct rdma_wq_ring h; struct rdma_sq_entry e[]; };   // size entries
+struct rdma_rq_ring { struct rdma_wq_ring h; struct rdma_rq_entry e[]; };
+#define RDMA_WQ_RING_BYTES(which, size) (sizeof(struct rdma_wq_ring) + (unsigned long)(size) * \
+  ((which) == RDMA_WQ_SEND ? sizeof(struct rdma_sq_entry) : sizeof(struct rdma_rq_entry)))
+
 struct rdma_qp_create {
   int pd, send_cq, recv_cq, sq_sig_all;
   int qp_type;               // RDMA_QPT_RC or RDMA_QPT_UD (0: RC)
@@ -680,6 +710,14 @@ struct net_info {
 // SYS_syscount(): the system calls the calling process made, this one
 // included (tests count the calls a verb makes).
 #define SYS_syscount 127
+// SYS_rdma_map_qp(qp, RDMA_WQ_*, struct rdma_wq_ring *ring): ring
+// page-aligned, zeroed, RDMA_WQ_RING_BYTES(which, granted max_*_wr) long;
+// 0, or -1 (bad QP, a queue of size 0, already mapped, bad memory).
+#define SYS_rdma_map_qp 128
+// SYS_rdma_doorbell(qp, RDMA_WQ_*): posts the mapped ring's new entries
+// (struct rdma_wq_ring above): how many were posted, or -1 (bad QP, no
+// ring, garbage prod).
+#define SYS_rdma_doorbell 129
 #define RMEMCTL_STATUS  0   // (struct rmemctl_status *out)
 #define RMEMCTL_CONNECT 1   // (ip, port): -EBUSY if a node is configured already
 #define RMEMCTL_TEST    2   // (struct rmemctl_test *t): the client's self-test

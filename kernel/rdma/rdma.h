@@ -330,10 +330,34 @@ int  rdma_srq_count(void);
 // rdma_qp.c:
 int  rdma_post_errno(int rct);                       // the core's refusal of a WR -> RDMA_E*
 int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);
+int  rdma_qp_destroy_locked(struct kv_owner *o, struct rdma_qp *qp);   // its slot, or -1
 struct rct_qp_base *rdma_qp_lookup_any(void *ctx, uint32 qpn);
 void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR, QP_LAST_WQE
 void rdma_qp_release_all(struct kv_owner *o);
 void rdma_qp_stats_locked(int i, struct rdma_qp_stats *s);   // live slot i; handle and owner_pid left 0
+
+// WRs copied in for one post (SYS_rdma_post_*, or a doorbell's entries of
+// a mapped ring): the WR as the core takes it, and its SGEs, which the
+// WR's sg_list is made to point at.
+#define RDMA_POST_BATCH 8
+struct post_batch {
+  union {
+    struct rct_send_wr s[RDMA_POST_BATCH];
+    struct rct_recv_wr r[RDMA_POST_BATCH];
+  };
+  struct rct_sge sg[RDMA_POST_BATCH][RDMA_MAX_SGE];
+};
+
+// WR i of b, just copied in: its sg_list now points at b->sg[i] (the old
+// value in *from); the SGEs to copy there, 0 for a num_sge out of range
+// (none is copied: the core refuses the WR).
+static inline int post_batch_sges(struct post_batch *b, int is_send, int i, uint64 *from) {
+  const struct rct_sge **list = is_send ? &b->s[i].sg_list : &b->r[i].sg_list;
+  int nsge = is_send ? b->s[i].num_sge : b->r[i].num_sge;
+  *from = (uint64)*list;
+  *list = b->sg[i];
+  return nsge > 0 && nsge <= RDMA_MAX_SGE ? nsge : 0;
+}
 
 // uverbs.c: the per-process front end, for kernel/sys/sysrdma.c. Handles
 // as user space names them; -1 for a handle that is not the caller's or
@@ -354,6 +378,8 @@ int  uv_get_cq_event(int chan, uint64 *cookie);         // sleeps
 int  uv_get_async(struct rdma_async_event *ev, int block);
 int  uv_create_qp(struct rdma_qp_create *c);
 int  uv_destroy_qp(int h);
+int  uv_map_qp(int h, int which, uint64 va);           // SYS_rdma_map_qp
+int  uv_doorbell(int h, int which);                    // SYS_rdma_doorbell
 int  uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask);   // may sleep (ARP)
 int  uv_query_qp(int h, struct rdma_qp_attr *a);
 int  uv_post_send(int h, const struct rct_send_wr *wr, int n, int *err);

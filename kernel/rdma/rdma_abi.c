@@ -80,6 +80,11 @@ WC(src_qp); WC(vendor_err); WC(solicited);
 // process's consumer index in cache lines of their own, entries 8-aligned.
 _Static_assert(offsetof(struct rdma_cq_ring, cons) == 64 && offsetof(struct rdma_cq_ring, wc) == 128,
                "CQ ring layout");
+// Mapped send and receive rings (uverbs.c uv_doorbell): the same, and the
+// entries' inline SGEs are the core's SGEs (the kernel copies them as they are).
+_Static_assert(offsetof(struct rdma_wq_ring, prod) == 64 && sizeof(struct rdma_wq_ring) == 128 &&
+               offsetof(struct rdma_sq_ring, e) == 128 && offsetof(struct rdma_rq_ring, e) == 128,
+               "send/receive ring layout");
 
 // modify_qp's mask: IBV_QP_* (and RDMA_QP_*) bit -> the core's bit.
 static const struct { uint32 ibv, rct; } mask_map[] = {

@@ -161,11 +161,17 @@ void rdma_qp_release_all(struct kv_owner *o) {
     if (rdma_qps[i].owner == o) qp_free(i);
 }
 
+// Lock held. Destroys o's QP qp: its slot, or -1.
+int rdma_qp_destroy_locked(struct kv_owner *o, struct rdma_qp *qp) {
+  int h = rdma_qp_owned(o, qp);
+  if (h >= 0) qp_free(h);
+  return h;
+}
+
 // Destroys o's QP qp: 0, or -1.
 int kv_destroy_qp(struct kv_owner *o, struct rdma_qp *qp) {
   spin_lock(&rdma.lock);
-  int h = rdma_qp_owned(o, qp);
-  if (h >= 0) qp_free(h);
+  int h = rdma_qp_destroy_locked(o, qp);
   spin_unlock(&rdma.lock);
   return h >= 0 ? 0 : -1;
 }

@@ -62,9 +62,25 @@ struct uv_cq {              // the front end's half of CQ slot i (its core half:
   uint64 ring_pa[RING_MAX_PAGES];
 };
 
+// Pages of the largest mapped send or receive ring (uapi.h struct rdma_wq_ring).
+#define WQ_RING_MAX_PAGES RDMA_PAGES(RDMA_WQ_RING_BYTES(RDMA_WQ_SEND, RDMA_MAX_QP_WR))
+_Static_assert(sizeof(struct rdma_sq_entry) >= sizeof(struct rdma_rq_entry), "the send ring is the larger");
+
+struct uv_wq {              // a QP's send or receive ring mapped into the process
+  int pages;                // its pinned pages; 0: none
+  uint32 size;              // its entries: the queue's granted size
+  uint32 cons;              // entries taken: the kernel's copy, never read back
+  uint64 pa[WQ_RING_MAX_PAGES];
+};
+
+struct uv_qp {              // the front end's half of QP slot i: its rings, by RDMA_WQ_*
+  struct uv_wq wq[2];
+};
+
 static struct uv_proc uv_procs[NPROC];
 static struct uv_chan uv_chans[RDMA_MAX_CHAN];
 static struct uv_cq uv_cqs[RDMA_MAX_CQ];
+static struct uv_qp uv_qps[RDMA_MAX_QP];
 static uint64 async_dropped;  // events dropped from a full queue (its oldest), all processes
 
 #define POST_UD_BATCH 8       // UD send WRs translated per kv_post_send_ud call
@@ -123,6 +139,13 @@ static void cq_forget(int h) {
   uv_cqs[h] = (struct uv_cq){ 0 };
 }
 
+// Lock held. The same for QP slot h's two rings.
+static void qp_forget(int h) {
+  for (int q = 0; q < 2; q++)
+    if (uv_qps[h].wq[q].pages > 0) uvm_unpin(uv_qps[h].wq[q].pa, uv_qps[h].wq[q].pages);
+  uv_qps[h] = (struct uv_qp){ 0 };
+}
+
 // The exiting process's objects go, and its queue with its events; its
 // channels go with their files (closed after the exit hooks), or here if
 // already closed.
@@ -132,6 +155,8 @@ static void uv_exit(struct proc *p) {
   if (u) {
     rdma_for_each_live(i, rdma.cq_live)
       if (rdma_cqs[i].owner == &u->owner) cq_forget(i);
+    rdma_for_each_live(i, rdma.qp_live)
+      if (rdma_qps[i].owner == &u->owner) qp_forget(i);
     rdma_release_owner_locked(&u->owner);
     u->pid = 0;
   }
@@ -249,22 +274,33 @@ int uv_destroy_chan(int fd) {
   return busy ? -1 : fd_close(fd);
 }
 
-// ---- CQs ----
+// ---- rings mapped into the process: CQs' and QPs' ----
 
-// ---- CQ rings mapped into the process (uapi.h struct rdma_cq_ring) ----
-
-// Lock held. Copies n bytes between the ring's byte off and buf (to the
-// ring if out), page by page through the pinned pages' direct map. off +
-// n is inside the ring (the callers' offsets derive from the ring's size).
-static void ring_copy(struct uv_cq *u, uint64 off, void *buf, uint64 n, int out) {
+// Lock held. Copies n bytes between byte off of the ring whose pinned
+// pages are pa and buf (to the ring if out), page by page through the
+// direct map. off + n is inside the ring (the callers' offsets derive
+// from the ring's size, never from what the ring holds).
+static void ring_copy(const uint64 *pa, uint64 off, void *buf, uint64 n, int out) {
   while (n > 0) {
     uint64 in_page = PGSIZE - off % PGSIZE, k = n < in_page ? n : in_page;
-    uint8 *at = (uint8 *)u->ring_pa[off / PGSIZE] + off % PGSIZE;
+    uint8 *at = (uint8 *)pa[off / PGSIZE] + off % PGSIZE;
     if (out) memmove(at, buf, k);
     else memmove(buf, at, k);
     off += k, buf = (uint8 *)buf + k, n -= k;
   }
 }
+
+// Lock NOT held (may sleep). Pins the caller's ring of bytes (> 0) at va:
+// page-aligned, below MAXVA, memory the process may write (not read-only
+// text). Its pages' addresses into pa (max of them): how many, or -1.
+static int ring_pin(uint64 va, uint64 bytes, uint64 *pa, int max) {
+  if (bytes == 0 || va % PGSIZE != 0 || va + bytes <= va || va + bytes > MAXVA) return -1;
+  for (uint64 off = 0; off < bytes; off += PGSIZE)
+    if (uvm_user_pa(current()->pagetable, va + off, 1) == 0) return -1;
+  return uvm_pin(current()->pagetable, va, bytes, pa, max);
+}
+
+// ---- CQ rings (uapi.h struct rdma_cq_ring) ----
 
 #define RING_FIELD(f) offsetof(struct rdma_cq_ring, f)
 
@@ -273,7 +309,7 @@ static void ring_copy(struct uv_cq *u, uint64 off, void *buf, uint64 n, int out)
 // kernel treats as a full ring: the CQ then overruns, the process's own).
 static uint32 ring_unread(struct rdma_cq *cq, struct uv_cq *u) {
   uint32 cons;
-  ring_copy(u, RING_FIELD(cons), &cons, sizeof cons, 0);
+  ring_copy(u->ring_pa, RING_FIELD(cons), &cons, sizeof cons, 0);
   uint32 unread = u->prod - cons;
   return unread <= cq->cq.size ? unread : cq->cq.size + 1;
 }
@@ -288,16 +324,16 @@ static void ring_move(struct rdma_cq *cq, struct uv_cq *u) {
   uint32 unread = ring_unread(cq, u), size = cq->cq.size;
   struct rct_wc wc;
   while (!cq->error && unread < size && rdma_cq_take_locked(cq, &wc, 1) == 1) {
-    ring_copy(u, RING_FIELD(wc) + (uint64)(u->prod % size) * sizeof wc, &wc, sizeof wc, 1);
+    ring_copy(u->ring_pa, RING_FIELD(wc) + (uint64)(u->prod % size) * sizeof wc, &wc, sizeof wc, 1);
     u->prod++, unread++;
   }
   uint32 held = rct_cq_count(&cq->cq);
   if (!cq->error && unread + held > size) rdma_cq_overrun_locked(cq);
   uint32 err = cq->error;
   __sync_synchronize();
-  ring_copy(u, RING_FIELD(prod), &u->prod, sizeof u->prod, 1);
-  ring_copy(u, RING_FIELD(held), &held, sizeof held, 1);
-  ring_copy(u, RING_FIELD(error), &err, sizeof err, 1);
+  ring_copy(u->ring_pa, RING_FIELD(prod), &u->prod, sizeof u->prod, 1);
+  ring_copy(u->ring_pa, RING_FIELD(held), &held, sizeof held, 1);
+  ring_copy(u->ring_pa, RING_FIELD(error), &err, sizeof err, 1);
 }
 
 // Maps the caller's CQ h's ring at va (page-aligned, zeroed by the
@@ -308,16 +344,12 @@ int uv_map_cq(int h, uint64 va) {
   uint64 pa[RING_MAX_PAGES];
   spin_lock(&rdma.lock);
   struct rdma_cq *cq = own_cq(h);
-  uint64 bytes = cq ? RDMA_CQ_RING_BYTES(cq->cq.size) : 0;
-  int ok = cq && uv_cqs[h].ring_pages == 0 && va % PGSIZE == 0 && va + bytes > va && va + bytes <= MAXVA;
+  uint64 bytes = cq && uv_cqs[h].ring_pages == 0 ? RDMA_CQ_RING_BYTES(cq->cq.size) : 0;
   spin_unlock(&rdma.lock);
-  for (uint64 off = 0; ok && off < bytes; off += PGSIZE)   // writable, not read-only memory
-    ok = uvm_user_pa(current()->pagetable, va + off, 1) != 0;
-  if (!ok) return -1;
-  int n = uvm_pin(current()->pagetable, va, bytes, pa, RING_MAX_PAGES);   // may sleep: no lock
+  int n = ring_pin(va, bytes, pa, RING_MAX_PAGES);
   if (n < 0) return -1;
   spin_lock(&rdma.lock);
-  ok = own_cq(h) == cq && uv_cqs[h].ring_pages == 0;
+  int ok = own_cq(h) == cq && uv_cqs[h].ring_pages == 0;
   if (ok) {
     for (int i = 0; i < n; i++) uv_cqs[h].ring_pa[i] = pa[i];
     uv_cqs[h].ring_pages = n;
@@ -564,9 +596,131 @@ int uv_create_qp(struct rdma_qp_create *c) {
   return (int)(qp - rdma_qps);
 }
 
+// The caller's QP h goes, with its rings: 0, or -1.
 int uv_destroy_qp(int h) {
+  spin_lock(&rdma.lock);
+  struct kv_owner *o = self_locked();
+  int slot = o ? rdma_qp_destroy_locked(o, AT(rdma_qps, RDMA_MAX_QP, h)) : -1;
+  if (slot >= 0) qp_forget(slot);
+  spin_unlock(&rdma.lock);
+  return slot >= 0 ? 0 : -1;
+}
+
+// ---- send and receive rings mapped into the process (uapi.h struct rdma_wq_ring) ----
+
+#define WQ_FIELD(f) offsetof(struct rdma_wq_ring, f)
+
+// Lock held. The caller's QP h's ring `which` (RDMA_WQ_*), mapped or not,
+// and its queue's size in *size; NULL if h is not the caller's QP.
+static struct uv_wq *own_wq(int h, int which, uint32 *size) {
+  struct kv_owner *o = self_locked();
+  struct rdma_qp *qp = AT(rdma_qps, RDMA_MAX_QP, h);
+  if (!o || (which != RDMA_WQ_SEND && which != RDMA_WQ_RECV) || rdma_qp_owned(o, qp) < 0) return NULL;
+  *size = which == RDMA_WQ_SEND ? qp->base->init.sq_size : qp->srq < 0 ? qp->base->init.rq_size : 0;
+  return &uv_qps[h].wq[which];
+}
+
+// Maps the caller's QP h's ring `which` at va (page-aligned, zeroed by the
+// process, RDMA_WQ_RING_BYTES(which, the queue's size) long): pins its
+// pages; from then on uv_doorbell posts from it. 0, or -1 (not the
+// caller's QP, a queue of size 0 (an SRQ's QP's receives), mapped
+// already, or memory the process may not write).
+int uv_map_qp(int h, int which, uint64 va) {
+  uint64 pa[WQ_RING_MAX_PAGES];
+  uint32 size = 0, now = 0;
+  spin_lock(&rdma.lock);
+  struct uv_wq *w = own_wq(h, which, &size);
+  uint64 bytes = w && w->pages == 0 && size > 0 ? RDMA_WQ_RING_BYTES(which, size) : 0;
+  spin_unlock(&rdma.lock);
+  int n = ring_pin(va, bytes, pa, WQ_RING_MAX_PAGES);
+  if (n < 0) return -1;
+  spin_lock(&rdma.lock);
+  int ok = own_wq(h, which, &now) == w && w->pages == 0 && now == size;
+  if (ok) {
+    *w = (struct uv_wq){ .pages = n, .size = size, .cons = 0 };
+    for (int i = 0; i < n; i++) w->pa[i] = pa[i];
+  }
+  spin_unlock(&rdma.lock);
+  if (!ok) uvm_unpin(pa, n);
+  return ok ? 0 : -1;
+}
+
+// Lock held. Copies ring w's entry i into batch slot j: the WR, then its
+// SGEs, into kernel memory. Nothing of the entry is checked here: the
+// core checks the copy, which the process can no longer change.
+static void wq_entry_in(struct uv_wq *w, int which, uint32 i, struct post_batch *b, int j) {
+  int send = which == RDMA_WQ_SEND;
+  uint64 esize = send ? sizeof(struct rdma_sq_entry) : sizeof(struct rdma_rq_entry);
+  uint64 off = sizeof(struct rdma_wq_ring) + (uint64)(i % w->size) * esize;
+  ring_copy(w->pa, off, send ? (void *)&b->s[j] : (void *)&b->r[j],
+            send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr), 0);
+  uint64 ignored;            // the entry's sg_list: its SGEs are inline
+  int nsge = post_batch_sges(b, send, j, &ignored);
+  uint64 sge_off = send ? offsetof(struct rdma_sq_entry, sge) : offsetof(struct rdma_rq_entry, sge);
+  ring_copy(w->pa, off + sge_off, b->sg[j], (uint64)nsge * sizeof(struct rct_sge), 0);
+}
+
+// Lock held. Up to RDMA_POST_BATCH of ring w's entries from index at, no
+// more than left, into b: how many.
+static int wq_batch_in(struct uv_wq *w, int which, uint32 at, uint32 left, struct post_batch *b) {
+  int k = 0;
+  for (; k < RDMA_POST_BATCH && (uint32)k < left; k++) wq_entry_in(w, which, at + k, b, k);
+  return k;
+}
+
+// A garbage producer index in the caller's QP h's ring: the QP goes to
+// ERR (its posted WRs flush) and the process gets IBV_EVENT_QP_FATAL, as
+// from a hardware QP that met a malformed WQE.
+static void wq_garbage(int h) {
   struct kv_owner *o = self(0);
-  return o ? kv_destroy_qp(o, AT(rdma_qps, RDMA_MAX_QP, h)) : -1;
+  struct rdma_qp *qp = AT(rdma_qps, RDMA_MAX_QP, h);
+  struct rdma_qp_attr a = { .qp_state = IBV_QPS_ERR };
+  if (!o || kv_modify_qp(o, qp, &a, IBV_QP_STATE) < 0) return;
+  spin_lock(&rdma.lock);
+  struct kv_async_event ev = { .type = IBV_EVENT_QP_FATAL, .qp = qp };
+  if (rdma_qp_owned(o, qp) >= 0) uv_async(o, &ev);
+  spin_unlock(&rdma.lock);
+}
+
+// The doorbell of the caller's QP h's ring `which`: reads prod once and
+// posts the entries from cons up to it, each copied into kernel memory
+// first, as SYS_rdma_post_* posts (uv_post_send / uv_post_recv). The
+// first refused entry ends it: its reason goes to the ring's err, the
+// entries after it are dropped. cons = prod after it, posted or not.
+// Returns the entries posted, or -1 (not the caller's QP, no ring, or a
+// garbage prod: wq_garbage).
+int uv_doorbell(int h, int which) {
+  struct post_batch b;
+  uint32 size, prod, todo, done = 0;
+  int err = 0;
+  spin_lock(&rdma.lock);
+  struct uv_wq *w = own_wq(h, which, &size);
+  if (!w || w->pages == 0) { spin_unlock(&rdma.lock); return -1; }
+  ring_copy(w->pa, WQ_FIELD(prod), &prod, sizeof prod, 0);
+  todo = prod - w->cons;
+  if (todo > w->size) {
+    spin_unlock(&rdma.lock);
+    wq_garbage(h);
+    return -1;
+  }
+  for (;;) {
+    int k = wq_batch_in(w, which, w->cons + done, todo - done, &b);
+    spin_unlock(&rdma.lock);
+    int r = k == 0 ? 0 : which == RDMA_WQ_SEND ? uv_post_send(h, b.s, k, &err) : uv_post_recv(h, b.r, k, &err);
+    spin_lock(&rdma.lock);
+    // Only the caller's own calls could change its QP, and it is in this one.
+    if ((w = own_wq(h, which, &size)) == NULL || w->pages == 0) { spin_unlock(&rdma.lock); return -1; }
+    if (r < 0) r = 0, err = RDMA_EINVAL;
+    done += (uint32)r;
+    if (r < k || done == todo) break;
+  }
+  w->cons = prod;
+  uint32 werr = done < todo ? (uint32)err : 0;
+  ring_copy(w->pa, WQ_FIELD(err), &werr, sizeof werr, 1);
+  __sync_synchronize();
+  ring_copy(w->pa, WQ_FIELD(cons), &w->cons, sizeof w->cons, 1);
+  spin_unlock(&rdma.lock);
+  return (int)done;
 }
 
 int uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {

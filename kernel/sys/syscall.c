@@ -20,7 +20,7 @@
   X(rdma_qp_stats) X(rdma_set_neigh) X(rdma_wait_write) \
   X(rdma_wait_cq) X(rdma_dev_stats) X(rdma_create_ah) X(rdma_destroy_ah) \
   X(rdma_create_srq) X(rdma_modify_srq) X(rdma_query_srq) X(rdma_destroy_srq) X(rdma_post_srq_recv) \
-  X(rdma_map_cq)
+  X(rdma_map_cq) X(rdma_map_qp) X(rdma_doorbell)
 
 #define HANDLERS(X) \
   X(fork) X(exit) X(wait) X(pipe) X(read) X(write) X(close) X(kill) \

@@ -16,7 +16,6 @@
 #include "lib/uapi.h"
 
 #define POLL_BATCH 16           // completions per rdma_poll_cq call
-#define POST_BATCH 8            // WRs copied in per rdma_post_* call
 
 static pagetable_t user_pt(void) { return current()->pagetable; }
 
@@ -93,6 +92,8 @@ int64 sys_rdma_create_qp(void) {
 }
 
 int64 sys_rdma_destroy_qp(void) { return uv_destroy_qp(arg_int(0)); }
+int64 sys_rdma_map_qp(void) { return uv_map_qp(arg_int(0), arg_int(1), arg_addr(2)); }
+int64 sys_rdma_doorbell(void) { return uv_doorbell(arg_int(0), arg_int(1)); }
 
 // (qp, struct rdma_qp_attr *attr, IBV_QP_* | RDMA_QP_* mask)
 int64 sys_rdma_modify_qp(void) {
@@ -106,16 +107,6 @@ int64 sys_rdma_query_qp(void) {
   return out_if_ok(uv_query_qp(arg_int(0), &a), arg_addr(1), &a, sizeof a);
 }
 
-// WRs copied in for one rdma_post_* call: the WR as the core takes it, and
-// its SGEs, which the WR's sg_list is made to point at.
-struct post_batch {
-  union {
-    struct rct_send_wr s[POST_BATCH];
-    struct rct_recv_wr r[POST_BATCH];
-  };
-  struct rct_sge sg[POST_BATCH][RDMA_MAX_SGE];
-};
-
 // What a post call posts to: a QP's send or receive queue, or an SRQ.
 enum { TO_RECV, TO_SEND, TO_SRQ };
 
@@ -124,12 +115,9 @@ enum { TO_RECV, TO_SEND, TO_SRQ };
 static int wr_in(int is_send, uint64 uva, struct post_batch *b, int i) {
   uint64 size = is_send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr);
   if (copy_in(user_pt(), is_send ? (void *)&b->s[i] : (void *)&b->r[i], uva, size) < 0) return -1;
-  const struct rct_sge **list = is_send ? &b->s[i].sg_list : &b->r[i].sg_list;
-  int nsge = is_send ? b->s[i].num_sge : b->r[i].num_sge;
-  uint64 sg_uva = (uint64)*list;
-  *list = b->sg[i];
-  if (nsge <= 0 || nsge > RDMA_MAX_SGE) return 0;
-  return copy_in(user_pt(), b->sg[i], sg_uva, (uint64)nsge * sizeof(struct rct_sge));
+  uint64 sg_uva;
+  int nsge = post_batch_sges(b, is_send, i, &sg_uva);
+  return nsge == 0 ? 0 : copy_in(user_pt(), b->sg[i], sg_uva, (uint64)nsge * sizeof(struct rct_sge));
 }
 
 // (qp, wr array, n, int *err) -> WRs accepted; the first refused one is
@@ -145,7 +133,7 @@ static int64 post_common(int to) {
   if (err_uva && copy_out(user_pt(), err_uva, &err, sizeof err) < 0) return -1;
   for (;;) {
     int k = 0, unreadable = 0;
-    for (; k < POST_BATCH && done + k < n && !unreadable; k++)
+    for (; k < RDMA_POST_BATCH && done + k < n && !unreadable; k++)
       unreadable = wr_in(is_send, uva + (uint64)(done + k) * size, &b, k) < 0;
     k -= unreadable;
     int r = is_send ? uv_post_send(h, b.s, k, &err)

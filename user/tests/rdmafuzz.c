@@ -9,7 +9,8 @@
 // (null, unmapped, kernel, past MAXVA, wrapping), random and boundary
 // sizes, attributes and masks, shared receive queues (QPs created on
 // them, their limits, receives posted to them), QPs walked to RTS and connected to each
-// other in loopback so that WRs move data, and forks: a child inherits the
+// other in loopback so that WRs move data, CQ, send and receive rings
+// mapped into the arena and scribbled on, doorbells, and forks: a child inherits the
 // parent's handles (foreign to it), makes objects of its own, then exits,
 // blocks in a waiting call and is killed, or is killed while it runs.
 //
@@ -285,6 +286,29 @@ static void op_create_qp(void) {
 
 static void op_destroy_qp(void) { int h = pick(K_QP); calls++; if (sys_rdma_destroy_qp(h) == 0) forget(K_QP, h); }
 
+// A send or receive queue's number (RDMA_WQ_*), or now and then garbage.
+static int pick_wq(void) { return chance(90) ? (int)below(2) : (int)next(); }
+
+// A QP's send or receive ring mapped at a page of the arena (where posts,
+// WRITEs, op_scribble and op_doorbell write too) or at a bad address.
+static void op_map_qp(void) {
+  int h = pick(K_QP), which = pick_wq();
+  void *ring = chance(80) ? (void *)(arena + below(ARENA / PG) * PG) : (void *)bad_ptr();
+  calls++;
+  rdma_map_qp(h, which, ring);
+}
+
+// A producer index written where a ring mapped at a page of the arena
+// keeps it (a few entries past its consumer index, or garbage), then a
+// doorbell: the kernel copies whatever the entries hold, then checks it.
+static void op_doorbell(void) {
+  unsigned *ring = (unsigned *)(arena + below(ARENA / PG) * PG);
+  ring[16] = chance(50) ? ring[0] + below(8) : (unsigned)next();   // prod; cons is word 0
+  int h = pick(K_QP), which = pick_wq();
+  calls++;
+  rdma_doorbell(h, which);
+}
+
 static void op_modify_qp(void) {
   int h = pick(K_QP), peer = 0;
   unsigned dest = any(&pools[K_QP], &peer) ? qp_nums[peer & 1023] : 0;
@@ -554,6 +578,7 @@ static const struct op ops[] = {
   { "poll_cq", 8, op_poll_cq }, { "req_notify", 3, op_req_notify },
   { "map_cq", 3, op_map_cq }, { "scribble", 4, op_scribble },
   { "create_qp", 6, op_create_qp }, { "destroy_qp", 2, op_destroy_qp },
+  { "map_qp", 3, op_map_qp }, { "doorbell", 6, op_doorbell },
   { "modify_qp", 10, op_modify_qp }, { "connect", 4, op_connect }, { "query_qp", 3, op_query_qp },
   { "post_send", 12, op_post_send }, { "post_recv", 8, op_post_recv },
   { "get_async", 2, op_get_async }, { "qp_stats", 2, op_qp_stats }, { "query", 1, op_query },

@@ -34,6 +34,7 @@ static char why[WHY_LEN];             // the failing check of the current case
 static struct rdma_device_info dev;   // the limits every case tests against
 static struct rdma_port_info port;
 static unsigned char buf[4 * PG] __attribute__((aligned(4096)));   // registered memory
+static unsigned char ringmem[PG] __attribute__((aligned(4096)));    // a send ring of a kit's QP
 
 #define EXPECT(cond) do { if (!(cond)) { \
   snprintf(why, WHY_LEN, "line %d: %s", __LINE__, #cond); return 1; } } while (0)
@@ -307,6 +308,30 @@ static int c_ptr_post_recv(void) {
   return 0;
 }
 
+// map_qp: every bad address, read-only text, an unaligned ring and a bad
+// queue number are -1 and pin nothing; the good ring maps once; a doorbell
+// is -1 before its ring is mapped and posts nothing from an empty one.
+static int c_ptr_map_qp(void) {
+  struct kit k;
+  EXPECT(kit_open(&k) == 0);
+  unsigned long before = free_pages();
+  for (int i = 0; i < NBAD; i++)
+    for (int q = RDMA_WQ_SEND; q <= RDMA_WQ_RECV; q++)
+      EXPECTF(rdma_map_qp(k.qp, q, (void *)bad[i]) == -1, "map_qp(%d, %p)", q, (void *)bad[i]);
+  void *text = (void *)((unsigned long)c_ptr_map_qp & ~(PG - 1UL));
+  EXPECT(rdma_map_qp(k.qp, RDMA_WQ_SEND, text) == -1);
+  EXPECT(rdma_map_qp(k.qp, RDMA_WQ_SEND, (void *)(ringmem + 64)) == -1);
+  EXPECT(rdma_map_qp(k.qp, 2, (void *)ringmem) == -1 && rdma_map_qp(k.qp, -1, (void *)ringmem) == -1);
+  EXPECTF(free_pages() == before, "free pages %lu -> %lu after refused maps", before, free_pages());
+  EXPECT(rdma_doorbell(k.qp, RDMA_WQ_SEND) == -1);
+  memset(ringmem, 0, sizeof ringmem);
+  EXPECT(rdma_map_qp(k.qp, RDMA_WQ_SEND, (void *)ringmem) == 0);
+  EXPECT(rdma_map_qp(k.qp, RDMA_WQ_SEND, (void *)ringmem) == -1);   // mapped already
+  EXPECT(rdma_doorbell(k.qp, RDMA_WQ_SEND) == 0);
+  EXPECT(kit_close(&k) == 0);
+  return 0;
+}
+
 // poll_cq copies completions out: a bad buffer is -1 (a completion must be
 // there to copy: a flushed receive provides one).
 static int c_ptr_poll_cq(void) {
@@ -415,7 +440,9 @@ static int probe_qp(struct kit *k, int h) {
   memset(&rw, 0, sizeof rw);
   return (rdma_modify_qp(h, &a, IBV_QP_STATE) != -1) | (rdma_query_qp(h, &q) != -1) << 1 |
          (sys_rdma_post_send(h, &sw, 1, 0) != -1) << 2 | (sys_rdma_post_recv(h, &rw, 1, 0) != -1) << 3 |
-         (sys_rdma_destroy_qp(h) != -1) << 4;
+         (rdma_map_qp(h, RDMA_WQ_SEND, (struct rdma_wq_ring *)ringmem) != -1) << 4 |
+         (rdma_doorbell(h, RDMA_WQ_SEND) != -1) << 5 | (rdma_doorbell(h, RDMA_WQ_RECV) != -1) << 6 |
+         (sys_rdma_destroy_qp(h) != -1) << 7;
 }
 
 enum { K_PD, K_MR, K_CHAN, K_CQ, K_QP, NKIND };
@@ -1683,6 +1710,7 @@ static int c_kill_cm_get_event(void) {
   X(ptr_query_qp) \
   X(ptr_post_send) \
   X(ptr_post_recv) \
+  X(ptr_map_qp) \
   X(ptr_poll_cq) \
   X(ptr_get_cq_event) \
   X(ptr_get_async) \

@@ -720,6 +720,178 @@ static void t_cq_ring_fork(void) {
   pair_close(&p);
 }
 
+// ---- the send and receive rings mapped into the process (uapi.h struct rdma_wq_ring) ----
+
+// The free pages come back to what *before counted (8 pages of slack),
+// within 20 s: pages the other side still used are freed as it finishes.
+static void pages_come_back(const struct sysinfo *before) {
+  struct sysinfo after;
+  uint64 settle_end = clock_ns() + 20000000000ULL;
+  do {
+    TR_ASSERT(sysinfo(&after) == 0);
+  } while (after.freepages + 8 < before->freepages && clock_ns() < settle_end && sleep(1) == 0);
+  printf("  free pages before %d after %d\n", (int)before->freepages, (int)after.freepages);
+  TR_ASSERT(after.freepages + 8 >= before->freepages);
+}
+
+#define RING_LIST 32      // WRs of the list posted with one doorbell (the system calls take 16 a call)
+
+// A list of n signaled WRITEs of 8 bytes from s to t, wr_id base + i.
+static void write_list(struct ibv_send_wr *wr, struct ibv_sge *sge, struct side *s, struct side *t, int n,
+                       uint64_t base) {
+  for (int i = 0; i < n; i++) {
+    send_wr_init(&wr[i], &sge[i], s, IBV_WR_RDMA_WRITE, 8, 0, base + (uint64_t)i);
+    wr[i].wr.rdma.remote_addr = (uint64_t)t->buf;
+    wr[i].wr.rdma.rkey = t->mr->rkey;
+    wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+  }
+}
+
+// n successful completions in cq, wr_ids base, base + 1, ... in order: 0, or -1.
+static int wait_in_order(struct ibv_cq *cq, int n, uint64_t base) {
+  struct ibv_wc wc;
+  for (int i = 0; i < n; i++)
+    if (wait_ok(cq, &wc) < 0 || wc.wr_id != base + (uint64_t)i) return -1;
+  return 0;
+}
+
+// The system calls stmt makes (syscount counts itself: one is taken off).
+#define SYSCALLS_IN(stmt) ({ long before_ = syscount(); stmt; syscount() - before_ - 1; })
+
+// A pair whose QPs post through mapped send and receive rings.
+static void ring_pair_open(struct pair *p) {
+  TR_ASSERT(pair_open(p, 64) == 0);
+  TR_ASSERT(p->a.qp->sq_ring && p->a.qp->rq_ring && p->b.qp->sq_ring && p->b.qp->rq_ring);
+}
+
+// A post of a list and of one WR made one system call each.
+static void one_call_each(long list, long one, const char *what) {
+  printf("  system calls: %ld for a list of %d %s, %ld for one\n", list, RING_LIST, what, one);
+  TR_ASSERT(list == 1 && one == 1);
+}
+
+// ibv_post_send of a list of RING_LIST WRs and of a single WR each make
+// exactly one system call (the doorbell), and every WR completes.
+static void t_sq_post_one_syscall(void) {
+  struct pair p;
+  struct ibv_send_wr wr[RING_LIST], *bad;
+  struct ibv_sge sge[RING_LIST];
+  ring_pair_open(&p);
+  write_list(wr, sge, &p.a, &p.b, RING_LIST, 0);
+  long list = SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0));
+  write_list(wr, sge, &p.a, &p.b, 1, RING_LIST);
+  one_call_each(list, SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0)), "WRs");
+  TR_ASSERT(wait_in_order(p.a.cq, RING_LIST + 1, 0) == 0);
+  pair_close(&p);
+}
+
+// ibv_post_recv of a list of RING_LIST receives and of a single one each
+// make one system call; SENDs then complete every receive, in order.
+static void t_rq_post_one_syscall(void) {
+  struct pair p;
+  struct ibv_recv_wr rw[RING_LIST], *rbad;
+  struct ibv_sge rsge[RING_LIST];
+  ring_pair_open(&p);
+  for (int i = 0; i < RING_LIST; i++) {
+    rsge[i] = (struct ibv_sge){ (uint64_t)p.b.buf, 64, p.b.mr->lkey };
+    rw[i] = (struct ibv_recv_wr){ .wr_id = 100 + (uint64_t)i, .sg_list = &rsge[i], .num_sge = 1,
+                                  .next = i + 1 < RING_LIST ? &rw[i + 1] : NULL };
+  }
+  long list = SYSCALLS_IN(TR_ASSERT(ibv_post_recv(p.b.qp, rw, &rbad) == 0));
+  rw[0].wr_id = 100 + RING_LIST;
+  rw[0].next = NULL;
+  one_call_each(list, SYSCALLS_IN(TR_ASSERT(ibv_post_recv(p.b.qp, rw, &rbad) == 0)), "receives");
+  for (int i = 0; i <= RING_LIST; i++)
+    TR_ASSERT(post_send1(&p.a, IBV_WR_SEND, 8, 0, 0, 0, (uint64_t)i) == 0);
+  TR_ASSERT(wait_in_order(p.a.cq, RING_LIST + 1, 0) == 0);
+  TR_ASSERT(wait_in_order(p.b.cq, RING_LIST + 1, 100) == 0);
+  pair_close(&p);
+}
+
+#define SCRIBBLES 50      // garbage rounds of sq_ring_garbage, each with a WRITE on the other pair
+
+// Takes the queued async events: 1 if one is QP_FATAL of QP handle h, -1
+// if one names a QP of pair q (which must stay untouched), else 0.
+static int async_fatal_of(uint32_t h, const struct pair *q) {
+  struct rdma_async_event e;
+  int found = 0;
+  while (rdma_get_async(&e, 0) == 0) {
+    if (e.handle == (int)q->a.qp->handle || e.handle == (int)q->b.qp->handle) return -1;
+    if (e.event_type == IBV_EVENT_QP_FATAL && e.handle == (int)h) found = 1;
+  }
+  return found;
+}
+
+// The child of t_sq_ring_garbage: garbage in a QP's mapped send ring, and
+// doorbells, while another pair's WRITEs run: garbage entries are copied
+// and refused or fail that QP only; a producer index past the ring takes
+// nothing and puts the QP in ERR with IBV_EVENT_QP_FATAL; the other pair
+// completes every WRITE.
+static int sq_ring_garbage_child(void) {
+  struct pair p, q;
+  struct ibv_wc wc;
+  TR_ASSERT(pair_open(&p, 64) == 0 && pair_open(&q, 64) == 0);
+  struct rdma_sq_ring *r = p.a.qp->sq_ring;
+  int h = (int)p.a.qp->handle;
+  TR_ASSERT(r != NULL);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 1) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0);
+  uint32_t size = 64, x = 2463534242u;        // pair_open's max_send_wr
+  unsigned *words = (unsigned *)r->e, nwords = (unsigned)(size * sizeof r->e[0] / sizeof *words);
+  for (unsigned i = 0; i < nwords; i++) words[i] = x = x * 1103515245u + 12345u;
+  r->h.prod = r->h.cons + 4;                   // four garbage entries: each copied, then checked
+  int took = rdma_doorbell(h, RDMA_WQ_SEND);
+  TR_ASSERT(took >= 0 && took <= 4);
+  r->h.prod = r->h.cons + size + 1 + x % 1000; // past the ring: nothing taken, the QP fails
+  TR_ASSERT(rdma_doorbell(h, RDMA_WQ_SEND) == -1);
+  TR_ASSERT(async_fatal_of((uint32_t)h, &q) == 1);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qia;
+  TR_ASSERT(ibv_query_qp(p.a.qp, &qa, IBV_QP_STATE, &qia) == 0 && qa.qp_state == IBV_QPS_ERR);
+  for (int i = 0; i < SCRIBBLES; i++) {
+    x = x * 1103515245u + 12345u;
+    ((unsigned *)r)[x % (32 + nwords)] = x;     // anywhere: indices, err, entries
+    rdma_doorbell(h, RDMA_WQ_SEND);
+    TR_ASSERT(post_send1(&q.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)q.b.buf, q.b.mr->rkey, 0, 9) == 0);
+    TR_ASSERT(wait_ok(q.a.cq, &wc) == 0 && wc.wr_id == 9);
+  }
+  TR_ASSERT(async_fatal_of(~0u, &q) == 0);
+  pair_close(&p);
+  pair_close(&q);
+  return 0;
+}
+
+// sq_ring_garbage_child in a child; then its pinned pages come back (its
+// heap goes at exit, so the count is taken around it).
+static void t_sq_ring_garbage(void) {
+  struct sysinfo before;
+  TR_ASSERT(sysinfo(&before) == 0);
+  int pid = fork();
+  if (pid == 0) exit(sq_ring_garbage_child());
+  int st = -1;
+  TR_ASSERT(pid > 0 && wait(&st) == pid && st == 0);
+  pages_come_back(&before);
+}
+
+// A fork's child scribbles on its copy of the parent's send ring and rings
+// the doorbell with the parent's handle (not its QP: -1); the kernel reads
+// only the parent's pages, whose next post still goes.
+static void t_sq_ring_fork(void) {
+  struct pair p;
+  struct ibv_wc wc;
+  TR_ASSERT(pair_open(&p, 64) == 0 && p.a.qp->sq_ring != NULL);
+  int pid = fork();
+  if (pid == 0) {
+    memset((void *)p.a.qp->sq_ring, 0xa5, RDMA_WQ_RING_BYTES(RDMA_WQ_SEND, 64));
+    exit(rdma_doorbell((int)p.a.qp->handle, RDMA_WQ_SEND) == -1 ? 0 : 1);
+  }
+  int st = -1;
+  TR_ASSERT(pid > 0 && wait(&st) == pid && st == 0);
+  TR_ASSERT(post_send1(&p.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)p.b.buf, p.b.mr->rkey, 0, 5) == 0);
+  TR_ASSERT(wait_ok(p.a.cq, &wc) == 0 && wc.wr_id == 5);
+  pair_close(&p);
+}
+
 // A CQ on channel ch (context 0x1234) and a QP whose receive CQ it is,
 // connected to p->a, with one receive (wr_id 55) posted and the CQ armed.
 static struct ibv_cq *channel_cq_open(struct pair *p, struct ibv_comp_channel *ch,
@@ -911,7 +1083,7 @@ static void t_bad_pointers(void) {
 // A child exits with a 1 MiB WRITE and receives in flight; everything is
 // released (free pages come back) and the parent can use the device.
 static void t_exit_in_flight(void) {
-  struct sysinfo before, after;
+  struct sysinfo before;
   TR_ASSERT(sysinfo(&before) == 0);
   for (int round = 0; round < 3; round++) {
     int pid = fork();
@@ -929,12 +1101,7 @@ static void t_exit_in_flight(void) {
   }
   // The exit hook ran before wait() returned; give pages that were still
   // in use by the other side a deadline to come back, polling.
-  uint64 settle_end = clock_ns() + 20000000000ULL;
-  do {
-    TR_ASSERT(sysinfo(&after) == 0);
-  } while (after.freepages + 8 < before.freepages && clock_ns() < settle_end && sleep(1) == 0);
-  printf("  free pages before %d after %d\n", (int)before.freepages, (int)after.freepages);
-  TR_ASSERT(after.freepages + 8 >= before.freepages);
+  pages_come_back(&before);
   transfer(IBV_WR_RDMA_WRITE, 5000);
 }
 
@@ -2112,6 +2279,10 @@ static const struct tr_case cases[] = {
   { "cq_poll_no_syscall", t_cq_poll_no_syscall, TR_QUICK, 0 },
   { "cq_ring_garbage", t_cq_ring_garbage, TR_QUICK, 0 },
   { "cq_ring_fork", t_cq_ring_fork, TR_QUICK, 0 },
+  { "sq_post_one_syscall", t_sq_post_one_syscall, TR_QUICK, 0 },
+  { "rq_post_one_syscall", t_rq_post_one_syscall, TR_QUICK, 0 },
+  { "sq_ring_garbage", t_sq_ring_garbage, TR_QUICK, 0 },
+  { "sq_ring_fork", t_sq_ring_fork, TR_QUICK, 0 },
   { "channel", t_channel, TR_QUICK, 0 },
   { "channel_poll", t_channel_poll, TR_QUICK, 0 },
   { "kill_blocked", t_kill_blocked, TR_QUICK, 0 },

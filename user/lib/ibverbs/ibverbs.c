@@ -1,11 +1,15 @@
 // ibverbs.c: the verbs library (see ibverbs.h) over the SYS_rdma_* calls.
 //
 // Each verbs object is a malloc'd struct with the libibverbs fields; its
-// `handle` is the kernel's handle. The library turns linked WR lists into
-// arrays for one system call (the SGE lists stay in the caller's memory:
-// the kernel reads them there), converts between libibverbs' structs and
-// the kernel ABI (kernel/lib/uapi.h), and maps kernel handles back to the
-// caller's objects for events.
+// `handle` is the kernel's handle. A CQ's completions and a QP's send and
+// receive WRs go through rings mapped into the process (uapi.h struct
+// rdma_cq_ring, struct rdma_wq_ring): polls make no system call, a post
+// writes the list into the ring with its SGEs and rings the doorbell once.
+// Where the kernel did not map a ring, the library turns linked WR lists
+// into arrays for one system call (the SGE lists stay in the caller's
+// memory: the kernel reads them there). It converts between libibverbs'
+// structs and the kernel ABI (kernel/lib/uapi.h), and maps kernel handles
+// back to the caller's objects for events.
 #include "user.h"
 #include "ibverbs.h"
 #include "rdma_sys.h"
@@ -26,6 +30,9 @@ struct qp_priv {
   uint8_t *inl;                 // slots of MAX_INLINE bytes
   struct ibv_mr *inl_mr;
   uint32_t inl_slots, inl_next;
+  uint32_t sq_size, rq_size;    // the mapped rings' entries: the granted max_send_wr / max_recv_wr
+  uint32_t sq_prod, rq_prod;    // their producer indices: the library's own copies
+  uint32_t max_send_sge, max_recv_sge;   // as granted
 };
 
 static struct ibv_device rxe0 = {
@@ -228,16 +235,30 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel) {
   return 0;
 }
 
-// CQ h's ring (uapi.h struct rdma_cq_ring) in zeroed page-aligned memory
-// the kernel then writes: the ring, or NULL (the CQ then polls by system
-// call, as before the rings).
-static struct rdma_cq_ring *ring_map(int h, int cqe) {
+// Zeroed page-aligned memory of whole pages for a ring of bytes, or NULL.
+static void *ring_alloc(unsigned long bytes) {
   unsigned long page = (unsigned long)getpagesize();
-  unsigned long bytes = (RDMA_CQ_RING_BYTES(cqe) + page - 1) / page * page;
-  struct rdma_cq_ring *ring = memalign(page, bytes);
-  if (!ring) return NULL;
-  memset(ring, 0, bytes);
-  if (rdma_map_cq(h, ring) == 0) return ring;
+  bytes = (bytes + page - 1) / page * page;
+  void *ring = memalign(page, bytes);
+  if (ring) memset(ring, 0, bytes);
+  return ring;
+}
+
+// CQ h's ring (uapi.h struct rdma_cq_ring) the kernel then writes: the
+// ring, or NULL (the CQ then polls by system call, as before the rings).
+static struct rdma_cq_ring *ring_map(int h, int cqe) {
+  struct rdma_cq_ring *ring = ring_alloc(RDMA_CQ_RING_BYTES(cqe));
+  if (ring && rdma_map_cq(h, ring) == 0) return ring;
+  free(ring);
+  return NULL;
+}
+
+// QP h's send or receive ring (RDMA_WQ_*) of size entries, which the
+// kernel then reads at each doorbell: the ring, or NULL (none for a
+// queue of size 0; posts to it are then system calls).
+static struct rdma_wq_ring *wq_map(int h, int which, uint32_t size) {
+  struct rdma_wq_ring *ring = size > 0 ? ring_alloc(RDMA_WQ_RING_BYTES(which, size)) : NULL;
+  if (ring && rdma_map_qp(h, which, ring) == 0) return ring;
   free(ring);
   return NULL;
 }
@@ -379,6 +400,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   ia->cap.max_send_sge = c.max_send_sge;
   ia->cap.max_recv_sge = c.max_recv_sge;
   ia->cap.max_inline_data = priv->inl ? MAX_INLINE : 0;
+  priv->max_send_sge = c.max_send_sge;
+  priv->max_recv_sge = c.max_recv_sge;
+  priv->sq_size = c.max_send_wr;
+  priv->rq_size = c.max_recv_wr;
+  qp->sq_ring = (struct rdma_sq_ring *)wq_map(h, RDMA_WQ_SEND, c.max_send_wr);
+  qp->rq_ring = (struct rdma_rq_ring *)wq_map(h, RDMA_WQ_RECV, c.max_recv_wr);
   qp->context = pd->context;
   qp->qp_context = ia->qp_context;
   qp->pd = pd;
@@ -504,6 +531,8 @@ int ibv_destroy_qp(struct ibv_qp *qp) {
   struct qp_priv *priv = (struct qp_priv *)qp;
   if (priv->inl_mr) ibv_dereg_mr(priv->inl_mr);
   free(priv->inl);
+  free(qp->sq_ring);   // the kernel unpinned them at destroy
+  free(qp->rq_ring);
   free(priv);
   return 0;
 }
@@ -561,11 +590,74 @@ static void send_wr_out(const struct ibv_qp *qp, const struct ibv_send_wr *wr, s
   k->ud_pad = 0;
 }
 
+// Publishes n new entries of a mapped ring (fence, then prod) and rings
+// its doorbell: the entries the kernel posted, and in *err why it refused
+// the next one. A doorbell that failed (-1) took nothing: prod goes back
+// to what the kernel took.
+static int wq_ring_doorbell(struct ibv_qp *qp, int which, struct rdma_wq_ring *r, uint32_t *prod,
+                            uint32_t n, int *err) {
+  if (n == 0) return 0;
+  __sync_synchronize();
+  r->prod = *prod += n;
+  int done = rdma_doorbell((int)qp->handle, which);
+  *err = done < 0 ? EINVAL : (int)r->err;
+  if (done < 0) *prod = r->cons;
+  return done < 0 ? 0 : done;
+}
+
+// The WR n places after wr in its list.
+#define LIST_NTH(wr, n) ({ __typeof__(wr) w_ = (wr); for (uint32_t i_ = 0; i_ < (n); i_++) w_ = w_->next; w_; })
+
+// A send WR the library can hand over: an opcode the QP's type takes and
+// an SGE list within the QP's max_send_sge (libibverbs reports both
+// synchronously, EINVAL); an inline WR's list becomes one SGE, as
+// SYS_rdma_post_send's path takes it.
+static int send_wr_ok(const struct qp_priv *priv, const struct ibv_send_wr *wr) {
+  int ud = priv->qp.qp_type == IBV_QPT_UD;
+  if (ud ? wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM
+         : (unsigned)wr->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) return 0;
+  return sges_ok(wr->sg_list, wr->num_sge) == 0 && (is_inline(wr) || (uint32_t)wr->num_sge <= priv->max_send_sge);
+}
+
+// The end of a post through a mapped ring of n entries written for the
+// list from start: done of them posted (err: why the kernel refused the
+// next), then the first WR not written, wr (NULL: none), which failed the
+// library's check (bad_arg) or found the ring full (libibverbs' ENOMEM:
+// the ring holds the queue's max_*_wr, and is empty at each call's start).
+// 0, or the errno with *bad_wr the first WR not posted.
+#define RING_POST_END(bad_wr, start, n, done, err, wr, bad_arg) ({ \
+  int e_ = (done) < (n) ? ((err) ? (err) : EINVAL) : !(wr) ? 0 : (bad_arg) ? EINVAL : ENOMEM; \
+  if (e_ && (bad_wr)) *(bad_wr) = (done) < (n) ? LIST_NTH(start, done) : (wr); \
+  e_; })
+
+// Sends through qp's mapped send ring: each WR checked, written into the
+// next entry with its SGEs (or its inline slot's one SGE), then one
+// doorbell for the list.
+static int post_send_ring(struct qp_priv *priv, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
+  struct ibv_qp *qp = &priv->qp;
+  struct ibv_send_wr *start = wr;
+  uint32_t n = 0, inl_in_batch = 0;
+  int bad_arg = 0, err = 0;
+  for (; wr && n < priv->sq_size; wr = wr->next, n++) {
+    struct rdma_sq_entry *e = &qp->sq_ring->e[(priv->sq_prod + n) % priv->sq_size];
+    if (!send_wr_ok(priv, wr)) { bad_arg = 1; break; }
+    send_wr_out(qp, wr, &e->wr);
+    if (!is_inline(wr)) memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *e->sge);
+    else if (inline_copy(priv, wr, &e->wr, &e->sge[0], inl_in_batch++) < 0) { bad_arg = 1; break; }
+  }
+  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_SEND, &qp->sq_ring->h, &priv->sq_prod, n, &err);
+  struct ibv_send_wr *w = start;
+  for (uint32_t i = 0; i < done; i++, w = w->next)   // the slots of accepted inline WRs are taken
+    if (is_inline(w)) priv->inl_next++;
+  return RING_POST_END(bad_wr, start, n, done, err, wr, bad_arg);
+}
+
 int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr) {
   struct rdma_send_wr k[POST_BATCH];
   struct ibv_sge inl[POST_BATCH];
   struct ibv_send_wr *first[POST_BATCH];
   if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  if (qp->sq_ring) return post_send_ring((struct qp_priv *)qp, wr, bad_wr);
   while (wr) {
     int n = 0, bad_arg = 0;
     uint32_t inl_in_batch = 0;
@@ -592,6 +684,25 @@ int ibv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
     }
   }
   return 0;
+}
+
+// Receives through qp's mapped receive ring, as post_send_ring.
+static int post_recv_ring(struct qp_priv *priv, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
+  struct ibv_qp *qp = &priv->qp;
+  struct ibv_recv_wr *start = wr;
+  uint32_t n = 0;
+  int bad_arg = 0, err = 0;
+  for (; wr && n < priv->rq_size; wr = wr->next, n++) {
+    struct rdma_rq_entry *e = &qp->rq_ring->e[(priv->rq_prod + n) % priv->rq_size];
+    if (sges_ok(wr->sg_list, wr->num_sge) < 0 || (uint32_t)wr->num_sge > priv->max_recv_sge) {
+      bad_arg = 1;
+      break;
+    }
+    e->wr = (struct rdma_recv_wr){ .wr_id = wr->wr_id, .num_sge = wr->num_sge };
+    memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *e->sge);
+  }
+  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_RECV, &qp->rq_ring->h, &priv->rq_prod, n, &err);
+  return RING_POST_END(bad_wr, start, n, done, err, wr, bad_arg);
 }
 
 // Receive WRs to the QP or SRQ with handle h through post (the system
@@ -624,6 +735,7 @@ static int post_recv_list(int (*post)(int, struct rdma_recv_wr *, int, int *), i
 // the kernel refuses it (EINVAL).
 int ibv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr) {
   if (!qp) { if (bad_wr) *bad_wr = wr; return EINVAL; }
+  if (qp->rq_ring) return post_recv_ring((struct qp_priv *)qp, wr, bad_wr);
   return post_recv_list(sys_rdma_post_recv, (int)qp->handle, wr, bad_wr);
 }
 

@@ -228,6 +228,8 @@ struct ibv_qp {
   enum ibv_qp_state state;
   enum ibv_qp_type qp_type;
   uint32_t events_completed;
+  struct rdma_sq_ring *sq_ring;  // the send ring mapped into the process (NULL: posts are system calls)
+  struct rdma_rq_ring *rq_ring;  // the receive ring (NULL: none, or an SRQ's QP)
 };
 
 struct ibv_global_route {

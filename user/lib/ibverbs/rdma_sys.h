@@ -17,6 +17,8 @@ int rdma_destroy_chan(int chan);
 int rdma_create_cq(int cqe, int chan, void *cookie);
 int rdma_destroy_cq(int cq);
 int rdma_map_cq(int cq, struct rdma_cq_ring *ring);
+int rdma_map_qp(int qp, int which, struct rdma_wq_ring *ring);   // which: RDMA_WQ_SEND / RDMA_WQ_RECV
+int rdma_doorbell(int qp, int which);
 int rdma_poll_cq(int cq, int n, struct rdma_wc *wc);
 int rdma_req_notify(int cq, int solicited_only);
 int rdma_get_cq_event(int chan, unsigned long long *cookie);
