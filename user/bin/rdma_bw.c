@@ -90,24 +90,39 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
   *t_end = clock_ns();
 }
 
+// Receives go in lists of up to PERF_RECV_LIST (one ibv_post_recv, one
+// doorbell): one receive per call made the server's system calls per
+// message match the client's, and a server a little slower than its
+// client ran out of receives (RNR NAKs).
+#define PERF_RECV_LIST 32
+static void post_recvs(struct perf_conn *c, struct ibv_recv_wr *list, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) list[i].next = i + 1 < n ? &list[i + 1] : NULL;
+  if (n) perf_post_recv(c, list);
+}
+
 static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+  struct ibv_recv_wr wr[PERF_RECV_LIST];
   struct ibv_wc wc[16];
   uint32_t posted = (uint32_t)c->preposted, got = 0;   // -R posts the first before the run
   c->preposted = 0;
+  for (int i = 0; i < PERF_RECV_LIST; i++) wr[i] = (struct ibv_recv_wr){ .sg_list = &sge, .num_sge = 1 };
   while (got < o->iters) {
-    while (posted < o->iters && posted - got < PERF_SEND_RECVS) {
-      perf_post_recv(c, &wr);
-      posted++;
+    uint32_t room = posted - got < PERF_SEND_RECVS ? PERF_SEND_RECVS - (posted - got) : 0;
+    uint32_t n = o->iters - posted < room ? o->iters - posted : room;
+    if (n >= PERF_RECV_LIST / 2 || posted + n == o->iters) {   // a list's worth, or the last
+      n = n < PERF_RECV_LIST ? n : PERF_RECV_LIST;
+      post_recvs(c, wr, n);
+      posted += n;
+      if (posted < o->iters && posted - got < PERF_SEND_RECVS) continue;
     }
     // No more than the run's receives: the client's perf_sync SEND may
     // already be in the CQ behind them (it lands in the receive left posted
     // ahead, perf_post_ahead).
-    int n = perf_poll(c, wc, o->iters - got < 16 ? (int)(o->iters - got) : 16, 30000);
-    if (n < 0) fail("poll_cq");
-    if (n == 0) perf_fail_stall(c, "Send to receive", 30);
-    for (int i = 0; i < n; i++) {
+    int k = perf_poll(c, wc, o->iters - got < 16 ? (int)(o->iters - got) : 16, 30000);
+    if (k < 0) fail("poll_cq");
+    if (k == 0) perf_fail_stall(c, "Send to receive", 30);
+    for (int i = 0; i < k; i++) {
       if (wc[i].status != IBV_WC_SUCCESS) perf_fail_wc(c, "receive of a Send", &wc[i]);
       if (wc[i].opcode == IBV_WC_RECV) got++;
     }
@@ -122,10 +137,15 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
 // posts them for -R.
 static void send_run_ready(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
   struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+  struct ibv_recv_wr wr[PERF_RECV_LIST];
   if (o->op != PERF_SEND || c->r) return;
-  for (; c->is_server && c->preposted < (int)o->iters && c->preposted < PERF_SEND_RECVS; c->preposted++)
-    perf_post_recv(c, &wr);
+  for (int i = 0; i < PERF_RECV_LIST; i++) wr[i] = (struct ibv_recv_wr){ .sg_list = &sge, .num_sge = 1 };
+  uint32_t want = o->iters < PERF_SEND_RECVS ? o->iters : PERF_SEND_RECVS;
+  while (c->is_server && (uint32_t)c->preposted < want) {
+    uint32_t n = want - (uint32_t)c->preposted < PERF_RECV_LIST ? want - (uint32_t)c->preposted : PERF_RECV_LIST;
+    post_recvs(c, wr, n);
+    c->preposted += (int)n;
+  }
   perf_sync(c);
 }
 
