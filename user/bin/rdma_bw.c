@@ -90,31 +90,19 @@ static void run_client(struct perf_conn *c, const struct perf_opts *o, uint32_t 
   *t_end = clock_ns();
 }
 
-// Receives go in lists of up to PERF_RECV_LIST (one ibv_post_recv, one
-// doorbell): one receive per call made the server's system calls per
-// message match the client's, and a server a little slower than its
-// client ran out of receives (RNR NAKs).
-#define PERF_RECV_LIST 32
-static void post_recvs(struct perf_conn *c, struct ibv_recv_wr *list, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) list[i].next = i + 1 < n ? &list[i + 1] : NULL;
-  if (n) perf_post_recv(c, list);
-}
-
-static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
-  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr[PERF_RECV_LIST];
+// The server's receives: the run's first ones were posted before the sync
+// that started it (perf_post_run_recvs); the rest go in lists as
+// completions make room.
+static void run_send_server(struct perf_conn *c, const struct perf_opts *o) {
   struct ibv_wc wc[16];
-  uint32_t posted = (uint32_t)c->preposted, got = 0;   // -R posts the first before the run
+  uint32_t posted = (uint32_t)c->preposted, got = 0;
   c->preposted = 0;
-  for (int i = 0; i < PERF_RECV_LIST; i++) wr[i] = (struct ibv_recv_wr){ .sg_list = &sge, .num_sge = 1 };
   while (got < o->iters) {
     uint32_t room = posted - got < PERF_SEND_RECVS ? PERF_SEND_RECVS - (posted - got) : 0;
     uint32_t n = o->iters - posted < room ? o->iters - posted : room;
-    if (n >= PERF_RECV_LIST / 2 || posted + n == o->iters) {   // a list's worth, or the last
-      n = n < PERF_RECV_LIST ? n : PERF_RECV_LIST;
-      post_recvs(c, wr, n);
+    if (n >= PERF_RECV_LIST / 2 || (n > 0 && posted + n == o->iters)) {   // a list's worth, or the last
+      perf_post_recvs(c, n);
       posted += n;
-      if (posted < o->iters && posted - got < PERF_SEND_RECVS) continue;
     }
     // No more than the run's receives: the client's perf_sync SEND may
     // already be in the CQ behind them (it lands in the receive left posted
@@ -127,26 +115,6 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o, uint
       if (wc[i].opcode == IBV_WC_RECV) got++;
     }
   }
-}
-
-// SEND without -R: the server posts the run's first receives and only then
-// syncs with the client, which starts its run after the sync, as
-// perftest's server posts its receives before its barrier. Else a SEND
-// could meet an empty receive queue: an RNR NAK, the sender's RNR wait
-// (and go-back-N resending all it sent after that SEND). perftest_cm.c
-// posts them for -R.
-static void send_run_ready(struct perf_conn *c, const struct perf_opts *o, uint32_t size) {
-  struct ibv_sge sge = { (uint64_t)c->buf, size, c->mr->lkey };
-  struct ibv_recv_wr wr[PERF_RECV_LIST];
-  if (o->op != PERF_SEND || c->r) return;
-  for (int i = 0; i < PERF_RECV_LIST; i++) wr[i] = (struct ibv_recv_wr){ .sg_list = &sge, .num_sge = 1 };
-  uint32_t want = o->iters < PERF_SEND_RECVS ? o->iters : PERF_SEND_RECVS;
-  while (c->is_server && (uint32_t)c->preposted < want) {
-    uint32_t n = want - (uint32_t)c->preposted < PERF_RECV_LIST ? want - (uint32_t)c->preposted : PERF_RECV_LIST;
-    post_recvs(c, wr, n);
-    c->preposted += (int)n;
-  }
-  perf_sync(c);
 }
 
 static uint64 mb_x100(uint64 bytes, uint64 ns) {   // MB/s * 100, MB = 2^20
@@ -194,7 +162,6 @@ int main(int argc, char **argv) {
   struct perf_cpu cpu0, cpu1;
   perf_cpu_sample(&cpu0);
   for (uint32_t size = o.all ? 2 : o.size; size <= o.size; size = o.all ? size * 2 : o.size + 1) {
-    send_run_ready(&c, &o, size);
     if (client) {
       uint64 t0, t1;
       run_client(&c, &o, size, &t0, &t1);
@@ -212,7 +179,8 @@ int main(int argc, char **argv) {
       perf_print_fixed(avg, 18);
       printf("   %lu.%05lu\n", mpps_x100000 / 100000, mpps_x100000 % 100000);
     } else if (o.op == PERF_SEND) {
-      run_send_server(&c, &o, size);
+      run_send_server(&c, &o);
+      if (o.all && size * 2 <= o.size) perf_post_run_recvs(&c, &o);   // the next size's, before its sync
     }
     perf_sync(&c);
   }

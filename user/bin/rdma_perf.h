@@ -46,6 +46,11 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 // The send server's receives outstanding during a run: room is left for
 // PERF_RECV_AHEAD and the ones perf_sync posts for early SENDs.
 #define PERF_SEND_RECVS (PERF_QP_RECV_WR - 32)
+// Receives go in lists of up to this many (perf_post_recvs): one receive
+// per call cost the server as many system calls per message as its
+// client, and a server a little slower than its client ran out of
+// receives (RNR NAKs).
+#define PERF_RECV_LIST 32
 // rdma_lat's RTO floor unless --min-rto/--fixed-rto: perftest's default QP
 // timeout (-u 14, 4.096 us x 2^14), at which its rxe QPs retransmit. A
 // latency run on a lossless link has nothing to retransmit, and a host
@@ -143,6 +148,8 @@ void perf_sync(struct perf_conn *c);
 void perf_post_ahead(struct perf_conn *c);
 // A receive WR to this side's SRQ (--srq) or its QP; exits if refused.
 void perf_post_recv(struct perf_conn *c, struct ibv_recv_wr *wr);
+void perf_post_recvs(struct perf_conn *c, uint32_t n);
+void perf_post_run_recvs(struct perf_conn *c, const struct perf_opts *o);
 // n more connected QPs (loopback pairs) that carry no traffic.
 void perf_idle_qps(struct perf_conn *c, int n);
 void perf_close(struct perf_conn *c);
