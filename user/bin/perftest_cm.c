@@ -284,11 +284,7 @@ static void step_recvs(struct perf_conn *c, struct perf_opts *o) {
     for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
     return;
   }
-  if (!c->is_server) return;
-  struct ibv_sge sge = { (uint64_t)c->buf, o->size, c->mr->lkey };
-  struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
-  for (; c->preposted < (int)o->iters && c->preposted < PERF_SEND_RECVS; c->preposted++)
-    if (ibv_post_recv(c->qp, &wr, &bad)) die(c, "receives for the run", "cannot post a receive");
+  perf_post_run_recvs(c, o, o->size);
 }
 
 static void step_run(struct perf_conn *c, struct perf_opts *o) { (void)c; (void)o; }

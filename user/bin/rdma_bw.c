@@ -101,7 +101,7 @@ static void run_send_server(struct perf_conn *c, const struct perf_opts *o) {
     uint32_t room = posted - got < PERF_SEND_RECVS ? PERF_SEND_RECVS - (posted - got) : 0;
     uint32_t n = o->iters - posted < room ? o->iters - posted : room;
     if (n >= PERF_RECV_LIST / 2 || (n > 0 && posted + n == o->iters)) {   // a list's worth, or the last
-      perf_post_recvs(c, n);
+      perf_post_recvs(c, n, c->buf_len);
       posted += n;
     }
     // No more than the run's receives: the client's perf_sync SEND may
@@ -180,7 +180,8 @@ int main(int argc, char **argv) {
       printf("   %lu.%05lu\n", mpps_x100000 / 100000, mpps_x100000 % 100000);
     } else if (o.op == PERF_SEND) {
       run_send_server(&c, &o);
-      if (o.all && size * 2 <= o.size) perf_post_run_recvs(&c, &o);   // the next size's, before its sync
+      if (o.all && size * 2 <= o.size && !o.perftest)
+        perf_post_run_recvs(&c, &o, c.buf_len);   // the next size's, before its sync
     }
     perf_sync(&c);
   }

@@ -278,7 +278,7 @@ static void connect_loopback(struct perf_conn *c, struct perf_opts *o) {
   c->rkey = peer.rkey;
   if (rdmau_connect(c->qp, &peer, me.psn, pa.active_mtu, c->access, 7, 14)) die("connect (loopback)");
   for (int i = 0; i < PERF_RECV_AHEAD; i++) perf_post_ahead(c);
-  perf_post_run_recvs(c, o);
+  perf_post_run_recvs(c, o, c->buf_len);
   barrier(c);                      // both sides' receives posted before the first SEND
 }
 
@@ -329,7 +329,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     c->peer_ip = ntohl(((struct sockaddr_in *)rdma_get_peer_addr(c->id))->sin_addr.s_addr);
     resources(c, o);
     init_and_post_ahead(c);
-    perf_post_run_recvs(c, o);
+    perf_post_run_recvs(c, o, c->buf_len);
     c->id->qp = c->qp;
     rdmax_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
     perf_set_transport(c->id, o);
@@ -541,10 +541,10 @@ void perf_post_recv(struct perf_conn *c, struct ibv_recv_wr *wr) {
   if (r) die(c->srq ? "post_srq_recv" : "post_recv");
 }
 
-// n receives of the whole buffer (any size of the run fits), in lists of
-// up to PERF_RECV_LIST: one ibv_post_recv and one doorbell each.
-void perf_post_recvs(struct perf_conn *c, uint32_t n) {
-  struct ibv_sge sge = { (uint64_t)c->buf, c->buf_len, c->mr->lkey };
+// n receives of len bytes at the buffer's start, in lists of up to
+// PERF_RECV_LIST: one ibv_post_recv and one doorbell each.
+void perf_post_recvs(struct perf_conn *c, uint32_t n, uint32_t len) {
+  struct ibv_sge sge = { (uint64_t)c->buf, len, c->mr->lkey };
   struct ibv_recv_wr wr[PERF_RECV_LIST];
   while (n > 0) {
     uint32_t k = n < PERF_RECV_LIST ? n : PERF_RECV_LIST;
@@ -555,18 +555,20 @@ void perf_post_recvs(struct perf_conn *c, uint32_t n) {
   }
 }
 
-// rdma_bw's SEND server (not -R: perftest_cm.c posts those): a run's first
-// receives go in before the sync that lets the client start it (the
-// connection's, or the one that ends the size before), as perftest's
-// server posts its receives before its barrier. Else the client's first
-// SENDs could meet an empty receive queue: an RNR NAK, the sender's RNR
-// wait, and go-back-N resending all it sent behind it. Whole-buffer
-// receives, so the two a size of -a leaves posted fit the next size.
-void perf_post_run_recvs(struct perf_conn *c, const struct perf_opts *o) {
-  if (!c->is_server || o->op != PERF_SEND || o->latency || o->perftest) return;
-  uint32_t n = o->iters < PERF_SEND_RECVS ? o->iters : PERF_SEND_RECVS;
-  perf_post_recvs(c, n);
-  c->preposted = (int)n;
+// The bandwidth SEND server: a run's first receives (up to
+// PERF_SEND_RECVS, counting those already in c->preposted) go in before
+// the sync that lets the client start it (the connection's, the one that
+// ends the size before, or perftest's with -R: perftest_cm.c), as
+// perftest's server posts its receives before its barrier. Else the
+// client's first SENDs could meet an empty receive queue: an RNR NAK, the
+// sender's RNR wait, and go-back-N resending all it sent behind it. len:
+// rdma_bw's own exchange takes the whole buffer, so the two receives a
+// size of -a leaves posted fit the next size.
+void perf_post_run_recvs(struct perf_conn *c, const struct perf_opts *o, uint32_t len) {
+  if (!c->is_server || o->op != PERF_SEND || o->latency) return;
+  uint32_t want = o->iters < PERF_SEND_RECVS ? o->iters : PERF_SEND_RECVS;
+  if ((uint32_t)c->preposted < want) perf_post_recvs(c, want - (uint32_t)c->preposted, len);
+  if ((uint32_t)c->preposted < want) c->preposted = (int)want;
 }
 
 void perf_post_ahead(struct perf_conn *c) {

@@ -148,8 +148,8 @@ void perf_sync(struct perf_conn *c);
 void perf_post_ahead(struct perf_conn *c);
 // A receive WR to this side's SRQ (--srq) or its QP; exits if refused.
 void perf_post_recv(struct perf_conn *c, struct ibv_recv_wr *wr);
-void perf_post_recvs(struct perf_conn *c, uint32_t n);
-void perf_post_run_recvs(struct perf_conn *c, const struct perf_opts *o);
+void perf_post_recvs(struct perf_conn *c, uint32_t n, uint32_t len);
+void perf_post_run_recvs(struct perf_conn *c, const struct perf_opts *o, uint32_t len);
 // n more connected QPs (loopback pairs) that carry no traffic.
 void perf_idle_qps(struct perf_conn *c, int n);
 void perf_close(struct perf_conn *c);
