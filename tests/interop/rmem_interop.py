@@ -10,8 +10,10 @@ one Linux guest; clean and at 1 % seeded loss):
                                  between two clients (rxe's remote access
                                  error for another client's, a forged, a
                                  freed rkey and a range past the region),
-                                 a client that dies holding regions
-                                 [RMEM-ISO-1] [RMEM-DATA-2] [RMEM-LIFE-1]
+                                 a client that dies holding regions; on
+                                 the lossy bed (rmemtest -l) a lost NAK may
+                                 end the connection instead [RMEM-ISO-1]
+                                 [RMEM-DATA-2] [RMEM-DATA-3] [RMEM-LIFE-1]
   interop_<bed>_rmem_example_xv6_client
                                  xv6's rmem_example against Linux's rmemd
   interop_<bed>_rmem_linux_counters
@@ -38,13 +40,14 @@ DEADLINE = 600             # seconds for the Linux rmemd / a Linux client
 RMEMD_ARGS = "-m 4 -l 3072"   # what rmemtest.c assumes
 
 
-def linux_node(tally, name, xv6, lnx):
-    """rmemd on Linux, xv6's rmemtest and rmem_example as its clients."""
+def linux_node(tally, name, xv6, lnx, lossy):
+    """rmemd on Linux, xv6's rmemtest and rmem_example as its clients;
+    lossy: the link loses frames (rmemtest -l, [RMEM-DATA-3])."""
     if not rdmacm_tools.serve(lnx, f"rmemd {RMEMD_ARGS}", "TCP", DEADLINE):
         lnx.run("kill %1 2>/dev/null")
         tally.record(f"interop_{name}_rmem_linux_node", False, "Linux rmemd never listened")
         return
-    out = xv6.run(f"rmemtest -s {lnx.ip}", timeout=DEADLINE)
+    out = xv6.run(f"rmemtest{' -l' if lossy else ''} -s {lnx.ip}", timeout=DEADLINE)
     for case, verdict, why in re.findall(r"^test (\S+): (OK|FAILED)(?: \((.*)\))?$", out, re.M):
         tally.record(f"interop_{name}_{case}", verdict == "OK", why)
     if not re.search(r"^[1-9]\d* passed, \d+ failed$", out, re.M):
@@ -76,6 +79,6 @@ def linux_clients(tally, name, xv6, lnx, xv6_ip):
                  f"{c and c['reaped']}, pool free {c and c['pool_free']}")
 
 
-def rmem_bed(tally, name, xv6, lnx, xv6_ip):
-    linux_node(tally, name, xv6, lnx)
+def rmem_bed(tally, name, xv6, lnx, xv6_ip, lossy):
+    linux_node(tally, name, xv6, lnx, lossy)
     linux_clients(tally, name, xv6, lnx, xv6_ip)

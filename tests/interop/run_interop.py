@@ -529,7 +529,7 @@ def one_bed(tally, name, mtu, spec, capture, kind, keep_capture):
                 tally.run(f"interop_{name}_{'rxe_to_xv6' if side == 'linux' else 'xv6_to_rxe'}",
                           lambda s=side: run_srq_bw(xv6, lnx, s))
             if kind == "rmem":
-                rmem_interop.rmem_bed(tally, name, xv6, lnx, tb.ip(XV6))
+                rmem_interop.rmem_bed(tally, name, xv6, lnx, tb.ip(XV6), spec is not None)
             if kind == "rmem_paging":
                 run_rmem_paging.linux_node_bed(tally, name, xv6, lnx)
             if capture and kind == "matrix":
