@@ -339,6 +339,8 @@ static void on_cq_event(void) {
     ibv_ack_cq_events(cq, 1);
     if (!c->used || c->cq != cq) continue;
     if (ibv_req_notify_cq(cq, 0) || drain(c)) {
+      // The QP failed (a refused access moved it to ERR: [RMEM-DATA-2]):
+      // the client learns it from this disconnect if the NAK was lost [RMEM-DATA-3].
       rdma_disconnect(c->id);
       client_end(c, "its QP failed");
     }

@@ -82,7 +82,7 @@ static const int status_errno[RMEM_STATUS_MAX + 1] = {
 static int wc_errno(enum ibv_wc_status s) {
   if (s == IBV_WC_SUCCESS) return 0;
   if (s == IBV_WC_REM_ACCESS_ERR) return EACCES;                 // [RMEM-DATA-2]
-  return ECONNRESET;
+  return ECONNRESET;                          // flushed or retries spent: [RMEM-DATA-3]
 }
 
 static int post_recv(struct rmem *m, int slot) {
