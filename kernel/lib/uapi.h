@@ -506,19 +506,36 @@ struct rdma_cq_ring {
 // library writes each WR with its SGEs inline into entry[prod % size]
 // (size: the queue's granted max_send_wr / max_recv_wr; the entry's
 // wr.sg_list is ignored), fences, advances prod and rings the doorbell
-// (SYS_rdma_doorbell): one system call for the whole list. The doorbell
-// reads prod once; prod - cons above size is garbage: nothing is taken,
-// the QP goes to ERR and the process gets IBV_EVENT_QP_FATAL (as a
-// hardware QP with a malformed WQE). Otherwise it copies each entry into
+// (SYS_rdma_doorbell): one system call for the whole list. The kernel
+// reads prod once per intake; prod - cons above size is garbage: nothing
+// is taken, the QP goes to ERR and the process gets IBV_EVENT_QP_FATAL (as
+// a hardware QP with a malformed WQE). Otherwise it copies each entry into
 // kernel memory, and only then checks and posts the copy as
-// SYS_rdma_post_send / post_recv would; the first refused entry ends the
-// doorbell, err says why (RDMA_EINVAL, RDMA_ENOMEM), the entries after it
-// are dropped, not posted. Every doorbell takes the ring up to prod: cons
-// == prod after it. The kernel reads the pages it pinned at map time (a
-// fork's child has its own copy, which the kernel never reads).
+// SYS_rdma_post_send / post_recv would. The doorbell takes the ring up to
+// prod (cons == prod after it): the first entry it refuses ends it, err
+// says why (RDMA_EINVAL, RDMA_ENOMEM) and err_at is its index; the entries
+// from it on are dropped, not posted (err is 0 when none was refused).
+//
+// Doorbells elided (send rings of RC QPs): while armed is 1 the kernel
+// will take the ring in again without a doorbell, at a pass of its engine
+// that is bound to come (the QP is in RTS with WRs in its send queue, so
+// an ACK or a timer of its own is due). The library then writes the
+// entries, fences, advances prod, fences and reads armed: 1 means posted,
+// no system call. The kernel disarms the same way round (armed = 0,
+// fence, prod read again), so an entry is either seen by the kernel or
+// the library rings the doorbell. retired counts, in ring indices, the
+// entries that have left the send queue (completed or flushed): entries
+// up to retired + size fit in it, which the library checks before it
+// skips the doorbell (the kernel writes retired before it moves the
+// completions of the same pass into the CQ's ring). An entry the engine
+// takes without a doorbell and refuses (only one the library did not
+// write: it checks everything else first) ends the QP as garbage does;
+// one that does not fit waits in the ring. The kernel reads the pages it
+// pinned at map time (a fork's child has its own copy, which the kernel
+// never reads).
 struct rdma_wq_ring {
-  volatile unsigned int cons, err;           // the kernel's
-  unsigned int pad0[14];
+  volatile unsigned int cons, err, err_at, retired, armed;   // the kernel's
+  unsigned int pad0[11];
   volatile unsigned int prod;                // the process's
   unsigned int pad1[15];
 };

@@ -207,6 +207,10 @@ struct rdma_dev {
   int dirty[RDMA_MAX_QP], ndirty;
   // the NIC seam (rdma_net.c); NULL transmit = loopback only
   int (*nic_send)(const struct rct_frame *f);   // 0 sent, -1 ring full
+  // The front end's mapped send rings with doorbells elided (uverbs.c):
+  // each engine pass takes them in before it moves frames and settles them
+  // after. Returns the entries taken. NULL: none.
+  int (*ring_intake)(void);
 };
 
 extern struct rdma_dev rdma;
@@ -330,6 +334,12 @@ int  rdma_srq_count(void);
 // rdma_qp.c:
 int  rdma_post_errno(int rct);                       // the core's refusal of a WR -> RDMA_E*
 int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);
+// Posting kinds: an RC send (struct rct_send_wr), a receive (struct
+// rct_recv_wr, any type), a UD send (struct kv_ud_send_wr).
+enum { RDMA_POST_RECV, RDMA_POST_SEND, RDMA_POST_UD_SEND };
+int  rdma_qp_post_locked(struct kv_owner *o, struct rdma_qp *q, int kind, const void *wr);   // 0 or RDMA_E*
+uint32 rdma_qp_send_queued_locked(const struct rdma_qp *q, int *live);   // WRs in its send queue; live: RC in RTS
+void rdma_qp_fatal_locked(struct kv_owner *o, struct rdma_qp *q);   // to ERR, IBV_EVENT_QP_FATAL
 int  rdma_qp_destroy_locked(struct kv_owner *o, struct rdma_qp *qp);   // its slot, or -1
 struct rct_qp_base *rdma_qp_lookup_any(void *ctx, uint32 qpn);
 void rdma_qp_on_event(const struct rct_event *ev);   // QP_ERR, QP_LAST_WQE

@@ -182,11 +182,13 @@ static void rearm_timer(int drained) {
   rdma.timer_deadline = next;
 }
 
-// Lock held. Returns 1 if it stopped at the budget with work left.
+// Lock held. Returns 1 if it stopped at the budget with work left, or
+// took in work posted without a doorbell after its frames had gone.
 int rdma_progress(int budget) {
   uint64 now = clock_ns();
   int moved = 0, drained = 0;
   run_timers(now);
+  if (rdma.ring_intake) rdma.ring_intake();   // work posted without a doorbell goes out now
   rdma_net_burst_begin();
   if (rdma_net_retry() == 0) {
     for (;;) {
@@ -197,9 +199,13 @@ int rdma_progress(int budget) {
     }
   }
   rdma_net_burst_end();
+  // The frames moved may have completed WRs (loopback: the ACKs came back
+  // in route): a send queue that emptied has its ring disarmed now, or no
+  // pass would come to do it; what that takes in goes out at the next pass.
+  int taken = rdma.ring_intake ? rdma.ring_intake() : 0;
   rdma_events_drain();
-  rearm_timer(drained);
-  return moved == budget;
+  rearm_timer(drained && taken == 0);
+  return moved == budget || taken > 0;
 }
 
 // What each kind of core event does (rdma_cq.c, rdma_qp.c); NULL: nothing.

@@ -231,12 +231,10 @@ int rdma_post_errno(int rct) {
   return RDMA_EINVAL;
 }
 
-// Posting kinds: an RC send (struct rct_send_wr), a receive (struct
-// rct_recv_wr, any type), a UD send (struct kv_ud_send_wr).
-enum { POST_RECV, POST_SEND, POST_UD_SEND };
+// The size of each posting kind's WR (rdma.h RDMA_POST_*).
 static const uint64 post_size[] = {
-  [POST_RECV] = sizeof(struct rct_recv_wr), [POST_SEND] = sizeof(struct rct_send_wr),
-  [POST_UD_SEND] = sizeof(struct kv_ud_send_wr),
+  [RDMA_POST_RECV] = sizeof(struct rct_recv_wr), [RDMA_POST_SEND] = sizeof(struct rct_send_wr),
+  [RDMA_POST_UD_SEND] = sizeof(struct kv_ud_send_wr),
 };
 
 // Lock held. A UD send WR of o's to the core: its AH, QPN and Q_Key.
@@ -248,17 +246,18 @@ static int post_ud(struct kv_owner *o, struct rdma_qp *q, const struct kv_ud_sen
   return rct_ud_post_send((struct rct_ud_qp *)q->base, &u->wr, &d);
 }
 
-// Lock held. Posts one WR of kind to o's QP q: 0, or the RDMA_E* reason
-// it was refused. A send of the other type's kind is refused.
-static int post_one(struct kv_owner *o, struct rdma_qp *q, int kind, const void *wr) {
-  const struct rct_send_wr *s = kind == POST_UD_SEND ? &((const struct kv_ud_send_wr *)wr)->wr : wr;
+// Lock held; q is o's (rdma_qp_owned). Posts one WR of kind (RDMA_POST_*)
+// to q: 0, or the RDMA_E* reason it was refused. A send of the other
+// type's kind is refused. No engine pass: the caller runs or is one.
+int rdma_qp_post_locked(struct kv_owner *o, struct rdma_qp *q, int kind, const void *wr) {
+  const struct rct_send_wr *s = kind == RDMA_POST_UD_SEND ? &((const struct kv_ud_send_wr *)wr)->wr : wr;
   const struct rct_recv_wr *r = wr;
-  uint32 nsge = (uint32)(kind != POST_RECV ? s->num_sge : r->num_sge);
-  if (nsge > (kind != POST_RECV ? q->max_send_sge : q->max_recv_sge)) return RDMA_EINVAL;
+  uint32 nsge = (uint32)(kind != RDMA_POST_RECV ? s->num_sge : r->num_sge);
+  if (nsge > (kind != RDMA_POST_RECV ? q->max_send_sge : q->max_recv_sge)) return RDMA_EINVAL;
   int rc;
-  if (kind == POST_RECV) rc = rct_qpb_post_recv(q->base, r);
-  else if ((kind == POST_UD_SEND) != (q->type == KV_QPT_UD)) rc = RCT_EINVAL;
-  else rc = kind == POST_SEND ? rct_post_send(&q->qp, s) : post_ud(o, q, wr);
+  if (kind == RDMA_POST_RECV) rc = rct_qpb_post_recv(q->base, r);
+  else if ((kind == RDMA_POST_UD_SEND) != (q->type == KV_QPT_UD)) rc = RCT_EINVAL;
+  else rc = kind == RDMA_POST_SEND ? rct_post_send(&q->qp, s) : post_ud(o, q, wr);
   return rdma_post_errno(rc);
 }
 
@@ -275,23 +274,46 @@ static int post_many(struct kv_owner *o, struct rdma_qp *q, int kind, const void
   if (h >= 0) {
     rdma_watch(h);
     for (done = 0; done < n; done++)
-      if ((*err = post_one(o, q, kind, (const uint8 *)wr + done * size)) != 0) break;
+      if ((*err = rdma_qp_post_locked(o, q, kind, (const uint8 *)wr + done * size)) != 0) break;
     if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   }
   spin_unlock(&rdma.lock);
   return done;
 }
 
+// Lock held. The WRs in q's send queue (posted, not yet completed or
+// flushed); *live: q is an RC QP in RTS, so with WRs queued an ACK or a
+// timer of its own is still due (an engine pass is bound to come).
+uint32 rdma_qp_send_queued_locked(const struct rdma_qp *q, int *live) {
+  const struct rct_qp_base *b = q->base;
+  *live = q->type == KV_QPT_RC && b->attr.qp_state == RCT_QPS_RTS;
+  return b->sq_tail - b->sq_head;
+}
+
+// Lock held; q is o's. q goes to ERR on the front end's behalf (a
+// malformed WQE: its WRs flush) and o gets IBV_EVENT_QP_FATAL. The
+// caller runs or is an engine pass (the flushes' completions).
+void rdma_qp_fatal_locked(struct kv_owner *o, struct rdma_qp *q) {
+  struct rdma_qp_attr a = { .qp_state = IBV_QPS_ERR };
+  struct rct_qp_attr r;
+  uint32 rmask;
+  int h = rdma_qp_owned(o, q);
+  if (h < 0 || rdma_qp_attr_in(&a, IBV_QP_STATE, &r, &rmask) < 0 || rct_qpb_modify(q->base, &r, rmask) != RCT_OK) return;
+  rdma_watch(h);
+  struct kv_async_event ev = { .type = IBV_EVENT_QP_FATAL, .qp = q };
+  if (o->async) o->async(o, &ev);
+}
+
 int kv_post_send(struct kv_owner *o, struct rdma_qp *q, const struct rct_send_wr *wr, int n, int *err) {
-  return post_many(o, q, POST_SEND, wr, n, err);
+  return post_many(o, q, RDMA_POST_SEND, wr, n, err);
 }
 
 int kv_post_send_ud(struct kv_owner *o, struct rdma_qp *q, const struct kv_ud_send_wr *wr, int n, int *err) {
-  return post_many(o, q, POST_UD_SEND, wr, n, err);
+  return post_many(o, q, RDMA_POST_UD_SEND, wr, n, err);
 }
 
 int kv_post_recv(struct kv_owner *o, struct rdma_qp *q, const struct rct_recv_wr *wr, int n, int *err) {
-  return post_many(o, q, POST_RECV, wr, n, err);
+  return post_many(o, q, RDMA_POST_RECV, wr, n, err);
 }
 
 // Lock held; the core's event for a live QP (rct_qp_destroy takes a freed

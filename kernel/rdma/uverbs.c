@@ -68,6 +68,7 @@ _Static_assert(sizeof(struct rdma_sq_entry) >= sizeof(struct rdma_rq_entry), "th
 
 struct uv_wq {              // a QP's send or receive ring mapped into the process
   int pages;                // its pinned pages; 0: none
+  int armed;                // a send ring's doorbells elided (wq_settle): its bit in wq_armed
   uint32 size;              // its entries: the queue's granted size
   uint32 cons;              // entries taken: the kernel's copy, never read back
   uint64 pa[WQ_RING_MAX_PAGES];
@@ -81,6 +82,7 @@ static struct uv_proc uv_procs[NPROC];
 static struct uv_chan uv_chans[RDMA_MAX_CHAN];
 static struct uv_cq uv_cqs[RDMA_MAX_CQ];
 static struct uv_qp uv_qps[RDMA_MAX_QP];
+static uint64 wq_armed[RDMA_LIVE_WORDS];   // bit h: QP slot h's send ring is armed
 static uint64 async_dropped;  // events dropped from a full queue (its oldest), all processes
 
 #define POST_UD_BATCH 8       // UD send WRs translated per kv_post_send_ud call
@@ -140,7 +142,19 @@ static void cq_forget(int h) {
 }
 
 // Lock held. The same for QP slot h's two rings.
+static void ring_put32(const uint64 *pa, uint64 off, uint32 v);
+
+// Lock held. QP slot h's send ring, mapped or not, is no longer armed:
+// the process rings its doorbell again.
+static void wq_disarm(int h) {
+  struct uv_wq *w = &uv_qps[h].wq[RDMA_WQ_SEND];
+  rdma_live_clear(wq_armed, h);
+  if (w->armed && w->pages > 0) ring_put32(w->pa, offsetof(struct rdma_wq_ring, armed), 0);
+  w->armed = 0;
+}
+
 static void qp_forget(int h) {
+  wq_disarm(h);
   for (int q = 0; q < 2; q++)
     if (uv_qps[h].wq[q].pages > 0) uvm_unpin(uv_qps[h].wq[q].pa, uv_qps[h].wq[q].pages);
   uv_qps[h] = (struct uv_qp){ 0 };
@@ -164,7 +178,12 @@ static void uv_exit(struct proc *p) {
   spin_unlock(&rdma.lock);
 }
 
-void uv_init(void) { proc_on_exit(uv_exit); }
+static int wq_intake_all(void);
+
+void uv_init(void) {
+  proc_on_exit(uv_exit);
+  rdma.ring_intake = wq_intake_all;
+}
 
 // ---- PDs, MRs ----
 
@@ -290,6 +309,17 @@ static void ring_copy(const uint64 *pa, uint64 off, void *buf, uint64 n, int out
   }
 }
 
+// Lock held. The 32-bit word at byte off (4-aligned) of the ring whose
+// pinned pages are pa, read or written whole: the process may write its
+// own indices at the same time (from another hart), and a word copied
+// byte by byte could mix its old and new value.
+static uint32 ring_get32(const uint64 *pa, uint64 off) {
+  return *(volatile uint32 *)((uint8 *)pa[off / PGSIZE] + off % PGSIZE);
+}
+static void ring_put32(const uint64 *pa, uint64 off, uint32 v) {
+  *(volatile uint32 *)((uint8 *)pa[off / PGSIZE] + off % PGSIZE) = v;
+}
+
 // Lock NOT held (may sleep). Pins the caller's ring of bytes (> 0) at va:
 // page-aligned, below MAXVA, memory the process may write (not read-only
 // text). Its pages' addresses into pa (max of them): how many, or -1.
@@ -308,9 +338,7 @@ static int ring_pin(uint64 va, uint64 bytes, uint64 *pa, int max) {
 // the ring are still unread, or cqe + 1 for a garbage index (which the
 // kernel treats as a full ring: the CQ then overruns, the process's own).
 static uint32 ring_unread(struct rdma_cq *cq, struct uv_cq *u) {
-  uint32 cons;
-  ring_copy(u->ring_pa, RING_FIELD(cons), &cons, sizeof cons, 0);
-  uint32 unread = u->prod - cons;
+  uint32 unread = u->prod - ring_get32(u->ring_pa, RING_FIELD(cons));
   return unread <= cq->cq.size ? unread : cq->cq.size + 1;
 }
 
@@ -331,9 +359,9 @@ static void ring_move(struct rdma_cq *cq, struct uv_cq *u) {
   if (!cq->error && unread + held > size) rdma_cq_overrun_locked(cq);
   uint32 err = cq->error;
   __sync_synchronize();
-  ring_copy(u->ring_pa, RING_FIELD(prod), &u->prod, sizeof u->prod, 1);
-  ring_copy(u->ring_pa, RING_FIELD(held), &held, sizeof held, 1);
-  ring_copy(u->ring_pa, RING_FIELD(error), &err, sizeof err, 1);
+  ring_put32(u->ring_pa, RING_FIELD(prod), u->prod);
+  ring_put32(u->ring_pa, RING_FIELD(held), held);
+  ring_put32(u->ring_pa, RING_FIELD(error), err);
 }
 
 // Maps the caller's CQ h's ring at va (page-aligned, zeroed by the
@@ -645,86 +673,156 @@ int uv_map_qp(int h, int which, uint64 va) {
   return ok ? 0 : -1;
 }
 
-// Lock held. Copies ring w's entry i into batch slot j: the WR, then its
-// SGEs, into kernel memory. Nothing of the entry is checked here: the
-// core checks the copy, which the process can no longer change.
-static void wq_entry_in(struct uv_wq *w, int which, uint32 i, struct post_batch *b, int j) {
+// The one ring entry being taken in (under rdma.lock): the WR as the core
+// takes it (a send's as a UD send's, whose AH and Q_Key only UD reads),
+// and its SGEs, which the WR's sg_list is made to point at.
+static struct {
+  struct kv_ud_send_wr ud;
+  struct rct_recv_wr r;
+  struct rct_sge sg[RDMA_MAX_SGE];
+} wq_in;
+
+// Lock held; q is o's, w its mapped ring `which`. Copies w's entry i into
+// kernel memory (wq_in), then posts the copy, which the process can no
+// longer change: 0, or the RDMA_E* reason the core refused it. Nothing
+// is checked before the copy.
+static int wq_post_entry(struct kv_owner *o, struct rdma_qp *q, struct uv_wq *w, int which, uint32 i) {
   int send = which == RDMA_WQ_SEND;
   uint64 esize = send ? sizeof(struct rdma_sq_entry) : sizeof(struct rdma_rq_entry);
   uint64 off = sizeof(struct rdma_wq_ring) + (uint64)(i % w->size) * esize;
-  ring_copy(w->pa, off, send ? (void *)&b->s[j] : (void *)&b->r[j],
-            send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr), 0);
-  uint64 ignored;            // the entry's sg_list: its SGEs are inline
-  int nsge = post_batch_sges(b, send, j, &ignored);
-  uint64 sge_off = send ? offsetof(struct rdma_sq_entry, sge) : offsetof(struct rdma_rq_entry, sge);
-  ring_copy(w->pa, off + sge_off, b->sg[j], (uint64)nsge * sizeof(struct rct_sge), 0);
+  uint64 sge_off = off + (send ? offsetof(struct rdma_sq_entry, sge) : offsetof(struct rdma_rq_entry, sge));
+  const struct rct_sge **list = send ? &wq_in.ud.wr.sg_list : &wq_in.r.sg_list;
+  if (send) ring_copy(w->pa, off, &wq_in.ud.wr, sizeof(struct rdma_send_wr), 0);
+  else ring_copy(w->pa, off, &wq_in.r, sizeof(struct rdma_recv_wr), 0);
+  int nsge = send ? wq_in.ud.wr.num_sge : wq_in.r.num_sge;
+  *list = wq_in.sg;             // the entry's own sg_list is ignored: its SGEs are inline
+  if (nsge > 0 && nsge <= RDMA_MAX_SGE) ring_copy(w->pa, sge_off, wq_in.sg, (uint64)nsge * sizeof(struct rct_sge), 0);
+  if (!send) return rdma_qp_post_locked(o, q, RDMA_POST_RECV, &wq_in.r);
+  if (q->type != KV_QPT_UD) return rdma_qp_post_locked(o, q, RDMA_POST_SEND, &wq_in.ud.wr);
+  const struct rdma_send_wr *u = (const struct rdma_send_wr *)&wq_in.ud.wr;
+  wq_in.ud.ah = AT(rdma_ahs, RDMA_MAX_AH, u->ud_ah);   // a bad or foreign one: refused
+  wq_in.ud.remote_qpn = u->ud_remote_qpn;
+  wq_in.ud.remote_qkey = u->ud_remote_qkey;
+  return rdma_qp_post_locked(o, q, RDMA_POST_UD_SEND, &wq_in.ud);
 }
 
-// Lock held. Up to RDMA_POST_BATCH of ring w's entries from index at, no
-// more than left, into b: how many.
-static int wq_batch_in(struct uv_wq *w, int which, uint32 at, uint32 left, struct post_batch *b) {
-  int k = 0;
-  for (; k < RDMA_POST_BATCH && (uint32)k < left; k++) wq_entry_in(w, which, at + k, b, k);
-  return k;
-}
+// How an intake treats a refused entry (uapi.h struct rdma_wq_ring).
+enum { WQ_DOORBELL, WQ_ENGINE };
 
-// A garbage producer index in the caller's QP h's ring: the QP goes to
-// ERR (its posted WRs flush) and the process gets IBV_EVENT_QP_FATAL, as
-// from a hardware QP that met a malformed WQE.
-static void wq_garbage(int h) {
-  struct kv_owner *o = self(0);
-  struct rdma_qp *qp = AT(rdma_qps, RDMA_MAX_QP, h);
-  struct rdma_qp_attr a = { .qp_state = IBV_QPS_ERR };
-  if (!o || kv_modify_qp(o, qp, &a, IBV_QP_STATE) < 0) return;
-  spin_lock(&rdma.lock);
-  struct kv_async_event ev = { .type = IBV_EVENT_QP_FATAL, .qp = qp };
-  if (rdma_qp_owned(o, qp) >= 0) uv_async(o, &ev);
-  spin_unlock(&rdma.lock);
-}
-
-// The doorbell of the caller's QP h's ring `which`: reads prod once and
-// posts the entries from cons up to it, each copied into kernel memory
-// first, as SYS_rdma_post_* posts (uv_post_send / uv_post_recv). The
-// first refused entry ends it: its reason goes to the ring's err, the
-// entries after it are dropped. cons = prod after it, posted or not.
-// Returns the entries posted, or -1 (not the caller's QP, no ring, or a
-// garbage prod: wq_garbage).
-int uv_doorbell(int h, int which) {
-  struct post_batch b;
-  uint32 size, prod, todo, done = 0;
+// Lock held; q is o's, w its mapped ring `which`. Takes w's entries from
+// cons up to prod, read once, and publishes cons. At a doorbell the first
+// refused entry ends it (err, err_at) and the rest are dropped; at an
+// engine pass one that does not fit (RDMA_ENOMEM) waits in the ring with
+// those after it. Returns the entries posted, or -1 for garbage (prod -
+// cons above size, or an entry refused without a doorbell: the caller
+// makes the QP fatal; nothing more is taken).
+static int wq_take(struct kv_owner *o, struct rdma_qp *q, struct uv_wq *w, int which, int mode) {
+  uint32 prod = ring_get32(w->pa, WQ_FIELD(prod)), todo = prod - w->cons, done = 0;
   int err = 0;
-  spin_lock(&rdma.lock);
-  struct uv_wq *w = own_wq(h, which, &size);
-  if (!w || w->pages == 0) { spin_unlock(&rdma.lock); return -1; }
-  ring_copy(w->pa, WQ_FIELD(prod), &prod, sizeof prod, 0);
-  todo = prod - w->cons;
-  if (todo > w->size) {
-    spin_unlock(&rdma.lock);
-    wq_garbage(h);
-    return -1;
+  if (todo > w->size) return -1;
+  __sync_synchronize();         // the entries after prod: the process wrote them before it
+  for (; done < todo; done++)
+    if ((err = wq_post_entry(o, q, w, which, w->cons + done)) != 0) break;
+  if (err && mode == WQ_ENGINE && err != RDMA_ENOMEM) return -1;
+  if (mode == WQ_DOORBELL) {
+    ring_put32(w->pa, WQ_FIELD(err), (uint32)err);
+    ring_put32(w->pa, WQ_FIELD(err_at), w->cons + done);
   }
-  for (;;) {
-    int k = wq_batch_in(w, which, w->cons + done, todo - done, &b);
-    spin_unlock(&rdma.lock);
-    int r = k == 0 ? 0 : which == RDMA_WQ_SEND ? uv_post_send(h, b.s, k, &err) : uv_post_recv(h, b.r, k, &err);
-    spin_lock(&rdma.lock);
-    // Only the caller's own calls could change its QP, and it is in this one.
-    if ((w = own_wq(h, which, &size)) == NULL || w->pages == 0) { spin_unlock(&rdma.lock); return -1; }
-    if (r < 0) r = 0, err = RDMA_EINVAL;
-    done += (uint32)r;
-    if (r < k || done == todo) break;
-  }
-  w->cons = prod;
-  uint32 werr = done < todo ? (uint32)err : 0;
-  ring_copy(w->pa, WQ_FIELD(err), &werr, sizeof werr, 1);
+  w->cons = mode == WQ_ENGINE ? w->cons + done : prod;
   __sync_synchronize();
-  ring_copy(w->pa, WQ_FIELD(cons), &w->cons, sizeof w->cons, 1);
-  spin_unlock(&rdma.lock);
+  ring_put32(w->pa, WQ_FIELD(cons), w->cons);
   return (int)done;
 }
 
+// Lock held; q (slot h) is o's, w its mapped send ring. Publishes retired
+// and arms w while q is an RC QP in RTS with WRs in its send queue (an
+// engine pass is then bound to come: rdma.ring_intake takes w in), else
+// disarms it: armed = 0, fence, prod read again, and what came meanwhile
+// is taken (uapi.h struct rdma_wq_ring). Returns -1 for garbage.
+static int wq_settle(struct kv_owner *o, struct rdma_qp *q, int h, struct uv_wq *w) {
+  for (;;) {
+    int live;
+    uint32 queued = rdma_qp_send_queued_locked(q, &live);
+    ring_put32(w->pa, WQ_FIELD(retired), w->cons - queued);
+    if (live && queued > 0) {
+      if (!w->armed) ring_put32(w->pa, WQ_FIELD(armed), 1);
+      w->armed = 1;
+      rdma_live_set(wq_armed, h);
+      return 0;
+    }
+    rdma_live_clear(wq_armed, h);
+    if (w->armed) {
+      w->armed = 0;
+      ring_put32(w->pa, WQ_FIELD(armed), 0);
+      __sync_synchronize();
+    }
+    if (ring_get32(w->pa, WQ_FIELD(prod)) == w->cons) return 0;
+    if (wq_take(o, q, w, RDMA_WQ_SEND, WQ_ENGINE) < 0) return -1;
+    rdma_qp_send_queued_locked(q, &live);
+    if (!live) return 0;        // not RTS (ERR: flushed at once): stays disarmed
+  }
+}
+
+// Lock held; an engine pass (rdma.ring_intake). Every armed send ring is
+// taken in and settled; a ring found garbage makes its QP fatal. Returns
+// the entries taken. The work is per armed ring: QPs with nothing in
+// flight are not visited.
+static int wq_intake_all(void) {
+  int taken = 0;
+  rdma_for_each_live(h, wq_armed) {
+    struct rdma_qp *q = &rdma_qps[h];
+    struct uv_wq *w = &uv_qps[h].wq[RDMA_WQ_SEND];
+    uint32 before = w->cons;
+    int r = wq_take(q->owner, q, w, RDMA_WQ_SEND, WQ_ENGINE);
+    if (r >= 0 && wq_settle(q->owner, q, h, w) == 0) {
+      if (w->cons != before) rdma_watch(h), taken += (int)(w->cons - before);
+      continue;
+    }
+    wq_disarm(h);
+    rdma_qp_fatal_locked(q->owner, q);
+  }
+  return taken;
+}
+
+// The doorbell of the caller's QP h's ring `which`: takes the entries from
+// cons up to prod, each copied into kernel memory first, as
+// SYS_rdma_post_* posts them (WQ_DOORBELL), then settles a send ring
+// (wq_settle) and runs an engine pass. Returns the entries posted, or -1
+// (not the caller's QP, no ring, or garbage: the QP goes to ERR and the
+// process gets IBV_EVENT_QP_FATAL).
+int uv_doorbell(int h, int which) {
+  uint32 size;
+  spin_lock(&rdma.lock);
+  struct uv_wq *w = own_wq(h, which, &size);
+  struct rdma_qp *q = AT(rdma_qps, RDMA_MAX_QP, h);
+  if (!w || w->pages == 0) { spin_unlock(&rdma.lock); return -1; }
+  struct kv_owner *o = q->owner;
+  rdma_watch(h);
+  int done = wq_take(o, q, w, which, WQ_DOORBELL);
+  if (done >= 0 && which == RDMA_WQ_SEND && wq_settle(o, q, h, w) < 0) done = -1;
+  if (done < 0) {
+    wq_disarm(h);
+    rdma_qp_fatal_locked(o, q);
+  }
+  if (rdma_progress(RDMA_BUDGET)) rdma_kick();
+  spin_unlock(&rdma.lock);
+  return done;
+}
+
+// A modify first takes in the send ring's entries posted without a
+// doorbell, under the state they were posted in, and disarms it: the next
+// post rings the doorbell, which arms it again if the new state allows.
 int uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
   struct kv_owner *o = self(0);
+  uint32 size;
+  spin_lock(&rdma.lock);
+  struct uv_wq *w = own_wq(h, RDMA_WQ_SEND, &size);
+  if (w && w->armed) {
+    struct rdma_qp *q = &rdma_qps[h];
+    if (wq_take(q->owner, q, w, RDMA_WQ_SEND, WQ_ENGINE) < 0) rdma_qp_fatal_locked(q->owner, q);
+    wq_disarm(h);
+  }
+  spin_unlock(&rdma.lock);
   return o ? kv_modify_qp(o, AT(rdma_qps, RDMA_MAX_QP, h), a, mask) : -1;
 }
 

@@ -770,8 +770,32 @@ static void one_call_each(long list, long one, const char *what) {
   TR_ASSERT(list == 1 && one == 1);
 }
 
+#define SCRIBBLES 50      // garbage rounds of sq_ring_garbage, each with a WRITE on the other pair
+
+// Takes the queued async events: 1 if one is QP_FATAL of QP handle h, -1
+// if one names a QP of pair q (which must stay untouched), else 0.
+static int async_fatal_of(uint32_t h, const struct pair *q) {
+  struct rdma_async_event e;
+  int found = 0;
+  while (rdma_get_async(&e, 0) == 0) {
+    if (e.handle == (int)q->a.qp->handle || e.handle == (int)q->b.qp->handle) return -1;
+    if (e.event_type == IBV_EVENT_QP_FATAL && e.handle == (int)h) found = 1;
+  }
+  return found;
+}
+
+// Waits (10 s at most) until the kernel has s's send ring armed (want 1)
+// or not (0): 0, or -1.
+static int wait_armed(struct side *s, unsigned want) {
+  uint64 end = clock_ns() + 10000000000ULL;
+  while (s->qp->sq_ring->h.armed != want)
+    if (clock_ns() > end) return -1;
+  return 0;
+}
+
 // ibv_post_send of a list of RING_LIST WRs and of a single WR each make
-// exactly one system call (the doorbell), and every WR completes.
+// exactly one system call (the doorbell) while nothing is in flight, and
+// every WR completes.
 static void t_sq_post_one_syscall(void) {
   struct pair p;
   struct ibv_send_wr wr[RING_LIST], *bad;
@@ -779,10 +803,110 @@ static void t_sq_post_one_syscall(void) {
   ring_pair_open(&p);
   write_list(wr, sge, &p.a, &p.b, RING_LIST, 0);
   long list = SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0));
+  TR_ASSERT(wait_in_order(p.a.cq, RING_LIST, 0) == 0);
+  TR_ASSERT(wait_armed(&p.a, 0) == 0);         // the queue is empty: the next post rings
   write_list(wr, sge, &p.a, &p.b, 1, RING_LIST);
   one_call_each(list, SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0)), "WRs");
-  TR_ASSERT(wait_in_order(p.a.cq, RING_LIST + 1, 0) == 0);
+  TR_ASSERT(wait_in_order(p.a.cq, 1, RING_LIST) == 0);
   pair_close(&p);
+}
+
+// p's a with a SEND (wr_id 0) stuck in its send queue: b has no receive,
+// so every try meets an RNR NAK (rnr_retry 7 retries for ever) and the
+// kernel keeps a's send ring armed.
+static void sq_stuck_send(struct pair *p) {
+  ring_pair_open(p);
+  TR_ASSERT(post_send1(&p->a, IBV_WR_SEND, 8, 0, 0, 0, 0) == 0);
+  TR_ASSERT(wait_rnr_nak(&p->a) == 0);
+  TR_ASSERT(wait_armed(&p->a, 1) == 0);
+}
+
+// With a WR in flight the send ring is armed: IBVX_WQ_ELIDE_MAX - 1 posts
+// of one WR make no system call (the engine takes them in at the stuck
+// SEND's retries, or later), a list of IBVX_WQ_ELIDE_MAX rings the
+// doorbell, and all complete in order behind the SEND once b posts its
+// receive. When the queue has emptied the ring is disarmed and a post
+// rings again.
+static void t_sq_post_elided(void) {
+  struct pair p;
+  struct ibv_send_wr wr[IBVX_WQ_ELIDE_MAX], *bad;
+  struct ibv_sge sge[IBVX_WQ_ELIDE_MAX];
+  sq_stuck_send(&p);
+  long elided = 0;
+  for (int i = 0; i + 1 < IBVX_WQ_ELIDE_MAX; i++) {
+    write_list(wr, sge, &p.a, &p.b, 1, 1 + (uint64_t)i);
+    elided += SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0));
+  }
+  write_list(wr, sge, &p.a, &p.b, IBVX_WQ_ELIDE_MAX, IBVX_WQ_ELIDE_MAX);
+  long list = SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0));
+  printf("  system calls: %ld for %d posts with a WR in flight, %ld for a list of %d\n", elided,
+         IBVX_WQ_ELIDE_MAX - 1, list, IBVX_WQ_ELIDE_MAX);
+  TR_ASSERT(elided == 0 && list == 1);
+  TR_ASSERT(post_recv1(&p.b, 8, 77) == 0);
+  TR_ASSERT(wait_in_order(p.a.cq, 2 * IBVX_WQ_ELIDE_MAX, 0) == 0);
+  TR_ASSERT(wait_armed(&p.a, 0) == 0);
+  write_list(wr, sge, &p.a, &p.b, 1, 100);
+  long after = SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, wr, &bad) == 0));
+  printf("  system calls: %ld for a post with nothing in flight\n", after);
+  TR_ASSERT(after == 1 && wait_in_order(p.a.cq, 1, 100) == 0);
+  pair_close(&p);
+}
+
+// WRs posted without a doorbell are not lost when the QP leaves RTS: a
+// modify to ERR takes them in first, and each completes, flushed, in
+// order behind the stuck SEND.
+static void t_sq_elided_flush(void) {
+  struct pair p;
+  struct ibv_send_wr wr[3], *bad;
+  struct ibv_sge sge[3];
+  struct ibv_wc wc;
+  sq_stuck_send(&p);
+  write_list(wr, sge, &p.a, &p.b, 3, 1);
+  wr[0].next = NULL;
+  long calls = 0;
+  for (int i = 0; i < 3; i++) calls += SYSCALLS_IN(TR_ASSERT(ibv_post_send(p.a.qp, &wr[i], &bad) == 0));
+  TR_ASSERT(calls == 0);
+  struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+  TR_ASSERT(ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) == 0);
+  for (uint64_t i = 0; i < 4; i++) {
+    TR_ASSERT(rdmau_wait(p.a.cq, &wc, 10000) == 1);
+    TR_CHECK(wc.wr_id == i && wc.status == IBV_WC_WR_FLUSH_ERR, "completion %d: wr_id %d status %s",
+             (int)i, (int)wc.wr_id, ibv_wc_status_str(wc.status));
+  }
+  TR_ASSERT(wait_armed(&p.a, 0) == 0);
+  pair_close(&p);
+}
+
+// Hostile: an entry the process writes into its armed send ring without
+// the library (an opcode no QP takes) is taken in by the engine with no
+// doorbell, at the stuck SEND's next RNR retry: the QP goes to ERR with
+// IBV_EVENT_QP_FATAL, the stuck SEND flushes, and another pair's WRITEs
+// go on untouched.
+static void t_sq_elided_garbage(void) {
+  struct pair p, q;
+  struct ibv_wc wc;
+  sq_stuck_send(&p);
+  TR_ASSERT(pair_open(&q, 64) == 0);
+  struct rdma_sq_ring *r = p.a.qp->sq_ring;
+  uint32_t h = p.a.qp->handle, size = 64;       // ring_pair_open's max_send_wr
+  struct rdma_sq_entry *e = &r->e[r->h.prod % size];
+  memset(e, 0, sizeof *e);
+  e->wr.opcode = 99;
+  e->wr.wr_id = 1;
+  __sync_synchronize();
+  r->h.prod++;
+  uint64 end = clock_ns() + 10000000000ULL;
+  int fatal = 0;
+  while (fatal == 0 && clock_ns() < end) fatal = async_fatal_of(h, &q);
+  TR_ASSERT(fatal == 1);
+  TR_ASSERT(rdmau_wait(p.a.cq, &wc, 10000) == 1 && wc.wr_id == 0 && wc.status == IBV_WC_WR_FLUSH_ERR);
+  struct ibv_qp_attr qa;
+  struct ibv_qp_init_attr qia;
+  TR_ASSERT(ibv_query_qp(p.a.qp, &qa, IBV_QP_STATE, &qia) == 0 && qa.qp_state == IBV_QPS_ERR);
+  TR_ASSERT(post_send1(&q.a, IBV_WR_RDMA_WRITE, 8, (uint64_t)q.b.buf, q.b.mr->rkey, 0, 9) == 0);
+  TR_ASSERT(wait_ok(q.a.cq, &wc) == 0 && wc.wr_id == 9);
+  pair_close(&p);
+  pair_close(&q);
 }
 
 // ibv_post_recv of a list of RING_LIST receives and of a single one each
@@ -806,20 +930,6 @@ static void t_rq_post_one_syscall(void) {
   TR_ASSERT(wait_in_order(p.a.cq, RING_LIST + 1, 0) == 0);
   TR_ASSERT(wait_in_order(p.b.cq, RING_LIST + 1, 100) == 0);
   pair_close(&p);
-}
-
-#define SCRIBBLES 50      // garbage rounds of sq_ring_garbage, each with a WRITE on the other pair
-
-// Takes the queued async events: 1 if one is QP_FATAL of QP handle h, -1
-// if one names a QP of pair q (which must stay untouched), else 0.
-static int async_fatal_of(uint32_t h, const struct pair *q) {
-  struct rdma_async_event e;
-  int found = 0;
-  while (rdma_get_async(&e, 0) == 0) {
-    if (e.handle == (int)q->a.qp->handle || e.handle == (int)q->b.qp->handle) return -1;
-    if (e.event_type == IBV_EVENT_QP_FATAL && e.handle == (int)h) found = 1;
-  }
-  return found;
 }
 
 // The child of t_sq_ring_garbage: garbage in a QP's mapped send ring, and
@@ -2283,6 +2393,9 @@ static const struct tr_case cases[] = {
   { "rq_post_one_syscall", t_rq_post_one_syscall, TR_QUICK, 0 },
   { "sq_ring_garbage", t_sq_ring_garbage, TR_QUICK, 0 },
   { "sq_ring_fork", t_sq_ring_fork, TR_QUICK, 0 },
+  { "sq_post_elided", t_sq_post_elided, TR_QUICK, 0 },
+  { "sq_elided_flush", t_sq_elided_flush, TR_QUICK, 0 },
+  { "sq_elided_garbage", t_sq_elided_garbage, TR_QUICK, 0 },
   { "channel", t_channel, TR_QUICK, 0 },
   { "channel_poll", t_channel_poll, TR_QUICK, 0 },
   { "kill_blocked", t_kill_blocked, TR_QUICK, 0 },

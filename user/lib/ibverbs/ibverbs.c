@@ -4,7 +4,9 @@
 // `handle` is the kernel's handle. A CQ's completions and a QP's send and
 // receive WRs go through rings mapped into the process (uapi.h struct
 // rdma_cq_ring, struct rdma_wq_ring): polls make no system call, a post
-// writes the list into the ring with its SGEs and rings the doorbell once.
+// writes the list into the ring with its SGEs and rings the doorbell once,
+// or not at all while the kernel has the send ring armed (it takes the
+// ring in at its next engine pass, which is bound to come).
 // Where the kernel did not map a ring, the library turns linked WR lists
 // into arrays for one system call (the SGE lists stay in the caller's
 // memory: the kernel reads them there). It converts between libibverbs'
@@ -590,32 +592,51 @@ static void send_wr_out(const struct ibv_qp *qp, const struct ibv_send_wr *wr, s
   k->ud_pad = 0;
 }
 
-// Publishes n new entries of a mapped ring (fence, then prod) and rings
-// its doorbell: the entries the kernel posted, and in *err why it refused
-// the next one. A doorbell that failed (-1) took nothing: prod goes back
-// to what the kernel took.
+// Publishes n new entries of a mapped ring of size entries (fence, then
+// prod). A send ring the kernel armed, whose queue has room for all its
+// entries (prod - retired <= size), with fewer than IBVX_WQ_ELIDE_MAX
+// entries not yet taken, takes them with no system call
+// (uapi.h struct rdma_wq_ring: the fence between prod and armed pairs
+// with the kernel's between armed and prod). Otherwise it rings the
+// doorbell: then *err is why the kernel refused the entry at err_at, if
+// one of these. Returns the entries posted. A doorbell that failed (-1)
+// took nothing of them: prod goes back to what the kernel took.
 static int wq_ring_doorbell(struct ibv_qp *qp, int which, struct rdma_wq_ring *r, uint32_t *prod,
-                            uint32_t n, int *err) {
+                            uint32_t n, uint32_t size, int *err) {
   if (n == 0) return 0;
+  uint32_t start = *prod;
   __sync_synchronize();
   r->prod = *prod += n;
+  __sync_synchronize();
+  if (which == RDMA_WQ_SEND && r->armed && *prod - r->retired <= size && *prod - r->cons < IBVX_WQ_ELIDE_MAX)
+    return (int)n;
   int done = rdma_doorbell((int)qp->handle, which);
-  *err = done < 0 ? EINVAL : (int)r->err;
-  if (done < 0) *prod = r->cons;
-  return done < 0 ? 0 : done;
+  if (done < 0) {
+    *err = EINVAL;
+    *prod = r->cons;
+    return 0;
+  }
+  uint32_t at = r->err_at - start;
+  if (r->err == 0 || at >= n) return (int)n;
+  *err = (int)r->err;
+  return (int)at;
 }
 
 // The WR n places after wr in its list.
 #define LIST_NTH(wr, n) ({ __typeof__(wr) w_ = (wr); for (uint32_t i_ = 0; i_ < (n); i_++) w_ = w_->next; w_; })
 
 // A send WR the library can hand over: an opcode the QP's type takes and
-// an SGE list within the QP's max_send_sge (libibverbs reports both
-// synchronously, EINVAL); an inline WR's list becomes one SGE, as
+// an SGE list within the QP's max_send_sge, an atomic's one 8-byte SGE
+// (libibverbs reports these synchronously, EINVAL; the kernel refuses
+// nothing else of an RC QP's WR in RTS, so a WR this passes can be posted
+// with no doorbell); an inline WR's list becomes one SGE, as
 // SYS_rdma_post_send's path takes it.
 static int send_wr_ok(const struct qp_priv *priv, const struct ibv_send_wr *wr) {
   int ud = priv->qp.qp_type == IBV_QPT_UD;
+  int atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
   if (ud ? wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM
          : (unsigned)wr->opcode > IBV_WR_ATOMIC_FETCH_AND_ADD) return 0;
+  if (atomic && (wr->num_sge != 1 || !wr->sg_list || wr->sg_list[0].length != sizeof(uint64_t))) return 0;
   return sges_ok(wr->sg_list, wr->num_sge) == 0 && (is_inline(wr) || (uint32_t)wr->num_sge <= priv->max_send_sge);
 }
 
@@ -623,7 +644,8 @@ static int send_wr_ok(const struct qp_priv *priv, const struct ibv_send_wr *wr) 
 // list from start: done of them posted (err: why the kernel refused the
 // next), then the first WR not written, wr (NULL: none), which failed the
 // library's check (bad_arg) or found the ring full (libibverbs' ENOMEM:
-// the ring holds the queue's max_*_wr, and is empty at each call's start).
+// the ring holds the queue's max_*_wr, with the entries the kernel has
+// not yet taken in: with those in its queue they are at most that many).
 // 0, or the errno with *bad_wr the first WR not posted.
 #define RING_POST_END(bad_wr, start, n, done, err, wr, bad_arg) ({ \
   int e_ = (done) < (n) ? ((err) ? (err) : EINVAL) : !(wr) ? 0 : (bad_arg) ? EINVAL : ENOMEM; \
@@ -638,14 +660,15 @@ static int post_send_ring(struct qp_priv *priv, struct ibv_send_wr *wr, struct i
   struct ibv_send_wr *start = wr;
   uint32_t n = 0, inl_in_batch = 0;
   int bad_arg = 0, err = 0;
-  for (; wr && n < priv->sq_size; wr = wr->next, n++) {
+  uint32_t room = priv->sq_size - (priv->sq_prod - qp->sq_ring->h.cons);   // entries not yet taken stay
+  for (; wr && n < room; wr = wr->next, n++) {
     struct rdma_sq_entry *e = &qp->sq_ring->e[(priv->sq_prod + n) % priv->sq_size];
     if (!send_wr_ok(priv, wr)) { bad_arg = 1; break; }
     send_wr_out(qp, wr, &e->wr);
     if (!is_inline(wr)) memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *e->sge);
     else if (inline_copy(priv, wr, &e->wr, &e->sge[0], inl_in_batch++) < 0) { bad_arg = 1; break; }
   }
-  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_SEND, &qp->sq_ring->h, &priv->sq_prod, n, &err);
+  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_SEND, &qp->sq_ring->h, &priv->sq_prod, n, priv->sq_size, &err);
   struct ibv_send_wr *w = start;
   for (uint32_t i = 0; i < done; i++, w = w->next)   // the slots of accepted inline WRs are taken
     if (is_inline(w)) priv->inl_next++;
@@ -701,7 +724,7 @@ static int post_recv_ring(struct qp_priv *priv, struct ibv_recv_wr *wr, struct i
     e->wr = (struct rdma_recv_wr){ .wr_id = wr->wr_id, .num_sge = wr->num_sge };
     memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof *e->sge);
   }
-  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_RECV, &qp->rq_ring->h, &priv->rq_prod, n, &err);
+  uint32_t done = (uint32_t)wq_ring_doorbell(qp, RDMA_WQ_RECV, &qp->rq_ring->h, &priv->rq_prod, n, priv->rq_size, &err);
   return RING_POST_END(bad_wr, start, n, done, err, wr, bad_arg);
 }
 

@@ -380,6 +380,15 @@ const char *ibvx_speed_str(uint8_t speed);
 const char *ibvx_phys_state_str(uint8_t phys_state);
 int ibv_mtu_to_num(enum ibv_mtu mtu);
 
+// Doorbells elided (xv6-rdma): while the kernel has an RC QP's send ring
+// armed (it has WRs in flight, so an ACK or a timer is due and its engine
+// takes the ring in then, kernel/lib/uapi.h struct rdma_wq_ring),
+// ibv_post_send writes the ring and makes no system call while fewer than
+// this many entries wait untaken; the post that makes this many rings the
+// doorbell, so a burst goes out without waiting for the next ACK. 8: the best of 4, 8, 16
+// and 32 for 64 B WRITE and SEND at 128 outstanding (bench/results/msgrate-elide.md).
+#define IBVX_WQ_ELIDE_MAX 8
+
 // Extensions (xv6-rdma): transport options beyond libibverbs, applied with
 // ibvx_modify_qp's extra mask bits (RDMA_QP_SR etc. in kernel/lib/uapi.h).
 struct ibvx_qp_ext {
