@@ -241,7 +241,9 @@ static void step_test_connect(struct perf_conn *c, struct perf_opts *o) {
     if (rdma_get_request(c->r->listen, &c->id)) die(c, "test connection", strerror(errno));
     c->id->qp = c->qp;
     perf_set_transport(c->id, o);
-    if (rdma_accept(c->id, NULL)) die(c, "accept of the test connection", strerror(errno));
+    struct rdma_conn_param p = { 0 };
+    perf_conn_depth(c, o, &p);
+    if (rdma_accept(c->id, &p)) die(c, "accept of the test connection", strerror(errno));
     return;
   }
   // perftest's server listens for the test connection only after it has
@@ -252,7 +254,9 @@ static void step_test_connect(struct perf_conn *c, struct perf_opts *o) {
       rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, NULL, errno);
     c->id->qp = c->qp;
     perf_set_transport(c->id, o);
-    if (rdma_connect(c->id, NULL) == 0) return;
+    struct rdma_conn_param p = { 0 };
+    perf_conn_depth(c, o, &p);
+    if (rdma_connect(c->id, &p) == 0) return;
     if (errno != ECONNREFUSED || tries == R_TEST_TRIES)
       rdmau_cm_die(tool(o), "-R: test connection to", o->server_ip, o->port, c->id, errno);
     c->id->qp = NULL;                  // the QP is ours: the next id takes it, from INIT

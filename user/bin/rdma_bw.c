@@ -156,6 +156,10 @@ int main(int argc, char **argv) {
     printf("                    %s BW Test (xv6-rdma, RC, %s)\n", perf_op_name(o.op), o.loopback ? "loopback" : "RoCEv2");
     printf(" TX depth: %d   CQ Moderation: %d   SR: %s   Idle QPs: %d   QPs: %d\n", o.tx_depth, o.cq_mod,
            o.sr ? "on" : "off", o.idle_qps, c.nqp);
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qia;
+    if ((o.op == PERF_READ || perf_is_atomic(o.op)) && ibv_query_qp(c.qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC, &qia) == 0)
+      printf(" Outstand reads: %d   (-o; the device's maximum unless the peer offers fewer)\n", qa.max_rd_atomic);
     printf("---------------------------------------------------------------------------------------\n");
     printf(" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   }

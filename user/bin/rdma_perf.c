@@ -63,6 +63,7 @@ static const struct num_opt num_opts[] = {
   { "--min-rto", NULL, offsetof(struct perf_opts, min_rto_us), 1, PERF_MAX_MIN_RTO_US, "us", "adaptive RTO floor" },
   { "--idle-qps", NULL, offsetof(struct perf_opts, idle_qps), 0, PERF_MAX_IDLE_QPS, "QPs", "rdma_bw: idle connected QPs beside the busy one" },
   { "-q", "--qp", offsetof(struct perf_opts, num_qps), 1, PERF_MAX_QPS, "QPs", "rdma_bw: connections, WRITE and READ over rdma_cm" },
+  { "-o", "--outs", offsetof(struct perf_opts, outs), 1, 255, "READs", "READs and atomics outstanding (default the device's maximum, as perftest's)" },
 };
 #define NUM_OPTS (int)(sizeof num_opts / sizeof num_opts[0])
 
@@ -188,6 +189,19 @@ static void die(const char *m) { printf("%s: %s\n", prog, m); exit(1); }
 
 // -R: the buffer also holds the cycle a perftest peer walks its WRITEs and
 // READs through, and then rdma_lat's send area (perftest_cm.c).
+// The READ depth both ends offer in the CM exchange, as perftest's
+// --outs: responder resources the device's max_qp_rd_atom, initiator
+// depth -o capped at max_qp_init_rd_atom, or that maximum (rdma_cm's own
+// default is half a peer's resources). The depth the QP got is the least
+// of ours and the peer's resources (c->outs).
+void perf_conn_depth(struct perf_conn *c, const struct perf_opts *o, struct rdma_conn_param *p) {
+  struct ibv_device_attr a;
+  if (ibv_query_device(c->ctx, &a)) die("query_device");
+  p->responder_resources = (uint8_t)a.max_qp_rd_atom;
+  uint32_t most = (uint32_t)a.max_qp_init_rd_atom;
+  p->initiator_depth = (uint8_t)(o->outs && o->outs < most ? o->outs : most);
+}
+
 static void resources(struct perf_conn *c, const struct perf_opts *o) {
   uint32_t len = o->size + (o->perftest ? PERF_R_CYCLE_BUFFER + (o->latency ? o->size : 0) : 0);
   c->ctx = rdmau_open();
@@ -334,6 +348,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     rdmax_pack_mr(pd, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
     perf_set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 16 };
+    perf_conn_depth(c, o, &p);
     if (rdma_accept(c->id, &p)) die("accept");
     if (o->num_qps > 1) c->lid = lid;     // its channel carries the further connections
     else rdma_destroy_id(lid);
@@ -347,6 +362,7 @@ static void connect_cm(struct perf_conn *c, struct perf_opts *o) {
     rdmax_pack_mr(pd + 20, (uint64_t)c->buf, c->mr->rkey, c->buf_len);
     perf_set_transport(c->id, o);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 36 };
+    perf_conn_depth(c, o, &p);
     if (rdma_connect(c->id, &p)) rdmau_cm_die(prog, "connect to", o->server_ip, o->port, c->id, errno);
     uint32_t len;
     rdmax_unpack_mr(c->id->event->param.conn.private_data, &c->raddr, &c->rkey, &len);
@@ -400,6 +416,7 @@ static void connect_more(struct perf_conn *c, struct perf_opts *o) {
     put_be32(pd, PERF_MAGIC_MORE);
     put_be32(pd + 4, (uint32_t)i);
     struct rdma_conn_param p = { .private_data = pd, .private_data_len = 8 };
+    perf_conn_depth(c, o, &p);
     if (rdma_connect(id, &p)) rdmau_cm_die(prog, "-q: connect to", o->server_ip, o->port, id, errno);
     rdma_ack_cm_event(cm_expect(c->ech, id, RDMA_CM_EVENT_ESTABLISHED));
     c->nqp = i + 1;
@@ -418,7 +435,9 @@ static void accept_more(struct perf_conn *c, struct perf_opts *o) {
     c->ids[i] = id;
     id->qp = c->qps[i] = more_qp(c, o);
     perf_set_transport(id, o);
-    if (rdma_accept(id, NULL)) die("-q: accept");
+    struct rdma_conn_param p = { 0 };
+    perf_conn_depth(c, o, &p);
+    if (rdma_accept(id, &p)) die("-q: accept");
     rdma_ack_cm_event(cm_expect(c->lid->channel, id, RDMA_CM_EVENT_ESTABLISHED));
     c->nqp = i + 1;
   }

@@ -72,6 +72,7 @@ struct perf_opts {
   uint32_t min_rto_us; // --min-rto: adaptive RTO floor; ~0u (--fixed-rto) = IBTA timeout only
   int idle_qps;        // --idle-qps: connected QPs that stay idle during the run (bw)
   int num_qps;         // -q: connections the messages go over, round-robin (bw; write/read)
+  uint32_t outs;       // -o: READs and atomics outstanding (0 = the device's maximum, as perftest's)
   int loopback;        // -L
   int perftest;        // -R: perftest's rdma_cm exchange (perftest_cm.c)
   int srq;             // --srq: this side's QPs take their receives from one shared receive queue
@@ -129,6 +130,8 @@ void perf_r_connect(struct perf_conn *c, struct perf_opts *o);
 // The transport settings of the options (--sr, --inflight, --min-rto) on
 // an id, before its rdma_connect / rdma_accept.
 void perf_set_transport(struct rdma_cm_id *id, struct perf_opts *o);
+// The READ depth the CM exchange offers (-o, as perftest's --outs) into *p.
+void perf_conn_depth(struct perf_conn *c, const struct perf_opts *o, struct rdma_conn_param *p);
 // c->qp to INIT (from RESET), ready for an id's rdma_connect or rdma_accept.
 void perf_qp_init(struct perf_conn *c);
 void perf_r_close(struct perf_conn *c);
