@@ -29,6 +29,12 @@
 // every frame the core takes in wakes the sleepers on rdma.frame_waiters,
 // each re-reads its byte.
 //
+// Work posted without a doorbell: each pass first asks the front end
+// (rdma.ring_intake, uverbs.c) to take in the send rings it has armed,
+// so that work leaves with the pass's frames, and asks again once the
+// frames have moved: a WR completed by them (loopback ACKs) may have
+// emptied a send queue whose ring must now be disarmed.
+//
 // Who runs it: syscalls that post work (low latency, same hart),
 // and the "rdma" kernel thread, woken by the ktimer, by received frames
 // and when a syscall or the NIC's receive path stopped at the budget.

@@ -8,6 +8,9 @@
 // slot in the core's table, valid only for its owner: a bad or foreign
 // handle is -1), completion channels (file descriptors, built on the
 // CQ's completion handler), the per-process async event queues, the
+// rings mapped into processes (CQs', QPs' send and receive rings: the
+// doorbell, and the send rings armed for posts without one, which every
+// engine pass takes in through rdma.ring_intake), the
 // sleeping waits (wait_cq, wait_write) and the cleanup at exit. The
 // system calls (kernel/sys/sysrdma.c) fetch and copy their arguments and
 // call the uv_* functions below with kernel values.
