@@ -385,8 +385,10 @@ int ibv_mtu_to_num(enum ibv_mtu mtu);
 // takes the ring in then, kernel/lib/uapi.h struct rdma_wq_ring),
 // ibv_post_send writes the ring and makes no system call while fewer than
 // this many entries wait untaken; the post that makes this many rings the
-// doorbell, so a burst goes out without waiting for the next ACK. 8: the best of 4, 8, 16
-// and 32 for 64 B WRITE and SEND at 128 outstanding (bench/results/msgrate-elide.md).
+// doorbell, so a burst goes out without waiting for the next ACK (with no
+// limit, 64 B SEND polling fell to a third). 4, 8, 16 and 32 measured within each
+// other's spread for 64 B WRITE and SEND at 128 outstanding; 8 is kept
+// (bench/results/msgrate-elide.md).
 #define IBVX_WQ_ELIDE_MAX 8
 
 // Extensions (xv6-rdma): transport options beyond libibverbs, applied with
