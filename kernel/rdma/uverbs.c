@@ -144,7 +144,6 @@ static void cq_forget(int h) {
   uv_cqs[h] = (struct uv_cq){ 0 };
 }
 
-// Lock held. The same for QP slot h's two rings.
 static void ring_put32(const uint64 *pa, uint64 off, uint32 v);
 
 // Lock held. QP slot h's send ring, mapped or not, is no longer armed:
@@ -156,6 +155,7 @@ static void wq_disarm(int h) {
   w->armed = 0;
 }
 
+// Lock held. The same for QP slot h's two rings.
 static void qp_forget(int h) {
   wq_disarm(h);
   for (int q = 0; q < 2; q++)
@@ -676,14 +676,10 @@ int uv_map_qp(int h, int which, uint64 va) {
   return ok ? 0 : -1;
 }
 
-// The one ring entry being taken in (under rdma.lock): the WR as the core
-// takes it (a send's as a UD send's, whose AH and Q_Key only UD reads),
-// and its SGEs, which the WR's sg_list is made to point at.
-static struct {
-  struct kv_ud_send_wr ud;
-  struct rct_recv_wr r;
-  struct rct_sge sg[RDMA_MAX_SGE];
-} wq_in;
+// The ring entry being taken in (under rdma.lock): slot 0 of a post
+// batch, and a UD send's AH, QPN and Q_Key around it.
+static struct post_batch wq_in;
+static struct kv_ud_send_wr wq_ud;
 
 // Lock held; q is o's, w its mapped ring `which`. Copies w's entry i into
 // kernel memory (wq_in), then posts the copy, which the process can no
@@ -694,31 +690,29 @@ static int wq_post_entry(struct kv_owner *o, struct rdma_qp *q, struct uv_wq *w,
   uint64 esize = send ? sizeof(struct rdma_sq_entry) : sizeof(struct rdma_rq_entry);
   uint64 off = sizeof(struct rdma_wq_ring) + (uint64)(i % w->size) * esize;
   uint64 sge_off = off + (send ? offsetof(struct rdma_sq_entry, sge) : offsetof(struct rdma_rq_entry, sge));
-  const struct rct_sge **list = send ? &wq_in.ud.wr.sg_list : &wq_in.r.sg_list;
-  if (send) ring_copy(w->pa, off, &wq_in.ud.wr, sizeof(struct rdma_send_wr), 0);
-  else ring_copy(w->pa, off, &wq_in.r, sizeof(struct rdma_recv_wr), 0);
-  int nsge = send ? wq_in.ud.wr.num_sge : wq_in.r.num_sge;
-  *list = wq_in.sg;             // the entry's own sg_list is ignored: its SGEs are inline
-  if (nsge > 0 && nsge <= RDMA_MAX_SGE) ring_copy(w->pa, sge_off, wq_in.sg, (uint64)nsge * sizeof(struct rct_sge), 0);
-  if (!send) return rdma_qp_post_locked(o, q, RDMA_POST_RECV, &wq_in.r);
-  if (q->type != KV_QPT_UD) return rdma_qp_post_locked(o, q, RDMA_POST_SEND, &wq_in.ud.wr);
-  const struct rdma_send_wr *u = (const struct rdma_send_wr *)&wq_in.ud.wr;
-  wq_in.ud.ah = AT(rdma_ahs, RDMA_MAX_AH, u->ud_ah);   // a bad or foreign one: refused
-  wq_in.ud.remote_qpn = u->ud_remote_qpn;
-  wq_in.ud.remote_qkey = u->ud_remote_qkey;
-  return rdma_qp_post_locked(o, q, RDMA_POST_UD_SEND, &wq_in.ud);
+  ring_copy(w->pa, off, send ? (void *)&wq_in.s[0] : (void *)&wq_in.r[0],
+            send ? sizeof(struct rdma_send_wr) : sizeof(struct rdma_recv_wr), 0);
+  uint64 ignored;               // the entry's sg_list: its SGEs are inline
+  int nsge = post_batch_sges(&wq_in, send, 0, &ignored);
+  ring_copy(w->pa, sge_off, wq_in.sg[0], (uint64)nsge * sizeof(struct rct_sge), 0);
+  if (!send) return rdma_qp_post_locked(o, q, RDMA_POST_RECV, &wq_in.r[0]);
+  if (q->type != KV_QPT_UD) return rdma_qp_post_locked(o, q, RDMA_POST_SEND, &wq_in.s[0]);
+  const struct rdma_send_wr *u = (const struct rdma_send_wr *)&wq_in.s[0];
+  wq_ud = (struct kv_ud_send_wr){ .wr = wq_in.s[0], .ah = AT(rdma_ahs, RDMA_MAX_AH, u->ud_ah),   // bad or foreign: refused
+                                  .remote_qpn = u->ud_remote_qpn, .remote_qkey = u->ud_remote_qkey };
+  return rdma_qp_post_locked(o, q, RDMA_POST_UD_SEND, &wq_ud);
 }
 
 // How an intake treats a refused entry (uapi.h struct rdma_wq_ring).
 enum { WQ_DOORBELL, WQ_ENGINE };
 
 // Lock held; q is o's, w its mapped ring `which`. Takes w's entries from
-// cons up to prod, read once, and publishes cons. At a doorbell the first
-// refused entry ends it (err, err_at) and the rest are dropped; at an
-// engine pass one that does not fit (RDMA_ENOMEM) waits in the ring with
-// those after it. Returns the entries posted, or -1 for garbage (prod -
-// cons above size, or an entry refused without a doorbell: the caller
-// makes the QP fatal; nothing more is taken).
+// cons up to prod, read once, and publishes cons. A refused entry ends
+// the intake: at an engine pass one that does not fit (RDMA_ENOMEM) waits
+// in the ring with those after it; otherwise it and the rest are dropped
+// (at a doorbell err and err_at say which and why). Returns the entries
+// posted, or -1 for garbage (prod - cons above size: nothing taken; or an
+// entry refused without a doorbell): the caller makes the QP fatal.
 static int wq_take(struct kv_owner *o, struct rdma_qp *q, struct uv_wq *w, int which, int mode) {
   uint32 prod = ring_get32(w->pa, WQ_FIELD(prod)), todo = prod - w->cons, done = 0;
   int err = 0;
@@ -726,20 +720,29 @@ static int wq_take(struct kv_owner *o, struct rdma_qp *q, struct uv_wq *w, int w
   __sync_synchronize();         // the entries after prod: the process wrote them before it
   for (; done < todo; done++)
     if ((err = wq_post_entry(o, q, w, which, w->cons + done)) != 0) break;
-  if (err && mode == WQ_ENGINE && err != RDMA_ENOMEM) return -1;
+  int waits = mode == WQ_ENGINE && err == RDMA_ENOMEM;
   if (mode == WQ_DOORBELL) {
     ring_put32(w->pa, WQ_FIELD(err), (uint32)err);
     ring_put32(w->pa, WQ_FIELD(err_at), w->cons + done);
   }
-  w->cons = mode == WQ_ENGINE ? w->cons + done : prod;
+  w->cons = waits ? w->cons + done : prod;
   __sync_synchronize();
   ring_put32(w->pa, WQ_FIELD(cons), w->cons);
-  return (int)done;
+  return err && mode == WQ_ENGINE && !waits ? -1 : (int)done;
+}
+
+// Lock held. QP slot h's ring held garbage: it is disarmed and the QP
+// goes to ERR with IBV_EVENT_QP_FATAL, as a hardware QP that met a
+// malformed WQE.
+static void wq_fail(int h) {
+  wq_disarm(h);
+  rdma_qp_fatal_locked(rdma_qps[h].owner, &rdma_qps[h]);
 }
 
 // Lock held; q (slot h) is o's, w its mapped send ring. Publishes retired
 // and arms w while q is an RC QP in RTS with WRs in its send queue (an
-// engine pass is then bound to come: rdma.ring_intake takes w in), else
+// engine pass is then bound to come: rdma.ring_intake takes w in; never
+// in RESET, INIT or RTR, whose posts fail at the doorbell [QP-STATE-4]), else
 // disarms it: armed = 0, fence, prod read again, and what came meanwhile
 // is taken (uapi.h struct rdma_wq_ring). Returns -1 for garbage.
 static int wq_settle(struct kv_owner *o, struct rdma_qp *q, int h, struct uv_wq *w) {
@@ -777,12 +780,8 @@ static int wq_intake_all(void) {
     struct uv_wq *w = &uv_qps[h].wq[RDMA_WQ_SEND];
     uint32 before = w->cons;
     int r = wq_take(q->owner, q, w, RDMA_WQ_SEND, WQ_ENGINE);
-    if (r >= 0 && wq_settle(q->owner, q, h, w) == 0) {
-      if (w->cons != before) rdma_watch(h), taken += (int)(w->cons - before);
-      continue;
-    }
-    wq_disarm(h);
-    rdma_qp_fatal_locked(q->owner, q);
+    if (r < 0 || wq_settle(q->owner, q, h, w) < 0) wq_fail(h);
+    if (w->cons != before) rdma_watch(h), taken += (int)(w->cons - before);
   }
   return taken;
 }
@@ -803,10 +802,7 @@ int uv_doorbell(int h, int which) {
   rdma_watch(h);
   int done = wq_take(o, q, w, which, WQ_DOORBELL);
   if (done >= 0 && which == RDMA_WQ_SEND && wq_settle(o, q, h, w) < 0) done = -1;
-  if (done < 0) {
-    wq_disarm(h);
-    rdma_qp_fatal_locked(o, q);
-  }
+  if (done < 0) wq_fail(h);
   if (rdma_progress(RDMA_BUDGET)) rdma_kick();
   spin_unlock(&rdma.lock);
   return done;
@@ -815,14 +811,15 @@ int uv_doorbell(int h, int which) {
 // A modify first takes in the send ring's entries posted without a
 // doorbell, under the state they were posted in, and disarms it: the next
 // post rings the doorbell, which arms it again if the new state allows.
+// A move to ERR so flushes them in posting order, as every queued WR
+// [QP-ERR-2].
 int uv_modify_qp(int h, struct rdma_qp_attr *a, uint32 mask) {
   struct kv_owner *o = self(0);
   uint32 size;
   spin_lock(&rdma.lock);
   struct uv_wq *w = own_wq(h, RDMA_WQ_SEND, &size);
   if (w && w->armed) {
-    struct rdma_qp *q = &rdma_qps[h];
-    if (wq_take(q->owner, q, w, RDMA_WQ_SEND, WQ_ENGINE) < 0) rdma_qp_fatal_locked(q->owner, q);
+    if (wq_take(rdma_qps[h].owner, &rdma_qps[h], w, RDMA_WQ_SEND, WQ_ENGINE) < 0) wq_fail(h);
     wq_disarm(h);
   }
   spin_unlock(&rdma.lock);

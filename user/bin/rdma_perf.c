@@ -187,21 +187,21 @@ void perf_parse(struct perf_opts *o, int argc, char **argv, const char *what) {
 
 static void die(const char *m) { printf("%s: %s\n", prog, m); exit(1); }
 
-// -R: the buffer also holds the cycle a perftest peer walks its WRITEs and
-// READs through, and then rdma_lat's send area (perftest_cm.c).
 // The READ depth both ends offer in the CM exchange, as perftest's
 // --outs: responder resources the device's max_qp_rd_atom, initiator
 // depth -o capped at max_qp_init_rd_atom, or that maximum (rdma_cm's own
 // default is half a peer's resources). The depth the QP got is the least
-// of ours and the peer's resources (c->outs).
+// of ours and the peer's resources (rdma_bw prints it: Outstand reads).
 void perf_conn_depth(struct perf_conn *c, const struct perf_opts *o, struct rdma_conn_param *p) {
   struct ibv_device_attr a;
-  if (ibv_query_device(c->ctx, &a)) die("query_device");
+  if (ibv_query_device(c->ctx, &a)) die("ibv_query_device failed: no READ depth to offer");
   p->responder_resources = (uint8_t)a.max_qp_rd_atom;
   uint32_t most = (uint32_t)a.max_qp_init_rd_atom;
   p->initiator_depth = (uint8_t)(o->outs && o->outs < most ? o->outs : most);
 }
 
+// -R: the buffer also holds the cycle a perftest peer walks its WRITEs and
+// READs through, and then rdma_lat's send area (perftest_cm.c).
 static void resources(struct perf_conn *c, const struct perf_opts *o) {
   uint32_t len = o->size + (o->perftest ? PERF_R_CYCLE_BUFFER + (o->latency ? o->size : 0) : 0);
   c->ctx = rdmau_open();
