@@ -64,11 +64,11 @@ BED = (1024, 1500)                 # (path MTU, the Linux guests' link MTU)
 # 59.5k against 39.5k messages/s, READ polling 15.2k against 7.5k, the
 # ceiling 150k against 146k frames/s. --cpus 2 measures the other way.
 CPUS = 1
-# WRs outstanding in xv6's rdma_bw runs (-d): 128, perftest's default
-# --tx-depth, which the rxe runs use (rdma_bw's own default is 64). At 64
-# the window, not the work per message, bounded 64 B WRITE: 48k against
-# 65k messages/s at 128 in one bed.
-DEPTH = 128
+# WRs outstanding (rdma_bw -d, perftest's -t/--tx-depth) in every run, xv6's
+# and rxe's: 256. Small messages need the window: 64 B WRITE, one vCPU per
+# guest, polling, ran 48k messages/s at -d 64 (rdma_bw's default), 73k at
+# 128 (perftest's default) and 82k at 256 in one bed; 448 gave no more.
+DEPTH = 256
 SIZES = (2, 8, 64, 256, 1024, 4096)
 FULL_SIZES = tuple(1 << k for k in range(1, 13))
 OPS = {"write": "ib_write_bw", "send": "ib_send_bw", "read": "ib_read_bw"}
@@ -97,7 +97,7 @@ def ceiling_round(tb, seconds, log):
 def one_run(tb, tool, op, size, iters, log):
     """Messages per second of one run of tool, or None."""
     if tool == "rxe":
-        r = rxe_compare.rxe_bw(tb, OPS[op], size, iters, log, BED[0])
+        r = rxe_compare.rxe_bw(tb, OPS[op], size, iters, log, BED[0], depth=DEPTH)
     else:
         r = rdma_sweep.bw(tb, op, size, iters, False, log, depth=DEPTH, poll=tool == "poll")
     return round(r["mpps"] * 1e6) if r and r.get("mpps") else None
@@ -156,7 +156,7 @@ def summary(rows, ceil, args, took, load):
          "MsgRate column (messages / elapsed time) in thousands of messages per second, medians of the "
          "rounds (every run in msgrate.csv). rxe = ib_write_bw / ib_send_bw / ib_read_bw (busy-polling); "
          f"poll / event = xv6's rdma_bw busy-polling / sleeping on its completion channel (-e); both sides keep "
-         f"{DEPTH} WRs outstanding (perftest's default tx-depth).", "",
+         f"{DEPTH} WRs outstanding (rdma_bw -d, perftest -t).", "",
          f"Ceiling: the most the receiver took in of a kernel blast of {CEIL_FRAME}-byte RoCEv2 frames "
          f"({CEIL_PAYLOAD} B payload, ICRC stamped by the sender and verified by the receiver, payload copied; "
          "open-loop or paced, link_ceiling.best_run) in the same xv6 guests, "

@@ -97,14 +97,14 @@ def rxe_counters(lx):
     return vals
 
 
-def rxe_bw(tb, prog, size, iters, log, mtu):
+def rxe_bw(tb, prog, size, iters, log, mtu, depth=None):
     """One perftest run, server on guest 3, client on guest 2, which must
-    report path MTU mtu."""
+    report path MTU mtu; depth: its -t (TX depth), else perftest's 128."""
     cli, srv = tb.linux
     # perftest 4.5's WRITE and READ bandwidth tests have no event mode
     # (-e: "Events feature not available on WRITE verb"): rxe's client
     # busy-polls its CQ, the server only waits (one-sided operations).
-    flags = f"-s {size} -n {iters} -F"
+    flags = f"-s {size} -n {iters} -F{f' -t {depth}' if depth else ''}"
     if not srv.start_server(f"{prog} -d rxe0 -x {srv.gid_index} {flags}"):
         progress("rxe", f"{prog}: the server never listened: {srv.server_output(30).strip()[-200:]}")
         return None

@@ -193,6 +193,7 @@ int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, 
   } else {
     __sync_synchronize();            // descriptors before the doorbell
     wr(E1000_TDT, nic.tx_tail);
+    nic.st.tx_doorbells++;
   }
   spin_unlock(&nic.tx_lock);
   return 0;
@@ -210,6 +211,7 @@ void netdev_tx_flush(void) {
     nic.tx_dirty = 0;
     __sync_synchronize();
     wr(E1000_TDT, nic.tx_tail);
+    nic.st.tx_doorbells++;
   }
   spin_unlock(&nic.tx_lock);
 }

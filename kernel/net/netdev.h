@@ -84,6 +84,7 @@ enum netdev_itr_class { NETDEV_ITR_LOWEST, NETDEV_ITR_LOW, NETDEV_ITR_BULK, NETD
 struct netdev_stats {
   uint64 interrupts, rx_frames, tx_frames, rx_bytes, tx_bytes;
   uint64 rx_errors, rx_no_buf, rx_missed, tx_ring_full;
+  uint64 tx_doorbells;         // TDT writes (one per frame, or per netdev_tx_hold burst)
   uint64 max_frames_per_irq;
   uint64 itr;                  // interrupt throttle now, 256 ns units
   uint64 itr_class;            // enum netdev_itr_class

@@ -120,6 +120,7 @@ int64 sys_netstat(void) {
   len = put_kv(b, len, cap, "dev_rx_no_buf", st.rx_no_buf);
   len = put_kv(b, len, cap, "dev_rx_missed", st.rx_missed);
   len = put_kv(b, len, cap, "dev_tx_ring_full", st.tx_ring_full);
+  len = put_kv(b, len, cap, "dev_tx_doorbells", st.tx_doorbells);
   len = put_kv(b, len, cap, "dev_max_frames_per_wakeup", st.max_frames_per_irq);
   len = put_kv(b, len, cap, "dev_itr", st.itr);
   len = put_kv(b, len, cap, "dev_itr_class", st.itr_class);   // 0 lowest, 1 low, 2 bulk, 3 fixed

@@ -211,6 +211,10 @@ def main():
             g0.run(f"nettest arp {tb.ip(1)} 3000", timeout=30)
             g0.run(f"nettest kburst {tb.ip(1)} 9002 1040 2000", timeout=120)
             c1 = counters(g0)
+            sent = c1["dev_tx_frames"] - c0["dev_tx_frames"]
+            bells = c1["dev_tx_doorbells"] - c0["dev_tx_doorbells"]
+            check("tx doorbells: a kernel burst writes the tail once per 64-frame batch, not per frame",
+                  sent >= 2000 and 0 < bells * 16 <= sent, f"{sent} frames sent, {bells} tail writes")
             bulk = c1["dev_itr_windows_bulk"] - c0["dev_itr_windows_bulk"]
             check("itr: a kernel burst is classified bulk on the sender",
                   bulk > 0 and c1["dev_itr_changes"] > c0["dev_itr_changes"],

@@ -602,6 +602,8 @@ static void nic_drops(struct perf_cpu *s) {
   const char *text = netstat_text();
   s->nic_missed = netstat_value(text, "dev_rx_missed");
   s->nic_no_buf = netstat_value(text, "dev_rx_no_buf");
+  s->nic_doorbells = netstat_value(text, "dev_tx_doorbells");
+  s->nic_interrupts = netstat_value(text, "dev_interrupts");
 }
 
 void perf_cpu_sample(struct perf_cpu *s) {
@@ -625,8 +627,10 @@ void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b) {
   printf("cpu: busy %lu us of %d x %lu us, %lu frames (tx+rx), %lu.%03lu us/frame, %lu lock waits parked\n",
          busy / 1000, b->ncpu, wall / 1000, frames, ns_per_frame / 1000, ns_per_frame % 1000,
          b->lock_parks - a->lock_parks);
-  printf("nic: rx_missed %lu rx_no_buf %lu (frames this guest's NIC dropped during the run)\n",
-         b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf);
+  printf("nic: rx_missed %lu rx_no_buf %lu (frames this guest's NIC dropped during the run), "
+         "%lu transmit doorbells, %lu interrupts\n",
+         b->nic_missed - a->nic_missed, b->nic_no_buf - a->nic_no_buf,
+         b->nic_doorbells - a->nic_doorbells, b->nic_interrupts - a->nic_interrupts);
 }
 
 // "(peer a.b.c.d)" or "(loopback)".

@@ -27,7 +27,6 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 #define PERF_MAX_SIZE (1u << 23)   // -s: 8 MiB, perftest's -a top (one buffer per side)
 #define PERF_LAT_MAX_ALL_SIZE (1u << 16)   // rdma_lat -a without -s: 64 KiB
 #define PERF_MAX_ITERS (1u << 22)  // -n: a sample (8 bytes) per iteration, 32 MiB of a 128 MiB guest
-#define PERF_MAX_TX_DEPTH 128      // -d: half the QP's 256 send WRs (resources())
 #define PERF_MAX_MIN_RTO_US 60000000u   // --min-rto: 60 s
 #define PERF_MAX_QPS 256       // -q: connections; 256 each way fit the device's max_qp (512)
 #define PERF_MAX_IDLE_QPS 510  // --idle-qps: the device's max_qp (512) but the busy QP and a spare
@@ -36,11 +35,11 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 #define PERF_WR_SYNC 0x5152    // perf_sync's SEND
 #define PERF_WR_BYE 0x5154     // the server's BYE (perf_close)
 #define PERF_RECV_AHEAD 2      // receives each side keeps posted (perf_sync)
-// The test QP's queues (resources()): receives at the device's max_qp_wr
-// (RDMA_MAX_QP_WR), so a send server the scheduler holds back for a while
+// The test QP's queues (resources()): both at the device's max_qp_wr
+// (RDMA_MAX_QP_WR); receives so a send server the scheduler holds back for a while
 // still has receives for every SEND in the meantime (64 B SENDs arrive
 // 20-30 thousand a second: 480 receives are 16-24 ms); its CQ holds both.
-#define PERF_QP_SEND_WR 256
+#define PERF_QP_SEND_WR 512
 #define PERF_QP_RECV_WR 512
 #define PERF_CQE (PERF_QP_SEND_WR + PERF_QP_RECV_WR)
 // The send server's receives outstanding during a run: room is left for
@@ -51,6 +50,12 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 // client, and a server a little slower than its client ran out of
 // receives (RNR NAKs).
 #define PERF_RECV_LIST 32
+// -d: WRs in flight, at most the receives a send server keeps posted, so
+// a SEND window never outruns them (and the send queue holds it and the
+// sync SENDs). Small messages need a deep window: 64 B WRITEs, one vCPU per
+// guest, polling, ran 73k messages/s at -d 128 and 82k at -d 256
+// (bench/results/msgrate.md).
+#define PERF_MAX_TX_DEPTH PERF_SEND_RECVS
 // rdma_lat's RTO floor unless --min-rto/--fixed-rto: perftest's default QP
 // timeout (-u 14, 4.096 us x 2^14), at which its rxe QPs retransmit. A
 // latency run on a lossless link has nothing to retransmit, and a host
@@ -161,7 +166,7 @@ void perf_close(struct perf_conn *c);
 int perf_poll(struct perf_conn *c, struct ibv_wc *wc, int max, int timeout_ms);
 // The guest's CPU and the RDMA device's frames: a sample at the start and
 // end of a run gives busy CPU time per frame sent or received.
-struct perf_cpu { uint64 now_ns, idle_ns, frames, nic_missed, nic_no_buf, lock_parks; int ncpu; };
+struct perf_cpu { uint64 now_ns, idle_ns, frames, nic_missed, nic_no_buf, nic_doorbells, nic_interrupts, lock_parks; int ncpu; };
 void perf_cpu_sample(struct perf_cpu *s);
 // "cpu: busy ... us, ... frames, ... us/frame, ... lock waits parked" for the run between a and b.
 void perf_cpu_print(const struct perf_cpu *a, const struct perf_cpu *b);
