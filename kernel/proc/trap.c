@@ -121,6 +121,20 @@ void user_trap_return(void) {
 // a yield may have saved and handed to another process (fpu.c); writing back
 // the Dirty seen before the yield would make the next switch save another
 // process's registers as this one's.
+// A tick does not take the hart from a kernel thread (a bottom half: the
+// NIC's receive thread, the RDMA engine) that got it less than a whole
+// tick ago. Yielded mid-pass, it was left RUNNABLE while the scheduler's
+// round robin handed the hart to a process spinning in user mode (polling
+// a CQ), and what the thread was taking in waited for the next tick:
+// one-vCPU 64 B READs, polling, stalled one tick after a burst of
+// responses, 14-20 times a second (with a 5 ms tick the stalls were 5 ms).
+// A thread that keeps running is preempted at its second tick, so it
+// cannot starve processes; an interrupt that woke another kernel thread
+// still yields (woke_kthread).
+static int kthread_keeps_hart(struct proc *p) {
+  return p->is_kthread && !this_cpu()->woke_kthread && clock_ticks() - p->run_from < 2;
+}
+
 void kernel_trap(void) {
   uint64 sepc = csr_read(sepc), sstatus = csr_read(sstatus), scause = csr_read(scause);
   if (!(sstatus & SSTATUS_SPP)) panic("kernel_trap: trap came from user mode");
@@ -129,7 +143,7 @@ void kernel_trap(void) {
   if (kind == NOT_AN_IRQ)
     panic("kernel trap: scause %p sepc %p stval %p", scause, sepc, csr_read(stval));
   struct proc *p = this_cpu()->running;
-  if (kind == IRQ_YIELD && p && p->state == P_RUNNING)
+  if (kind == IRQ_YIELD && p && p->state == P_RUNNING && !kthread_keeps_hart(p))
     proc_yield();
   csr_write(sepc, sepc);
   uint64 fs_now = csr_read(sstatus) & SSTATUS_FS_MASK;
