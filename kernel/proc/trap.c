@@ -116,11 +116,6 @@ void user_trap_return(void) {
   __builtin_unreachable();
 }
 
-// sepc and sstatus are saved because a yield lets other traps overwrite them.
-// sstatus.FS is not restored: it describes this hart's FP registers, which
-// a yield may have saved and handed to another process (fpu.c); writing back
-// the Dirty seen before the yield would make the next switch save another
-// process's registers as this one's.
 // A tick does not take the hart from a kernel thread (a bottom half: the
 // NIC's receive thread, the RDMA engine) that got it less than a whole
 // tick ago. Yielded mid-pass, it was left RUNNABLE while the scheduler's
@@ -135,6 +130,11 @@ static int kthread_keeps_hart(struct proc *p) {
   return p->is_kthread && !this_cpu()->woke_kthread && clock_ticks() - p->run_from < 2;
 }
 
+// sepc and sstatus are saved because a yield lets other traps overwrite them.
+// sstatus.FS is not restored: it describes this hart's FP registers, which
+// a yield may have saved and handed to another process (fpu.c); writing back
+// the Dirty seen before the yield would make the next switch save another
+// process's registers as this one's.
 void kernel_trap(void) {
   uint64 sepc = csr_read(sepc), sstatus = csr_read(sstatus), scause = csr_read(scause);
   if (!(sstatus & SSTATUS_SPP)) panic("kernel_trap: trap came from user mode");

@@ -54,7 +54,7 @@ static inline int perf_is_atomic(int op) { return op == PERF_FAA || op == PERF_C
 // a SEND window never outruns them (and the send queue holds it and the
 // sync SENDs). Small messages need a deep window: 64 B WRITEs, one vCPU per
 // guest, polling, ran 73k messages/s at -d 128 and 82k at -d 256
-// (bench/results/msgrate.md).
+// (bench/results/msgrate-elide.md).
 #define PERF_MAX_TX_DEPTH PERF_SEND_RECVS
 // rdma_lat's RTO floor unless --min-rto/--fixed-rto: perftest's default QP
 // timeout (-u 14, 4.096 us x 2^14), at which its rxe QPs retransmit. A
