@@ -50,7 +50,7 @@
 #define SOAK_IMM_UNIT  64             // WRITE_WITH_IMM offsets: imm * SOAK_IMM_UNIT
 #define SOAK_MAGIC     0x50a4c0deu
 #define SOAK_PDATA     20             // private data: the region (16 bytes) and its seed
-#define SOAK_BIND_TRIES 50            // a server tries to listen every SOAK_BIND_TICKS ticks, this often
+#define SOAK_BIND_TRIES 50            // a server tries to bind and listen every SOAK_BIND_TICKS ticks, this often
 #define SOAK_BIND_TICKS 20
 
 struct soak_hdr { uint32_t magic, seq, seed, len; };      // first bytes of a SEND / WRITE_WITH_IMM
@@ -311,10 +311,13 @@ static void server(int idle_s) {
   hints.ai_flags = RAI_PASSIVE;
   struct rdma_event_channel *ch = rdma_create_event_channel();
   if (!ch || rdma_getaddrinfo(NULL, port_arg, &hints, &res)) die("server: channel or address");
-  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) || rdma_bind_addr(lid, res->ai_src_addr))
-    die("server: create_id or bind");
-  // The server this one replaces (killed: it exits at its next return from
-  // the kernel) may still hold the port; listen binds it, so listen retries.
+  if (rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP)) die("server: create_id");
+  // The server this one replaces (killed: it exits once it next gets a
+  // hart, which under load can come after this one started) may still hold
+  // the port: bind and listen both retry while it is in use.
+  for (int i = 0; rdma_bind_addr(lid, res->ai_src_addr); i++)
+    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: bind");
+    else sleep(SOAK_BIND_TICKS);
   for (int i = 0; rdma_listen(lid, SOAK_MAX_CONN); i++)
     if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: listen");
     else sleep(SOAK_BIND_TICKS);
