@@ -163,6 +163,14 @@ static void tx_setup(void) {
 
 // ---- transmit ----
 
+// tx_lock held: the descriptors written so far go to the device, one TDT
+// write (counted: dev_tx_doorbells).
+static void tx_doorbell(void) {
+  __sync_synchronize();              // descriptors before the doorbell
+  wr(E1000_TDT, nic.tx_tail);
+  nic.st.tx_doorbells++;
+}
+
 int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, void *arg) {
   if (!nic.present || nfrags < 1 || nfrags > NETDEV_MAX_FRAGS) return -1;
   for (int i = 0; i < nfrags; i++)
@@ -191,9 +199,7 @@ int netdev_tx(const struct netdev_frag *frags, int nfrags, netdev_done_fn done, 
   if (nic.tx_hold) {
     nic.tx_dirty = 1;
   } else {
-    __sync_synchronize();            // descriptors before the doorbell
-    wr(E1000_TDT, nic.tx_tail);
-    nic.st.tx_doorbells++;
+    tx_doorbell();
   }
   spin_unlock(&nic.tx_lock);
   return 0;
@@ -209,9 +215,7 @@ void netdev_tx_flush(void) {
   spin_lock(&nic.tx_lock);
   if (nic.tx_hold > 0 && --nic.tx_hold == 0 && nic.tx_dirty) {
     nic.tx_dirty = 0;
-    __sync_synchronize();
-    wr(E1000_TDT, nic.tx_tail);
-    nic.st.tx_doorbells++;
+    tx_doorbell();
   }
   spin_unlock(&nic.tx_lock);
 }
