@@ -51,6 +51,10 @@ endif
 deps: $(DEPS_STAMP)
 .PHONY: deps
 
+# A recipe that fails or is interrupted (make -j2 | head) leaves no half-written
+# target that a later make would take as up to date.
+.DELETE_ON_ERROR:
+
 include kernel/kernel.mk
 include user/user.mk
 include tests/tests.mk

@@ -89,6 +89,16 @@ void kv_query_device(struct rdma_device_info *out);
 int  kv_query_port(int port, struct rdma_port_info *out);         // 0, or -1 (port 1 only)
 void kv_dev_stats(struct rdma_dev_stats *s);                       // live_chans, async_dropped: 0
 
+// One owner's live objects and the pool pages their rings hold, and at the
+// same instant the ring pool's balance over every owner: pool_lost, the
+// pages neither free nor held by a live ring (0 unless a destroy kept its
+// pages).
+struct kv_owner_stats {
+  int pds, mrs, cqs, qps, ahs, srqs;
+  int ring_pages, pool_lost;
+};
+void kv_owner_stats(const struct kv_owner *o, struct kv_owner_stats *s);
+
 // Protection domains.
 struct rdma_pd *kv_alloc_pd(struct kv_owner *o);                   // NULL: none left
 int  kv_dealloc_pd(struct kv_owner *o, struct rdma_pd *pd);        // -1 while an MR or QP uses it

@@ -325,12 +325,10 @@ int   rdma_pool_free_pages(void);
 // rdma_ah.c:
 int  rdma_ah_owned(struct kv_owner *o, const struct rdma_ah *ah);
 void rdma_ah_release_all(struct kv_owner *o);
-int  rdma_ah_count(void);
 // rdma_srq.c:
 int  rdma_srq_owned(struct kv_owner *o, const struct rdma_srq *srq);
 void rdma_srq_on_event(const struct rct_event *ev);   // SRQ_LIMIT
 void rdma_srq_release_all(struct kv_owner *o);       // the owner's QPs are already gone
-int  rdma_srq_count(void);
 // rdma_qp.c:
 int  rdma_post_errno(int rct);                       // the core's refusal of a WR -> RDMA_E*
 int  rdma_qp_owned(struct kv_owner *o, const struct rdma_qp *qp);

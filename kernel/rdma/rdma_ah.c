@@ -68,10 +68,3 @@ void rdma_ah_release_all(struct kv_owner *o) {
   for (int i = 0; i < RDMA_MAX_AH; i++)
     if (rdma_ahs[i].used && rdma_ahs[i].owner == o) ah_free(i);
 }
-
-// Lock held. The live AHs, all owners.
-int rdma_ah_count(void) {
-  int k = 0;
-  for (int i = 0; i < RDMA_MAX_AH; i++) k += rdma_ahs[i].used;
-  return k;
-}

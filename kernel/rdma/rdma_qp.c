@@ -330,24 +330,38 @@ void rdma_qp_on_event(const struct rct_event *ev) {
   if ((last || ev->info == RCT_QP_ERR_TRANSPORT) && q->owner->async) q->owner->async(q->owner, &ae);
 }
 
-// Lock held. The slots in use of a table whose entries start with `int used`.
-static int count_used(const void *table, int n, uint64 size) {
-  int k = 0;
-  for (int i = 0; i < n; i++) k += *(const int *)((const char *)table + i * size) != 0;
-  return k;
+// Lock held. The live objects of owner o (NULL: of every owner) into *s,
+// and the ring pool pages their rings hold (CQs, QPs, SRQs).
+static void count_objects(const struct kv_owner *o, struct kv_owner_stats *s) {
+  memset(s, 0, sizeof *s);
+#define MINE(x) ((x).used && (o == NULL || (x).owner == o))
+  for (int i = 0; i < RDMA_MAX_PD; i++) s->pds += MINE(rdma_pds[i]);
+  for (int i = 0; i < RDMA_MAX_MR; i++) s->mrs += MINE(rdma_mrs[i]);
+  for (int i = 0; i < RDMA_MAX_AH; i++) s->ahs += MINE(rdma_ahs[i]);
+  for (int i = 0; i < RDMA_MAX_SRQ; i++)
+    if (MINE(rdma_srqs[i])) { s->srqs++; s->ring_pages += rdma_srqs[i].ring_pages; }
+#undef MINE
+  for (int i = rdma_live_next(rdma.cq_live, 0); i >= 0; i = rdma_live_next(rdma.cq_live, i + 1))
+    if (o == NULL || rdma_cqs[i].owner == o) { s->cqs++; s->ring_pages += rdma_cqs[i].ring_pages; }
+  for (int i = rdma_live_next(rdma.qp_live, 0); i >= 0; i = rdma_live_next(rdma.qp_live, i + 1))
+    if (o == NULL || rdma_qps[i].owner == o) { s->qps++; s->ring_pages += rdma_qps[i].ring_pages; }
 }
 
-// Lock held. The live bits of a live bitmap (rdma.cq_live, rdma.qp_live).
-static int count_live(const uint64 *map) {
-  int k = 0;
-  for (int i = rdma_live_next(map, 0); i >= 0; i = rdma_live_next(map, i + 1)) k++;
-  return k;
+void kv_owner_stats(const struct kv_owner *o, struct kv_owner_stats *s) {
+  struct kv_owner_stats all;
+  spin_lock(&rdma.lock);
+  count_objects(o, s);
+  count_objects(NULL, &all);
+  s->pool_lost = RDMA_POOL_PAGES - all.ring_pages - rdma_pool_free_pages();
+  spin_unlock(&rdma.lock);
 }
 
 // The device-wide counters, and the objects alive now (the front end
 // adds its own: channels, dropped async events).
 void kv_dev_stats(struct rdma_dev_stats *s) {
+  struct kv_owner_stats n;
   spin_lock(&rdma.lock);
+  count_objects(NULL, &n);
   const struct rct_dev_counters *c = &rdma.dev.cnt;
   *s = (struct rdma_dev_stats){
     .rx_frames = c->rx_frames, .rx_not_roce = c->rx_not_roce, .rx_truncated = c->rx_truncated,
@@ -356,10 +370,8 @@ void kv_dev_stats(struct rdma_dev_stats *s) {
     .nic_rx_frames = rdma_net_rx_frames, .nic_rx_bad = rdma_net_rx_bad,
     .nic_tx_frames = rdma_net_tx_frames, .nic_tx_full = rdma_net_tx_full,
     .tx_no_route = rdma.tx_no_route, .tx_too_big = rdma.tx_too_big,
-    .live_pds = count_used(rdma_pds, RDMA_MAX_PD, sizeof rdma_pds[0]),
-    .live_mrs = count_used(rdma_mrs, RDMA_MAX_MR, sizeof rdma_mrs[0]),
-    .live_cqs = count_live(rdma.cq_live), .live_qps = count_live(rdma.qp_live),
-    .pool_free_pages = rdma_pool_free_pages(), .live_ahs = rdma_ah_count(), .live_srqs = rdma_srq_count(),
+    .live_pds = n.pds, .live_mrs = n.mrs, .live_cqs = n.cqs, .live_qps = n.qps,
+    .pool_free_pages = rdma_pool_free_pages(), .live_ahs = n.ahs, .live_srqs = n.srqs,
   };
   spin_unlock(&rdma.lock);
 }

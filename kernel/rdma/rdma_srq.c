@@ -126,10 +126,3 @@ void rdma_srq_on_event(const struct rct_event *ev) {
   struct kv_async_event ae = { .type = IBV_EVENT_SRQ_LIMIT_REACHED, .srq = s };
   if (s->used && s->owner->async) s->owner->async(s->owner, &ae);
 }
-
-// Lock held. The SRQs alive now.
-int rdma_srq_count(void) {
-  int k = 0;
-  for (int i = 0; i < RDMA_MAX_SRQ; i++) k += rdma_srqs[i].used;
-  return k;
-}
