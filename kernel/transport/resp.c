@@ -628,6 +628,14 @@ void rct_resp_duplicate(struct rct_qp *qp, struct rct_pkt *p)
   /* no held READ matches: dropped silently [RESP-DUP-3] */
 }
 
+/* An RNR NAK for epsn is still to be sent: it already asks for epsn again
+ * (after the RNR timer), and a sequence NAK in its place would have the
+ * requester resend at once into the same empty receive queue [RESP-OOS-5]. */
+static bool rnr_nak_owed(const struct rct_qp *qp)
+{
+  return qp->resp.nak_pending && (qp->resp.nak_syndrome & AETH_KIND_MASK) == AETH_RNR_NAK;
+}
+
 /* ---------------------------------------------------------------- */
 /* Entry: classify by PSN [PSN-WIN-3]                                */
 /* ---------------------------------------------------------------- */
@@ -654,7 +662,7 @@ void rct_resp_handle(struct rct_qp *qp, uint64_t now, struct rct_pkt *p)
   }
   if (d > 0) {
     qp->base.cnt.rx_out_of_seq++;                          /* [RESP-OOS-1] */
-    if (!qp->resp.nak_latch) {
+    if (!qp->resp.nak_latch && !rnr_nak_owed(qp)) {        /* [RESP-OOS-5] */
       rct_resp_want_nak(qp, AETH_NAK_PSN_SEQ, qp->resp.epsn, false);   /* [RESP-OOS-1] */
       qp->resp.nak_latch = 1;
     }

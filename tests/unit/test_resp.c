@@ -307,6 +307,29 @@ START_TEST(test_resp_rnr_nak)
 }
 END_TEST
 
+/* [RESP-OOS-5] [RESP-RECV-2] [RESP-OOS-3] packets behind an RNR-NAKed one,
+ * taken in before the responder answers: the RNR NAK goes, not a sequence NAK */
+START_TEST(test_resp_rnr_nak_kept_behind_oos)
+{
+  inject_req(A, P, 0, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
+  for (uint32_t i = 1; i < 4; i++)
+    inject_req(A, P, 0, OP_SEND_MIDDLE, E0 + i, false, 1024, 1, NULL, 0);
+  expect_ack(0, AETH_RNR_NAK | 12, E0, 0);
+  expect_nothing(A, 0);
+  ck_assert_uint_eq(A->qp.base.cnt.rx_out_of_seq, 3);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_rnr_nak, 1);
+  ck_assert_uint_eq(A->qp.base.cnt.tx_nak_seq, 0);
+  ck_assert_uint_eq(A->qp.resp.nak_latch, 0);
+  inject_req(A, P, 0, OP_SEND_MIDDLE, E0 + 4, false, 1024, 1, NULL, 0);
+  expect_ack(0, AETH_NAK_PSN_SEQ, E0, 0);             /* the RNR NAK has gone: [RESP-OOS-1] */
+  post_recv(A, 5, R, 0, 8192);
+  inject_req(A, P, 1, OP_SEND_FIRST, E0, false, 1024, 1, NULL, 0);
+  inject_req(A, P, 1, OP_SEND_LAST, E0 + 1, true, 10, 1, NULL, 0);
+  expect_ack(1, 0x1f, E0 + 1, 1);
+  expect_wc(&A->rcq, 5, RCT_WC_SUCCESS);
+}
+END_TEST
+
 /* [RESP-RECV-3] a SEND longer than the receive: NAK invalid request, LOC_LEN_ERR, ERR */
 START_TEST(test_resp_send_too_long)
 {
@@ -776,6 +799,7 @@ Suite *suite_resp(void)
   tcase_add_test(t, test_resp_duplicate_acked);
   tcase_add_test(t, test_resp_outside_window_silent);
   tcase_add_test(t, test_resp_rnr_nak);
+  tcase_add_test(t, test_resp_rnr_nak_kept_behind_oos);
   tcase_add_test(t, test_resp_send_too_long);
   tcase_add_test(t, test_resp_recv_bad_lkey);
   tcase_add_test(t, test_resp_write_access_errors);
