@@ -6,7 +6,9 @@
 // against a byte-at-a-time copy for every alignment pair, disjoint and
 // overlapping; a spin lock waiter on another hart parks in wfi instead of
 // spinning, and gets the lock once it is released; proc_sleep_until wakes
-// at its deadline, and earlier for a proc_wakeup.
+// at its deadline, and earlier for a proc_wakeup; a tick leaves a kernel
+// thread its hart through its first tick and takes it at its second
+// (trap.c's rule for bottom halves).
 // Failures panic; results are printed only with the boot argument
 // "selftest". Boot argument "kpanic" panics on purpose, to check that a
 // panic powers QEMU off with a failure status.
@@ -230,6 +232,37 @@ static void check_sleep_until(struct probe *pr) {
   if (clock_ns() - start >= SLEEP_FAR_NS) panic("proc_sleep_until slept past a deadline already gone");
 }
 
+// trap.c's tick rule, both halves: this kernel thread, given a hart anew,
+// keeps it through the next tick (p->ticks_kept counts it) and loses it
+// at the one after (the scheduler sets p->run_from again). A yield for a
+// kernel thread that an interrupt woke, or a vCPU the host paused across
+// two ticks, also changes run_from first; such a try is not counted.
+#define TICK_RULE_TRIES 20
+static void check_tick_rule(int report) {
+  struct proc *p = current();
+  volatile uint64 *run_from = &p->run_from, *ticks_kept = &p->ticks_kept;   // trap.c and sched.c write them
+  int lost_first = 0;
+  for (int t = 0; t < TICK_RULE_TRIES; t++) {
+    proc_yield();
+    uint64 from = *run_from, kept = *ticks_kept;
+    while (*run_from == from && *ticks_kept == kept)
+      ;
+    if (*run_from != from) {          // switched out before or at its first tick
+      lost_first++;
+      continue;
+    }
+    while (*run_from == from && clock_ticks() < from + 4)
+      ;
+    if (*run_from == from) panic("tick rule: a kernel thread kept its hart past its second tick");
+    if (report)
+      kprintf("selftest: tick rule ok: a kernel thread kept its hart at its first tick, yielded by its "
+              "second (%d earlier tries lost it first)\n", lost_first);
+    return;
+  }
+  panic("tick rule: a kernel thread lost its hart before or at its first tick in %d of %d tries",
+        lost_first, TICK_RULE_TRIES);
+}
+
 static void selftest_thread(void *arg) {
   (void)arg;
   static struct probe pr;
@@ -245,6 +278,7 @@ static void selftest_thread(void *arg) {
   check_ktimer(&pr, report);
   check_sleep_until(&pr);
   if (report) kprintf("selftest: proc_sleep_until ok\n");
+  check_tick_rule(report);
 }
 
 void selftest_start(void) {

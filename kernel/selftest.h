@@ -4,8 +4,8 @@
 #define SELFTEST_H
 void selftest_start(void);
 // selftest_kverbs.c: after rdma_init; then (may be NULL) runs in its thread
-// once the test counted the device's objects back (no other kernel
-// consumer may make objects before: boot starts those with then).
+// once the test is done (it counts only its own objects, so others may
+// make theirs meanwhile).
 void selftest_kverbs_start(void (*then)(void));
 void selftest_pager_start(void);    // selftest_pager.c: boot argument pagertest=N only
 #endif

@@ -57,6 +57,8 @@ struct proc {
   // private to the process itself (or its creator before it runs):
   int slot;                  // index in the table; picks the kernel stack
   int is_kthread;            // kernel-only: no user memory, no trap frame
+  uint64 run_from;           // the tick (clock_ticks) it last got a hart (sched.c run_pass)
+  uint64 ticks_kept;         // kernel thread: ticks that left it its hart (trap.c)
   uint64 kstack_top;
   uint64 heap_end;           // user memory is [0, heap_end)
   uint64 nsyscalls;          // system calls made (SYS_syscount), 0 at a free slot

@@ -49,6 +49,7 @@ static int run_pass(struct cpu *c) {
       c->idle = 0;
       p->state = P_RUNNING;
       c->running = p;
+      p->run_from = clock_ticks();
       if (p->pagetable) vm_load(p->pagetable, p->vm_gen);   // kthreads run on any (vm.h)
       swtch(&c->sched_ctx, &p->ctx);
       c->running = NULL;       // the process changed its state before coming back

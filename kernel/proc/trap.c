@@ -116,6 +116,23 @@ void user_trap_return(void) {
   __builtin_unreachable();
 }
 
+// A tick does not take the hart from a kernel thread (a bottom half: the
+// NIC's receive thread, the RDMA engine) that got it less than a whole
+// tick ago. Yielded mid-pass, it was left RUNNABLE while the scheduler's
+// round robin handed the hart to a process spinning in user mode (polling
+// a CQ), and what the thread was taking in waited for the next tick:
+// one-vCPU 64 B READs, polling, stalled one tick after a burst of
+// responses, 14-20 times a second (with a 5 ms tick the stalls were 5 ms).
+// A thread that keeps running is preempted at its second tick, so it
+// cannot starve processes; an interrupt that woke another kernel thread
+// still yields (woke_kthread).
+// (kernel/selftest.c checks both halves, counting p->ticks_kept.)
+static int kthread_keeps_hart(struct proc *p) {
+  if (!p->is_kthread || this_cpu()->woke_kthread || clock_ticks() - p->run_from >= 2) return 0;
+  p->ticks_kept++;
+  return 1;
+}
+
 // sepc and sstatus are saved because a yield lets other traps overwrite them.
 // sstatus.FS is not restored: it describes this hart's FP registers, which
 // a yield may have saved and handed to another process (fpu.c); writing back
@@ -129,7 +146,7 @@ void kernel_trap(void) {
   if (kind == NOT_AN_IRQ)
     panic("kernel trap: scause %p sepc %p stval %p", scause, sepc, csr_read(stval));
   struct proc *p = this_cpu()->running;
-  if (kind == IRQ_YIELD && p && p->state == P_RUNNING)
+  if (kind == IRQ_YIELD && p && p->state == P_RUNNING && !kthread_keeps_hart(p))
     proc_yield();
   csr_write(sepc, sepc);
   uint64 fs_now = csr_read(sstatus) & SSTATUS_FS_MASK;

@@ -160,6 +160,7 @@ def check_prof_boot(args):
 
 
 KVERBS_LINE = r"selftest: kverbs (PASS|FAIL)[^\n]*\n"
+TICK_LINE = r"selftest: tick rule ok[^\n]*\n"
 SHELL_STARTED = r"init: starting sh\n"
 
 
@@ -168,27 +169,38 @@ def wait_for(guest, pattern, timeout):
     return re.search(pattern, guest.output(), re.MULTILINE) or guest.expect(pattern, timeout=timeout)
 
 
-def check_kverbs_selftest(args):
-    """kernel_kverbs_selftest_passes: with the boot argument selftest, the
-    kernel's own RDMA consumer (kernel/selftest_kverbs.c: an RC pair and a
-    UD pair in loopback through kernel/rdma/kverbs.h, completions through
-    the CQ handlers, every count back) prints its PASS line. The self-tests print
-    while the shell starts, so neither the line nor the prompt need start a
-    line: this waits for the line and for the shell, not for a prompt.
-    Returns an error or None."""
+def check_boot_selftests(args):
+    """One guest (one hart, boot argument selftest) for two checks:
+    kernel_kverbs_selftest_passes: the kernel's own RDMA consumer
+    (kernel/selftest_kverbs.c: an RC pair and a UD pair in loopback through
+    kernel/rdma/kverbs.h, completions through the CQ handlers, none of its
+    objects left) prints its PASS line; kernel_tick_rule_keeps_then_yields:
+    kernel/selftest.c saw a kernel thread keep its hart at its first tick
+    and lose it by its second (trap.c), and printed so (a failure panics).
+    The self-tests print while the shell starts, so neither a line nor the
+    prompt need start a line: this waits for the lines and for the shell,
+    not for a prompt. Returns (kverbs error, tick error), each None if it
+    passed."""
     try:
         with Guest("kverbs-selftest", cpus=1, kernel=args.kernel, fs_img=args.fs_img,
                    append="selftest") as guest:
             guest.start()
             line = wait_for(guest, KVERBS_LINE, 120)
             if line[1] != "PASS":
-                return line[0].strip()        # the kernel panics after it
+                return line[0].strip(), "the kverbs self-test failed first"   # the kernel panics after it
+            try:
+                wait_for(guest, TICK_LINE, 60)
+                tick = None
+            except GuestError as err:
+                panic = re.search(r"panic[^\n]*", guest.output())
+                tick = panic[0] if panic else str(err).splitlines()[0]
+                return None, tick
             wait_for(guest, SHELL_STARTED, 60)
             guest.send("halt 0")
             got = guest.wait_exit(timeout=30)
-        return None if got == 0 else f"QEMU status {got}"
+        return (None if got == 0 else f"QEMU status {got}"), tick
     except GuestError as err:
-        return str(err).splitlines()[0]
+        return str(err).splitlines()[0], str(err).splitlines()[0]
 
 
 def _join(thread):
@@ -291,7 +303,7 @@ def main():
 
     halt_error = check_halt_status(args)
     prof_error = check_prof_boot(args)
-    kverbs_error = check_kverbs_selftest(args)
+    kverbs_error, tick_error = check_boot_selftests(args)
     hot_error = check_hot_loops(args.kernel)
     crashes = check_crashes(args.kernel, args.fs_img)
     layers = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -319,6 +331,8 @@ def main():
           + ("" if prof_error is None else f": {prof_error}"))
     print(("PASS" if kverbs_error is None else "FAIL") + " kernel_kverbs_selftest_passes"
           + ("" if kverbs_error is None else f": {kverbs_error}"))
+    print(("PASS" if tick_error is None else "FAIL") + " kernel_tick_rule_keeps_then_yields"
+          + ("" if tick_error is None else f": {tick_error}"))
     print(("PASS" if hot_error is None else "FAIL") + " kernel_hot_loops_on_one_page"
           + ("" if hot_error is None else f": {hot_error}"))
     for name, err in crashes:
@@ -327,10 +341,10 @@ def main():
         print(line)
     crash_failed = sum(err is not None for _, err in crashes)
     passed = (sum(r.passed for r in results) + (halt_error is None) + (prof_error is None) + (hot_error is None)
-              + (kverbs_error is None)
+              + (kverbs_error is None) + (tick_error is None)
               + len(crashes) - crash_failed + layer_passed)
     failed = (sum(r.failed for r in results) + (halt_error is not None) + (prof_error is not None)
-              + (hot_error is not None) + (kverbs_error is not None)
+              + (hot_error is not None) + (kverbs_error is not None) + (tick_error is not None)
               + crash_failed + layer_failed)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and all(r.ok() for r in results) else 1
