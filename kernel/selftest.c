@@ -238,8 +238,9 @@ static void check_sleep_until(struct probe *pr) {
 // kernel thread that an interrupt woke, or a vCPU the host paused across
 // two ticks, also changes run_from first; such a try is not counted. No
 // clock bounds the second half: a tick pending when the scheduler gave the
-// hart may be kept too, so two kept ticks are allowed and a third is the
-// rule failing (a host pause only makes the next tick yield).
+// hart may be kept too, so KTHREAD_HOLD_TICKS kept ticks are allowed and
+// one more is the rule failing (a host pause only makes the next tick
+// yield).
 #define TICK_RULE_TRIES 20
 static void check_tick_rule(int report) {
   struct proc *p = current();
@@ -254,7 +255,7 @@ static void check_tick_rule(int report) {
       lost_first++;
       continue;
     }
-    while (*run_from == from && *ticks_kept - kept < 3)
+    while (*run_from == from && *ticks_kept - kept <= KTHREAD_HOLD_TICKS)
       ;
     if (*run_from == from) panic("tick rule: a kernel thread kept its hart past its second tick");
     if (report)

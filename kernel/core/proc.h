@@ -44,6 +44,11 @@ struct cpu {
 
 enum proc_state { P_FREE, P_EMBRYO, P_RUNNABLE, P_RUNNING, P_SLEEPING, P_ZOMBIE };
 
+// A tick takes the hart from a kernel thread only once this many ticks
+// began since it got it (trap.c kthread_keeps_hart): ticks before that
+// leave it the hart, at most KTHREAD_HOLD_TICKS of them.
+#define KTHREAD_HOLD_TICKS 2
+
 struct proc {
   struct spinlock lock;
   // under lock:

@@ -128,7 +128,8 @@ void user_trap_return(void) {
 // still yields (woke_kthread).
 // (kernel/selftest.c checks both halves, counting p->ticks_kept.)
 static int kthread_keeps_hart(struct proc *p) {
-  if (!p->is_kthread || this_cpu()->woke_kthread || clock_ticks() - p->run_from >= 2) return 0;
+  if (!p->is_kthread || this_cpu()->woke_kthread) return 0;
+  if (clock_ticks() - p->run_from >= KTHREAD_HOLD_TICKS) return 0;
   p->ticks_kept++;
   return 1;
 }
