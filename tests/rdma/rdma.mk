@@ -106,8 +106,8 @@ bench-rxe: kernel/kernel fs.img $(LINKEMU) linux-image
 
 # Small-message rate: xv6's rdma_bw (polling and -e) beside Linux rxe's
 # ib_write_bw / ib_send_bw / ib_read_bw and the RoCE ceiling of 64-byte
-# payloads, one run -> bench/results/msgrate.{csv,md,png}; MSGRATE_ARGS=--full
-# for every size and three rounds.
+# payloads, three rounds (medians) -> bench/results/msgrate.{csv,md,png};
+# MSGRATE_ARGS=--full for every power of two up to 4 KiB.
 bench-msgrate: kernel/kernel fs.img $(LINKEMU) linux-image
 	$(PLOT_PYTHON) bench/rdma/msgrate.py $(MSGRATE_ARGS)
 
