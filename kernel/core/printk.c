@@ -14,6 +14,7 @@ static int print_locking;            // 0 until init and after a panic
 volatile int panicked;
 
 static void (*put)(int c);
+static volatile int console_line_open;   // printk_after_console: a console line without its newline
 
 static void out_char(int c) {
   if (put) put(c);
@@ -57,10 +58,18 @@ static void vformat(const char *fmt, va_list ap) {
   }
 }
 
+void printk_after_console(int c) {
+  console_line_open = c != '\n';
+}
+
 void kprintf(const char *fmt, ...) {
   va_list ap;
   int lock = print_locking;
   if (lock) spin_lock(&print_lock);
+  if (console_line_open) {
+    console_line_open = 0;
+    out_char('\n');
+  }
   va_start(ap, fmt);
   vformat(fmt, ap);
   va_end(ap);

@@ -188,8 +188,7 @@ void proc_dump(void) {
     [P_FREE] = "free", [P_EMBRYO] = "embryo", [P_RUNNABLE] = "runnable",
     [P_RUNNING] = "running", [P_SLEEPING] = "sleeping", [P_ZOMBIE] = "zombie",
   };
-  kprintf("\n");
-  for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {
+  for (struct proc *p = proc_table; p < &proc_table[NPROC]; p++) {   // from a line of its own (printk)
     if (p->state == P_FREE) continue;
     kprintf("%d %s %s%s\n", p->pid, state_names[p->state], p->name, p->is_kthread ? " [kthread]" : "");
   }

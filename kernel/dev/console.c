@@ -7,6 +7,7 @@
 #include "lib/riscv.h"
 #include "core/lock.h"
 #include "core/proc.h"
+#include "core/printk.h"
 #include "core/poll.h"
 #include "dev/uart.h"
 #include "dev/console.h"
@@ -35,6 +36,7 @@ static void echo(int c) {
     uart_putc_sync('\b'); uart_putc_sync(' '); uart_putc_sync('\b');
   } else {
     uart_putc_sync(c);
+    printk_after_console(c);
   }
 }
 
@@ -131,6 +133,7 @@ static int console_write(int from_user, uint64 src, int n) {
     char c;
     if (copy_from(from_user, &c, src + i, 1) < 0) break;
     uart_putc(c);
+    printk_after_console(c);
   }
   sleeplock_release(&write_lock);
   return i > 0 || n == 0 ? i : -1;

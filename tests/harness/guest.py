@@ -247,6 +247,14 @@ class Guest:
         self.proc.stdin.write((line + self.eol).encode())
         self.proc.stdin.flush()
 
+    def type_keys(self, keys):
+        """Type keys as they are (no newline added): control characters,
+        part of a line."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise GuestError(f"{self.name}: cannot type, QEMU is not running")
+        self.proc.stdin.write(keys.encode())
+        self.proc.stdin.flush()
+
     def expect(self, pattern, timeout=30, fail=""):
         """Wait until `pattern` appears in output not yet consumed.
 

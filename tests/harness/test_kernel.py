@@ -126,6 +126,29 @@ def describe(r):
             f"qemu status {r.qemu_status}")
 
 
+def check_console_message_own_line(args):
+    """kernel_message_after_prompt_own_line: a kernel message printed while
+    the shell's prompt is the open line (^P's process list here; the rmem
+    client's "connected" in real runs) starts on a line of its own, so the
+    prompt still ends a line: a reader waiting for "$ " at a line's end
+    (guest.py's PROMPT) saw the message glued to it and timed out (a
+    fresh-clone CI, rmem_client_connects_loss0). Returns an error or None."""
+    try:
+        with Guest("console-line", cpus=1, kernel=args.kernel, fs_img=args.fs_img) as guest:
+            guest.boot(timeout=60)
+            start = len(guest.output())
+            guest.type_keys("\x10")                       # ^P at the prompt
+            guest.expect(r"1 \w+ init\n", timeout=30)
+            text = guest.output()[start - 2:]
+            guest.send("halt 0")
+            guest.wait_exit(timeout=30)
+        if not text.startswith("$ \n1 "):
+            return f"the process list did not start on a line of its own: {text[:40]!r}"
+        return None
+    except GuestError as err:
+        return str(err).splitlines()[0]
+
+
 def check_halt_status(args, status=7):
     """halt N must power off with QEMU exit status N: returns an error or None."""
     try:
@@ -302,6 +325,7 @@ def main():
         _join(t)
 
     halt_error = check_halt_status(args)
+    line_error = check_console_message_own_line(args)
     prof_error = check_prof_boot(args)
     kverbs_error, tick_error = check_boot_selftests(args)
     hot_error = check_hot_loops(args.kernel)
@@ -325,6 +349,8 @@ def main():
                 f"{name} {secs:.1f} s" for secs, name in r.slowest))
         if r.error:
             print(f"  cpus={r.cpus} harness: {r.error}")
+    print(("PASS" if line_error is None else "FAIL") + " kernel_message_after_prompt_own_line"
+          + ("" if line_error is None else f": {line_error}"))
     print(("PASS" if halt_error is None else "FAIL") + " halt_status_propagates"
           + ("" if halt_error is None else f": {halt_error}"))
     print(("PASS" if prof_error is None else "FAIL") + " kernel_prof_boot_passes_selftests"
@@ -341,9 +367,11 @@ def main():
         print(line)
     crash_failed = sum(err is not None for _, err in crashes)
     passed = (sum(r.passed for r in results) + (halt_error is None) + (prof_error is None) + (hot_error is None)
+              + (line_error is None)
               + (kverbs_error is None) + (tick_error is None)
               + len(crashes) - crash_failed + layer_passed)
     failed = (sum(r.failed for r in results) + (halt_error is not None) + (prof_error is not None)
+              + (line_error is not None)
               + (hot_error is not None) + (kverbs_error is not None) + (tick_error is not None)
               + crash_failed + layer_failed)
     print(f"{passed} passed, {failed} failed")
