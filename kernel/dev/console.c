@@ -128,13 +128,15 @@ static struct sleeplock write_lock;
 // Process context only (may sleep).
 static int console_write(int from_user, uint64 src, int n) {
   int i;
+  char last = 0;
   sleeplock_acquire(&write_lock);
   for (i = 0; i < n; i++) {
     char c;
     if (copy_from(from_user, &c, src + i, 1) < 0) break;
     uart_putc(c);
-    printk_after_console(c);
+    last = c;
   }
+  if (i > 0) printk_after_console(last);
   sleeplock_release(&write_lock);
   return i > 0 || n == 0 ? i : -1;
 }

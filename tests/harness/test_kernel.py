@@ -213,15 +213,13 @@ def check_boot_selftests(args):
                 return line[0].strip(), "the kverbs self-test failed first"   # the kernel panics after it
             try:
                 wait_for(guest, TICK_LINE, 60)
-                tick = None
             except GuestError as err:
                 panic = re.search(r"panic[^\n]*", guest.output())
-                tick = panic[0] if panic else str(err).splitlines()[0]
-                return None, tick
+                return None, panic[0] if panic else str(err).splitlines()[0]
             wait_for(guest, SHELL_STARTED, 60)
             guest.send("halt 0")
             got = guest.wait_exit(timeout=30)
-        return (None if got == 0 else f"QEMU status {got}"), tick
+        return (None if got == 0 else f"QEMU status {got}"), None
     except GuestError as err:
         return str(err).splitlines()[0], str(err).splitlines()[0]
 
@@ -349,31 +347,17 @@ def main():
                 f"{name} {secs:.1f} s" for secs, name in r.slowest))
         if r.error:
             print(f"  cpus={r.cpus} harness: {r.error}")
-    print(("PASS" if line_error is None else "FAIL") + " kernel_message_after_prompt_own_line"
-          + ("" if line_error is None else f": {line_error}"))
-    print(("PASS" if halt_error is None else "FAIL") + " halt_status_propagates"
-          + ("" if halt_error is None else f": {halt_error}"))
-    print(("PASS" if prof_error is None else "FAIL") + " kernel_prof_boot_passes_selftests"
-          + ("" if prof_error is None else f": {prof_error}"))
-    print(("PASS" if kverbs_error is None else "FAIL") + " kernel_kverbs_selftest_passes"
-          + ("" if kverbs_error is None else f": {kverbs_error}"))
-    print(("PASS" if tick_error is None else "FAIL") + " kernel_tick_rule_keeps_then_yields"
-          + ("" if tick_error is None else f": {tick_error}"))
-    print(("PASS" if hot_error is None else "FAIL") + " kernel_hot_loops_on_one_page"
-          + ("" if hot_error is None else f": {hot_error}"))
-    for name, err in crashes:
+    checks = [("kernel_message_after_prompt_own_line", line_error), ("halt_status_propagates", halt_error),
+              ("kernel_prof_boot_passes_selftests", prof_error), ("kernel_kverbs_selftest_passes", kverbs_error),
+              ("kernel_tick_rule_keeps_then_yields", tick_error), ("kernel_hot_loops_on_one_page", hot_error)]
+    checks += crashes
+    for name, err in checks:
         print(("PASS " if err is None else "FAIL ") + name + ("" if err is None else f": {err}"))
     for line in layer_lines:
         print(line)
-    crash_failed = sum(err is not None for _, err in crashes)
-    passed = (sum(r.passed for r in results) + (halt_error is None) + (prof_error is None) + (hot_error is None)
-              + (line_error is None)
-              + (kverbs_error is None) + (tick_error is None)
-              + len(crashes) - crash_failed + layer_passed)
-    failed = (sum(r.failed for r in results) + (halt_error is not None) + (prof_error is not None)
-              + (line_error is not None)
-              + (hot_error is not None) + (kverbs_error is not None) + (tick_error is not None)
-              + crash_failed + layer_failed)
+    check_failed = sum(err is not None for _, err in checks)
+    passed = sum(r.passed for r in results) + len(checks) - check_failed + layer_passed
+    failed = sum(r.failed for r in results) + check_failed + layer_failed
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 and all(r.ok() for r in results) else 1
 

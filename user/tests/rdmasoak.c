@@ -303,6 +303,14 @@ static int live_conns(void) {
   return n;
 }
 
+// A bind or listen that failed on try i: while the port is still in use
+// (the server this one replaces holds it) wait and let the caller try
+// again, up to SOAK_BIND_TRIES; any other error, or the last try, dies.
+static void port_busy_wait(const char *what, int i) {
+  if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die(what);
+  sleep(SOAK_BIND_TICKS);
+}
+
 static void server(int idle_s) __attribute__((noreturn));
 static void server(int idle_s) {
   struct rdma_addrinfo hints, *res;
@@ -315,12 +323,8 @@ static void server(int idle_s) {
   // The server this one replaces (killed: it exits once it next gets a
   // hart, which under load can come after this one started) may still hold
   // the port: bind and listen both retry while it is in use.
-  for (int i = 0; rdma_bind_addr(lid, res->ai_src_addr); i++)
-    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: bind");
-    else sleep(SOAK_BIND_TICKS);
-  for (int i = 0; rdma_listen(lid, SOAK_MAX_CONN); i++)
-    if (errno != EADDRINUSE || i == SOAK_BIND_TRIES) die("server: listen");
-    else sleep(SOAK_BIND_TICKS);
+  for (int i = 0; rdma_bind_addr(lid, res->ai_src_addr); i++) port_busy_wait("server: bind", i);
+  for (int i = 0; rdma_listen(lid, SOAK_MAX_CONN); i++) port_busy_wait("server: listen", i);
   rdma_freeaddrinfo(res);
   if (!(scomp = ibv_create_comp_channel(lid->verbs))) die("server: comp channel");
   fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
